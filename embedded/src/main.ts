@@ -1,0 +1,46 @@
+import { createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
+import { startPlatform } from "./platform.js";
+
+// `npm start`: every service in one process, on embedded defaults unless
+// MONGO_URL / KAFKA_BROKERS say otherwise.
+async function main(): Promise<void> {
+  const logger = createLogger("embedded");
+  const platform = await startPlatform({
+    dataDir: envString("DATA_DIR", "./data"),
+    gatewayPort: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
+    gatewayHost: envString("GATEWAY_HOST", "127.0.0.1"),
+    mongoUrl: envOptional("MONGO_URL"),
+    kafkaBrokers: envOptional("KAFKA_BROKERS"),
+    adminToken: envOptional("ADMIN_TOKEN"),
+    logger,
+  });
+  logger.info(
+    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process" },
+    "email platform started",
+  );
+  if (platform.development) {
+    // Printed once, on the first start: neither secret is stored in clear anywhere.
+    const { adminToken, testKey, accountId } = platform.development;
+    process.stdout.write(
+      [
+        "",
+        "  Development account created (shown once, keep these):",
+        `    account id   ${accountId}`,
+        `    test API key ${testKey}`,
+        `    admin token  ${adminToken}`,
+        "",
+        "  Try it:",
+        `    curl -s -X POST ${platform.gatewayUrl}/api/v1/subscribers \\`,
+        `      -H 'X-API-Key: ${testKey}' -H 'Content-Type: application/json' \\`,
+        `      -d '{"email":"ada@example.com","tags":["newsletter"]}'`,
+        "",
+      ].join("\n") + "\n",
+    );
+  }
+  exitOnSignal(logger, () => platform.close());
+}
+
+main().catch((err: unknown) => {
+  console.error(JSON.stringify({ level: "fatal", service: "embedded", msg: err instanceof Error ? err.message : String(err) }));
+  process.exit(1);
+});

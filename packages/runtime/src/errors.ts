@@ -1,0 +1,113 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { ErrorDetailSchema, type FieldViolation } from "@emailsvc/proto";
+import { create } from "@bufbuild/protobuf";
+import { MissingTenantError } from "./context.js";
+import type { Logger } from "./logger.js";
+
+// Domain code throws AppError; the server interceptor turns it into a
+// ConnectError carrying an emailsvc.common.v1.ErrorDetail, and the gateway turns
+// that into problem+json. Anything else becomes a bare "internal" error: no
+// internal message or stack ever leaves a service.
+
+export type ErrorKind =
+  | "invalid" // 400
+  | "unauthenticated" // 401
+  | "forbidden" // 403
+  | "not_found" // 404
+  | "conflict" // 409
+  | "too_large" // 413
+  | "unavailable" // 503
+  | "internal"; // 500
+
+const KIND_TO_CODE: Record<ErrorKind, Code> = {
+  invalid: Code.InvalidArgument,
+  unauthenticated: Code.Unauthenticated,
+  forbidden: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  conflict: Code.AlreadyExists,
+  too_large: Code.ResourceExhausted,
+  unavailable: Code.Unavailable,
+  internal: Code.Internal,
+};
+
+export interface Violation {
+  field: string;
+  description: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    /** Stable machine code, e.g. "email_taken". */
+    readonly code: string,
+    message: string,
+    readonly extra: { fieldViolations?: Violation[]; existingId?: string } = {},
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+export const invalid = (message: string, fieldViolations: Violation[] = []) =>
+  new AppError("invalid", "validation_failed", message, { fieldViolations });
+
+export const notFound = (what: string) => new AppError("not_found", "not_found", `${what} not found`);
+
+export function toConnectError(err: unknown): ConnectError | undefined {
+  if (err instanceof AppError) {
+    const detail = create(ErrorDetailSchema, {
+      code: err.code,
+      fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
+      existingId: err.extra.existingId ?? "",
+    });
+    return new ConnectError(err.message, KIND_TO_CODE[err.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+  }
+  if (err instanceof MissingTenantError) {
+    return new ConnectError("missing tenant", Code.Unauthenticated);
+  }
+  return undefined;
+}
+
+/**
+ * Server interceptor: maps AppError to ConnectError with details, passes
+ * ConnectErrors through, and hides everything else behind Code.Internal after
+ * logging it (with the request id, without request data).
+ */
+export function errorInterceptor(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      const mapped = toConnectError(err);
+      if (mapped) throw mapped;
+      if (err instanceof ConnectError) throw err;
+      logger.error(
+        { err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err), rpc: req.method.name, request_id: req.header.get("x-request-id") },
+        "unhandled error in rpc",
+      );
+      throw new ConnectError("internal error", Code.Internal);
+    }
+  };
+}
+
+export interface ErrorInfo {
+  code: Code;
+  /** Machine code from the service, or derived from the Connect code. */
+  errorCode: string;
+  message: string;
+  fieldViolations: FieldViolation[];
+  existingId: string;
+}
+
+/** Reads what a service said about a failed call (client side). */
+export function readError(err: unknown): ErrorInfo {
+  const ce = ConnectError.from(err);
+  const [detail] = ce.findDetails(ErrorDetailSchema);
+  return {
+    code: ce.code,
+    errorCode: detail?.code || Code[ce.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase(),
+    message: ce.rawMessage,
+    fieldViolations: detail?.fieldViolations ?? [],
+    existingId: detail?.existingId ?? "",
+  };
+}

@@ -1,0 +1,117 @@
+import { AppError, invalid, type Violation } from "@emailsvc/runtime";
+
+// Pure rules of subscribers: statuses, email and metadata validation. No I/O.
+
+export const STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
+export type Status = (typeof STATUSES)[number];
+
+export type MetadataValue = string | number | boolean;
+export type Metadata = Record<string, MetadataValue>;
+
+/** A subscriber as the service returns it (tag names resolved). */
+export interface SubscriberView {
+  id: string;
+  email: string;
+  status: Status;
+  metadata: Metadata;
+  tags: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+// Limits in the spirit of Stripe's metadata: enough for integration ids and
+// attributes, small enough to keep documents and exports lean.
+export const LIMITS = {
+  emailLength: 254,
+  metadataKeys: 50,
+  metadataKeyLength: 40,
+  metadataStringLength: 500,
+  metadataBytes: 8 * 1024,
+  tagsPerRequest: 100,
+} as const;
+
+// Pragmatic address check: one @, a dotted domain with a 2+ letter TLD, no
+// spaces or control characters. Full RFC 5322 grammar accepts addresses no
+// mail system delivers to; this rejects typos without rejecting real people.
+const EMAIL = /^[^\s@"<>()\[\],;:\\]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+
+/** Trims and checks an address; returns it as given (case kept). */
+export function validateEmail(raw: unknown, field = "email"): string {
+  if (typeof raw !== "string" || raw.trim() === "") {
+    throw invalid("email is required", [{ field, description: "is required" }]);
+  }
+  const email = raw.trim();
+  if (email.length > LIMITS.emailLength || !EMAIL.test(email)) {
+    throw invalid("email is not a valid address", [{ field, description: "is not a valid email address" }]);
+  }
+  return email;
+}
+
+/** The form used for uniqueness and lookup: addresses compare case-insensitively. */
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function isStatus(value: string): value is Status {
+  return (STATUSES as readonly string[]).includes(value);
+}
+
+const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_\-]*$/;
+
+/**
+ * Checks metadata given on create (`allowNull` false) or as a merge patch on
+ * update (`allowNull` true: null removes the key). Keys are restricted so they
+ * are safe as document field names (no `.` or `$`).
+ */
+export function validateMetadata(raw: Record<string, unknown>, allowNull: boolean): Record<string, MetadataValue | null> {
+  const violations: Violation[] = [];
+  const keys = Object.keys(raw);
+  if (keys.length > LIMITS.metadataKeys) {
+    throw new AppError("too_large", "metadata_too_large", `metadata may hold at most ${LIMITS.metadataKeys} keys`, {
+      fieldViolations: [{ field: "metadata", description: `at most ${LIMITS.metadataKeys} keys` }],
+    });
+  }
+  for (const key of keys) {
+    const value = raw[key];
+    const field = `metadata.${key}`;
+    if (key.length > LIMITS.metadataKeyLength || !METADATA_KEY.test(key)) {
+      violations.push({ field, description: `keys are 1-${LIMITS.metadataKeyLength} characters of letters, digits, _ and -` });
+    } else if (value === null) {
+      if (!allowNull) violations.push({ field, description: "null is only allowed on update, to remove a key" });
+    } else if (typeof value === "string") {
+      if (value.length > LIMITS.metadataStringLength) {
+        violations.push({ field, description: `strings are at most ${LIMITS.metadataStringLength} characters` });
+      }
+    } else if (typeof value === "number") {
+      if (!Number.isFinite(value)) violations.push({ field, description: "must be a finite number" });
+    } else if (typeof value !== "boolean") {
+      violations.push({ field, description: "values are strings, numbers or booleans" });
+    }
+  }
+  if (violations.length > 0) throw invalid("metadata is invalid", violations);
+  return raw as Record<string, MetadataValue | null>;
+}
+
+/** Applies a merge patch and checks the size of the result. */
+export function mergeMetadata(current: Metadata, patch: Record<string, MetadataValue | null>): Metadata {
+  const next: Metadata = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete next[key];
+    else next[key] = value;
+  }
+  checkMetadataSize(next);
+  return next;
+}
+
+export function checkMetadataSize(metadata: Metadata): void {
+  if (Object.keys(metadata).length > LIMITS.metadataKeys) {
+    throw new AppError("too_large", "metadata_too_large", `metadata may hold at most ${LIMITS.metadataKeys} keys`, {
+      fieldViolations: [{ field: "metadata", description: `at most ${LIMITS.metadataKeys} keys` }],
+    });
+  }
+  if (Buffer.byteLength(JSON.stringify(metadata)) > LIMITS.metadataBytes) {
+    throw new AppError("too_large", "metadata_too_large", `metadata may be at most ${LIMITS.metadataBytes} bytes as JSON`, {
+      fieldViolations: [{ field: "metadata", description: `at most ${LIMITS.metadataBytes} bytes as JSON` }],
+    });
+  }
+}

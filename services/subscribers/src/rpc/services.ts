@@ -1,0 +1,104 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { SubscriberService, TagService } from "@emailsvc/proto";
+import { readCallContext } from "@emailsvc/runtime";
+import { createSubscriber } from "../usecases/create-subscriber.js";
+import { deleteSubscriber } from "../usecases/delete-subscriber.js";
+import { scopeOf, type Deps } from "../usecases/deps.js";
+import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
+import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
+import { listSubscribers } from "../usecases/list-subscribers.js";
+import { addTags, removeTag } from "../usecases/subscriber-tags.js";
+import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
+import { updateSubscriber } from "../usecases/update-subscriber.js";
+import { auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
+
+/** Registers SubscriberService and TagService: proto in, use case, proto out. */
+export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(SubscriberService, {
+      async createSubscriber(req, ctx) {
+        const scope = scopeOf(deps, readCallContext(ctx));
+        const view = await createSubscriber(deps, scope, {
+          email: req.email,
+          tags: req.tags,
+          metadata: req.metadata,
+          status: statusFromProto(req.status),
+        });
+        return { subscriber: subscriberToProto(view) };
+      },
+      async getSubscriber(req, ctx) {
+        return { subscriber: subscriberToProto(await getSubscriber(scopeOf(deps, readCallContext(ctx)), req.id)) };
+      },
+      async getSubscriberByEmail(req, ctx) {
+        return { subscriber: subscriberToProto(await getSubscriberByEmail(scopeOf(deps, readCallContext(ctx)), req.email)) };
+      },
+      async listSubscribers(req, ctx) {
+        const page = await listSubscribers(scopeOf(deps, readCallContext(ctx)), {
+          limit: req.limit,
+          status: statusFromProto(req.status),
+          cursor: req.cursor,
+        });
+        return { subscribers: page.items.map(subscriberToProto), nextCursor: page.nextCursor };
+      },
+      async updateSubscriber(req, ctx) {
+        const view = await updateSubscriber(deps, scopeOf(deps, readCallContext(ctx)), {
+          id: req.id,
+          email: req.email,
+          status: statusFromProto(req.status),
+          metadata: req.metadata,
+        });
+        return { subscriber: subscriberToProto(view) };
+      },
+      async deleteSubscriber(req, ctx) {
+        await deleteSubscriber(deps, scopeOf(deps, readCallContext(ctx)), req.id);
+        return {};
+      },
+      async addTags(req, ctx) {
+        const view = await addTags(deps, scopeOf(deps, readCallContext(ctx)), req.subscriberId, req.tags);
+        return { subscriber: subscriberToProto(view) };
+      },
+      async removeTag(req, ctx) {
+        const view = await removeTag(deps, scopeOf(deps, readCallContext(ctx)), req.subscriberId, req.tagName);
+        return { subscriber: subscriberToProto(view) };
+      },
+      async listSubscriberEvents(req, ctx) {
+        const page = await listSubscriberEvents(scopeOf(deps, readCallContext(ctx)), {
+          subscriberId: req.subscriberId,
+          limit: req.limit,
+          cursor: req.cursor,
+        });
+        return { events: page.items.map(auditToProto), nextCursor: page.nextCursor };
+      },
+    });
+    router.service(TagService, {
+      async createTag(req, ctx) {
+        const view = await createTag(deps, scopeOf(deps, readCallContext(ctx)), {
+          name: req.name,
+          description: req.description,
+          isPublic: req.isPublic,
+        });
+        return { tag: tagToProto(view) };
+      },
+      async getTag(req, ctx) {
+        return { tag: tagToProto(await getTag(scopeOf(deps, readCallContext(ctx)), req.id)) };
+      },
+      async listTags(req, ctx) {
+        const page = await listTags(scopeOf(deps, readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        return { tags: page.items.map(tagToProto), nextCursor: page.nextCursor };
+      },
+      async updateTag(req, ctx) {
+        const view = await updateTag(deps, scopeOf(deps, readCallContext(ctx)), {
+          id: req.id,
+          name: req.name,
+          description: req.description,
+          isPublic: req.isPublic,
+        });
+        return { tag: tagToProto(view) };
+      },
+      async deleteTag(req, ctx) {
+        await deleteTag(deps, scopeOf(deps, readCallContext(ctx)), req.id);
+        return {};
+      },
+    });
+  };
+}

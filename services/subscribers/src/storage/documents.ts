@@ -1,0 +1,84 @@
+import type { Doc } from "@emailsvc/storage";
+import type { Metadata, Status } from "../domain/subscriber.js";
+
+// Stored shapes. Every document starts with `tenant` (account:mode) and every
+// index starts with it too, so no query can reach across tenants.
+
+/** A pending side effect of a change, kept inside the changed document. */
+export interface OutboxEntry {
+  /** Event id: the audit record's `_id` and the bus event's event_id. */
+  id: string;
+  type: string;
+  at: number;
+  actor: string;
+  /** Audit-trail data (ids and tag names; never the address or metadata). */
+  audit: Record<string, unknown> | null;
+  /** Bus event, by ids only; null when the change is not published. */
+  bus: { topic: string; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
+}
+
+export interface SubscriberDoc extends Doc {
+  tenant: string;
+  email: string;
+  /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
+  email_key: string;
+  status: Status;
+  metadata: Metadata;
+  tag_ids: string[];
+  created_at: number;
+  updated_at: number;
+  /**
+   * A deleted subscriber is first wiped to a tombstone holding ids only, so the
+   * subscriber.deleted event can leave through the outbox; the relay then
+   * removes the tombstone.
+   */
+  deleted: boolean;
+  /** Bumped by every change; guards the outbox clear against a concurrent change. */
+  version: number;
+  outbox: OutboxEntry[];
+  outbox_pending: boolean;
+}
+
+export interface TagDoc extends Doc {
+  tenant: string;
+  name: string;
+  /** Lower-cased name: unique per tenant. */
+  name_key: string;
+  description: string;
+  is_public: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AuditDoc extends Doc {
+  tenant: string;
+  subscriber_id: string;
+  type: string;
+  occurred_at: number;
+  actor: string;
+  data: Record<string, unknown>;
+}
+
+export const SUBSCRIBER_INDEXES = [
+  // Create and lookup by email; uniqueness per tenant, case-insensitive.
+  { name: "email_per_tenant", fields: { tenant: 1, email_key: 1 }, unique: true },
+  // List subscribers by id order (cursor pages), with and without a status filter.
+  { name: "list_by_id", fields: { tenant: 1, deleted: 1, _id: 1 } },
+  { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
+  // Tag deletion removes the tag from every member; campaigns count members.
+  { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
+  // The outbox relay's sweep for changes whose side effects are not done yet.
+  { name: "outbox_pending", fields: { outbox_pending: 1 } },
+] as const;
+
+export const TAG_INDEXES = [
+  // Create-or-get by name, unique per tenant, case-insensitive.
+  { name: "name_per_tenant", fields: { tenant: 1, name_key: 1 }, unique: true },
+  // List tags by id order.
+  { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
+] as const;
+
+export const AUDIT_INDEXES = [
+  // A subscriber's trail in order; erasure deletes by subscriber.
+  { name: "trail_of_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
+] as const;

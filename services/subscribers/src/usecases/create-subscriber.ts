@@ -1,0 +1,79 @@
+import { AppError, newId } from "@emailsvc/runtime";
+import { DuplicateKeyError } from "@emailsvc/storage";
+import {
+  checkMetadataSize,
+  emailKey,
+  validateEmail,
+  validateMetadata,
+  type Metadata,
+  type Status,
+  type SubscriberView,
+} from "../domain/subscriber.js";
+import { validateTagNames } from "../domain/tag.js";
+import type { SubscriberDoc } from "../storage/documents.js";
+import { ensureTags, } from "./ensure-tags.js";
+import { finish, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+
+export interface CreateSubscriberInput {
+  email: unknown;
+  tags: unknown[];
+  metadata: Record<string, unknown> | undefined;
+  status: Status | undefined;
+}
+
+export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSubscriberInput): Promise<SubscriberView> {
+  const email = validateEmail(input.email);
+  const tagNames = validateTagNames(input.tags);
+  const metadata = validateMetadata(input.metadata ?? {}, false) as Metadata;
+  checkMetadataSize(metadata);
+  const key = emailKey(email);
+
+  // Fail early on a known duplicate, before creating tags for nothing.
+  await rejectTaken(scope, key);
+  const tags = await ensureTags(deps, scope, tagNames);
+
+  const now = deps.now();
+  const id = newId("sub");
+  const status = input.status ?? "active";
+  const tagIds = tags.map((t) => t._id);
+  const doc: Omit<SubscriberDoc, "tenant"> = {
+    _id: id,
+    email,
+    email_key: key,
+    status,
+    metadata,
+    tag_ids: tagIds,
+    created_at: now,
+    updated_at: now,
+    deleted: false,
+    version: 1,
+    outbox: [
+      outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
+        topic: "subscriber.created",
+        tag_ids: tagIds,
+      }),
+    ],
+    outbox_pending: true,
+  };
+  try {
+    await scope.subscribers.insertOne(doc);
+  } catch (err) {
+    // Two creates of one address at once: the unique index lets exactly one win.
+    if (err instanceof DuplicateKeyError) await rejectTaken(scope, key);
+    throw err;
+  }
+  const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
+  await finish(deps, stored);
+  return subscriberView(scope, stored);
+}
+
+/** Throws 409 email_taken naming the subscriber that holds the address. */
+export async function rejectTaken(scope: Scope, key: string, exceptId?: string): Promise<void> {
+  const existing = await scope.subscribers.findOne({ email_key: key });
+  if (existing && existing._id !== exceptId) {
+    throw new AppError("conflict", "email_taken", "a subscriber with this email already exists", {
+      existingId: existing._id,
+      fieldViolations: [{ field: "email", description: "is already taken" }],
+    });
+  }
+}

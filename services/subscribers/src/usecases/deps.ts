@@ -1,0 +1,96 @@
+import type { CallContext, Logger } from "@emailsvc/runtime";
+import { newId, notFound, tenantKey } from "@emailsvc/runtime";
+import type { Collection } from "@emailsvc/storage";
+import type { SubscriberView } from "../domain/subscriber.js";
+import type { TagView } from "../domain/tag.js";
+import type { OutboxRelay } from "../messaging/outbox-relay.js";
+import type { AuditDoc, OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
+import { TenantCollection } from "../storage/tenant-scope.js";
+
+/** What every use case needs; built once in server.ts. */
+export interface Deps {
+  subscribers: Collection<SubscriberDoc>;
+  tags: Collection<TagDoc>;
+  audit: Collection<AuditDoc>;
+  relay: OutboxRelay;
+  logger: Logger;
+  now: () => number;
+}
+
+/** The collections of one tenant, for one call. */
+export interface Scope {
+  call: CallContext;
+  subscribers: TenantCollection<SubscriberDoc>;
+  tags: TenantCollection<TagDoc>;
+  audit: TenantCollection<AuditDoc>;
+}
+
+export function scopeOf(deps: Deps, call: CallContext): Scope {
+  const tenant = tenantKey(call.tenant);
+  return {
+    call,
+    subscribers: new TenantCollection(deps.subscribers, tenant),
+    tags: new TenantCollection(deps.tags, tenant),
+    audit: new TenantCollection(deps.audit, tenant),
+  };
+}
+
+export function outboxEntry(
+  scope: Scope,
+  at: number,
+  type: string,
+  audit: OutboxEntry["audit"],
+  bus: OutboxEntry["bus"],
+): OutboxEntry {
+  return { id: newId("evt"), type, at, actor: scope.call.actor, audit, bus };
+}
+
+/** A live (not deleted) subscriber of the tenant, or 404. */
+export async function loadSubscriber(scope: Scope, id: string): Promise<SubscriberDoc> {
+  const doc = await scope.subscribers.findOne({ _id: id, deleted: false });
+  if (!doc) throw notFound("subscriber");
+  return doc;
+}
+
+export function tagView(doc: TagDoc): TagView {
+  return {
+    id: doc._id,
+    name: doc.name,
+    description: doc.description,
+    isPublic: doc.is_public,
+    createdAt: doc.created_at,
+    updatedAt: doc.updated_at,
+  };
+}
+
+/** Resolves tag ids to names for a page of subscribers with one query. */
+export async function subscriberViews(scope: Scope, docs: SubscriberDoc[]): Promise<SubscriberView[]> {
+  const ids = [...new Set(docs.flatMap((d) => d.tag_ids))];
+  const names = new Map<string, string>();
+  if (ids.length > 0) {
+    for (const tag of await scope.tags.find({ _id: { $in: ids } })) names.set(tag._id, tag.name);
+  }
+  return docs.map((d) => ({
+    id: d._id,
+    email: d.email,
+    status: d.status,
+    metadata: d.metadata,
+    tags: d.tag_ids.flatMap((id) => names.get(id) ?? []).sort((a, b) => a.localeCompare(b)),
+    createdAt: d.created_at,
+    updatedAt: d.updated_at,
+  }));
+}
+
+export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<SubscriberView> {
+  const [view] = await subscriberViews(scope, [doc]);
+  return view!;
+}
+
+/** Runs the side effects of a change now; the sweep retries them if this fails. */
+export async function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
+  try {
+    await deps.relay.flush(doc);
+  } catch (err) {
+    deps.logger.warn({ subscriber_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+  }
+}

@@ -1,0 +1,58 @@
+import { notFound } from "@emailsvc/runtime";
+import type { SubscriberView } from "../domain/subscriber.js";
+import { tagKey, validateTagName, validateTagNames } from "../domain/tag.js";
+import { ensureTags } from "./ensure-tags.js";
+import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+
+/** Adds tags (created when unknown); never replaces the existing ones. */
+export async function addTags(deps: Deps, scope: Scope, subscriberId: string, rawNames: unknown[]): Promise<SubscriberView> {
+  const names = validateTagNames(rawNames);
+  const current = await loadSubscriber(scope, subscriberId);
+  if (names.length === 0) return subscriberView(scope, current);
+  const tags = await ensureTags(deps, scope, names);
+  const added = tags.filter((t) => !current.tag_ids.includes(t._id));
+  if (added.length === 0) return subscriberView(scope, current);
+
+  const now = deps.now();
+  const entries = added.map((t) =>
+    outboxEntry(scope, now, "subscriber.tag_added", { tag_id: t._id, tag: t.name }, { topic: "subscriber.tag_added", tag_id: t._id }),
+  );
+  // $addToSet keeps this right even when another request added one of these meanwhile.
+  const doc = await scope.subscribers.updateOne(
+    { _id: subscriberId, deleted: false },
+    {
+      $addToSet: { tag_ids: { $each: added.map((t) => t._id) } },
+      $push: { outbox: { $each: entries } },
+      $set: { updated_at: now, outbox_pending: true },
+      $inc: { version: 1 },
+    },
+  );
+  if (!doc) throw notFound("subscriber");
+  await finish(deps, doc);
+  return subscriberView(scope, doc);
+}
+
+/** Removes one tag by name; the other tags stay. 404 when the subscriber does not have it. */
+export async function removeTag(deps: Deps, scope: Scope, subscriberId: string, rawName: unknown): Promise<SubscriberView> {
+  const name = validateTagName(rawName, "tag_name");
+  const current = await loadSubscriber(scope, subscriberId);
+  const tag = await scope.tags.findOne({ name_key: tagKey(name) });
+  if (!tag || !current.tag_ids.includes(tag._id)) throw notFound("tag on this subscriber");
+  const now = deps.now();
+  const doc = await scope.subscribers.updateOne(
+    { _id: subscriberId, deleted: false, tag_ids: tag._id },
+    {
+      $pull: { tag_ids: tag._id },
+      $push: {
+        outbox: {
+          $each: [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: tag._id, tag: tag.name }, { topic: "subscriber.tag_removed", tag_id: tag._id })],
+        },
+      },
+      $set: { updated_at: now, outbox_pending: true },
+      $inc: { version: 1 },
+    },
+  );
+  if (!doc) throw notFound("tag on this subscriber"); // removed meanwhile
+  await finish(deps, doc);
+  return subscriberView(scope, doc);
+}

@@ -1,0 +1,103 @@
+import { AppError, newId, notFound } from "@emailsvc/runtime";
+import { DuplicateKeyError, type Filter } from "@emailsvc/storage";
+import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
+import type { TagDoc } from "../storage/documents.js";
+import { finish, outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
+import type { Page } from "./list-subscribers.js";
+
+function nameTaken(existingId: string | undefined): AppError {
+  return new AppError("conflict", "tag_name_taken", "a tag with this name already exists", {
+    ...(existingId ? { existingId } : {}),
+    fieldViolations: [{ field: "name", description: "is already taken" }],
+  });
+}
+
+export async function createTag(
+  deps: Deps,
+  scope: Scope,
+  input: { name: unknown; description: string; isPublic: boolean },
+): Promise<TagView> {
+  const name = validateTagName(input.name);
+  const description = validateDescription(input.description);
+  const now = deps.now();
+  const doc = { _id: newId("tag"), name, name_key: tagKey(name), description, is_public: input.isPublic, created_at: now, updated_at: now };
+  try {
+    await scope.tags.insertOne(doc);
+  } catch (err) {
+    if (err instanceof DuplicateKeyError) throw nameTaken((await scope.tags.findOne({ name_key: doc.name_key }))?._id);
+    throw err;
+  }
+  return tagView({ ...doc, tenant: scope.tags.tenant });
+}
+
+export async function getTag(scope: Scope, id: string): Promise<TagView> {
+  const doc = await scope.tags.findOne({ _id: id });
+  if (!doc) throw notFound("tag");
+  return tagView(doc);
+}
+
+export async function listTags(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TagView>> {
+  const limit = pageLimit(input.limit);
+  const filter: Filter = {};
+  if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "tag", "") };
+  const docs = await scope.tags.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
+  const items = docs.slice(0, limit);
+  const last = items[items.length - 1];
+  return { items: items.map(tagView), nextCursor: docs.length > limit && last ? encodeCursor(last._id, "") : "" };
+}
+
+export async function updateTag(
+  deps: Deps,
+  scope: Scope,
+  input: { id: string; name: unknown; description: string | undefined; isPublic: boolean | undefined },
+): Promise<TagView> {
+  const set: Partial<TagDoc> = {};
+  if (input.name !== undefined) {
+    const name = validateTagName(input.name);
+    set.name = name;
+    set.name_key = tagKey(name);
+  }
+  if (input.description !== undefined) set.description = validateDescription(input.description);
+  if (input.isPublic !== undefined) set.is_public = input.isPublic;
+  try {
+    const doc = await scope.tags.updateOne({ _id: input.id }, { $set: { ...set, updated_at: deps.now() } });
+    if (!doc) throw notFound("tag");
+    return tagView(doc);
+  } catch (err) {
+    if (err instanceof DuplicateKeyError) throw nameTaken((await scope.tags.findOne({ name_key: set.name_key! }))?._id);
+    throw err;
+  }
+}
+
+/**
+ * Deletes a tag and removes it from every subscriber that had it, each removal
+ * in that subscriber's audit trail. Members are released first, so a crash
+ * halfway leaves the tag in place and the delete can simply be repeated.
+ */
+export async function deleteTag(deps: Deps, scope: Scope, id: string): Promise<void> {
+  const tag = await scope.tags.findOne({ _id: id });
+  if (!tag) throw notFound("tag");
+  for (;;) {
+    const members = await scope.subscribers.find({ tag_ids: id, deleted: false }, { limit: 200 });
+    if (members.length === 0) break;
+    for (const member of members) {
+      const now = deps.now();
+      const doc = await scope.subscribers.updateOne(
+        { _id: member._id, tag_ids: id },
+        {
+          $pull: { tag_ids: id },
+          $push: {
+            outbox: {
+              $each: [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: id, tag: tag.name, reason: "tag_deleted" }, { topic: "subscriber.tag_removed", tag_id: id })],
+            },
+          },
+          $set: { updated_at: now, outbox_pending: true },
+          $inc: { version: 1 },
+        },
+      );
+      if (doc) await finish(deps, doc);
+    }
+  }
+  await scope.tags.deleteOne({ _id: id });
+}

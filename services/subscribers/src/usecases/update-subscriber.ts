@@ -1,0 +1,82 @@
+import type { Update } from "@emailsvc/storage";
+import { DuplicateKeyError } from "@emailsvc/storage";
+import { notFound } from "@emailsvc/runtime";
+import {
+  emailKey,
+  mergeMetadata,
+  validateEmail,
+  validateMetadata,
+  type Status,
+  type SubscriberView,
+} from "../domain/subscriber.js";
+import type { OutboxEntry } from "../storage/documents.js";
+import { rejectTaken } from "./create-subscriber.js";
+import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+
+export interface UpdateSubscriberInput {
+  id: string;
+  email: unknown;
+  status: Status | undefined;
+  metadata: Record<string, unknown> | undefined;
+}
+
+export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSubscriberInput): Promise<SubscriberView> {
+  const email = input.email === undefined ? undefined : validateEmail(input.email);
+  const patch = input.metadata === undefined ? undefined : validateMetadata(input.metadata, true);
+  const current = await loadSubscriber(scope, input.id);
+
+  const now = deps.now();
+  const set: Record<string, unknown> = {};
+  const entries: OutboxEntry[] = [];
+  const changed: string[] = [];
+  if (email !== undefined && email !== current.email) {
+    if (emailKey(email) !== current.email_key) await rejectTaken(scope, emailKey(email), current._id);
+    set.email = email;
+    set.email_key = emailKey(email);
+    changed.push("email");
+  }
+  if (patch !== undefined) {
+    const merged = mergeMetadata(current.metadata, patch);
+    if (JSON.stringify(merged) !== JSON.stringify(current.metadata)) {
+      set.metadata = merged;
+      changed.push("metadata");
+    }
+  }
+  if (changed.length > 0) {
+    // Names the fields only: the audit trail holds no address or metadata values.
+    entries.push(outboxEntry(scope, now, "subscriber.updated", { fields: changed }, null));
+  }
+  if (input.status !== undefined && input.status !== current.status) {
+    set.status = input.status;
+    entries.push(
+      outboxEntry(scope, now, "subscriber.status_changed", { from: current.status, to: input.status }, {
+        topic: "subscriber.status_changed",
+        from: current.status,
+        to: input.status,
+      }),
+    );
+  }
+  if (entries.length === 0) return subscriberView(scope, current);
+
+  // Guarded by the version read above: a concurrent change makes this update
+  // miss, and the caller gets a fresh read rather than a lost update.
+  const update: Update = {
+    $set: { ...set, updated_at: now, outbox_pending: true },
+    $push: { outbox: { $each: entries } },
+    $inc: { version: 1 },
+  };
+  let doc;
+  try {
+    doc = await scope.subscribers.updateOne({ _id: current._id, version: current.version, deleted: false }, update);
+  } catch (err) {
+    if (err instanceof DuplicateKeyError && set.email_key) await rejectTaken(scope, set.email_key as string, current._id);
+    throw err;
+  }
+  if (!doc) {
+    const again = await scope.subscribers.findOne({ _id: current._id, deleted: false });
+    if (!again) throw notFound("subscriber");
+    return updateSubscriber(deps, scope, input); // retry on the newer version
+  }
+  await finish(deps, doc);
+  return subscriberView(scope, doc);
+}
