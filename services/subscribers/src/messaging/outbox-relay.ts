@@ -131,6 +131,7 @@ export class OutboxRelay {
     const interval = this.deps.sweepIntervalMs ?? 2000;
     const tick = () => {
       this.sweeping = this.sweep()
+        .then(() => undefined)
         .catch((err: unknown) => this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "outbox sweep failed"))
         .finally(() => {
           this.sweeping = undefined;
