@@ -1,0 +1,475 @@
+// The embedded document store: NeDB (@seald-io/nedb), one append-only datafile
+// per collection under `dataDir`, or memory only for unit tests. It serves the
+// same port as MongoDB so that `npm start` needs no server; the translation below
+// makes NeDB answer as MongoDB would wherever the two languages differ.
+
+import { mkdir, open, readFile, rm } from "node:fs/promises";
+import * as path from "node:path";
+import Datastore from "@seald-io/nedb";
+import {
+  checkCollectionName,
+  checkDocument,
+  checkFilter,
+  checkFindOptions,
+  checkIndexSpecs,
+  isPlainObject,
+  normalizeUpdate,
+  type PlainObject,
+} from "./checks.js";
+import {
+  DuplicateKeyError,
+  type Collection,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Update,
+} from "./types.js";
+
+export interface EmbeddedStoreOptions {
+  /** Directory of the datafiles, created if missing; memory only when undefined. */
+  dataDir?: string | undefined;
+  /** How often datafiles are compacted while open (NeDB only appends); default 10 minutes. */
+  compactionIntervalMs?: number;
+}
+
+const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60 * 1000;
+const LOCK_FILE = ".lock";
+
+export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<EmbeddedDocumentStore> {
+  return EmbeddedDocumentStore.open(options);
+}
+
+// NeDB keeps every document in memory and rewrites its datafile on load and on
+// compaction, so two Datastores on one file silently overwrite each other's
+// writes. Another process is kept out of a directory by a lock file holding its
+// pid; within this process, stores may share a directory (tests reopen one while
+// another is open) but each datafile belongs to one open store at a time.
+
+/** Directories locked by this process, with how many open stores use each. */
+const lockedDirs = new Map<string, { stores: number; locked: Promise<void> }>();
+/** Datafiles held by an open store of this process. */
+const openDatafiles = new Set<string>();
+
+async function acquireDir(dir: string): Promise<void> {
+  let entry = lockedDirs.get(dir);
+  if (entry === undefined) {
+    entry = { stores: 0, locked: writeLockFile(dir) };
+    lockedDirs.set(dir, entry);
+  }
+  entry.stores += 1;
+  try {
+    await entry.locked;
+  } catch (error) {
+    await releaseDir(dir);
+    throw error;
+  }
+}
+
+async function releaseDir(dir: string): Promise<void> {
+  const entry = lockedDirs.get(dir);
+  if (entry === undefined) return;
+  entry.stores -= 1;
+  if (entry.stores > 0) return;
+  lockedDirs.delete(dir);
+  const owned = await entry.locked.then(
+    () => true,
+    () => false,
+  );
+  if (owned) await rm(path.join(dir, LOCK_FILE), { force: true });
+}
+
+async function writeLockFile(dir: string): Promise<void> {
+  const lockPath = path.join(dir, LOCK_FILE);
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      const handle = await open(lockPath, "wx");
+      await handle.writeFile(`${process.pid}\n`);
+      await handle.close();
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const owner = Number.parseInt(await readFile(lockPath, "utf8").catch(() => ""), 10);
+    // Our own pid in the file is a leftover of an earlier run (containers reuse
+    // pid 1); any other live pid owns the directory.
+    if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+      throw new Error(`embedded store ${dir} is in use by process ${owner} (lock file ${lockPath})`);
+    }
+    await rm(lockPath, { force: true });
+  }
+  throw new Error(`could not lock embedded store ${dir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Shared by a store and its collections, so that a closed store refuses work. */
+interface StoreState {
+  closed: boolean;
+}
+
+export class EmbeddedDocumentStore implements DocumentStore {
+  private readonly collections = new Map<string, EmbeddedCollection<Doc>>();
+  private readonly compactionTimer: NodeJS.Timeout | undefined;
+  private readonly state: StoreState = { closed: false };
+
+  /** Creates and locks the directory (if any) before the first datafile is read. */
+  static async open(options: EmbeddedStoreOptions = {}): Promise<EmbeddedDocumentStore> {
+    if (options.dataDir === undefined) return new EmbeddedDocumentStore(undefined, options);
+    const dir = path.resolve(options.dataDir);
+    await mkdir(dir, { recursive: true });
+    await acquireDir(dir);
+    return new EmbeddedDocumentStore(dir, options);
+  }
+
+  private constructor(
+    private readonly dataDir: string | undefined,
+    options: EmbeddedStoreOptions,
+  ) {
+    if (dataDir !== undefined) {
+      // Our own timer rather than NeDB's: NeDB's keeps the process alive and
+      // leaves a failed compaction as an unhandled rejection.
+      this.compactionTimer = setInterval(() => {
+        for (const collection of this.collections.values()) {
+          collection.compact().catch((error: unknown) => {
+            console.warn(`embedded store: compaction of ${collection.name} failed:`, error);
+          });
+        }
+      }, options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS);
+      this.compactionTimer.unref();
+    }
+  }
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    assertOpen(this.state);
+    checkCollectionName(name);
+    let collection = this.collections.get(name);
+    if (collection === undefined) {
+      const filename = this.dataDir === undefined ? undefined : path.join(this.dataDir, `${name}.db`);
+      if (filename !== undefined) {
+        if (openDatafiles.has(filename)) throw new Error(`${filename} is open in another store of this process`);
+        openDatafiles.add(filename);
+      }
+      collection = new EmbeddedCollection<Doc>(name, filename, this.state);
+      this.collections.set(name, collection);
+    }
+    return collection as unknown as Collection<T>;
+  }
+
+  async ping(): Promise<boolean> {
+    return !this.state.closed;
+  }
+
+  /** Waits for pending writes, compacts every datafile and releases the directory. */
+  async close(): Promise<void> {
+    if (this.state.closed) return;
+    this.state.closed = true;
+    if (this.compactionTimer !== undefined) clearInterval(this.compactionTimer);
+    try {
+      await Promise.all([...this.collections.values()].map((collection) => collection.compact()));
+    } finally {
+      for (const collection of this.collections.values()) {
+        if (collection.filename !== undefined) openDatafiles.delete(collection.filename);
+      }
+      if (this.dataDir !== undefined) await releaseDir(this.dataDir);
+    }
+  }
+}
+
+function assertOpen(state: StoreState): void {
+  // After close the directory may belong to another process: writing would corrupt it.
+  if (state.closed) throw new Error("embedded store is closed");
+}
+
+/** The parts of a NeDB index we read; `indexes` is public but not in NeDB's typings. */
+interface NedbIndex {
+  fieldName: string;
+  unique: boolean;
+}
+
+type NedbQuery = PlainObject;
+
+class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  private readonly db: Datastore<PlainObject>;
+  private readonly ready: Promise<void>;
+  /** Our index names by NeDB's key for them (the sorted field list, comma-joined). */
+  private readonly indexNames = new Map<string, string>([["_id", "_id_"]]);
+  /** Tail of the chain that runs this collection's updates one at a time. */
+  private updates: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    /** The datafile; memory only when undefined. */
+    readonly filename: string | undefined,
+    private readonly state: StoreState,
+  ) {
+    this.db = new Datastore<PlainObject>(filename === undefined ? { inMemoryOnly: true } : { filename });
+    this.ready = this.db.loadDatabaseAsync();
+    // A failed load is reported by every operation that awaits `ready`.
+    this.ready.catch(() => undefined);
+  }
+
+  async createIndexes(specs: IndexSpec[]): Promise<void> {
+    checkIndexSpecs(specs);
+    await this.open();
+    // NeDB indexes ignore direction and field order, so NeDB knows an index by its
+    // set of fields: specs sharing one become one index, unique if any of them is.
+    const bySet = new Map<string, { fields: string[]; unique: boolean; name: string }>();
+    for (const spec of specs) {
+      const fields = Object.keys(spec.fields);
+      const key = [...fields].sort().join(",");
+      const unique = spec.unique === true;
+      const seen = bySet.get(key);
+      if (seen === undefined) bySet.set(key, { fields, unique, name: spec.name });
+      else if (unique && !seen.unique) bySet.set(key, { fields, unique, name: spec.name });
+    }
+    for (const [key, { fields, unique, name }] of bySet) {
+      // A datafile whose index changed uniqueness is migrated rather than refused
+      // (MongoDB refuses: there it takes a migration).
+      const existing = this.nedbIndexes()[key];
+      if (existing !== undefined && existing.unique !== unique) await this.db.removeIndexAsync(key);
+      try {
+        await this.db.ensureIndexAsync({ fieldName: fields.length === 1 ? key : fields, unique });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DuplicateKeyError(name);
+        throw error;
+      }
+      this.indexNames.set(key, name);
+    }
+  }
+
+  async insertOne(doc: T): Promise<void> {
+    const clean = checkDocument(doc);
+    await this.open();
+    try {
+      await this.db.insertAsync(clean);
+    } catch (error) {
+      throw await this.mapError(error, clean);
+    }
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    checkFilter(filter);
+    await this.open();
+    const found = (await this.db.findOneAsync(translateFilter(filter))) as unknown as T | null;
+    return found ?? null;
+  }
+
+  async find(filter: Filter, options?: FindOptions): Promise<T[]> {
+    checkFilter(filter);
+    checkFindOptions(options);
+    await this.open();
+    let cursor = this.db.findAsync(translateFilter(filter));
+    if (options?.sort !== undefined && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
+    if (options?.limit !== undefined) cursor = cursor.limit(options.limit);
+    return (await cursor) as unknown as T[];
+  }
+
+  async count(filter: Filter): Promise<number> {
+    checkFilter(filter);
+    await this.open();
+    return (await this.db.countAsync(translateFilter(filter))) as unknown as number;
+  }
+
+  async updateOne(filter: Filter, update: Update): Promise<T | null> {
+    checkFilter(filter);
+    const clean = normalizeUpdate(update);
+    if (clean === null) return this.findOne(filter);
+    const run = this.updates.then(() => this.applyUpdate(filter, clean));
+    this.updates = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Runs inside the update chain, so no other update of this collection can
+   * interleave between the read and the write of the `$pull` path below.
+   */
+  private async applyUpdate(filter: Filter, update: Update): Promise<T | null> {
+    await this.open();
+    let query = translateFilter(filter);
+    let nedbUpdate: PlainObject = { ...update };
+    if (update.$pull !== undefined) {
+      // NeDB throws when pulling from a missing field, MongoDB does nothing: read
+      // the document, drop those pulls, and update exactly that document.
+      const current = (await this.db.findOneAsync(query)) as unknown as T | null;
+      if (current === null) return null;
+      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(current, field) !== undefined);
+      if (pulls.length > 0) nedbUpdate.$pull = Object.fromEntries(pulls);
+      else delete nedbUpdate.$pull;
+      if (Object.keys(nedbUpdate).length === 0) return current;
+      query = { _id: current._id };
+    }
+    try {
+      const result = await this.db.updateAsync(query, nedbUpdate, {
+        multi: false,
+        upsert: false,
+        returnUpdatedDocs: true,
+      });
+      return (result.affectedDocuments as unknown as T | null | undefined) ?? null;
+    } catch (error) {
+      throw await this.mapError(error, undefined);
+    }
+  }
+
+  async deleteOne(filter: Filter): Promise<boolean> {
+    checkFilter(filter);
+    await this.open();
+    return (await this.db.removeAsync(translateFilter(filter), { multi: false })) > 0;
+  }
+
+  async deleteMany(filter: Filter): Promise<number> {
+    checkFilter(filter);
+    await this.open();
+    return this.db.removeAsync(translateFilter(filter), { multi: true });
+  }
+
+  /** Rewrites the datafile without superseded lines; queued after pending writes. */
+  async compact(): Promise<void> {
+    if (this.filename === undefined) return;
+    await this.ready;
+    await this.db.compactDatafileAsync();
+  }
+
+  /** Waits for the datafile to be loaded; refuses work once the store is closed. */
+  private async open(): Promise<void> {
+    assertOpen(this.state);
+    await this.ready;
+  }
+
+  private nedbIndexes(): Record<string, NedbIndex> {
+    return (this.db as unknown as { indexes: Record<string, NedbIndex> }).indexes;
+  }
+
+  private async mapError(error: unknown, doc: PlainObject | undefined): Promise<unknown> {
+    if (!isUniqueViolation(error)) return error;
+    return new DuplicateKeyError(await this.violatedIndex(error.key, doc));
+  }
+
+  /**
+   * NeDB reports the clashing key but not the index. A compound key is an object
+   * of its fields, which names the index; a single value is looked up in the
+   * document being inserted, or else in the collection (the holder of the value
+   * is still there, since the failed write changed nothing).
+   */
+  private async violatedIndex(key: unknown, doc: PlainObject | undefined): Promise<string | undefined> {
+    const unique = Object.values(this.nedbIndexes()).filter((index) => index.unique);
+    if (isPlainObject(key)) {
+      const fields = Object.keys(key).sort().join(",");
+      if (unique.some((index) => index.fieldName === fields)) return this.indexNames.get(fields);
+    }
+    // An update cannot change _id, so only an insert can clash on it.
+    let candidates = unique.filter(
+      (index) => !index.fieldName.includes(",") && (doc !== undefined || index.fieldName !== "_id"),
+    );
+    if (doc !== undefined) {
+      candidates = candidates.filter((index) => {
+        const value = readPath(doc, index.fieldName);
+        return value === key || (Array.isArray(value) && value.includes(key));
+      });
+    }
+    if (candidates.length > 1) {
+      const holders: NedbIndex[] = [];
+      for (const index of candidates) {
+        if ((await this.db.countAsync({ [index.fieldName]: key })) > 0) holders.push(index);
+      }
+      candidates = holders;
+    }
+    const index = candidates[0];
+    return candidates.length === 1 && index !== undefined ? this.indexNames.get(index.fieldName) : undefined;
+  }
+}
+
+function isUniqueViolation(error: unknown): error is Error & { key: unknown } {
+  return error instanceof Error && (error as { errorType?: unknown }).errorType === "uniqueViolated";
+}
+
+/** Value at a dotted path through nested objects; undefined if any step is missing. */
+function readPath(doc: PlainObject, fieldPath: string): unknown {
+  let current: unknown = doc;
+  for (const part of fieldPath.split(".")) {
+    if (current === undefined || current === null) return undefined;
+    if (!isPlainObject(current)) return current; // an array or scalar on the way: let NeDB decide
+    current = current[part];
+  }
+  return current;
+}
+
+// ---------------------------------------------------------------------------
+// Filter translation. NeDB's query language is MongoDB's with these differences,
+// each adapted here:
+//  - no `$eq`: plain equality instead;
+//  - `null` does not match a missing field: add an explicit `$exists: false`;
+//  - on array fields NeDB tests every operator against any element, so `$ne` and
+//    `$nin` mean "some element differs": use `$not` of the positive condition,
+//    which means "no element matches", as in MongoDB;
+//  - `$exists: true` is false on an empty array: use `$not` of `$exists: false`;
+//  - an operator object is matched as a whole against one array element, whereas
+//    MongoDB lets each operator match a different element: split operators into
+//    separate clauses.
+// Simple clauses stay top-level keys of the query so NeDB can use its indexes;
+// the rest goes into `$and`.
+// ---------------------------------------------------------------------------
+
+export function translateFilter(filter: Filter): NedbQuery {
+  const query: NedbQuery = {};
+  const and: NedbQuery[] = [];
+  const add = (clause: NedbQuery): void => {
+    const [key] = Object.keys(clause);
+    if (key !== undefined && !key.startsWith("$") && !(key in query)) Object.assign(query, clause);
+    else and.push(clause);
+  };
+  for (const [field, condition] of Object.entries(filter)) {
+    if (field === "$or") {
+      and.push({ $or: (condition as Filter[]).map(translateFilter) });
+      continue;
+    }
+    for (const clause of translateCondition(field, condition)) add(clause);
+  }
+  if (and.length > 0) query.$and = and;
+  return query;
+}
+
+function translateCondition(field: string, condition: unknown): NedbQuery[] {
+  if (!isPlainObject(condition)) return [equals(field, condition)];
+  const clauses: NedbQuery[] = [];
+  for (const [op, operand] of Object.entries(condition)) {
+    switch (op) {
+      case "$eq":
+        clauses.push(equals(field, operand));
+        break;
+      case "$ne":
+        clauses.push({ $not: equals(field, operand) });
+        break;
+      case "$in":
+        clauses.push(inList(field, operand as unknown[]));
+        break;
+      case "$nin":
+        clauses.push({ $not: inList(field, operand as unknown[]) });
+        break;
+      case "$exists":
+        clauses.push(operand === true ? { $not: { [field]: { $exists: false } } } : { [field]: { $exists: false } });
+        break;
+      default: // $gt, $gte, $lt, $lte
+        clauses.push({ [field]: { [op]: operand } });
+    }
+  }
+  return clauses;
+}
+
+function equals(field: string, value: unknown): NedbQuery {
+  if (value === null) return { $or: [{ [field]: null }, { [field]: { $exists: false } }] };
+  return { [field]: value };
+}
+
+function inList(field: string, values: unknown[]): NedbQuery {
+  const clause = { [field]: { $in: values } };
+  return values.includes(null) ? { $or: [clause, { [field]: { $exists: false } }] } : clause;
+}

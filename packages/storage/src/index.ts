@@ -1,0 +1,32 @@
+// @emailsvc/storage: the document-store port and its two adapters.
+
+import * as path from "node:path";
+import { openEmbeddedStore } from "./embedded.js";
+import { openMongoStore } from "./mongo.js";
+import type { DocumentStore } from "./types.js";
+
+export * from "./types.js";
+export { EmbeddedDocumentStore, openEmbeddedStore, type EmbeddedStoreOptions } from "./embedded.js";
+export { MongoDocumentStore, openMongoStore, redactUrl, type MongoStoreOptions } from "./mongo.js";
+
+export interface OpenStoreOptions {
+  /** When set (the `MONGO_URL` setting), the store is this MongoDB server. */
+  mongoUrl?: string | undefined;
+  /** Root of the embedded stores (`DATA_DIR`); memory only when undefined too. */
+  dataDir?: string | undefined;
+  /** The service's database: a MongoDB database, or a directory under `dataDir`. */
+  dbName: string;
+}
+
+/** MongoDB when a URL is given, else the embedded store under `dataDir/dbName`. */
+export function openStore(options: OpenStoreOptions): Promise<DocumentStore> {
+  if (options.mongoUrl !== undefined && options.mongoUrl !== "") {
+    return openMongoStore({ url: options.mongoUrl, dbName: options.dbName });
+  }
+  if (!/^[A-Za-z0-9_-]+$/.test(options.dbName)) {
+    return Promise.reject(new TypeError(`invalid database name ${options.dbName}`));
+  }
+  return openEmbeddedStore({
+    dataDir: options.dataDir === undefined ? undefined : path.join(options.dataDir, options.dbName),
+  });
+}

@@ -1,0 +1,322 @@
+// The MongoDB adapter, on the official driver. It uses only what FerretDB v1 also
+// serves (CI runs on it): no collation, transactions, change streams or TTL
+// indexes, and `$pull` by exact value (enforced by the shared checks).
+//
+// FerretDB v1.24 (SQLite backend) differs from MongoDB in ways measured by the
+// contract tests, each handled here:
+//  - updates are read-modify-write without isolation: concurrent `$inc`s are
+//    lost and two guarded updates can both win. When the server is FerretDB this
+//    adapter runs the updates of a collection one at a time (in this process);
+//  - createIndexes with two or more already existing indexes makes it panic and
+//    drop the connection: only missing indexes are sent;
+//  - a duplicate key on insert is E11000 without the index name, and on update
+//    or index build an InternalError "UNIQUE constraint failed: index '…'": both
+//    are mapped to DuplicateKeyError with the index name found another way.
+
+import {
+  MongoClient,
+  MongoServerError,
+  type Collection as DriverCollection,
+  type Db,
+  type Filter as DriverFilter,
+  type UpdateFilter,
+} from "mongodb";
+import {
+  checkCollectionName,
+  checkDocument,
+  checkFilter,
+  checkFindOptions,
+  checkIndexSpecs,
+  normalizeUpdate,
+} from "./checks.js";
+import {
+  DuplicateKeyError,
+  type Collection,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Update,
+} from "./types.js";
+
+export interface MongoStoreOptions {
+  /** `mongodb://…`; credentials, TLS and replica set go in the URL. */
+  url: string;
+  /** The service's own database (one per service). */
+  dbName: string;
+  /** How long to look for a server before failing; default 5 s. */
+  serverSelectionTimeoutMS?: number;
+  /** Connections per server; default 10 (each service is one small process). */
+  maxPoolSize?: number;
+  /**
+   * Run the updates of a collection one at a time in this process, because the
+   * server does not isolate them. Default: true on FerretDB, false otherwise.
+   */
+  serializeUpdates?: boolean;
+}
+
+/**
+ * Connects, failing fast with a clear message when no server answers, and asks
+ * the server what it is (FerretDB needs serialized updates).
+ */
+export async function openMongoStore(options: MongoStoreOptions): Promise<MongoDocumentStore> {
+  if (!/^[^/\\. "$*<>:|?]{1,63}$/.test(options.dbName)) throw new TypeError(`invalid database name ${options.dbName}`);
+  const timeout = options.serverSelectionTimeoutMS ?? 5000;
+  const client = new MongoClient(options.url, {
+    maxPoolSize: options.maxPoolSize ?? 10,
+    minPoolSize: 0,
+    serverSelectionTimeoutMS: timeout,
+    connectTimeoutMS: timeout,
+    // Drop fields set to undefined, as the embedded store does (see checks.ts);
+    // the default would store them as null.
+    ignoreUndefined: true,
+    appName: `emailsvc-${options.dbName}`,
+  });
+  let serializeUpdates: boolean;
+  try {
+    await client.connect();
+    const info = await client.db(options.dbName).command({ buildInfo: 1 });
+    serializeUpdates = options.serializeUpdates ?? typeof info.ferretdbVersion === "string";
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `cannot reach MongoDB at ${redactUrl(options.url)} (database ${options.dbName}) within ${timeout} ms: ${reason}`,
+      { cause: error },
+    );
+  }
+  return new MongoDocumentStore(client, client.db(options.dbName), serializeUpdates);
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/[^:@/]+):[^@/]*@/i, "$1:***@");
+}
+
+/**
+ * Tails of the update chains of serialized collections, by "db.collection",
+ * shared by every store of this process so that two stores on one database
+ * still take turns.
+ */
+const updateChains = new Map<string, Promise<unknown>>();
+
+function serialized<R>(key: string, task: () => Promise<R>): Promise<R> {
+  const run = (updateChains.get(key) ?? Promise.resolve()).then(task);
+  const tail = run.catch(() => undefined);
+  updateChains.set(key, tail);
+  // Forget idle chains so that the map does not grow with every collection name.
+  void tail.then(() => {
+    if (updateChains.get(key) === tail) updateChains.delete(key);
+  });
+  return run;
+}
+
+export class MongoDocumentStore implements DocumentStore {
+  constructor(
+    private readonly client: MongoClient,
+    private readonly db: Db,
+    /** See MongoStoreOptions.serializeUpdates. */
+    readonly serializeUpdates: boolean,
+  ) {}
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    checkCollectionName(name);
+    const chain = this.serializeUpdates ? `${this.db.databaseName}.${name}` : undefined;
+    return new MongoCollection<T>(this.db.collection<Doc>(name), chain);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      const reply = await this.db.command({ ping: 1 });
+      return reply.ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+interface IndexInfo {
+  name: string;
+  key: Record<string, unknown>;
+  unique?: boolean;
+}
+
+class MongoCollection<T extends Doc> implements Collection<T> {
+  constructor(
+    private readonly coll: DriverCollection<Doc>,
+    /** Key of this collection's update chain, when updates are serialized. */
+    private readonly chain: string | undefined,
+  ) {}
+
+  async createIndexes(specs: IndexSpec[]): Promise<void> {
+    checkIndexSpecs(specs);
+    const existing = await this.listIndexes();
+    const missing = specs.filter((spec) => {
+      const found = existing.find((index) => index.name === spec.name);
+      if (found === undefined) return true;
+      if (!sameKey(found.key, spec.fields) || (found.unique === true) !== (spec.unique === true)) {
+        throw new Error(
+          `index ${spec.name} of ${this.coll.collectionName} exists with another definition (${JSON.stringify(found)}); migrate it`,
+        );
+      }
+      return false;
+    });
+    if (missing.length === 0) return;
+    try {
+      // MongoDB takes an index that already exists as a no-op, so a concurrent
+      // start creating the same ones is fine.
+      await this.coll.createIndexes(
+        missing.map((spec) => ({
+          name: spec.name,
+          key: spec.fields,
+          ...(spec.unique === true ? { unique: true } : {}),
+        })),
+      );
+    } catch (error) {
+      throw await this.mapError(error, { names: missing.map((spec) => spec.name) });
+    }
+  }
+
+  async insertOne(doc: T): Promise<void> {
+    const clean = checkDocument(doc);
+    try {
+      await this.coll.insertOne(clean);
+    } catch (error) {
+      throw await this.mapError(error, { doc: clean });
+    }
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    checkFilter(filter);
+    return (await this.coll.findOne(driverFilter(filter))) as T | null;
+  }
+
+  async find(filter: Filter, options?: FindOptions): Promise<T[]> {
+    checkFilter(filter);
+    checkFindOptions(options);
+    let cursor = this.coll.find(driverFilter(filter));
+    if (options?.sort !== undefined && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
+    if (options?.limit !== undefined) cursor = cursor.limit(options.limit);
+    return (await cursor.toArray()) as T[];
+  }
+
+  async count(filter: Filter): Promise<number> {
+    checkFilter(filter);
+    return this.coll.countDocuments(driverFilter(filter));
+  }
+
+  async updateOne(filter: Filter, update: Update): Promise<T | null> {
+    checkFilter(filter);
+    const clean = normalizeUpdate(update);
+    if (clean === null) return this.findOne(filter);
+    const run = async (): Promise<T | null> => {
+      try {
+        // includeResultMetadata: false makes the driver (v6 as well as v7) return
+        // the document itself rather than a { value, ok } envelope.
+        const doc = await this.coll.findOneAndUpdate(driverFilter(filter), clean as UpdateFilter<Doc>, {
+          returnDocument: "after",
+          upsert: false,
+          includeResultMetadata: false,
+        });
+        return doc as T | null;
+      } catch (error) {
+        throw await this.mapError(error, {});
+      }
+    };
+    return this.chain === undefined ? run() : serialized(this.chain, run);
+  }
+
+  async deleteOne(filter: Filter): Promise<boolean> {
+    checkFilter(filter);
+    return (await this.coll.deleteOne(driverFilter(filter))).deletedCount > 0;
+  }
+
+  async deleteMany(filter: Filter): Promise<number> {
+    checkFilter(filter);
+    return (await this.coll.deleteMany(driverFilter(filter))).deletedCount;
+  }
+
+  private async listIndexes(): Promise<IndexInfo[]> {
+    try {
+      return (await this.coll.listIndexes().toArray()) as IndexInfo[];
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
+      throw error;
+    }
+  }
+
+  /**
+   * Turns a unique violation into DuplicateKeyError naming the index: from
+   * MongoDB's message ("… index: <name> dup key: …"), from FerretDB's SQLite
+   * message (its index is "<table>_<hash>_<name>"), or, for an insert, by
+   * finding which unique index already holds the document's values.
+   */
+  private async mapError(error: unknown, context: { doc?: Doc; names?: string[] }): Promise<unknown> {
+    if (!(error instanceof MongoServerError)) return error;
+    if (error.code === DUPLICATE_KEY) {
+      const named = /index: (\S+)/.exec(error.message)?.[1];
+      if (named !== undefined) return new DuplicateKeyError(named);
+      return new DuplicateKeyError(context.doc === undefined ? undefined : await this.clashingIndex(context.doc));
+    }
+    const sqlite = /UNIQUE constraint failed: index '([^']+)'/.exec(error.message)?.[1];
+    if (sqlite !== undefined) {
+      const names = [
+        ...(context.names ?? []),
+        ...(await this.listIndexes().catch(() => [])).map((index) => index.name),
+      ];
+      const name = names.filter((n) => sqlite.endsWith(`_${n}`)).sort((a, b) => b.length - a.length)[0];
+      return new DuplicateKeyError(name);
+    }
+    return error;
+  }
+
+  private async clashingIndex(doc: Doc): Promise<string | undefined> {
+    try {
+      for (const index of await this.listIndexes()) {
+        if (index.name !== "_id_" && index.unique !== true) continue;
+        // A unique index holds a missing field as null; an array as each element.
+        const filter: Record<string, unknown> = {};
+        for (const field of Object.keys(index.key)) {
+          const value = valueAt(doc, field);
+          filter[field] = Array.isArray(value) ? { $in: value } : (value ?? null);
+        }
+        if (index.name !== "_id_") filter._id = { $ne: doc._id };
+        if ((await this.coll.findOne(filter as DriverFilter<Doc>, { projection: { _id: 1 } })) !== null)
+          return index.name;
+      }
+    } catch {
+      // The name is a courtesy: the DuplicateKeyError stands without it.
+    }
+    return undefined;
+  }
+}
+
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+
+function driverFilter(filter: Filter): DriverFilter<Doc> {
+  // Our filter language is a subset of MongoDB's, checked by checkFilter.
+  return filter as DriverFilter<Doc>;
+}
+
+function sameKey(actual: Record<string, unknown>, wanted: Record<string, 1 | -1>): boolean {
+  const a = Object.entries(actual);
+  const w = Object.entries(wanted);
+  return (
+    a.length === w.length && a.every(([field, direction], i) => w[i]?.[0] === field && Number(direction) === w[i]?.[1])
+  );
+}
+
+function valueAt(doc: Record<string, unknown>, fieldPath: string): unknown {
+  let current: unknown = doc;
+  for (const part of fieldPath.split(".")) {
+    if (current === null || typeof current !== "object" || Array.isArray(current)) return undefined;
+    current = (current as Record<string, unknown>)[part];
+  }
+  return current;
+}

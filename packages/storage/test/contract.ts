@@ -1,0 +1,617 @@
+// The contract every DocumentStore adapter must meet: one suite, run against the
+// embedded store (memory and files) and against a MongoDB-compatible server
+// (FerretDB v1 in CI). When an adapter fails here, the adapter is wrong, not the
+// test: services rely on exactly these behaviours.
+
+import {
+  DuplicateKeyError,
+  type Collection,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type IndexSpec,
+} from "../src/index.js";
+
+export interface ContractOptions {
+  /** Whether data outlives close(); false only for the memory-only embedded store. */
+  persistent?: boolean;
+}
+
+let sequence = 0;
+/** A collection name no earlier test or run has used. */
+function freshName(prefix = "c"): string {
+  sequence += 1;
+  return `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}_${sequence}`;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error("expected a rejection, got a result");
+    },
+    (error: unknown) => error,
+  );
+}
+
+async function expectDuplicate(promise: Promise<unknown>, index: string): Promise<void> {
+  const error = await rejection(promise);
+  expect(error).toBeInstanceOf(DuplicateKeyError);
+  expect((error as DuplicateKeyError).index).toBe(index);
+}
+
+const ids = (docs: Doc[]): string[] => docs.map((doc) => doc._id);
+
+export function describeDocumentStoreContract(
+  name: string,
+  open: () => Promise<DocumentStore>,
+  options: ContractOptions = {},
+): void {
+  const persistent = options.persistent ?? true;
+
+  describe(`DocumentStore contract: ${name}`, () => {
+    let store: DocumentStore;
+    beforeAll(async () => {
+      store = await open();
+    });
+    afterAll(async () => {
+      await store?.close();
+    });
+
+    /** A new, empty collection for one test. */
+    const fresh = <T extends Doc = Doc>(): Collection<T> => store.collection<T>(freshName());
+
+    describe("basics", () => {
+      test("ping answers true", async () => {
+        await expect(store.ping()).resolves.toBe(true);
+      });
+
+      test("a document round-trips exactly: numbers, strings, booleans, nulls, nested objects, arrays", async () => {
+        const c = fresh();
+        const doc = {
+          _id: "doc_1",
+          int: 42,
+          negative: -7,
+          zero: 0,
+          float: 3.25,
+          big: 2 ** 40 + 1,
+          maxSafe: Number.MAX_SAFE_INTEGER,
+          tiny: 1e-9,
+          text: 'Grüezi 👋 <b>&amp;</b> "quoted" \n new line',
+          empty: "",
+          yes: true,
+          no: false,
+          nothing: null,
+          nested: { a: { b: { c: [1, "two", null, { d: false }] } }, list: [] as unknown[] },
+          emptyObject: {},
+          arrays: [{ inner: [1, 2] }, { inner: [] }, "x", 1, null],
+          objects: [{ k: 1 }, { k: 2, extra: { deep: "yes" } }],
+          isoTime: "2026-11-22T10:30:00.000Z",
+          msTime: 1795343400000,
+        };
+        await c.insertOne(doc);
+        const found = await c.findOne({ _id: "doc_1" });
+        expect(found).toStrictEqual(doc);
+        expect(Object.keys(found ?? {})).toEqual(Object.keys(doc));
+        const [listed] = await c.find({});
+        expect(listed).toStrictEqual(doc);
+      });
+
+      test("returned documents are plain objects, detached from the store", async () => {
+        const c = fresh();
+        const doc = { _id: "a", nested: { list: [1, 2] } };
+        await c.insertOne(doc);
+        doc.nested.list.push(3); // the caller's object stays the caller's
+        const found = await c.findOne({ _id: "a" });
+        expect(found).not.toBeNull();
+        expect(Object.getPrototypeOf(found)).toBe(Object.prototype);
+        expect(Object.getPrototypeOf(found?.nested)).toBe(Object.prototype);
+        expect(found).toStrictEqual({ _id: "a", nested: { list: [1, 2] } });
+        (found?.nested as { list: number[] }).list.push(9);
+        await expect(c.findOne({ _id: "a" })).resolves.toStrictEqual({ _id: "a", nested: { list: [1, 2] } });
+      });
+
+      test("fields set to undefined are not stored", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "u", keep: 1, drop: undefined, nested: { drop: undefined, keep: 2 } });
+        const found = await c.findOne({ _id: "u" });
+        expect(found).toStrictEqual({ _id: "u", keep: 1, nested: { keep: 2 } });
+        expect(found).not.toHaveProperty("drop");
+      });
+
+      test("findOne answers null when nothing matches; find answers []", async () => {
+        const c = fresh();
+        await expect(c.findOne({ _id: "missing" })).resolves.toBeNull();
+        await expect(c.find({ _id: "missing" })).resolves.toEqual([]);
+        await expect(c.count({})).resolves.toBe(0);
+      });
+
+      test("inserting an existing _id throws DuplicateKeyError on index _id_", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "same", v: 1 });
+        await expectDuplicate(c.insertOne({ _id: "same", v: 2 }), "_id_");
+        await expect(c.findOne({ _id: "same" })).resolves.toStrictEqual({ _id: "same", v: 1 });
+      });
+
+      test("invalid input is refused before it reaches the backend", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "x", a: 1 });
+        await expect(c.findOne({ a: undefined })).rejects.toThrow(TypeError);
+        await expect(c.find({ a: { $regex: "x" } } as unknown as Filter)).rejects.toThrow(/unsupported operator/);
+        await expect(c.find({}, { limit: 0 })).rejects.toThrow(/limit/);
+        await expect(c.updateOne({ _id: "x" }, { $set: { _id: "y" } })).rejects.toThrow(/_id/);
+        await expect(c.updateOne({ _id: "x" }, { $set: { a: 2 }, $inc: { a: 1 } })).rejects.toThrow(TypeError);
+        await expect(c.updateOne({ _id: "x" }, { $pull: { a: { b: 1 } as never } })).rejects.toThrow(/exact value/);
+        await expect(c.insertOne({ _id: "y", "a.b": 1 })).rejects.toThrow(/field name/);
+        await expect(c.insertOne({ _id: "z", n: Number.NaN })).rejects.toThrow(TypeError);
+        await expect(c.insertOne({ _id: "z", nested: [[1]] })).rejects.toThrow(
+          /array may not directly contain an array/,
+        );
+        await expect(c.updateOne({ _id: "x" }, { $push: { l: { $each: [[1]] } } })).rejects.toThrow(/array/);
+        expect(() => store.collection("../escape")).toThrow(/collection name/);
+        await expect(c.findOne({ _id: "x" })).resolves.toStrictEqual({ _id: "x", a: 1 });
+      });
+    });
+
+    describe("indexes", () => {
+      const indexes: IndexSpec[] = [
+        { name: "email_unique", fields: { email: 1 }, unique: true },
+        { name: "tenant_handle_unique", fields: { tenant: 1, handle: 1 }, unique: true },
+        { name: "by_created", fields: { tenant: 1, created: -1 } },
+      ];
+
+      test("createIndexes is idempotent", async () => {
+        const c = fresh();
+        await c.createIndexes(indexes);
+        await c.createIndexes(indexes);
+        await c.createIndexes([]);
+        await c.insertOne({ _id: "1", email: "a@x", tenant: "t1", handle: "a", created: 1 });
+        await c.createIndexes(indexes);
+        await expect(c.count({})).resolves.toBe(1);
+      });
+
+      test("a single-field unique index refuses a second insert of the value", async () => {
+        const c = fresh();
+        await c.createIndexes(indexes);
+        await c.insertOne({ _id: "1", email: "a@x", tenant: "t1", handle: "a" });
+        await expectDuplicate(c.insertOne({ _id: "2", email: "a@x", tenant: "t2", handle: "b" }), "email_unique");
+        await c.insertOne({ _id: "3", email: "b@x", tenant: "t1", handle: "b" });
+        await expect(c.count({})).resolves.toBe(2);
+      });
+
+      test("a compound unique index refuses the same combination only", async () => {
+        const c = fresh();
+        await c.createIndexes(indexes);
+        await c.insertOne({ _id: "1", email: "1@x", tenant: "t1", handle: "h" });
+        await c.insertOne({ _id: "2", email: "2@x", tenant: "t2", handle: "h" });
+        await c.insertOne({ _id: "3", email: "3@x", tenant: "t1", handle: "g" });
+        await expectDuplicate(
+          c.insertOne({ _id: "4", email: "4@x", tenant: "t1", handle: "h" }),
+          "tenant_handle_unique",
+        );
+        await expect(c.count({})).resolves.toBe(3);
+      });
+
+      test("an update that would break a unique index throws and changes nothing", async () => {
+        const c = fresh();
+        await c.createIndexes(indexes);
+        await c.insertOne({ _id: "1", email: "a@x", tenant: "t1", handle: "a", n: 0 });
+        await c.insertOne({ _id: "2", email: "b@x", tenant: "t1", handle: "b", n: 0 });
+        await expectDuplicate(c.updateOne({ _id: "2" }, { $set: { email: "a@x" }, $inc: { n: 1 } }), "email_unique");
+        await expectDuplicate(
+          c.updateOne({ _id: "2" }, { $set: { handle: "a" }, $inc: { n: 1 } }),
+          "tenant_handle_unique",
+        );
+        await expect(c.findOne({ _id: "2" })).resolves.toStrictEqual({
+          _id: "2",
+          email: "b@x",
+          tenant: "t1",
+          handle: "b",
+          n: 0,
+        });
+        // Moving to a free combination, or keeping one's own value, is fine.
+        await expect(
+          c.updateOne({ _id: "2" }, { $set: { tenant: "t2", handle: "a", email: "b@x" } }),
+        ).resolves.toMatchObject({
+          tenant: "t2",
+          handle: "a",
+        });
+      });
+
+      test("a unique index cannot be created over duplicates", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", code: "same" });
+        await c.insertOne({ _id: "2", code: "same" });
+        const error = await rejection(c.createIndexes([{ name: "code_unique", fields: { code: 1 }, unique: true }]));
+        expect(error).toBeInstanceOf(DuplicateKeyError);
+      });
+
+      test("concurrent inserts of one unique key: exactly one wins", async () => {
+        const c = fresh();
+        await c.createIndexes(indexes);
+        const results = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, i) =>
+            c.insertOne({ _id: `r${i}`, email: "race@x", tenant: "t", handle: `h${i}` }),
+          ),
+        );
+        const won = results.filter((r) => r.status === "fulfilled");
+        const lost = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(9);
+        for (const r of lost) expect(r.reason).toBeInstanceOf(DuplicateKeyError);
+        await expect(c.count({ email: "race@x" })).resolves.toBe(1);
+      });
+    });
+
+    describe("updateOne", () => {
+      test("returns the document as it is after the update", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", status: "new", profile: { name: "Ann", city: "Bern" }, gone: 1, n: 5 });
+        const after = await c.updateOne(
+          { _id: "1" },
+          {
+            $set: { status: "active", "profile.city": "Zurich", "profile.zip": "8000" },
+            $unset: { gone: "" },
+            $inc: { n: 2, fresh: 1 },
+          },
+        );
+        const expected = {
+          _id: "1",
+          status: "active",
+          profile: { name: "Ann", city: "Zurich", zip: "8000" },
+          n: 7,
+          fresh: 1,
+        };
+        expect(after).toStrictEqual(expected);
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual(expected);
+      });
+
+      test("a guarded update that loses answers null and changes nothing", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", status: "pending", attempts: 0 });
+        const first = await c.updateOne(
+          { _id: "1", status: "pending" },
+          { $set: { status: "sent" }, $inc: { attempts: 1 } },
+        );
+        expect(first).toStrictEqual({ _id: "1", status: "sent", attempts: 1 });
+        const second = await c.updateOne(
+          { _id: "1", status: "pending" },
+          { $set: { status: "sent" }, $inc: { attempts: 1 } },
+        );
+        expect(second).toBeNull();
+        await expect(c.updateOne({ _id: "nope" }, { $set: { status: "x" } })).resolves.toBeNull();
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual({ _id: "1", status: "sent", attempts: 1 });
+      });
+
+      test("updates exactly one of several matching documents", async () => {
+        const c = fresh();
+        for (const id of ["a", "b", "c"]) await c.insertOne({ _id: id, state: "open" });
+        const updated = await c.updateOne({ state: "open" }, { $set: { state: "taken" } });
+        expect(updated?.state).toBe("taken");
+        await expect(c.count({ state: "taken" })).resolves.toBe(1);
+        await expect(c.count({ state: "open" })).resolves.toBe(2);
+      });
+
+      test("an update that changes nothing acts as findOne", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", v: 1 });
+        await expect(c.updateOne({ _id: "1" }, {})).resolves.toStrictEqual({ _id: "1", v: 1 });
+        await expect(c.updateOne({ _id: "1" }, { $set: {}, $push: { list: { $each: [] } } })).resolves.toStrictEqual({
+          _id: "1",
+          v: 1,
+        });
+        await expect(c.updateOne({ _id: "2" }, {})).resolves.toBeNull();
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual({ _id: "1", v: 1 });
+      });
+
+      test("$set stores objects and arrays whole; $unset of a nested or missing field", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", meta: { a: 1, b: 2 } });
+        await expect(
+          c.updateOne({ _id: "1" }, { $set: { meta: { c: [1, { d: null }] }, list: ["x"] } }),
+        ).resolves.toStrictEqual({
+          _id: "1",
+          meta: { c: [1, { d: null }] },
+          list: ["x"],
+        });
+        await expect(c.updateOne({ _id: "1" }, { $unset: { "meta.c": true, missing: 1 } })).resolves.toStrictEqual({
+          _id: "1",
+          meta: {},
+          list: ["x"],
+        });
+      });
+
+      test("$addToSet never duplicates, within one $each either", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", tags: ["a"] });
+        await expect(
+          c.updateOne({ _id: "1" }, { $addToSet: { tags: { $each: ["a", "b", "b", "c"] } } }),
+        ).resolves.toStrictEqual({
+          _id: "1",
+          tags: ["a", "b", "c"],
+        });
+        await expect(
+          c.updateOne({ _id: "1" }, { $addToSet: { tags: { $each: ["c", "a"] }, fresh: { $each: [1, 1, 2] } } }),
+        ).resolves.toStrictEqual({
+          _id: "1",
+          tags: ["a", "b", "c"],
+          fresh: [1, 2],
+        });
+      });
+
+      test("concurrent $addToSet of one value adds it once", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", tags: [] });
+        await Promise.all(
+          Array.from({ length: 10 }, () => c.updateOne({ _id: "1" }, { $addToSet: { tags: { $each: ["t"] } } })),
+        );
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual({ _id: "1", tags: ["t"] });
+      });
+
+      test("$push appends in order, duplicates included", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", log: [1] });
+        await expect(
+          c.updateOne({ _id: "1" }, { $push: { log: { $each: [2, 1, { at: 3 }] }, other: { $each: ["x"] } } }),
+        ).resolves.toStrictEqual({
+          _id: "1",
+          log: [1, 2, 1, { at: 3 }],
+          other: ["x"],
+        });
+      });
+
+      test("$pull removes every element equal to the exact value, and nothing else", async () => {
+        const c = fresh();
+        await c.insertOne({
+          _id: "1",
+          tags: ["a", "ab", "b", "a", "A"],
+          nums: [1, 2, 1, 10],
+          flags: [true, false, null],
+        });
+        await expect(c.updateOne({ _id: "1" }, { $pull: { tags: "a", nums: 1, flags: null } })).resolves.toStrictEqual({
+          _id: "1",
+          tags: ["ab", "b", "A"],
+          nums: [2, 10],
+          flags: [true, false],
+        });
+        // Absent values and missing fields: nothing happens (and no field appears).
+        await expect(
+          c.updateOne({ _id: "1" }, { $pull: { tags: "zzz", missing: "a", "deep.missing": 1 } }),
+        ).resolves.toStrictEqual({
+          _id: "1",
+          tags: ["ab", "b", "A"],
+          nums: [2, 10],
+          flags: [true, false],
+        });
+        await expect(c.updateOne({ _id: "1" }, { $pull: { missing: "a" }, $set: { x: 1 } })).resolves.toStrictEqual({
+          _id: "1",
+          tags: ["ab", "b", "A"],
+          nums: [2, 10],
+          flags: [true, false],
+          x: 1,
+        });
+      });
+
+      test("$pull stays guarded: a losing filter answers null", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", state: "a", tags: ["x"] });
+        await expect(c.updateOne({ _id: "1", state: "b" }, { $pull: { tags: "x" } })).resolves.toBeNull();
+        await expect(c.updateOne({ _id: "1", state: "b" }, { $pull: { missing: "x" } })).resolves.toBeNull();
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual({ _id: "1", state: "a", tags: ["x"] });
+      });
+
+      test("concurrent $inc on one document gives the exact total, each caller seeing its own step", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "counter", n: 0 });
+        const results = await Promise.all(
+          Array.from({ length: 25 }, () => c.updateOne({ _id: "counter" }, { $inc: { n: 1 } })),
+        );
+        const seen = results.map((doc) => doc?.n as number).sort((a, b) => a - b);
+        expect(seen).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+        await expect(c.findOne({ _id: "counter" })).resolves.toStrictEqual({ _id: "counter", n: 25 });
+      });
+
+      test("concurrent guarded updates: exactly one claims the document", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "job", owner: null });
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => c.updateOne({ _id: "job", owner: null }, { $set: { owner: `w${i}` } })),
+        );
+        const winners = results.filter((doc) => doc !== null);
+        expect(winners).toHaveLength(1);
+        await expect(c.findOne({ _id: "job" })).resolves.toStrictEqual(winners[0]);
+      });
+    });
+
+    describe("queries", () => {
+      let c: Collection;
+      const people = [
+        {
+          _id: "p1",
+          name: "ann",
+          age: 31,
+          tenant: "t1",
+          tags: ["vip", "news"],
+          address: { city: "Bern", zip: "3000" },
+          nick: null,
+        },
+        { _id: "p2", name: "bob", age: 25, tenant: "t1", tags: ["news"], address: { city: "Zurich", zip: "8000" } },
+        { _id: "p3", name: "cid", age: 42, tenant: "t2", tags: [], address: { city: "Bern", zip: "3001" }, nick: "c" },
+        { _id: "p4", name: "dee", age: 25, tenant: "t2", tags: ["vip"], active: false },
+        { _id: "p5", name: "eve", age: 58, tenant: "t1", active: true, address: { city: "Basel" } },
+      ];
+      const match = async (filter: Filter): Promise<string[]> => ids(await c.find(filter, { sort: { _id: 1 } }));
+
+      beforeAll(async () => {
+        c = store.collection(freshName("people"));
+        for (const person of people) await c.insertOne(person);
+      });
+
+      test("equality and $eq on scalars, ANDed across fields", async () => {
+        await expect(match({ tenant: "t1" })).resolves.toEqual(["p1", "p2", "p5"]);
+        await expect(match({ tenant: "t1", age: 25 })).resolves.toEqual(["p2"]);
+        await expect(match({ age: { $eq: 25 } })).resolves.toEqual(["p2", "p4"]);
+        await expect(match({ active: false })).resolves.toEqual(["p4"]);
+        await expect(match({})).resolves.toEqual(["p1", "p2", "p3", "p4", "p5"]);
+      });
+
+      test("null matches null and missing fields; $ne null needs a value", async () => {
+        await expect(match({ nick: null })).resolves.toEqual(["p1", "p2", "p4", "p5"]);
+        await expect(match({ nick: { $eq: null } })).resolves.toEqual(["p1", "p2", "p4", "p5"]);
+        await expect(match({ nick: { $ne: null } })).resolves.toEqual(["p3"]);
+        await expect(match({ nick: { $in: [null, "c"] } })).resolves.toEqual(["p1", "p2", "p3", "p4", "p5"]);
+        await expect(match({ nick: { $nin: [null] } })).resolves.toEqual(["p3"]);
+      });
+
+      test("$ne and $nin also match missing fields", async () => {
+        await expect(match({ active: { $ne: true } })).resolves.toEqual(["p1", "p2", "p3", "p4"]);
+        await expect(match({ name: { $nin: ["ann", "bob"] } })).resolves.toEqual(["p3", "p4", "p5"]);
+        await expect(match({ active: { $nin: [true] } })).resolves.toEqual(["p1", "p2", "p3", "p4"]);
+      });
+
+      test("$in", async () => {
+        await expect(match({ name: { $in: ["ann", "eve", "zed"] } })).resolves.toEqual(["p1", "p5"]);
+        await expect(match({ _id: { $in: [] } })).resolves.toEqual([]);
+      });
+
+      test("$exists", async () => {
+        await expect(match({ active: { $exists: true } })).resolves.toEqual(["p4", "p5"]);
+        await expect(match({ active: { $exists: false } })).resolves.toEqual(["p1", "p2", "p3"]);
+        await expect(match({ nick: { $exists: true } })).resolves.toEqual(["p1", "p3"]);
+        await expect(match({ tags: { $exists: true } })).resolves.toEqual(["p1", "p2", "p3", "p4"]);
+        await expect(match({ "address.zip": { $exists: false } })).resolves.toEqual(["p4", "p5"]);
+      });
+
+      test("ranges on numbers and strings, several operators on one field", async () => {
+        await expect(match({ age: { $gt: 25 } })).resolves.toEqual(["p1", "p3", "p5"]);
+        await expect(match({ age: { $gte: 25, $lt: 42 } })).resolves.toEqual(["p1", "p2", "p4"]);
+        await expect(match({ age: { $lte: 31, $ne: 25 } })).resolves.toEqual(["p1"]);
+        await expect(match({ name: { $gt: "bob", $lte: "dee" } })).resolves.toEqual(["p3", "p4"]);
+        // A range never matches a field of another type.
+        await expect(match({ name: { $gt: 0 } })).resolves.toEqual([]);
+      });
+
+      test("dotted fields reach into nested objects", async () => {
+        await expect(match({ "address.city": "Bern" })).resolves.toEqual(["p1", "p3"]);
+        await expect(match({ "address.city": "Bern", "address.zip": { $gt: "3000" } })).resolves.toEqual(["p3"]);
+        await expect(match({ "address.city": { $in: ["Basel", "Zurich"] } })).resolves.toEqual(["p2", "p5"]);
+        await expect(match({ "address.city": { $ne: "Bern" } })).resolves.toEqual(["p2", "p4", "p5"]);
+      });
+
+      test("conditions on array fields hold when an element matches ($ne/$nin: when none does)", async () => {
+        await expect(match({ tags: "vip" })).resolves.toEqual(["p1", "p4"]);
+        await expect(match({ tags: { $in: ["news", "other"] } })).resolves.toEqual(["p1", "p2"]);
+        await expect(match({ tags: { $ne: "vip" } })).resolves.toEqual(["p2", "p3", "p5"]);
+        await expect(match({ tags: { $nin: ["vip", "news"] } })).resolves.toEqual(["p3", "p5"]);
+      });
+
+      test("$or, alone and with other conditions", async () => {
+        await expect(match({ $or: [{ name: "ann" }, { age: { $gt: 50 } }] })).resolves.toEqual(["p1", "p5"]);
+        await expect(match({ tenant: "t1", $or: [{ age: 25 }, { active: true }] })).resolves.toEqual(["p2", "p5"]);
+        await expect(
+          match({
+            $or: [
+              { "address.city": "Bern", tenant: "t2" },
+              { tags: "news", age: { $lt: 30 } },
+            ],
+          }),
+        ).resolves.toEqual(["p2", "p3"]);
+        await expect(match({ $or: [{ nick: null }, { $or: [{ name: "cid" }] }] })).resolves.toEqual([
+          "p1",
+          "p2",
+          "p3",
+          "p4",
+          "p5",
+        ]);
+      });
+
+      test("count", async () => {
+        await expect(c.count({})).resolves.toBe(5);
+        await expect(c.count({ tenant: "t2" })).resolves.toBe(2);
+        await expect(c.count({ $or: [{ age: 25 }, { name: "eve" }] })).resolves.toBe(3);
+        await expect(c.count({ name: "nobody" })).resolves.toBe(0);
+      });
+
+      test("sort ascending and descending, with limit, on one or more fields", async () => {
+        expect(ids(await c.find({}, { sort: { age: 1, _id: 1 } }))).toEqual(["p2", "p4", "p1", "p3", "p5"]);
+        expect(ids(await c.find({}, { sort: { age: -1, _id: -1 }, limit: 3 }))).toEqual(["p5", "p3", "p1"]);
+        expect(ids(await c.find({ tenant: "t1" }, { sort: { name: -1 }, limit: 2 }))).toEqual(["p5", "p2"]);
+        expect(ids(await c.find({}, { sort: { age: 1, name: -1 }, limit: 2 }))).toEqual(["p4", "p2"]);
+        expect(ids(await c.find({}, { sort: { "address.zip": -1 }, limit: 2 }))).toEqual(["p2", "p3"]);
+        expect(await c.find({}, { limit: 2 })).toHaveLength(2);
+      });
+    });
+
+    test("cursor pagination by _id, forwards and backwards", async () => {
+      const c = fresh();
+      const all = Array.from({ length: 11 }, (_, i) => `sub_${String(i).padStart(3, "0")}`);
+      const shuffled = [...all].sort(() => Math.random() - 0.5);
+      for (const id of shuffled) await c.insertOne({ _id: id, tenant: id === "sub_005" ? "other" : "t" });
+
+      const forwards: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const filter: Filter = after === undefined ? { tenant: "t" } : { tenant: "t", _id: { $gt: after } };
+        const page = await c.find(filter, { sort: { _id: 1 }, limit: 3 });
+        forwards.push(...ids(page));
+        if (page.length < 3) break;
+        after = page[page.length - 1]?._id;
+      }
+      expect(forwards).toEqual(all.filter((id) => id !== "sub_005"));
+
+      const backwards: string[] = [];
+      let before: string | undefined;
+      for (;;) {
+        const filter: Filter = before === undefined ? {} : { _id: { $lt: before } };
+        const page = await c.find(filter, { sort: { _id: -1 }, limit: 4 });
+        backwards.push(...ids(page));
+        if (page.length < 4) break;
+        before = page[page.length - 1]?._id;
+      }
+      expect(backwards).toEqual([...all].reverse());
+    });
+
+    test("deleteOne deletes one and tells; deleteMany tells how many", async () => {
+      const c = fresh();
+      for (let i = 0; i < 6; i += 1) await c.insertOne({ _id: `d${i}`, kind: i < 4 ? "old" : "new" });
+      await expect(c.deleteOne({ kind: "old" })).resolves.toBe(true);
+      await expect(c.count({ kind: "old" })).resolves.toBe(3);
+      await expect(c.deleteOne({ _id: "nope" })).resolves.toBe(false);
+      await expect(c.deleteMany({ kind: "old" })).resolves.toBe(3);
+      await expect(c.deleteMany({ kind: "old" })).resolves.toBe(0);
+      await expect(c.deleteMany({})).resolves.toBe(2);
+      await expect(c.count({})).resolves.toBe(0);
+      // A deleted _id may be used again.
+      await c.insertOne({ _id: "d0", kind: "again" });
+      await expect(c.findOne({ _id: "d0" })).resolves.toStrictEqual({ _id: "d0", kind: "again" });
+    });
+
+    if (persistent) {
+      test("data and unique indexes persist across close and reopen", async () => {
+        const name = freshName("persist");
+        const first = await open();
+        const c1 = first.collection(name);
+        await c1.createIndexes([{ name: "tenant_email", fields: { tenant: 1, email: 1 }, unique: true }]);
+        await c1.insertOne({ _id: "1", tenant: "t", email: "a@x", n: 1, nested: { list: [1, "2"] } });
+        await c1.insertOne({ _id: "2", tenant: "t", email: "b@x", n: 1 });
+        await c1.updateOne({ _id: "1" }, { $inc: { n: 1 }, $addToSet: { tags: { $each: ["x"] } } });
+        await c1.deleteOne({ _id: "2" });
+        await first.close();
+
+        const second = await open();
+        try {
+          const c2 = second.collection(name);
+          await expect(c2.find({})).resolves.toStrictEqual([
+            { _id: "1", tenant: "t", email: "a@x", n: 2, nested: { list: [1, "2"] }, tags: ["x"] },
+          ]);
+          // The index survived without createIndexes being called again.
+          const error = await rejection(c2.insertOne({ _id: "3", tenant: "t", email: "a@x" }));
+          expect(error).toBeInstanceOf(DuplicateKeyError);
+          await c2.createIndexes([{ name: "tenant_email", fields: { tenant: 1, email: 1 }, unique: true }]);
+          await expectDuplicate(c2.insertOne({ _id: "3", tenant: "t", email: "a@x" }), "tenant_email");
+        } finally {
+          await second.close();
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,112 @@
+// The embedded store (NeDB) against the shared contract, in memory and on files,
+// plus what only it has: datafiles, their lock, compaction and openStore's choice.
+
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { openEmbeddedStore, openStore } from "../src/index.js";
+import { describeDocumentStoreContract } from "./contract.js";
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "emailsvc-storage-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describeDocumentStoreContract("embedded, memory only", () => openEmbeddedStore({}), { persistent: false });
+describeDocumentStoreContract("embedded, datafiles", () => openEmbeddedStore({ dataDir: path.join(root, "contract") }));
+
+describe("embedded datafiles", () => {
+  test("one datafile per collection, created with the directory, compacted at close", async () => {
+    const dir = path.join(root, "files", "nested");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("subscribers");
+    await c.createIndexes([{ name: "email", fields: { email: 1 }, unique: true }]);
+    await c.insertOne({ _id: "1", email: "a@x", n: 0 });
+    for (let i = 0; i < 5; i += 1) await c.updateOne({ _id: "1" }, { $inc: { n: 1 } });
+    await store.collection("tags").insertOne({ _id: "t" });
+    expect((await readdir(dir)).sort()).toEqual([".lock", "subscribers.db", "tags.db"]);
+    await store.close();
+
+    expect((await readdir(dir)).sort()).toEqual(["subscribers.db", "tags.db"]);
+    // Compacted: one line per live document and one per index, no history.
+    const lines = (await readFile(path.join(dir, "subscribers.db"), "utf8")).trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines.map((line) => JSON.parse(line) as unknown)).toContainEqual({ _id: "1", email: "a@x", n: 5 });
+  });
+
+  test("a directory used by another live process is refused; a stale lock is taken over", async () => {
+    const dir = path.join(root, "locked");
+    const first = await openEmbeddedStore({ dataDir: dir });
+    await first.close();
+
+    // pid 1 is alive (init) and is not us under Jest.
+    await writeFile(path.join(dir, ".lock"), "1\n");
+    if (process.pid !== 1) {
+      await expect(openEmbeddedStore({ dataDir: dir })).rejects.toThrow(/in use by process 1/);
+    }
+    // A pid that cannot be alive: the lock is stale.
+    await writeFile(path.join(dir, ".lock"), "2147483646\n");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    await expect(readFile(path.join(dir, ".lock"), "utf8")).resolves.toBe(`${process.pid}\n`);
+    await store.close();
+  });
+
+  test("two stores of this process share a directory but never a datafile", async () => {
+    const dir = path.join(root, "shared");
+    const a = await openEmbeddedStore({ dataDir: dir });
+    const b = await openEmbeddedStore({ dataDir: dir });
+    a.collection("one");
+    expect(() => b.collection("one")).toThrow(/open in another store/);
+    b.collection("two");
+    await a.close();
+    await expect(readdir(dir)).resolves.toContain(".lock");
+    await b.close();
+    await expect(readdir(dir)).resolves.not.toContain(".lock");
+  });
+
+  test("an index whose uniqueness changed is rebuilt, not refused", async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection("x");
+    await c.createIndexes([{ name: "code", fields: { code: 1 }, unique: true }]);
+    await c.insertOne({ _id: "1", code: "a" });
+    await expect(c.insertOne({ _id: "2", code: "a" })).rejects.toThrow(/duplicate key in index code/);
+    await c.createIndexes([{ name: "code", fields: { code: 1 } }]);
+    await c.insertOne({ _id: "2", code: "a" });
+    await expect(c.count({ code: "a" })).resolves.toBe(2);
+    await store.close();
+  });
+
+  test("a closed store refuses work", async () => {
+    const store = await openEmbeddedStore({ dataDir: path.join(root, "closed") });
+    const c = store.collection("x");
+    await c.insertOne({ _id: "1" });
+    await store.close();
+    await store.close(); // idempotent
+    await expect(c.findOne({})).rejects.toThrow(/closed/);
+    expect(() => store.collection("y")).toThrow(/closed/);
+    await expect(store.ping()).resolves.toBe(false);
+  });
+});
+
+describe("openStore", () => {
+  test("without mongoUrl: the embedded store under dataDir/dbName", async () => {
+    const store = await openStore({ dataDir: path.join(root, "data"), dbName: "subscribers" });
+    await store.collection("things").insertOne({ _id: "1" });
+    await store.close();
+    await expect(readdir(path.join(root, "data", "subscribers"))).resolves.toEqual(["things.db"]);
+  });
+
+  test("without mongoUrl nor dataDir: memory only", async () => {
+    const store = await openStore({ dbName: "x" });
+    await store.collection("c").insertOne({ _id: "1" });
+    await expect(store.collection("c").count({})).resolves.toBe(1);
+    await store.close();
+  });
+
+  test("refuses a dbName that is not a plain directory name", async () => {
+    await expect(openStore({ dataDir: root, dbName: "../up" })).rejects.toThrow(/database name/);
+  });
+});
