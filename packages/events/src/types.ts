@@ -28,21 +28,43 @@ export interface SubscribeOptions {
    * delivered before it succeeds.
    */
   handler: EventHandler;
-  /** Start from the earliest retained event when the group is new (default true). */
+  /**
+   * Where a group that has no committed position yet starts: at the earliest
+   * retained event (true, the default) or at the end of the log (false). A group
+   * that already consumed the topic resumes after its last handled event.
+   */
   fromBeginning?: boolean;
 }
 
 export interface Subscription {
-  /** Stops taking new events and resolves once the in-flight handler finished. */
+  /**
+   * Stops taking new events and resolves once the in-flight handler finished.
+   * Idempotent. Do not await it from inside the handler itself (it would wait
+   * for itself).
+   */
   stop(): Promise<void>;
 }
 
 export interface EventBus {
-  /** Resolves only once the bus has durably taken every message (acks=all on Kafka). */
+  /**
+   * Resolves only once the bus has durably taken every message (acks=all on
+   * Kafka). All events of one call go out as one batch. An empty list is a
+   * no-op. Rejects for a topic that does not exist (see `ensureTopics`) and
+   * once the bus is closed.
+   */
   publish(topic: string, events: OutgoingEvent[]): Promise<void>;
+  /**
+   * Resolves once the consumer has joined its group and its start position is
+   * fixed: any event published after that is delivered to it. Rejects for a
+   * topic that does not exist and once the bus is closed.
+   */
   subscribe(options: SubscribeOptions): Promise<Subscription>;
-  /** Creates topics ahead of use where the backend needs it; idempotent. */
+  /**
+   * Creates the topics that do not exist yet; idempotent. Both adapters refuse
+   * to publish to or subscribe to a topic that was never created, so every
+   * service ensures the topics it produces and consumes at start-up.
+   */
   ensureTopics(topics: string[]): Promise<void>;
-  /** Stops every subscription (draining in-flight handlers), then disconnects. */
+  /** Stops every subscription (draining in-flight handlers), then disconnects. Idempotent. */
   close(): Promise<void>;
 }

@@ -1,0 +1,460 @@
+// The production event bus: Apache Kafka through kafkajs.
+//
+// Producer: acks=all, idempotent, one `send` per `publish` (batched sends are
+// some 25 times faster here, see the README), no automatic topic creation.
+// Consumers: one kafkajs consumer per subscription, its group id the
+// subscription's group. A throwing handler gets the same event again after a
+// backoff (100 ms doubling to 5 s), in place, and nothing after it in its
+// partition goes first; an offset is committed only once its handler returned.
+
+import {
+  type Admin,
+  type Consumer,
+  type EachMessagePayload,
+  type IHeaders,
+  type KafkaMessage,
+  type LogEntry,
+  type Producer,
+  type RetryOptions,
+  Kafka,
+  KafkaJSError,
+  Partitioners,
+  logLevel,
+} from "kafkajs";
+import {
+  type BusLogEntry,
+  type BusLogger,
+  DEFAULT_BACKOFF,
+  assertTopicNames,
+  backoffDelay,
+  errorMessage,
+  sleep,
+  stderrLogger,
+} from "./shared.js";
+import type {
+  EventBus,
+  OutgoingEvent,
+  ReceivedEvent,
+  SubscribeOptions,
+  Subscription,
+} from "./types.js";
+
+export interface KafkaEventBusConfig {
+  /** Bootstrap brokers, `host:port`. */
+  brokers: string[];
+  /** Names this process in broker logs and metrics, e.g. the service name. */
+  clientId: string;
+  /** Partitions of the topics `ensureTopics` creates (default 3). */
+  topicPartitions?: number;
+  /** Replication factor of the topics `ensureTopics` creates (default 1: a single broker). */
+  replicationFactor?: number;
+  /** Where kafkajs' warnings and errors go; default JSON lines on stderr. */
+  logger?: BusLogger;
+}
+
+// Timeouts for a broker close by (same host or cluster). kafkajs' defaults
+// are made for slower networks.
+/** TCP connect to a broker. */
+const CONNECTION_TIMEOUT_MS = 3_000;
+/**
+ * A member that sent no heartbeat for this long leaves its group: a crashed
+ * consumer's partitions move on after it.
+ */
+const SESSION_TIMEOUT_MS = 10_000;
+/**
+ * kafkajs heartbeats between messages (and we between redeliveries), at most
+ * this often. One handler call must finish well within the session timeout.
+ */
+const HEARTBEAT_INTERVAL_MS = 1_000;
+/** How long the group waits for members to re-join during a rebalance. */
+const REBALANCE_TIMEOUT_MS = 30_000;
+/** Longest a fetch waits for new data; also bounds how long `stop()` waits for an idle consumer. */
+const FETCH_MAX_WAIT_MS = 500;
+/** `subscribe` gives up when the consumer has not joined its group and fetched by then. */
+const SUBSCRIBE_TIMEOUT_MS = 60_000;
+
+/** Connecting, metadata, admin calls: quick retries, then give up (callers retry, e.g. the outbox). */
+const CLIENT_RETRY: RetryOptions = {
+  initialRetryTime: DEFAULT_BACKOFF.initialMs,
+  maxRetryTime: DEFAULT_BACKOFF.maxMs,
+  multiplier: 2,
+  factor: 0.2,
+  retries: 8,
+};
+
+/**
+ * Consumers ride out broker trouble (lost connection, coordinator moving)
+ * without end, with the same capped backoff. Handler failures never reach this
+ * retrier: the adapter redelivers those itself (see `deliver`).
+ */
+const CONSUMER_RETRY: RetryOptions = { ...CLIENT_RETRY, retries: Number.MAX_SAFE_INTEGER };
+
+
+export class KafkaEventBus implements EventBus {
+  private readonly kafka: Kafka;
+  private readonly topicPartitions: number;
+  private readonly replicationFactor: number;
+  private producer: Promise<Producer> | undefined;
+  private admin: Promise<Admin> | undefined;
+  /** Topics known to exist; publish and subscribe check against it. */
+  private readonly knownTopics = new Set<string>();
+  private readonly subscriptions = new Set<KafkaSubscription>();
+  private closing: Promise<void> | undefined;
+  private readonly log: BusLogger;
+
+  constructor(config: KafkaEventBusConfig) {
+    if (config.brokers.length === 0) throw new Error("KafkaEventBus needs at least one broker");
+    this.topicPartitions = config.topicPartitions ?? 3;
+    this.replicationFactor = config.replicationFactor ?? 1;
+    this.log = config.logger ?? stderrLogger;
+    this.kafka = new Kafka({
+      clientId: config.clientId,
+      brokers: config.brokers,
+      connectionTimeout: CONNECTION_TIMEOUT_MS,
+      retry: CLIENT_RETRY,
+      logLevel: logLevel.WARN,
+      logCreator: kafkaLogCreator(this.log),
+    });
+  }
+
+  async ensureTopics(topics: string[]): Promise<void> {
+    this.assertOpen();
+    const wanted = [...new Set(topics)];
+    assertTopicNames(wanted);
+    const admin = await this.connectedAdmin();
+    const existing = new Set(await admin.listTopics());
+    const missing = wanted.filter((topic) => !existing.has(topic));
+    if (missing.length > 0) {
+      // Resolves false when another process created one of them meanwhile; fine.
+      await admin.createTopics({
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: this.topicPartitions,
+          replicationFactor: this.replicationFactor,
+        })),
+        waitForLeaders: true,
+      });
+    }
+    wanted.forEach((topic) => this.knownTopics.add(topic));
+  }
+
+  async publish(topic: string, events: OutgoingEvent[]): Promise<void> {
+    this.assertOpen();
+    if (events.length === 0) return;
+    await this.assertTopicsExist([topic]);
+    const producer = await this.connectedProducer();
+    // One request for the whole batch. The idempotent producer retries a
+    // failed send without end (capped backoff): this waits out a broker restart
+    // or outage instead of failing, and its retries never duplicate an event.
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: events.map((event) => ({
+        key: event.key,
+        // A view on the same bytes, no copy.
+        value: Buffer.from(event.value.buffer, event.value.byteOffset, event.value.byteLength),
+        headers: event.headers ? { ...event.headers } : {},
+      })),
+    });
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    this.assertOpen();
+    const { group, handler } = options;
+    const topics = [...new Set(options.topics)];
+    if (!group) throw new Error("subscribe needs a group");
+    if (topics.length === 0) throw new Error("subscribe needs at least one topic");
+    await this.assertTopicsExist(topics);
+
+    const consumer = this.kafka.consumer({
+      groupId: group,
+      sessionTimeout: SESSION_TIMEOUT_MS,
+      heartbeatInterval: HEARTBEAT_INTERVAL_MS,
+      rebalanceTimeout: REBALANCE_TIMEOUT_MS,
+      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      allowAutoTopicCreation: false,
+      retry: CONSUMER_RETRY,
+    });
+    const subscription = new KafkaSubscription(consumer, () => this.subscriptions.delete(subscription));
+    this.subscriptions.add(subscription);
+
+    const started = untilConsuming(consumer);
+    started.promise.catch(() => undefined); // awaited below; never an unhandled rejection
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
+      await consumer.run({
+        // kafkajs resolves an offset only after eachMessage returned, and
+        // auto-commit commits resolved offsets only (after each batch and on
+        // stop). An event whose handler never succeeded stays uncommitted.
+        autoCommit: true,
+        eachMessage: (payload) => this.deliver(group, handler, payload, subscription.signal),
+      });
+      await started.promise;
+    } catch (error) {
+      started.cancel();
+      await subscription.stop();
+      throw error;
+    }
+    return subscription;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.subscriptions].map((s) => s.stop()));
+      const clients = await Promise.allSettled([this.producer, this.admin]);
+      await Promise.all(
+        clients.map((client) =>
+          client.status === "fulfilled" && client.value ? client.value.disconnect() : undefined,
+        ),
+      );
+    })();
+    return this.closing;
+  }
+
+  /**
+   * Calls the handler until it succeeds, waiting a backoff after each failure
+   * (100 ms doubling to 5 s), so that nothing after this event in its
+   * partition is delivered first. Between attempts it heartbeats to keep the
+   * group membership; if the group is rebalancing that throws, kafkajs
+   * re-joins and whoever gets the partition fetches this event again. When the
+   * subscription stops meanwhile, the event is left uncommitted for the next
+   * consumer of the group.
+   */
+  private async deliver(
+    group: string,
+    handler: SubscribeOptions["handler"],
+    { topic, partition, message, heartbeat }: EachMessagePayload,
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (signal.aborted) throw new SubscriptionStoppingError();
+      let failure: unknown;
+      try {
+        // A fresh copy per attempt: a failed attempt may have changed the last one.
+        await handler(toReceivedEvent(topic, message));
+        return;
+      } catch (error) {
+        failure = error;
+      }
+      const delay = backoffDelay(DEFAULT_BACKOFF, attempt);
+      logSafely(this.log, {
+        level: "warn",
+        namespace: "kafka",
+        message: "handler failed; redelivering the same event after a backoff",
+        fields: {
+          group,
+          topic,
+          partition,
+          offset: message.offset,
+          attempt: attempt + 1,
+          delay_ms: delay,
+          error: errorMessage(failure),
+        },
+      });
+      await sleep(delay, signal);
+      if (!signal.aborted) await heartbeat();
+    }
+  }
+
+  /** Rejects when one of `topics` does not exist; refreshes the list once before deciding. */
+  private async assertTopicsExist(topics: string[]): Promise<void> {
+    const unknown = topics.filter((topic) => !this.knownTopics.has(topic));
+    if (unknown.length === 0) return;
+    const admin = await this.connectedAdmin();
+    for (const topic of await admin.listTopics()) this.knownTopics.add(topic);
+    const missing = unknown.filter((topic) => !this.knownTopics.has(topic));
+    if (missing.length > 0) {
+      throw new Error(`no such topic: ${missing.join(", ")} (call ensureTopics first)`);
+    }
+  }
+
+  private connectedProducer(): Promise<Producer> {
+    this.producer ??= connect(() =>
+      this.kafka.producer({
+        idempotent: true,
+        // Idempotence in kafkajs relies on one request at a time per broker.
+        maxInFlightRequests: 1,
+        // Retry a failed send until the broker takes it (backoff capped at 5 s).
+        // Giving up would let kafkajs reuse the failed batch's sequence numbers
+        // for the next batch, which the broker may then drop as a duplicate.
+        retry: { retries: Number.MAX_SAFE_INTEGER },
+        allowAutoTopicCreation: false,
+        // The partitioner Java clients use (murmur2 of the key); choosing it
+        // explicitly also silences kafkajs' KAFKAJS_NO_PARTITIONER_WARNING.
+        createPartitioner: Partitioners.DefaultPartitioner,
+      }),
+    ).catch((error: unknown) => {
+      this.producer = undefined; // try again on the next call
+      throw error;
+    });
+    return this.producer;
+  }
+
+  private connectedAdmin(): Promise<Admin> {
+    this.admin ??= connect(() => this.kafka.admin()).catch((error: unknown) => {
+      this.admin = undefined;
+      throw error;
+    });
+    return this.admin;
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new Error("the event bus is closed");
+  }
+}
+
+class KafkaSubscription implements Subscription {
+  private readonly abort = new AbortController();
+  private stopping: Promise<void> | undefined;
+
+  constructor(
+    private readonly consumer: Consumer,
+    private readonly onStopped: () => void,
+  ) {}
+
+  /** Aborted when stopping: ends a redelivery backoff early. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  stop(): Promise<void> {
+    this.abort.abort();
+    // kafkajs' disconnect stops fetching, waits for the in-flight eachMessage,
+    // commits resolved offsets and leaves the group (so a successor joins at once).
+    this.stopping ??= this.consumer.disconnect().finally(this.onStopped);
+    return this.stopping;
+  }
+}
+
+/**
+ * Thrown from eachMessage to leave a not yet handled event uncommitted when
+ * the subscription stops during its redelivery backoff. A retriable KafkaJSError,
+ * so that kafkajs neither logs it as a handler error nor crashes the consumer
+ * (it is stopping anyway). Thrown for nothing else: kafkajs would stop a
+ * consumer for good on some error types (TypeError, ...), which is why handler
+ * errors never reach it.
+ */
+class SubscriptionStoppingError extends KafkaJSError {
+  override readonly name = "SubscriptionStoppingError";
+  constructor() {
+    super("subscription stopping; the event stays uncommitted", { retriable: true });
+  }
+}
+
+/** Calls the logger; a throwing logger must not break delivery or kafkajs. */
+function logSafely(logger: BusLogger, entry: BusLogEntry): void {
+  try {
+    logger(entry);
+  } catch {
+    // ignored on purpose
+  }
+}
+
+/** Creates a kafkajs client and connects it; disconnects it again if connecting failed. */
+async function connect<T extends Producer | Admin>(create: () => T): Promise<T> {
+  const client = create();
+  try {
+    await client.connect();
+    return client;
+  } catch (error) {
+    await client.disconnect().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Resolves after the consumer's first fetch: by then it has joined its group
+ * and fixed its start offsets (earliest/latest for a new group), so nothing
+ * published afterwards is missed. Rejects when it crashed for good or took too
+ * long.
+ */
+function untilConsuming(consumer: Consumer): { promise: Promise<void>; cancel: () => void } {
+  let cancel = () => {};
+  const promise = new Promise<void>((resolve, reject) => {
+    const removers: (() => void)[] = [];
+    const timer = setTimeout(
+      () => finish(new Error(`consumer did not start within ${SUBSCRIBE_TIMEOUT_MS} ms`)),
+      SUBSCRIBE_TIMEOUT_MS,
+    );
+    const finish = (error?: Error) => {
+      clearTimeout(timer);
+      removers.forEach((remove) => remove());
+      if (error) reject(error);
+      else resolve();
+    };
+    removers.push(consumer.on(consumer.events.FETCH, () => finish()));
+    removers.push(
+      consumer.on(consumer.events.CRASH, ({ payload }) => {
+        if (!payload.restart) finish(payload.error);
+      }),
+    );
+    cancel = () => {
+      clearTimeout(timer);
+      removers.forEach((remove) => remove());
+      resolve();
+    };
+  });
+  return { promise, cancel };
+}
+
+function toReceivedEvent(topic: string, message: KafkaMessage): ReceivedEvent {
+  return {
+    topic,
+    key: message.key ? message.key.toString("utf8") : "",
+    // A copy: kafkajs' Buffer is a slice of the whole fetch response.
+    value: message.value ? new Uint8Array(message.value) : new Uint8Array(0),
+    headers: decodeHeaders(message.headers),
+  };
+}
+
+/** Kafka headers are bytes and may repeat; ours are strings, the last value wins. */
+function decodeHeaders(headers: IHeaders | undefined): Record<string, string> {
+  const decoded: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers ?? {})) {
+    const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
+    if (value !== undefined) decoded[name] = value.toString();
+  }
+  return decoded;
+}
+
+/** Fields of kafkajs log entries worth keeping. Anything else (stacks, requests, payloads) is dropped. */
+const LOG_FIELDS = [
+  "groupId",
+  "memberId",
+  "topic",
+  "partition",
+  "offset",
+  "nodeId",
+  "broker",
+  "retryCount",
+  "retryTime",
+  "error",
+] as const;
+
+/**
+ * Routes kafkajs' WARN and ERROR entries to a BusLogger, keeping only the
+ * fields above: kafkajs never logs message values itself, and this keeps it so.
+ */
+function kafkaLogCreator(logger: BusLogger) {
+  return () =>
+    ({ namespace, level, log }: LogEntry): void => {
+      if (level !== logLevel.ERROR && level !== logLevel.WARN) return;
+      const extra = log as unknown as Record<string, unknown>;
+      const fields: BusLogEntry["fields"] = {};
+      for (const name of LOG_FIELDS) {
+        const value = extra[name];
+        if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+          fields[name] = value;
+        } else if (value instanceof Error) {
+          fields[name] = errorMessage(value);
+        }
+      }
+      logSafely(logger, {
+        level: level === logLevel.ERROR ? "error" : "warn",
+        namespace: namespace ? `kafkajs.${namespace}` : "kafkajs",
+        message: log.message,
+        fields,
+      });
+    };
+}

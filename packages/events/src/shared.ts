@@ -1,0 +1,78 @@
+// Small pieces both adapters share: the logger callback, the redelivery
+// backoff, an abortable sleep and the topic-name rule.
+
+/** One warning or error from a bus. Never carries an event's value or headers. */
+export interface BusLogEntry {
+  level: "warn" | "error";
+  /** Where it came from, e.g. `in-process` or kafkajs' `Consumer`, `Producer`. */
+  namespace: string;
+  message: string;
+  /** Ids only: group, topic, partition, offset, retry counts, an error message. */
+  fields: Record<string, string | number | boolean>;
+}
+
+/**
+ * Receives the bus' warnings and errors. Services pass a function that forwards
+ * to their own logger, e.g. `(e) => log[e.level]({ ...e.fields, ns: e.namespace }, e.message)`.
+ */
+export type BusLogger = (entry: BusLogEntry) => void;
+
+/** Default logger: one JSON line per entry on stderr, shaped like our pino lines. */
+export const stderrLogger: BusLogger = (entry) => {
+  process.stderr.write(
+    JSON.stringify({
+      level: entry.level,
+      time: new Date().toISOString(),
+      component: "events",
+      namespace: entry.namespace,
+      ...entry.fields,
+      msg: entry.message,
+    }) + "\n",
+  );
+};
+
+/** Redelivery backoff after a failed handler: exponential, capped. */
+export interface Backoff {
+  /** Delay before the first redelivery, in ms (default 100). */
+  initialMs: number;
+  /** Upper bound of any delay, in ms (default 5000). */
+  maxMs: number;
+}
+
+export const DEFAULT_BACKOFF: Backoff = { initialMs: 100, maxMs: 5000 };
+
+/** Delay before redelivery number `attempt` (0 for the first redelivery). */
+export function backoffDelay(backoff: Backoff, attempt: number): number {
+  // 2^attempt overflows to Infinity for huge attempts; Math.min keeps it capped.
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** attempt);
+}
+
+/** The message of an unknown thrown value, for logs. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Kafka's rule for topic names; the in-process bus applies it too, so a bad name fails in tests. */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+export function assertTopicNames(topics: string[]): void {
+  for (const topic of topics) {
+    if (!TOPIC_NAME.test(topic)) {
+      throw new Error(`invalid topic name "${topic}": use 1-249 of [a-zA-Z0-9._-]`);
+    }
+  }
+}
