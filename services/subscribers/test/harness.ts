@@ -6,6 +6,7 @@ import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/
 import { SubscriberService, TagService } from "@emailsvc/proto";
 import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
+import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox-relay.js";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
 
 export type StoreKind = "embedded" | "mongodb";
@@ -39,9 +40,10 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
   const { store, cleanup } = await openStoreOf(kind);
   const bus = new InProcessEventBus();
   const received: ReceivedEvent[] = [];
+  await bus.ensureTopics([...SUBSCRIBER_TOPICS]);
   const subscription = await bus.subscribe({
     group: "test-observer",
-    topics: ["subscriber.created", "subscriber.status_changed", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.deleted"],
+    topics: [...SUBSCRIBER_TOPICS],
     handler: async (event) => {
       received.push(event);
     },

@@ -20,7 +20,11 @@ export function decodeCursor(cursor: string, idPrefix: string, filter: string): 
   if (cursor.length > 512 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    const bytes = Buffer.from(cursor, "base64url");
+    // Only the canonical encoding is accepted: trailing bits that decoding
+    // would silently drop are tampering too.
+    if (bytes.toString("base64url") !== cursor) throw bad();
+    body = JSON.parse(bytes.toString("utf8"));
   } catch {
     throw bad();
   }
