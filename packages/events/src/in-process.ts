@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 // The embedded event bus: the default when no Kafka is configured (`npm start`,
 // tests of a single service). It behaves like a small Kafka inside the process:
 // per topic a fixed number of partitions chosen by hashing the key, an
@@ -318,7 +319,11 @@ class InProcessSubscription implements Subscription {
   private readonly consumers: Promise<void>[] = [];
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly onStopped: () => void) {}
+  constructor(private readonly onStopped: () => void) {
+    // One waiter per partition of every topic listens on this signal; that is
+    // by design, not a leak, so Node's default warning threshold of 10 is off.
+    setMaxListeners(0, this.abort.signal);
+  }
 
   get signal(): AbortSignal {
     return this.abort.signal;
