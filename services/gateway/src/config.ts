@@ -1,0 +1,37 @@
+import { envInt, envOptional, envString } from "@emailsvc/runtime";
+
+// Read once at start; a bad value stops the process naming the variable.
+export interface GatewayConfig {
+  /** GATEWAY_PORT, default 8080. */
+  port: number;
+  /** GATEWAY_HOST, default 0.0.0.0 (all interfaces, as in a container). */
+  host: string;
+  /** SUBSCRIBERS_URL: base URL of the subscribers service (gRPC over HTTP/2 cleartext). */
+  subscribersUrl: string;
+  /** MONGO_URL: MongoDB of the gateway's data (database `gateway`); unset: embedded store. */
+  mongoUrl: string | undefined;
+  /** DATA_DIR: root of the embedded store, default ./data. */
+  dataDir: string;
+  /** ADMIN_TOKEN: the operator token of /admin/v1. */
+  adminToken: string | undefined;
+  /** PUBLIC_API_URL: announced in the OpenAPI document. */
+  publicUrl: string | undefined;
+  /** GATEWAY_CALL_TIMEOUT_MS: deadline of each service call, default 10 000. */
+  callTimeoutMs: number;
+  /** API_KEY_CACHE_MS: how long a verified key is reused (and a key revoked elsewhere still works), default 5 000, at most 60 000. */
+  apiKeyCacheMs: number;
+}
+
+export function loadConfig(): GatewayConfig {
+  return {
+    port: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
+    host: envString("GATEWAY_HOST", "0.0.0.0"),
+    subscribersUrl: envString("SUBSCRIBERS_URL"),
+    mongoUrl: envOptional("MONGO_URL"),
+    dataDir: envString("DATA_DIR", "./data"),
+    adminToken: envOptional("ADMIN_TOKEN"),
+    publicUrl: envOptional("PUBLIC_API_URL"),
+    callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
+    apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
+  };
+}

@@ -1,0 +1,111 @@
+import type { IncomingMessage } from "node:http";
+import { Problem } from "./problem.js";
+
+// Request bodies are read here rather than by a body-parser package so that
+// each way a body can be wrong gets its own clear problem, and so that a body
+// is only read after authentication and only up to the cap.
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** True for `application/json`, with no charset or a UTF-8 one (RFC 8259 JSON is UTF-8). */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (!header) return false;
+  const [type, ...params] = header.split(";");
+  if (type?.trim().toLowerCase() !== "application/json") return false;
+  for (const param of params) {
+    const [name, value] = param.split("=");
+    if (name?.trim().toLowerCase() === "charset" && value?.trim().replace(/"/g, "").toLowerCase() !== "utf-8") return false;
+  }
+  return true;
+}
+
+export function tooLarge(limitBytes: number): Problem {
+  return new Problem(413, "payload_too_large", `The request body is larger than ${limitBytes} bytes.`, {
+    // The rest of the body is not read: the connection cannot be reused.
+    headers: { Connection: "close" },
+  });
+}
+
+/** Reads the raw body, refusing more than `limitBytes` (announced or sent). */
+export async function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  const announced = Number(req.headers["content-length"]);
+  if (Number.isFinite(announced) && announced > limitBytes) throw tooLarge(limitBytes);
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("close", onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        cleanup();
+        // Stop buffering; Node discards what still arrives.
+        req.resume();
+        reject(tooLarge(limitBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    // "close" before "end": the client went away mid-body.
+    const onClose = () => {
+      cleanup();
+      reject(new Problem(400, "aborted", "The request was aborted."));
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("close", onClose);
+  });
+}
+
+/**
+ * Reads and parses a JSON body: 415 for another content type, 413 when too
+ * large, 400 `invalid_json` when it is not UTF-8 JSON.
+ */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  if (!isJsonContentType(req.headers["content-type"])) {
+    throw new Problem(415, "unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
+  }
+  const raw = await readBody(req, limitBytes);
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new Problem(400, "invalid_json", "The request body is not valid UTF-8.");
+  }
+  if (text.trim() === "") throw new Problem(400, "invalid_json", "The request body is empty; send a JSON object.");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // The parser's message quotes the body; it is not repeated back.
+    throw new Problem(400, "invalid_json", "The request body is not valid JSON.");
+  }
+  // JSON.parse makes "__proto__" an own key; copied into a plain object later
+  // (e.g. metadata to protobuf Struct) it would set that object's prototype.
+  if (text.includes("__proto__") && hasProtoKey(value)) {
+    throw new Problem(400, "invalid_json", 'Keys named "__proto__" are not allowed.');
+  }
+  return value;
+}
+
+function hasProtoKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasProtoKey);
+  if (value === null || typeof value !== "object") return false;
+  for (const key of Object.keys(value)) {
+    if (key === "__proto__" || hasProtoKey((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}

@@ -1,0 +1,59 @@
+import type { Middleware } from "koa";
+import type { Logger } from "@emailsvc/runtime";
+import { PROBLEM_CONTENT_TYPE, Problem, problemBody, toProblem } from "./problem.js";
+import type { GatewayContext, GatewayState } from "./state.js";
+
+/** Writes a problem+json response. */
+export function writeProblem(ctx: GatewayContext, problem: Problem): void {
+  ctx.status = problem.status;
+  for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
+  ctx.body = problemBody(problem, ctx.state.requestId);
+  ctx.type = PROBLEM_CONTENT_TYPE;
+}
+
+const DEFAULT_DETAILS: Record<number, { code: string; detail: string }> = {
+  404: { code: "not_found", detail: "No route matches this path." },
+  405: { code: "method_not_allowed", detail: "The path does not support this method; see the Allow header." },
+  501: { code: "not_implemented", detail: "The method is not supported." },
+};
+
+/**
+ * Turns everything that goes wrong below into problem+json: thrown Problems,
+ * failed service calls, bugs (generic 500, details only in the log), and the
+ * empty 404/405/501 responses that Koa and the router leave behind (the
+ * router has already set `Allow` for a 405).
+ */
+export function problems(logger: Logger): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body == null && ctx.status >= 400) {
+        const fallback = DEFAULT_DETAILS[ctx.status] ?? { code: "error", detail: "The request failed." };
+        writeProblem(ctx, new Problem(ctx.status, fallback.code, fallback.detail));
+      }
+    } catch (err) {
+      const { problem, internal } = toProblem(err);
+      if (internal) {
+        const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+        logger.error(
+          {
+            request_id: ctx.state.requestId,
+            route: typeof route === "string" ? route : null,
+            // The name, code and message of a failed call or bug; service
+            // messages never carry personal data (see runtime errors.ts).
+            err: describeError(err),
+          },
+          "request failed",
+        );
+      }
+      writeProblem(ctx, problem);
+    }
+  };
+}
+
+function describeError(err: unknown): Record<string, unknown> {
+  if (err instanceof Error) {
+    return { name: err.name, message: err.message, code: (err as { code?: unknown }).code, stack: err.stack };
+  }
+  return { value: String(err) };
+}

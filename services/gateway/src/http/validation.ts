@@ -1,0 +1,174 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
+import type { OpenApiDocument, OperationObject, ParameterObject } from "../openapi.js";
+import { resolveRef } from "../openapi.js";
+import { Problem, type FieldError } from "./problem.js";
+
+// Request bodies and query parameters are validated against the schemas of the
+// OpenAPI document itself, compiled once at start-up: the document cannot say
+// one thing while validation does another.
+
+/** The document's own top-level keywords, declared so that ajv's strict mode accepts the document as a schema root. */
+const OPENAPI_KEYWORDS = ["openapi", "info", "servers", "paths", "components", "security", "tags", "webhooks", "externalDocs"];
+const DOC_KEY = "openapi.json";
+
+/**
+ * An ajv instance holding the document, so that `#/components/schemas/…`
+ * references resolve. Formats (email, date-time) are annotations here: the
+ * subscribers service owns the email rule, and one rule in one place cannot
+ * disagree with itself. Tests build their own instance with formats asserted.
+ */
+export function createDocumentAjv(
+  doc: OpenApiDocument,
+  options: { coerceTypes?: boolean; validateFormats?: boolean; useDefaults?: boolean } = {},
+): Ajv2020 {
+  const ajv = new Ajv2020({
+    strict: true,
+    allErrors: true,
+    validateFormats: options.validateFormats ?? false,
+    coerceTypes: options.coerceTypes ?? false,
+    useDefaults: options.useDefaults ?? false,
+  });
+  ajv.addVocabulary(OPENAPI_KEYWORDS);
+  ajv.addSchema(doc as unknown as Record<string, unknown>, DOC_KEY);
+  return ajv;
+}
+
+/**
+ * A schema from the document, made compilable on its own: its local
+ * `#/components/…` references are pointed at the document held by the ajv
+ * instance.
+ */
+export function rebaseSchema<T>(schema: T): T {
+  return JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${DOC_KEY}#/components/`)) as T;
+}
+
+/** The compiled validator of a component schema, e.g. `Subscriber`. */
+export function schemaValidator(ajv: Ajv2020, name: string): ValidateFunction {
+  const validate = ajv.getSchema(`${DOC_KEY}#/components/schemas/${name}`);
+  if (!validate) throw new Error(`no schema ${name} in the OpenAPI document`);
+  return validate;
+}
+
+export interface OperationValidators {
+  /** Validates (and fills defaults into) the parsed body; undefined when the operation takes none. */
+  body?: (value: unknown) => unknown;
+  /** Validates the query string; returns it with numbers coerced and defaults applied. */
+  query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
+}
+
+/** Compiles the validators of every operation of the document, once. */
+export class RequestValidators {
+  private readonly byOperation = new Map<string, OperationValidators>();
+
+  constructor(private readonly doc: OpenApiDocument) {
+    const bodies = createDocumentAjv(doc, { useDefaults: true });
+    // Query values arrive as strings: coerce to the declared types.
+    const queries = createDocumentAjv(doc, { coerceTypes: true, useDefaults: true });
+    for (const item of Object.values(doc.paths)) {
+      for (const operation of Object.values(item) as OperationObject[]) {
+        this.byOperation.set(operation.operationId, {
+          body: this.compileBody(bodies, operation),
+          query: this.compileQuery(queries, operation),
+        });
+      }
+    }
+  }
+
+  for(operationId: string): OperationValidators {
+    const validators = this.byOperation.get(operationId);
+    if (!validators) throw new Error(`no operation ${operationId} in the OpenAPI document`);
+    return validators;
+  }
+
+  private compileBody(ajv: Ajv2020, operation: OperationObject): OperationValidators["body"] {
+    const schema = operation.requestBody?.content["application/json"]?.schema;
+    if (!schema) return undefined;
+    const name = String(schema.$ref ?? "").replace("#/components/schemas/", "");
+    const validate = schemaValidator(ajv, name);
+    const readOnly = this.readOnlyFields(name);
+    return (value) => {
+      if (!validate(value)) throw validationProblem(validate.errors ?? [], readOnly, "The request body is invalid.");
+      return value;
+    };
+  }
+
+  /**
+   * Read-only fields of the resource a request schema writes: `SubscriberCreate`
+   * writes `Subscriber`, whose `id`, `created_at`, … are marked readOnly. Sending
+   * one gets "is read-only" rather than "is not a known field".
+   */
+  private readOnlyFields(requestSchema: string): Set<string> {
+    const resource = requestSchema.replace(/(Create|Update)$/, "");
+    const properties = (this.doc.components.schemas[resource]?.properties ?? {}) as Record<string, { readOnly?: boolean }>;
+    return new Set(Object.entries(properties).filter(([, p]) => p.readOnly).map(([name]) => name));
+  }
+
+  private compileQuery(ajv: Ajv2020, operation: OperationObject): OperationValidators["query"] {
+    const params = (operation.parameters ?? [])
+      .map((p) => resolveRef<ParameterObject>(this.doc, p))
+      .filter((p) => p.in === "query");
+    if (params.length === 0) return () => ({});
+    const validate = ajv.compile({
+      type: "object",
+      properties: Object.fromEntries(params.map((p) => [p.name, rebaseSchema(p.schema)])),
+      required: params.filter((p) => p.required).map((p) => p.name),
+      // Unknown query parameters are ignored, as most APIs do.
+    });
+    const names = params.map((p) => p.name);
+    return (raw) => {
+      // Only the declared parameters, copied: ajv coerces in place.
+      const query: Record<string, unknown> = {};
+      for (const name of names) if (raw[name] !== undefined) query[name] = raw[name];
+      if (!validate(query)) throw validationProblem(validate.errors ?? [], new Set(), "The query parameters are invalid.");
+      return query;
+    };
+  }
+}
+
+/** 400 `validation_failed`, one `{field, message}` per ajv error. */
+function validationProblem(errors: ErrorObject[], readOnly: Set<string>, detail: string): Problem {
+  const fieldErrors: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    const fieldError = toFieldError(error, readOnly);
+    const key = `${fieldError.field}\u0000${fieldError.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      fieldErrors.push(fieldError);
+    }
+  }
+  const named = fieldErrors.map((e) => `${e.field} ${e.message}`).join("; ");
+  return new Problem(400, "validation_failed", named ? `${detail} ${named}.` : detail, { errors: fieldErrors });
+}
+
+function toFieldError(error: ErrorObject, readOnly: Set<string>): FieldError {
+  const base = pointerToField(error.instancePath);
+  const join = (name: string) => (base ? `${base}.${name}` : name);
+  switch (error.keyword) {
+    case "required":
+      return { field: join(String(error.params.missingProperty)), message: "is required" };
+    case "additionalProperties": {
+      const name = String(error.params.additionalProperty);
+      const isReadOnly = base === "" && readOnly.has(name);
+      return { field: join(name), message: isReadOnly ? "is read-only" : "is not a known field" };
+    }
+    case "minProperties":
+      return { field: base || "body", message: "must have at least one field" };
+    case "enum":
+      return { field: base, message: `must be one of: ${(error.params.allowedValues as unknown[]).join(", ")}` };
+    default:
+      return { field: base || "body", message: error.message ?? "is invalid" };
+  }
+}
+
+/** `/tags/0` -> `tags[0]`, `/metadata/a~1b` -> `metadata.a/b`. */
+function pointerToField(pointer: string): string {
+  if (!pointer) return "";
+  let field = "";
+  for (const raw of pointer.slice(1).split("/")) {
+    const part = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    field += /^\d+$/.test(part) ? `[${part}]` : field ? `.${part}` : part;
+  }
+  return field;
+}
+

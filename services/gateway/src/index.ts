@@ -1,0 +1,5 @@
+// @emailsvc/gateway: the REST gateway, for the embedded launcher and tests.
+export { buildGateway, startGateway, type Gateway, type GatewayDeps, type RunningGateway, type StartGatewayOptions } from "./server.js";
+export { bootstrapDevelopment, type DevelopmentCredentials } from "./accounts/bootstrap.js";
+export { buildOpenApiDocument, type OpenApiDocument } from "./openapi.js";
+export { loadConfig, type GatewayConfig } from "./config.js";

@@ -1,0 +1,37 @@
+// The gateway alone (containers, Kubernetes): config -> store -> build ->
+// listen -> graceful shutdown. `npm start` runs it inside the embedded launcher.
+import { createLogger, exitOnSignal } from "@emailsvc/runtime";
+import { openStore, redactUrl } from "@emailsvc/storage";
+import { loadConfig } from "./config.js";
+import { startGateway } from "./server.js";
+
+async function main(): Promise<void> {
+  const logger = createLogger("gateway");
+  const config = loadConfig();
+  const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: "gateway" });
+  logger.info({ store: config.mongoUrl ? redactUrl(config.mongoUrl) : `embedded:${config.dataDir}` }, "store open");
+  if (!config.adminToken) {
+    logger.warn("ADMIN_TOKEN is not set: /admin/v1 accepts only a token stored by the development bootstrap");
+  }
+  const gateway = await startGateway({
+    port: config.port,
+    host: config.host,
+    store,
+    subscribersUrl: config.subscribersUrl,
+    logger,
+    adminToken: config.adminToken,
+    publicUrl: config.publicUrl,
+    callTimeoutMs: config.callTimeoutMs,
+    keyCache: { ttlMs: config.apiKeyCacheMs },
+  });
+  exitOnSignal(logger, async () => {
+    await gateway.close();
+    await store.close();
+  });
+}
+
+main().catch((err: unknown) => {
+  // Before the logger exists or for config errors: one line, then exit.
+  console.error(`gateway failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

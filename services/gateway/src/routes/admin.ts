@@ -1,0 +1,87 @@
+import type { KeyMode } from "@emailsvc/runtime";
+import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
+import {
+  AccountNotFoundError,
+  InvalidCursorError,
+  type Account,
+  type AccountStore,
+  type ApiKey,
+  type Page,
+  type Plan,
+} from "../accounts/store.js";
+import { Problem } from "../http/problem.js";
+import { defineRoute, type RouteKit } from "./define.js";
+
+// The operator's API (/admin/v1, Authorization: Bearer <ADMIN_TOKEN>): the
+// "dashboard" of the spec, for now. It talks to the gateway's own store only.
+
+const accountJson = (a: Account) => ({ id: a.id, name: a.name, plan: a.plan, created_at: a.createdAt });
+const apiKeyJson = (k: ApiKey) => ({
+  id: k.id,
+  account_id: k.accountId,
+  mode: k.mode,
+  name: k.name,
+  masked: k.masked,
+  created_at: k.createdAt,
+  revoked_at: k.revokedAt,
+});
+const pageJson = <T, J>(page: Page<T>, map: (item: T) => J) => ({ items: page.items.map(map), next_cursor: page.nextCursor });
+
+const accountNotFound = () => new Problem(404, "not_found", "The account does not exist.");
+
+/** Store errors that are the caller's fault, as problems. */
+async function translated<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof AccountNotFoundError) throw accountNotFound();
+    if (err instanceof InvalidCursorError) {
+      throw new Problem(400, "validation_failed", "The cursor is not valid.", {
+        errors: [{ field: "cursor", message: "is not a cursor of this list" }],
+      });
+    }
+    throw err;
+  }
+}
+
+export function adminRoutes(kit: RouteKit, accounts: AccountStore, authenticator: ApiKeyAuthenticator): void {
+  defineRoute(kit, "post", "/admin/v1/accounts", "createAccount", async (ctx) => {
+    const body = ctx.state.body as { name: string; plan: Plan };
+    ctx.status = 201;
+    ctx.body = accountJson(await accounts.createAccount({ name: body.name, plan: body.plan }));
+  });
+
+  defineRoute(kit, "get", "/admin/v1/accounts", "listAccounts", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    ctx.body = pageJson(await translated(() => accounts.listAccounts(query.limit, query.cursor)), accountJson);
+  });
+
+  defineRoute(kit, "get", "/admin/v1/accounts/:id", "getAccount", async (ctx) => {
+    const account = await accounts.getAccount(ctx.params.id ?? "");
+    if (!account) throw accountNotFound();
+    ctx.body = accountJson(account);
+  });
+
+  defineRoute(kit, "post", "/admin/v1/accounts/:id/api-keys", "createApiKey", async (ctx) => {
+    const body = ctx.state.body as { mode: KeyMode; name?: string };
+    const created = await translated(() => accounts.createApiKey(ctx.params.id ?? "", body));
+    ctx.status = 201;
+    // The only response that ever holds the full key.
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = { ...apiKeyJson(created), key: created.key };
+  });
+
+  defineRoute(kit, "get", "/admin/v1/accounts/:id/api-keys", "listApiKeys", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    const page = await translated(() => accounts.listApiKeys(ctx.params.id ?? "", query.limit, query.cursor));
+    ctx.body = pageJson(page, apiKeyJson);
+  });
+
+  defineRoute(kit, "delete", "/admin/v1/accounts/:id/api-keys/:key_id", "revokeApiKey", async (ctx) => {
+    const revoked = await accounts.revokeApiKey(ctx.params.id ?? "", ctx.params.key_id ?? "");
+    if (!revoked) throw new Problem(404, "not_found", "The account has no such API key.");
+    // Refused from now on by this instance; other instances within their cache TTL.
+    authenticator.forget(revoked.hash);
+    ctx.body = apiKeyJson(revoked.key);
+  });
+}

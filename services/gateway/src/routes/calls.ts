@@ -1,0 +1,28 @@
+import type { CallOptions } from "@connectrpc/connect";
+import { callHeaders } from "@emailsvc/runtime";
+import type { GatewayRouterContext } from "../http/state.js";
+
+/**
+ * Options of a service call made for this request: the tenant and the actor
+ * from the API key and the request id travel in headers, the call is cancelled
+ * when the client goes away, and it may not take longer than `timeoutMs`.
+ */
+export function callOptions(ctx: GatewayRouterContext, timeoutMs: number): CallOptions {
+  const auth = ctx.state.auth;
+  // Routes that call services all require an API key (routes/define.ts).
+  if (!auth) throw new Error("service call without an authenticated key");
+  const controller = new AbortController();
+  const res = ctx.res;
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return {
+    headers: callHeaders({
+      tenant: { accountId: auth.accountId, mode: auth.mode },
+      actor: `api_key:${auth.keyId}`,
+      requestId: ctx.state.requestId,
+    }),
+    signal: controller.signal,
+    timeoutMs,
+  };
+}

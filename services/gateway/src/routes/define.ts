@@ -1,0 +1,53 @@
+import type { Middleware } from "koa";
+import type { Router } from "@koa/router";
+import { findOperation, type HttpMethod, type OpenApiDocument } from "../openapi.js";
+import { readJsonBody } from "../http/body.js";
+import type { RequestValidators } from "../http/validation.js";
+import type { GatewayRouterContext, GatewayState } from "../http/state.js";
+
+export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
+
+/** What every route needs from the gateway, built once. */
+export interface RouteKit {
+  router: Router<GatewayState>;
+  doc: OpenApiDocument;
+  validators: RequestValidators;
+  /** Middleware per security scheme of the document. */
+  auth: { ApiKey: Middleware<GatewayState>; AdminToken: Middleware<GatewayState> };
+  bodyLimitBytes: number;
+}
+
+/** `/subscribers/:id` -> `/subscribers/{id}`. */
+export function toOpenApiPath(routerPath: string): string {
+  return routerPath.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
+
+/**
+ * Registers one operation of the OpenAPI document. The route states its method
+ * and path, and start-up fails if they are not the ones the document gives the
+ * operation. Authentication follows the operation's `security`; then the query
+ * and the JSON body are validated against the document's schemas, in that
+ * order, so that an unauthenticated caller's body is never read.
+ */
+export function defineRoute(kit: RouteKit, method: HttpMethod, path: string, operationId: string, handler: Handler): void {
+  const found = findOperation(kit.doc, operationId);
+  if (!found || found.method !== method || found.path !== toOpenApiPath(path)) {
+    throw new Error(`route ${method.toUpperCase()} ${path} does not match operation ${operationId} of the OpenAPI document`);
+  }
+  const security = found.operation.security ?? kit.doc.security;
+  const chain: Array<Middleware<GatewayState>> = [];
+  for (const requirement of security) {
+    for (const scheme of Object.keys(requirement)) {
+      const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
+      if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
+      chain.push(middleware);
+    }
+  }
+  const validators = kit.validators.for(operationId);
+  chain.push(async (ctx, next) => {
+    ctx.state.query = validators.query(ctx.query);
+    if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, kit.bodyLimitBytes));
+    await next();
+  });
+  kit.router.register(path, [method], [...chain, handler], { name: operationId });
+}

@@ -1,0 +1,90 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import type { SubscriberService } from "@emailsvc/proto";
+import { callOptions } from "./calls.js";
+import { defineRoute, type RouteKit } from "./define.js";
+import { nextCursor, statusFromJson, subscriberEventJson, subscriberJson } from "./mapping.js";
+
+interface SubscriberCreateBody {
+  email: string;
+  tags?: string[];
+  metadata?: JsonObject;
+  status?: string;
+}
+
+interface SubscriberUpdateBody {
+  email?: string;
+  status?: string;
+  metadata?: JsonObject;
+}
+
+/** /api/v1/subscribers: REST in, SubscriberService calls out. */
+export function subscriberRoutes(kit: RouteKit, subscribers: Client<typeof SubscriberService>, timeoutMs: number): void {
+  defineRoute(kit, "post", "/api/v1/subscribers", "createSubscriber", async (ctx) => {
+    const body = ctx.state.body as SubscriberCreateBody;
+    const res = await subscribers.createSubscriber(
+      { email: body.email, tags: body.tags ?? [], metadata: body.metadata, status: statusFromJson(body.status) },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.status = 201;
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "get", "/api/v1/subscribers", "listSubscribers", async (ctx) => {
+    const query = ctx.state.query as { limit: number; status?: string; cursor?: string };
+    const res = await subscribers.listSubscribers(
+      { limit: query.limit, status: statusFromJson(query.status), cursor: query.cursor ?? "" },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = { items: res.subscribers.map(subscriberJson), next_cursor: nextCursor(res.nextCursor) };
+  });
+
+  // Registered before /{id}/events so that an address like "events" is looked up by email.
+  defineRoute(kit, "get", "/api/v1/subscribers/by-email/:email", "getSubscriberByEmail", async (ctx) => {
+    // The router has URL-decoded the parameter.
+    const res = await subscribers.getSubscriberByEmail({ email: ctx.params.email ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "get", "/api/v1/subscribers/:id", "getSubscriber", async (ctx) => {
+    const res = await subscribers.getSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "patch", "/api/v1/subscribers/:id", "updateSubscriber", async (ctx) => {
+    const body = ctx.state.body as SubscriberUpdateBody;
+    const res = await subscribers.updateSubscriber(
+      { id: ctx.params.id ?? "", email: body.email, status: statusFromJson(body.status), metadata: body.metadata },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "delete", "/api/v1/subscribers/:id", "deleteSubscriber", async (ctx) => {
+    await subscribers.deleteSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.status = 204;
+  });
+
+  defineRoute(kit, "post", "/api/v1/subscribers/:id/tags", "addSubscriberTags", async (ctx) => {
+    const body = ctx.state.body as { tags: string[] };
+    const res = await subscribers.addTags({ subscriberId: ctx.params.id ?? "", tags: body.tags }, callOptions(ctx, timeoutMs));
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "delete", "/api/v1/subscribers/:id/tags/:tag_name", "removeSubscriberTag", async (ctx) => {
+    const res = await subscribers.removeTag(
+      { subscriberId: ctx.params.id ?? "", tagName: ctx.params.tag_name ?? "" },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = subscriberJson(res.subscriber);
+  });
+
+  defineRoute(kit, "get", "/api/v1/subscribers/:id/events", "listSubscriberEvents", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    const res = await subscribers.listSubscriberEvents(
+      { subscriberId: ctx.params.id ?? "", limit: query.limit, cursor: query.cursor ?? "" },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = { items: res.events.map(subscriberEventJson), next_cursor: nextCursor(res.nextCursor) };
+  });
+}

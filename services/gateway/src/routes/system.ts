@@ -1,0 +1,22 @@
+import { Problem } from "../http/problem.js";
+import { defineRoute, type RouteKit } from "./define.js";
+
+/** Probes for orchestrators and the OpenAPI document; no authentication. */
+export function systemRoutes(kit: RouteKit, ready: () => Promise<boolean>): void {
+  // Serialised once: the document does not change while the process runs.
+  const document = JSON.stringify(kit.doc);
+
+  defineRoute(kit, "get", "/healthz", "getHealth", async (ctx) => {
+    ctx.body = { status: "ok" };
+  });
+
+  defineRoute(kit, "get", "/readyz", "getReadiness", async (ctx) => {
+    if (!(await ready())) throw new Problem(503, "not_ready", "The gateway is not ready to serve requests.");
+    ctx.body = { status: "ok" };
+  });
+
+  defineRoute(kit, "get", "/api/v1/openapi.json", "getOpenApiDocument", async (ctx) => {
+    ctx.type = "application/json";
+    ctx.body = document;
+  });
+}

@@ -1,0 +1,209 @@
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import Koa from "koa";
+import { Router } from "@koa/router";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { health, SubscriberService, TagService } from "@emailsvc/proto";
+import { createServiceTransport, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
+import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
+import { AccountStore } from "./accounts/store.js";
+import { requireAdmin, requireApiKey } from "./http/auth.js";
+import { problems } from "./http/errors.js";
+import { InFlight, requestContext } from "./http/request-context.js";
+import type { GatewayState } from "./http/state.js";
+import { RequestValidators } from "./http/validation.js";
+import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
+import { adminRoutes } from "./routes/admin.js";
+import type { RouteKit } from "./routes/define.js";
+import { subscriberRoutes } from "./routes/subscribers.js";
+import { systemRoutes } from "./routes/system.js";
+import { tagRoutes } from "./routes/tags.js";
+
+export interface GatewayDeps {
+  /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
+  store: DocumentStore;
+  /**
+   * The subscribers service (SubscriberService, TagService, grpc.health.v1):
+   * its base URL, e.g. `http://127.0.0.1:50051` (SUBSCRIBERS_URL)...
+   */
+  subscribersUrl?: string;
+  /** ...or a transport to it (tests pass `createRouterTransport`). Exactly one of the two. */
+  subscribersTransport?: Transport;
+  logger: Logger;
+  /** ADMIN_TOKEN; when set, only this token opens /admin/v1. Otherwise the stored development token does. */
+  adminToken?: string;
+  /** PUBLIC_API_URL, announced as the server of the OpenAPI document. */
+  publicUrl?: string;
+  /** Largest request body; default 256 KiB. */
+  bodyLimitBytes?: number;
+  /** Deadline of each service call; default 10 s. */
+  callTimeoutMs?: number;
+  /** API key cache; default 5 s, 10 000 keys. */
+  keyCache?: KeyCacheOptions;
+}
+
+export interface Gateway {
+  app: Koa<GatewayState>;
+  router: Router<GatewayState>;
+  openapi: OpenApiDocument;
+  accounts: AccountStore;
+  /** Store reachable, subscribers service SERVING, and not draining. */
+  ready(): Promise<boolean>;
+  /** Readiness turns false; responses from now on close their connection. */
+  startDraining(): void;
+  /** Resolves when no request is in flight. */
+  idle(): Promise<void>;
+  readonly inFlight: number;
+}
+
+const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
+
+function subscribersTransport(deps: GatewayDeps): Transport {
+  if (deps.subscribersTransport && deps.subscribersUrl) throw new Error("give subscribersUrl or subscribersTransport, not both");
+  if (deps.subscribersTransport) return deps.subscribersTransport;
+  if (deps.subscribersUrl) return createServiceTransport(deps.subscribersUrl);
+  throw new Error("the gateway needs subscribersUrl or subscribersTransport");
+}
+
+/**
+ * Builds the gateway application: accounts store (indexes ensured), clients
+ * (created once), validators (compiled once from the OpenAPI document), routes.
+ * Tests use `app.callback()` or `startGateway` on port 0.
+ */
+export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
+  const { logger } = deps;
+  const accounts = new AccountStore(deps.store);
+  await accounts.ensureIndexes();
+  const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
+  const admin = new AdminTokenVerifier(accounts, deps.adminToken);
+
+  const transport = subscribersTransport(deps);
+  const subscriberClient = createClient(SubscriberService, transport);
+  const tagClient = createClient(TagService, transport);
+  const healthClient = createClient(health.Health, transport);
+  const timeoutMs = deps.callTimeoutMs ?? 10_000;
+
+  const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
+  const router = new Router<GatewayState>();
+  const kit: RouteKit = {
+    router,
+    doc,
+    validators: new RequestValidators(doc),
+    auth: { ApiKey: requireApiKey(authenticator), AdminToken: requireAdmin(admin) },
+    bodyLimitBytes: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+  };
+
+  let draining = false;
+  let lastReady: boolean | undefined;
+  const ready = async (): Promise<boolean> => {
+    if (draining) return false;
+    const [storeUp, serviceUp] = await Promise.all([
+      deps.store.ping().catch(() => false),
+      healthClient
+        .check({ service: "" }, { timeoutMs: 2000 })
+        .then((res) => res.status === SERVING)
+        .catch(() => false),
+    ]);
+    const isReady = storeUp && serviceUp;
+    // Logged on change only: probes run every few seconds.
+    if (isReady !== lastReady) {
+      lastReady = isReady;
+      logger[isReady ? "info" : "warn"]({ store: storeUp, subscribers: serviceUp }, isReady ? "ready" : "not ready");
+    }
+    return isReady;
+  };
+
+  systemRoutes(kit, ready);
+  subscriberRoutes(kit, subscriberClient, timeoutMs);
+  tagRoutes(kit, tagClient, timeoutMs);
+  adminRoutes(kit, accounts, authenticator);
+
+  const inFlight = new InFlight();
+  const app = new Koa<GatewayState>();
+  app.use(requestContext(logger, inFlight, () => draining));
+  app.use(problems(logger));
+  app.use(router.routes());
+  // Sets 405 with Allow (and 501) on an empty body; problems() writes the body.
+  app.use(router.allowedMethods());
+  // Errors outside the middleware chain, e.g. a client that hung up mid-response.
+  app.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "response error"));
+
+  return {
+    app,
+    router,
+    openapi: doc,
+    accounts,
+    ready,
+    startDraining: () => {
+      draining = true;
+    },
+    idle: () => inFlight.idle(),
+    get inFlight() {
+      return inFlight.size;
+    },
+  };
+}
+
+export interface StartGatewayOptions extends GatewayDeps {
+  /** 0 picks a free port. */
+  port: number;
+  /** Default 127.0.0.1; containers pass 0.0.0.0. */
+  host?: string;
+  /** How long close() waits for in-flight requests before cutting connections; default 20 s. */
+  drainTimeoutMs?: number;
+}
+
+export interface RunningGateway {
+  port: number;
+  url: string;
+  gateway: Gateway;
+  /**
+   * Graceful stop: readiness turns 503 at once, no new connections are taken,
+   * in-flight requests finish (up to drainTimeoutMs), then connections close.
+   * The store and an injected transport stay open: their owner closes them.
+   */
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
+  const gateway = await buildGateway(options);
+  const server = http.createServer(gateway.app.callback());
+  // A slow client may not hold a request open forever.
+  server.requestTimeout = 30_000;
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 20_000;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      gateway.startDraining();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() stops accepting and ends idle keep-alive connections; busy
+      // ones end after their response (Connection: close while draining).
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, drainTimeoutMs);
+        timer.unref();
+      });
+      await Promise.race([gateway.idle(), deadline]);
+      server.closeIdleConnections();
+      await Promise.race([closed, deadline]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+      options.logger.info({ in_flight: gateway.inFlight }, "gateway stopped");
+    })());
+
+  options.logger.info({ port, host }, "gateway listening");
+  return { port, url: `http://${urlHost}:${port}`, gateway, close };
+}

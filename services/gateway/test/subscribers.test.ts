@@ -1,0 +1,197 @@
+import { HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
+import { startHarness, type Harness } from "./support/harness";
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(() => h.close());
+
+const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+describe("subscribers", () => {
+  it("creates a subscriber and answers 201 with the snake_case resource", async () => {
+    const res = await h.request("POST", "/api/v1/subscribers", {
+      body: { email: "ada@example.com", tags: ["news", "beta"], metadata: { plan: "pro", seats: 3 } },
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^sub_/),
+      email: "ada@example.com",
+      status: "active",
+      metadata: { plan: "pro", seats: 3 },
+      tags: ["beta", "news"],
+      created_at: expect.stringMatching(RFC3339_UTC),
+      updated_at: expect.stringMatching(RFC3339_UTC),
+    });
+  });
+
+  it("sends the tenant, the actor and the request id in headers, with a deadline and a cancel signal", async () => {
+    await h.request("POST", "/api/v1/subscribers", { body: { email: "a@example.com" }, headers: { "x-request-id": "req-42" } });
+    const call = h.fake.lastCall!;
+    expect(call.method).toBe("createSubscriber");
+    expect(call.headers.get(HEADER_ACCOUNT)).toBe(h.accountId);
+    expect(call.headers.get(HEADER_MODE)).toBe("test");
+    expect(call.headers.get(HEADER_ACTOR)).toBe(`api_key:${h.keyId}`);
+    expect(call.headers.get(HEADER_REQUEST_ID)).toBe("req-42");
+    expect(call.hasDeadline).toBe(true);
+    expect(call.signal).toBeDefined();
+  });
+
+  it("accepts a status on create", async () => {
+    const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "u@example.com", status: "unsubscribed" } });
+    expect(res.body.status).toBe("unsubscribed");
+  });
+
+  it("gets a subscriber by id and by URL-encoded email", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "Bob+x/y@Example.com" } })).body;
+    expect((await h.request("GET", `/api/v1/subscribers/${created.id}`)).body).toEqual(created);
+    const byEmail = await h.request("GET", `/api/v1/subscribers/by-email/${encodeURIComponent("bob+x/y@example.com")}`);
+    expect(byEmail.status).toBe(200);
+    expect(byEmail.body.id).toBe(created.id);
+    expect(h.fake.lastCall!.method).toBe("getSubscriberByEmail");
+  });
+
+  it("looks up addresses that look like other routes' words by email", async () => {
+    await h.request("POST", "/api/v1/subscribers", { body: { email: "events@example.com" } });
+    const res = await h.request("GET", "/api/v1/subscribers/by-email/events@example.com");
+    expect(res.status).toBe(200);
+    expect(res.body.email).toBe("events@example.com");
+  });
+
+  it("updates email, status and metadata (merged, null removes)", async () => {
+    const created = (
+      await h.request("POST", "/api/v1/subscribers", { body: { email: "c@example.com", metadata: { a: 1, b: 2 } } })
+    ).body;
+    const res = await h.request("PATCH", `/api/v1/subscribers/${created.id}`, {
+      body: { email: "c2@example.com", status: "bounced", metadata: { b: null, c: "x" } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ email: "c2@example.com", status: "bounced", metadata: { a: 1, c: "x" } });
+  });
+
+  it("deletes with 204 and no body, then 404", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "d@example.com" } })).body;
+    const res = await h.request("DELETE", `/api/v1/subscribers/${created.id}`);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe("");
+    expect((await h.request("GET", `/api/v1/subscribers/${created.id}`)).status).toBe(404);
+  });
+
+  it("adds tags without replacing and removes one tag leaving the others", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "t@example.com", tags: ["a"] } })).body;
+    const added = await h.request("POST", `/api/v1/subscribers/${created.id}/tags`, { body: { tags: ["b", "c"] } });
+    expect(added.status).toBe(200);
+    expect(added.body.tags).toEqual(["a", "b", "c"]);
+    const removed = await h.request("DELETE", `/api/v1/subscribers/${created.id}/tags/b`);
+    expect(removed.status).toBe(200);
+    expect(removed.body.tags).toEqual(["a", "c"]);
+  });
+
+  it("passes a URL-encoded tag name decoded", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "t2@example.com", tags: ["a b/c"] } })).body;
+    const removed = await h.request("DELETE", `/api/v1/subscribers/${created.id}/tags/${encodeURIComponent("a b/c")}`);
+    expect(removed.status).toBe(200);
+    expect(h.fake.lastCall!.method).toBe("removeTag");
+    expect(removed.body.tags).toEqual([]);
+  });
+
+  it("reads the audit trail with actor and UTC timestamps", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "e@example.com" } })).body;
+    await h.request("POST", `/api/v1/subscribers/${created.id}/tags`, { body: { tags: ["x"] } });
+    const res = await h.request("GET", `/api/v1/subscribers/${created.id}/events?limit=1`);
+    expect(res.status).toBe(200);
+    expect(res.body.items).toEqual([
+      { id: expect.any(String), type: "subscriber.created", occurred_at: expect.stringMatching(RFC3339_UTC), actor: `api_key:${h.keyId}`, data: {} },
+    ]);
+    expect(res.body.next_cursor).toEqual(expect.any(String));
+    const next = await h.request("GET", `/api/v1/subscribers/${created.id}/events?limit=1&cursor=${res.body.next_cursor}`);
+    expect(next.body.items[0].type).toBe("subscriber.tag_added");
+    expect(next.body.next_cursor).toBeNull();
+  });
+
+  describe("list", () => {
+    beforeEach(async () => {
+      for (let i = 0; i < 5; i++) {
+        await h.request("POST", "/api/v1/subscribers", { body: { email: `l${i}@example.com`, status: i % 2 ? "unsubscribed" : "active" } });
+      }
+    });
+
+    it("pages with limit and next_cursor until next_cursor is null", async () => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res: Awaited<ReturnType<Harness["request"]>> = await h.request(
+          "GET",
+          `/api/v1/subscribers?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        );
+        expect(res.status).toBe(200);
+        seen.push(...res.body.items.map((s: { email: string }) => s.email));
+        cursor = res.body.next_cursor;
+        pages++;
+      } while (cursor);
+      expect(pages).toBe(3);
+      expect(seen).toEqual(["l0@example.com", "l1@example.com", "l2@example.com", "l3@example.com", "l4@example.com"]);
+    });
+
+    it("defaults the limit to 50 and maps the status filter", async () => {
+      const res = await h.request("GET", "/api/v1/subscribers?status=active");
+      expect(res.body.items).toHaveLength(3);
+      expect(res.body.next_cursor).toBeNull();
+      const call = h.fake.lastCall!;
+      expect(call.method).toBe("listSubscribers");
+    });
+
+    it("refuses a tampered cursor with 400 (the service's verdict)", async () => {
+      const first = await h.request("GET", "/api/v1/subscribers?limit=2");
+      const tampered = Buffer.from(Buffer.from(first.body.next_cursor, "base64url").toString().replace("o2", "o3")).toString("base64url");
+      const res = await h.request("GET", `/api/v1/subscribers?limit=2&cursor=${tampered}`);
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([{ field: "cursor", message: "is not a valid cursor" }]);
+    });
+  });
+});
+
+describe("tags", () => {
+  it("creates (is_public defaults to false), lists, gets, updates and deletes a tag", async () => {
+    const created = await h.request("POST", "/api/v1/tags", { body: { name: "news", description: "Monthly news" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^tag_/),
+      name: "news",
+      description: "Monthly news",
+      is_public: false,
+      created_at: expect.stringMatching(RFC3339_UTC),
+      updated_at: expect.stringMatching(RFC3339_UTC),
+    });
+    const id = created.body.id;
+    expect((await h.request("GET", `/api/v1/tags/${id}`)).body).toEqual(created.body);
+    const list = await h.request("GET", "/api/v1/tags?limit=10");
+    expect(list.body).toEqual({ items: [created.body], next_cursor: null });
+    const updated = await h.request("PATCH", `/api/v1/tags/${id}`, { body: { is_public: true } });
+    expect(updated.body).toMatchObject({ name: "news", description: "Monthly news", is_public: true });
+    expect((await h.request("DELETE", `/api/v1/tags/${id}`)).status).toBe(204);
+    expect((await h.request("GET", `/api/v1/tags/${id}`)).status).toBe(404);
+  });
+
+  it("creates a tag with only a name", async () => {
+    const created = await h.request("POST", "/api/v1/tags", { body: { name: "only" } });
+    expect(created.body).toMatchObject({ name: "only", description: "", is_public: false });
+  });
+});
+
+describe("tenancy", () => {
+  it("keeps live and test data apart: ids of another tenant are 404", async () => {
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "x@example.com" } })).body;
+    const live = await h.running.gateway.accounts.createApiKey(h.accountId, { mode: "live" });
+    const res = await h.request("GET", `/api/v1/subscribers/${created.id}`, { key: live.key });
+    expect(res.status).toBe(404);
+    expect(h.fake.lastCall!.headers.get(HEADER_MODE)).toBe("live");
+
+    const other = await h.running.gateway.accounts.createAccount({ name: "Other", plan: "starter" });
+    const otherKey = await h.running.gateway.accounts.createApiKey(other.id, { mode: "test" });
+    expect((await h.request("GET", `/api/v1/subscribers/${created.id}`, { key: otherKey.key })).status).toBe(404);
+  });
+});

@@ -1,0 +1,159 @@
+// Starts a gateway on port 0 over the fake subscribers service and an
+// in-memory embedded store, with one account and one test key. Every response
+// that goes through `request` is checked against the OpenAPI document: its
+// status must be declared for the operation and its body must match the
+// declared schema (formats asserted), so every test also tests the document.
+
+import { Writable } from "node:stream";
+import addFormats from "ajv-formats";
+import pino from "pino";
+import { createRouterTransport } from "@connectrpc/connect";
+import { errorInterceptor, type Logger } from "@emailsvc/runtime";
+import { openStore, type DocumentStore } from "@emailsvc/storage";
+import { startGateway, type RunningGateway, type StartGatewayOptions } from "../../src/server";
+import { createDocumentAjv, rebaseSchema } from "../../src/http/validation";
+import { resolveRef, type OpenApiDocument, type OperationObject } from "../../src/openapi";
+import { FakeSubscribers } from "./fake-subscribers";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Sent as is (no JSON encoding, no content type unless given). */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+  /** API key to send; `null` sends none. Default: the harness's test key. */
+  key?: string | null;
+  /** Send the admin token (or this one). */
+  admin?: boolean | string;
+}
+
+export interface Harness {
+  url: string;
+  running: RunningGateway;
+  store: DocumentStore;
+  fake: FakeSubscribers;
+  accountId: string;
+  key: string;
+  keyId: string;
+  logs: Array<Record<string, any>>;
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+/** A pino logger that keeps its lines for assertions. */
+export function memoryLogger(): { logger: Logger; logs: Array<Record<string, any>> } {
+  const logs: Array<Record<string, any>> = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split("\n")) if (line) logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: "info", base: { service: "gateway" } }, stream) as unknown as Logger, logs };
+}
+
+export async function startHarness(options: Partial<StartGatewayOptions> & { store?: DocumentStore } = {}): Promise<Harness> {
+  const store = options.store ?? (await openStore({ dbName: "gateway" }));
+  const fake = new FakeSubscribers();
+  const { logger, logs } = memoryLogger();
+  const transport = createRouterTransport(fake.routes(), { router: { interceptors: [errorInterceptor(logger)] } });
+  const running = await startGateway({ port: 0, adminToken: ADMIN_TOKEN, ...options, store, subscribersTransport: transport, logger });
+  const account = await running.gateway.accounts.createAccount({ name: "Test", plan: "starter" });
+  const created = await running.gateway.accounts.createApiKey(account.id, { mode: "test" });
+  const checker = responseChecker(running.gateway.openapi);
+
+  const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
+    const headers: Record<string, string> = {};
+    const key = opts.key === undefined ? (opts.admin ? null : created.key) : opts.key;
+    if (key) headers["x-api-key"] = key;
+    if (opts.admin) headers.authorization = `Bearer ${opts.admin === true ? ADMIN_TOKEN : opts.admin}`;
+    let body: string | Buffer | undefined;
+    if (opts.rawBody !== undefined) body = opts.rawBody;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] = "application/json";
+    }
+    Object.assign(headers, opts.headers);
+    const res = await fetch(running.url + path, { method, headers, body });
+    const text = await res.text();
+    const type = res.headers.get("content-type") ?? "";
+    const parsed = text && type.includes("json") ? JSON.parse(text) : text;
+    const response = { status: res.status, headers: res.headers, body: parsed, text };
+    checker(method, path, response);
+    return response;
+  };
+
+  return {
+    url: running.url,
+    running,
+    store,
+    fake,
+    accountId: account.id,
+    key: created.key,
+    keyId: created.id,
+    logs,
+    request,
+    close: async () => {
+      await running.close();
+      if (!options.store) await store.close();
+    },
+  };
+}
+
+/**
+ * Checks a response against the document: the operation matching the method
+ * and path must declare the status, the content type must be the declared one,
+ * and the body must validate. Responses of unknown routes must be problems.
+ */
+export function responseChecker(doc: OpenApiDocument): (method: string, path: string, res: TestResponse) => void {
+  const ajv = createDocumentAjv(doc, { validateFormats: true });
+  addFormats(ajv);
+  const routes = Object.entries(doc.paths).map(([template, item]) => ({
+    regex: new RegExp(`^${template.replace(/\{[^}]+\}/g, "[^/]+")}$`),
+    template,
+    item,
+  }));
+  const problem = ajv.getSchema("openapi.json#/components/schemas/Problem")!;
+
+  return (method, path, res) => {
+    const where = `${method} ${path} -> ${res.status}`;
+    if (!res.headers.get("x-request-id")) throw new Error(`${where}: no X-Request-Id header`);
+    const pathname = path.split("?")[0]!;
+    // by-email before {id}, as the router does.
+    const candidates = routes.filter((r) => r.regex.test(pathname)).sort((a, b) => literalLength(b.template) - literalLength(a.template));
+    const route = candidates.find((r) => (r.item as Record<string, unknown>)[method.toLowerCase()]);
+    const operation = route ? ((route.item as Record<string, unknown>)[method.toLowerCase()] as OperationObject) : undefined;
+
+    if (!operation || res.status === 405) {
+      // Unknown route or method: a problem, not a documented operation.
+      if (res.status !== 404 && res.status !== 405) throw new Error(`${where}: undocumented route answered`);
+      if (!problem(res.body)) throw new Error(`${where}: ${ajv.errorsText(problem.errors)}`);
+      return;
+    }
+    const declared = operation.responses[String(res.status)];
+    if (!declared) throw new Error(`${where}: status not declared for ${operation.operationId}`);
+    const response = resolveRef<{ content?: Record<string, { schema: Record<string, unknown> }> }>(doc, declared as never);
+    if (!response.content) {
+      if (res.text !== "") throw new Error(`${where}: body on a response declared without content`);
+      return;
+    }
+    const [contentType, media] = Object.entries(response.content)[0]!;
+    if (!(res.headers.get("content-type") ?? "").startsWith(contentType)) {
+      throw new Error(`${where}: content type ${res.headers.get("content-type")}, declared ${contentType}`);
+    }
+    const validate = ajv.compile(rebaseSchema(media.schema));
+    if (!validate(res.body)) throw new Error(`${where}: body does not match the document: ${ajv.errorsText(validate.errors)}`);
+  };
+}
+
+function literalLength(template: string): number {
+  return template.replace(/\{[^}]+\}/g, "").length;
+}
