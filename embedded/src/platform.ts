@@ -14,6 +14,8 @@ export interface PlatformOptions {
   logger?: Logger;
   /** Outbox sweep period of the services; tests shorten it. */
   sweepIntervalMs?: number;
+  /** Prefix of every service's database name (tests use a fresh one per run). */
+  dbPrefix?: string;
 }
 
 export interface RunningPlatform {
@@ -31,7 +33,7 @@ export interface RunningPlatform {
  */
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
   const logger = options.logger ?? createLogger("embedded");
-  const open = (dbName: string) => openStore({ mongoUrl: options.mongoUrl, dataDir: options.dataDir, dbName });
+  const open = (name: string) => openStore({ mongoUrl: options.mongoUrl, dataDir: options.dataDir, dbName: `${options.dbPrefix ?? ""}${name}` });
   const stores: DocumentStore[] = [];
   const buses: EventBus[] = [];
   const closers: Array<() => Promise<void>> = [];
@@ -54,7 +56,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const subscribers = await startSubscribersService({
       store: subscribersStore,
       bus: await busFor("subscribers"),
-      logger: logger.child({ service: "subscribers" }),
+      logger: options.logger ? options.logger.child({ component: "subscribers" }) : createLogger("subscribers"),
       port: 0,
       ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
     });
@@ -66,7 +68,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       host: options.gatewayHost ?? "0.0.0.0",
       store: gatewayStore,
       subscribersUrl: subscribers.url,
-      logger: logger.child({ service: "gateway" }),
+      logger: options.logger ? options.logger.child({ component: "gateway" }) : createLogger("gateway"),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
     });
     closers.push(() => gateway.close());

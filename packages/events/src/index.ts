@@ -28,6 +28,18 @@ export interface OpenBusOptions {
   clientId: string;
   /** Where the bus' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
+  /** Partitions of topics this bus creates (`KAFKA_TOPIC_PARTITIONS`, default 3). */
+  topicPartitions?: number | undefined;
+  /** Replication factor of topics this bus creates (`KAFKA_REPLICATION_FACTOR`, default 1; use 3 in production). */
+  replicationFactor?: number | undefined;
+}
+
+function positiveIntFromEnv(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`environment variable ${name} must be a positive integer, got "${raw}"`);
+  return value;
 }
 
 /** Kafka when brokers are given, else the embedded in-process bus. */
@@ -38,7 +50,15 @@ export function openBus(options: OpenBusOptions): EventBus {
     .filter((broker) => broker.length > 0);
   const logger = options.logger ? { logger: options.logger } : {};
   if (brokers.length > 0) {
-    return new KafkaEventBus({ brokers, clientId: options.clientId, ...logger });
+    const topicPartitions = options.topicPartitions ?? positiveIntFromEnv("KAFKA_TOPIC_PARTITIONS");
+    const replicationFactor = options.replicationFactor ?? positiveIntFromEnv("KAFKA_REPLICATION_FACTOR");
+    return new KafkaEventBus({
+      brokers,
+      clientId: options.clientId,
+      ...logger,
+      ...(topicPartitions !== undefined ? { topicPartitions } : {}),
+      ...(replicationFactor !== undefined ? { replicationFactor } : {}),
+    });
   }
   return new InProcessEventBus(logger);
 }

@@ -8,8 +8,10 @@ export interface GatewayConfig {
   host: string;
   /** SUBSCRIBERS_URL: base URL of the subscribers service (gRPC over HTTP/2 cleartext). */
   subscribersUrl: string;
-  /** MONGO_URL: MongoDB of the gateway's data (database `gateway`); unset: embedded store. */
+  /** MONGO_URL: MongoDB of the gateway's data; unset: embedded store. */
   mongoUrl: string | undefined;
+  /** MONGO_DB: database (or embedded store folder) name, default `gateway`. */
+  mongoDb: string;
   /** DATA_DIR: root of the embedded store, default ./data. */
   dataDir: string;
   /** ADMIN_TOKEN: the operator token of /admin/v1. */
@@ -28,6 +30,7 @@ export function loadConfig(): GatewayConfig {
     host: envString("GATEWAY_HOST", "0.0.0.0"),
     subscribersUrl: envString("SUBSCRIBERS_URL"),
     mongoUrl: envOptional("MONGO_URL"),
+    mongoDb: envString("MONGO_DB", "gateway"),
     dataDir: envString("DATA_DIR", "./data"),
     adminToken: envOptional("ADMIN_TOKEN"),
     publicUrl: envOptional("PUBLIC_API_URL"),

@@ -8,7 +8,7 @@ import { startGateway } from "./server.js";
 async function main(): Promise<void> {
   const logger = createLogger("gateway");
   const config = loadConfig();
-  const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: "gateway" });
+  const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: config.mongoDb });
   logger.info({ store: config.mongoUrl ? redactUrl(config.mongoUrl) : `embedded:${config.dataDir}` }, "store open");
   if (!config.adminToken) {
     logger.warn("ADMIN_TOKEN is not set: /admin/v1 accepts only a token stored by the development bootstrap");
