@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "@emailsvc/testing";
+
+// The services as an operator runs them: each from its own script, in its own
+// process, configured by environment. Proves they start alone, talk over the
+// network, keep personal data out of their logs, and drain on SIGTERM.
+
+const root = join(__dirname, "..", "..");
+const ADMIN = "standalone-admin-token-0123456789";
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+  exited: Promise<number | null>;
+}
+
+function run(script: string, env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [join(root, script)], {
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  child.stdout!.on("data", (d) => output.push(String(d)));
+  child.stderr!.on("data", (d) => output.push(String(d)));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, output, exited };
+}
+
+async function waitReady(url: string, proc: Proc): Promise<void> {
+  const deadline = Date.now() + 20000;
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null) throw new Error(`exited early:\n${proc.output.join("")}`);
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not ready: ${url}\n${proc.output.join("")}`);
+}
+
+describe("each service from its own script", () => {
+  let dataDir: string;
+  let subscribers: Proc;
+  let gateway: Proc;
+  let gatewayUrl: string;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "standalone-"));
+    const grpcPort = await freePort();
+    const httpPort = await freePort();
+    subscribers = run("services/subscribers/dist/main.js", { GRPC_PORT: String(grpcPort), DATA_DIR: dataDir });
+    gateway = run("services/gateway/dist/main.js", {
+      GATEWAY_PORT: String(httpPort),
+      GATEWAY_HOST: "127.0.0.1",
+      SUBSCRIBERS_URL: `http://127.0.0.1:${grpcPort}`,
+      ADMIN_TOKEN: ADMIN,
+      DATA_DIR: dataDir,
+    });
+    gatewayUrl = `http://127.0.0.1:${httpPort}`;
+    await waitReady(`${gatewayUrl}/readyz`, gateway);
+  });
+
+  afterAll(async () => {
+    for (const p of [gateway, subscribers]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("serves the API, logs no personal data, and drains in-flight requests on SIGTERM", async () => {
+    const admin = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
+    const account = (await (await fetch(`${gatewayUrl}/admin/v1/accounts`, { method: "POST", headers: admin, body: JSON.stringify({ name: "Ops" }) })).json()) as { id: string };
+    const key = (
+      (await (await fetch(`${gatewayUrl}/admin/v1/accounts/${account.id}/api-keys`, { method: "POST", headers: admin, body: JSON.stringify({ mode: "live" }) })).json()) as { key: string }
+    ).key as string;
+    const headers = { "x-api-key": key, "content-type": "application/json" };
+    const created = await fetch(`${gatewayUrl}/api/v1/subscribers`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ email: "standalone-person@example.com", metadata: { city: "Zürich-private" } }),
+    });
+    expect(created.status).toBe(201);
+    expect(((await created.json()) as { id: string }).id).toMatch(/^sub_/);
+    expect((await fetch(`${gatewayUrl}/api/v1/subscribers/by-email/standalone-person%40example.com`, { headers })).status).toBe(200);
+
+    // A burst of creates, with SIGTERM sent to both processes while they are in flight.
+    const burst = Array.from({ length: 40 }, (_, i) =>
+      fetch(`${gatewayUrl}/api/v1/subscribers`, { method: "POST", headers, body: JSON.stringify({ email: `burst${i}@example.com` }) }).then(
+        (r) => r.status,
+        () => "refused" as const,
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 5));
+    gateway.child.kill("SIGTERM");
+    const statuses = await Promise.all(burst);
+    subscribers.child.kill("SIGTERM");
+    expect(await gateway.exited).toBe(0);
+    expect(await subscribers.exited).toBe(0);
+
+    // Every request was either completed or never accepted: none failed midway.
+    for (const s of statuses) expect([201, "refused"]).toContain(s);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(0);
+
+    const logs = gateway.output.join("") + subscribers.output.join("");
+    expect(logs).not.toContain("standalone-person"); // addresses and metadata never
+    expect(logs).not.toContain("Zürich-private");
+    expect(logs).not.toContain(key);
+    expect(logs).toContain("draining");
+    for (const line of logs.split("\n").filter((l) => l.trim())) expect(() => JSON.parse(line)).not.toThrow();
+  });
+});
