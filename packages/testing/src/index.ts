@@ -1,0 +1,7 @@
+// Real servers for the test suites: found in the environment, started in
+// containers, or started from local binaries built once into a cache.
+export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type MongoServer } from "./ferretdb.js";
+export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
+export { freePort } from "./ports.js";
+export { cacheRoot } from "./cache.js";
+export { dockerAvailable } from "./docker.js";
