@@ -1,0 +1,166 @@
+// REST API benchmark: create and get subscribers through the gateway (and so
+// through the gateway → subscribers gRPC hop), on the embedded default store,
+// on MongoDB (FerretDB v1.24.2 here), and on MongoDB + Kafka.
+//
+//   npm run bench:api -w @emailsvc/bench      (writes bench/results/api.json)
+//
+// The platform runs as `npm start` does, in a child process; this process is
+// the load generator (keep-alive HTTP/1.1, fixed concurrency, bounded time).
+// Both share the machine's cores, so compare ratios within one run.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureKafka, ensureMongo, freePort } from "@emailsvc/testing";
+
+const repo = join(__dirname, "..", "..", ".."); // bench/dist/api -> repo root
+const ADMIN = "bench-admin-token-0123456789abcdef";
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+
+interface Cell {
+  store: string;
+  operation: "create" | "get";
+  concurrency: number;
+  requests: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function request(base: URL, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: base.hostname, port: base.port, method, path, agent, headers: body ? { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) } : headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Runs `op` from CONCURRENCY loops for SECONDS; returns latencies and errors. */
+async function load(op: (i: number) => Promise<boolean>): Promise<{ latencies: number[]; errors: number; seconds: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let counter = 0;
+  const started = process.hrtime.bigint();
+  const deadline = Date.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (Date.now() < deadline) {
+        const t0 = process.hrtime.bigint();
+        const ok = await op(counter++).catch(() => false);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        if (!ok) errors++;
+      }
+    }),
+  );
+  return { latencies: latencies.sort((a, b) => a - b), errors, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+async function startPlatform(env: Record<string, string>): Promise<{ child: ChildProcess; base: URL; dataDir: string }> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "bench-api-"));
+  const child = spawn(process.execPath, [join(repo, "embedded", "dist", "main.js")], {
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const base = new URL(`http://127.0.0.1:${port}`);
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    try {
+      if ((await request(base, "GET", "/readyz", {})).status === 200) break;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error("platform did not start");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, base, dataDir };
+}
+
+async function benchStore(store: string, env: Record<string, string>): Promise<Cell[]> {
+  const { child, base, dataDir } = await startPlatform(env);
+  try {
+    const admin = { authorization: `Bearer ${ADMIN}` };
+    const account = JSON.parse((await request(base, "POST", "/admin/v1/accounts", admin, JSON.stringify({ name: "Bench" }))).text);
+    const key = JSON.parse((await request(base, "POST", `/admin/v1/accounts/${account.id}/api-keys`, admin, JSON.stringify({ mode: "live" }))).text).key as string;
+    const headers = { "x-api-key": key };
+    const run = `${Date.now().toString(36)}`;
+    // Warm-up: JIT, connections, indexes.
+    for (let i = 0; i < 200; i++) await request(base, "POST", "/api/v1/subscribers", headers, JSON.stringify({ email: `warm${i}-${run}@example.com` }));
+
+    const ids: string[] = [];
+    const create = await load(async (i) => {
+      const res = await request(base, "POST", "/api/v1/subscribers", headers, JSON.stringify({ email: `user${i}-${run}@example.com`, tags: ["bench"], metadata: { n: i } }));
+      if (res.status !== 201) return false;
+      ids.push(JSON.parse(res.text).id);
+      return true;
+    });
+    const get = await load(async (i) => (await request(base, "GET", `/api/v1/subscribers/${ids[(i * 7919) % ids.length]}`, headers)).status === 200);
+    const cell = (operation: "create" | "get", r: typeof create): Cell => ({
+      store,
+      operation,
+      concurrency: CONCURRENCY,
+      requests: r.latencies.length,
+      errors: r.errors,
+      seconds: Number(r.seconds.toFixed(2)),
+      rps: Math.round(r.latencies.length / r.seconds),
+      p50_ms: Number(percentile(r.latencies, 50).toFixed(2)),
+      p99_ms: Number(percentile(r.latencies, 99).toFixed(2)),
+    });
+    return [cell("create", create), cell("get", get)];
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const mongo = await ensureMongo();
+  const kafka = await ensureKafka();
+  const cells: Cell[] = [];
+  try {
+    cells.push(...(await benchStore("embedded (NeDB file) + in-process bus", {})));
+    cells.push(...(await benchStore("MongoDB protocol (FerretDB 1.24.2/SQLite) + in-process bus", { MONGO_URL: mongo.url })));
+    cells.push(...(await benchStore("MongoDB protocol (FerretDB 1.24.2/SQLite) + Kafka 3.9.1", { MONGO_URL: mongo.url, KAFKA_BROKERS: kafka.brokers })));
+  } finally {
+    await kafka.stop();
+    await mongo.stop();
+  }
+  const machine = {
+    cpus: cpus().length,
+    cpu: cpus()[0]?.model ?? "unknown",
+    node: process.version,
+    date: new Date().toISOString(),
+    loadavg_start: readFileSync("/proc/loadavg", "utf8").trim(),
+  };
+  const resultsDir = join(repo, "bench", "results");
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, "api.json"), JSON.stringify({ machine, seconds_per_cell: SECONDS, cells }, null, 2) + "\n");
+  console.log(JSON.stringify(machine));
+  console.log("| store | operation | concurrency | req/s | p50 ms | p99 ms | errors |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const c of cells) console.log(`| ${c.store} | ${c.operation} | ${c.concurrency} | ${c.rps} | ${c.p50_ms} | ${c.p99_ms} | ${c.errors} |`);
+  agent.destroy();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
