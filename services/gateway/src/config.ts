@@ -8,6 +8,10 @@ export interface GatewayConfig {
   host: string;
   /** SUBSCRIBERS_URL: base URL of the subscribers service (gRPC over HTTP/2 cleartext). */
   subscribersUrl: string;
+  /** TEMPLATES_URL: base URL of the templates service; unset: /api/v1/templates answers 503. */
+  templatesUrl: string | undefined;
+  /** DELIVERY_URL: base URL of the delivery service; unset: /api/v1/emails answers 503. */
+  deliveryUrl: string | undefined;
   /** MONGO_URL: MongoDB of the gateway's data; unset: embedded store. */
   mongoUrl: string | undefined;
   /** MONGO_DB: database (or embedded store folder) name, default `gateway`. */
@@ -29,6 +33,8 @@ export function loadConfig(): GatewayConfig {
     port: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
     host: envString("GATEWAY_HOST", "0.0.0.0"),
     subscribersUrl: envString("SUBSCRIBERS_URL"),
+    templatesUrl: envOptional("TEMPLATES_URL"),
+    deliveryUrl: envOptional("DELIVERY_URL"),
     mongoUrl: envOptional("MONGO_URL"),
     mongoDb: envString("MONGO_DB", "gateway"),
     dataDir: envString("DATA_DIR", "./data"),

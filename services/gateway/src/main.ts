@@ -18,6 +18,8 @@ async function main(): Promise<void> {
     host: config.host,
     store,
     subscribersUrl: config.subscribersUrl,
+    templatesUrl: config.templatesUrl,
+    deliveryUrl: config.deliveryUrl,
     logger,
     adminToken: config.adminToken,
     publicUrl: config.publicUrl,

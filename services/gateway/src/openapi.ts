@@ -48,6 +48,23 @@ export interface OpenApiDocument {
 /** Largest accepted request body; also stated in the document. */
 export const DEFAULT_BODY_LIMIT_BYTES = 256 * 1024;
 
+/** Longest `mjml_content`, in characters (JSON Schema `maxLength`). */
+export const MJML_MAX_LENGTH = 512 * 1024;
+
+/**
+ * Largest body of template create and update, the only routes above the
+ * default: `mjml_content` may hold 512 Ki characters, and JSON escaping
+ * (quotes and newlines of the markup) and multi-byte UTF-8 make its body
+ * bigger than that in bytes. Twice the content limit leaves room for both.
+ */
+export const TEMPLATE_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** Longest idempotency key (as Stripe's). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/** How long the delivery service keeps an idempotency key at least; stated in the document. */
+export const IDEMPOTENCY_KEY_RETENTION_HOURS = 24;
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const timestamp = (description: string) => ({ type: "string", format: "date-time", readOnly: true, description });
 const nextCursor = {
@@ -62,7 +79,16 @@ const page = (item: string, description: string) => ({
   properties: { items: { type: "array", items: ref(item) }, next_cursor: nextCursor },
 });
 
+const nullableTimestamp = (description: string) => ({
+  type: ["string", "null"],
+  format: "date-time",
+  readOnly: true,
+  description,
+});
+
 const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained"];
+export const TEMPLATE_CATEGORIES = ["transactional", "marketing"];
+export const EMAIL_STATUSES = ["queued", "sent", "failed", "bounced", "delivered"];
 
 const schemas: Record<string, JsonSchema> = {
   Problem: {
@@ -212,6 +238,191 @@ const schemas: Record<string, JsonSchema> = {
     },
   },
   TagPage: page("Tag", "A page of tags, oldest first."),
+  TemplateCategory: {
+    type: "string",
+    enum: TEMPLATE_CATEGORIES,
+    description: "`marketing` mail carries `List-Unsubscribe` headers; `transactional` mail is what a user's action causes.",
+  },
+  Template: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "slug", "name", "subject", "mjml_content", "category", "version", "variables", "created_at", "updated_at"],
+    properties: {
+      ...templateSummaryProperties(),
+      mjml_content: { type: "string", description: "The MJML markup; may contain `{{variable_name}}`." },
+    },
+  },
+  TemplateSummary: {
+    type: "object",
+    additionalProperties: false,
+    description: "A template without its MJML (lists); read one template for its `mjml_content`.",
+    required: ["id", "slug", "name", "subject", "category", "version", "variables", "created_at", "updated_at"],
+    properties: templateSummaryProperties(),
+  },
+  TemplateCreate: {
+    type: "object",
+    additionalProperties: false,
+    required: ["name", "subject", "mjml_content", "category"],
+    properties: {
+      name: { type: "string", minLength: 1 },
+      subject: { type: "string", minLength: 1, description: "May contain `{{variable_name}}`." },
+      mjml_content: {
+        type: "string",
+        minLength: 1,
+        maxLength: MJML_MAX_LENGTH,
+        description: `MJML markup, at most 512 KiB as UTF-8 (413 \`mjml_too_large\` beyond; more than ${MJML_MAX_LENGTH} characters is refused with 400 before that). Validated strictly: markup that does not compile is a 400 (\`invalid_mjml\`) whose \`errors\` name the line and the problem.`,
+      },
+      category: ref("TemplateCategory"),
+      slug: {
+        type: "string",
+        minLength: 1,
+        description: "Unique per account and mode; used as `template_slug` when sending. Derived from the name when left out.",
+      },
+    },
+  },
+  TemplateUpdate: {
+    type: "object",
+    additionalProperties: false,
+    minProperties: 1,
+    description:
+      "Any of the fields; fields left out keep their value. The slug cannot change. A change of `subject` or `mjml_content` makes a new version.",
+    properties: {
+      name: { type: "string", minLength: 1 },
+      subject: { type: "string", minLength: 1 },
+      mjml_content: { type: "string", minLength: 1, maxLength: MJML_MAX_LENGTH, description: "As on create." },
+      category: ref("TemplateCategory"),
+    },
+  },
+  TemplatePage: page("TemplateSummary", "A page of templates, without their MJML."),
+  Variables: {
+    type: "object",
+    additionalProperties: true,
+    description:
+      "Values of the template's `{{variable_name}}` placeholders: names to JSON values (objects for `{{a.b}}`). Values are HTML-escaped in the body. Their total size is limited by the service (413).",
+    examples: [{ first_name: "Ada", order: { id: "A-1001", total: "CHF 49.00" } }],
+  },
+  TemplatePreviewRequest: {
+    type: "object",
+    additionalProperties: false,
+    properties: { variables: { ...ref("Variables"), description: "Values to fill in; default none." } },
+  },
+  TemplatePreview: {
+    type: "object",
+    additionalProperties: false,
+    required: ["html", "subject", "text", "missing_variables"],
+    properties: {
+      html: { type: "string", description: "The rendered HTML body." },
+      subject: { type: "string", description: "The rendered subject." },
+      text: { type: "string", description: "The plain-text part derived from the HTML." },
+      missing_variables: {
+        type: "array",
+        items: { type: "string" },
+        description: "Variables the template uses that the call did not give; they were rendered empty.",
+      },
+    },
+  },
+  EmailStatus: {
+    type: "string",
+    enum: EMAIL_STATUSES,
+    description:
+      "`queued` (accepted, not sent yet), `sent` (the provider took it), `failed` (not sent; see `error`), `bounced` and `delivered` (where the provider reports them).",
+  },
+  EmailSend: {
+    type: "object",
+    additionalProperties: false,
+    required: ["template_slug", "to"],
+    properties: {
+      template_slug: { type: "string", minLength: 1, description: "The `slug` of the template to send." },
+      to: { type: "string", format: "email", minLength: 1, description: "The one recipient's address." },
+      variables: ref("Variables"),
+      idempotency_key: {
+        type: "string",
+        minLength: 1,
+        maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+        description: "Optional; the same as the `Idempotency-Key` header (give either, or both with one value).",
+      },
+    },
+  },
+  EmailQueued: {
+    type: "object",
+    additionalProperties: false,
+    description:
+      "The email as it was accepted. A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
+    required: ["id", "status", "to", "template_id", "template_slug", "template_version", "idempotency_key", "queued_at"],
+    properties: {
+      id: emailId(),
+      status: { type: "string", enum: ["queued"] },
+      to: { type: "string", format: "email" },
+      template_id: { type: "string" },
+      template_slug: { type: "string" },
+      template_version: { type: "integer", minimum: 1, description: "The template version it is sent with." },
+      idempotency_key: { type: ["string", "null"] },
+      queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
+    },
+  },
+  Email: {
+    type: "object",
+    additionalProperties: false,
+    required: [
+      "id",
+      "status",
+      "to",
+      "template_id",
+      "template_slug",
+      "template_version",
+      "idempotency_key",
+      "provider",
+      "message_id",
+      "error",
+      "attempts",
+      "queued_at",
+      "sent_at",
+      "failed_at",
+      "updated_at",
+    ],
+    properties: {
+      id: emailId(),
+      status: ref("EmailStatus"),
+      to: { type: "string", format: "email" },
+      template_id: { type: "string" },
+      template_slug: { type: "string" },
+      template_version: {
+        type: "integer",
+        minimum: 1,
+        description: "The template version the email was queued with; it is sent with that one, even if the template changed since.",
+      },
+      idempotency_key: { type: ["string", "null"], description: "The key it was sent with, if any." },
+      provider: { type: ["string", "null"], description: "`smtp` or `sandbox` (never really sent; see GET /api/v1/emails/{id}/sandbox)." },
+      message_id: { type: ["string", "null"], description: "The `Message-ID` header of the message, once sent." },
+      error: { type: ["string", "null"], description: "Why it failed or bounced (the provider's reason)." },
+      attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
+      queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
+      sent_at: nullableTimestamp("When the provider took the message; null until then."),
+      failed_at: nullableTimestamp("When the email failed for good; null unless failed."),
+      updated_at: timestamp("When the email last changed (RFC 3339, UTC)."),
+    },
+  },
+  EmailPage: page("Email", "A page of emails."),
+  SandboxMessage: {
+    type: "object",
+    additionalProperties: false,
+    description: "The whole rendered message the sandbox provider kept instead of sending it.",
+    required: ["email_id", "from", "to", "subject", "html", "text", "headers", "captured_at"],
+    properties: {
+      email_id: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
+      subject: { type: "string" },
+      html: { type: "string" },
+      text: { type: "string" },
+      headers: {
+        type: "object",
+        additionalProperties: { type: "string" },
+        description: "The message's headers, e.g. `Message-ID`, `List-Unsubscribe`.",
+      },
+      captured_at: timestamp("When the sandbox kept the message (RFC 3339, UTC)."),
+    },
+  },
   Plan: { type: "string", enum: ["starter", "professional"] },
   Account: {
     type: "object",
@@ -273,6 +484,34 @@ const schemas: Record<string, JsonSchema> = {
   },
 };
 
+function templateSummaryProperties(): Record<string, JsonSchema> {
+  return {
+    id: { type: "string", readOnly: true, examples: ["tpl_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+    slug: { type: "string", description: "Unique per account and mode; send with it as `template_slug`.", examples: ["welcome"] },
+    name: { type: "string" },
+    subject: { type: "string", description: "May contain `{{variable_name}}`." },
+    category: ref("TemplateCategory"),
+    version: {
+      type: "integer",
+      minimum: 1,
+      readOnly: true,
+      description: "1 on create, +1 on every update that changes the subject or the MJML.",
+    },
+    variables: {
+      type: "array",
+      items: { type: "string" },
+      readOnly: true,
+      description: "Every `{{variable}}` the subject and the body use, sorted.",
+    },
+    created_at: timestamp("When the template was created (RFC 3339, UTC)."),
+    updated_at: timestamp("When the template last changed (RFC 3339, UTC)."),
+  };
+}
+
+function emailId(): JsonSchema {
+  return { type: "string", readOnly: true, examples: ["eml_01jd3x0k8m7y6t5r4q3p2n1m0k"] };
+}
+
 function apiKeyProperties(): Record<string, JsonSchema> {
   return {
     id: { type: "string", readOnly: true, examples: ["key_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
@@ -298,17 +537,23 @@ const problem = (description: string, headers?: Record<string, unknown>) => ({
 });
 const responses: Record<string, unknown> = {
   BadRequest: problem(
-    "Bad input: malformed JSON (`invalid_json`), unknown, read-only or wrongly typed fields, a limit out of range or a tampered cursor (`validation_failed`).",
+    "Bad input: malformed JSON (`invalid_json`), unknown, read-only or wrongly typed fields, a limit out of range or a tampered cursor (`validation_failed`), or a service's own verdict on a value (e.g. an invalid recipient, MJML that does not compile), with `errors` naming the fields.",
   ),
   Unauthorized: problem("Missing, invalid or revoked credentials.", {
     "WWW-Authenticate": { schema: { type: "string" } },
   }),
-  NotFound: problem("No such resource (also for ids of another account or mode)."),
-  Conflict: problem("The value is already taken, e.g. `email_taken` with `existing_id`."),
-  PayloadTooLarge: problem(`The body is larger than ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB, or metadata is too large.`),
+  NotFound: problem("No such resource (also for ids of another account or mode), e.g. `not_found`, `template_not_found`."),
+  Conflict: problem(
+    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`), an idempotency key was used before with another body (`idempotency_key_reused`), or a concurrent change won (`concurrent_update`; retry).",
+  ),
+  PayloadTooLarge: problem(
+    `The body is larger than ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB (${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB for template create and update; \`payload_too_large\`), or metadata or variables are larger than the service takes.`,
+  ),
   UnsupportedMediaType: problem("The body is not `application/json`."),
   InternalError: problem("An unexpected error; the request id helps the operator find it in the logs."),
-  Unavailable: problem("A service behind the gateway is unavailable; retry later."),
+  Unavailable: problem(
+    "A service behind the gateway is unavailable (`unavailable`), or this gateway is not connected to the service that serves the operation (`service_unavailable`); retry later.",
+  ),
   Timeout: problem("A service behind the gateway did not answer in time."),
 };
 
@@ -362,6 +607,14 @@ const parameters: Record<string, ParameterObject> = {
   },
   SubscriberId: pathParam("id", "The subscriber's id."),
   TagId: pathParam("id", "The tag's id."),
+  TemplateId: pathParam("id", "The template's id."),
+  EmailId: pathParam("id", "The email's id."),
+  IdempotencyKey: {
+    name: "Idempotency-Key",
+    in: "header",
+    description: `Optional (as Stripe's): a unique key of your choice, 1-${IDEMPOTENCY_KEY_MAX_LENGTH} characters, e.g. a UUID. The same as the body's \`idempotency_key\`; when both are given they must be equal.`,
+    schema: { type: "string", minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH },
+  },
   AccountId: pathParam("id", "The account's id."),
 };
 
@@ -548,6 +801,138 @@ const paths: OpenApiDocument["paths"] = {
       responses: { "204": noContent("Deleted."), ...errors("NotFound", ...serviceErrors) },
     },
   },
+  "/api/v1/templates": {
+    post: {
+      operationId: "createTemplate",
+      summary: "Create a template",
+      description: [
+        "Stores an MJML template as version 1. The MJML is validated strictly and compiled once per version: markup that does not compile is a 400 whose `errors` name the line and the problem.",
+        "`{{variable_name}}` in the subject and the body are filled per message (HTML-escaped in the body); `variables` lists the ones the template uses.",
+        `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here (\`mjml_content\` at most ${MJML_MAX_LENGTH} characters).`,
+      ].join("\n\n"),
+      tags: ["Templates"],
+      requestBody: body("TemplateCreate"),
+      responses: {
+        "201": json(ref("Template"), "The new template, with its `id` and `slug`."),
+        ...errors(...bodyErrors, "Conflict", ...serviceErrors),
+      },
+    },
+    get: {
+      operationId: "listTemplates",
+      summary: "List templates",
+      description: "Items leave out `mjml_content`; read one template for it.",
+      tags: ["Templates"],
+      parameters: [param("Limit"), param("Cursor")],
+      responses: { "200": json(ref("TemplatePage"), "A page of templates."), ...errors("BadRequest", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/{id}": {
+    get: {
+      operationId: "getTemplate",
+      summary: "Get a template",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      responses: { "200": json(ref("Template"), "The template, at its current version."), ...errors("NotFound", ...serviceErrors) },
+    },
+    patch: {
+      operationId: "updateTemplate",
+      summary: "Update a template",
+      description: [
+        "Changes any of name, subject, mjml_content and category; the slug cannot change. Two updates at once: one of them may get a 409 `concurrent_update`; retry it.",
+        "A change of the subject or the MJML makes a new version (`version` + 1); emails queued before keep the version they were queued with.",
+        `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here.`,
+      ].join("\n\n"),
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      requestBody: body("TemplateUpdate"),
+      responses: {
+        "200": json(ref("Template"), "The updated template."),
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+    delete: {
+      operationId: "deleteTemplate",
+      summary: "Delete a template",
+      description: "It can no longer be read, previewed or sent.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      responses: { "204": noContent("Deleted."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/{id}/preview": {
+    post: {
+      operationId: "previewTemplate",
+      summary: "Render a template without sending it",
+      description:
+        "Renders the current version with the given variables: the HTML, the subject and the plain-text part. Variables the template uses but the call did not give are listed in `missing_variables` (and rendered empty), not silently blank. Nothing is sent.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      requestBody: body("TemplatePreviewRequest"),
+      responses: {
+        "200": json(ref("TemplatePreview"), "The rendered message."),
+        ...errors(...bodyErrors, "NotFound", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/emails/send": {
+    post: {
+      operationId: "sendEmail",
+      summary: "Send a transactional email",
+      description: [
+        "Queues one email to one recipient, rendered from the template's current version, and answers at once with **202 Accepted** and the email as queued (`status: queued`). The email goes out through the queue; follow it with GET /api/v1/emails/{id} (the `Location` header).",
+        "Test-mode keys never deliver: their mail is kept by the sandbox (GET /api/v1/emails/{id}/sandbox).",
+        "**Idempotency** (as Stripe's): give a key in the `Idempotency-Key` header or in `idempotency_key` (both: they must be equal, else 400). " +
+          "A repeat with the same key and the same body sends no second email and answers with the original result: status 202 and the same body, with the header `Idempotent-Replayed: true`. " +
+          "The same key with another body is a 409 `idempotency_key_reused`. Two concurrent requests with one key send one email. " +
+          `Keys are kept at least ${IDEMPOTENCY_KEY_RETENTION_HOURS} hours, per account and mode. Retry a send that timed out or failed with a 5xx with the same key.`,
+        "Nothing is sent for bad input: an unknown `template_slug` (404 `template_not_found`, also for another account's templates), an invalid recipient (400), `variables` that are not an object (400) or too large (413).",
+      ].join("\n\n"),
+      tags: ["Emails"],
+      parameters: [param("IdempotencyKey")],
+      requestBody: body("EmailSend"),
+      responses: {
+        "202": {
+          description: "Accepted and queued; also the answer to a replay (then with `Idempotent-Replayed: true`).",
+          headers: {
+            "X-Request-Id": { $ref: "#/components/headers/RequestId" },
+            Location: { $ref: "#/components/headers/EmailLocation" },
+            "Idempotent-Replayed": { $ref: "#/components/headers/IdempotentReplayed" },
+          },
+          content: { "application/json": { schema: ref("EmailQueued") } },
+        },
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/emails": {
+    get: {
+      operationId: "listEmails",
+      summary: "List emails",
+      tags: ["Emails"],
+      parameters: [param("Limit"), param("Cursor")],
+      responses: { "200": json(ref("EmailPage"), "A page of emails."), ...errors("BadRequest", ...serviceErrors) },
+    },
+  },
+  "/api/v1/emails/{id}": {
+    get: {
+      operationId: "getEmail",
+      summary: "Get an email and its delivery status",
+      tags: ["Emails"],
+      parameters: [param("EmailId")],
+      responses: { "200": json(ref("Email"), "The email."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/emails/{id}/sandbox": {
+    get: {
+      operationId: "getSandboxMessage",
+      summary: "Read what a sandboxed email would have sent",
+      description:
+        "The sandbox provider (the default of `npm start`, and always for test-mode keys) keeps the whole rendered message instead of sending it: sender, recipient, subject, HTML, text and headers. 404 for an email that was not sandboxed (or not rendered yet).",
+      tags: ["Emails"],
+      parameters: [param("EmailId")],
+      responses: { "200": json(ref("SandboxMessage"), "The kept message."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
   "/admin/v1/accounts": {
     post: {
       operationId: "createAccount",
@@ -636,10 +1021,10 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Open
       title: "emailsvc API",
       version: "1.0.0",
       description: [
-        "Subscribers and tags of the email platform, and the operator's admin API.",
+        "Subscribers, tags, MJML templates and transactional email of the email platform, and the operator's admin API.",
         "",
         "Authenticate with an API key in `X-API-Key` (`sk_live_…` or `sk_test_…`; the key's mode selects live or test data, which never mix).",
-        "Bodies are JSON (`Content-Type: application/json`, at most 256 KiB); unknown and read-only fields are refused.",
+        `Bodies are JSON (\`Content-Type: application/json\`, at most ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB; ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB for template create and update); unknown and read-only fields are refused.`,
         "Errors are `application/problem+json` (RFC 9457) with a stable `code`.",
         "Lists take `limit` (1..500, default 50) and `cursor`, and answer `{items, next_cursor}`.",
         "Every response carries `X-Request-Id` (yours when you send a sane one).",
@@ -651,6 +1036,8 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Open
     tags: [
       { name: "Subscribers", description: "Subscribers, their tags and audit trail." },
       { name: "Tags", description: "Tags that group subscribers." },
+      { name: "Templates", description: "MJML templates with `{{variables}}`, versioned, and their preview." },
+      { name: "Emails", description: "Transactional sending (idempotent), delivery status, and the sandbox." },
       { name: "Admin", description: "Accounts and API keys (operator token)." },
       { name: "Probes", description: "Liveness and readiness for orchestrators." },
       { name: "Meta", description: "This document." },
@@ -664,6 +1051,15 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Open
         RequestId: {
           description: "The request's id: the caller's `X-Request-Id` when sane (1-128 of `A-Za-z0-9._:-`), else a new one.",
           schema: { type: "string" },
+        },
+        EmailLocation: {
+          description: "The email's address, `/api/v1/emails/{id}`, where its delivery status can be followed.",
+          required: true,
+          schema: { type: "string" },
+        },
+        IdempotentReplayed: {
+          description: "`true` when this answer is the replay of an earlier request with the same idempotency key; absent otherwise.",
+          schema: { type: "string", enum: ["true"] },
         },
       },
       securitySchemes: {

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import { Router } from "@koa/router";
 import { createClient, type Transport } from "@connectrpc/connect";
-import { health, SubscriberService, TagService } from "@emailsvc/proto";
+import { delivery, health, SubscriberService, TagService, templates } from "@emailsvc/proto";
 import { createServiceTransport, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
@@ -16,9 +16,11 @@ import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import type { RouteKit } from "./routes/define.js";
+import { emailRoutes } from "./routes/emails.js";
 import { subscriberRoutes } from "./routes/subscribers.js";
 import { systemRoutes } from "./routes/system.js";
 import { tagRoutes } from "./routes/tags.js";
+import { templateRoutes } from "./routes/templates.js";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
@@ -30,12 +32,26 @@ export interface GatewayDeps {
   subscribersUrl?: string;
   /** ...or a transport to it (tests pass `createRouterTransport`). Exactly one of the two. */
   subscribersTransport?: Transport;
+  /**
+   * The templates service (TemplateService, grpc.health.v1): its base URL
+   * (TEMPLATES_URL) or a transport, at most one of the two. Optional: without
+   * it, /api/v1/templates answers 503 `service_unavailable`.
+   */
+  templatesUrl?: string;
+  templatesTransport?: Transport;
+  /**
+   * The delivery service (DeliveryService, grpc.health.v1): its base URL
+   * (DELIVERY_URL) or a transport, at most one of the two. Optional: without
+   * it, /api/v1/emails answers 503 `service_unavailable`.
+   */
+  deliveryUrl?: string;
+  deliveryTransport?: Transport;
   logger: Logger;
   /** ADMIN_TOKEN; when set, only this token opens /admin/v1. Otherwise the stored development token does. */
   adminToken?: string;
   /** PUBLIC_API_URL, announced as the server of the OpenAPI document. */
   publicUrl?: string;
-  /** Largest request body; default 256 KiB. */
+  /** Largest request body; default 256 KiB (template create and update take at least 1 MiB). */
   bodyLimitBytes?: number;
   /** Deadline of each service call; default 10 s. */
   callTimeoutMs?: number;
@@ -48,7 +64,7 @@ export interface Gateway {
   router: Router<GatewayState>;
   openapi: OpenApiDocument;
   accounts: AccountStore;
-  /** Store reachable, subscribers service SERVING, and not draining. */
+  /** Store reachable, every configured service SERVING, and not draining. */
   ready(): Promise<boolean>;
   /** Readiness turns false; responses from now on close their connection. */
   startDraining(): void;
@@ -59,11 +75,12 @@ export interface Gateway {
 
 const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
 
-function subscribersTransport(deps: GatewayDeps): Transport {
-  if (deps.subscribersTransport && deps.subscribersUrl) throw new Error("give subscribersUrl or subscribersTransport, not both");
-  if (deps.subscribersTransport) return deps.subscribersTransport;
-  if (deps.subscribersUrl) return createServiceTransport(deps.subscribersUrl);
-  throw new Error("the gateway needs subscribersUrl or subscribersTransport");
+/** The transport to a service from its URL or an injected one; undefined when neither is given. */
+function serviceTransport(name: string, url: string | undefined, transport: Transport | undefined): Transport | undefined {
+  if (transport && url) throw new Error(`give ${name}Url or ${name}Transport, not both`);
+  if (transport) return transport;
+  if (url) return createServiceTransport(url);
+  return undefined;
 }
 
 /**
@@ -78,10 +95,22 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const admin = new AdminTokenVerifier(accounts, deps.adminToken);
 
-  const transport = subscribersTransport(deps);
+  const transport = serviceTransport("subscribers", deps.subscribersUrl, deps.subscribersTransport);
+  if (!transport) throw new Error("the gateway needs subscribersUrl or subscribersTransport");
   const subscriberClient = createClient(SubscriberService, transport);
   const tagClient = createClient(TagService, transport);
-  const healthClient = createClient(health.Health, transport);
+  // Templates and delivery are optional for now (the embedded launcher does
+  // not start them yet): their routes exist and answer 503 without them.
+  const templatesTransport = serviceTransport("templates", deps.templatesUrl, deps.templatesTransport);
+  const deliveryTransport = serviceTransport("delivery", deps.deliveryUrl, deps.deliveryTransport);
+  const templateClient = templatesTransport && createClient(templates.TemplateService, templatesTransport);
+  const deliveryClient = deliveryTransport && createClient(delivery.DeliveryService, deliveryTransport);
+  if (!templatesTransport) logger.warn("no templates service configured: /api/v1/templates answers 503");
+  if (!deliveryTransport) logger.warn("no delivery service configured: /api/v1/emails answers 503");
+  // Readiness asks every configured service's grpc.health.v1.
+  const healthClients = Object.entries({ subscribers: transport, templates: templatesTransport, delivery: deliveryTransport })
+    .filter((entry): entry is [string, Transport] => entry[1] !== undefined)
+    .map(([name, t]) => ({ name, client: createClient(health.Health, t) }));
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
   const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
@@ -98,18 +127,21 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   let lastReady: boolean | undefined;
   const ready = async (): Promise<boolean> => {
     if (draining) return false;
-    const [storeUp, serviceUp] = await Promise.all([
+    const [storeUp, ...servicesUp] = await Promise.all([
       deps.store.ping().catch(() => false),
-      healthClient
-        .check({ service: "" }, { timeoutMs: 2000 })
-        .then((res) => res.status === SERVING)
-        .catch(() => false),
+      ...healthClients.map(({ client }) =>
+        client
+          .check({ service: "" }, { timeoutMs: 2000 })
+          .then((res) => res.status === SERVING)
+          .catch(() => false),
+      ),
     ]);
-    const isReady = storeUp && serviceUp;
+    const isReady = storeUp && servicesUp.every(Boolean);
     // Logged on change only: probes run every few seconds.
     if (isReady !== lastReady) {
       lastReady = isReady;
-      logger[isReady ? "info" : "warn"]({ store: storeUp, subscribers: serviceUp }, isReady ? "ready" : "not ready");
+      const services = Object.fromEntries(healthClients.map(({ name }, i) => [name, servicesUp[i]]));
+      logger[isReady ? "info" : "warn"]({ store: storeUp, ...services }, isReady ? "ready" : "not ready");
     }
     return isReady;
   };
@@ -117,6 +149,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   systemRoutes(kit, ready);
   subscriberRoutes(kit, subscriberClient, timeoutMs);
   tagRoutes(kit, tagClient, timeoutMs);
+  templateRoutes(kit, templateClient, timeoutMs);
+  emailRoutes(kit, deliveryClient, timeoutMs);
   adminRoutes(kit, accounts, authenticator);
 
   const inFlight = new InFlight();

@@ -109,6 +109,34 @@ describe("OpenAPI document", () => {
     expect(buildOpenApiDocument().servers).toBeUndefined();
   });
 
+  it("documents the send's idempotency: same key and body replay, other body 409, kept at least 24 hours", () => {
+    const op = gateway.openapi.paths["/api/v1/emails/send"]!.post!;
+    expect(op.description).toMatch(/same key and the same body/);
+    expect(op.description).toMatch(/no second email/);
+    expect(op.description).toMatch(/Idempotent-Replayed: true/);
+    expect(op.description).toMatch(/409 `idempotency_key_reused`/);
+    expect(op.description).toMatch(/at least 24 hours/);
+    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "500", "503", "504"]);
+    expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
+    expect(gateway.openapi.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header" });
+  });
+
+  it("documents 401, 500, 503 and 504 for every templates and emails operation, and 404 where an id is read", () => {
+    for (const [path, item] of Object.entries(gateway.openapi.paths)) {
+      if (!/^\/api\/v1\/(templates|emails)/.test(path)) continue;
+      for (const op of Object.values(item)) {
+        expect({ op: op!.operationId, has: ["401", "500", "503", "504"].every((s) => s in op!.responses) }).toEqual({ op: op!.operationId, has: true });
+        if (path.includes("{id}")) expect({ op: op!.operationId, has: "404" in op!.responses }).toEqual({ op: op!.operationId, has: true });
+      }
+    }
+  });
+
+  it("states the body limits: 256 KiB, 1024 KiB for template create and update", () => {
+    expect(gateway.openapi.info.description).toMatch(/256 KiB; 1024 KiB for template create and update/);
+    expect(gateway.openapi.paths["/api/v1/templates"]!.post!.description).toMatch(/up to 1024 KiB/);
+    expect(gateway.openapi.paths["/api/v1/templates/{id}"]!.patch!.description).toMatch(/up to 1024 KiB/);
+  });
+
   it("says in PATCH /subscribers/{id} that metadata merges and null removes a key", () => {
     const op = gateway.openapi.paths["/api/v1/subscribers/{id}"]!.patch!;
     expect(op.description).toMatch(/merged/i);
@@ -139,5 +167,109 @@ describe("response checker used by every test", () => {
     expect(() => check("GET", "/api/v1/subscribers/sub_1", respond(200, { ...subscriber, tags: "a" }))).toThrow(/does not match/);
     expect(() => check("GET", "/api/v1/subscribers/sub_1", respond(200, { ...subscriber, created_at: "yesterday" }))).toThrow(/does not match/);
     expect(() => check("GET", "/api/v1/subscribers/sub_1", respond(201, subscriber))).toThrow(/not declared/);
+  });
+});
+
+describe("response checker on templates and emails", () => {
+  const check = responseChecker(buildOpenApiDocument());
+  const respond = (status: number, body: unknown, extra: Record<string, string> = {}) => ({
+    status,
+    headers: new Headers({ "x-request-id": "r", "content-type": "application/json", ...extra }),
+    body,
+    text: JSON.stringify(body),
+  });
+  const template = {
+    id: "tpl_1",
+    slug: "welcome",
+    name: "Welcome",
+    subject: "Hi {{first_name}}",
+    mjml_content: "<mjml></mjml>",
+    category: "transactional",
+    version: 1,
+    variables: ["first_name"],
+    created_at: "2026-01-01T00:00:00.000Z",
+    updated_at: "2026-01-01T00:00:00.000Z",
+  };
+  const email = {
+    id: "eml_1",
+    status: "queued",
+    to: "a@example.com",
+    template_id: "tpl_1",
+    template_slug: "welcome",
+    template_version: 1,
+    idempotency_key: null,
+    provider: "sandbox",
+    message_id: null,
+    error: null,
+    attempts: 0,
+    queued_at: "2026-01-01T00:00:00.000Z",
+    sent_at: null,
+    failed_at: null,
+    updated_at: "2026-01-01T00:00:00.000Z",
+  };
+  const queued = {
+    id: "eml_1",
+    status: "queued",
+    to: "a@example.com",
+    template_id: "tpl_1",
+    template_slug: "welcome",
+    template_version: 1,
+    idempotency_key: "k",
+    queued_at: "2026-01-01T00:00:00.000Z",
+  };
+
+  it("accepts documented templates, and lists without mjml_content only", () => {
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, template))).not.toThrow();
+    const { mjml_content: _mjml, ...summary } = template;
+    expect(() => check("GET", "/api/v1/templates", respond(200, { items: [summary], next_cursor: null }))).not.toThrow();
+    expect(() => check("GET", "/api/v1/templates", respond(200, { items: [template], next_cursor: null }))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, summary))).toThrow(/does not match/);
+  });
+
+  it("refuses a template with an unknown category or version 0", () => {
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, category: "newsletter" }))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, version: 0 }))).toThrow(/does not match/);
+  });
+
+  it("accepts emails with null timestamps and refuses absent or upper-case fields", () => {
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, email))).not.toThrow();
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, status: "sent", sent_at: "2026-01-01T00:00:01.000Z" }))).not.toThrow();
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, status: "QUEUED" }))).toThrow(/does not match/);
+    const { sent_at: _sent, ...withoutSentAt } = email;
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, withoutSentAt))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, sent_at: "" }))).toThrow(/does not match/);
+  });
+
+  it("wants 202 with a Location for a send, a queued status, and Idempotent-Replayed only as `true`", () => {
+    const location = { location: "/api/v1/emails/eml_1" };
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, queued, location))).not.toThrow();
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, queued, { ...location, "idempotent-replayed": "true" }))).not.toThrow();
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, queued))).toThrow(/no Location header/);
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, queued, { ...location, "idempotent-replayed": "false" }))).toThrow(
+      /header Idempotent-Replayed does not match/,
+    );
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, { ...queued, status: "sent" }, location))).toThrow(/does not match/);
+    expect(() => check("POST", "/api/v1/emails/send", respond(200, queued, location))).toThrow(/not declared/);
+    expect(() => check("POST", "/api/v1/emails/send", respond(202, email, location))).toThrow(/does not match/);
+  });
+
+  it("checks sandbox messages and previews", () => {
+    const message = {
+      email_id: "eml_1",
+      from: "a@example.test",
+      to: "b@example.com",
+      subject: "s",
+      html: "<p>x</p>",
+      text: "x",
+      headers: { "Message-ID": "<1@example.test>" },
+      captured_at: "2026-01-01T00:00:00.000Z",
+    };
+    expect(() => check("GET", "/api/v1/emails/eml_1/sandbox", respond(200, message))).not.toThrow();
+    expect(() => check("GET", "/api/v1/emails/eml_1/sandbox", respond(200, { ...message, headers: { n: 1 } }))).toThrow(/does not match/);
+    const preview = { html: "<p>x</p>", subject: "s", text: "x", missing_variables: ["a"] };
+    expect(() => check("POST", "/api/v1/templates/tpl_1/preview", respond(200, preview))).not.toThrow();
+    expect(() => check("POST", "/api/v1/templates/tpl_1/preview", respond(200, { ...preview, missing_variables: undefined }))).toThrow(
+      /does not match/,
+    );
   });
 });

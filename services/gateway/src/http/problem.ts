@@ -55,6 +55,17 @@ const TITLES: Record<string, string> = {
   unavailable: "Service unavailable",
   deadline_exceeded: "Upstream timeout",
   not_ready: "Not ready",
+  service_unavailable: "Service not available",
+  // Codes of the templates and delivery services.
+  template_not_found: "Template not found",
+  slug_taken: "Slug already in use",
+  invalid_mjml: "Invalid MJML",
+  invalid_template: "Invalid template",
+  mjml_too_large: "MJML too large",
+  variables_too_large: "Variables too large",
+  concurrent_update: "Concurrent update",
+  idempotency_key_reused: "Idempotency key reused",
+  sandbox_message_not_found: "No sandboxed message",
 };
 
 const STATUS_PHRASES: Record<number, string> = {

@@ -18,6 +18,8 @@ export interface GatewayState {
   body?: unknown;
   /** The validated query, with defaults applied and numbers coerced. */
   query?: Record<string, unknown>;
+  /** The validated header parameters the operation declares, by their declared names. */
+  headers?: Record<string, unknown>;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

@@ -54,6 +54,8 @@ export interface OperationValidators {
   body?: (value: unknown) => unknown;
   /** Validates the query string; returns it with numbers coerced and defaults applied. */
   query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
+  /** Validates the declared header parameters; returns them by their declared names (absent ones left out). */
+  headers: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
 }
 
 /** Compiles the validators of every operation of the document, once. */
@@ -68,7 +70,8 @@ export class RequestValidators {
       for (const operation of Object.values(item) as OperationObject[]) {
         this.byOperation.set(operation.operationId, {
           body: this.compileBody(bodies, operation),
-          query: this.compileQuery(queries, operation),
+          query: this.compileParameters(queries, operation, "query"),
+          headers: this.compileParameters(bodies, operation, "header"),
         });
       }
     }
@@ -103,24 +106,29 @@ export class RequestValidators {
     return new Set(Object.entries(properties).filter(([, p]) => p.readOnly).map(([name]) => name));
   }
 
-  private compileQuery(ajv: Ajv2020, operation: OperationObject): OperationValidators["query"] {
+  /**
+   * Query parameters (coerced to their declared types) or header parameters
+   * (strings; looked up case-insensitively, reported by their declared name).
+   */
+  private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header"): OperationValidators["query"] {
     const params = (operation.parameters ?? [])
       .map((p) => resolveRef<ParameterObject>(this.doc, p))
-      .filter((p) => p.in === "query");
+      .filter((p) => p.in === where);
     if (params.length === 0) return () => ({});
     const validate = ajv.compile({
       type: "object",
       properties: Object.fromEntries(params.map((p) => [p.name, rebaseSchema(p.schema)])),
       required: params.filter((p) => p.required).map((p) => p.name),
-      // Unknown query parameters are ignored, as most APIs do.
+      // Unknown query parameters and headers are ignored, as most APIs do.
     });
-    const names = params.map((p) => p.name);
+    const names = params.map((p) => ({ name: p.name, key: where === "header" ? p.name.toLowerCase() : p.name }));
+    const detail = where === "header" ? "The request headers are invalid." : "The query parameters are invalid.";
     return (raw) => {
       // Only the declared parameters, copied: ajv coerces in place.
-      const query: Record<string, unknown> = {};
-      for (const name of names) if (raw[name] !== undefined) query[name] = raw[name];
-      if (!validate(query)) throw validationProblem(validate.errors ?? [], new Set(), "The query parameters are invalid.");
-      return query;
+      const values: Record<string, unknown> = {};
+      for (const { name, key } of names) if (raw[key] !== undefined) values[name] = raw[key];
+      if (!validate(values)) throw validationProblem(validate.errors ?? [], new Set(), detail);
+      return values;
     };
   }
 }

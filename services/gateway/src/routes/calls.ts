@@ -1,5 +1,6 @@
 import type { CallOptions } from "@connectrpc/connect";
 import { callHeaders } from "@emailsvc/runtime";
+import { Problem } from "../http/problem.js";
 import type { GatewayRouterContext } from "../http/state.js";
 
 /**
@@ -25,4 +26,15 @@ export function callOptions(ctx: GatewayRouterContext, timeoutMs: number): CallO
     signal: controller.signal,
     timeoutMs,
   };
+}
+
+/**
+ * The client of a service, or a 503 `service_unavailable` when this gateway
+ * was started without that service (its URL is not configured).
+ */
+export function requireClient<T>(client: T | undefined, service: string): T {
+  if (!client) {
+    throw new Problem(503, "service_unavailable", `This gateway is not connected to the ${service} service; retry later.`);
+  }
+  return client;
 }

@@ -7,6 +7,11 @@ import type { GatewayRouterContext, GatewayState } from "../http/state.js";
 
 export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
 
+export interface RouteOptions {
+  /** Largest body of this route; default the kit's (256 KiB). */
+  bodyLimitBytes?: number;
+}
+
 /** What every route needs from the gateway, built once. */
 export interface RouteKit {
   router: Router<GatewayState>;
@@ -26,10 +31,18 @@ export function toOpenApiPath(routerPath: string): string {
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
  * operation. Authentication follows the operation's `security`; then the query
- * and the JSON body are validated against the document's schemas, in that
- * order, so that an unauthenticated caller's body is never read.
+ * parameters, the header parameters and the JSON body are validated against
+ * the document's schemas, in that order, so that an unauthenticated caller's
+ * body is never read.
  */
-export function defineRoute(kit: RouteKit, method: HttpMethod, path: string, operationId: string, handler: Handler): void {
+export function defineRoute(
+  kit: RouteKit,
+  method: HttpMethod,
+  path: string,
+  operationId: string,
+  handler: Handler,
+  options: RouteOptions = {},
+): void {
   const found = findOperation(kit.doc, operationId);
   if (!found || found.method !== method || found.path !== toOpenApiPath(path)) {
     throw new Error(`route ${method.toUpperCase()} ${path} does not match operation ${operationId} of the OpenAPI document`);
@@ -44,9 +57,11 @@ export function defineRoute(kit: RouteKit, method: HttpMethod, path: string, ope
     }
   }
   const validators = kit.validators.for(operationId);
+  const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;
   chain.push(async (ctx, next) => {
     ctx.state.query = validators.query(ctx.query);
-    if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, kit.bodyLimitBytes));
+    ctx.state.headers = validators.headers(ctx.headers);
+    if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, bodyLimitBytes));
     await next();
   });
   kit.router.register(path, [method], [...chain, handler], { name: operationId });

@@ -239,7 +239,7 @@ export class FakeSubscribers {
 }
 
 /** Offset cursors signed with a checksum: a changed cursor is refused as the real service refuses one. */
-function paginate<T>(all: T[], limit: number, cursor: string): { items: T[]; nextCursor: string } {
+export function paginate<T>(all: T[], limit: number, cursor: string): { items: T[]; nextCursor: string } {
   const size = limit || 50;
   let offset = 0;
   if (cursor) {

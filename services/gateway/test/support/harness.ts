@@ -1,8 +1,9 @@
-// Starts a gateway on port 0 over the fake subscribers service and an
-// in-memory embedded store, with one account and one test key. Every response
-// that goes through `request` is checked against the OpenAPI document: its
-// status must be declared for the operation and its body must match the
-// declared schema (formats asserted), so every test also tests the document.
+// Starts a gateway on port 0 over fakes of the subscribers, templates and
+// delivery services and an in-memory embedded store, with one account and one
+// test key. Every response that goes through `request` is checked against the
+// OpenAPI document: its status must be declared for the operation, its
+// declared headers present and valid, and its body must match the declared
+// schema (formats asserted), so every test also tests the document.
 
 import { Writable } from "node:stream";
 import addFormats from "ajv-formats";
@@ -13,7 +14,9 @@ import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { startGateway, type RunningGateway, type StartGatewayOptions } from "../../src/server";
 import { createDocumentAjv, rebaseSchema } from "../../src/http/validation";
 import { resolveRef, type OpenApiDocument, type OperationObject } from "../../src/openapi";
+import { FakeDelivery } from "./fake-delivery";
 import { FakeSubscribers } from "./fake-subscribers";
+import { FakeTemplates } from "./fake-templates";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -40,6 +43,8 @@ export interface Harness {
   running: RunningGateway;
   store: DocumentStore;
   fake: FakeSubscribers;
+  templates: FakeTemplates;
+  delivery: FakeDelivery;
   accountId: string;
   key: string;
   keyId: string;
@@ -60,12 +65,31 @@ export function memoryLogger(): { logger: Logger; logs: Array<Record<string, any
   return { logger: pino({ level: "info", base: { service: "gateway" } }, stream) as unknown as Logger, logs };
 }
 
-export async function startHarness(options: Partial<StartGatewayOptions> & { store?: DocumentStore } = {}): Promise<Harness> {
+export interface HarnessOptions extends Partial<StartGatewayOptions> {
+  store?: DocumentStore;
+  /** Services the gateway is started without (their routes answer 503). */
+  without?: Array<"templates" | "delivery">;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const { without = [], ...gatewayOptions } = options;
   const store = options.store ?? (await openStore({ dbName: "gateway" }));
   const fake = new FakeSubscribers();
+  const templates = new FakeTemplates();
+  const delivery = new FakeDelivery(templates);
   const { logger, logs } = memoryLogger();
-  const transport = createRouterTransport(fake.routes(), { router: { interceptors: [errorInterceptor(logger)] } });
-  const running = await startGateway({ port: 0, adminToken: ADMIN_TOKEN, ...options, store, subscribersTransport: transport, logger });
+  const serve = (routes: Parameters<typeof createRouterTransport>[0]) =>
+    createRouterTransport(routes, { router: { interceptors: [errorInterceptor(logger)] } });
+  const running = await startGateway({
+    port: 0,
+    adminToken: ADMIN_TOKEN,
+    ...gatewayOptions,
+    store,
+    subscribersTransport: serve(fake.routes()),
+    ...(without.includes("templates") ? {} : { templatesTransport: serve(templates.routes()) }),
+    ...(without.includes("delivery") ? {} : { deliveryTransport: serve(delivery.routes()) }),
+    logger,
+  });
   const account = await running.gateway.accounts.createAccount({ name: "Test", plan: "starter" });
   const created = await running.gateway.accounts.createApiKey(account.id, { mode: "test" });
   const checker = responseChecker(running.gateway.openapi);
@@ -96,6 +120,8 @@ export async function startHarness(options: Partial<StartGatewayOptions> & { sto
     running,
     store,
     fake,
+    templates,
+    delivery,
     accountId: account.id,
     key: created.key,
     keyId: created.id,
@@ -140,7 +166,20 @@ export function responseChecker(doc: OpenApiDocument): (method: string, path: st
     }
     const declared = operation.responses[String(res.status)];
     if (!declared) throw new Error(`${where}: status not declared for ${operation.operationId}`);
-    const response = resolveRef<{ content?: Record<string, { schema: Record<string, unknown> }> }>(doc, declared as never);
+    const response = resolveRef<{
+      headers?: Record<string, unknown>;
+      content?: Record<string, { schema: Record<string, unknown> }>;
+    }>(doc, declared as never);
+    for (const [name, header] of Object.entries(response.headers ?? {})) {
+      const { required, schema } = resolveRef<{ required?: boolean; schema: Record<string, unknown> }>(doc, header as never);
+      const value = res.headers.get(name);
+      if (value === null) {
+        if (required) throw new Error(`${where}: no ${name} header, declared as required`);
+        continue;
+      }
+      const validate = ajv.compile(rebaseSchema(schema));
+      if (!validate(value)) throw new Error(`${where}: header ${name} does not match the document: ${ajv.errorsText(validate.errors)}`);
+    }
     if (!response.content) {
       if (res.text !== "") throw new Error(`${where}: body on a response declared without content`);
       return;

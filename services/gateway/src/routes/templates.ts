@@ -1,0 +1,107 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import type { templates } from "@emailsvc/proto";
+import { TEMPLATE_BODY_LIMIT_BYTES } from "../openapi.js";
+import { callOptions, requireClient } from "./calls.js";
+import { defineRoute, type RouteKit } from "./define.js";
+import { categoryFromJson, nextCursor, templateJson, templatePreviewJson, templateSummaryJson } from "./mapping.js";
+
+interface TemplateCreateBody {
+  name: string;
+  subject: string;
+  mjml_content: string;
+  category: string;
+  slug?: string;
+}
+
+interface TemplateUpdateBody {
+  name?: string;
+  subject?: string;
+  mjml_content?: string;
+  category?: string;
+}
+
+/**
+ * /api/v1/templates: REST in, TemplateService calls out. Without a client
+ * (TEMPLATES_URL not configured) every route answers 503 `service_unavailable`
+ * once the caller is authenticated and the request is valid.
+ */
+export function templateRoutes(
+  kit: RouteKit,
+  client: Client<typeof templates.TemplateService> | undefined,
+  timeoutMs: number,
+): void {
+  const service = () => requireClient(client, "templates");
+  // MJML may be large: create and update take more than the default body.
+  const large = { bodyLimitBytes: Math.max(kit.bodyLimitBytes, TEMPLATE_BODY_LIMIT_BYTES) };
+
+  defineRoute(
+    kit,
+    "post",
+    "/api/v1/templates",
+    "createTemplate",
+    async (ctx) => {
+      const body = ctx.state.body as TemplateCreateBody;
+      const res = await service().createTemplate(
+        {
+          name: body.name,
+          subject: body.subject,
+          mjmlContent: body.mjml_content,
+          category: categoryFromJson(body.category),
+          slug: body.slug,
+        },
+        callOptions(ctx, timeoutMs),
+      );
+      ctx.status = 201;
+      ctx.body = templateJson(res.template);
+    },
+    large,
+  );
+
+  defineRoute(kit, "get", "/api/v1/templates", "listTemplates", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    const res = await service().listTemplates({ limit: query.limit, cursor: query.cursor ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = { items: res.templates.map(templateSummaryJson), next_cursor: nextCursor(res.nextCursor) };
+  });
+
+  defineRoute(kit, "get", "/api/v1/templates/:id", "getTemplate", async (ctx) => {
+    const res = await service().getTemplate({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = templateJson(res.template);
+  });
+
+  defineRoute(
+    kit,
+    "patch",
+    "/api/v1/templates/:id",
+    "updateTemplate",
+    async (ctx) => {
+      const body = ctx.state.body as TemplateUpdateBody;
+      const res = await service().updateTemplate(
+        {
+          id: ctx.params.id ?? "",
+          name: body.name,
+          subject: body.subject,
+          mjmlContent: body.mjml_content,
+          category: categoryFromJson(body.category),
+        },
+        callOptions(ctx, timeoutMs),
+      );
+      ctx.body = templateJson(res.template);
+    },
+    large,
+  );
+
+  defineRoute(kit, "delete", "/api/v1/templates/:id", "deleteTemplate", async (ctx) => {
+    await service().deleteTemplate({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.status = 204;
+  });
+
+  defineRoute(kit, "post", "/api/v1/templates/:id/preview", "previewTemplate", async (ctx) => {
+    const body = ctx.state.body as { variables?: JsonObject };
+    const res = await service().previewTemplate(
+      { id: ctx.params.id ?? "", variables: body.variables ?? {} },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = templatePreviewJson(res);
+  });
+}
