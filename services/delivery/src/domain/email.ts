@@ -1,0 +1,143 @@
+import { createHash } from "node:crypto";
+import { AppError, invalid } from "@emailsvc/runtime";
+
+// Pure rules of emails: statuses, input validation, the idempotency hash. No I/O.
+
+/**
+ * Lifecycle: `queued` (stored, waiting for or in a send attempt) -> `sent`
+ * (the provider took it) or `failed` (permanent rejection, or gave up).
+ * `bounced` and `delivered` are reserved for providers that report them later.
+ */
+export const STATUSES = ["queued", "sent", "failed", "bounced", "delivered"] as const;
+export type EmailStatus = (typeof STATUSES)[number];
+
+/** Statuses after which the email is never sent (again). */
+export function isFinal(status: EmailStatus): boolean {
+  return status !== "queued";
+}
+
+export type ProviderName = "sandbox" | "smtp";
+
+/** An email as the service returns it. */
+export interface EmailView {
+  id: string;
+  status: EmailStatus;
+  to: string;
+  templateId: string;
+  templateSlug: string;
+  templateVersion: number;
+  idempotencyKey: string;
+  provider: string;
+  messageId: string;
+  error: string;
+  attempts: number;
+  queuedAt: number;
+  sentAt: number | null;
+  failedAt: number | null;
+  updatedAt: number;
+}
+
+export const LIMITS = {
+  emailLength: 254,
+  /** Variables as JSON (UTF-8 bytes); beyond it a 413. */
+  variablesBytes: 64 * 1024,
+  idempotencyKeyLength: 255,
+  slugLength: 100,
+} as const;
+
+// The rule of services/subscribers (domain/subscriber.ts): one @, a dotted
+// domain with a 2+ letter TLD, no spaces, control characters or specials.
+// \s covers CR and LF, so a header can never be injected through `to`.
+const EMAIL = /^[^\s@"<>()\[\],;:\\]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+
+/** Trims and checks the recipient; returns it as given (case kept). */
+export function validateRecipient(raw: unknown, field = "to"): string {
+  if (typeof raw !== "string" || raw.trim() === "") {
+    throw invalid("to is required", [{ field, description: "is required" }]);
+  }
+  // Checked before trimming: a CR or LF anywhere is an injection attempt, not whitespace.
+  if (/[\r\n]/.test(raw)) {
+    throw invalid("to is not a valid address", [{ field, description: "must not contain line breaks" }]);
+  }
+  const to = raw.trim();
+  if (to.length > LIMITS.emailLength || !EMAIL.test(to)) {
+    throw invalid("to is not a valid address", [{ field, description: "is not a valid email address" }]);
+  }
+  return to;
+}
+
+/** The lower-cased form stored beside the address, for lookups by recipient. */
+export function recipientKey(to: string): string {
+  return to.trim().toLowerCase();
+}
+
+export function validateSlug(raw: unknown, field = "template_slug"): string {
+  if (typeof raw !== "string" || raw.trim() === "") {
+    throw invalid("template_slug is required", [{ field, description: "is required" }]);
+  }
+  const slug = raw.trim();
+  // eslint-disable-next-line no-control-regex
+  if (slug.length > LIMITS.slugLength || /[\u0000-\u001f\u007f]/.test(slug)) {
+    throw invalid("template_slug is invalid", [{ field, description: `1-${LIMITS.slugLength} characters, no control characters` }]);
+  }
+  return slug;
+}
+
+export type Variables = Record<string, unknown>;
+
+/**
+ * Variables are a JSON object (a protobuf Struct on the wire, so the type is
+ * guaranteed there; the gateway checks it for REST), at most 64 KiB as JSON.
+ */
+export function validateVariables(raw: unknown, field = "variables"): Variables {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw invalid("variables must be an object", [{ field, description: "must be an object" }]);
+  }
+  const json = JSON.stringify(raw);
+  if (Buffer.byteLength(json) > LIMITS.variablesBytes) {
+    throw new AppError("too_large", "variables_too_large", `variables may be at most ${LIMITS.variablesBytes} bytes as JSON`, {
+      fieldViolations: [{ field, description: `at most ${LIMITS.variablesBytes} bytes as JSON` }],
+    });
+  }
+  return raw as Variables;
+}
+
+/** Optional key: empty means none; otherwise 1-255 printable ASCII characters. */
+export function validateIdempotencyKey(raw: unknown, field = "idempotency_key"): string | undefined {
+  if (raw === undefined || raw === null || raw === "") return undefined;
+  if (typeof raw !== "string" || raw.length > LIMITS.idempotencyKeyLength || !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(raw)) {
+    throw invalid("idempotency_key is invalid", [
+      { field, description: `1-${LIMITS.idempotencyKeyLength} printable ASCII characters, not starting or ending with a space` },
+    ]);
+  }
+  return raw;
+}
+
+/** JSON with object keys sorted at every depth: equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const entries = Object.keys(value)
+    .sort()
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+  return `{${entries.join(",")}}`;
+}
+
+/**
+ * What "the same request" means for an idempotency key: sha256 of the
+ * canonical JSON of the body's fields (Stripe compares the parameters too).
+ */
+export function requestHash(body: { templateSlug: string; to: string; variables: Variables }): string {
+  return createHash("sha256")
+    .update(canonicalJson({ template_slug: body.templateSlug, to: body.to, variables: body.variables }))
+    .digest("hex");
+}
+
+export function idempotencyKeyReused(existingId: string): AppError {
+  return new AppError("conflict", "idempotency_key_reused", "idempotency_key was already used with a different request", {
+    existingId,
+    fieldViolations: [{ field: "idempotency_key", description: "was used before with another body" }],
+  });
+}

@@ -1,0 +1,112 @@
+import type { Rendered, TemplateCategory } from "./renderer.js";
+
+// Building the message that leaves: headers, parts, Message-ID. Pure.
+
+/** EMAIL_FROM when unset. */
+export const DEFAULT_FROM = "Email Platform <no-reply@localhost>";
+
+/** A sender as configured by EMAIL_FROM: `Name <addr@domain>` or `addr@domain`. */
+export interface Sender {
+  /** Display name, possibly empty. */
+  name: string;
+  address: string;
+  domain: string;
+  /** The header value as given (trimmed). */
+  header: string;
+}
+
+const ADDRESS = /^[^\s@"<>()\[\],;:\\]+@((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)$/i;
+
+/** Parses EMAIL_FROM; throws with a readable message when it is not a usable sender. */
+export function parseSender(raw: string): Sender {
+  const value = raw.trim();
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new Error("EMAIL_FROM must not contain control characters or line breaks");
+  const angle = /^(.*?)\s*<([^<>]+)>$/.exec(value);
+  const name = angle ? angle[1]!.trim().replace(/^"(.*)"$/, "$1") : "";
+  const address = angle ? angle[2]!.trim() : value;
+  const match = ADDRESS.exec(address);
+  if (!match) throw new Error(`EMAIL_FROM must be "Name <address@domain>" or "address@domain"`);
+  return { name, address, domain: match[1]!.toLowerCase(), header: value };
+}
+
+/**
+ * The Message-ID of an email: derived from its id alone, so a resend after a
+ * crash carries the same one and receivers that dedupe on it drop the copy.
+ */
+export function messageIdFor(emailId: string, sender: Sender): string {
+  return `<${emailId}@${sender.domain}>`;
+}
+
+/** What a provider sends (or the sandbox keeps): everything of the message. */
+export interface OutgoingMessage {
+  emailId: string;
+  from: Sender;
+  to: string;
+  subject: string;
+  html: string;
+  text: string;
+  /** `<id@domain>`, also in `headers["Message-ID"]`. */
+  messageId: string;
+  /** Every header we set, by canonical name; providers add Date, MIME headers and the like. */
+  headers: Record<string, string>;
+}
+
+export interface MessageInput {
+  emailId: string;
+  from: Sender;
+  to: string;
+  category: TemplateCategory;
+  rendered: Rendered;
+  /** One-click unsubscribe URL for this recipient, when the platform knows one (marketing only). */
+  unsubscribeUrl?: string | undefined;
+}
+
+export function buildMessage(input: MessageInput): OutgoingMessage {
+  // The renderer promises a subject without line breaks; a header can never
+  // carry one anyway, so fold whatever is left into spaces.
+  const subject = input.rendered.subject.replace(/[\r\n]+/g, " ").trim();
+  const messageId = messageIdFor(input.emailId, input.from);
+  const headers: Record<string, string> = {
+    From: input.from.header,
+    To: input.to,
+    Subject: subject,
+    "Message-ID": messageId,
+  };
+  if (input.category === "marketing" && input.unsubscribeUrl) {
+    Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
+  }
+  return {
+    emailId: input.emailId,
+    from: input.from,
+    to: input.to,
+    subject,
+    html: input.rendered.html,
+    text: input.rendered.text,
+    messageId,
+    headers,
+  };
+}
+
+/**
+ * RFC 2369 List-Unsubscribe with the RFC 8058 one-click POST marker. One-click
+ * needs an HTTPS URI; any other URL gets the plain header only.
+ */
+export function listUnsubscribeHeaders(url: string): Record<string, string> {
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020<>\u007f]/.test(url)) throw new Error("unsubscribe URL must not contain spaces, control characters or angle brackets");
+  const headers: Record<string, string> = { "List-Unsubscribe": `<${url}>` };
+  if (/^https:\/\//i.test(url)) headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
+  return headers;
+}
+
+/**
+ * A provider's reason as it may be stored and shown: the server's reply text
+ * without the recipient's address (or any other address), single line, bounded.
+ */
+export function scrubReason(reason: string, recipient: string): string {
+  let text = reason.replace(/[\r\n]+/g, " ").trim();
+  text = text.replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, "<recipient>");
+  if (recipient) text = text.split(recipient).join("<recipient>");
+  return text.length > 500 ? `${text.slice(0, 497)}...` : text;
+}

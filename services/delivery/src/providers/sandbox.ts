@@ -1,0 +1,41 @@
+import { DuplicateKeyError, type Collection } from "@emailsvc/storage";
+import type { OutgoingMessage } from "../domain/message.js";
+import type { EmailProvider, SendContext, SendResult } from "../domain/provider.js";
+import type { SandboxMessageDoc } from "../storage/documents.js";
+
+/**
+ * Keeps the whole rendered message in delivery's store and sends nothing: the
+ * default provider (embedded mode) and the only one test-mode keys ever use.
+ * GetSandboxMessage reads it back. One message per email: a resend after a
+ * crash finds the first one kept and changes nothing.
+ */
+export class SandboxProvider implements EmailProvider {
+  readonly name = "sandbox" as const;
+
+  constructor(
+    private readonly messages: Collection<SandboxMessageDoc>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
+    try {
+      await this.messages.insertOne({
+        _id: message.emailId,
+        tenant: context.tenant,
+        from: message.from.header,
+        to: message.to,
+        subject: message.subject,
+        html: message.html,
+        text: message.text,
+        headers: { ...message.headers },
+        captured_at: this.now(),
+      });
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      return { response: "already kept in the sandbox" };
+    }
+    return { response: "kept in the sandbox" };
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,153 @@
+import nodemailer from "nodemailer";
+import type { NodemailerError } from "nodemailer";
+import { scrubReason, type OutgoingMessage } from "../domain/message.js";
+import { SendFailure, type EmailProvider, type SendContext, type SendResult } from "../domain/provider.js";
+
+/** Where and how to reach the relay; parsed from SMTP_URL. */
+export interface SmtpSettings {
+  host: string;
+  port: number;
+  /** Implicit TLS from the first byte (`smtps://`, usually port 465). */
+  secure: boolean;
+  user?: string | undefined;
+  pass?: string | undefined;
+  /** With `smtp://`: refuse to send unless STARTTLS succeeds (`?require_tls=true`). */
+  requireTls: boolean;
+  /** Verify the relay's certificate (default true; `?tls_verify=false` for a relay with a self-signed one). */
+  tlsVerify: boolean;
+  /** Pooled connections kept open to the relay (`?pool=N`, default 5). */
+  maxConnections: number;
+}
+
+/** Timeouts in ms; a dead relay must fail fast, a slow one may take its time to accept DATA. */
+export interface SmtpTimeouts {
+  connectionMs: number;
+  greetingMs: number;
+  socketMs: number;
+}
+
+export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = { connectionMs: 5000, greetingMs: 5000, socketMs: 20000 };
+
+const bool = (value: string | null, fallback: boolean, name: string): boolean => {
+  if (value === null) return fallback;
+  if (value === "true" || value === "1") return true;
+  if (value === "false" || value === "0") return false;
+  throw new Error(`SMTP_URL: ${name} must be true or false`);
+};
+
+/**
+ * `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://user:pass@host:465`
+ * (implicit TLS). User and password are percent-decoded. Query options:
+ * `require_tls`, `tls_verify`, `pool`. Errors never repeat the URL (it holds the password).
+ */
+export function parseSmtpUrl(raw: string): SmtpSettings {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error("SMTP_URL is not a URL (smtp://user:pass@host:587 or smtps://user:pass@host:465)");
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") throw new Error("SMTP_URL must start with smtp:// or smtps://");
+  if (!url.hostname) throw new Error("SMTP_URL names no host");
+  const secure = url.protocol === "smtps:";
+  const known = new Set(["require_tls", "tls_verify", "pool"]);
+  for (const key of url.searchParams.keys()) if (!known.has(key)) throw new Error(`SMTP_URL: unknown option ${key}`);
+  const pool = url.searchParams.get("pool");
+  const maxConnections = pool === null ? 5 : Number(pool);
+  if (!Number.isInteger(maxConnections) || maxConnections < 1 || maxConnections > 100) throw new Error("SMTP_URL: pool must be 1-100");
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port ? Number(url.port) : secure ? 465 : 587,
+    secure,
+    user: url.username ? decodeURIComponent(url.username) : undefined,
+    pass: url.password ? decodeURIComponent(url.password) : undefined,
+    requireTls: bool(url.searchParams.get("require_tls"), false, "require_tls"),
+    tlsVerify: bool(url.searchParams.get("tls_verify"), true, "tls_verify"),
+    maxConnections,
+  };
+}
+
+/** SMTP_URL without its password, for logs. */
+export function describeSmtp(settings: SmtpSettings): string {
+  return `${settings.secure ? "smtps" : "smtp"}://${settings.user ? `${settings.user}@` : ""}${settings.host}:${settings.port}`;
+}
+
+/**
+ * Sends through any SMTP relay with nodemailer: a pool of connections, the
+ * Message-ID we give (so a resend carries the same one), HTML and text parts.
+ * Failures become SendFailure: 5xx permanent, 4xx transient, no relay to talk
+ * to unreachable, our abort aborted.
+ */
+export class SmtpProvider implements EmailProvider {
+  readonly name = "smtp" as const;
+  private readonly transporter;
+
+  constructor(settings: SmtpSettings, timeouts: SmtpTimeouts = DEFAULT_SMTP_TIMEOUTS) {
+    this.transporter = nodemailer.createTransport({
+      pool: true,
+      host: settings.host,
+      port: settings.port,
+      secure: settings.secure,
+      requireTLS: settings.requireTls,
+      ...(settings.user !== undefined ? { auth: { user: settings.user, pass: settings.pass ?? "" } } : {}),
+      tls: { rejectUnauthorized: settings.tlsVerify },
+      maxConnections: settings.maxConnections,
+      connectionTimeout: timeouts.connectionMs,
+      greetingTimeout: timeouts.greetingMs,
+      socketTimeout: timeouts.socketMs,
+      // nodemailer's own logger stays off: it would log addresses.
+      logger: false,
+      debug: false,
+    });
+  }
+
+  async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
+    const { From: _from, To: _to, Subject: _subject, "Message-ID": _messageId, ...extra } = message.headers;
+    try {
+      const info = await this.transporter.sendMail({
+        from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
+        to: message.to,
+        subject: message.subject,
+        html: message.html,
+        text: message.text,
+        messageId: message.messageId,
+        headers: extra,
+        // No tracking pixels or link rewriting: nodemailer sends what we give it.
+        disableFileAccess: true,
+        disableUrlAccess: true,
+        signal: context.signal,
+      });
+      return { response: scrubReason(String(info.response ?? "accepted"), message.to) };
+    } catch (err) {
+      throw classifySmtpError(err as NodemailerError, message.to, context.signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.transporter.close();
+  }
+}
+
+const UNREACHABLE_CODES = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ETLS", "EPROXY"]);
+
+/** Maps a nodemailer error to what it means for the email. */
+export function classifySmtpError(err: NodemailerError, recipient: string, signal?: AbortSignal): SendFailure {
+  const reply = typeof err.response === "string" && err.response ? err.response : undefined;
+  const reason = scrubReason(reply ?? `${err.code ?? "error"}: ${err.message}`, recipient);
+  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return new SendFailure("aborted", reason);
+  // Our credentials were refused: a setting to fix, not this message's fault (even with a 535).
+  if (err.code === "EAUTH" || err.code === "ENOAUTH") return new SendFailure("unreachable", reason);
+  if (typeof err.responseCode === "number") {
+    // 421: the service is shutting down / not available: not about this message.
+    if (err.responseCode === 421) return new SendFailure("unreachable", reason);
+    if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) return new SendFailure("permanent", reason);
+    return new SendFailure("transient", reason);
+  }
+  if (err.code === "ETIMEDOUT") {
+    // No answer to a command in flight (SOCKET_TIMEOUT): the relay may have taken the message.
+    return new SendFailure(err.timeoutType === "SOCKET_TIMEOUT" ? "transient" : "unreachable", reason);
+  }
+  if (err.code && UNREACHABLE_CODES.has(err.code)) return new SendFailure("unreachable", reason);
+  if (err.code === "EENVELOPE") return new SendFailure("permanent", reason);
+  return new SendFailure("transient", reason);
+}

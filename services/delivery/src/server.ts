@@ -1,0 +1,163 @@
+import type { Transport } from "@connectrpc/connect";
+import type { EventBus } from "@emailsvc/events";
+import { delivery } from "@emailsvc/proto";
+import { createServiceTransport, errorInterceptor, HealthState, startGrpcServer, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore, IndexSpec } from "@emailsvc/storage";
+import type { ProviderName } from "./domain/email.js";
+import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
+import { DEFAULT_RETRY, type EmailProvider, type RetryPolicy } from "./domain/provider.js";
+import { RendererCache, type CompileRenderer } from "./domain/renderer.js";
+import { DELIVERY_TOPICS, OutboxRelay } from "./messaging/outbox-relay.js";
+import { SendConsumer } from "./messaging/send-consumer.js";
+import { SandboxProvider } from "./providers/sandbox.js";
+import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
+import { deliveryRoutes } from "./rpc/services.js";
+import { templatesClient } from "./rpc/templates-client.js";
+import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
+import { loadTemplatesRenderer } from "./templates-renderer.js";
+import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
+import type { Deps } from "./usecases/deps.js";
+
+export interface DeliveryServiceOptions {
+  store: DocumentStore;
+  bus: EventBus;
+  logger: Logger;
+  /** 0 picks a free port (tests, the embedded mode). */
+  port: number;
+  host?: string;
+  /** TemplateService: its URL, or a ready transport (tests: createRouterTransport). One is required. */
+  templatesUrl?: string;
+  templatesTransport?: Transport;
+  /** EMAIL_PROVIDER for live-mode keys (default sandbox). Test-mode keys always use the sandbox. */
+  provider?: ProviderName;
+  /** SMTP_URL, parsed or as text; required when provider is smtp. */
+  smtp?: SmtpSettings | string;
+  smtpTimeouts?: SmtpTimeouts;
+  /** EMAIL_FROM (default `Email Platform <no-reply@localhost>`). */
+  from?: string | Sender;
+  /** compileRenderer of @emailsvc/templates (the default, loaded by name); tests pass a stand-in. */
+  renderer?: CompileRenderer;
+  /** One-click unsubscribe URL of a marketing recipient; none known yet (seam for the portal). */
+  unsubscribeUrl?: UnsubscribeUrlSource;
+  /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
+  retry?: Partial<RetryPolicy>;
+  /** How long one send attempt holds an email (default 60 s); tests shorten it. */
+  leaseMs?: number;
+  /** Outbox and stalled-email sweeps; tests shorten them. */
+  sweepIntervalMs?: number;
+  sweepGraceMs?: number;
+  stalledAfterMs?: number;
+  /** Consumer group of the send consumer (default `delivery`; tests sharing a Kafka use their own). */
+  consumerGroup?: string;
+  /** Compiled templates kept (default 500 versions). */
+  rendererCacheSize?: number;
+}
+
+export interface RunningDeliveryService {
+  url: string;
+  port: number;
+  relay: OutboxRelay;
+  /**
+   * Drains: NOT_SERVING, the gRPC server finishes calls in flight, the consumer
+   * stops (a send still running after `graceMs`, default 10 s, is cut off and
+   * left to its lease), the relay finishes, SMTP connections close. Store and
+   * bus stay open (the caller owns them).
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+const indexes = (specs: readonly { name: string; fields: Record<string, 1 | -1>; unique?: boolean }[]): IndexSpec[] =>
+  specs.map((s) => ({ name: s.name, fields: { ...s.fields }, ...(s.unique ? { unique: true } : {}) }));
+
+export async function startDeliveryService(options: DeliveryServiceOptions): Promise<RunningDeliveryService> {
+  const { store, bus, logger } = options;
+  const transport =
+    options.templatesTransport ?? (options.templatesUrl ? createServiceTransport(options.templatesUrl) : undefined);
+  if (!transport) throw new Error("startDeliveryService needs templatesUrl or templatesTransport");
+  const liveProvider = options.provider ?? "sandbox";
+  const smtpSettings = typeof options.smtp === "string" ? parseSmtpUrl(options.smtp) : options.smtp;
+  if (liveProvider === "smtp" && !smtpSettings) throw new Error("provider smtp needs SMTP settings (SMTP_URL)");
+  const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
+  const compile = options.renderer ?? loadTemplatesRenderer();
+
+  const emails = store.collection<EmailDoc>("emails");
+  const sandboxMessages = store.collection<SandboxMessageDoc>("sandbox_messages");
+  await Promise.all([
+    emails.createIndexes(indexes(EMAIL_INDEXES)),
+    sandboxMessages.createIndexes(indexes(SANDBOX_INDEXES)),
+    bus.ensureTopics([...DELIVERY_TOPICS]),
+  ]);
+
+  const relay = new OutboxRelay({
+    emails,
+    bus,
+    logger,
+    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
+  });
+  const templates = templatesClient(transport);
+  const sandbox = new SandboxProvider(sandboxMessages);
+  // The SMTP pool exists only for live mode with EMAIL_PROVIDER=smtp; test mode never gets near it.
+  const smtp: EmailProvider | undefined =
+    liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
+
+  const deps: Deps = { emails, sandbox: sandboxMessages, relay, templates, logger, liveProvider, now: Date.now };
+  const consumer = new SendConsumer(
+    bus,
+    {
+      emails,
+      relay,
+      templates,
+      renderers: new RendererCache(compile, options.rendererCacheSize ?? 500),
+      providers: { sandbox, smtp },
+      liveProvider,
+      sender,
+      unsubscribeUrl: options.unsubscribeUrl ?? (async () => undefined),
+      retry: { ...DEFAULT_RETRY, ...options.retry },
+      leaseMs: options.leaseMs ?? 60_000,
+      logger,
+      now: Date.now,
+    },
+    logger,
+    options.consumerGroup,
+  );
+
+  const health = new HealthState(() => store.ping());
+  const routes = deliveryRoutes(deps);
+  const healthRoutes = health.routes([delivery.DeliveryService.typeName]);
+  const server = await startGrpcServer({
+    port: options.port,
+    ...(options.host ? { host: options.host } : {}),
+    interceptors: [errorInterceptor(logger)],
+    routes: (router) => {
+      routes(router);
+      healthRoutes(router);
+    },
+  });
+  try {
+    await consumer.start();
+  } catch (err) {
+    await server.close(0);
+    throw err;
+  }
+  relay.start();
+  logger.info({ url: server.url, provider: liveProvider }, "delivery service listening");
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: server.url,
+    port: server.port,
+    relay,
+    close(closeOptions = {}) {
+      closing ??= (async () => {
+        const graceMs = closeOptions.graceMs ?? 10_000;
+        health.setDraining();
+        await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
+        await relay.stop();
+        await Promise.all([sandbox.close(), smtp?.close()]);
+      })();
+      return closing;
+    },
+  };
+}

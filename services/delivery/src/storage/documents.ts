@@ -1,0 +1,104 @@
+import type { Doc } from "@emailsvc/storage";
+import type { EmailStatus } from "../domain/email.js";
+
+// Stored shapes. Every document starts with `tenant` (account:mode) and every
+// per-tenant index starts with it too, so no query can reach across tenants.
+// The relay's and the consumer's sweeps work across tenants and have their
+// own indexes.
+
+/** A bus event a change implies, kept inside the changed email until published. */
+export interface OutboxEntry {
+  /** The event's event_id (consumers dedupe by it). */
+  id: string;
+  topic: "email.send.requested" | "email.status";
+  at: number;
+  /** For email.status: the status the email moved to. */
+  status?: EmailStatus;
+}
+
+export interface EmailDoc extends Doc {
+  tenant: string;
+  /** Recipient as given (trimmed). */
+  to: string;
+  /** Lower-cased recipient, for lookups by address (erasure of a subscriber's mail). */
+  to_key: string;
+  template_id: string;
+  template_slug: string;
+  /** The version the email was queued with; it is rendered with that one. */
+  template_version: number;
+  /**
+   * The caller's variables as JSON text: keys may hold `.` or `$` and values
+   * nested arrays, which MongoDB/FerretDB refuse as stored fields.
+   */
+  variables_json: string;
+  /** The key as given, or "" without one. */
+  idempotency_key: string;
+  /**
+   * Unique per tenant: `key:<idempotency key>`, or `none:<email id>` when the
+   * request had no key (a missing field would count as null in a unique index,
+   * and every keyless email would collide).
+   */
+  idem_key: string;
+  /** sha256 of the canonical request; a replay must match it. */
+  request_hash: string;
+  status: EmailStatus;
+  /** The provider that sent it (or will: test-mode emails always use the sandbox). */
+  provider: string;
+  /** Message-ID header of the sent message ("" until sent). */
+  message_id: string;
+  /** The provider's reason when failed ("" otherwise). */
+  error: string;
+  /** The reason of the last failed attempt, kept while retrying (for operators; not in the API). */
+  last_error: string;
+  /** Send attempts started (claims). */
+  attempts: number;
+  /** Attempts the server answered "not now" to: counted toward the cap. */
+  transient_failures: number;
+  /**
+   * A send attempt holds the email until this time (ms); 0 when free. A
+   * consumer that died mid-send leaves its lease to run out, then the
+   * redelivered event (or the stalled sweep) sends it again.
+   */
+  lease_until: number;
+  /** Which attempt holds the lease (its release and result writes are guarded by it). */
+  lease_token: string;
+  queued_at: number;
+  sent_at: number | null;
+  failed_at: number | null;
+  updated_at: number;
+  /** Bumped by every write that adds outbox entries; guards the outbox clear. */
+  version: number;
+  outbox: OutboxEntry[];
+  outbox_pending: boolean;
+}
+
+/** The whole rendered message the sandbox provider kept instead of sending. */
+export interface SandboxMessageDoc extends Doc {
+  /** `_id` is the email id: one message per email, a resend keeps the first. */
+  tenant: string;
+  from: string;
+  to: string;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  captured_at: number;
+}
+
+export const EMAIL_INDEXES = [
+  // Idempotency: one email per key and tenant; decides concurrent requests with one key.
+  { name: "idem_per_tenant", fields: { tenant: 1, idem_key: 1 }, unique: true },
+  // ListEmails: the tenant's emails newest first (cursor pages on _id).
+  { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
+  // Emails to one address (erasure when a subscriber is deleted: next step).
+  { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
+  // The outbox relay's sweep for changes whose events are not published yet.
+  { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
+  // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).
+  { name: "stalled", fields: { status: 1, updated_at: 1 } },
+] as const;
+
+export const SANDBOX_INDEXES = [
+  // GetSandboxMessage reads by `_id` and tenant; the tenant index keeps per-tenant scans (export, erasure) cheap.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+] as const;

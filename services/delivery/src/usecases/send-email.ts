@@ -1,0 +1,120 @@
+import { AppError, newId } from "@emailsvc/runtime";
+import { DuplicateKeyError } from "@emailsvc/storage";
+import {
+  idempotencyKeyReused,
+  recipientKey,
+  requestHash,
+  validateIdempotencyKey,
+  validateRecipient,
+  validateSlug,
+  validateVariables,
+  type EmailView,
+} from "../domain/email.js";
+import { TemplatesUnavailableError } from "../domain/templates.js";
+import type { EmailDoc } from "../storage/documents.js";
+import { emailView, finish, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
+
+export interface SendEmailInput {
+  templateSlug: unknown;
+  to: unknown;
+  variables: unknown;
+  idempotencyKey: unknown;
+  signal?: AbortSignal;
+}
+
+export interface SendEmailResult {
+  email: EmailView;
+  /** True when an earlier request with this idempotency key is answered again. */
+  replayed: boolean;
+}
+
+/**
+ * Queues one email and returns at once; the send consumer delivers it.
+ *
+ * Idempotency as Stripe does it: a key is bound to the request that first used
+ * it (by a hash of the body). The same key with the same body returns the
+ * original email (`replayed`) and sends nothing more; with another body it is
+ * a 409. Concurrent requests with one key are decided by the unique index on
+ * (tenant, idem_key): one insert wins, the others read the winner and compare.
+ * Invalid requests are rejected before the key is looked at, and never bind it.
+ */
+export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput): Promise<SendEmailResult> {
+  const templateSlug = validateSlug(input.templateSlug);
+  const to = validateRecipient(input.to);
+  const variables = validateVariables(input.variables);
+  const idempotencyKey = validateIdempotencyKey(input.idempotencyKey);
+  const hash = requestHash({ templateSlug, to, variables });
+
+  if (idempotencyKey !== undefined) {
+    const earlier = await scope.emails.findOne({ idem_key: `key:${idempotencyKey}` });
+    if (earlier) return replay(earlier, hash);
+  }
+
+  const template = await resolveTemplate(deps, scope, templateSlug, input.signal);
+  const now = deps.now();
+  const id = newId("eml");
+  const doc: Omit<EmailDoc, "tenant"> = {
+    _id: id,
+    to,
+    to_key: recipientKey(to),
+    template_id: template.templateId,
+    template_slug: template.slug,
+    template_version: template.version,
+    variables_json: JSON.stringify(variables),
+    idempotency_key: idempotencyKey ?? "",
+    idem_key: idempotencyKey !== undefined ? `key:${idempotencyKey}` : `none:${id}`,
+    request_hash: hash,
+    status: "queued",
+    provider: providerForTenant(scope.tenant, deps.liveProvider),
+    message_id: "",
+    error: "",
+    last_error: "",
+    attempts: 0,
+    transient_failures: 0,
+    lease_until: 0,
+    lease_token: "",
+    queued_at: now,
+    sent_at: null,
+    failed_at: null,
+    updated_at: now,
+    version: 1,
+    outbox: [outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")],
+    outbox_pending: true,
+  };
+  try {
+    await scope.emails.insertOne(doc);
+  } catch (err) {
+    if (err instanceof DuplicateKeyError && idempotencyKey !== undefined) {
+      // A concurrent request with the same key won the insert.
+      const winner = await scope.emails.findOne({ idem_key: `key:${idempotencyKey}` });
+      if (winner) return replay(winner, hash);
+    }
+    throw err;
+  }
+  const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
+  await finish(deps.relay, deps.logger, stored);
+  return { email: emailView(stored), replayed: false };
+}
+
+function replay(earlier: EmailDoc, hash: string): SendEmailResult {
+  if (earlier.request_hash !== hash) throw idempotencyKeyReused(earlier._id);
+  return { email: emailView(earlier), replayed: true };
+}
+
+async function resolveTemplate(deps: Deps, scope: Scope, slug: string, signal: AbortSignal | undefined) {
+  let template;
+  try {
+    template = await deps.templates.bySlug(scope.call, slug, signal);
+  } catch (err) {
+    if (err instanceof TemplatesUnavailableError) {
+      throw new AppError("unavailable", "templates_unavailable", "the templates service is unavailable; try again");
+    }
+    throw err;
+  }
+  if (!template) {
+    throw new AppError("not_found", "template_not_found", "no template with this slug", {
+      fieldViolations: [{ field: "template_slug", description: "no template with this slug" }],
+    });
+  }
+  return template;
+}

@@ -1,0 +1,253 @@
+import { AppError } from "@emailsvc/runtime";
+import { loadConfig } from "../src/config.js";
+import {
+  canonicalJson,
+  requestHash,
+  validateIdempotencyKey,
+  validateRecipient,
+  validateVariables,
+} from "../src/domain/email.js";
+import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
+import { afterFailure, SendFailure, type FailureKind } from "../src/domain/provider.js";
+import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
+import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
+import { standInRenderer } from "./support/renderer.js";
+
+function appError(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error("expected an AppError");
+}
+
+describe("recipient, variables and idempotency key", () => {
+  it("accepts a plain address, trimmed, case kept", () => {
+    expect(validateRecipient("  Ada@Example.com ")).toBe("Ada@Example.com");
+  });
+
+  it.each([
+    ["", "is required"],
+    ["no-at-sign", "is not a valid email address"],
+    ["a@b", "is not a valid email address"],
+    ["a b@example.com", "is not a valid email address"],
+    ["victim@example.com\r\nBcc: x@example.com", "must not contain line breaks"],
+    ["victim@example.com\n", "must not contain line breaks"],
+    [`${"a".repeat(243)}@example.com`, "is not a valid email address"],
+  ])("rejects %j", (raw, description) => {
+    const err = appError(() => validateRecipient(raw));
+    expect(err.code).toBe("validation_failed");
+    expect(err.extra.fieldViolations).toEqual([{ field: "to", description }]);
+  });
+
+  it("takes variables up to 64 KiB as JSON and answers 413 beyond", () => {
+    expect(validateVariables(undefined)).toEqual({});
+    expect(validateVariables({ a: "x".repeat(60 * 1024) })).toBeDefined();
+    const err = appError(() => validateVariables({ a: "x".repeat(64 * 1024) }));
+    expect(err.kind).toBe("too_large");
+    expect(err.code).toBe("variables_too_large");
+    // Bytes, not characters: multi-byte text counts as what it weighs.
+    expect(appError(() => validateVariables({ a: "é".repeat(33 * 1024) })).code).toBe("variables_too_large");
+    expect(appError(() => validateVariables([1, 2])).code).toBe("validation_failed");
+    expect(appError(() => validateVariables("text")).code).toBe("validation_failed");
+  });
+
+  it("takes keys of 1-255 printable characters; empty means none", () => {
+    expect(validateIdempotencyKey("")).toBeUndefined();
+    expect(validateIdempotencyKey(undefined)).toBeUndefined();
+    expect(validateIdempotencyKey("order 42/ä".replace("ä", "a"))).toBe("order 42/a");
+    expect(validateIdempotencyKey("k".repeat(255))).toBe("k".repeat(255));
+    for (const bad of ["k".repeat(256), " lead", "trail ", "tab\there", "new\nline", "ümlaut"]) {
+      expect(appError(() => validateIdempotencyKey(bad)).extra.fieldViolations![0]!.field).toBe("idempotency_key");
+    }
+  });
+
+  it("hashes the request canonically: key order does not matter, values do", () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+    const a = requestHash({ templateSlug: "w", to: "a@example.com", variables: { x: 1, y: { p: "q", o: [1] } } });
+    const b = requestHash({ templateSlug: "w", to: "a@example.com", variables: { y: { o: [1], p: "q" }, x: 1 } });
+    expect(a).toBe(b);
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+    expect(requestHash({ templateSlug: "w", to: "a@example.com", variables: { x: 2, y: { p: "q", o: [1] } } })).not.toBe(a);
+    expect(requestHash({ templateSlug: "v", to: "a@example.com", variables: { x: 1, y: { p: "q", o: [1] } } })).not.toBe(a);
+    expect(requestHash({ templateSlug: "w", to: "b@example.com", variables: { x: 1, y: { p: "q", o: [1] } } })).not.toBe(a);
+  });
+});
+
+describe("the message", () => {
+  const sender = parseSender('"Acme News" <news@Mail.Acme.example>');
+  const rendered: Rendered = { subject: "Hello\r\nBcc: x@example.com", html: "<p>Hi</p>", text: "Hi", missing: [] };
+
+  it("parses EMAIL_FROM with or without a display name", () => {
+    expect(sender).toEqual({ name: "Acme News", address: "news@Mail.Acme.example", domain: "mail.acme.example", header: '"Acme News" <news@Mail.Acme.example>' });
+    expect(parseSender("no-reply@localhost")).toMatchObject({ name: "", address: "no-reply@localhost", domain: "localhost" });
+    expect(parseSender("Email Platform <no-reply@localhost>")).toMatchObject({ name: "Email Platform", domain: "localhost" });
+    expect(() => parseSender("not an address")).toThrow(/EMAIL_FROM/);
+    expect(() => parseSender("A <a@example.com>\r\nBcc: b@example.com")).toThrow(/control characters/);
+  });
+
+  it("derives the Message-ID from the email id alone", () => {
+    expect(messageIdFor("eml_01abc", sender)).toBe("<eml_01abc@mail.acme.example>");
+    expect(messageIdFor("eml_01abc", sender)).toBe(messageIdFor("eml_01abc", sender));
+  });
+
+  it("builds headers and parts; a subject never carries a line break", () => {
+    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "transactional", rendered, unsubscribeUrl: "https://u.example/x" });
+    expect(m.subject).toBe("Hello Bcc: x@example.com");
+    expect(m.headers).toEqual({ From: sender.header, To: "a@example.com", Subject: "Hello Bcc: x@example.com", "Message-ID": "<eml_1@mail.acme.example>" });
+    expect(m.html).toBe("<p>Hi</p>");
+    expect(m.text).toBe("Hi");
+  });
+
+  it("adds List-Unsubscribe and the RFC 8058 one-click header to marketing mail when a URL is known", () => {
+    const url = "https://prefs.example/unsubscribe?token=abc";
+    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "marketing", rendered, unsubscribeUrl: url });
+    expect(m.headers["List-Unsubscribe"]).toBe(`<${url}>`);
+    expect(m.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    const none = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "marketing", rendered });
+    expect(none.headers["List-Unsubscribe"]).toBeUndefined();
+    // One-click needs HTTPS; other URIs get the plain header only.
+    expect(listUnsubscribeHeaders("mailto:unsub@acme.example")).toEqual({ "List-Unsubscribe": "<mailto:unsub@acme.example>" });
+    expect(() => listUnsubscribeHeaders("https://x.example/a b")).toThrow();
+    expect(() => listUnsubscribeHeaders("https://x.example/>\r\nBcc: y")).toThrow();
+  });
+
+  it("scrubs addresses out of a provider's reason", () => {
+    expect(scrubReason("550 5.1.1 <Bob@Example.com>: Recipient address rejected", "Bob@Example.com")).toBe("550 5.1.1 <recipient>: Recipient address rejected");
+    expect(scrubReason("550 user bob@example.com unknown\r\nmore", "x@y.example")).toBe("550 user <recipient> unknown more");
+    expect(scrubReason("x".repeat(600), "").length).toBe(500);
+  });
+});
+
+describe("what a failed attempt leads to", () => {
+  const policy = { maxAttempts: 3, maxQueueAgeMs: 60_000 };
+  const state = (attempts: number, transientFailures: number, age = 0) => ({ attempts, transientFailures, queuedAt: 1_000_000, now: 1_000_000 + age });
+  const f = (kind: FailureKind) => new SendFailure(kind, "451 4.3.0 later");
+
+  it("fails a permanent rejection at once, with the reason", () => {
+    expect(afterFailure(new SendFailure("permanent", "550 no such user"), state(1, 0), policy)).toEqual({ retry: false, reason: "550 no such user" });
+  });
+  it("retries answered failures up to the cap, then gives up naming the attempts", () => {
+    expect(afterFailure(f("transient"), state(2, 2), policy)).toEqual({ retry: true });
+    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, reason: "gave up after 3 attempts: 451 4.3.0 later" });
+  });
+  it("retries an unreachable provider without counting, until the queue lifetime", () => {
+    expect(afterFailure(f("unreachable"), state(40, 0, 59_000), policy)).toEqual({ retry: true });
+    expect(afterFailure(f("unreachable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "gave up after 41 attempts: 451 4.3.0 later" });
+  });
+  it("retries an aborted attempt", () => {
+    expect(afterFailure(f("aborted"), state(9, 9, 10_000_000), policy)).toEqual({ retry: true });
+  });
+});
+
+describe("SMTP errors and settings", () => {
+  const classify = (err: Record<string, unknown>) => classifySmtpError(Object.assign(new Error(String(err.message ?? "x")), err), "bob@example.com");
+
+  it.each<[Record<string, unknown>, FailureKind]>([
+    [{ code: "EENVELOPE", responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" }, "permanent"],
+    [{ code: "EMESSAGE", responseCode: 554, response: "554 5.7.1 Spam" }, "permanent"],
+    [{ code: "EMESSAGE", responseCode: 451, response: "451 4.3.0 later" }, "transient"],
+    [{ code: "EENVELOPE", responseCode: 452, response: "452 mailbox full" }, "transient"],
+    [{ code: "EPROTOCOL", responseCode: 503, response: "503 bad sequence" }, "transient"],
+    [{ code: "EMESSAGE", responseCode: 421, response: "421 shutting down" }, "unreachable"],
+    [{ code: "ESOCKET", originalCode: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:25" }, "unreachable"],
+    [{ code: "ECONNECTION", message: "Connection closed" }, "unreachable"],
+    [{ code: "EDNS", message: "getaddrinfo ENOTFOUND smtp.nowhere" }, "unreachable"],
+    [{ code: "EAUTH", responseCode: 535, response: "535 5.7.8 bad credentials" }, "unreachable"],
+    [{ code: "EAUTH", message: "Invalid login" }, "unreachable"],
+    [{ code: "ETIMEDOUT", timeoutType: "GREETING_TIMEOUT" }, "unreachable"],
+    [{ code: "ETIMEDOUT", timeoutType: "SOCKET_TIMEOUT" }, "transient"],
+    [{ code: "EABORT", message: "aborted" }, "aborted"],
+    [{ message: "something else" }, "transient"],
+  ])("%j is %s", (err, kind) => {
+    const failure = classify(err);
+    expect(failure.kind).toBe(kind);
+    expect(failure.reason).not.toContain("bob@example.com");
+  });
+
+  it("keeps the server's reply as the reason", () => {
+    expect(classify({ responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" }).reason).toBe("550 5.1.1 <recipient>: User unknown");
+  });
+
+  it("parses SMTP_URL", () => {
+    expect(parseSmtpUrl("smtp://user%40x:p%3Ass@relay.example:2525")).toEqual({
+      host: "relay.example", port: 2525, secure: false, user: "user@x", pass: "p:ss", requireTls: false, tlsVerify: true, maxConnections: 5,
+    });
+    expect(parseSmtpUrl("smtp://relay.example")).toMatchObject({ port: 587, secure: false, user: undefined });
+    expect(parseSmtpUrl("smtps://u:p@relay.example")).toMatchObject({ port: 465, secure: true });
+    expect(parseSmtpUrl("smtp://relay.example?require_tls=true&tls_verify=false&pool=2")).toMatchObject({ requireTls: true, tlsVerify: false, maxConnections: 2 });
+    for (const bad of ["http://relay.example", "relay.example:25", "smtp://relay.example?pool=0", "smtp://relay.example?verbose=1", "smtp://relay.example?require_tls=maybe"]) {
+      expect(() => parseSmtpUrl(bad)).toThrow(/SMTP_URL/);
+    }
+    // The password never shows in an error.
+    expect(() => parseSmtpUrl("smtp://u:topsecret@relay.example?pool=x")).toThrow(expect.objectContaining({ message: expect.not.stringContaining("topsecret") }));
+  });
+});
+
+describe("config", () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    process.env = { ...saved };
+  });
+  const set = (env: Record<string, string | undefined>) => {
+    for (const k of ["EMAIL_PROVIDER", "SMTP_URL", "EMAIL_FROM", "GRPC_PORT", "TEMPLATES_URL", "MONGO_DB"]) delete process.env[k];
+    Object.assign(process.env, env);
+  };
+
+  it("has defaults for a laptop", () => {
+    set({});
+    expect(loadConfig()).toMatchObject({
+      grpcPort: 50053,
+      mongoDb: "delivery",
+      provider: "sandbox",
+      smtp: undefined,
+      templatesUrl: "http://127.0.0.1:50052",
+      from: { name: "Email Platform", address: "no-reply@localhost" },
+    });
+  });
+
+  it("fails fast on a bad provider, SMTP without URL, a bad URL or sender", () => {
+    set({ EMAIL_PROVIDER: "ses" });
+    expect(() => loadConfig()).toThrow(/EMAIL_PROVIDER/);
+    set({ EMAIL_PROVIDER: "smtp" });
+    expect(() => loadConfig()).toThrow(/SMTP_URL/);
+    set({ EMAIL_PROVIDER: "smtp", SMTP_URL: "ftp://x" });
+    expect(() => loadConfig()).toThrow(/SMTP_URL/);
+    set({ EMAIL_FROM: "nobody" });
+    expect(() => loadConfig()).toThrow(/EMAIL_FROM/);
+    set({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtps://u:p@relay.example", EMAIL_FROM: "Acme <a@acme.example>" });
+    expect(loadConfig()).toMatchObject({ provider: "smtp", smtp: { host: "relay.example", port: 465, secure: true } });
+  });
+});
+
+describe("renderer cache", () => {
+  const template = (id: string, version: number): CompiledTemplate => ({
+    templateId: id, slug: "s", version, category: "transactional", subject: `v${version} {{name}}`, html: "<p>{{name}}</p>",
+  });
+
+  it("compiles a version once and keeps a bounded number, least recently used out first", () => {
+    let compiled = 0;
+    const cache = new RendererCache((c) => {
+      compiled++;
+      return standInRenderer(c);
+    }, 2);
+    const k1 = RendererCache.key("acc:live", "tpl_1", 1);
+    const k2 = RendererCache.key("acc:live", "tpl_1", 2);
+    const k3 = RendererCache.key("acc:live", "tpl_2", 1);
+    cache.put(k1, template("tpl_1", 1));
+    cache.put(k2, template("tpl_1", 2));
+    expect(cache.get(k1)!.render({ name: "<x>" }).subject).toBe("v1 <x>");
+    cache.put(k3, template("tpl_2", 1)); // evicts k2, the least recently used
+    expect(cache.get(k2)).toBeUndefined();
+    expect(cache.get(k1)).toBeDefined();
+    expect(cache.size).toBe(2);
+    expect(compiled).toBe(3);
+  });
+
+  it("the test stand-in escapes like Handlebars", () => {
+    const r = standInRenderer({ subject: "Hi {{name}}", html: "<p>{{name}} {{{raw}}} {{missing}}{{user.first}}</p>" })({ name: "<b>&", raw: "<i>", user: { first: "F" } });
+    expect(r).toEqual({ subject: "Hi <b>&", html: "<p>&lt;b&gt;&amp; <i> F</p>", text: "<b>& F", missing: ["missing"] });
+  });
+});

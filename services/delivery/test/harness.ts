@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient, type Client } from "@connectrpc/connect";
+import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
+import { delivery } from "@emailsvc/proto";
+import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
+import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
+import { DELIVERY_TOPICS } from "../src/messaging/outbox-relay.js";
+import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
+import { FakeTemplates } from "./support/fake-templates.js";
+import { standInRenderer } from "./support/renderer.js";
+
+export type StoreKind = "embedded" | "mongodb";
+
+export function mongoUrl(): string {
+  const url = process.env.MONGO_URL;
+  if (!url) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
+  return url;
+}
+
+export async function openStoreOf(kind: StoreKind): Promise<{ store: DocumentStore; cleanup: () => void }> {
+  if (kind === "mongodb") {
+    return { store: await openMongoStore({ url: mongoUrl(), dbName: `delivery_test_${newId("db").slice(3, 20)}` }), cleanup: () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "delivery-test-"));
+  return { store: await openEmbeddedStore({ dataDir: dir }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** What a test may set on the service; the rest is the harness' (store, bus, templates, renderer). */
+export type ServiceOverrides = Partial<Omit<DeliveryServiceOptions, "store" | "bus" | "logger" | "port" | "templatesUrl" | "templatesTransport">>;
+
+export interface Harness {
+  service: RunningDeliveryService;
+  store: DocumentStore;
+  bus: EventBus;
+  templates: FakeTemplates;
+  /** Every email.* event the bus carried, in arrival order. */
+  received: ReceivedEvent[];
+  client: Client<typeof delivery.DeliveryService>;
+  /** Starts another instance on the same store, bus and templates (the previous one must be closed). */
+  restart(overrides?: ServiceOverrides): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions extends ServiceOverrides {
+  store?: StoreKind;
+  /** A bus to use instead of a fresh in-process one (the harness does not close it). */
+  bus?: EventBus;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const { store: kind = "embedded", bus: givenBus, ...overrides } = options;
+  const { store, cleanup } = await openStoreOf(kind);
+  const bus = givenBus ?? new InProcessEventBus({ backoff: { initialMs: 50, maxMs: 400 }, logger: () => {} });
+  const templates = await new FakeTemplates().start();
+  const received: ReceivedEvent[] = [];
+  await bus.ensureTopics([...DELIVERY_TOPICS]);
+  const observer: Subscription = await bus.subscribe({
+    group: `test-observer-${newId("grp").slice(4)}`,
+    topics: [...DELIVERY_TOPICS],
+    fromBeginning: false,
+    handler: async (event) => {
+      received.push(event);
+    },
+  });
+  const start = (o: ServiceOverrides) =>
+    startDeliveryService({
+      store,
+      bus,
+      logger: createLogger("delivery", process.env.DELIVERY_TEST_LOG ? "debug" : "silent"),
+      port: 0,
+      templatesUrl: templates.url,
+      renderer: standInRenderer,
+      sweepIntervalMs: 50,
+      sweepGraceMs: 100,
+      leaseMs: 5000,
+      ...o,
+    });
+  let service = await start(overrides);
+  const h: Harness = {
+    service,
+    store,
+    bus,
+    templates,
+    received,
+    client: createClient(delivery.DeliveryService, createServiceTransport(service.url)),
+    async restart(next = overrides) {
+      service = await start(next);
+      h.service = service;
+      h.client = createClient(delivery.DeliveryService, createServiceTransport(service.url));
+    },
+    async close() {
+      await service.close({ graceMs: 1000 });
+      await observer.stop();
+      if (!givenBus) await bus.close();
+      await templates.close();
+      await store.close();
+      cleanup();
+    },
+  };
+  return h;
+}
+
+export function tenant(mode: "live" | "test" = "test", accountId = newId("acc")): CallContext {
+  return { tenant: { accountId, mode }, actor: "api_key:key_test", requestId: "req_test" };
+}
+
+export function as(call: CallContext) {
+  return { headers: callHeaders(call) };
+}
+
+export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 15000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

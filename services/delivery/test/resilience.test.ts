@@ -1,0 +1,173 @@
+import { createServer, type Server } from "node:net";
+import { delivery } from "@emailsvc/proto";
+import { newId } from "@emailsvc/runtime";
+import type { EmailDoc } from "../src/storage/documents.js";
+import { as, sleep, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { SmtpSink } from "./support/smtp-sink.js";
+
+const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
+
+async function freePort(): Promise<number> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function statusOf(h: Harness, id: string, call: ReturnType<typeof tenant>) {
+  return (await h.client.getEmail({ id }, as(call))).email!;
+}
+
+describe("delivery when the process dies mid-send", () => {
+  let h: Harness | undefined;
+  let sink: SmtpSink | undefined;
+  afterAll(async () => {
+    await h?.close();
+    await sink?.close();
+  });
+
+  it("sends the email after a restart, and the relay accepts it once (same Message-ID on every copy)", async () => {
+    sink = await new SmtpSink().start();
+    // A short lease so that the next instance may take the email over soon.
+    const settings = { provider: "smtp" as const, smtp: sink.url(), from: "Ops <ops@acme.example>", leaseMs: 1500 };
+    h = await startHarness({ store: "embedded", ...settings });
+    const t = tenant("live");
+    h.templates.put(t, WELCOME);
+
+    // The relay holds its reply to DATA; the service is stopped meanwhile and
+    // cuts the send off after a short grace, writing nothing, as a crash would.
+    sink.dataDelayMs = 3000;
+    const dataIn = sink.nextData();
+    const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "crash@example.com", variables: { name: "C" } }, as(t));
+    const id = email!.id;
+    await dataIn;
+    const closing = h.service.close({ graceMs: 200 });
+    await closing;
+    sink.dataDelayMs = 0;
+
+    // The relay never answered 250 on an open connection: it did not take the message.
+    expect(sink.to("crash@example.com")).toHaveLength(1);
+    await waitFor(() => (sink!.to("crash@example.com")[0]!.accepted === false ? true : undefined), "reply after the client left", 5000);
+
+    // A new instance on the same store and bus: the event was never acknowledged,
+    // so it comes again; the lease of the dead attempt runs out, then it is sent.
+    await h.restart(settings);
+    const sent = await waitFor(async () => {
+      const e = await statusOf(h!, id, t);
+      return e.status === delivery.EmailStatus.SENT ? e : undefined;
+    }, "sent after restart");
+    expect(sent.attempts).toBe(2);
+    await sleep(300);
+    const copies = sink.to("crash@example.com");
+    expect(copies.filter((m) => m.accepted)).toHaveLength(1);
+    expect(new Set(copies.map((m) => m.parsed.messageId))).toEqual(new Set([`<${id}@acme.example>`]));
+  });
+});
+
+describe("delivery when a send request was lost", () => {
+  it("requests a stalled queued email again and sends it", async () => {
+    const h = await startHarness({ store: "embedded", stalledAfterMs: 300 });
+    try {
+      const t = tenant("test");
+      h.templates.put(t, WELCOME);
+      const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "first@example.com", variables: { name: "F" } }, as(t));
+      await waitFor(async () => ((await statusOf(h, email!.id, t)).status === delivery.EmailStatus.SENT ? true : undefined), "first sent");
+      // An email queued before a restart of an in-process bus: stored, its event gone.
+      const emails = h.store.collection<EmailDoc>("emails");
+      const original = (await emails.findOne({ _id: email!.id }))!;
+      const lostId = newId("eml");
+      const longAgo = Date.now() - 60_000;
+      await emails.insertOne({
+        ...original,
+        _id: lostId,
+        idem_key: `none:${lostId}`,
+        to: "lost@example.com",
+        to_key: "lost@example.com",
+        status: "queued",
+        message_id: "",
+        attempts: 0,
+        sent_at: null,
+        queued_at: longAgo,
+        updated_at: longAgo,
+        outbox: [],
+        outbox_pending: false,
+      });
+      const sent = await waitFor(async () => {
+        const e = await statusOf(h, lostId, t);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "the lost email sent");
+      expect(sent.attempts).toBe(1);
+      expect((await h.client.getSandboxMessage({ emailId: lostId }, as(t))).message!.to).toBe("lost@example.com");
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe("delivery when the relay is unreachable", () => {
+  let h: Harness | undefined;
+  let sink: SmtpSink | undefined;
+  afterAll(async () => {
+    await h?.close();
+    await sink?.close();
+  });
+
+  it("retries a refused connection until a relay appears, then sends once; refusals do not use up attempts", async () => {
+    const port = await freePort();
+    h = await startHarness({ store: "embedded", provider: "smtp", smtp: `smtp://127.0.0.1:${port}`, retry: { maxAttempts: 2 } });
+    const t = tenant("live");
+    h.templates.put(t, WELCOME);
+    const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "patient@example.com", variables: { name: "P" } }, as(t));
+    const id = email!.id;
+    // Refused again and again (more often than maxAttempts), still queued.
+    await waitFor(async () => ((await statusOf(h!, id, t)).attempts >= 4 ? true : undefined), "several refused attempts");
+    expect((await statusOf(h, id, t)).status).toBe(delivery.EmailStatus.QUEUED);
+
+    sink = new SmtpSink();
+    await startSinkOn(sink, port);
+    const sent = await waitFor(async () => {
+      const e = await statusOf(h!, id, t);
+      return e.status === delivery.EmailStatus.SENT ? e : undefined;
+    }, "sent once the relay is up");
+    expect(sent.attempts).toBeGreaterThanOrEqual(5);
+    await sleep(300);
+    expect(sink.to("patient@example.com")).toHaveLength(1);
+  });
+
+  it("fails an email that waited longer than the queue lifetime for an unreachable relay", async () => {
+    const port = await freePort();
+    const local = await startHarness({
+      store: "embedded",
+      provider: "smtp",
+      smtp: `smtp://127.0.0.1:${port}`,
+      retry: { maxAttempts: 50, maxQueueAgeMs: 300 },
+    });
+    try {
+      const t = tenant("live");
+      local.templates.put(t, WELCOME);
+      const { email } = await local.client.sendEmail({ templateSlug: "welcome", to: "late@example.com" }, as(t));
+      const failed = await waitFor(async () => {
+        const e = await statusOf(local, email!.id, t);
+        return e.status === delivery.EmailStatus.FAILED ? e : undefined;
+      }, "failed");
+      expect(failed.error).toMatch(/^gave up after \d+ attempts: /);
+      expect(failed.error).toMatch(/ECONNREFUSED|ESOCKET|ECONNECTION/);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+/** Starts the sink on a given port (the relay "appears" where the service already points). */
+async function startSinkOn(sink: SmtpSink, port: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await sink.start(port);
+      return;
+    } catch (err) {
+      if (i > 20) throw err;
+      await sleep(50);
+    }
+  }
+}
