@@ -320,7 +320,12 @@ function toWebHeaders(nodeHeaders: http2.IncomingHttpHeaders): Headers {
 function toNodeHeaders(headers: Headers): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = {};
   headers.forEach((value, key) => {
-    out[key] = value;
+    // Headers.forEach joins repeated values with ", " except set-cookie, whose
+    // values it yields one by one: keep them all, as connect-node does.
+    const existing = out[key];
+    if (existing === undefined) out[key] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else out[key] = [String(existing), value];
   });
   return out;
 }
