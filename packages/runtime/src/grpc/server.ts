@@ -31,6 +31,7 @@ import {
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { grpcStatusOk, headerGrpcStatus, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { toWebHeaders } from "./headers.js";
 
 export interface GrpcServerOptions {
   /** `(router) => router.service(SomeService, impl)`. */
@@ -303,19 +304,6 @@ function headerValue(value: string | string[] | undefined): string | null {
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
 }
 
-function toWebHeaders(nodeHeaders: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const key of Object.keys(nodeHeaders)) {
-    if (key.startsWith(":")) continue;
-    const value = nodeHeaders[key];
-    if (Array.isArray(value)) {
-      for (const v of value) headers.append(key, v);
-    } else if (value !== undefined) {
-      headers.append(key, String(value));
-    }
-  }
-  return headers;
-}
 
 function toNodeHeaders(headers: Headers): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = {};

@@ -40,6 +40,7 @@ import {
 import { getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { headerGrpcStatus, requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { toWebHeaders } from "./headers.js";
 
 export interface ServiceTransportOptions {
   /** Applied to every call (unary and streaming), outermost first. */
@@ -373,19 +374,6 @@ function readResponse<I extends DescMessage, O extends DescMessage>(
   return { stream: false, service: req.service, method: req.method, header, message, trailer };
 }
 
-function toWebHeaders(nodeHeaders: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const key of Object.keys(nodeHeaders)) {
-    if (key.startsWith(":")) continue;
-    const value = nodeHeaders[key];
-    if (Array.isArray(value)) {
-      for (const v of value) headers.append(key, v);
-    } else if (value !== undefined) {
-      headers.append(key, String(value));
-    }
-  }
-  return headers;
-}
 
 /**
  * The error of a stream that closed before a complete response: from its
