@@ -1,0 +1,189 @@
+// Template rendering benchmark: what a message costs once its template version
+// is compiled (render throughput per core), and what compiling a version costs
+// (MJML validation + compile, done once per version on write).
+//
+//   npm run bench:templates-render -w @emailsvc/bench   (writes bench/results/templates-render.json)
+//
+// Fixture: a 60-line MJML newsletter with 5 variables (newsletter.ts). No
+// server, no I/O: the functions the templates service runs on write and that
+// delivery runs per message, called in a loop. Each step runs for
+// BENCH_SECONDS (default 5) after a warm-up; "per core" is one thread; the
+// parallel step runs one worker thread per core to show how it scales.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { analyzeTemplate, compileMjml, compileRenderer, compileTemplateBody, htmlToText, type Renderer } from "@emailsvc/templates";
+import { NEWSLETTER_MJML, NEWSLETTER_SUBJECT } from "./newsletter.js";
+
+const repo = join(__dirname, "..", "..", ".."); // bench/dist/templates-render -> repo root
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+
+interface Cell {
+  step: string;
+  threads: number;
+  iterations: number;
+  seconds: number;
+  per_second: number;
+  p50_ms: number | null;
+  p99_ms: number | null;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+
+/** Runs `op` back to back for `seconds`, timing each call. */
+async function measure(step: string, seconds: number, op: (i: number) => unknown | Promise<unknown>): Promise<Cell> {
+  const warmUntil = Date.now() + Math.min(1000, seconds * 200);
+  for (let i = 0; Date.now() < warmUntil; i++) await op(i);
+  const latencies: number[] = [];
+  const started = process.hrtime.bigint();
+  const deadline = started + BigInt(Math.round(seconds * 1e9));
+  let i = 0;
+  for (;;) {
+    const t0 = process.hrtime.bigint();
+    if (t0 >= deadline) break;
+    await op(i++);
+    latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return {
+    step,
+    threads: 1,
+    iterations: latencies.length,
+    seconds: round(elapsed, 2),
+    per_second: Math.round(latencies.length / elapsed),
+    p50_ms: round(percentile(latencies, 50), 4),
+    p99_ms: round(percentile(latencies, 99), 4),
+  };
+}
+
+async function compiledNewsletter(): Promise<{ html: string; variables: string[] }> {
+  const result = await compileMjml(NEWSLETTER_MJML);
+  if (!result.ok) throw new Error(`fixture does not compile: ${JSON.stringify(result.problems)}`);
+  const variables = [
+    ...new Set([
+      ...analyzeTemplate(NEWSLETTER_SUBJECT, { allowTripleStash: true }).variables,
+      ...analyzeTemplate(result.html, { allowTripleStash: false }).variables,
+    ]),
+  ].sort();
+  return { html: result.html, variables };
+}
+
+/** Per-message variables: different values each time, as in a real campaign. */
+function variablesFor(i: number): Record<string, unknown> {
+  return {
+    name: `Reader ${i} <r${i}@example.com>`,
+    issue: 100 + (i % 50),
+    headline: `Five things we learned in week ${i % 52}`,
+    cta_url: `https://example.com/issues/${100 + (i % 50)}?utm_source=email&s=${i}`,
+    unsubscribe_url: `https://prefs.example.com/preferences?token=t${i}`,
+  };
+}
+
+function renderLoop(render: Renderer, seconds: number): { messages: number; seconds: number } {
+  const started = process.hrtime.bigint();
+  const deadline = started + BigInt(Math.round(seconds * 1e9));
+  let messages = 0;
+  while (process.hrtime.bigint() < deadline) {
+    for (let k = 0; k < 20; k++) render(variablesFor(messages++));
+  }
+  return { messages, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+async function worker(): Promise<void> {
+  const { html, variables } = await compiledNewsletter();
+  const render = compileRenderer({ subject: NEWSLETTER_SUBJECT, html, variables });
+  renderLoop(render, 0.5); // warm-up
+  parentPort!.postMessage(renderLoop(render, (workerData as { seconds: number }).seconds));
+}
+
+async function parallel(threads: number): Promise<Cell> {
+  const results = await Promise.all(
+    Array.from(
+      { length: threads },
+      () =>
+        new Promise<{ messages: number; seconds: number }>((resolve, reject) => {
+          const w = new Worker(__filename, { workerData: { seconds: SECONDS } });
+          w.once("message", resolve);
+          w.once("error", reject);
+        }),
+    ),
+  );
+  const messages = results.reduce((n, r) => n + r.messages, 0);
+  const seconds = Math.max(...results.map((r) => r.seconds));
+  return {
+    step: `render message (subject + HTML + text), ${threads} worker threads`,
+    threads,
+    iterations: messages,
+    seconds: round(seconds, 2),
+    per_second: Math.round(messages / seconds),
+    p50_ms: null,
+    p99_ms: null,
+  };
+}
+
+async function main(): Promise<void> {
+  const loadavg = readFileSync("/proc/loadavg", "utf8").trim();
+  const { html, variables } = await compiledNewsletter();
+  const cells: Cell[] = [];
+
+  // Once per version, on write (the service also checks the Handlebars of source and result).
+  cells.push(await measure("compile version: MJML check + validate + compile", SECONDS, () => compileMjml(NEWSLETTER_MJML)));
+  cells.push(await measure("compile version: + Handlebars checks of source and HTML (the write path)", SECONDS, () => compileTemplateBody(NEWSLETTER_MJML)));
+  // Once per version per process (delivery's renderer cache).
+  cells.push(await measure("compile renderer (Handlebars, per version per process)", SECONDS, () => compileRenderer({ subject: NEWSLETTER_SUBJECT, html, variables })));
+
+  // Per message.
+  const render = compileRenderer({ subject: NEWSLETTER_SUBJECT, html, variables });
+  cells.push(await measure("render message (subject + HTML + text), 1 thread", SECONDS, (i) => render(variablesFor(i))));
+  const rendered = render(variablesFor(1)).html;
+  cells.push(await measure("  of which: text part (html-to-text)", SECONDS, () => htmlToText(rendered)));
+
+  const threads = cpus().length;
+  cells.push(await parallel(threads));
+
+  const sample = render(variablesFor(7));
+  const machine = {
+    cpus: threads,
+    cpu: cpus()[0]?.model ?? "unknown",
+    node: process.version,
+    date: new Date().toISOString(),
+    loadavg_start: loadavg,
+  };
+  const fixture = {
+    mjml_lines: NEWSLETTER_MJML.split("\n").length,
+    mjml_bytes: Buffer.byteLength(NEWSLETTER_MJML),
+    compiled_html_bytes: Buffer.byteLength(html),
+    rendered_html_bytes: Buffer.byteLength(sample.html),
+    text_bytes: Buffer.byteLength(sample.text),
+    variables,
+  };
+  const resultsDir = join(repo, "bench", "results");
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, "templates-render.json"), JSON.stringify({ machine, seconds_per_cell: SECONDS, fixture, cells }, null, 2) + "\n");
+
+  console.log(JSON.stringify(machine));
+  console.log(JSON.stringify(fixture));
+  console.log("| step | threads | per second | p50 ms | p99 ms |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const c of cells) {
+    console.log(`| ${c.step.trim()} | ${c.threads} | ${c.per_second} | ${c.p50_ms ?? "—"} | ${c.p99_ms ?? "—"} |`);
+  }
+}
+
+if (isMainThread) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  worker().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

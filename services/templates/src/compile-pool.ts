@@ -1,0 +1,160 @@
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import { AppError } from "@emailsvc/runtime";
+import { compileTemplateBody, type BodyResult } from "./domain/body.js";
+
+// MJML compiles take milliseconds for a newsletter but seconds for a 512 KiB
+// template (≈ 4 s measured), all of it synchronous CPU. Run on the event loop,
+// that would stall every other call of the service (health checks, previews,
+// delivery's GetCompiledTemplate). So compiles run in worker threads.
+
+export interface BodyCompiler {
+  compile(mjml: string): Promise<BodyResult>;
+  close(): Promise<void>;
+}
+
+export interface PoolOptions {
+  /** Worker script (the built compile-worker.js). */
+  script: string;
+  /** Worker threads; default: cores - 1, at least 1, at most 4. */
+  size?: number;
+  /** A compile taking longer is abandoned (its worker is replaced). Default 20 s. */
+  timeoutMs?: number;
+  /** Compiles waiting beyond this many are refused with 503. Default 64. */
+  maxQueue?: number;
+}
+
+interface Job {
+  id: number;
+  mjml: string;
+  resolve: (result: BodyResult) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const seconds = (ms: number) => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
+
+/** Compiles in this thread: for tests and tools. */
+export function inProcessCompiler(): BodyCompiler {
+  return { compile: compileTemplateBody, close: async () => undefined };
+}
+
+/** Worker threads when the built worker script is there (running from dist), else in process. */
+export function defaultCompiler(options: Omit<PoolOptions, "script"> = {}): BodyCompiler {
+  const script = join(__dirname, "compile-worker.js");
+  return existsSync(script) ? new BodyCompilerPool({ ...options, script }) : inProcessCompiler();
+}
+
+export class BodyCompilerPool implements BodyCompiler {
+  private readonly size: number;
+  private readonly timeoutMs: number;
+  private readonly maxQueue: number;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly options: PoolOptions) {
+    this.size = options.size ?? Math.max(1, Math.min(4, availableParallelism() - 1));
+    this.timeoutMs = options.timeoutMs ?? 20_000;
+    this.maxQueue = options.maxQueue ?? 64;
+  }
+
+  compile(mjml: string): Promise<BodyResult> {
+    if (this.closed) return Promise.reject(new AppError("unavailable", "shutting_down", "the service is shutting down"));
+    if (this.queue.length >= this.maxQueue) {
+      return Promise.reject(new AppError("unavailable", "busy", "too many templates are being compiled; retry shortly"));
+    }
+    return new Promise<BodyResult>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, mjml, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Workers started so far (they start on demand). */
+  get workers(): number {
+    return this.slots.length;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0)) job.reject(new AppError("unavailable", "shutting_down", "the service is shutting down"));
+    // Compiles in flight finish (close() runs after the server drained its calls).
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        while (slot.job) await new Promise((r) => setTimeout(r, 10));
+        await slot.worker.terminate();
+      }),
+    );
+    this.slots.length = 0;
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => !s.job);
+      if (!slot && this.slots.length < this.size) slot = this.spawn();
+      if (!slot) return;
+      const job = this.queue.shift()!;
+      slot.job = job;
+      slot.timer = setTimeout(() => this.abandon(slot!), this.timeoutMs);
+      slot.worker.postMessage({ id: job.id, mjml: job.mjml });
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.options.script);
+    const slot: Slot = { worker, job: undefined, timer: undefined };
+    worker.on("message", (msg: { id: number; result?: BodyResult; error?: string }) => {
+      const job = slot.job;
+      if (!job || job.id !== msg.id) return;
+      this.finish(slot);
+      if (msg.result) job.resolve(msg.result);
+      else job.reject(new Error(`compile failed: ${msg.error ?? "unknown"}`));
+      this.dispatch();
+    });
+    const lost = (reason: unknown) => {
+      const job = slot.job;
+      this.remove(slot);
+      job?.reject(reason instanceof Error ? reason : new Error(`compile worker exited: ${String(reason)}`));
+      if (!this.closed) this.dispatch();
+    };
+    worker.on("error", lost);
+    worker.on("exit", (code) => {
+      if (this.slots.includes(slot)) lost(new Error(`compile worker exited with code ${code}`));
+    });
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private finish(slot: Slot): void {
+    clearTimeout(slot.timer);
+    slot.timer = undefined;
+    slot.job = undefined;
+  }
+
+  private remove(slot: Slot): void {
+    this.finish(slot);
+    const at = this.slots.indexOf(slot);
+    if (at !== -1) this.slots.splice(at, 1);
+  }
+
+  /** A compile ran past the timeout: the worker is stopped and replaced on demand. */
+  private abandon(slot: Slot): void {
+    const job = slot.job;
+    this.remove(slot);
+    void slot.worker.terminate();
+    job?.resolve({
+      ok: false,
+      kind: "mjml",
+      problems: [{ line: 0, message: `takes longer than ${seconds(this.timeoutMs)} to compile; make the template smaller` }],
+    });
+    this.dispatch();
+  }
+}

@@ -1,0 +1,45 @@
+// Copied from services/subscribers (same file): a candidate for @emailsvc/runtime.
+import { invalid, isId } from "@emailsvc/runtime";
+
+// Cursors are opaque to clients: base64url of a small JSON naming the last id
+// seen and the filter the page was made for. A cursor that does not decode, or
+// was made for another filter, is a clear 400 rather than a wrong page.
+
+interface CursorBody {
+  v: 1;
+  after: string;
+  filter: string;
+}
+
+export function encodeCursor(after: string, filter: string): string {
+  const body: CursorBody = { v: 1, after, filter };
+  return Buffer.from(JSON.stringify(body)).toString("base64url");
+}
+
+export function decodeCursor(cursor: string, idPrefix: string, filter: string): string {
+  const bad = () => invalid("cursor is invalid", [{ field: "cursor", description: "is not a next_cursor this list returned" }]);
+  if (cursor.length > 512 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  let body: unknown;
+  try {
+    const bytes = Buffer.from(cursor, "base64url");
+    // Only the canonical encoding is accepted: trailing bits that decoding
+    // would silently drop are tampering too.
+    if (bytes.toString("base64url") !== cursor) throw bad();
+    body = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw bad();
+  }
+  const b = body as Partial<CursorBody> | null;
+  if (!b || b.v !== 1 || typeof b.after !== "string" || !isId(idPrefix, b.after) || b.filter !== filter) throw bad();
+  return b.after;
+}
+
+export const PAGE = { defaultLimit: 50, maxLimit: 500 } as const;
+
+export function pageLimit(limit: number): number {
+  if (limit === 0) return PAGE.defaultLimit;
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE.maxLimit) {
+    throw invalid(`limit must be between 1 and ${PAGE.maxLimit}`, [{ field: "limit", description: `must be 1-${PAGE.maxLimit}` }]);
+  }
+  return limit;
+}

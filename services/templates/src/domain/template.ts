@@ -1,0 +1,140 @@
+import { AppError, invalid } from "@emailsvc/runtime";
+import type { MjmlProblem } from "./mjml.js";
+import type { SyntaxProblem } from "./template-syntax.js";
+
+export type Category = "transactional" | "marketing";
+
+export interface TemplateView {
+  id: string;
+  slug: string;
+  name: string;
+  subject: string;
+  mjml: string;
+  category: Category;
+  version: number;
+  variables: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One compiled, immutable version, as delivery renders it. */
+export interface CompiledView {
+  templateId: string;
+  slug: string;
+  version: number;
+  category: Category;
+  subject: string;
+  html: string;
+  variables: string[];
+}
+
+export const TEMPLATE_LIMITS = {
+  nameLength: 200,
+  /** RFC 5322's line limit; the rendered subject is one line. */
+  subjectLength: 998,
+  mjmlBytes: 512 * 1024,
+  slugLength: 100,
+  /** Room left for "-<n>" when a derived slug is taken. */
+  derivedSlugLength: 90,
+  /** Preview variables, as JSON. */
+  variablesBytes: 64 * 1024,
+} as const;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+export function validateName(raw: unknown): string {
+  if (typeof raw !== "string" || raw.trim() === "") throw invalid("name is required", [{ field: "name", description: "is required" }]);
+  const name = raw.trim();
+  if (name.length > TEMPLATE_LIMITS.nameLength || CONTROL.test(name)) {
+    throw invalid("name is invalid", [{ field: "name", description: `1-${TEMPLATE_LIMITS.nameLength} characters, no control characters` }]);
+  }
+  return name;
+}
+
+/** The subject's source (Handlebars is checked separately): one line, 1-998 characters. */
+export function validateSubject(raw: unknown): string {
+  if (typeof raw !== "string" || raw.trim() === "") {
+    throw invalid("subject is required", [{ field: "subject", description: "is required" }]);
+  }
+  if (raw.length > TEMPLATE_LIMITS.subjectLength || CONTROL.test(raw)) {
+    throw invalid("subject is invalid", [
+      { field: "subject", description: `1-${TEMPLATE_LIMITS.subjectLength} characters on one line, no control characters` },
+    ]);
+  }
+  return raw;
+}
+
+export function validateMjmlSize(raw: unknown): string {
+  if (typeof raw !== "string" || raw.trim() === "") {
+    throw invalid("mjml_content is required", [{ field: "mjml_content", description: "is required" }]);
+  }
+  if (Buffer.byteLength(raw, "utf8") > TEMPLATE_LIMITS.mjmlBytes) {
+    throw new AppError("too_large", "mjml_too_large", "mjml_content is too large", {
+      fieldViolations: [{ field: "mjml_content", description: `at most ${TEMPLATE_LIMITS.mjmlBytes / 1024} KiB` }],
+    });
+  }
+  return raw;
+}
+
+export function validateSlug(raw: string): string {
+  if (raw.length > TEMPLATE_LIMITS.slugLength || !SLUG.test(raw)) {
+    throw invalid("slug is invalid", [
+      { field: "slug", description: `1-${TEMPLATE_LIMITS.slugLength} lower-case letters, digits and single dashes, e.g. welcome-email` },
+    ]);
+  }
+  return raw;
+}
+
+/** "Welcome E-mail (v2)!" → "welcome-e-mail-v2"; "Grüße" → "grusse"; nothing usable → "template". */
+export function deriveSlug(name: string): string {
+  const ascii = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .replace(/ß/g, "ss")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
+  const cut = ascii.slice(0, TEMPLATE_LIMITS.derivedSlugLength).replace(/-+$/, "");
+  return cut || "template";
+}
+
+/** The n-th candidate for a derived slug: base, base-2, base-3, ... */
+export function slugCandidate(base: string, n: number): string {
+  return n <= 1 ? base : `${base}-${n}`;
+}
+
+/**
+ * The smallest free candidate for `base`, given the taken slugs that start with
+ * it (other slugs such as `base-news` are ignored).
+ */
+export function firstFreeSlug(base: string, taken: readonly string[]): string {
+  const used = new Set<number>();
+  for (const slug of taken) {
+    if (slug === base) used.add(1);
+    else if (slug.startsWith(`${base}-`)) {
+      const rest = slug.slice(base.length + 1);
+      if (/^[1-9][0-9]{0,8}$/.test(rest) && Number(rest) >= 2) used.add(Number(rest));
+    }
+  }
+  let n = 1;
+  while (used.has(n)) n++;
+  return slugCandidate(base, n);
+}
+
+export function invalidMjml(problems: MjmlProblem[]): AppError {
+  return new AppError("invalid", "invalid_mjml", "mjml_content is not valid MJML", {
+    fieldViolations: problems.map((p) => ({ field: "mjml_content", description: describe(p.line, p.message) })),
+  });
+}
+
+export function invalidTemplate(field: "subject" | "mjml_content", problems: SyntaxProblem[], note?: string): AppError {
+  return new AppError("invalid", "invalid_template", `${field} is not a valid template`, {
+    fieldViolations: problems.map((p) => ({ field, description: describe(p.line, note ? `${note}: ${p.message}` : p.message) })),
+  });
+}
+
+function describe(line: number, message: string): string {
+  return line > 0 ? `line ${line}: ${message}` : message;
+}

@@ -1,0 +1,61 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { templates } from "@emailsvc/proto";
+import type { RenderedMessage } from "../domain/render.js";
+import type { Category, CompiledView, TemplateView } from "../domain/template.js";
+
+// proto <-> domain only; no rules here.
+
+const { TemplateCategory } = templates;
+
+export function categoryFromProto(category: templates.TemplateCategory): Category | undefined {
+  switch (category) {
+    case TemplateCategory.TRANSACTIONAL:
+      return "transactional";
+    case TemplateCategory.MARKETING:
+      return "marketing";
+    default:
+      return undefined;
+  }
+}
+
+const TO_PROTO: Record<Category, templates.TemplateCategory> = {
+  transactional: TemplateCategory.TRANSACTIONAL,
+  marketing: TemplateCategory.MARKETING,
+};
+
+export function templateToProto(view: TemplateView): templates.Template {
+  return create(templates.TemplateSchema, {
+    id: view.id,
+    slug: view.slug,
+    name: view.name,
+    subject: view.subject,
+    mjmlContent: view.mjml,
+    category: TO_PROTO[view.category],
+    version: view.version,
+    variables: view.variables,
+    createdAt: timestampFromMs(view.createdAt),
+    updatedAt: timestampFromMs(view.updatedAt),
+  });
+}
+
+export function compiledToProto(view: CompiledView): templates.CompiledTemplate {
+  return create(templates.CompiledTemplateSchema, {
+    templateId: view.templateId,
+    slug: view.slug,
+    version: view.version,
+    category: TO_PROTO[view.category],
+    subject: view.subject,
+    html: view.html,
+    variables: view.variables,
+  });
+}
+
+export function previewToProto(message: RenderedMessage): templates.PreviewTemplateResponse {
+  return create(templates.PreviewTemplateResponseSchema, {
+    html: message.html,
+    subject: message.subject,
+    text: message.text,
+    missingVariables: message.missing,
+  });
+}

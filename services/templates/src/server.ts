@@ -1,0 +1,100 @@
+import { templates } from "@emailsvc/proto";
+import { errorInterceptor, HealthState, startGrpcServer, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore, IndexSpec } from "@emailsvc/storage";
+import { defaultCompiler, type BodyCompiler } from "./compile-pool.js";
+import { RendererCache } from "./domain/render.js";
+import { templateRoutes } from "./rpc/services.js";
+import { TEMPLATE_INDEXES, VERSION_INDEXES, type TemplateDoc, type TemplateVersionDoc } from "./storage/documents.js";
+import { purgeDeletedTemplates } from "./usecases/delete-template.js";
+import type { Deps } from "./usecases/deps.js";
+
+export interface TemplatesServiceOptions {
+  store: DocumentStore;
+  logger: Logger;
+  /** 0 picks a free port (tests, the embedded mode). */
+  port: number;
+  host?: string;
+  /** How long a deleted template's versions stay for mail queued before the delete. Default 30 days. */
+  purgeAfterMs?: number;
+  /** Period of the purge sweep. Default 1 hour; tests shorten it. */
+  purgeIntervalMs?: number;
+  /** Compiled renderers kept for previews. Default 500. */
+  rendererCacheSize?: number;
+  /**
+   * Checks and compiles new template bodies. Default: a pool of worker threads
+   * when running from the build (dist), else in this thread. Closed by close().
+   */
+  compiler?: BodyCompiler;
+  /** Clock (tests). */
+  now?: () => number;
+}
+
+export interface RunningTemplatesService {
+  url: string;
+  port: number;
+  /** Runs one purge sweep now; resolves to the number of templates removed. */
+  purge(): Promise<number>;
+  /** Drains: NOT_SERVING, in-flight calls finish, the sweep stops. The store stays open (the caller owns it). */
+  close(): Promise<void>;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const indexes = (specs: readonly { name: string; fields: Record<string, 1 | -1>; unique?: boolean }[]): IndexSpec[] =>
+  specs.map((s) => ({ name: s.name, fields: { ...s.fields }, ...(s.unique ? { unique: true } : {}) }));
+
+export async function startTemplatesService(options: TemplatesServiceOptions): Promise<RunningTemplatesService> {
+  const { store, logger } = options;
+  const templateDocs = store.collection<TemplateDoc>("templates");
+  const versionDocs = store.collection<TemplateVersionDoc>("template_versions");
+  await Promise.all([templateDocs.createIndexes(indexes(TEMPLATE_INDEXES)), versionDocs.createIndexes(indexes(VERSION_INDEXES))]);
+
+  const now = options.now ?? Date.now;
+  const deps: Deps = {
+    templates: templateDocs,
+    versions: versionDocs,
+    compiler: options.compiler ?? defaultCompiler(),
+    renderers: new RendererCache(options.rendererCacheSize ?? 500),
+    logger,
+    now,
+  };
+  const purgeAfterMs = options.purgeAfterMs ?? 30 * DAY_MS;
+  const purge = () => purgeDeletedTemplates(deps, now() - purgeAfterMs);
+
+  const health = new HealthState(() => store.ping());
+  const routes = templateRoutes(deps);
+  const healthRoutes = health.routes([templates.TemplateService.typeName]);
+  const server = await startGrpcServer({
+    port: options.port,
+    ...(options.host ? { host: options.host } : {}),
+    interceptors: [errorInterceptor(logger)],
+    routes: (router) => {
+      routes(router);
+      healthRoutes(router);
+    },
+  });
+
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    sweeping = purge()
+      .then((n) => {
+        if (n > 0) logger.info({ purged: n }, "deleted templates purged");
+      })
+      .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "purge sweep failed"));
+  }, options.purgeIntervalMs ?? 60 * 60 * 1000);
+  timer.unref();
+  logger.info({ url: server.url }, "templates service listening");
+
+  return {
+    url: server.url,
+    port: server.port,
+    purge,
+    async close() {
+      health.setDraining();
+      clearInterval(timer);
+      await server.close();
+      await sweeping;
+      await deps.compiler.close();
+    },
+  };
+}
