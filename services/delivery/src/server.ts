@@ -14,7 +14,7 @@ import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, t
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
-import { loadTemplatesRenderer } from "./templates-renderer.js";
+import { compileRenderer } from "@emailsvc/templates/render";
 import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -78,7 +78,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const smtpSettings = typeof options.smtp === "string" ? parseSmtpUrl(options.smtp) : options.smtp;
   if (liveProvider === "smtp" && !smtpSettings) throw new Error("provider smtp needs SMTP settings (SMTP_URL)");
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
-  const compile = options.renderer ?? loadTemplatesRenderer();
+  const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
   const emails = store.collection<EmailDoc>("emails");
   const sandboxMessages = store.collection<SandboxMessageDoc>("sandbox_messages");

@@ -9,7 +9,7 @@ import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc
 import { DELIVERY_TOPICS } from "../src/messaging/outbox-relay.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { FakeTemplates } from "./support/fake-templates.js";
-import { standInRenderer } from "./support/renderer.js";
+import { compileRenderer } from "@emailsvc/templates/render";
 
 export type StoreKind = "embedded" | "mongodb";
 
@@ -71,7 +71,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger: createLogger("delivery", process.env.DELIVERY_TEST_LOG ? "debug" : "silent"),
       port: 0,
       templatesUrl: templates.url,
-      renderer: standInRenderer,
+      renderer: compileRenderer,
       sweepIntervalMs: 50,
       sweepGraceMs: 100,
       leaseMs: 5000,
