@@ -1,5 +1,11 @@
-import { createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
+import { ConfigError, createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
 import { startPlatform } from "./platform.js";
+
+function emailProvider(): "sandbox" | "smtp" {
+  const value = envString("EMAIL_PROVIDER", "sandbox");
+  if (value !== "sandbox" && value !== "smtp") throw new ConfigError(`EMAIL_PROVIDER must be sandbox or smtp, got "${value}"`);
+  return value;
+}
 
 // `npm start`: every service in one process, on embedded defaults unless
 // MONGO_URL / KAFKA_BROKERS say otherwise.
@@ -12,10 +18,13 @@ async function main(): Promise<void> {
     mongoUrl: envOptional("MONGO_URL"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
     adminToken: envOptional("ADMIN_TOKEN"),
+    emailProvider: emailProvider(),
+    smtpUrl: envOptional("SMTP_URL"),
+    emailFrom: envOptional("EMAIL_FROM"),
     logger,
   });
   logger.info(
-    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process" },
+    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
     "email platform started",
   );
   if (platform.development) {

@@ -2,7 +2,9 @@ import { openBus, type EventBus } from "@emailsvc/events";
 import { bootstrapDevelopment, startGateway } from "@emailsvc/gateway";
 import { createLogger, type Logger } from "@emailsvc/runtime";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
+import { startDeliveryService } from "@emailsvc/delivery";
 import { startSubscribersService } from "@emailsvc/subscribers";
+import { startTemplatesService } from "@emailsvc/templates";
 
 export interface PlatformOptions {
   dataDir: string;
@@ -16,11 +18,19 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** Prefix of every service's database name (tests use a fresh one per run). */
   dbPrefix?: string;
+  /** EMAIL_PROVIDER for live-mode keys: sandbox (default) or smtp. Test-mode keys always use the sandbox. */
+  emailProvider?: "sandbox" | "smtp" | undefined;
+  /** SMTP_URL, e.g. smtp://user:pass@relay:587 (needed for smtp). */
+  smtpUrl?: string | undefined;
+  /** EMAIL_FROM, e.g. `Acme <hello@acme.test>`. */
+  emailFrom?: string | undefined;
 }
 
 export interface RunningPlatform {
   gatewayUrl: string;
   subscribersUrl: string;
+  templatesUrl: string;
+  deliveryUrl: string;
   /** Set on the first start without ADMIN_TOKEN: shown once, never again. */
   development?: { adminToken: string; testKey: string; accountId: string } | undefined;
   close(): Promise<void>;
@@ -38,10 +48,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const buses: EventBus[] = [];
   const closers: Array<() => Promise<void>> = [];
   try {
-    const subscribersStore = await open("subscribers");
-    stores.push(subscribersStore);
-    const gatewayStore = await open("gateway");
-    stores.push(gatewayStore);
+    const [subscribersStore, templatesStore, deliveryStore, gatewayStore] = await Promise.all(
+      ["subscribers", "templates", "delivery", "gateway"].map(open),
+    ).then((opened) => {
+      stores.push(...opened);
+      return opened as [DocumentStore, DocumentStore, DocumentStore, DocumentStore];
+    });
+    const loggerFor = (component: string) => (options.logger ? options.logger.child({ component }) : createLogger(component));
     // The in-process bus is shared by every service in the process; with Kafka
     // each service gets its own client, as in the split deployment.
     const sharedBus = options.kafkaBrokers ? undefined : await openBus({ clientId: "embedded" });
@@ -56,11 +69,27 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const subscribers = await startSubscribersService({
       store: subscribersStore,
       bus: await busFor("subscribers"),
-      logger: options.logger ? options.logger.child({ component: "subscribers" }) : createLogger("subscribers"),
+      logger: loggerFor("subscribers"),
       port: 0,
       ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
     });
     closers.push(() => subscribers.close());
+
+    const templates = await startTemplatesService({ store: templatesStore, logger: loggerFor("templates"), port: 0 });
+    closers.push(() => templates.close());
+
+    const delivery = await startDeliveryService({
+      store: deliveryStore,
+      bus: await busFor("delivery"),
+      logger: loggerFor("delivery"),
+      port: 0,
+      templatesUrl: templates.url,
+      ...(options.emailProvider ? { provider: options.emailProvider } : {}),
+      ...(options.smtpUrl ? { smtp: options.smtpUrl } : {}),
+      ...(options.emailFrom ? { from: options.emailFrom } : {}),
+      ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    });
+    closers.push(() => delivery.close());
 
     const development = options.adminToken ? undefined : await bootstrapDevelopment(gatewayStore);
     const gateway = await startGateway({
@@ -68,7 +97,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       host: options.gatewayHost ?? "0.0.0.0",
       store: gatewayStore,
       subscribersUrl: subscribers.url,
-      logger: options.logger ? options.logger.child({ component: "gateway" }) : createLogger("gateway"),
+      templatesUrl: templates.url,
+      deliveryUrl: delivery.url,
+      logger: loggerFor("gateway"),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
     });
     closers.push(() => gateway.close());
@@ -79,7 +110,14 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await Promise.all(buses.map((b) => b.close()));
       await Promise.all(stores.map((s) => s.close()));
     };
-    return { gatewayUrl: gateway.url, subscribersUrl: subscribers.url, development, close: stopAll };
+    return {
+      gatewayUrl: gateway.url,
+      subscribersUrl: subscribers.url,
+      templatesUrl: templates.url,
+      deliveryUrl: delivery.url,
+      development,
+      close: stopAll,
+    };
   } catch (err) {
     for (const close of closers.reverse()) await close().catch(() => undefined);
     await Promise.all(buses.map((b) => b.close().catch(() => undefined)));
