@@ -7,3 +7,4 @@ export * from "./config.js";
 export * from "./shutdown.js";
 export * from "./grpc/server.js";
 export * from "./grpc/transport.js";
+export * from "./cursor.js";

@@ -5,7 +5,7 @@ import type { EmailView, ProviderName } from "../domain/email.js";
 import type { TemplateSource } from "../domain/templates.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
 import type { EmailDoc, OutboxEntry, SandboxMessageDoc } from "../storage/documents.js";
-import { TenantCollection } from "../storage/tenant-scope.js";
+import { TenantCollection } from "@emailsvc/storage";
 
 /** What the request-side use cases need; built once in server.ts. */
 export interface Deps {

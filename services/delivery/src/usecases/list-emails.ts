@@ -1,5 +1,5 @@
 import type { Filter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { EmailView } from "../domain/email.js";
 import { emailView, type Scope } from "./deps.js";
 

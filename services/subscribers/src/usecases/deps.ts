@@ -5,7 +5,7 @@ import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
 import type { AuditDoc, OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
-import { TenantCollection } from "../storage/tenant-scope.js";
+import { TenantCollection } from "@emailsvc/storage";
 
 /** What every use case needs; built once in server.ts. */
 export interface Deps {

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { Filter } from "@emailsvc/storage";
 import type { AuditDoc } from "../storage/documents.js";
 import { loadSubscriber, type Scope } from "./deps.js";

@@ -1,5 +1,5 @@
 import type { Filter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import { subscriberViews, type Scope } from "./deps.js";
 

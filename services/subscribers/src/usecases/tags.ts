@@ -1,6 +1,6 @@
 import { AppError, newId, notFound } from "@emailsvc/runtime";
 import { DuplicateKeyError, type Filter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
 import type { TagDoc } from "../storage/documents.js";
 import { finish, outboxEntry, tagView, type Deps, type Scope } from "./deps.js";

@@ -5,7 +5,7 @@ import type { BodyCompiler } from "../compile-pool.js";
 import type { RendererCache } from "../domain/render.js";
 import type { TemplateView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
-import { TenantCollection } from "../storage/tenant-scope.js";
+import { TenantCollection } from "@emailsvc/storage";
 
 /** What every use case needs; built once in server.ts. */
 export interface Deps {

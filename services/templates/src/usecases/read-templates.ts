@@ -1,6 +1,6 @@
 import { invalid, notFound } from "@emailsvc/runtime";
 import type { Filter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "../domain/cursor.js";
+import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { CompiledView, TemplateView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import { loadTemplate, templateView, type Scope } from "./deps.js";

@@ -1,6 +1,7 @@
-import { invalid, isId } from "@emailsvc/runtime";
+import { invalid } from "./errors.js";
+import { isId } from "./ids.js";
 
-// (Same as services/subscribers.) Cursors are opaque to clients: base64url of a small JSON naming the last id
+// Cursors are opaque to clients: base64url of a small JSON naming the last id
 // seen and the filter the page was made for. A cursor that does not decode, or
 // was made for another filter, is a clear 400 rather than a wrong page.
 

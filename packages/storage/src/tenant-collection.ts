@@ -1,5 +1,4 @@
-// Copied from services/subscribers (same file): a candidate for @emailsvc/storage.
-import type { Collection, Doc, Filter, FindOptions, Update } from "@emailsvc/storage";
+import type { Collection, Doc, Filter, FindOptions, Update } from "./types.js";
 
 /**
  * A collection seen through one tenant: every filter gets `tenant` added and
