@@ -46,18 +46,30 @@ async function waitReady(url: string, proc: Proc): Promise<void> {
 describe("each service from its own script", () => {
   let dataDir: string;
   let subscribers: Proc;
+  let templates: Proc;
+  let delivery: Proc;
   let gateway: Proc;
   let gatewayUrl: string;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "standalone-"));
     const grpcPort = await freePort();
+    const templatesPort = await freePort();
+    const deliveryPort = await freePort();
     const httpPort = await freePort();
     subscribers = run("services/subscribers/dist/main.js", { GRPC_PORT: String(grpcPort), DATA_DIR: dataDir });
+    templates = run("services/templates/dist/main.js", { GRPC_PORT: String(templatesPort), DATA_DIR: dataDir });
+    delivery = run("services/delivery/dist/main.js", {
+      GRPC_PORT: String(deliveryPort),
+      DATA_DIR: dataDir,
+      TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
+    });
     gateway = run("services/gateway/dist/main.js", {
       GATEWAY_PORT: String(httpPort),
       GATEWAY_HOST: "127.0.0.1",
       SUBSCRIBERS_URL: `http://127.0.0.1:${grpcPort}`,
+      TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
+      DELIVERY_URL: `http://127.0.0.1:${deliveryPort}`,
       ADMIN_TOKEN: ADMIN,
       DATA_DIR: dataDir,
     });
@@ -66,7 +78,7 @@ describe("each service from its own script", () => {
   });
 
   afterAll(async () => {
-    for (const p of [gateway, subscribers]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
+    for (const p of [gateway, subscribers, templates, delivery]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -86,6 +98,33 @@ describe("each service from its own script", () => {
     expect(((await created.json()) as { id: string }).id).toMatch(/^sub_/);
     expect((await fetch(`${gatewayUrl}/api/v1/subscribers/by-email/standalone-person%40example.com`, { headers })).status).toBe(200);
 
+    // Templates and delivery, each in its own process, through the gateway.
+    const template = await fetch(`${gatewayUrl}/api/v1/templates`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        name: "Receipt",
+        subject: "Receipt for {{name}}",
+        category: "transactional",
+        mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Thanks {{name}}</mj-text></mj-column></mj-section></mj-body></mjml>",
+      }),
+    });
+    expect(template.status).toBe(201);
+    const send = await fetch(`${gatewayUrl}/api/v1/emails/send`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ template_slug: "receipt", to: "standalone-recipient@example.com", variables: { name: "Zürich-private" } }),
+    });
+    expect(send.status).toBe(202);
+    const emailId = ((await send.json()) as { id: string }).id;
+    const deadline = Date.now() + 15000;
+    let status = "";
+    while (status !== "sent" && Date.now() < deadline) {
+      status = ((await (await fetch(`${gatewayUrl}/api/v1/emails/${emailId}`, { headers })).json()) as { status: string }).status;
+      if (status !== "sent") await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe("sent");
+
     // A burst of creates, with SIGTERM sent to both processes while they are in flight.
     const burst = Array.from({ length: 40 }, (_, i) =>
       fetch(`${gatewayUrl}/api/v1/subscribers`, { method: "POST", headers, body: JSON.stringify({ email: `burst${i}@example.com` }) }).then(
@@ -96,17 +135,20 @@ describe("each service from its own script", () => {
     await new Promise((r) => setTimeout(r, 5));
     gateway.child.kill("SIGTERM");
     const statuses = await Promise.all(burst);
-    subscribers.child.kill("SIGTERM");
+    for (const p of [subscribers, templates, delivery]) p.child.kill("SIGTERM");
     expect(await gateway.exited).toBe(0);
     expect(await subscribers.exited).toBe(0);
+    expect(await templates.exited).toBe(0);
+    expect(await delivery.exited).toBe(0);
 
     // Every request was either completed or never accepted: none failed midway.
     for (const s of statuses) expect([201, "refused"]).toContain(s);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(0);
 
-    const logs = gateway.output.join("") + subscribers.output.join("");
+    const logs = [gateway, subscribers, templates, delivery].map((p) => p.output.join("")).join("");
     expect(logs).not.toContain("standalone-person"); // addresses and metadata never
     expect(logs).not.toContain("Zürich-private");
+    expect(logs).not.toContain("standalone-recipient");
     expect(logs).not.toContain(key);
     expect(logs).toContain("draining");
     for (const line of logs.split("\n").filter((l) => l.trim())) expect(() => JSON.parse(line)).not.toThrow();
