@@ -2,8 +2,12 @@
 #
 # One image for the whole monorepo. It holds every service; each container picks
 # its service by command (the Helm chart sets it per component):
-#   node services/<name>/dist/main.js    e.g. services/subscribers/dist/main.js
-#   node embedded/dist/main.js           every service in one process (a quick try)
+#   node services/gateway/dist/main.js       REST API (GATEWAY_PORT 8080)
+#   node services/subscribers/dist/main.js   gRPC (GRPC_PORT 50051)
+#   node services/templates/dist/main.js     gRPC (GRPC_PORT 50052); MJML compiles in
+#                                            worker threads (dist/compile-worker.js)
+#   node services/delivery/dist/main.js      gRPC (GRPC_PORT 50053); Kafka, SMTP
+#   node embedded/dist/main.js               every service in one process (a quick try)
 # The default command starts the gateway.
 #
 #   docker build -t emailsvc .
@@ -31,11 +35,14 @@ RUN --mount=type=bind,target=/src \
 
 # All dependencies, then the TypeScript build of every workspace (turbo).
 # Install scripts stay off, as on the developers' npm 11; the native tools
-# (swc, turbo, buf) come as per-platform packages and need none.
+# (swc, turbo, buf) come as per-platform packages and need none. `npm install`
+# rather than `npm ci`: the lockfile is written on machines whose registry
+# serves only their own platform's optional binaries, and `npm ci` rejects a
+# lockfile without the other platforms' entries. Versions stay pinned by it.
 FROM base AS build
 COPY --from=manifests /app ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --ignore-scripts
+    npm install --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npm run build
 
@@ -45,10 +52,16 @@ RUN npm run build
 FROM base AS prod-deps
 COPY --from=manifests /app ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --omit=dev --ignore-scripts --workspace=services --workspace=embedded
+    npm install --omit=dev --ignore-scripts --no-audit --no-fund --workspace=services --workspace=embedded
 
-# Each workspace linked into node_modules/@emailsvc gets its built dist folder.
-# Everything a service needs at run time must be in its dist.
+# Each workspace linked into node_modules/@emailsvc gets its built dist folder
+# (proto, packages/runtime, packages/storage, packages/events, services/*, embedded).
+# Everything a service needs at run time must be in its dist: e.g. templates
+# starts dist/compile-worker.js by path as a worker thread (without it, it would
+# compile MJML on its event loop). Then checks: every service has its entry
+# point; no .mjmlconfig in /app, which mjml-core reads from the working directory
+# when loaded; and every service loads with the production dependencies alone, so
+# a missing package or workspace fails the build, not the pod at start-up.
 FROM prod-deps AS assemble
 RUN --mount=type=bind,from=build,source=/app,target=/build \
     set -e; \
@@ -57,7 +70,14 @@ RUN --mount=type=bind,from=build,source=/app,target=/build \
       test -d "/build/$dir/dist" || { echo "no dist in $dir: did its build run?" >&2; exit 1; }; \
       cp -a "/build/$dir/dist" "/app/$dir/dist"; \
     done; \
-    test -f services/gateway/dist/main.js
+    for dir in services/* embedded; do \
+      test -f "$dir/dist/main.js" || { echo "no $dir/dist/main.js: is $dir in the install above?" >&2; exit 1; }; \
+    done; \
+    test -f services/templates/dist/compile-worker.js || { echo "no services/templates/dist/compile-worker.js" >&2; exit 1; }; \
+    for file in .mjmlconfig .mjmlconfig.js; do \
+      test ! -e "$file" || { echo "/app/$file would configure MJML" >&2; exit 1; }; \
+    done; \
+    node -e 'for (const d of require("fs").readdirSync("services")) require(require("path").resolve("services", d))'
 
 FROM ${NODE_IMAGE} AS runtime
 # No package managers at run time: less to patch, nothing to install with.
@@ -69,7 +89,10 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
                --shell /usr/sbin/nologin emailsvc \
     && mkdir /data && chown 10001:10001 /data
 WORKDIR /app
-# Owned by root and not writable by the service user.
+# Owned by root and not writable by the service user: /app is also the working
+# directory where mjml-core looks for a .mjmlconfig (which could load code), so
+# nobody but root may put one there. Keep it the working directory (no workdir
+# override to /tmp or /data, which the service user can write).
 COPY --from=assemble /app ./
 ENV NODE_ENV=production \
     DATA_DIR=/data
@@ -77,7 +100,7 @@ LABEL org.opencontainers.image.title="emailsvc" \
       org.opencontainers.image.description="Open-source email platform: every service of the monorepo; pick one by command." \
       org.opencontainers.image.licenses="Apache-2.0"
 USER 10001:10001
-# gateway REST API; gRPC services (GRPC_PORT).
-EXPOSE 8080 50051
+# gateway REST API; gRPC of subscribers, templates, delivery (GRPC_PORT).
+EXPOSE 8080 50051 50052 50053
 # node is PID 1 and handles SIGTERM itself (drains, then exits).
 CMD ["node", "services/gateway/dist/main.js"]

@@ -3,9 +3,15 @@
 #   1. helm lint --strict and helm template with every ci/*.yaml value set;
 #   2. the rendered manifests against the Kubernetes API schemas (strict: unknown
 #      fields fail) of the oldest and newest supported Kubernetes;
-#   3. the hardening every workload must carry (non-root, read-only root, ...);
-#   4. negative checks: unknown or misspelt values keys, missing required values
-#      and bad cross references must fail the render.
+#   3. the hardening every workload must carry (non-root, read-only root, ...),
+#      the wiring of callers (<NAME>_URL and NetworkPolicy), gRPC listen address
+#      and probes, secrets only where needed, open egress (SMTP relay);
+#   4. the default components against the repository: each runs the dist/main.js
+#      of an existing service, which reads every env var the chart sets, on ports
+#      the Dockerfile EXPOSEs;
+#   5. negative checks: unknown or misspelt values keys, missing required values,
+#      bad cross references and an incomplete mail provider (EMAIL_PROVIDER=smtp
+#      without SMTP_URL) must fail the render.
 #
 # Tools are installed on first use into ${XDG_CACHE_HOME:-~/.cache}/emailsvc:
 # helm built from the Go module proxy (needs go; ~5 min cold, instant warm) and
@@ -176,25 +182,68 @@ for s in by_kind.get("ServiceAccount", []):
     if s.get("automountServiceAccountToken") is not False: err(s, "automountServiceAccountToken is not false")
 for p in by_kind.get("Pod", []):
     if p["metadata"].get("annotations", {}).get("helm.sh/hook") != "test": err(p, "a bare Pod that is not a helm test hook")
-# The gateway knows where subscribers is, and only the gateway may call it.
-deps = {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in by_kind.get("Deployment", [])}
-if "gateway" in deps and "subscribers" in deps:
-    env = {e["name"]: e for e in deps["gateway"]["spec"]["template"]["spec"]["containers"][0].get("env", [])}
-    if not env.get("SUBSCRIBERS_URL", {}).get("value", "").endswith("-subscribers:50051"):
-        err(deps["gateway"], "no SUBSCRIBERS_URL pointing at the subscribers Service")
-    if "ADMIN_TOKEN" not in env: err(deps["gateway"], "no ADMIN_TOKEN")
-    senv = {e["name"] for e in deps["subscribers"]["spec"]["template"]["spec"]["containers"][0].get("env", [])}
-    if "ADMIN_TOKEN" in senv: err(deps["subscribers"], "gets ADMIN_TOKEN, which only the gateway needs")
+comp_of = lambda o: o["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+deps = {comp_of(d): d for d in by_kind.get("Deployment", [])}
+svcs = {comp_of(s): s for s in by_kind.get("Service", [])}
+def container(comp): return deps[comp]["spec"]["template"]["spec"]["containers"][0]
+def env_of(comp): return {e["name"]: e for e in container(comp).get("env", [])}
+def url_of(comp, port_name="grpc"):
+    s = svcs.get(comp)
+    port = next((p["port"] for p in (s or {}).get("spec", {}).get("ports", []) if p["name"] == port_name), None)
+    return f"http://{s['metadata']['name']}:{port}" if s and port else None
+# Who calls whom, by the env var the caller reads; checked when both are rendered.
+wiring = {("gateway", "subscribers"): "SUBSCRIBERS_URL", ("gateway", "templates"): "TEMPLATES_URL",
+          ("gateway", "delivery"): "DELIVERY_URL", ("delivery", "templates"): "TEMPLATES_URL",
+          ("delivery", "subscribers"): "SUBSCRIBERS_URL"}
+for (caller, callee), var in wiring.items():
+    if caller in deps and callee in deps and env_of(caller).get(var, {}).get("value") != url_of(callee):
+        err(deps[caller], f"{var} is not {url_of(callee)}, the {callee} Service")
+# Every <NAME>_URL of the release points at a rendered Service port; none at a disabled component.
+svc_urls = {f"http://{s['metadata']['name']}:{p['port']}" for s in svcs.values() for p in s["spec"]["ports"]}
+prefix = next((f"http://{s['metadata']['name'][:-len(c)]}" for c, s in svcs.items()), None)
+for comp in deps:
+    for name, e in env_of(comp).items():
+        v = e.get("value") or ""
+        if name.endswith("_URL") and prefix and v.startswith(prefix) and v not in svc_urls:
+            err(deps[comp], f"{name}={v} is no Service port of the release")
+# Secrets go only where they are needed.
+for comp in deps:
+    env = env_of(comp)
+    if ("ADMIN_TOKEN" in env) != (comp == "gateway"):
+        err(deps[comp], "ADMIN_TOKEN is for the gateway alone" if comp != "gateway" else "no ADMIN_TOKEN")
+    provider = env.get("EMAIL_PROVIDER", {}).get("value")
+    if comp == "delivery" and provider not in ("sandbox", "smtp"): err(deps[comp], f"EMAIL_PROVIDER is {provider!r}")
+    smtp = env.get("SMTP_URL", {}).get("valueFrom", {}).get("secretKeyRef")
+    if provider == "smtp" and not smtp: err(deps[comp], "EMAIL_PROVIDER=smtp without SMTP_URL from a Secret")
+    if "SMTP_URL" in env and provider != "smtp": err(deps[comp], "gets SMTP_URL but does not send over SMTP")
+# gRPC services listen on all interfaces (their default is 127.0.0.1) on the port the
+# Service targets, and their native gRPC probes ask that port.
+for comp, s in svcs.items():
+    for p in s["spec"]["ports"]:
+        if p.get("appProtocol") != "kubernetes.io/h2c" or comp not in deps: continue
+        c, env = container(comp), env_of(comp)
+        cport = next((cp["containerPort"] for cp in c.get("ports", []) if cp["name"] == p["targetPort"]), None)
+        if env.get("GRPC_HOST", {}).get("value") != "0.0.0.0": err(deps[comp], "GRPC_HOST is not 0.0.0.0")
+        if env.get("GRPC_PORT", {}).get("value") != str(cport): err(deps[comp], f"GRPC_PORT is not {cport}")
+        for probe in ("livenessProbe", "readinessProbe"):
+            if c.get(probe, {}).get("grpc", {}).get("port") != cport: err(deps[comp], f"{probe} is not gRPC on {cport}")
 nps = {n["metadata"]["name"]: n for n in by_kind.get("NetworkPolicy", [])}
 if nps:
     if not any(n["spec"]["podSelector"]["matchLabels"].keys() == {"app.kubernetes.io/name", "app.kubernetes.io/instance"}
                and not n["spec"].get("ingress") for n in nps.values()):
         errors.append("no default-deny ingress NetworkPolicy for the release")
     for n in nps.values():
-        if n["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "subscribers":
-            froms = [f for rule in n["spec"].get("ingress") or [] for f in rule.get("from") or []]
-            comps = {f.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component") for f in froms}
-            if not froms or "gateway" not in comps: err(n, "does not admit its caller, the gateway")
+        # Egress stays open: DNS, MongoDB, Kafka, and delivery's SMTP relay live anywhere.
+        if "Egress" in n["spec"].get("policyTypes", []): err(n, "restricts egress (delivery must reach its SMTP relay)")
+        callee = n["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component")
+        froms = [f for rule in n["spec"].get("ingress") or [] for f in rule.get("from") or []]
+        comps = {f.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component") for f in froms}
+        for caller in {c for c, to in wiring if to == callee and c in deps}:
+            if caller not in comps: err(n, f"does not admit {caller}, a caller of {callee}")
+        # Each admitted caller that is rendered knows the address.
+        for caller in comps & set(deps):
+            if url_of(callee) and url_of(callee) not in {e.get("value") for e in env_of(caller).values()}:
+                err(n, f"admits {caller}, which gets no URL of {callee}")
 for e in errors: print(e)
 kinds = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_kind.items()))
 print(f"rendered: {kinds}", file=sys.stderr)
@@ -202,6 +251,43 @@ sys.exit(1 if errors else 0)
 PY
 policy() {
   PYTHONPATH="$cache/kubernetes-validate/$KUBE_VALIDATE_VERSION${PYTHONPATH:+:$PYTHONPATH}" python3 "$work/policy.py"
+}
+
+# Checks the default components against the code of the repository: each runs
+# services/<name>/dist/main.js of a service that exists (the Dockerfile copies
+# every services/* dist and fails without its main.js), reads every env var the
+# chart gives it, and listens on ports the Dockerfile EXPOSEs. Reads the rendered
+# manifests on stdin; argument: the repository root.
+cat >"$work/code.py" <<'PY'
+import glob, os, re, sys, yaml
+root = sys.argv[1]
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+dockerfile = open(os.path.join(root, "Dockerfile")).read()
+exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) for p in line.split()}
+def source(*dirs):
+    return "".join(open(f).read() for d in dirs for f in glob.glob(os.path.join(root, d, "src/**/*.ts"), recursive=True))
+shared = source("packages/runtime", "packages/storage", "packages/events")
+errors = []
+for d in (d for d in docs if d["kind"] == "Deployment"):
+    name = d["metadata"]["name"]
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    m = re.fullmatch(r"services/([a-z0-9-]+)/dist/main\.js", (c["command"] + [""])[1]) if c["command"][0] == "node" else None
+    if not m:
+        errors.append(f"{name}: command {c['command']} is not node services/<name>/dist/main.js"); continue
+    service = m.group(1)
+    if not os.path.isfile(os.path.join(root, "services", service, "src/main.ts")):
+        errors.append(f"{name}: no services/{service}/src/main.ts in the repository"); continue
+    code = source(f"services/{service}") + shared
+    for e in c.get("env", []):
+        if not re.search(rf"[\"'`]{e['name']}[\"'`]", code):
+            errors.append(f"{name}: sets {e['name']}, which services/{service} never reads")
+    for p in c.get("ports", []):
+        if p["containerPort"] not in exposed: errors.append(f"{name}: port {p['containerPort']} is not in the Dockerfile's EXPOSE")
+for e in errors: print(e)
+sys.exit(1 if errors else 0)
+PY
+code_check() { # code_check RENDERED
+  python3 "$work/code.py" "$root" <"$1"
 }
 
 render() { # render VALUES_FILE OUT
@@ -213,10 +299,13 @@ render() { # render VALUES_FILE OUT
 notes_chart="$work/notes-chart"
 cp -R "$chart" "$notes_chart"
 echo 'notes: {{ include (print $.Template.BasePath "/NOTES.txt") . | toJson }}' >"$notes_chart/templates/zz-notes.yaml"
-notes() { # notes VALUES_FILE
+notes() { # notes VALUES_FILE RENDERED
   local out
   out=$("$HELM" template emailsvc "$notes_chart" --namespace email -f "$1" --show-only templates/zz-notes.yaml) || return 1
   grep -q 'ADMIN_TOKEN' <<<"$out" || { echo "NOTES.txt does not tell how to get ADMIN_TOKEN"; echo "$out"; return 1; }
+  if grep -qx '  name: emailsvc-delivery' "$2"; then # delivery is rendered
+    grep -q 'EMAIL_PROVIDER=' <<<"$out" || { echo "NOTES.txt does not tell which mail provider delivery uses"; echo "$out"; return 1; }
+  fi
 }
 
 echo "== lint and render each ci/*.yaml"
@@ -229,8 +318,9 @@ for values in "${ci_files[@]}"; do
   check "lint --strict ($set_name)" "$HELM" lint --strict --quiet "$chart" --namespace email -f "$values"
   check "template ($set_name)" render "$values" "$out"
   [ -s "$out" ] || continue
-  check "NOTES.txt ($set_name)" notes "$values"
+  check "NOTES.txt ($set_name)" notes "$values" "$out"
   check "workload policy ($set_name)" policy <"$out"
+  [ "$set_name" = default-values ] && check "components match the code and the image ($set_name)" code_check "$out"
   if [ "$kube_schemas" = 1 ]; then
     for kv in "${KUBE_VERSIONS[@]}"; do
       check "kubernetes $kv schemas, strict ($set_name)" \
@@ -260,6 +350,38 @@ check "caller that is not a component fails" \
   --set 'components.subscribers.ports.grpc.callers={gatway}'
 check "secretEnv not in the Secret fails" \
   must_fail 'SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" --set 'components.subscribers.secretEnv={SMTP_URL}'
+check "delivery without the templates service fails" \
+  must_fail 'components\.delivery needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.templates.enabled=false
+check "EMAIL_PROVIDER=smtp without SMTP_URL fails" \
+  must_fail 'EMAIL_PROVIDER=smtp needs SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.delivery.env.EMAIL_PROVIDER=smtp
+check "EMAIL_PROVIDER=smtp with SMTP_URL not in the Secret fails" \
+  must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,SMTP_URL}'
+check "smtp with existingSecret, SMTP_URL not in secretEnv fails" \
+  must_fail 'add SMTP_URL to components\.delivery\.secretEnv.*existingSecret' "$HELM" template emailsvc "$chart" \
+  -f "$chart/ci/all-features-values.yaml" --set 'components.delivery.secretEnv={MONGO_URL}'
+check "EMAIL_PROVIDER=smtp in config.env, overridden, fails" \
+  must_fail 'config\.env\.EMAIL_PROVIDER=smtp is overridden' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set config.env.EMAIL_PROVIDER=smtp
+check "unknown EMAIL_PROVIDER fails the schema" \
+  must_fail 'EMAIL_PROVIDER.*(sandbox|smtp)' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.delivery.env.EMAIL_PROVIDER=ses
+check "SMTP_URL that is no smtp(s):// URL fails the schema" \
+  must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$chart/ci/smtp-values.yaml" \
+  --set secrets.extra.SMTP_URL=smtp.example.com:587
+check "TEMPLATES_COMPILE_WORKERS out of range fails the schema" \
+  must_fail 'TEMPLATES_COMPILE_WORKERS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.templates.env.TEMPLATES_COMPILE_WORKERS=100
+policy_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" | policy; }
+check "gRPC service on loopback fails the workload policy" \
+  must_fail 'templates: GRPC_HOST is not 0\.0\.0\.0' policy_of --set components.templates.env.GRPC_HOST=127.0.0.1
+check "caller left out of the callers fails the workload policy" \
+  must_fail 'does not admit gateway, a caller of delivery' policy_of --set 'components.delivery.ports.grpc.callers={subscribers}'
+code_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" >"$work/code-of.yaml" && code_check "$work/code-of.yaml"; }
+check "env var the service never reads fails the code check" \
+  must_fail 'sets EMAIL_FORM, which services/delivery never reads' code_of --set components.delivery.env.EMAIL_FORM=x
 check "portal custom domains (not yet available) fail" \
   must_fail 'portal\.customDomains' "$HELM" template emailsvc "$chart" -f "$base" --set portal.customDomains.enabled=true
 

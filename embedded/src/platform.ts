@@ -84,6 +84,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       logger: loggerFor("delivery"),
       port: 0,
       templatesUrl: templates.url,
+      subscribersUrl: subscribers.url,
       ...(options.emailProvider ? { provider: options.emailProvider } : {}),
       ...(options.smtpUrl ? { smtp: options.smtpUrl } : {}),
       ...(options.emailFrom ? { from: options.emailFrom } : {}),

@@ -194,6 +194,23 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     expect(sink.messages.length).toBe(before);
   });
 
+  it("fills email and metadata.* of a subscriber recipient without the caller passing them; the caller's variables win", async () => {
+    await call("POST", "/api/v1/subscribers", { body: { email: "member@example.com", metadata: { plan: "gold" } } });
+    const sendTo = async (variables: Record<string, unknown>, to = "member@example.com") => {
+      const sent = await call("POST", "/api/v1/emails/send", { body: { template_slug: "welcome-email", to, variables } });
+      expect(sent.status).toBe(202);
+      await until(async () => ((await call("GET", `/api/v1/emails/${sent.body.id}`)).body.status === "sent" ? true : undefined), "sent");
+    };
+    await sendTo({ first_name: "Mo" });
+    await sendTo({ first_name: "Mo", metadata: { plan: "override" } });
+    const [first, second] = sink.to("member@example.com");
+    expect(String(first!.parsed.html)).toContain("Your plan: gold. Reach us at member@example.com.");
+    expect(String(second!.parsed.html)).toContain("Your plan: override.");
+    // A recipient who is no subscriber gets no metadata (and no error).
+    await sendTo({ first_name: "Stranger" }, "stranger@example.com");
+    expect(String(sink.to("stranger@example.com")[0]!.parsed.html)).toContain("Your plan: . Reach us at stranger@example.com.");
+  });
+
   it("keeps the queued version when the template changes", async () => {
     const tpl = await call("POST", "/api/v1/templates", { body: { name: "Versioned", subject: "v1 {{n}}", mjml_content: WELCOME, category: "transactional" } });
     const updated = await call("PATCH", `/api/v1/templates/${tpl.body.id}`, { body: { subject: "v2 {{n}}" } });

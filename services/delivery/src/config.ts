@@ -11,6 +11,8 @@ export interface DeliveryConfig {
   dataDir: string;
   kafkaBrokers: string | undefined;
   templatesUrl: string;
+  /** SUBSCRIBERS_URL: optional; gives templates the recipient's `metadata.*`. */
+  subscribersUrl: string | undefined;
   provider: ProviderName;
   smtp: SmtpSettings | undefined;
   from: Sender;
@@ -42,6 +44,7 @@ export function loadConfig(): DeliveryConfig {
     dataDir: envString("DATA_DIR", "./data"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
     templatesUrl: envString("TEMPLATES_URL", "http://127.0.0.1:50052"),
+    subscribersUrl: envOptional("SUBSCRIBERS_URL"),
     provider,
     smtp,
     from,

@@ -22,6 +22,7 @@ async function main(): Promise<void> {
     port: config.grpcPort,
     host: config.grpcHost,
     templatesUrl: config.templatesUrl,
+    ...(config.subscribersUrl ? { subscribersUrl: config.subscribersUrl } : {}),
     provider: config.provider,
     ...(config.smtp ? { smtp: config.smtp } : {}),
     from: config.from,

@@ -13,6 +13,7 @@ import { SandboxProvider } from "./providers/sandbox.js";
 import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
+import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
 import { compileRenderer } from "@emailsvc/templates/render";
 import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
@@ -28,6 +29,13 @@ export interface DeliveryServiceOptions {
   /** TemplateService: its URL, or a ready transport (tests: createRouterTransport). One is required. */
   templatesUrl?: string;
   templatesTransport?: Transport;
+  /**
+   * SubscriberService (SUBSCRIBERS_URL), for the `metadata.*` built-in
+   * variables of a recipient who is a subscriber. Optional: without it,
+   * templates get `email` only.
+   */
+  subscribersUrl?: string;
+  subscribersTransport?: Transport;
   /** EMAIL_PROVIDER for live-mode keys (default sandbox). Test-mode keys always use the sandbox. */
   provider?: ProviderName;
   /** SMTP_URL, parsed or as text; required when provider is smtp. */
@@ -97,6 +105,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
   });
   const templates = templatesClient(transport);
+  const subscribersTransport =
+    options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
+  const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
   const sandbox = new SandboxProvider(sandboxMessages);
   // The SMTP pool exists only for live mode with EMAIL_PROVIDER=smtp; test mode never gets near it.
   const smtp: EmailProvider | undefined =
@@ -114,6 +125,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       liveProvider,
       sender,
       unsubscribeUrl: options.unsubscribeUrl ?? (async () => undefined),
+      recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 60_000,
       logger,

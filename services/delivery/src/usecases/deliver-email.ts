@@ -7,6 +7,7 @@ import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
 import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from "../domain/provider.js";
 import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
+import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
 import type { EmailDoc } from "../storage/documents.js";
 import { finish, outboxEntry, providerForTenant } from "./deps.js";
@@ -26,6 +27,8 @@ export interface DeliveryDeps {
   liveProvider: ProviderName;
   sender: Sender;
   unsubscribeUrl: UnsubscribeUrlSource;
+  /** Where `metadata.*` of a subscriber recipient comes from; none: no metadata built-ins. */
+  recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
   /** How long one attempt holds an email (ms); the send is cut off before it runs out. */
   leaseMs: number;
@@ -93,7 +96,12 @@ export async function deliverEmail(
     const unsubscribeUrl = prepared.template.category === "marketing"
       ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
       : undefined;
-    const rendered = render(prepared, variables, { email: claimed.to, ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}) });
+    const metadata = deps.recipients ? await deps.recipients.metadataOf(claimed.tenant, claimed.to, signal) : undefined;
+    const rendered = render(prepared, variables, {
+      email: claimed.to,
+      ...(metadata ? { metadata } : {}),
+      ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
+    });
     const message = buildMessage({
       emailId: claimed._id,
       from: deps.sender,
@@ -121,6 +129,7 @@ export async function deliverEmail(
   } catch (err) {
     if (err instanceof SendFailure) failure = err;
     else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "templates service unavailable");
+    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "subscribers service unavailable");
     else {
       // A store error or a bug: free the email for the next delivery of the event.
       await release(deps, claimed, token, { last_error: "internal error" }).catch(() => undefined);
