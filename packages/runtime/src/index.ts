@@ -8,3 +8,4 @@ export * from "./shutdown.js";
 export * from "./grpc/server.js";
 export * from "./grpc/transport.js";
 export * from "./cursor.js";
+export * from "./service-server.js";

@@ -232,8 +232,8 @@ function checkSortSpec(spec: unknown, where: string): void {
   }
 }
 
-export function checkIndexSpecs(specs: IndexSpec[]): void {
-  if (!Array.isArray(specs)) throw new TypeError("index specs must be an array");
+export function checkIndexSpecs(specs: readonly IndexSpec[]): void {
+  if (!Array.isArray(specs as unknown)) throw new TypeError("index specs must be an array");
   const names = new Set<string>();
   for (const spec of specs) {
     if (!isPlainObject(spec)) throw new TypeError("an index spec must be an object");

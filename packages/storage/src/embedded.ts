@@ -217,7 +217,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.ready.catch(() => undefined);
   }
 
-  async createIndexes(specs: IndexSpec[]): Promise<void> {
+  async createIndexes(specs: readonly IndexSpec[]): Promise<void> {
     checkIndexSpecs(specs);
     await this.open();
     // NeDB indexes ignore direction and field order, so NeDB knows an index by its

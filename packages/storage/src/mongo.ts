@@ -153,7 +153,7 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     private readonly chain: string | undefined,
   ) {}
 
-  async createIndexes(specs: IndexSpec[]): Promise<void> {
+  async createIndexes(specs: readonly IndexSpec[]): Promise<void> {
     checkIndexSpecs(specs);
     const existing = await this.listIndexes();
     const missing = specs.filter((spec) => {

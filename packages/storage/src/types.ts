@@ -85,13 +85,13 @@ export interface IndexSpec {
   /** Stable name; also used to name the index in MongoDB. */
   name: string;
   /** Ordered fields, e.g. `{ tenant: 1, email_key: 1 }`. */
-  fields: SortSpec;
+  readonly fields: Readonly<SortSpec>;
   unique?: boolean;
 }
 
 export interface Collection<T extends Doc = Doc> {
   /** Idempotent; safe to call at every start. */
-  createIndexes(specs: IndexSpec[]): Promise<void>;
+  createIndexes(specs: readonly IndexSpec[]): Promise<void>;
   /** Throws DuplicateKeyError when a unique index (or `_id`) already holds the value. */
   insertOne(doc: T): Promise<void>;
   findOne(filter: Filter): Promise<T | null>;

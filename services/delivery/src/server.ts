@@ -1,8 +1,8 @@
 import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
-import { createServiceTransport, errorInterceptor, HealthState, startGrpcServer, type Logger } from "@emailsvc/runtime";
-import type { DocumentStore, IndexSpec } from "@emailsvc/storage";
+import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type EmailProvider, type RetryPolicy } from "./domain/provider.js";
@@ -74,9 +74,6 @@ export interface RunningDeliveryService {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-const indexes = (specs: readonly { name: string; fields: Record<string, 1 | -1>; unique?: boolean }[]): IndexSpec[] =>
-  specs.map((s) => ({ name: s.name, fields: { ...s.fields }, ...(s.unique ? { unique: true } : {}) }));
-
 export async function startDeliveryService(options: DeliveryServiceOptions): Promise<RunningDeliveryService> {
   const { store, bus, logger } = options;
   const transport =
@@ -91,8 +88,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const emails = store.collection<EmailDoc>("emails");
   const sandboxMessages = store.collection<SandboxMessageDoc>("sandbox_messages");
   await Promise.all([
-    emails.createIndexes(indexes(EMAIL_INDEXES)),
-    sandboxMessages.createIndexes(indexes(SANDBOX_INDEXES)),
+    emails.createIndexes(EMAIL_INDEXES),
+    sandboxMessages.createIndexes(SANDBOX_INDEXES),
     bus.ensureTopics([...DELIVERY_TOPICS]),
   ]);
 
@@ -135,17 +132,13 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     options.consumerGroup,
   );
 
-  const health = new HealthState(() => store.ping());
-  const routes = deliveryRoutes(deps);
-  const healthRoutes = health.routes([delivery.DeliveryService.typeName]);
-  const server = await startGrpcServer({
+  const { server, health } = await startServiceServer({
+    services: [delivery.DeliveryService],
+    routes: deliveryRoutes(deps),
+    ready: () => store.ping(),
+    logger,
     port: options.port,
-    ...(options.host ? { host: options.host } : {}),
-    interceptors: [errorInterceptor(logger)],
-    routes: (router) => {
-      routes(router);
-      healthRoutes(router);
-    },
+    host: options.host,
   });
   try {
     await consumer.start();

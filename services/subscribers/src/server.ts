@@ -1,7 +1,7 @@
 import type { EventBus } from "@emailsvc/events";
 import { SubscriberService, TagService } from "@emailsvc/proto";
-import { errorInterceptor, HealthState, startGrpcServer, type Logger } from "@emailsvc/runtime";
-import type { DocumentStore, IndexSpec } from "@emailsvc/storage";
+import { startServiceServer, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
 import { OutboxRelay, SUBSCRIBER_TOPICS } from "./messaging/outbox-relay.js";
 import { subscriberRoutes } from "./rpc/services.js";
 import {
@@ -34,18 +34,15 @@ export interface RunningSubscribersService {
   close(): Promise<void>;
 }
 
-const indexes = (specs: readonly { name: string; fields: Record<string, 1 | -1>; unique?: boolean }[]): IndexSpec[] =>
-  specs.map((s) => ({ name: s.name, fields: { ...s.fields }, ...(s.unique ? { unique: true } : {}) }));
-
 export async function startSubscribersService(options: SubscribersServiceOptions): Promise<RunningSubscribersService> {
   const { store, bus, logger } = options;
   const subscribers = store.collection<SubscriberDoc>("subscribers");
   const tags = store.collection<TagDoc>("tags");
   const audit = store.collection<AuditDoc>("subscriber_events");
   await Promise.all([
-    subscribers.createIndexes(indexes(SUBSCRIBER_INDEXES)),
-    tags.createIndexes(indexes(TAG_INDEXES)),
-    audit.createIndexes(indexes(AUDIT_INDEXES)),
+    subscribers.createIndexes(SUBSCRIBER_INDEXES),
+    tags.createIndexes(TAG_INDEXES),
+    audit.createIndexes(AUDIT_INDEXES),
     bus.ensureTopics([...SUBSCRIBER_TOPICS]),
   ]);
 
@@ -58,18 +55,13 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
   });
   const deps: Deps = { subscribers, tags, audit, relay, logger, now: Date.now };
-  const health = new HealthState(() => store.ping());
-  const routes = subscriberRoutes(deps);
-  const healthRoutes = health.routes([SubscriberService.typeName, TagService.typeName]);
-
-  const server = await startGrpcServer({
+  const { server, health } = await startServiceServer({
+    services: [SubscriberService, TagService],
+    routes: subscriberRoutes(deps),
+    ready: () => store.ping(),
+    logger,
     port: options.port,
-    ...(options.host ? { host: options.host } : {}),
-    interceptors: [errorInterceptor(logger)],
-    routes: (router) => {
-      routes(router);
-      healthRoutes(router);
-    },
+    host: options.host,
   });
   relay.start();
   logger.info({ url: server.url }, "subscribers service listening");

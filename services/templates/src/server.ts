@@ -1,6 +1,6 @@
 import { templates } from "@emailsvc/proto";
-import { errorInterceptor, HealthState, startGrpcServer, type Logger } from "@emailsvc/runtime";
-import type { DocumentStore, IndexSpec } from "@emailsvc/storage";
+import { startServiceServer, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
 import { defaultCompiler, type BodyCompiler } from "./compile-pool.js";
 import { RendererCache } from "./domain/render.js";
 import { templateRoutes } from "./rpc/services.js";
@@ -40,14 +40,11 @@ export interface RunningTemplatesService {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-const indexes = (specs: readonly { name: string; fields: Record<string, 1 | -1>; unique?: boolean }[]): IndexSpec[] =>
-  specs.map((s) => ({ name: s.name, fields: { ...s.fields }, ...(s.unique ? { unique: true } : {}) }));
-
 export async function startTemplatesService(options: TemplatesServiceOptions): Promise<RunningTemplatesService> {
   const { store, logger } = options;
   const templateDocs = store.collection<TemplateDoc>("templates");
   const versionDocs = store.collection<TemplateVersionDoc>("template_versions");
-  await Promise.all([templateDocs.createIndexes(indexes(TEMPLATE_INDEXES)), versionDocs.createIndexes(indexes(VERSION_INDEXES))]);
+  await Promise.all([templateDocs.createIndexes(TEMPLATE_INDEXES), versionDocs.createIndexes(VERSION_INDEXES)]);
 
   const now = options.now ?? Date.now;
   const deps: Deps = {
@@ -61,17 +58,13 @@ export async function startTemplatesService(options: TemplatesServiceOptions): P
   const purgeAfterMs = options.purgeAfterMs ?? 30 * DAY_MS;
   const purge = () => purgeDeletedTemplates(deps, now() - purgeAfterMs);
 
-  const health = new HealthState(() => store.ping());
-  const routes = templateRoutes(deps);
-  const healthRoutes = health.routes([templates.TemplateService.typeName]);
-  const server = await startGrpcServer({
+  const { server, health } = await startServiceServer({
+    services: [templates.TemplateService],
+    routes: templateRoutes(deps),
+    ready: () => store.ping(),
+    logger,
     port: options.port,
-    ...(options.host ? { host: options.host } : {}),
-    interceptors: [errorInterceptor(logger)],
-    routes: (router) => {
-      routes(router);
-      healthRoutes(router);
-    },
+    host: options.host,
   });
 
   let sweeping: Promise<unknown> = Promise.resolve();
