@@ -432,6 +432,15 @@ const LOG_FIELDS = [
   "error",
 ] as const;
 
+/** Broker answers that kafkajs retries by itself. */
+const TRANSIENT_BROKER_STATES = [
+  "The coordinator is loading",
+  "The coordinator is not available",
+  "This is not the correct coordinator",
+  "There is no leader for this topic-partition",
+  "This server is not the leader for that topic-partition",
+] as const;
+
 /**
  * Routes kafkajs' WARN and ERROR entries to a BusLogger, keeping only the
  * fields above: kafkajs never logs message values itself, and this keeps it so.
@@ -450,8 +459,12 @@ function kafkaLogCreator(logger: BusLogger) {
           fields[name] = errorMessage(value);
         }
       }
+      // kafkajs logs every error response of a request at ERROR, also the
+      // transient states of a broker that is starting or moving a coordinator,
+      // which it retries itself: those are warnings, not failures.
+      const transient = typeof fields.error === "string" && TRANSIENT_BROKER_STATES.some((state) => (fields.error as string).includes(state));
       logSafely(logger, {
-        level: level === logLevel.ERROR ? "error" : "warn",
+        level: level === logLevel.ERROR && !transient ? "error" : "warn",
         namespace: namespace ? `kafkajs.${namespace}` : "kafkajs",
         message: log.message,
         fields,
