@@ -31,8 +31,9 @@ export interface DeliveryServiceOptions {
   templatesTransport?: Transport;
   /**
    * SubscriberService (SUBSCRIBERS_URL), for the `metadata.*` built-in
-   * variables of a recipient who is a subscriber. Optional: without it,
-   * templates get `email` only.
+   * variables of a recipient who is a subscriber and the email's link to that
+   * subscriber (for erasure on subscriber.deleted). Optional: without it,
+   * templates get `email` only and no email is linked, so none is erased.
    */
   subscribersUrl?: string;
   subscribersTransport?: Transport;
@@ -55,7 +56,7 @@ export interface DeliveryServiceOptions {
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
   stalledAfterMs?: number;
-  /** Consumer group of the send consumer (default `delivery`; tests sharing a Kafka use their own). */
+  /** Consumer group of the consumer of email.send.requested and subscriber.deleted (default `delivery`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
@@ -110,11 +111,12 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const smtp: EmailProvider | undefined =
     liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
 
-  const deps: Deps = { emails, sandbox: sandboxMessages, relay, templates, logger, liveProvider, now: Date.now };
+  const deps: Deps = { emails, sandbox: sandboxMessages, relay, templates, recipients, logger, liveProvider, now: Date.now };
   const consumer = new SendConsumer(
     bus,
     {
       emails,
+      sandbox: sandboxMessages,
       relay,
       templates,
       renderers: new RendererCache(compile, options.rendererCacheSize ?? 500),

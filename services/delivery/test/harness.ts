@@ -8,6 +8,7 @@ import { callHeaders, createLogger, createServiceTransport, newId, type CallCont
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
 import { DELIVERY_TOPICS } from "../src/messaging/outbox-relay.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
+import { FakeSubscribers } from "./support/fake-subscribers.js";
 import { FakeTemplates } from "./support/fake-templates.js";
 import { compileRenderer } from "@emailsvc/templates/render";
 
@@ -35,7 +36,9 @@ export interface Harness {
   store: DocumentStore;
   bus: EventBus;
   templates: FakeTemplates;
-  /** Every email.* event the bus carried, in arrival order. */
+  /** The SubscriberService delivery looks recipients up in (unless a test passes its own). */
+  subscribers: FakeSubscribers;
+  /** Every event of delivery's topics the bus carried, in arrival order. */
   received: ReceivedEvent[];
   client: Client<typeof delivery.DeliveryService>;
   /** Starts another instance on the same store, bus and templates (the previous one must be closed). */
@@ -54,6 +57,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const { store, cleanup } = await openStoreOf(kind);
   const bus = givenBus ?? new InProcessEventBus({ backoff: { initialMs: 50, maxMs: 400 }, logger: () => {} });
   const templates = await new FakeTemplates().start();
+  const subscribers = await new FakeSubscribers().start();
   const received: ReceivedEvent[] = [];
   await bus.ensureTopics([...DELIVERY_TOPICS]);
   const observer: Subscription = await bus.subscribe({
@@ -71,6 +75,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger: createLogger("delivery", process.env.DELIVERY_TEST_LOG ? "debug" : "silent"),
       port: 0,
       templatesUrl: templates.url,
+      subscribersUrl: subscribers.url,
       renderer: compileRenderer,
       sweepIntervalMs: 50,
       sweepGraceMs: 100,
@@ -83,6 +88,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     store,
     bus,
     templates,
+    subscribers,
     received,
     client: createClient(delivery.DeliveryService, createServiceTransport(service.url)),
     async restart(next = overrides) {
@@ -95,6 +101,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await observer.stop();
       if (!givenBus) await bus.close();
       await templates.close();
+      await subscribers.close();
       await store.close();
       cleanup();
     },

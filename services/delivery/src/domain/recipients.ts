@@ -1,12 +1,18 @@
 /**
  * Who the recipient is, when they are a subscriber of the sending tenant: the
  * templates' built-in `metadata.*` variables come from here (DESIGN "Email
- * pipeline"). Looked up when the message is rendered, never copied into the
- * email record, so erasing the subscriber leaves no copy of their metadata.
+ * pipeline"), and the subscriber id links the email record to the subscriber
+ * so that `subscriber.deleted` can erase it. The metadata is looked up when the
+ * message is rendered, never copied into the email record; only the id is kept.
  */
+export interface Recipient {
+  subscriberId: string;
+  metadata: Record<string, unknown>;
+}
+
 export interface RecipientDirectory {
-  /** The subscriber's metadata, or undefined when the address is no subscriber of the tenant. Throws RecipientsUnavailableError. */
-  metadataOf(tenant: string, email: string, signal: AbortSignal): Promise<Record<string, unknown> | undefined>;
+  /** The subscriber with this address in the tenant, or undefined when there is none. Throws RecipientsUnavailableError. */
+  lookup(tenant: string, email: string, signal: AbortSignal): Promise<Recipient | undefined>;
 }
 
 export class RecipientsUnavailableError extends Error {

@@ -8,8 +8,11 @@ import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 
 /** Topics delivery produces. */
 export const DELIVERY_PRODUCED_TOPICS = ["email.send.requested", "email.status"] as const;
-/** Topics delivery consumes (subscriber.deleted: not handled yet, see the README). */
-export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested"] as const;
+/**
+ * Topics delivery consumes. `subscriber.deleted` is produced by the subscribers
+ * service (named the same there; delivery does not import that service).
+ */
+export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted"] as const;
 export const DELIVERY_TOPICS = [...new Set([...DELIVERY_PRODUCED_TOPICS, ...DELIVERY_CONSUMED_TOPICS])];
 
 export interface OutboxRelayOptions {

@@ -9,12 +9,13 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
   const client = createClient(SubscriberService, transport);
   const timeoutMs = options.timeoutMs ?? 5000;
   return {
-    async metadataOf(tenant, email, signal) {
+    async lookup(tenant, email, signal) {
       const [accountId = "", mode = ""] = tenant.split(":");
       const headers = callHeaders({ tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "system", requestId: "" });
       try {
         const res = await client.getSubscriberByEmail({ email }, { headers, timeoutMs, signal });
-        return res.subscriber?.metadata ?? {};
+        if (!res.subscriber?.id) return undefined;
+        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {} };
       } catch (err) {
         const code = ConnectError.from(err).code;
         // Not a subscriber (or an address the subscribers service would not store): no built-ins.

@@ -18,17 +18,24 @@ export interface OutboxEntry {
 
 export interface EmailDoc extends Doc {
   tenant: string;
-  /** Recipient as given (trimmed). */
+  /** Recipient as given (trimmed); "" once erased. */
   to: string;
-  /** Lower-cased recipient, for lookups by address (erasure of a subscriber's mail). */
+  /** Lower-cased recipient, for lookups by address; `erased:<email id>` once erased. */
   to_key: string;
+  /**
+   * The subscriber the recipient was when the email was queued or sent ("" if
+   * none, or not known yet): `subscriber.deleted` erases the emails linked here.
+   * Set once (at SendEmail, else at the first send attempt) and never changed.
+   * Older records may lack the field.
+   */
+  subscriber_id?: string;
   template_id: string;
   template_slug: string;
   /** The version the email was queued with; it is rendered with that one. */
   template_version: number;
   /**
    * The caller's variables as JSON text: keys may hold `.` or `$` and values
-   * nested arrays, which MongoDB/FerretDB refuse as stored fields.
+   * nested arrays, which MongoDB/FerretDB refuse as stored fields. "{}" once erased.
    */
   variables_json: string;
   /** The key as given, or "" without one. */
@@ -90,8 +97,10 @@ export const EMAIL_INDEXES = [
   { name: "idem_per_tenant", fields: { tenant: 1, idem_key: 1 }, unique: true },
   // ListEmails: the tenant's emails newest first (cursor pages on _id).
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
-  // Emails to one address (erasure when a subscriber is deleted: next step).
+  // Emails to one address.
   { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
+  // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
+  { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
   // The outbox relay's sweep for changes whose events are not published yet.
   { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
   // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).

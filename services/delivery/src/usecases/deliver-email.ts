@@ -9,7 +9,7 @@ import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc } from "../storage/documents.js";
+import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
 import { finish, outboxEntry, providerForTenant } from "./deps.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
@@ -18,6 +18,8 @@ export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to
 /** What the send consumer needs; built once in server.ts. */
 export interface DeliveryDeps {
   emails: Collection<EmailDoc>;
+  /** The sandbox's kept messages (erasure deletes them). */
+  sandbox: Collection<SandboxMessageDoc>;
   relay: OutboxRelay;
   templates: TemplateSource;
   renderers: RendererCache;
@@ -27,7 +29,7 @@ export interface DeliveryDeps {
   liveProvider: ProviderName;
   sender: Sender;
   unsubscribeUrl: UnsubscribeUrlSource;
-  /** Where `metadata.*` of a subscriber recipient comes from; none: no metadata built-ins. */
+  /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
   /** How long one attempt holds an email (ms); the send is cut off before it runs out. */
@@ -96,10 +98,11 @@ export async function deliverEmail(
     const unsubscribeUrl = prepared.template.category === "marketing"
       ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
       : undefined;
-    const metadata = deps.recipients ? await deps.recipients.metadataOf(claimed.tenant, claimed.to, signal) : undefined;
+    const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
+    if (recipient && !claimed.subscriber_id) await link(deps, claimed, token, recipient.subscriberId);
     const rendered = render(prepared, variables, {
       email: claimed.to,
-      ...(metadata ? { metadata } : {}),
+      ...(recipient ? { metadata: recipient.metadata } : {}),
       ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
     });
     const message = buildMessage({
@@ -221,6 +224,18 @@ async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status:
     return;
   }
   await finish(deps.relay, deps.logger, written);
+}
+
+/**
+ * Links an email queued without its subscriber (SendEmail could not tell) before
+ * it is sent, so that an erasure arriving meanwhile finds it (leased) and waits
+ * for this attempt. A link, once set, is never changed.
+ */
+async function link(deps: DeliveryDeps, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
+  await deps.emails.updateOne(
+    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
+    { $set: { subscriber_id: subscriberId } },
+  );
 }
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */

@@ -2,6 +2,7 @@ import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound, tenantKey } from "@emailsvc/runtime";
 import type { Collection } from "@emailsvc/storage";
 import type { EmailView, ProviderName } from "../domain/email.js";
+import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
 import type { EmailDoc, OutboxEntry, SandboxMessageDoc } from "../storage/documents.js";
@@ -13,6 +14,8 @@ export interface Deps {
   sandbox: Collection<SandboxMessageDoc>;
   relay: OutboxRelay;
   templates: TemplateSource;
+  /** The subscribers service: links an email to its recipient's subscriber at SendEmail (best effort). */
+  recipients?: RecipientDirectory | undefined;
   logger: Logger;
   /** The provider live-mode emails go through (EMAIL_PROVIDER); test mode is always the sandbox. */
   liveProvider: ProviderName;

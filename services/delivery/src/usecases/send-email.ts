@@ -50,13 +50,17 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     if (earlier) return replay(earlier, hash);
   }
 
-  const template = await resolveTemplate(deps, scope, templateSlug, input.signal);
+  const [template, subscriberId] = await Promise.all([
+    resolveTemplate(deps, scope, templateSlug, input.signal),
+    subscriberOf(deps, scope.tenant, to, input.signal),
+  ]);
   const now = deps.now();
   const id = newId("eml");
   const doc: Omit<EmailDoc, "tenant"> = {
     _id: id,
     to,
     to_key: recipientKey(to),
+    subscriber_id: subscriberId,
     template_id: template.templateId,
     template_slug: template.slug,
     template_version: template.version,
@@ -99,6 +103,26 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
 function replay(earlier: EmailDoc, hash: string): SendEmailResult {
   if (earlier.request_hash !== hash) throw idempotencyKeyReused(earlier._id);
   return { email: emailView(earlier), replayed: true };
+}
+
+/** Time SendEmail gives the subscribers service before it leaves the link to the first send attempt. */
+const LINK_LOOKUP_MS = 1000;
+
+/**
+ * The recipient's subscriber id, so that an email queued for a subscriber is
+ * erased with them even before it is sent. Best effort: without an answer in
+ * time the email is queued unlinked and the send attempt links it.
+ */
+async function subscriberOf(deps: Deps, tenant: string, to: string, signal: AbortSignal | undefined): Promise<string> {
+  if (!deps.recipients) return "";
+  const timeout = AbortSignal.timeout(LINK_LOOKUP_MS);
+  try {
+    const found = await deps.recipients.lookup(tenant, to, signal ? AbortSignal.any([signal, timeout]) : timeout);
+    return found?.subscriberId ?? "";
+  } catch (err) {
+    deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "subscriber lookup at send failed; linked at send attempt");
+    return "";
+  }
 }
 
 async function resolveTemplate(deps: Deps, scope: Scope, slug: string, signal: AbortSignal | undefined) {
