@@ -24,3 +24,30 @@ export function envInt(name: string, fallback: number, { min = 0, max = Number.M
   }
   return value;
 }
+
+/** The settings every gRPC service reads the same way. */
+export interface ServiceEnv {
+  /** GRPC_HOST: interface to listen on (0.0.0.0 in containers). */
+  grpcHost: string;
+  /** GRPC_PORT. */
+  grpcPort: number;
+  /** MONGO_URL: unset means the embedded file store under DATA_DIR. */
+  mongoUrl: string | undefined;
+  /** MONGO_DB: database (or embedded folder) name, default the service's name. */
+  mongoDb: string;
+  /** DATA_DIR, default ./data. */
+  dataDir: string;
+  /** KAFKA_BROKERS: unset means the in-process bus. */
+  kafkaBrokers: string | undefined;
+}
+
+export function loadServiceEnv(service: string, defaultGrpcPort: number): ServiceEnv {
+  return {
+    grpcHost: envString("GRPC_HOST", "127.0.0.1"),
+    grpcPort: envInt("GRPC_PORT", defaultGrpcPort, { min: 0, max: 65535 }),
+    mongoUrl: envOptional("MONGO_URL"),
+    mongoDb: envString("MONGO_DB", service),
+    dataDir: envString("DATA_DIR", "./data"),
+    kafkaBrokers: envOptional("KAFKA_BROKERS"),
+  };
+}

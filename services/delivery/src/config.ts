@@ -1,15 +1,9 @@
-import { ConfigError, envInt, envOptional, envString } from "@emailsvc/runtime";
+import { ConfigError, envOptional, envString, loadServiceEnv, type ServiceEnv } from "@emailsvc/runtime";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
 
-export interface DeliveryConfig {
-  grpcHost: string;
-  grpcPort: number;
-  mongoUrl: string | undefined;
-  mongoDb: string;
-  dataDir: string;
-  kafkaBrokers: string | undefined;
+export interface DeliveryConfig extends ServiceEnv {
   templatesUrl: string;
   /** SUBSCRIBERS_URL: optional; gives templates the recipient's `metadata.*`. */
   subscribersUrl: string | undefined;
@@ -37,12 +31,7 @@ export function loadConfig(): DeliveryConfig {
     throw new ConfigError(err instanceof Error ? err.message : String(err));
   }
   return {
-    grpcHost: envString("GRPC_HOST", "127.0.0.1"),
-    grpcPort: envInt("GRPC_PORT", 50053, { min: 0, max: 65535 }),
-    mongoUrl: envOptional("MONGO_URL"),
-    mongoDb: envString("MONGO_DB", "delivery"),
-    dataDir: envString("DATA_DIR", "./data"),
-    kafkaBrokers: envOptional("KAFKA_BROKERS"),
+    ...loadServiceEnv("delivery", 50053),
     templatesUrl: envString("TEMPLATES_URL", "http://127.0.0.1:50052"),
     subscribersUrl: envOptional("SUBSCRIBERS_URL"),
     provider,
