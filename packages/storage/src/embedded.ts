@@ -3,8 +3,9 @@
 // same port as MongoDB so that `npm start` needs no server; the translation below
 // makes NeDB answer as MongoDB would wherever the two languages differ.
 
-import { mkdir, open, readFile, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import * as path from "node:path";
+import { lockDir, type DirLock } from "@emailsvc/dir-lock";
 import Datastore from "@seald-io/nedb";
 import {
   checkCollectionName,
@@ -35,7 +36,6 @@ export interface EmbeddedStoreOptions {
 }
 
 const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60 * 1000;
-const LOCK_FILE = ".lock";
 
 export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<EmbeddedDocumentStore> {
   return EmbeddedDocumentStore.open(options);
@@ -43,19 +43,20 @@ export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<E
 
 // NeDB keeps every document in memory and rewrites its datafile on load and on
 // compaction, so two Datastores on one file silently overwrite each other's
-// writes. Another process is kept out of a directory by a lock file holding its
-// pid; within this process, stores may share a directory (tests reopen one while
-// another is open) but each datafile belongs to one open store at a time.
+// writes. Another process is kept out of a directory by its lock file
+// (@emailsvc/dir-lock); within this process, stores may share a directory (tests
+// reopen one while another is open) but each datafile belongs to one open store
+// at a time.
 
 /** Directories locked by this process, with how many open stores use each. */
-const lockedDirs = new Map<string, { stores: number; locked: Promise<void> }>();
+const lockedDirs = new Map<string, { stores: number; locked: Promise<DirLock> }>();
 /** Datafiles held by an open store of this process. */
 const openDatafiles = new Set<string>();
 
 async function acquireDir(dir: string): Promise<void> {
   let entry = lockedDirs.get(dir);
   if (entry === undefined) {
-    entry = { stores: 0, locked: writeLockFile(dir) };
+    entry = { stores: 0, locked: lockDir(dir, "embedded store") };
     lockedDirs.set(dir, entry);
   }
   entry.stores += 1;
@@ -73,42 +74,8 @@ async function releaseDir(dir: string): Promise<void> {
   entry.stores -= 1;
   if (entry.stores > 0) return;
   lockedDirs.delete(dir);
-  const owned = await entry.locked.then(
-    () => true,
-    () => false,
-  );
-  if (owned) await rm(path.join(dir, LOCK_FILE), { force: true });
-}
-
-async function writeLockFile(dir: string): Promise<void> {
-  const lockPath = path.join(dir, LOCK_FILE);
-  for (let attempt = 0; attempt < 2; attempt += 1) {
-    try {
-      const handle = await open(lockPath, "wx");
-      await handle.writeFile(`${process.pid}\n`);
-      await handle.close();
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    const owner = Number.parseInt(await readFile(lockPath, "utf8").catch(() => ""), 10);
-    // Our own pid in the file is a leftover of an earlier run (containers reuse
-    // pid 1); any other live pid owns the directory.
-    if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
-      throw new Error(`embedded store ${dir} is in use by process ${owner} (lock file ${lockPath})`);
-    }
-    await rm(lockPath, { force: true });
-  }
-  throw new Error(`could not lock embedded store ${dir}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+  const lock = await entry.locked.catch(() => undefined);
+  await lock?.release();
 }
 
 /** Shared by a store and its collections, so that a closed store refuses work. */
