@@ -8,11 +8,12 @@
 // the load generator (keep-alive HTTP/1.1, fixed concurrency, bounded time).
 // Both share the machine's cores, so compare ratios within one run.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureKafka, ensureMongo, freePort } from "@emailsvc/testing";
+import { describeMachine } from "../support/machine.js";
 
 const repo = join(__dirname, "..", "..", ".."); // bench/dist/api -> repo root
 const ADMIN = "bench-admin-token-0123456789abcdef";
@@ -161,13 +162,7 @@ async function main(): Promise<void> {
     await kafka.stop();
     await mongo.stop();
   }
-  const machine = {
-    cpus: cpus().length,
-    cpu: cpus()[0]?.model ?? "unknown",
-    node: process.version,
-    date: new Date().toISOString(),
-    loadavg_start: readFileSync("/proc/loadavg", "utf8").trim(),
-  };
+  const machine = describeMachine();
   const resultsDir = join(repo, "bench", "results");
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, "api.json"), JSON.stringify({ machine, seconds_per_cell: SECONDS, cells }, null, 2) + "\n");

@@ -21,6 +21,7 @@ import { requestBytes, responseBytes, subscriberRequest } from "./fixtures.js";
 import { createCaller, type Caller, type ServerSpec } from "./pairs.js";
 import type { ChildUsage } from "./server-child.js";
 import { experiments, mainScenarios, type Scenario } from "./scenarios.js";
+import { writeResultsBlock } from "../support/readme.js";
 
 interface Options {
   seconds: number;
@@ -334,19 +335,6 @@ function summaryTable(rounds: Cell[][], concurrency: number[]): string {
   return lines.join("\n");
 }
 
-function writeReadmeTable(readmePath: string, block: string): void {
-  const begin = "<!-- grpc-hop:results:begin -->";
-  const end = "<!-- grpc-hop:results:end -->";
-  let text = fs.existsSync(readmePath) ? fs.readFileSync(readmePath, "utf8") : "";
-  const i = text.indexOf(begin);
-  const j = text.indexOf(end);
-  if (i >= 0 && j > i) {
-    text = text.slice(0, i) + begin + "\n" + block + "\n" + text.slice(j);
-  } else {
-    text += `\n## gRPC hop\n\n${begin}\n${block}\n${end}\n`;
-  }
-  fs.writeFileSync(readmePath, text);
-}
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
@@ -399,7 +387,7 @@ async function main(): Promise<void> {
     const tables = rounds
       .map((cells, i) => `<details><summary>Round ${i + 1}, every pair</summary>\n\n${markdownTable(cells, scenarios)}\n\n</details>`)
       .join("\n\n");
-    writeReadmeTable(path.join(benchRoot, "README.md"), `${header}\n\n${summary}\n\n${tables}`);
+    writeResultsBlock(path.join(benchRoot, "README.md"), "grpc-hop", "gRPC hop", `${header}\n\n${summary}\n\n${tables}`);
     console.log("updated README.md");
   }
 }

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     logger,
   });
   logger.info(
-    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
+    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
     "email platform started",
   );
   if (platform.development) {

@@ -16,6 +16,8 @@ export interface PlatformOptions {
   logger?: Logger;
   /** Outbox sweep period of the services; tests shorten it. */
   sweepIntervalMs?: number;
+  /** Delivery's stalled-mail sweep: a queued email untouched this long is requested again (default 10 min; tests lengthen it). */
+  stalledAfterMs?: number;
   /** Prefix of every service's database name (tests use a fresh one per run). */
   dbPrefix?: string;
   /** EMAIL_PROVIDER for live-mode keys: sandbox (default) or smtp. Test-mode keys always use the sandbox. */
@@ -55,9 +57,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       return opened as [DocumentStore, DocumentStore, DocumentStore, DocumentStore];
     });
     const loggerFor = (component: string) => (options.logger ? options.logger.child({ component }) : createLogger(component));
-    // The in-process bus is shared by every service in the process; with Kafka
-    // each service gets its own client, as in the split deployment.
-    const sharedBus = options.kafkaBrokers ? undefined : await openBus({ clientId: "embedded" });
+    // The in-process bus is shared by every service in the process, its log in
+    // DATA_DIR/bus/embedded, so that queued events survive a restart; with
+    // Kafka each service gets its own client, as in the split deployment.
+    const busLog = loggerFor("events");
+    const sharedBus = options.kafkaBrokers
+      ? undefined
+      : await openBus({ clientId: "embedded", dataDir: options.dataDir, logger: (e) => busLog[e.level]({ ...e.fields, ns: e.namespace }, e.message) });
     if (sharedBus) buses.push(sharedBus);
     const busFor = async (clientId: string) => {
       if (sharedBus) return sharedBus;
@@ -89,6 +95,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...(options.smtpUrl ? { smtp: options.smtpUrl } : {}),
       ...(options.emailFrom ? { from: options.emailFrom } : {}),
       ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
     });
     closers.push(() => delivery.close());
 

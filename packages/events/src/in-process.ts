@@ -1,15 +1,16 @@
 import { setMaxListeners } from "node:events";
 // The embedded event bus: the default when no Kafka is configured (`npm start`,
-// tests of a single service). It behaves like a small Kafka inside the process:
+// a service started alone). It behaves like a small Kafka inside the process:
 // per topic a fixed number of partitions chosen by hashing the key, an
 // append-only log per partition, and per consumer group a committed position
 // per partition.
 //
-// MEMORY ONLY. The publisher-side outbox (in the services) keeps an event until
-// `publish` resolved; from then on it lives only here, so a restart loses every
-// event not yet handled by all of its groups, and the groups' positions. That
-// is the price of the embedded single-process mode; production runs on Kafka
-// (kafka.ts), which keeps events on disk.
+// DURABLE with a directory (`InProcessEventBus.open({ dir })`, what openBus
+// does with a dataDir): the logs are segment files and the positions a file
+// (log/directory.ts), so a restart, clean or kill -9, delivers every event
+// whose `publish` resolved and that a group had not handled yet, in order per
+// key. MEMORY ONLY without one (`new InProcessEventBus()`, unit tests): a
+// restart loses everything not yet handled.
 
 import {
   type Backoff,
@@ -22,6 +23,12 @@ import {
   sleep,
   stderrLogger,
 } from "./shared.js";
+import { DirectoryStorage } from "./log/directory.js";
+import type { FsyncPolicy } from "./log/file-partition.js";
+import { MemoryStorage } from "./log/memory.js";
+import { partitionOf, type LoggedEvent, type Partition } from "./log/partition.js";
+import { checkEvent } from "./log/record.js";
+import type { LogStorage } from "./log/storage.js";
 import type {
   EventBus,
   EventHandler,
@@ -32,124 +39,135 @@ import type {
 } from "./types.js";
 
 export interface InProcessEventBusOptions {
-  /** Partitions per topic; order holds per partition, so per key (default 3, as on Kafka). */
+  /** Partitions of each topic created; order holds per partition, so per key (default 3, as on Kafka). */
   partitions?: number;
   /**
-   * About how many events each topic keeps (default 10,000), split evenly over
-   * its partitions. A group that falls further behind skips the oldest events,
-   * with a warning; a group subscribing later with `fromBeginning` gets what is
-   * still retained.
+   * Memory only: about how many events each topic keeps (default 10,000),
+   * split evenly over its partitions. A group that falls further behind skips
+   * the oldest events, with a warning; a group subscribing later with
+   * `fromBeginning` gets what is still retained.
    */
   retention?: number;
   /** Redelivery delay after a handler threw (default 100 ms doubling up to 5 s). */
   backoff?: Backoff;
-  /** Where warnings go (failed handlers, skipped events); default JSON lines on stderr. */
+  /** Where warnings go (failed handlers, skipped events, log recovery); default JSON lines on stderr. */
   logger?: BusLogger;
 }
 
-
-interface StoredEvent {
-  key: string;
-  value: Uint8Array;
-  headers: Record<string, string>;
+export interface DurableEventBusOptions extends Omit<InProcessEventBusOptions, "retention"> {
+  /** The bus' own directory (created if missing), e.g. `$DATA_DIR/bus/embedded`. One process at a time. */
+  dir: string;
+  /**
+   * When `publish` resolves. "interval" (default): once the events are written
+   * to the log file, i.e. handed to the OS: they survive any crash of the
+   * process (kill -9 included) but a power loss or kernel crash can lose what
+   * was written in the last `fsyncIntervalMs`. "always": once they are also
+   * fsynced (publishes waiting together share one fsync).
+   */
+  fsync?: FsyncPolicy;
+  /** Period of the fsync of "interval" (default 1,000 ms). */
+  fsyncIntervalMs?: number;
+  /**
+   * Group positions are written at most this long after they move (default
+   * 100 ms), when a subscription stops and on close. After a crash a group
+   * gets again what it handled in that window; after a clean stop, nothing.
+   */
+  commitIntervalMs?: number;
+  /** Size at which a segment file is closed and the next begun (default 8 MiB). */
+  segmentBytes?: number;
+  /**
+   * Most bytes a topic keeps (default 256 MiB, split over its partitions).
+   * Segments every group has passed go first; beyond this size the oldest go
+   * even if a group has not handled them, with a warning.
+   */
+  retentionBytes?: number;
+  /** A group without a subscription that has not consumed for this long is forgotten (default 7 days). */
+  groupRetentionMs?: number;
+  /** How often retention runs besides after each new segment (default 30 s). */
+  retentionCheckMs?: number;
 }
 
-/** One partition of a topic: an append-only log trimmed at its head. */
-class PartitionLog {
-  /** Offset of `entries[0]`; grows as old entries are trimmed. */
-  private base = 0;
-  private readonly entries: StoredEvent[] = [];
-  /** Consumers waiting for the next append. */
-  private readonly waiters = new Set<() => void>();
+export const DURABLE_DEFAULTS = {
+  fsync: "interval" as FsyncPolicy,
+  fsyncIntervalMs: 1_000,
+  commitIntervalMs: 100,
+  segmentBytes: 8 * 1024 * 1024,
+  retentionBytes: 256 * 1024 * 1024,
+  groupRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  retentionCheckMs: 30_000,
+};
 
-  constructor(private readonly capacity: number) {}
-
-  /** Offset of the oldest retained event. */
-  get start(): number {
-    return this.base;
-  }
-
-  /** Offset the next appended event will get. */
-  get end(): number {
-    return this.base + this.entries.length;
-  }
-
-  at(offset: number): StoredEvent | undefined {
-    return this.entries[offset - this.base];
-  }
-
-  append(event: StoredEvent): void {
-    this.entries.push(event);
-    const excess = this.entries.length - this.capacity;
-    if (excess > 0) {
-      this.entries.splice(0, excess);
-      this.base += excess;
-    }
-    if (this.waiters.size > 0) {
-      // Wake consumers on a later turn of the event loop, so that no handler
-      // ever runs inside `publish`.
-      const waiters = [...this.waiters];
-      this.waiters.clear();
-      setImmediate(() => waiters.forEach((wake) => wake()));
-    }
-  }
-
-  /** Resolves on the next append, or when `signal` aborts. */
-  nextAppend(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.waiters.delete(done);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      this.waiters.add(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-}
-
-/** What one group has consumed of one topic: the next offset per partition. */
-type Positions = number[];
+/** Events a consumer reads from its partition at a time. */
+const READ_BATCH = 256;
 
 export class InProcessEventBus implements EventBus {
   private readonly partitions: number;
-  private readonly capacity: number;
   private readonly backoff: Backoff;
   private readonly log: BusLogger;
+  private readonly storage: LogStorage;
 
-  private readonly topics = new Map<string, PartitionLog[]>();
-  /** group -> topic -> positions. Kept after a subscription stops, so the group resumes. */
-  private readonly positions = new Map<string, Map<string, Positions>>();
   /** group -> topics it consumes right now (one consumer per group and topic). */
   private readonly active = new Map<string, Set<string>>();
   private readonly subscriptions = new Set<InProcessSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(options: InProcessEventBusOptions = {}) {
+  /** A memory-only bus (unit tests). Use `InProcessEventBus.open({ dir })` for the durable one. */
+  constructor(options: InProcessEventBusOptions = {}, storage?: LogStorage) {
     this.partitions = options.partitions ?? 3;
-    const retention = options.retention ?? 10_000;
     if (!Number.isInteger(this.partitions) || this.partitions < 1) {
       throw new RangeError("partitions must be a positive integer");
     }
-    if (!Number.isInteger(retention) || retention < 1) {
-      throw new RangeError("retention must be a positive integer");
-    }
-    this.capacity = Math.ceil(retention / this.partitions);
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.log = options.logger ?? stderrLogger;
+    if (storage) {
+      this.storage = storage;
+    } else {
+      const retention = options.retention ?? 10_000;
+      if (!Number.isInteger(retention) || retention < 1) {
+        throw new RangeError("retention must be a positive integer");
+      }
+      this.storage = new MemoryStorage(Math.ceil(retention / this.partitions));
+    }
+  }
+
+  /**
+   * Opens the durable bus in `dir`: recovers its logs (dropping a record torn
+   * by a crash, with a warning) and its groups' positions. Rejects when another
+   * process (or another bus of this one) has the directory open.
+   */
+  static async open(options: DurableEventBusOptions): Promise<InProcessEventBus> {
+    const settings = { ...DURABLE_DEFAULTS, ...definedOnly(options) };
+    for (const name of ["fsyncIntervalMs", "commitIntervalMs", "segmentBytes", "retentionBytes", "groupRetentionMs", "retentionCheckMs"] as const) {
+      if (!Number.isInteger(settings[name]) || settings[name] < 1) throw new RangeError(`${name} must be a positive integer`);
+    }
+    if (settings.fsync !== "interval" && settings.fsync !== "always") throw new RangeError('fsync must be "interval" or "always"');
+    const logger = options.logger ?? stderrLogger;
+    let bus: InProcessEventBus | undefined;
+    const storage = await DirectoryStorage.open({
+      dir: options.dir,
+      fsync: settings.fsync,
+      fsyncIntervalMs: settings.fsyncIntervalMs,
+      commitIntervalMs: settings.commitIntervalMs,
+      segmentBytes: settings.segmentBytes,
+      retentionBytes: settings.retentionBytes,
+      groupRetentionMs: settings.groupRetentionMs,
+      retentionCheckMs: settings.retentionCheckMs,
+      warn: (message, fields) => warnSafely(logger, message, fields),
+      isActive: (group) => (bus?.active.get(group)?.size ?? 0) > 0,
+    });
+    try {
+      bus = new InProcessEventBus(options, storage);
+    } catch (error) {
+      await storage.close();
+      throw error;
+    }
+    return bus;
   }
 
   async ensureTopics(topics: string[]): Promise<void> {
     this.assertOpen();
     assertTopicNames(topics);
-    for (const topic of topics) {
-      if (!this.topics.has(topic)) {
-        this.topics.set(
-          topic,
-          Array.from({ length: this.partitions }, () => new PartitionLog(this.capacity)),
-        );
-      }
-    }
+    for (const topic of topics) await this.storage.createTopic(topic, this.partitions);
   }
 
   async publish(topic: string, events: OutgoingEvent[]): Promise<void> {
@@ -157,20 +175,16 @@ export class InProcessEventBus implements EventBus {
     if (events.length === 0) return;
     const partitions = this.topicLog(topic);
     // Validate the whole batch before appending any of it: all or nothing.
+    events.forEach(checkEvent);
+    const byPartition = new Map<Partition, OutgoingEvent[]>();
     for (const event of events) {
-      if (typeof event.key !== "string" || !(event.value instanceof Uint8Array)) {
-        throw new TypeError("an event needs a string key and a Uint8Array value");
-      }
+      const partition = partitions[partitionOf(event.key, partitions.length)]!;
+      const list = byPartition.get(partition);
+      if (list) list.push(event);
+      else byPartition.set(partition, [event]);
     }
-    for (const event of events) {
-      // Copies, so that the publisher reusing its buffers cannot change the log.
-      const stored: StoredEvent = {
-        key: event.key,
-        value: event.value.slice(),
-        headers: { ...event.headers },
-      };
-      partitions[partitionOf(event.key, partitions.length)]!.append(stored);
-    }
+    // Each append copies its events before returning, so the caller may reuse its buffers.
+    await Promise.all([...byPartition].map(([partition, list]) => partition.append(list)));
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -192,9 +206,11 @@ export class InProcessEventBus implements EventBus {
     this.active.set(group, activeTopics);
 
     // Fix the start positions now, so that every event published after
-    // `subscribe` resolves is delivered, even with fromBeginning false.
-    const groupPositions = this.positions.get(group) ?? new Map<string, Positions>();
-    this.positions.set(group, groupPositions);
+    // `subscribe` resolves is delivered, even with fromBeginning false; and
+    // commit them, so that a restart keeps them.
+    const groups = this.storage.groups;
+    const groupPositions = groups.get(group) ?? new Map<string, number[]>();
+    groups.set(group, groupPositions);
     const fromBeginning = options.fromBeginning ?? true;
     const positions = topics.map((topic, i) => {
       let known = groupPositions.get(topic);
@@ -204,10 +220,13 @@ export class InProcessEventBus implements EventBus {
       }
       return known;
     });
+    this.storage.positionsChanged(group);
 
-    const subscription = new InProcessSubscription(() => {
+    const subscription = new InProcessSubscription(async () => {
       topics.forEach((topic) => activeTopics.delete(topic));
       this.subscriptions.delete(subscription);
+      // What was handled stays handled across a restart.
+      await this.storage.commit().catch((error: unknown) => this.warn("committing group positions failed", { group, error: errorMessage(error) }));
     });
     this.subscriptions.add(subscription);
     topics.forEach((topic, i) => {
@@ -229,7 +248,10 @@ export class InProcessEventBus implements EventBus {
   }
 
   close(): Promise<void> {
-    this.closing ??= Promise.all([...this.subscriptions].map((s) => s.stop())).then(() => undefined);
+    this.closing ??= (async () => {
+      await Promise.all([...this.subscriptions].map((s) => s.stop()));
+      await this.storage.close();
+    })();
     return this.closing;
   }
 
@@ -242,8 +264,8 @@ export class InProcessEventBus implements EventBus {
     group: string;
     topic: string;
     partition: number;
-    log: PartitionLog;
-    positions: Positions;
+    log: Partition;
+    positions: number[];
     handler: EventHandler;
     signal: AbortSignal;
   }): Promise<void> {
@@ -251,6 +273,9 @@ export class InProcessEventBus implements EventBus {
     // Never start a handler inside `subscribe` itself.
     await new Promise((resolve) => setImmediate(resolve));
     let failures = 0;
+    /** Events read ahead from the log, from `positions[partition]` on. */
+    let batch: LoggedEvent[] = [];
+    let next = 0;
     while (!signal.aborted) {
       let offset = positions[partition]!;
       if (offset < log.start) {
@@ -261,20 +286,37 @@ export class InProcessEventBus implements EventBus {
           skipped: log.start - offset,
         });
         offset = positions[partition] = log.start;
+        this.storage.positionsChanged(group);
       }
-      const stored = log.at(offset);
-      if (!stored) {
+      if (offset >= log.end) {
         await log.nextAppend(signal);
         continue;
       }
+      if (batch[next]?.offset !== offset) {
+        try {
+          batch = await log.read(offset, READ_BATCH);
+          next = 0;
+        } catch (error) {
+          // Not a handler's fault: a disk problem, or a segment deleted under the read (then the next turn skips ahead).
+          const delay = backoffDelay(this.backoff, failures++);
+          this.warn("reading the log failed; trying again after a backoff", { group, topic, partition, offset, delay_ms: delay, error: errorMessage(error) });
+          await sleep(delay, signal);
+          continue;
+        }
+        if (batch[0]?.offset !== offset || signal.aborted) continue;
+      }
+      const stored = batch[next]!;
       try {
         await c.handler({
           topic,
           key: stored.key,
+          // A fresh copy per attempt: a failed attempt may have changed the last one.
           value: stored.value.slice(),
           headers: { ...stored.headers },
         } satisfies ReceivedEvent);
-        positions[partition] = offset + 1; // commit
+        positions[partition] = offset + 1; // committed to disk within commitIntervalMs
+        this.storage.positionsChanged(group);
+        next++;
         failures = 0;
       } catch (error) {
         const delay = backoffDelay(this.backoff, failures++);
@@ -294,15 +336,11 @@ export class InProcessEventBus implements EventBus {
 
   /** Logs a warning; a throwing logger must not stop delivery. */
   private warn(message: string, fields: BusLogEntry["fields"]): void {
-    try {
-      this.log({ level: "warn", namespace: "in-process", message, fields });
-    } catch {
-      // ignored on purpose
-    }
+    warnSafely(this.log, message, fields);
   }
 
-  private topicLog(topic: string): PartitionLog[] {
-    const partitions = this.topics.get(topic);
+  private topicLog(topic: string): Partition[] {
+    const partitions = this.storage.topics.get(topic);
     if (!partitions) {
       throw new Error(`no such topic: ${topic} (call ensureTopics first)`);
     }
@@ -319,7 +357,7 @@ class InProcessSubscription implements Subscription {
   private readonly consumers: Promise<void>[] = [];
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly onStopped: () => void) {
+  constructor(private readonly onStopped: () => Promise<void>) {
     // One waiter per partition of every topic listens on this signal; that is
     // by design, not a leak, so Node's default warning threshold of 10 is off.
     setMaxListeners(0, this.abort.signal);
@@ -340,18 +378,21 @@ class InProcessSubscription implements Subscription {
       this.abort.abort();
       // Each loop ends after its in-flight handler returned.
       await Promise.all(this.consumers);
-      this.onStopped();
+      await this.onStopped();
     })();
     return this.stopping;
   }
 }
 
-/** Partition of a key: FNV-1a over its UTF-8 bytes. Stable across runs and processes. */
-function partitionOf(key: string, partitions: number): number {
-  let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(key, "utf8")) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193);
+function warnSafely(logger: BusLogger, message: string, fields: BusLogEntry["fields"]): void {
+  try {
+    logger({ level: "warn", namespace: "in-process", message, fields });
+  } catch {
+    // ignored on purpose
   }
-  return (hash >>> 0) % partitions;
+}
+
+/** The options that were given a value (so that `{ fsync: undefined }` keeps the default). */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

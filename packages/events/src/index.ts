@@ -1,10 +1,12 @@
 // @emailsvc/events: the event-bus port and its two adapters.
 //
-//   const bus = openBus({ brokers: process.env.KAFKA_BROKERS, clientId: "delivery" });
+//   const bus = await openBus({ brokers: process.env.KAFKA_BROKERS, clientId: "delivery", dataDir: "./data" });
 //   await bus.ensureTopics(["email.send.requested"]);
 //   await bus.subscribe({ group: "delivery", topics: ["email.send.requested"], handler });
 
+import * as path from "node:path";
 import { InProcessEventBus } from "./in-process.js";
+import type { FsyncPolicy } from "./log/file-partition.js";
 import { KafkaEventBus } from "./kafka.js";
 import type { BusLogger } from "./shared.js";
 import type { EventBus } from "./types.js";
@@ -18,14 +20,31 @@ export type {
   Subscription,
 } from "./types.js";
 export type { Backoff, BusLogEntry, BusLogger } from "./shared.js";
-export { InProcessEventBus, type InProcessEventBusOptions } from "./in-process.js";
+export {
+  DURABLE_DEFAULTS,
+  InProcessEventBus,
+  type DurableEventBusOptions,
+  type InProcessEventBusOptions,
+} from "./in-process.js";
+export type { FsyncPolicy } from "./log/file-partition.js";
 export { KafkaEventBus, type KafkaEventBusConfig } from "./kafka.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */
   brokers?: string | undefined;
-  /** Kafka client id, e.g. the service name. */
+  /**
+   * Who opens the bus, e.g. the service name or `embedded`: the Kafka client id,
+   * and the in-process bus' folder under `dataDir`.
+   */
   clientId: string;
+  /**
+   * DATA_DIR. Without brokers the in-process bus keeps its log in
+   * `<dataDir>/bus/<clientId>`, durable across restarts (one process per
+   * folder). Unset: memory only, which a restart loses (unit tests).
+   */
+  dataDir?: string | undefined;
+  /** In-process bus with a dataDir: when `publish` resolves (see DurableEventBusOptions.fsync; default "interval"). */
+  fsync?: FsyncPolicy | undefined;
   /** Where the bus' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
   /** Partitions of topics this bus creates (`KAFKA_TOPIC_PARTITIONS`, default 3). */
@@ -42,8 +61,11 @@ function positiveIntFromEnv(name: string): number | undefined {
   return value;
 }
 
-/** Kafka when brokers are given, else the embedded in-process bus. */
-export function openBus(options: OpenBusOptions): EventBus {
+/**
+ * Kafka when brokers are given, else the in-process bus: durable in
+ * `<dataDir>/bus/<clientId>` when a dataDir is given, memory only without.
+ */
+export async function openBus(options: OpenBusOptions): Promise<EventBus> {
   const brokers = (options.brokers ?? "")
     .split(",")
     .map((broker) => broker.trim())
@@ -60,5 +82,18 @@ export function openBus(options: OpenBusOptions): EventBus {
       ...(replicationFactor !== undefined ? { replicationFactor } : {}),
     });
   }
-  return new InProcessEventBus(logger);
+  if (options.dataDir === undefined) return new InProcessEventBus(logger);
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(options.clientId)) {
+    throw new Error(`clientId "${options.clientId}" names the bus folder: use [A-Za-z0-9._-], not starting with "."`);
+  }
+  return InProcessEventBus.open({
+    dir: busDir(options.dataDir, options.clientId),
+    ...logger,
+    ...(options.fsync ? { fsync: options.fsync } : {}),
+  });
+}
+
+/** Where the in-process bus of `clientId` keeps its log under DATA_DIR. */
+export function busDir(dataDir: string, clientId: string): string {
+  return path.join(dataDir, "bus", clientId);
 }

@@ -66,13 +66,21 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Kafka's rule for topic names; the in-process bus applies it too, so a bad name fails in tests. */
+/**
+ * Kafka's rule for topic names (it also refuses "." and ".."); the in-process
+ * bus applies it too, so a bad name fails in tests, and it keeps a topic name
+ * a safe directory name for the durable bus.
+ */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+export function isTopicName(topic: string): boolean {
+  return TOPIC_NAME.test(topic) && topic !== "." && topic !== "..";
+}
 
 export function assertTopicNames(topics: string[]): void {
   for (const topic of topics) {
-    if (!TOPIC_NAME.test(topic)) {
-      throw new Error(`invalid topic name "${topic}": use 1-249 of [a-zA-Z0-9._-]`);
+    if (!isTopicName(topic)) {
+      throw new Error(`invalid topic name "${topic}": use 1-249 of [a-zA-Z0-9._-], not "." or ".."`);
     }
   }
 }

@@ -1,10 +1,24 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import { InProcessEventBus } from "../src/index.js";
 import { describeEventBusContract } from "./contract.js";
 
-describeEventBusContract("in-process", async () => new InProcessEventBus({ logger: () => {} }));
+describeEventBusContract("in-process, memory only", async () => new InProcessEventBus({ logger: () => {} }));
 
-// What only the in-process bus promises beyond the contract.
-describe("InProcessEventBus", () => {
+// The same contract on the durable bus, each bus in a directory of its own.
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+describeEventBusContract("in-process, durable", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), "bus-contract-"));
+  dirs.push(dir);
+  return InProcessEventBus.open({ dir, logger: () => {} });
+});
+
+// What only the memory-only in-process bus promises beyond the contract.
+describe("InProcessEventBus, memory only", () => {
   const text = (s: string) => new TextEncoder().encode(s);
   const decode = (v: Uint8Array) => new TextDecoder().decode(v);
 
@@ -61,6 +75,7 @@ describe("InProcessEventBus", () => {
   it("rejects invalid topic names, as Kafka would", async () => {
     const bus = new InProcessEventBus({ logger: () => {} });
     await expect(bus.ensureTopics(["no spaces"])).rejects.toThrow(/invalid topic name/);
+    await expect(bus.ensureTopics([".."])).rejects.toThrow(/invalid topic name/);
     await bus.close();
   });
 });

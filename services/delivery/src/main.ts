@@ -10,9 +10,10 @@ async function main(): Promise<void> {
   const logger = createLogger("delivery");
   const config = loadConfig();
   const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: config.mongoDb });
-  const bus = openBus({
+  const bus = await openBus({
     brokers: config.kafkaBrokers,
     clientId: "delivery",
+    dataDir: config.dataDir,
     logger: (e) => logger[e.level]({ ...e.fields, ns: e.namespace }, e.message),
   });
   const service = await startDeliveryService({

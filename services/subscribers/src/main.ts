@@ -9,7 +9,7 @@ async function main(): Promise<void> {
   const logger = createLogger("subscribers");
   const config = loadConfig();
   const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: config.mongoDb });
-  const bus = await openBus({ brokers: config.kafkaBrokers, clientId: "subscribers" });
+  const bus = await openBus({ brokers: config.kafkaBrokers, clientId: "subscribers", dataDir: config.dataDir });
   const service = await startSubscribersService({ store, bus, logger, port: config.grpcPort, host: config.grpcHost });
   exitOnSignal(logger, async () => {
     await service.close();
