@@ -3,6 +3,7 @@
 //   <dir>/.lock                                  the owner's pid (@emailsvc/dir-lock)
 //   <dir>/groups.json                            committed positions of every group
 //   <dir>/topics/<topic>/<partition>/<base>.log  the segment files (file-partition.ts)
+//   <dir>/creating/                              topics being created (renamed into topics/ when whole)
 //
 // Positions: a handled event moves its group's position in memory; the
 // positions are written to groups.json (a temporary file renamed over it, so
@@ -45,8 +46,8 @@ export interface DirectoryOptions {
 const GROUPS_FILE = "groups.json";
 const GROUPS_FORMAT = 1;
 const TOPICS_DIR = "topics";
-/** A topic directory being created: renamed to the topic's name once complete. */
-const CREATING_PREFIX = ".creating-";
+/** Where a topic's directory is built before it is renamed into TOPICS_DIR. */
+const CREATING_DIR = "creating";
 
 interface GroupsFile {
   format: number;
@@ -83,6 +84,8 @@ export class DirectoryStorage implements LogStorage {
     const dir = path.resolve(options.dir);
     if (openDirs.has(dir)) throw new Error(`event bus ${dir} is already open in this process`);
     await mkdir(path.join(dir, TOPICS_DIR), { recursive: true });
+    // Topics whose creation a crash cut off were never created.
+    await rm(path.join(dir, CREATING_DIR), { recursive: true, force: true });
     openDirs.add(dir);
     let lock: DirLock | undefined;
     let storage: DirectoryStorage | undefined;
@@ -123,11 +126,6 @@ export class DirectoryStorage implements LogStorage {
 
   private async loadTopics(): Promise<void> {
     for (const name of await readdir(this.topicsDir)) {
-      if (name.startsWith(CREATING_PREFIX)) {
-        // A creation cut off by a crash: the topic was never created.
-        await rm(path.join(this.topicsDir, name), { recursive: true, force: true });
-        continue;
-      }
       if (!isTopicName(name)) continue;
       const entries = await readdir(path.join(this.topicsDir, name));
       const count = entries.filter((entry) => /^\d+$/.test(entry)).length;
@@ -185,7 +183,7 @@ export class DirectoryStorage implements LogStorage {
 
   /** Builds the topic's directory under a temporary name and renames it: a topic exists whole or not at all. */
   private async create(topic: string, count: number): Promise<Partition[]> {
-    const building = path.join(this.topicsDir, `${CREATING_PREFIX}${topic}-${randomBytes(4).toString("hex")}`);
+    const building = path.join(this.options.dir, CREATING_DIR, `${topic}-${randomBytes(4).toString("hex")}`);
     for (let p = 0; p < count; p++) {
       const dir = path.join(building, String(p));
       await mkdir(dir, { recursive: true });
@@ -243,6 +241,7 @@ export class DirectoryStorage implements LogStorage {
 
   /** One retention pass at a time; a pass asked for meanwhile is covered by the one running. */
   private retain(): Promise<void> {
+    if (this.closing) return Promise.resolve();
     this.retaining ??= this.retainOnce()
       .catch((error: unknown) => this.options.warn("log retention failed", { error: errorMessage(error) }))
       .finally(() => {
