@@ -1,6 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
-import type { OpenApiDocument, OperationObject, ParameterObject } from "../openapi.js";
-import { resolveRef } from "../openapi.js";
+import type { OpenApiDocument, OperationObject, ParameterObject } from "../openapi/types.js";
+import { resolveRef } from "../openapi/lookup.js";
 import { Problem, type FieldError } from "./problem.js";
 
 // Request bodies and query parameters are validated against the schemas of the

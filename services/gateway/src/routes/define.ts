@@ -1,6 +1,7 @@
 import type { Middleware } from "koa";
 import type { Router } from "@koa/router";
-import { findOperation, type HttpMethod, type OpenApiDocument } from "../openapi.js";
+import { findOperation } from "../openapi/lookup.js";
+import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { GatewayRouterContext, GatewayState } from "../http/state.js";
