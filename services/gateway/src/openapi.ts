@@ -7,6 +7,7 @@
 // (routes/define.ts). Tests hold the router against this document and real
 // responses against its response schemas.
 
+import { JSON_MAX_DEPTH } from "./http/json-depth.js";
 import * as common from "./openapi/common.js";
 import type { OpenApiDocument } from "./openapi/types.js";
 import { RESOURCES, type Resource } from "./resources/index.js";
@@ -53,6 +54,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
         "",
         "Authenticate with an API key in `X-API-Key` (`sk_live_…` or `sk_test_…`; the key's mode selects live or test data, which never mix).",
         `Bodies are JSON (\`Content-Type: application/json\`, at most ${common.DEFAULT_BODY_LIMIT_BYTES / 1024} KiB; ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB for template create and update, whose \`mjml_content\` may hold ${MJML_MAX_LENGTH} characters); unknown and read-only fields are refused.`,
+        `A body may nest arrays and objects at most ${JSON_MAX_DEPTH} levels deep (the body itself is level 1, so \`metadata\` and \`variables\` hold ${JSON_MAX_DEPTH - 1}); deeper is a 400 \`json_too_deep\`.`,
         "Errors are `application/problem+json` (RFC 9457) with a stable `code`.",
         "Lists take `limit` (1..500, default 50) and `cursor`, and answer `{items, next_cursor}`.",
         "Every response carries `X-Request-Id` (yours when you send a sane one).",

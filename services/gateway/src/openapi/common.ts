@@ -48,7 +48,7 @@ const problem = (description: string, headers?: Record<string, unknown>) => ({
 
 export const responses: Record<string, unknown> = {
   BadRequest: problem(
-    "Bad input: malformed JSON (`invalid_json`), unknown, read-only or wrongly typed fields, a limit out of range or a tampered cursor (`validation_failed`), or a service's own verdict on a value (e.g. an invalid recipient, MJML that does not compile), with `errors` naming the fields.",
+    "Bad input: malformed JSON (`invalid_json`), JSON nested too deeply (`json_too_deep`), unknown, read-only or wrongly typed fields, a limit out of range or a tampered cursor (`validation_failed`), or a service's own verdict on a value (e.g. an invalid recipient, MJML that does not compile), with `errors` naming the fields.",
   ),
   Unauthorized: problem("Missing, invalid or revoked credentials.", {
     "WWW-Authenticate": { schema: { type: "string" } },
