@@ -1,3 +1,6 @@
+import { Code, createClient } from "@connectrpc/connect";
+import { delivery, SubscriberService } from "@emailsvc/proto";
+import { callHeaders, createServiceTransport } from "@emailsvc/runtime";
 import { JSON_MAX_DEPTH } from "../../services/gateway/src/http/json-depth";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
@@ -59,5 +62,69 @@ describe("JSON depth (defect 4)", () => {
       (res) => res.body.status !== "queued",
     );
     expect(email.body.status).toBe("sent");
+  });
+});
+
+describe("email addresses (defect 5)", () => {
+  beforeAll(async () => {
+    await t.call("POST", "/api/v1/templates", { body: { name: "Addr", slug: "addr", subject: "Hi", category: "transactional", mjml_content: MJML } });
+  });
+
+  // Each address of the issue, and what it was turned into or why it is wrong.
+  const REFUSED = [
+    ["a control character", "ctl\u0001x@example.com"],
+    ["NEL (U+0085)", "nel\u0085x@example.com"],
+    ["a leading dot", ".lead@example.com"],
+    ["a double dot", "a..b@example.com"],
+    ["a 65-character local part", `${"a".repeat(65)}@example.com`],
+    ["a quoted local part", '"a b"@example.com'],
+    ["a UTF-8 local part", "jörg@example.com"],
+    ["a U-label domain", "user@bücher.example"],
+  ] as const;
+
+  it.each(REFUSED)("refuses %s as a subscriber's email, storing nothing", async (_what, email) => {
+    const res = await t.call("POST", "/api/v1/subscribers", { body: { email } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "validation_failed", errors: [{ field: "email", message: "is not a valid email address" }] });
+    // The problem never repeats the address.
+    expect(res.text).not.toContain(JSON.stringify(email).slice(1, -1));
+    const list = await t.call("GET", "/api/v1/subscribers?limit=500");
+    expect(list.body.items.map((s: { email: string }) => s.email)).not.toContain(email);
+  });
+
+  it.each(REFUSED)("refuses %s as a recipient, sending nothing", async (_what, to) => {
+    const before = (await t.call("GET", "/api/v1/emails?limit=500")).body.items.length;
+    const res = await t.call("POST", "/api/v1/emails/send", { body: { template_slug: "addr", to } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "validation_failed", errors: [{ field: "to", message: "is not a valid email address" }] });
+    expect((await t.call("GET", "/api/v1/emails?limit=500")).body.items).toHaveLength(before);
+  });
+
+  it.each(REFUSED)("refuses %s in the services themselves (gRPC, behind the edge)", async (_what, address) => {
+    const headers = callHeaders({ tenant: { accountId: t.accountId, mode: "test" }, actor: "test", requestId: "edge-test" });
+    const subscribers = createClient(SubscriberService, createServiceTransport(t.platform.subscribersUrl));
+    const deliveryClient = createClient(delivery.DeliveryService, createServiceTransport(t.platform.deliveryUrl));
+    await expect(subscribers.createSubscriber({ email: address }, { headers })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    await expect(deliveryClient.sendEmail({ templateSlug: "addr", to: address }, { headers })).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("refuses them in the by-email lookup too", async () => {
+    const res = await t.call("GET", `/api/v1/subscribers/by-email/${encodeURIComponent("a..b@example.com")}`);
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ field: "email", message: "is not a valid email address" }]);
+  });
+
+  it("accepts real-world addresses and stores and sends exactly what was given", async () => {
+    for (const email of ["o'brien+news@mail.example.ie", "First.Last@Example.COM", "user@xn--bcher-kva.example", `${"a".repeat(64)}@example.com`]) {
+      const created = await t.call("POST", "/api/v1/subscribers", { body: { email } });
+      expect({ email, status: created.status, stored: created.body.email }).toEqual({ email, status: 201, stored: email });
+      const sent = await t.call("POST", "/api/v1/emails/send", { body: { template_slug: "addr", to: email } });
+      expect(sent.body.to).toBe(email);
+      const message = await eventually(
+        () => t.call("GET", `/api/v1/emails/${sent.body.id}/sandbox`),
+        (res) => res.status === 200,
+      );
+      expect(message.body.to).toBe(email);
+    }
   });
 });

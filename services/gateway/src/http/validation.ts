@@ -9,6 +9,13 @@ import { Problem, type FieldError } from "./problem.js";
 
 /** The document's own top-level keywords, declared so that ajv's strict mode accepts the document as a schema root. */
 const OPENAPI_KEYWORDS = ["openapi", "info", "servers", "paths", "components", "security", "tags", "webhooks", "externalDocs"];
+
+/**
+ * Extension keyword of a schema with a `pattern`: the field error to give
+ * when a value does not match (e.g. "is not a valid email address"), instead
+ * of repeating the regular expression to the caller.
+ */
+export const PATTERN_MESSAGE = "x-pattern-message";
 const DOC_KEY = "openapi.json";
 
 /**
@@ -27,8 +34,10 @@ export function createDocumentAjv(
     validateFormats: options.validateFormats ?? false,
     coerceTypes: options.coerceTypes ?? false,
     useDefaults: options.useDefaults ?? false,
+    // Errors carry their schema, for PATTERN_MESSAGE.
+    verbose: true,
   });
-  ajv.addVocabulary(OPENAPI_KEYWORDS);
+  ajv.addVocabulary([...OPENAPI_KEYWORDS, PATTERN_MESSAGE]);
   ajv.addSchema(doc as unknown as Record<string, unknown>, DOC_KEY);
   return ajv;
 }
@@ -56,6 +65,8 @@ export interface OperationValidators {
   query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
   /** Validates the declared header parameters; returns them by their declared names (absent ones left out). */
   headers: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
+  /** Validates the path parameters (as the router decoded them) against their declared schemas. */
+  path: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
 }
 
 /** Compiles the validators of every operation of the document, once. */
@@ -72,6 +83,7 @@ export class RequestValidators {
           body: this.compileBody(bodies, operation),
           query: this.compileParameters(queries, operation, "query"),
           headers: this.compileParameters(bodies, operation, "header"),
+          path: this.compileParameters(bodies, operation, "path"),
         });
       }
     }
@@ -110,7 +122,7 @@ export class RequestValidators {
    * Query parameters (coerced to their declared types) or header parameters
    * (strings; looked up case-insensitively, reported by their declared name).
    */
-  private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header"): OperationValidators["query"] {
+  private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header" | "path"): OperationValidators["query"] {
     const params = (operation.parameters ?? [])
       .map((p) => resolveRef<ParameterObject>(this.doc, p))
       .filter((p) => p.in === where);
@@ -122,7 +134,11 @@ export class RequestValidators {
       // Unknown query parameters and headers are ignored, as most APIs do.
     });
     const names = params.map((p) => ({ name: p.name, key: where === "header" ? p.name.toLowerCase() : p.name }));
-    const detail = where === "header" ? "The request headers are invalid." : "The query parameters are invalid.";
+    const detail = {
+      header: "The request headers are invalid.",
+      query: "The query parameters are invalid.",
+      path: "The path is invalid.",
+    }[where];
     return (raw) => {
       // Only the declared parameters, copied: ajv coerces in place.
       const values: Record<string, unknown> = {};
@@ -164,6 +180,10 @@ function toFieldError(error: ErrorObject, readOnly: Set<string>): FieldError {
       return { field: base || "body", message: "must have at least one field" };
     case "enum":
       return { field: base, message: `must be one of: ${(error.params.allowedValues as unknown[]).join(", ")}` };
+    case "pattern": {
+      const message = (error.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_MESSAGE];
+      return { field: base || "body", message: typeof message === "string" ? message : "does not have the documented form" };
+    }
     default:
       return { field: base || "body", message: error.message ?? "is invalid" };
   }

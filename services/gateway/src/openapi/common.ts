@@ -1,3 +1,4 @@
+import { ADDRESS_JSON_SCHEMA, ADDRESS_LIMITS } from "@emailsvc/address";
 import { ref } from "./kit.js";
 import type { JsonSchema, ParameterObject } from "./types.js";
 
@@ -6,6 +7,16 @@ import type { JsonSchema, ParameterObject } from "./types.js";
 
 /** Largest accepted request body; also stated in the document. */
 export const DEFAULT_BODY_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * An email address as every operation takes it: the platform's one rule
+ * (@emailsvc/address), whose pattern the gateway enforces and publishes.
+ */
+export const emailAddress = {
+  ...ADDRESS_JSON_SCHEMA,
+  description: `An email address: ASCII only (an internationalised domain in its A-label form, e.g. \`user@xn--bcher-kva.example\`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most ${ADDRESS_LIMITS.localPart} characters, \`@\`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most ${ADDRESS_LIMITS.label} characters each) ending in a top-level domain of letters (or an \`xn--\` A-label); at most ${ADDRESS_LIMITS.address} characters. Quoted local parts, comments and address literals are refused.`,
+  "x-pattern-message": "is not a valid email address",
+} as const;
 
 export const schemas: Record<string, JsonSchema> = {
   Problem: {

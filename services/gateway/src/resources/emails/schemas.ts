@@ -12,6 +12,7 @@ import {
   serviceErrors,
   timestamp,
 } from "../../openapi/kit.js";
+import { emailAddress } from "../../openapi/common.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 import { variables } from "../templates/schemas.js";
 
@@ -31,7 +32,7 @@ export const EmailSend = {
   required: ["template_slug", "to"],
   properties: {
     template_slug: { type: "string", minLength: 1, description: "The `slug` of the template to send." },
-    to: { type: "string", format: "email", minLength: 1, description: "The one recipient's address." },
+    to: { ...emailAddress, description: `The one recipient's address. ${emailAddress.description}` },
     variables,
     idempotency_key: {
       type: "string",

@@ -1,5 +1,6 @@
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { emailAddress } from "../../openapi/common.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // Subscribers' part of the OpenAPI document. Request schemas are `as const`
@@ -17,7 +18,7 @@ const metadata = {
   additionalProperties: true,
 } as const;
 
-const email = { type: "string", format: "email", minLength: 1 } as const;
+const email = emailAddress;
 
 export const SubscriberCreate = {
   type: "object",
@@ -145,7 +146,7 @@ export const paths: Paths = {
       summary: "Look a subscriber up by email address",
       description: "The address is URL-encoded in the path (`@` may stay as it is); it is compared case-insensitively.",
       tags: ["Subscribers"],
-      parameters: [pathParam("email", "The email address, URL-encoded.", { type: "string", format: "email" })],
+      parameters: [pathParam("email", "The email address, URL-encoded.", emailAddress)],
       responses: { "200": json(ref("Subscriber"), "The subscriber."), ...errors("BadRequest", "NotFound", ...serviceErrors) },
     },
   },
