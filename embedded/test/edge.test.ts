@@ -128,3 +128,24 @@ describe("email addresses (defect 5)", () => {
     }
   });
 });
+
+describe("query parameters and methods (defect 6)", () => {
+  it.each(["1e2", "0x10"])("refuses limit=%s: integers are decimal digits", async (limit) => {
+    const res = await t.call("GET", `/api/v1/subscribers?limit=${limit}`);
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ field: "limit", message: "must be an integer in decimal digits" }]);
+  });
+
+  it("refuses an unknown query parameter, naming it", async () => {
+    const res = await t.call("GET", "/api/v1/emails?statuss=sent");
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ field: "statuss", message: "is not a known query parameter" }]);
+  });
+
+  it("answers an unknown method with 405, Allow and a problem", async () => {
+    const res = await t.call("PROPFIND", "/api/v1/subscribers");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST, HEAD, GET");
+    expect(res.body.code).toBe("method_not_allowed");
+  });
+});

@@ -9,7 +9,7 @@
 
 import { JSON_MAX_DEPTH } from "./http/json-depth.js";
 import * as common from "./openapi/common.js";
-import type { OpenApiDocument } from "./openapi/types.js";
+import type { HttpMethod, OpenApiDocument, OperationObject } from "./openapi/types.js";
 import { RESOURCES, type Resource } from "./resources/index.js";
 import { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/templates/schemas.js";
 
@@ -17,6 +17,31 @@ export type { HttpMethod, JsonSchema, OpenApiDocument, OperationObject, Paramete
 export { DEFAULT_BODY_LIMIT_BYTES } from "./openapi/common.js";
 export { findOperation, resolveRef } from "./openapi/lookup.js";
 export { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/templates/schemas.js";
+
+/**
+ * Responses the edge itself may give on any operation, whatever the resource
+ * declares: 400 (every operation refuses unknown query parameters), and 429
+ * with `Retry-After` on every operation that takes an API key (the rate
+ * limiter counts per key and tenant).
+ */
+function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["paths"] {
+  const out: OpenApiDocument["paths"] = {};
+  for (const [path, item] of Object.entries(paths)) {
+    out[path] = {};
+    for (const [method, operation] of Object.entries(item) as Array<[HttpMethod, OperationObject]>) {
+      const responses: Record<string, unknown> = { "400": { $ref: "#/components/responses/BadRequest" }, ...operation.responses };
+      const security = operation.security ?? DEFAULT_SECURITY;
+      if (security.some((requirement) => "ApiKey" in requirement)) {
+        responses["429"] ??= { $ref: "#/components/responses/TooManyRequests" };
+      }
+      // In status order, as a reader looks them up.
+      out[path][method] = { ...operation, responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))) };
+    }
+  }
+  return out;
+}
+
+const DEFAULT_SECURITY = [{ ApiKey: [] }];
 
 /** Adds `part` to `into`, refusing a name two resources both define. */
 function merge<T>(into: Record<string, T>, part: Record<string, T> | undefined, what: string): void {
@@ -62,9 +87,9 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     ...(options.serverUrl ? { servers: [{ url: options.serverUrl }] } : {}),
-    security: [{ ApiKey: [] }],
+    security: DEFAULT_SECURITY,
     tags,
-    paths,
+    paths: addEdgeResponses(paths),
     components: {
       schemas,
       responses: common.responses,

@@ -153,8 +153,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.use(requestContext(logger, inFlight, () => draining));
   app.use(problems(logger));
   app.use(router.routes());
-  // Sets 405 with Allow (and 501) on an empty body; problems() writes the body.
-  app.use(router.allowedMethods());
+  // Reached only when no route took the request: problems() writes the body.
+  app.use(methodNotAllowed(router));
   // Errors outside the middleware chain, e.g. a client that hung up mid-response.
   app.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "response error"));
 
@@ -171,6 +171,22 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     get inFlight() {
       return inFlight.size;
     },
+  };
+}
+
+/**
+ * A path the router knows with a method it does not serve: 405 with `Allow`
+ * (RFC 9110), whatever the method, also one the router has never heard of
+ * (koa-router's allowedMethods answers those 501). OPTIONS answers 204 with
+ * `Allow`. An unknown path stays 404.
+ */
+function methodNotAllowed(router: Router<GatewayState>): Koa.Middleware<GatewayState> {
+  return async (ctx) => {
+    const layers = router.match(ctx.path, ctx.method).path;
+    if (layers.length === 0) return;
+    const allowed = [...new Set(layers.flatMap((layer) => layer.methods))];
+    ctx.set("Allow", allowed.join(", "));
+    ctx.status = ctx.method === "OPTIONS" ? 204 : 405;
   };
 }
 

@@ -119,34 +119,63 @@ export class RequestValidators {
   }
 
   /**
-   * Query parameters (coerced to their declared types) or header parameters
-   * (strings; looked up case-insensitively, reported by their declared name).
+   * Query parameters (coerced to their declared types), header parameters
+   * (strings; looked up case-insensitively, reported by their declared name)
+   * or path parameters (as the router decoded them). A query parameter the
+   * operation does not declare is refused (a misspelt `limt` would otherwise
+   * be a silent default), and an integer must be written in plain decimal
+   * digits: ajv's coercion uses Number(), which also reads `1e2` and `0x10`.
    */
   private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header" | "path"): OperationValidators["query"] {
     const params = (operation.parameters ?? [])
       .map((p) => resolveRef<ParameterObject>(this.doc, p))
       .filter((p) => p.in === where);
-    if (params.length === 0) return () => ({});
+    if (params.length === 0 && where !== "query") return () => ({});
     const validate = ajv.compile({
       type: "object",
       properties: Object.fromEntries(params.map((p) => [p.name, rebaseSchema(p.schema)])),
       required: params.filter((p) => p.required).map((p) => p.name),
-      // Unknown query parameters and headers are ignored, as most APIs do.
     });
     const names = params.map((p) => ({ name: p.name, key: where === "header" ? p.name.toLowerCase() : p.name }));
+    const declared = new Set(names.map((n) => n.key));
+    const integers = params.filter((p) => p.schema.type === "integer").map((p) => p.name);
     const detail = {
       header: "The request headers are invalid.",
       query: "The query parameters are invalid.",
       path: "The path is invalid.",
     }[where];
     return (raw) => {
+      if (where === "query") {
+        const unknown = Object.keys(raw).filter((key) => !declared.has(key));
+        if (unknown.length > 0) throw unknownParameters(unknown, names.map((n) => n.name));
+      }
       // Only the declared parameters, copied: ajv coerces in place.
       const values: Record<string, unknown> = {};
       for (const { name, key } of names) if (raw[key] !== undefined) values[name] = raw[key];
+      const notDecimal = integers.filter((name) => typeof values[name] === "string" && !DECIMAL.test(values[name] as string));
+      if (notDecimal.length > 0) {
+        const errors = notDecimal.map((field) => ({ field, message: "must be an integer in decimal digits" }));
+        throw new Problem(400, "validation_failed", `${detail} ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}.`, { errors });
+      }
       if (!validate(values)) throw validationProblem(validate.errors ?? [], new Set(), detail);
       return values;
     };
   }
+}
+
+/** An integer query value as people write one: decimal digits, nothing else. */
+const DECIMAL = /^[0-9]{1,15}$/;
+
+/** A parameter name safe to repeat in a problem; others are not echoed. */
+const SHOWABLE_NAME = /^[A-Za-z0-9_.\[\]-]{1,64}$/;
+
+function unknownParameters(unknown: string[], known: string[]): Problem {
+  const errors = unknown.map((name) => ({
+    field: SHOWABLE_NAME.test(name) ? name : "query",
+    message: SHOWABLE_NAME.test(name) ? "is not a known query parameter" : "has a query parameter that is not known",
+  }));
+  const accepted = known.length > 0 ? `This operation takes ${known.join(", ")}.` : "This operation takes no query parameters.";
+  return new Problem(400, "validation_failed", `Unknown query parameters: ${errors.map((e) => e.field).join(", ")}. ${accepted}`, { errors });
 }
 
 /** 400 `validation_failed`, one `{field, message}` per ajv error. */

@@ -77,6 +77,10 @@ export const responses: Record<string, unknown> = {
     "A service behind the gateway is unavailable (`unavailable`), or this gateway is not connected to the service that serves the operation (`service_unavailable`); retry later.",
   ),
   Timeout: problem("A service behind the gateway did not answer in time."),
+  TooManyRequests: problem(
+    "Too many requests for this API key or account (`rate_limited`); retry after the number of seconds in `Retry-After`.",
+    { "Retry-After": { required: true, description: "Seconds to wait before retrying.", schema: { type: "string", pattern: "^[0-9]+$" } } },
+  ),
 };
 
 export const parameters: Record<string, ParameterObject> = {

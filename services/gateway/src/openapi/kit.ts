@@ -47,6 +47,7 @@ const ERROR_STATUS = {
   Conflict: "409",
   PayloadTooLarge: "413",
   UnsupportedMediaType: "415",
+  TooManyRequests: "429",
   InternalError: "500",
   Unavailable: "503",
   Timeout: "504",
