@@ -182,8 +182,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
  */
 function methodNotAllowed(router: Router<GatewayState>): Koa.Middleware<GatewayState> {
   return async (ctx) => {
-    const layers = router.match(ctx.path, ctx.method).path;
-    if (layers.length === 0) return;
+    const matched = router.match(ctx.path, ctx.method).path;
+    if (matched.length === 0) return;
+    // The most literal paths only, as the document reads them: on
+    // /api/v1/emails/send that is the send (POST), not /emails/{id} (GET).
+    const fewest = Math.min(...matched.map((layer) => layer.paramNames.length));
+    const layers = matched.filter((layer) => layer.paramNames.length === fewest);
     const allowed = [...new Set(layers.flatMap((layer) => layer.methods))];
     ctx.set("Allow", allowed.join(", "));
     ctx.status = ctx.method === "OPTIONS" ? 204 : 405;

@@ -30,6 +30,8 @@ export function createDocumentAjv(
 ): Ajv2020 {
   const ajv = new Ajv2020({
     strict: true,
+    // Metadata values are "string | number | boolean" (with maxLength for the strings).
+    allowUnionTypes: true,
     allErrors: true,
     validateFormats: options.validateFormats ?? false,
     coerceTypes: options.coerceTypes ?? false,
@@ -183,8 +185,12 @@ function validationProblem(errors: ErrorObject[], readOnly: Set<string>, detail:
   const fieldErrors: FieldError[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
+    // Says only "property name must be valid"; the error of the name's own rule (pattern, length) says why.
+    if (error.keyword === "propertyNames") continue;
     const fieldError = toFieldError(error, readOnly);
-    const key = `${fieldError.field}\u0000${fieldError.message}`;
+    // One message per field: an empty value breaks its length and its
+    // pattern at once, and the first says enough.
+    const key = fieldError.field;
     if (!seen.has(key)) {
       seen.add(key);
       fieldErrors.push(fieldError);

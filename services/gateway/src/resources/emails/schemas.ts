@@ -14,7 +14,7 @@ import {
 } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
-import { variables } from "../templates/schemas.js";
+import { slug, variables } from "../templates/schemas.js";
 
 // Emails' part of the OpenAPI document; body types are derived from the schemas.
 
@@ -24,6 +24,15 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 /** How long the delivery service keeps an idempotency key at least; stated in the document. */
 export const IDEMPOTENCY_KEY_RETENTION_HOURS = 24;
 
+/** Printable ASCII, no space at either end (the delivery service's rule), as header and body field alike. */
+const idempotencyKey = {
+  type: "string",
+  minLength: 1,
+  maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+  pattern: "^[\\x21-\\x7e](?:[\\x20-\\x7e]*[\\x21-\\x7e])?$",
+  "x-pattern-message": `is 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters, not starting or ending with a space`,
+} as const;
+
 export const EMAIL_STATUSES = ["queued", "sent", "failed", "bounced", "delivered"] as const;
 
 export const EmailSend = {
@@ -31,14 +40,13 @@ export const EmailSend = {
   additionalProperties: false,
   required: ["template_slug", "to"],
   properties: {
-    template_slug: { type: "string", minLength: 1, description: "The `slug` of the template to send." },
+    template_slug: { ...slug, description: "The `slug` of the template to send." },
     to: { ...emailAddress, description: `The one recipient's address. ${emailAddress.description}` },
     variables,
     idempotency_key: {
-      type: "string",
-      minLength: 1,
-      maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
-      description: "Optional; the same as the `Idempotency-Key` header (give either, or both with one value).",
+      ...idempotencyKey,
+      description:
+        "Optional; the same as the `Idempotency-Key` header (give either, or both with one value: different values are a 400). 1-255 printable ASCII characters, not starting or ending with a space.",
     },
   },
 } as const;
@@ -141,8 +149,8 @@ export const parameters: Record<string, ParameterObject> = {
   IdempotencyKey: {
     name: "Idempotency-Key",
     in: "header",
-    description: `Optional (as Stripe's): a unique key of your choice, 1-${IDEMPOTENCY_KEY_MAX_LENGTH} characters, e.g. a UUID. The same as the body's \`idempotency_key\`; when both are given they must be equal.`,
-    schema: { type: "string", minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH },
+    description: `Optional (as Stripe's): a unique key of your choice, 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's \`idempotency_key\`; when both are given they must be equal.`,
+    schema: idempotencyKey,
   },
 };
 

@@ -1,6 +1,7 @@
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
+import { tagName } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // Subscribers' part of the OpenAPI document. Request schemas are `as const`
@@ -12,10 +13,20 @@ export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "compla
 
 const status = { type: "string", enum: SUBSCRIBER_STATUSES } as const;
 
+const METADATA_KEY = {
+  maxLength: 40,
+  pattern: "^[A-Za-z0-9_][A-Za-z0-9_-]*$",
+  "x-pattern-message": "keys are 1-40 characters of letters, digits, _ and -, not starting with -",
+} as const;
+const METADATA_VALUE = { type: ["string", "number", "boolean"], maxLength: 500 } as const;
+
 const metadata = {
   type: "object",
-  description: "Free key/value pairs (any JSON values). Its total size is limited by the service.",
-  additionalProperties: true,
+  description:
+    "Your own attributes: at most 50 keys of 1-40 characters (letters, digits, `_`, `-`; not starting with `-`), each a string of at most 500 characters, a number or a boolean. At most 8 KiB as JSON in all (413 `metadata_too_large` beyond).",
+  maxProperties: 50,
+  propertyNames: METADATA_KEY,
+  additionalProperties: METADATA_VALUE,
 } as const;
 
 const email = emailAddress;
@@ -28,8 +39,9 @@ export const SubscriberCreate = {
     email,
     tags: {
       type: "array",
-      items: { type: "string", minLength: 1 },
-      description: "Tag names; tags that do not exist yet are created.",
+      maxItems: 100,
+      items: tagName,
+      description: "At most 100 tag names; tags that do not exist yet are created.",
     },
     metadata,
     status: { ...status, description: "Defaults to `active`." },
@@ -47,9 +59,11 @@ export const SubscriberUpdate = {
     status,
     metadata: {
       type: "object",
-      additionalProperties: true,
+      maxProperties: 50,
+      propertyNames: METADATA_KEY,
+      additionalProperties: { type: ["string", "number", "boolean", "null"], maxLength: 500 },
       description:
-        "Merged into the stored metadata: the keys given replace those stored, other stored keys are kept, and a key whose value is null is removed.",
+        "Merged into the stored metadata: the keys given replace those stored, other stored keys are kept, and a key whose value is null is removed. Keys and values as on create; the merged result is at most 50 keys and 8 KiB as JSON (413 `metadata_too_large` beyond).",
     },
   },
 } as const;
@@ -63,8 +77,9 @@ export const SubscriberTagsAdd = {
     tags: {
       type: "array",
       minItems: 1,
-      items: { type: "string", minLength: 1 },
-      description: "Tag names to add to the subscriber's tags (never replaces them); unknown names are created.",
+      maxItems: 100,
+      items: tagName,
+      description: "At most 100 tag names to add to the subscriber's tags (never replaces them); unknown names are created.",
     },
   },
 } as const;
@@ -200,7 +215,7 @@ export const paths: Paths = {
       summary: "Remove one tag from a subscriber",
       description: "The other tags stay.",
       tags: ["Subscribers"],
-      parameters: [param("SubscriberId"), pathParam("tag_name", "The tag's name, URL-encoded.")],
+      parameters: [param("SubscriberId"), pathParam("tag_name", "The tag's name, URL-encoded.", tagName)],
       responses: {
         "200": json(ref("Subscriber"), "The subscriber with its remaining tags."),
         ...errors("NotFound", ...serviceErrors),

@@ -1,16 +1,28 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // Tags' part of the OpenAPI document; body types are derived from the schemas.
+
+/**
+ * A tag name as the subscribers service takes it (domain/tag.ts): 1-100
+ * characters, not blank, no control characters or "/" (names appear in URL
+ * paths), unique per account and mode ignoring case.
+ */
+export const tagName = {
+  ...lineText(100, 'is 1-100 characters, not blank, without control characters or "/"', "/"),
+  description: 'A tag name: 1-100 characters, not blank, without control characters or "/"; unique per account and mode ignoring case.',
+} as const;
+
+const tagDescription = { type: "string", maxLength: 500 } as const;
 
 export const TagCreate = {
   type: "object",
   additionalProperties: false,
   required: ["name"],
   properties: {
-    name: { type: "string", minLength: 1 },
-    description: { type: "string", default: "" },
+    name: tagName,
+    description: { ...tagDescription, default: "" },
     is_public: { type: "boolean", default: false },
   },
 } as const;
@@ -23,8 +35,8 @@ export const TagUpdate = {
   minProperties: 1,
   description: "Any of the fields; fields left out keep their value.",
   properties: {
-    name: { type: "string", minLength: 1 },
-    description: { type: "string" },
+    name: tagName,
+    description: tagDescription,
     is_public: { type: "boolean" },
   },
 } as const;

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // Templates' part of the OpenAPI document; body types are derived from the schemas.
@@ -14,6 +14,30 @@ export const MJML_MAX_LENGTH = 512 * 1024;
  * bigger than that in bytes. Twice the content limit leaves room for both.
  */
 export const TEMPLATE_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** A slug as the templates service makes and takes them (domain/template.ts). */
+export const slug = {
+  type: "string",
+  minLength: 1,
+  maxLength: 100,
+  pattern: "^[a-z0-9]+(?:-[a-z0-9]+)*$",
+  "x-pattern-message": "is 1-100 lower-case letters, digits and single dashes, e.g. welcome-email",
+} as const;
+
+const templateName = lineText(200, "is 1-200 characters, not blank, without control characters");
+const subject = {
+  ...lineText(998, "is 1-998 characters on one line, not blank, without control characters"),
+  description:
+    "1-998 characters on one line (RFC 5322's line limit), not blank, without control characters; may contain `{{variable_name}}` and Handlebars helpers, which must be well-formed (400 `invalid_template` otherwise).",
+} as const;
+const mjmlContent = {
+  type: "string",
+  minLength: 1,
+  maxLength: MJML_MAX_LENGTH,
+  // Not blank: at least one character String#trim keeps.
+  pattern: "[^\\u0009-\\u000d\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]",
+  "x-pattern-message": "is blank",
+} as const;
 
 export const TEMPLATE_CATEGORIES = ["transactional", "marketing"] as const;
 
@@ -37,19 +61,17 @@ export const TemplateCreate = {
   additionalProperties: false,
   required: ["name", "subject", "mjml_content", "category"],
   properties: {
-    name: { type: "string", minLength: 1 },
-    subject: { type: "string", minLength: 1, description: "May contain `{{variable_name}}`." },
+    name: templateName,
+    subject,
     mjml_content: {
-      type: "string",
-      minLength: 1,
-      maxLength: MJML_MAX_LENGTH,
+      ...mjmlContent,
       description: `MJML markup, at most 512 KiB as UTF-8 (413 \`mjml_too_large\` beyond; more than ${MJML_MAX_LENGTH} characters is refused with 400 before that). Validated strictly: markup that does not compile is a 400 (\`invalid_mjml\`) whose \`errors\` name the line and the problem.`,
     },
     category,
     slug: {
-      type: "string",
-      minLength: 1,
-      description: "Unique per account and mode; used as `template_slug` when sending. Derived from the name when left out.",
+      ...slug,
+      description:
+        "1-100 lower-case letters, digits and single dashes; unique per account and mode; used as `template_slug` when sending. Derived from the name when left out.",
     },
   },
 } as const;
@@ -62,9 +84,9 @@ export const TemplateUpdate = {
   description:
     "Any of the fields; fields left out keep their value. The slug cannot change. A change of `subject` or `mjml_content` makes a new version.",
   properties: {
-    name: { type: "string", minLength: 1 },
-    subject: { type: "string", minLength: 1 },
-    mjml_content: { type: "string", minLength: 1, maxLength: MJML_MAX_LENGTH, description: "As on create." },
+    name: templateName,
+    subject,
+    mjml_content: { ...mjmlContent, description: "As on create." },
     category,
   },
 } as const;
