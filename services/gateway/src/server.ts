@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import { Router } from "@koa/router";
 import { createClient, type Transport } from "@connectrpc/connect";
-import { delivery, health, SubscriberService, TagService, templates } from "@emailsvc/proto";
+import { health } from "@emailsvc/proto";
 import { createServiceTransport, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
@@ -14,13 +14,8 @@ import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
 import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
-import { adminRoutes } from "./routes/admin.js";
+import { RESOURCES, type ResourceContext, type ServiceName } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
-import { emailRoutes } from "./routes/emails.js";
-import { subscriberRoutes } from "./routes/subscribers.js";
-import { systemRoutes } from "./routes/system.js";
-import { tagRoutes } from "./routes/tags.js";
-import { templateRoutes } from "./routes/templates.js";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
@@ -95,20 +90,18 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const admin = new AdminTokenVerifier(accounts, deps.adminToken);
 
-  const transport = serviceTransport("subscribers", deps.subscribersUrl, deps.subscribersTransport);
-  if (!transport) throw new Error("the gateway needs subscribersUrl or subscribersTransport");
-  const subscriberClient = createClient(SubscriberService, transport);
-  const tagClient = createClient(TagService, transport);
-  // Templates and delivery are optional for now (the embedded launcher does
-  // not start them yet): their routes exist and answer 503 without them.
-  const templatesTransport = serviceTransport("templates", deps.templatesUrl, deps.templatesTransport);
-  const deliveryTransport = serviceTransport("delivery", deps.deliveryUrl, deps.deliveryTransport);
-  const templateClient = templatesTransport && createClient(templates.TemplateService, templatesTransport);
-  const deliveryClient = deliveryTransport && createClient(delivery.DeliveryService, deliveryTransport);
-  if (!templatesTransport) logger.warn("no templates service configured: /api/v1/templates answers 503");
-  if (!deliveryTransport) logger.warn("no delivery service configured: /api/v1/emails answers 503");
+  const transports: Record<ServiceName, Transport | undefined> = {
+    subscribers: serviceTransport("subscribers", deps.subscribersUrl, deps.subscribersTransport),
+    // Templates and delivery are optional for now: their routes exist and
+    // answer 503 without them.
+    templates: serviceTransport("templates", deps.templatesUrl, deps.templatesTransport),
+    delivery: serviceTransport("delivery", deps.deliveryUrl, deps.deliveryTransport),
+  };
+  if (!transports.subscribers) throw new Error("the gateway needs subscribersUrl or subscribersTransport");
+  if (!transports.templates) logger.warn("no templates service configured: /api/v1/templates answers 503");
+  if (!transports.delivery) logger.warn("no delivery service configured: /api/v1/emails answers 503");
   // Readiness asks every configured service's grpc.health.v1.
-  const healthClients = Object.entries({ subscribers: transport, templates: templatesTransport, delivery: deliveryTransport })
+  const healthClients = Object.entries(transports)
     .filter((entry): entry is [string, Transport] => entry[1] !== undefined)
     .map(([name, t]) => ({ name, client: createClient(health.Health, t) }));
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
@@ -146,20 +139,22 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     return isReady;
   };
 
-  systemRoutes(kit, ready);
-  subscriberRoutes(kit, subscriberClient, timeoutMs);
-  tagRoutes(kit, tagClient, timeoutMs);
-  templateRoutes(kit, templateClient, timeoutMs);
-  emailRoutes(kit, deliveryClient, timeoutMs);
-  adminRoutes(kit, accounts, authenticator);
+  const context: ResourceContext = {
+    transport: (service) => transports[service],
+    timeoutMs,
+    accounts,
+    authenticator,
+    ready,
+  };
+  for (const resource of RESOURCES) resource.routes(kit, context);
 
   const inFlight = new InFlight();
   const app = new Koa<GatewayState>();
   app.use(requestContext(logger, inFlight, () => draining));
   app.use(problems(logger));
   app.use(router.routes());
-  // Sets 405 with Allow (and 501) on an empty body; problems() writes the body.
-  app.use(router.allowedMethods());
+  // Reached only when no route took the request: problems() writes the body.
+  app.use(methodNotAllowed(router));
   // Errors outside the middleware chain, e.g. a client that hung up mid-response.
   app.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "response error"));
 
@@ -176,6 +171,26 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     get inFlight() {
       return inFlight.size;
     },
+  };
+}
+
+/**
+ * A path the router knows with a method it does not serve: 405 with `Allow`
+ * (RFC 9110), whatever the method, also one the router has never heard of
+ * (koa-router's allowedMethods answers those 501). OPTIONS answers 204 with
+ * `Allow`. An unknown path stays 404.
+ */
+function methodNotAllowed(router: Router<GatewayState>): Koa.Middleware<GatewayState> {
+  return async (ctx) => {
+    const matched = router.match(ctx.path, ctx.method).path;
+    if (matched.length === 0) return;
+    // The most literal paths only, as the document reads them: on
+    // /api/v1/emails/send that is the send (POST), not /emails/{id} (GET).
+    const fewest = Math.min(...matched.map((layer) => layer.paramNames.length));
+    const layers = matched.filter((layer) => layer.paramNames.length === fewest);
+    const allowed = [...new Set(layers.flatMap((layer) => layer.methods))];
+    ctx.set("Allow", allowed.join(", "));
+    ctx.status = ctx.method === "OPTIONS" ? 204 : 405;
   };
 }
 

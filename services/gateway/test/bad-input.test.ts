@@ -175,7 +175,7 @@ describe("bad input", () => {
   });
 
   it("metadata too large for the service is 413 from the service", async () => {
-    const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "a@example.com", metadata: { blob: "x".repeat(1500) } } });
+    const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "a@example.com", metadata: { a: "x".repeat(450), b: "x".repeat(450), c: "x".repeat(450) } } });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe("metadata_too_large");
   });
@@ -200,5 +200,54 @@ describe("bad input", () => {
   it("the body is not read before authentication", async () => {
     const res = await h.request("POST", "/api/v1/subscribers", { key: null, rawBody: "not json", headers: { "content-type": "application/json" } });
     expect(res.status).toBe(401);
+  });
+});
+
+describe("query parameters and methods (defect 6)", () => {
+  it.each(["1e2", "0x10", "+5", " 5", "5.0", "0b11", "Infinity", "1_000"])("limit=%s is 400: integers are decimal digits", async (limit) => {
+    const res = await h.request("GET", `/api/v1/tags?limit=${encodeURIComponent(limit)}`);
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ field: "limit", message: "must be an integer in decimal digits" }]);
+    expectNoServiceCall();
+  });
+
+  it("limit=050 is 50", async () => {
+    expect((await h.request("GET", "/api/v1/tags?limit=050")).status).toBe(200);
+  });
+
+  it("an unknown query parameter is 400 naming it, on every operation", async () => {
+    const list = await h.request("GET", "/api/v1/subscribers?limt=5&status=active");
+    expect(list.status).toBe(400);
+    expect(list.body.errors).toEqual([{ field: "limt", message: "is not a known query parameter" }]);
+    expect(list.body.detail).toMatch(/takes limit, status, cursor/);
+    const get = await h.request("GET", "/api/v1/tags/tag_x?expand=1");
+    expect(get.body.errors).toEqual([{ field: "expand", message: "is not a known query parameter" }]);
+    const post = await h.request("POST", "/api/v1/tags?dry_run=true", { body: { name: "q" } });
+    expect(post.status).toBe(400);
+    const probe = await h.request("GET", "/healthz?verbose=1", { key: null });
+    expect(probe.status).toBe(400);
+    expectNoServiceCall();
+  });
+
+  it("does not repeat a parameter name that could carry personal data", async () => {
+    const res = await h.request("GET", `/api/v1/tags?${encodeURIComponent("ada@example.com")}=1`);
+    expect(res.status).toBe(400);
+    expect(res.text).not.toContain("ada");
+    expect(res.body.errors).toEqual([{ field: "query", message: "has a query parameter that is not known" }]);
+  });
+
+  it.each(["PUT", "PROPFIND", "LOCK", "PURGE"])("an unknown method %s on a known path is 405 with Allow, as problem+json", async (method) => {
+    const res = await h.request(method, "/api/v1/tags");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST, HEAD, GET");
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(res.body.code).toBe("method_not_allowed");
+  });
+
+  it("OPTIONS answers 204 with Allow; an unknown path stays 404", async () => {
+    const options = await h.request("OPTIONS", "/api/v1/tags/tag_x");
+    expect(options.status).toBe(204);
+    expect(options.headers.get("allow")!.split(", ").sort()).toEqual(["DELETE", "GET", "HEAD", "PATCH"]);
+    expect((await h.request("PROPFIND", "/api/v1/nope")).status).toBe(404);
   });
 });

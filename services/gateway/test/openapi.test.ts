@@ -116,7 +116,7 @@ describe("OpenAPI document", () => {
     expect(op.description).toMatch(/Idempotent-Replayed: true/);
     expect(op.description).toMatch(/409 `idempotency_key_reused`/);
     expect(op.description).toMatch(/at least 24 hours/);
-    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "500", "503", "504"]);
+    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "429", "500", "503", "504"]);
     expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
     expect(gateway.openapi.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header" });
   });
@@ -271,5 +271,25 @@ describe("response checker on templates and emails", () => {
     expect(() => check("POST", "/api/v1/templates/tpl_1/preview", respond(200, { ...preview, missing_variables: undefined }))).toThrow(
       /does not match/,
     );
+  });
+});
+
+describe("responses every operation may give", () => {
+  const doc = buildOpenApiDocument();
+  const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+
+  it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every API-key operation", () => {
+    for (const op of operations) {
+      expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
+      const apiKey = (op!.security ?? doc.security).some((r) => "ApiKey" in r);
+      expect({ op: op!.operationId, has429: "429" in op!.responses }).toEqual({ op: op!.operationId, has429: apiKey });
+    }
+    const tooMany = doc.components.responses.TooManyRequests as { headers: Record<string, { required?: boolean }> };
+    expect(tooMany.headers["Retry-After"]!.required).toBe(true);
+  });
+
+  it("does not change the resources' own operations when it adds them", () => {
+    const again = buildOpenApiDocument();
+    expect(again).toEqual(doc);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { parseAddress } from "@emailsvc/address";
 import { AppError, invalid } from "@emailsvc/runtime";
 
 // Pure rules of emails: statuses, input validation, the idempotency hash. No I/O.
@@ -45,25 +46,21 @@ export const LIMITS = {
   slugLength: 100,
 } as const;
 
-// The rule of services/subscribers (domain/subscriber.ts): one @, a dotted
-// domain with a 2+ letter TLD, no spaces, control characters or specials.
-// \s covers CR and LF, so a header can never be injected through `to`.
-const EMAIL = /^[^\s@"<>()\[\],;:\\]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
-
-/** Trims and checks the recipient; returns it as given (case kept). */
+/**
+ * Trims and checks the recipient against the platform's one rule
+ * (@emailsvc/address, the subscribers service's too); returns it as given
+ * (case kept). Nothing inside it is ever removed or replaced, so the address
+ * stored is the address sent.
+ */
 export function validateRecipient(raw: unknown, field = "to"): string {
-  if (typeof raw !== "string" || raw.trim() === "") {
-    throw invalid("to is required", [{ field, description: "is required" }]);
-  }
-  // Checked before trimming: a CR or LF anywhere is an injection attempt, not whitespace.
-  if (/[\r\n]/.test(raw)) {
+  // Checked first: a CR or LF anywhere is a header-injection attempt, not whitespace.
+  if (typeof raw === "string" && /[\r\n]/.test(raw)) {
     throw invalid("to is not a valid address", [{ field, description: "must not contain line breaks" }]);
   }
-  const to = raw.trim();
-  if (to.length > LIMITS.emailLength || !EMAIL.test(to)) {
-    throw invalid("to is not a valid address", [{ field, description: "is not a valid email address" }]);
-  }
-  return to;
+  const parsed = parseAddress(raw);
+  if (parsed.ok) return parsed.address;
+  if (parsed.problem === "required") throw invalid("to is required", [{ field, description: "is required" }]);
+  throw invalid(`to is not a valid address: it ${parsed.description}`, [{ field, description: "is not a valid email address" }]);
 }
 
 /** The lower-cased form stored beside the address, for lookups by recipient. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { exceedsJsonDepth, JSON_MAX_DEPTH } from "./json-depth.js";
 import { Problem } from "./problem.js";
 
 // Request bodies are read here rather than by a body-parser package so that
@@ -72,7 +73,8 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
 
 /**
  * Reads and parses a JSON body: 415 for another content type, 413 when too
- * large, 400 `invalid_json` when it is not UTF-8 JSON.
+ * large, 400 `invalid_json` when it is not UTF-8 JSON, 400 `json_too_deep`
+ * when it nests deeper than JSON_MAX_DEPTH (checked on the text, first).
  */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   if (!isJsonContentType(req.headers["content-type"])) {
@@ -86,6 +88,13 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     throw new Problem(400, "invalid_json", "The request body is not valid UTF-8.");
   }
   if (text.trim() === "") throw new Problem(400, "invalid_json", "The request body is empty; send a JSON object.");
+  if (exceedsJsonDepth(text, JSON_MAX_DEPTH)) {
+    throw new Problem(
+      400,
+      "json_too_deep",
+      `The request body nests arrays and objects more than ${JSON_MAX_DEPTH} levels deep (the body itself is level 1).`,
+    );
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -14,14 +14,13 @@ export function writeProblem(ctx: GatewayContext, problem: Problem): void {
 const DEFAULT_DETAILS: Record<number, { code: string; detail: string }> = {
   404: { code: "not_found", detail: "No route matches this path." },
   405: { code: "method_not_allowed", detail: "The path does not support this method; see the Allow header." },
-  501: { code: "not_implemented", detail: "The method is not supported." },
 };
 
 /**
  * Turns everything that goes wrong below into problem+json: thrown Problems,
  * failed service calls, bugs (generic 500, details only in the log), and the
- * empty 404/405/501 responses that Koa and the router leave behind (the
- * router has already set `Allow` for a 405).
+ * empty 404/405 responses left behind when no route took the request (with
+ * `Allow` already set for a 405).
  */
 export function problems(logger: Logger): Middleware<GatewayState> {
   return async (ctx, next) => {

@@ -42,6 +42,7 @@ export class Problem extends Error {
 const TITLES: Record<string, string> = {
   validation_failed: "Invalid request",
   invalid_json: "Malformed JSON body",
+  json_too_deep: "JSON nested too deeply",
   unsupported_media_type: "Unsupported content type",
   payload_too_large: "Request body too large",
   missing_api_key: "API key required",

@@ -1,6 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
-import type { OpenApiDocument, OperationObject, ParameterObject } from "../openapi.js";
-import { resolveRef } from "../openapi.js";
+import type { OpenApiDocument, OperationObject, ParameterObject } from "../openapi/types.js";
+import { resolveRef } from "../openapi/lookup.js";
 import { Problem, type FieldError } from "./problem.js";
 
 // Request bodies and query parameters are validated against the schemas of the
@@ -9,6 +9,13 @@ import { Problem, type FieldError } from "./problem.js";
 
 /** The document's own top-level keywords, declared so that ajv's strict mode accepts the document as a schema root. */
 const OPENAPI_KEYWORDS = ["openapi", "info", "servers", "paths", "components", "security", "tags", "webhooks", "externalDocs"];
+
+/**
+ * Extension keyword of a schema with a `pattern`: the field error to give
+ * when a value does not match (e.g. "is not a valid email address"), instead
+ * of repeating the regular expression to the caller.
+ */
+export const PATTERN_MESSAGE = "x-pattern-message";
 const DOC_KEY = "openapi.json";
 
 /**
@@ -23,12 +30,16 @@ export function createDocumentAjv(
 ): Ajv2020 {
   const ajv = new Ajv2020({
     strict: true,
+    // Metadata values are "string | number | boolean" (with maxLength for the strings).
+    allowUnionTypes: true,
     allErrors: true,
     validateFormats: options.validateFormats ?? false,
     coerceTypes: options.coerceTypes ?? false,
     useDefaults: options.useDefaults ?? false,
+    // Errors carry their schema, for PATTERN_MESSAGE.
+    verbose: true,
   });
-  ajv.addVocabulary(OPENAPI_KEYWORDS);
+  ajv.addVocabulary([...OPENAPI_KEYWORDS, PATTERN_MESSAGE]);
   ajv.addSchema(doc as unknown as Record<string, unknown>, DOC_KEY);
   return ajv;
 }
@@ -56,6 +67,8 @@ export interface OperationValidators {
   query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
   /** Validates the declared header parameters; returns them by their declared names (absent ones left out). */
   headers: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
+  /** Validates the path parameters (as the router decoded them) against their declared schemas. */
+  path: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
 }
 
 /** Compiles the validators of every operation of the document, once. */
@@ -72,6 +85,7 @@ export class RequestValidators {
           body: this.compileBody(bodies, operation),
           query: this.compileParameters(queries, operation, "query"),
           headers: this.compileParameters(bodies, operation, "header"),
+          path: this.compileParameters(bodies, operation, "path"),
         });
       }
     }
@@ -107,30 +121,63 @@ export class RequestValidators {
   }
 
   /**
-   * Query parameters (coerced to their declared types) or header parameters
-   * (strings; looked up case-insensitively, reported by their declared name).
+   * Query parameters (coerced to their declared types), header parameters
+   * (strings; looked up case-insensitively, reported by their declared name)
+   * or path parameters (as the router decoded them). A query parameter the
+   * operation does not declare is refused (a misspelt `limt` would otherwise
+   * be a silent default), and an integer must be written in plain decimal
+   * digits: ajv's coercion uses Number(), which also reads `1e2` and `0x10`.
    */
-  private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header"): OperationValidators["query"] {
+  private compileParameters(ajv: Ajv2020, operation: OperationObject, where: "query" | "header" | "path"): OperationValidators["query"] {
     const params = (operation.parameters ?? [])
       .map((p) => resolveRef<ParameterObject>(this.doc, p))
       .filter((p) => p.in === where);
-    if (params.length === 0) return () => ({});
+    if (params.length === 0 && where !== "query") return () => ({});
     const validate = ajv.compile({
       type: "object",
       properties: Object.fromEntries(params.map((p) => [p.name, rebaseSchema(p.schema)])),
       required: params.filter((p) => p.required).map((p) => p.name),
-      // Unknown query parameters and headers are ignored, as most APIs do.
     });
     const names = params.map((p) => ({ name: p.name, key: where === "header" ? p.name.toLowerCase() : p.name }));
-    const detail = where === "header" ? "The request headers are invalid." : "The query parameters are invalid.";
+    const declared = new Set(names.map((n) => n.key));
+    const integers = params.filter((p) => p.schema.type === "integer").map((p) => p.name);
+    const detail = {
+      header: "The request headers are invalid.",
+      query: "The query parameters are invalid.",
+      path: "The path is invalid.",
+    }[where];
     return (raw) => {
+      if (where === "query") {
+        const unknown = Object.keys(raw).filter((key) => !declared.has(key));
+        if (unknown.length > 0) throw unknownParameters(unknown, names.map((n) => n.name));
+      }
       // Only the declared parameters, copied: ajv coerces in place.
       const values: Record<string, unknown> = {};
       for (const { name, key } of names) if (raw[key] !== undefined) values[name] = raw[key];
+      const notDecimal = integers.filter((name) => typeof values[name] === "string" && !DECIMAL.test(values[name] as string));
+      if (notDecimal.length > 0) {
+        const errors = notDecimal.map((field) => ({ field, message: "must be an integer in decimal digits" }));
+        throw new Problem(400, "validation_failed", `${detail} ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}.`, { errors });
+      }
       if (!validate(values)) throw validationProblem(validate.errors ?? [], new Set(), detail);
       return values;
     };
   }
+}
+
+/** An integer query value as people write one: decimal digits, nothing else. */
+const DECIMAL = /^[0-9]{1,15}$/;
+
+/** A parameter name safe to repeat in a problem; others are not echoed. */
+const SHOWABLE_NAME = /^[A-Za-z0-9_.\[\]-]{1,64}$/;
+
+function unknownParameters(unknown: string[], known: string[]): Problem {
+  const errors = unknown.map((name) => ({
+    field: SHOWABLE_NAME.test(name) ? name : "query",
+    message: SHOWABLE_NAME.test(name) ? "is not a known query parameter" : "has a query parameter that is not known",
+  }));
+  const accepted = known.length > 0 ? `This operation takes ${known.join(", ")}.` : "This operation takes no query parameters.";
+  return new Problem(400, "validation_failed", `Unknown query parameters: ${errors.map((e) => e.field).join(", ")}. ${accepted}`, { errors });
 }
 
 /** 400 `validation_failed`, one `{field, message}` per ajv error. */
@@ -138,8 +185,12 @@ function validationProblem(errors: ErrorObject[], readOnly: Set<string>, detail:
   const fieldErrors: FieldError[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
+    // Says only "property name must be valid"; the error of the name's own rule (pattern, length) says why.
+    if (error.keyword === "propertyNames") continue;
     const fieldError = toFieldError(error, readOnly);
-    const key = `${fieldError.field}\u0000${fieldError.message}`;
+    // One message per field: an empty value breaks its length and its
+    // pattern at once, and the first says enough.
+    const key = fieldError.field;
     if (!seen.has(key)) {
       seen.add(key);
       fieldErrors.push(fieldError);
@@ -164,6 +215,10 @@ function toFieldError(error: ErrorObject, readOnly: Set<string>): FieldError {
       return { field: base || "body", message: "must have at least one field" };
     case "enum":
       return { field: base, message: `must be one of: ${(error.params.allowedValues as unknown[]).join(", ")}` };
+    case "pattern": {
+      const message = (error.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_MESSAGE];
+      return { field: base || "body", message: typeof message === "string" ? message : "does not have the documented form" };
+    }
     default:
       return { field: base || "body", message: error.message ?? "is invalid" };
   }

@@ -1,6 +1,7 @@
 import type { Middleware } from "koa";
 import type { Router } from "@koa/router";
-import { findOperation, type HttpMethod, type OpenApiDocument } from "../openapi.js";
+import { findOperation } from "../openapi/lookup.js";
+import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { GatewayRouterContext, GatewayState } from "../http/state.js";
@@ -30,9 +31,9 @@ export function toOpenApiPath(routerPath: string): string {
 /**
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
- * operation. Authentication follows the operation's `security`; then the query
- * parameters, the header parameters and the JSON body are validated against
- * the document's schemas, in that order, so that an unauthenticated caller's
+ * operation. Authentication follows the operation's `security`; then the path,
+ * query and header parameters and the JSON body are validated against the
+ * document's schemas, in that order, so that an unauthenticated caller's
  * body is never read.
  */
 export function defineRoute(
@@ -59,6 +60,7 @@ export function defineRoute(
   const validators = kit.validators.for(operationId);
   const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;
   chain.push(async (ctx, next) => {
+    validators.path(ctx.params);
     ctx.state.query = validators.query(ctx.query);
     ctx.state.headers = validators.headers(ctx.headers);
     if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, bodyLimitBytes));

@@ -1,3 +1,4 @@
+import { parseAddress } from "@emailsvc/address";
 import { AppError, invalid, type Violation } from "@emailsvc/runtime";
 
 // Pure rules of subscribers: statuses, email and metadata validation. No I/O.
@@ -30,21 +31,16 @@ export const LIMITS = {
   tagsPerRequest: 100,
 } as const;
 
-// Pragmatic address check: one @, a dotted domain with a 2+ letter TLD, no
-// spaces or control characters. Full RFC 5322 grammar accepts addresses no
-// mail system delivers to; this rejects typos without rejecting real people.
-const EMAIL = /^[^\s@"<>()\[\],;:\\]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
-
-/** Trims and checks an address; returns it as given (case kept). */
+/**
+ * Trims and checks an address against the platform's one rule
+ * (@emailsvc/address: RFC 5321/5322 dot-atom, ASCII, lengths); returns it as
+ * given (case kept). Nothing inside it is ever removed or replaced.
+ */
 export function validateEmail(raw: unknown, field = "email"): string {
-  if (typeof raw !== "string" || raw.trim() === "") {
-    throw invalid("email is required", [{ field, description: "is required" }]);
-  }
-  const email = raw.trim();
-  if (email.length > LIMITS.emailLength || !EMAIL.test(email)) {
-    throw invalid("email is not a valid address", [{ field, description: "is not a valid email address" }]);
-  }
-  return email;
+  const parsed = parseAddress(raw);
+  if (parsed.ok) return parsed.address;
+  if (parsed.problem === "required") throw invalid("email is required", [{ field, description: "is required" }]);
+  throw invalid(`email is not a valid address: it ${parsed.description}`, [{ field, description: "is not a valid email address" }]);
 }
 
 /** The form used for uniqueness and lookup: addresses compare case-insensitively. */

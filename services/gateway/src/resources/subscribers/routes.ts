@@ -1,29 +1,25 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
-import type { SubscriberService } from "@emailsvc/proto";
-import { callOptions } from "./calls.js";
-import { defineRoute, type RouteKit } from "./define.js";
-import { nextCursor, statusFromJson, subscriberEventJson, subscriberJson } from "./mapping.js";
-
-interface SubscriberCreateBody {
-  email: string;
-  tags?: string[];
-  metadata?: JsonObject;
-  status?: string;
-}
-
-interface SubscriberUpdateBody {
-  email?: string;
-  status?: string;
-  metadata?: JsonObject;
-}
+import { createClient } from "@connectrpc/connect";
+import { SubscriberService } from "@emailsvc/proto";
+import { callOptions } from "../../routes/calls.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import { nextCursor } from "../../routes/json.js";
+import type { ResourceContext } from "../resource.js";
+import { statusFromJson, subscriberEventJson, subscriberJson } from "./mapping.js";
+import type { SubscriberCreateBody, SubscriberTagsAddBody, SubscriberUpdateBody } from "./schemas.js";
 
 /** /api/v1/subscribers: REST in, SubscriberService calls out. */
-export function subscriberRoutes(kit: RouteKit, subscribers: Client<typeof SubscriberService>, timeoutMs: number): void {
+export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void {
+  // The subscribers service is required: the gateway does not start without it.
+  const transport = context.transport("subscribers");
+  if (!transport) throw new Error("the subscriber routes need the subscribers service");
+  const subscribers = createClient(SubscriberService, transport);
+  const { timeoutMs } = context;
+
   defineRoute(kit, "post", "/api/v1/subscribers", "createSubscriber", async (ctx) => {
     const body = ctx.state.body as SubscriberCreateBody;
     const res = await subscribers.createSubscriber(
-      { email: body.email, tags: body.tags ?? [], metadata: body.metadata, status: statusFromJson(body.status) },
+      { email: body.email, tags: body.tags ?? [], metadata: body.metadata as JsonObject | undefined, status: statusFromJson(body.status) },
       callOptions(ctx, timeoutMs),
     );
     ctx.status = 201;
@@ -54,7 +50,12 @@ export function subscriberRoutes(kit: RouteKit, subscribers: Client<typeof Subsc
   defineRoute(kit, "patch", "/api/v1/subscribers/:id", "updateSubscriber", async (ctx) => {
     const body = ctx.state.body as SubscriberUpdateBody;
     const res = await subscribers.updateSubscriber(
-      { id: ctx.params.id ?? "", email: body.email, status: statusFromJson(body.status), metadata: body.metadata },
+      {
+        id: ctx.params.id ?? "",
+        email: body.email,
+        status: statusFromJson(body.status),
+        metadata: body.metadata as JsonObject | undefined,
+      },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = subscriberJson(res.subscriber);
@@ -66,7 +67,7 @@ export function subscriberRoutes(kit: RouteKit, subscribers: Client<typeof Subsc
   });
 
   defineRoute(kit, "post", "/api/v1/subscribers/:id/tags", "addSubscriberTags", async (ctx) => {
-    const body = ctx.state.body as { tags: string[] };
+    const body = ctx.state.body as SubscriberTagsAddBody;
     const res = await subscribers.addTags({ subscriberId: ctx.params.id ?? "", tags: body.tags }, callOptions(ctx, timeoutMs));
     ctx.body = subscriberJson(res.subscriber);
   });

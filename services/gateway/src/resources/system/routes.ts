@@ -1,8 +1,9 @@
-import { Problem } from "../http/problem.js";
-import { defineRoute, type RouteKit } from "./define.js";
+import { Problem } from "../../http/problem.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import type { ResourceContext } from "../resource.js";
 
 /** Probes for orchestrators and the OpenAPI document; no authentication. */
-export function systemRoutes(kit: RouteKit, ready: () => Promise<boolean>): void {
+export function systemRoutes(kit: RouteKit, { ready }: ResourceContext): void {
   // Serialised once: the document does not change while the process runs.
   const document = JSON.stringify(kit.doc);
 

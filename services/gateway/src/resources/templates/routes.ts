@@ -1,37 +1,28 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
-import type { templates } from "@emailsvc/proto";
-import { TEMPLATE_BODY_LIMIT_BYTES } from "../openapi.js";
-import { callOptions, requireClient } from "./calls.js";
-import { defineRoute, type RouteKit } from "./define.js";
-import { categoryFromJson, nextCursor, templateJson, templatePreviewJson, templateSummaryJson } from "./mapping.js";
-
-interface TemplateCreateBody {
-  name: string;
-  subject: string;
-  mjml_content: string;
-  category: string;
-  slug?: string;
-}
-
-interface TemplateUpdateBody {
-  name?: string;
-  subject?: string;
-  mjml_content?: string;
-  category?: string;
-}
+import { createClient } from "@connectrpc/connect";
+import { templates } from "@emailsvc/proto";
+import { callOptions, requireClient } from "../../routes/calls.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import { nextCursor } from "../../routes/json.js";
+import type { ResourceContext } from "../resource.js";
+import { categoryFromJson, templateJson, templatePreviewJson, templateSummaryJson } from "./mapping.js";
+import {
+  TEMPLATE_BODY_LIMIT_BYTES,
+  type TemplateCreateBody,
+  type TemplatePreviewBody,
+  type TemplateUpdateBody,
+} from "./schemas.js";
 
 /**
- * /api/v1/templates: REST in, TemplateService calls out. Without a client
+ * /api/v1/templates: REST in, TemplateService calls out. Without the service
  * (TEMPLATES_URL not configured) every route answers 503 `service_unavailable`
  * once the caller is authenticated and the request is valid.
  */
-export function templateRoutes(
-  kit: RouteKit,
-  client: Client<typeof templates.TemplateService> | undefined,
-  timeoutMs: number,
-): void {
+export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
+  const transport = context.transport("templates");
+  const client = transport && createClient(templates.TemplateService, transport);
   const service = () => requireClient(client, "templates");
+  const { timeoutMs } = context;
   // MJML may be large: create and update take more than the default body.
   const large = { bodyLimitBytes: Math.max(kit.bodyLimitBytes, TEMPLATE_BODY_LIMIT_BYTES) };
 
@@ -97,9 +88,9 @@ export function templateRoutes(
   });
 
   defineRoute(kit, "post", "/api/v1/templates/:id/preview", "previewTemplate", async (ctx) => {
-    const body = ctx.state.body as { variables?: JsonObject };
+    const body = ctx.state.body as TemplatePreviewBody;
     const res = await service().previewTemplate(
-      { id: ctx.params.id ?? "", variables: body.variables ?? {} },
+      { id: ctx.params.id ?? "", variables: (body.variables ?? {}) as JsonObject },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = templatePreviewJson(res);

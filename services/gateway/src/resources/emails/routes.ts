@@ -1,17 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
-import type { delivery } from "@emailsvc/proto";
-import { Problem } from "../http/problem.js";
-import { callOptions, requireClient } from "./calls.js";
-import { defineRoute, type RouteKit } from "./define.js";
-import { emailJson, emailQueuedJson, nextCursor, sandboxMessageJson } from "./mapping.js";
-
-interface EmailSendBody {
-  template_slug: string;
-  to: string;
-  variables?: JsonObject;
-  idempotency_key?: string;
-}
+import { createClient } from "@connectrpc/connect";
+import { delivery } from "@emailsvc/proto";
+import { Problem } from "../../http/problem.js";
+import { callOptions, requireClient } from "../../routes/calls.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import { nextCursor } from "../../routes/json.js";
+import type { ResourceContext } from "../resource.js";
+import { emailJson, emailQueuedJson, sandboxMessageJson } from "./mapping.js";
+import type { EmailSendBody } from "./schemas.js";
 
 /** The header that carries the idempotency key (Stripe's name), as declared in the document. */
 const IDEMPOTENCY_HEADER = "Idempotency-Key";
@@ -30,12 +26,15 @@ export function idempotencyKey(headerKey: string | undefined, bodyKey: string | 
 }
 
 /**
- * /api/v1/emails: REST in, DeliveryService calls out. Without a client
+ * /api/v1/emails: REST in, DeliveryService calls out. Without the service
  * (DELIVERY_URL not configured) every route answers 503 `service_unavailable`
  * once the caller is authenticated and the request is valid.
  */
-export function emailRoutes(kit: RouteKit, client: Client<typeof delivery.DeliveryService> | undefined, timeoutMs: number): void {
+export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
+  const transport = context.transport("delivery");
+  const client = transport && createClient(delivery.DeliveryService, transport);
   const service = () => requireClient(client, "delivery");
+  const { timeoutMs } = context;
 
   // 202 Accepted: the email is queued, not sent (as SendGrid's mail/send).
   defineRoute(kit, "post", "/api/v1/emails/send", "sendEmail", async (ctx) => {
@@ -46,7 +45,7 @@ export function emailRoutes(kit: RouteKit, client: Client<typeof delivery.Delive
         templateSlug: body.template_slug,
         to: body.to,
         // Left out and {} are one body for the idempotency comparison.
-        variables: body.variables ?? {},
+        variables: (body.variables ?? {}) as JsonObject,
         idempotencyKey: key,
       },
       callOptions(ctx, timeoutMs),

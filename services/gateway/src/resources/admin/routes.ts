@@ -1,31 +1,12 @@
-import type { KeyMode } from "@emailsvc/runtime";
-import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
-import {
-  AccountNotFoundError,
-  InvalidCursorError,
-  type Account,
-  type AccountStore,
-  type ApiKey,
-  type Page,
-  type Plan,
-} from "../accounts/store.js";
-import { Problem } from "../http/problem.js";
-import { defineRoute, type RouteKit } from "./define.js";
+import { AccountNotFoundError, InvalidCursorError } from "../../accounts/store.js";
+import { Problem } from "../../http/problem.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import type { ResourceContext } from "../resource.js";
+import { accountJson, apiKeyJson, pageJson } from "./mapping.js";
+import type { AccountCreateBody, ApiKeyCreateBody } from "./schemas.js";
 
 // The operator's API (/admin/v1, Authorization: Bearer <ADMIN_TOKEN>): the
 // "dashboard" of the spec, for now. It talks to the gateway's own store only.
-
-const accountJson = (a: Account) => ({ id: a.id, name: a.name, plan: a.plan, created_at: a.createdAt });
-const apiKeyJson = (k: ApiKey) => ({
-  id: k.id,
-  account_id: k.accountId,
-  mode: k.mode,
-  name: k.name,
-  masked: k.masked,
-  created_at: k.createdAt,
-  revoked_at: k.revokedAt,
-});
-const pageJson = <T, J>(page: Page<T>, map: (item: T) => J) => ({ items: page.items.map(map), next_cursor: page.nextCursor });
 
 const accountNotFound = () => new Problem(404, "not_found", "The account does not exist.");
 
@@ -44,9 +25,9 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function adminRoutes(kit: RouteKit, accounts: AccountStore, authenticator: ApiKeyAuthenticator): void {
+export function adminRoutes(kit: RouteKit, { accounts, authenticator }: ResourceContext): void {
   defineRoute(kit, "post", "/admin/v1/accounts", "createAccount", async (ctx) => {
-    const body = ctx.state.body as { name: string; plan: Plan };
+    const body = ctx.state.body as AccountCreateBody;
     ctx.status = 201;
     ctx.body = accountJson(await accounts.createAccount({ name: body.name, plan: body.plan }));
   });
@@ -63,7 +44,7 @@ export function adminRoutes(kit: RouteKit, accounts: AccountStore, authenticator
   });
 
   defineRoute(kit, "post", "/admin/v1/accounts/:id/api-keys", "createApiKey", async (ctx) => {
-    const body = ctx.state.body as { mode: KeyMode; name?: string };
+    const body = ctx.state.body as ApiKeyCreateBody;
     const created = await translated(() => accounts.createApiKey(ctx.params.id ?? "", body));
     ctx.status = 201;
     // The only response that ever holds the full key.

@@ -1,14 +1,21 @@
-import type { Client } from "@connectrpc/connect";
-import type { TagService } from "@emailsvc/proto";
-import { callOptions } from "./calls.js";
-import { defineRoute, type RouteKit } from "./define.js";
-import { nextCursor, tagJson } from "./mapping.js";
+import { createClient } from "@connectrpc/connect";
+import { TagService } from "@emailsvc/proto";
+import { callOptions } from "../../routes/calls.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import { nextCursor } from "../../routes/json.js";
+import type { ResourceContext } from "../resource.js";
+import { tagJson } from "./mapping.js";
+import type { TagCreateBody, TagUpdateBody } from "./schemas.js";
 
-/** /api/v1/tags: REST in, TagService calls out. */
-export function tagRoutes(kit: RouteKit, tags: Client<typeof TagService>, timeoutMs: number): void {
+/** /api/v1/tags: REST in, TagService (of the subscribers service) calls out. */
+export function tagRoutes(kit: RouteKit, context: ResourceContext): void {
+  const transport = context.transport("subscribers");
+  if (!transport) throw new Error("the tag routes need the subscribers service");
+  const tags = createClient(TagService, transport);
+  const { timeoutMs } = context;
+
   defineRoute(kit, "post", "/api/v1/tags", "createTag", async (ctx) => {
-    // Defaults (description "", is_public false) were filled in by validation.
-    const body = ctx.state.body as { name: string; description: string; is_public: boolean };
+    const body = ctx.state.body as TagCreateBody;
     const res = await tags.createTag(
       { name: body.name, description: body.description, isPublic: body.is_public },
       callOptions(ctx, timeoutMs),
@@ -29,7 +36,7 @@ export function tagRoutes(kit: RouteKit, tags: Client<typeof TagService>, timeou
   });
 
   defineRoute(kit, "patch", "/api/v1/tags/:id", "updateTag", async (ctx) => {
-    const body = ctx.state.body as { name?: string; description?: string; is_public?: boolean };
+    const body = ctx.state.body as TagUpdateBody;
     const res = await tags.updateTag(
       { id: ctx.params.id ?? "", name: body.name, description: body.description, isPublic: body.is_public },
       callOptions(ctx, timeoutMs),

@@ -1,0 +1,102 @@
+import type { JsonSchema, ParameterObject } from "./types.js";
+
+// Small builders the resources write their part of the document with, so that
+// every operation states its responses, bodies and parameters the same way.
+
+export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+export const timestamp = (description: string) => ({ type: "string", format: "date-time", readOnly: true, description }) as const;
+
+export const nullableTimestamp = (description: string) => ({
+  type: ["string", "null"],
+  format: "date-time",
+  readOnly: true,
+  description,
+});
+
+/** `{items, next_cursor}` of the schema `item`. */
+export const page = (item: string, description: string) => ({
+  type: "object",
+  description,
+  additionalProperties: false,
+  required: ["items", "next_cursor"],
+  properties: {
+    items: { type: "array", items: ref(item) },
+    next_cursor: { type: ["string", "null"], description: "Pass as `cursor` to get the next page; null on the last page." },
+  },
+});
+
+/** A success response with a JSON body. */
+export const json = (schema: JsonSchema, description: string) => ({
+  description,
+  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+  content: { "application/json": { schema } },
+});
+
+/** A success response without a body. */
+export const noContent = (description: string) => ({
+  description,
+  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+});
+
+/** The status of each shared error response (common.ts). */
+const ERROR_STATUS = {
+  BadRequest: "400",
+  Unauthorized: "401",
+  NotFound: "404",
+  Conflict: "409",
+  PayloadTooLarge: "413",
+  UnsupportedMediaType: "415",
+  TooManyRequests: "429",
+  InternalError: "500",
+  Unavailable: "503",
+  Timeout: "504",
+} as const;
+export type ErrorResponse = keyof typeof ERROR_STATUS;
+
+/** References to the shared error responses, keyed by their status. */
+export const errors = (...names: ErrorResponse[]) =>
+  Object.fromEntries(names.map((name) => [ERROR_STATUS[name], { $ref: `#/components/responses/${name}` }]));
+
+/** Every call that reaches a service may also fail in these ways. */
+export const serviceErrors: ErrorResponse[] = ["Unauthorized", "InternalError", "Unavailable", "Timeout"];
+/** Every operation that reads a JSON body may refuse it in these ways. */
+export const bodyErrors: ErrorResponse[] = ["BadRequest", "PayloadTooLarge", "UnsupportedMediaType"];
+
+/** A required JSON body of the component schema `schema`. */
+export const body = (schema: string) => ({ required: true, content: { "application/json": { schema: ref(schema) } } });
+
+/** A reference to a component parameter. */
+export const param = (name: string) => ({ $ref: `#/components/parameters/${name}` }) as unknown as ParameterObject;
+
+export const pathParam = (name: string, description: string, schema: JsonSchema = { type: "string" }): ParameterObject => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema,
+});
+
+export const ADMIN: Array<Record<string, string[]>> = [{ AdminToken: [] }];
+export const PUBLIC: Array<Record<string, string[]>> = [];
+
+// What String#trim removes beyond the C0 controls: a value made only of
+// these is blank to the services, which trim before they check.
+const TRIMMED_SPACE = "\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff";
+
+/**
+ * A one-line text as the services take it: no control characters (C0 and
+ * DEL) nor any of `forbidden` (characters, as in a regex class), not blank,
+ * at most `maxLength` characters.
+ */
+export function lineText(maxLength: number, message: string, forbidden = "") {
+  const allowed = `[^\\u0000-\\u001f\\u007f${forbidden}]`;
+  const visible = `[^\\u0000-\\u001f\\u007f${forbidden}${TRIMMED_SPACE}]`;
+  return {
+    type: "string",
+    minLength: 1,
+    maxLength,
+    pattern: `^${allowed}*${visible}${allowed}*$`,
+    "x-pattern-message": message,
+  } as const;
+}

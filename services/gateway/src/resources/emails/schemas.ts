@@ -1,0 +1,229 @@
+import type { FromSchema } from "json-schema-to-ts";
+import {
+  bodyErrors,
+  body,
+  errors,
+  json,
+  nullableTimestamp,
+  page,
+  param,
+  pathParam,
+  ref,
+  serviceErrors,
+  timestamp,
+} from "../../openapi/kit.js";
+import { emailAddress } from "../../openapi/common.js";
+import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+import { slug, variables } from "../templates/schemas.js";
+
+// Emails' part of the OpenAPI document; body types are derived from the schemas.
+
+/** Longest idempotency key (as Stripe's). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/** How long the delivery service keeps an idempotency key at least; stated in the document. */
+export const IDEMPOTENCY_KEY_RETENTION_HOURS = 24;
+
+/** Printable ASCII, no space at either end (the delivery service's rule), as header and body field alike. */
+const idempotencyKey = {
+  type: "string",
+  minLength: 1,
+  maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+  pattern: "^[\\x21-\\x7e](?:[\\x20-\\x7e]*[\\x21-\\x7e])?$",
+  "x-pattern-message": `is 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters, not starting or ending with a space`,
+} as const;
+
+export const EMAIL_STATUSES = ["queued", "sent", "failed", "bounced", "delivered"] as const;
+
+export const EmailSend = {
+  type: "object",
+  additionalProperties: false,
+  required: ["template_slug", "to"],
+  properties: {
+    template_slug: { ...slug, description: "The `slug` of the template to send." },
+    to: { ...emailAddress, description: `The one recipient's address. ${emailAddress.description}` },
+    variables,
+    idempotency_key: {
+      ...idempotencyKey,
+      description:
+        "Optional; the same as the `Idempotency-Key` header (give either, or both with one value: different values are a 400). 1-255 printable ASCII characters, not starting or ending with a space.",
+    },
+  },
+} as const;
+export type EmailSendBody = FromSchema<typeof EmailSend>;
+
+const emailId = (): JsonSchema => ({ type: "string", readOnly: true, examples: ["eml_01jd3x0k8m7y6t5r4q3p2n1m0k"] });
+
+export const schemas: Record<string, JsonSchema> = {
+  EmailStatus: {
+    type: "string",
+    enum: EMAIL_STATUSES,
+    description:
+      "`queued` (accepted, not sent yet), `sent` (the provider took it), `failed` (not sent; see `error`), `bounced` and `delivered` (where the provider reports them).",
+  },
+  EmailSend,
+  EmailQueued: {
+    type: "object",
+    additionalProperties: false,
+    description:
+      "The email as it was accepted. A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
+    required: ["id", "status", "to", "template_id", "template_slug", "template_version", "idempotency_key", "queued_at"],
+    properties: {
+      id: emailId(),
+      status: { type: "string", enum: ["queued"] },
+      to: { type: "string", format: "email" },
+      template_id: { type: "string" },
+      template_slug: { type: "string" },
+      template_version: { type: "integer", minimum: 1, description: "The template version it is sent with." },
+      idempotency_key: { type: ["string", "null"] },
+      queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
+    },
+  },
+  Email: {
+    type: "object",
+    additionalProperties: false,
+    required: [
+      "id",
+      "status",
+      "to",
+      "template_id",
+      "template_slug",
+      "template_version",
+      "idempotency_key",
+      "provider",
+      "message_id",
+      "error",
+      "attempts",
+      "queued_at",
+      "sent_at",
+      "failed_at",
+      "updated_at",
+    ],
+    properties: {
+      id: emailId(),
+      status: ref("EmailStatus"),
+      to: { type: "string", format: "email" },
+      template_id: { type: "string" },
+      template_slug: { type: "string" },
+      template_version: {
+        type: "integer",
+        minimum: 1,
+        description: "The template version the email was queued with; it is sent with that one, even if the template changed since.",
+      },
+      idempotency_key: { type: ["string", "null"], description: "The key it was sent with, if any." },
+      provider: { type: ["string", "null"], description: "`smtp` or `sandbox` (never really sent; see GET /api/v1/emails/{id}/sandbox)." },
+      message_id: { type: ["string", "null"], description: "The `Message-ID` header of the message, once sent." },
+      error: { type: ["string", "null"], description: "Why it failed or bounced (the provider's reason)." },
+      attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
+      queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
+      sent_at: nullableTimestamp("When the provider took the message; null until then."),
+      failed_at: nullableTimestamp("When the email failed for good; null unless failed."),
+      updated_at: timestamp("When the email last changed (RFC 3339, UTC)."),
+    },
+  },
+  EmailPage: page("Email", "A page of emails."),
+  SandboxMessage: {
+    type: "object",
+    additionalProperties: false,
+    description: "The whole rendered message the sandbox provider kept instead of sending it.",
+    required: ["email_id", "from", "to", "subject", "html", "text", "headers", "captured_at"],
+    properties: {
+      email_id: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
+      subject: { type: "string" },
+      html: { type: "string" },
+      text: { type: "string" },
+      headers: {
+        type: "object",
+        additionalProperties: { type: "string" },
+        description: "The message's headers, e.g. `Message-ID`, `List-Unsubscribe`.",
+      },
+      captured_at: timestamp("When the sandbox kept the message (RFC 3339, UTC)."),
+    },
+  },
+};
+
+export const parameters: Record<string, ParameterObject> = {
+  EmailId: pathParam("id", "The email's id."),
+  IdempotencyKey: {
+    name: "Idempotency-Key",
+    in: "header",
+    description: `Optional (as Stripe's): a unique key of your choice, 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's \`idempotency_key\`; when both are given they must be equal.`,
+    schema: idempotencyKey,
+  },
+};
+
+export const headers: Record<string, unknown> = {
+  EmailLocation: {
+    description: "The email's address, `/api/v1/emails/{id}`, where its delivery status can be followed.",
+    required: true,
+    schema: { type: "string" },
+  },
+  IdempotentReplayed: {
+    description: "`true` when this answer is the replay of an earlier request with the same idempotency key; absent otherwise.",
+    schema: { type: "string", enum: ["true"] },
+  },
+};
+
+export const paths: Paths = {
+  "/api/v1/emails/send": {
+    post: {
+      operationId: "sendEmail",
+      summary: "Send a transactional email",
+      description: [
+        "Queues one email to one recipient, rendered from the template's current version, and answers at once with **202 Accepted** and the email as queued (`status: queued`). The email goes out through the queue; follow it with GET /api/v1/emails/{id} (the `Location` header).",
+        "Test-mode keys never deliver: their mail is kept by the sandbox (GET /api/v1/emails/{id}/sandbox).",
+        "**Idempotency** (as Stripe's): give a key in the `Idempotency-Key` header or in `idempotency_key` (both: they must be equal, else 400). " +
+          "A repeat with the same key and the same body sends no second email and answers with the original result: status 202 and the same body, with the header `Idempotent-Replayed: true`. " +
+          "The same key with another body is a 409 `idempotency_key_reused`. Two concurrent requests with one key send one email. " +
+          `Keys are kept at least ${IDEMPOTENCY_KEY_RETENTION_HOURS} hours, per account and mode. Retry a send that timed out or failed with a 5xx with the same key.`,
+        "Nothing is sent for bad input: an unknown `template_slug` (404 `template_not_found`, also for another account's templates), an invalid recipient (400), `variables` that are not an object (400) or too large (413).",
+      ].join("\n\n"),
+      tags: ["Emails"],
+      parameters: [param("IdempotencyKey")],
+      requestBody: body("EmailSend"),
+      responses: {
+        "202": {
+          description: "Accepted and queued; also the answer to a replay (then with `Idempotent-Replayed: true`).",
+          headers: {
+            "X-Request-Id": { $ref: "#/components/headers/RequestId" },
+            Location: { $ref: "#/components/headers/EmailLocation" },
+            "Idempotent-Replayed": { $ref: "#/components/headers/IdempotentReplayed" },
+          },
+          content: { "application/json": { schema: ref("EmailQueued") } },
+        },
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/emails": {
+    get: {
+      operationId: "listEmails",
+      summary: "List emails",
+      tags: ["Emails"],
+      parameters: [param("Limit"), param("Cursor")],
+      responses: { "200": json(ref("EmailPage"), "A page of emails."), ...errors("BadRequest", ...serviceErrors) },
+    },
+  },
+  "/api/v1/emails/{id}": {
+    get: {
+      operationId: "getEmail",
+      summary: "Get an email and its delivery status",
+      tags: ["Emails"],
+      parameters: [param("EmailId")],
+      responses: { "200": json(ref("Email"), "The email."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/emails/{id}/sandbox": {
+    get: {
+      operationId: "getSandboxMessage",
+      summary: "Read what a sandboxed email would have sent",
+      description:
+        "The sandbox provider (the default of `npm start`, and always for test-mode keys) keeps the whole rendered message instead of sending it: sender, recipient, subject, HTML, text and headers. 404 for an email that was not sandboxed (or not rendered yet).",
+      tags: ["Emails"],
+      parameters: [param("EmailId")],
+      responses: { "200": json(ref("SandboxMessage"), "The kept message."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+};

@@ -1,0 +1,23 @@
+import { adminResource } from "./admin/index.js";
+import { emailsResource } from "./emails/index.js";
+import type { Resource } from "./resource.js";
+import { subscribersResource } from "./subscribers/index.js";
+import { systemResource } from "./system/index.js";
+import { tagsResource } from "./tags/index.js";
+import { templatesResource } from "./templates/index.js";
+
+export type { Resource, ResourceContext, ServiceName } from "./resource.js";
+
+/**
+ * Every resource of the gateway, in the order of the document's tags and of
+ * route registration. A new resource is its folder (schemas, routes,
+ * mapping, index) plus one line here.
+ */
+export const RESOURCES: readonly Resource[] = [
+  subscribersResource,
+  tagsResource,
+  templatesResource,
+  emailsResource,
+  adminResource,
+  systemResource,
+];

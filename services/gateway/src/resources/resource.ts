@@ -1,0 +1,41 @@
+import type { Transport } from "@connectrpc/connect";
+import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
+import type { AccountStore } from "../accounts/store.js";
+import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
+import type { RouteKit } from "../routes/define.js";
+
+/** The services the gateway may be connected to, by the name their URL setting carries. */
+export type ServiceName = "subscribers" | "templates" | "delivery";
+
+/** What a resource's routes may use, built once by the gateway. */
+export interface ResourceContext {
+  /** The transport to a service; undefined when this gateway runs without it (its routes answer 503). */
+  transport(service: ServiceName): Transport | undefined;
+  /** Deadline of each service call. */
+  timeoutMs: number;
+  /** The gateway's own accounts and API keys. */
+  accounts: AccountStore;
+  authenticator: ApiKeyAuthenticator;
+  /** Store reachable, every configured service SERVING, and not draining. */
+  ready(): Promise<boolean>;
+}
+
+/**
+ * One resource of the REST API: its part of the OpenAPI document and the
+ * routes that serve it. The document is assembled from the resources
+ * (openapi.ts) and the routes are registered from the same list
+ * (resources/index.ts), so a new resource is a folder plus one line there.
+ */
+export interface Resource {
+  /** OpenAPI tags its operations use, with their descriptions. */
+  tags: TagObject[];
+  /** Component schemas it adds; names must be unique across resources. */
+  schemas: Record<string, JsonSchema>;
+  /** Component parameters it adds. */
+  parameters?: Record<string, ParameterObject>;
+  /** Component headers it adds (response headers). */
+  headers?: Record<string, unknown>;
+  paths: Paths;
+  /** Registers one route per operation of `paths` (defineRoute checks the match). */
+  routes(kit: RouteKit, context: ResourceContext): void;
+}

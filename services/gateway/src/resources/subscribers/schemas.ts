@@ -1,0 +1,238 @@
+import type { FromSchema } from "json-schema-to-ts";
+import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { emailAddress } from "../../openapi/common.js";
+import { tagName } from "../tags/schemas.js";
+import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+
+// Subscribers' part of the OpenAPI document. Request schemas are `as const`
+// so that their body types below are derived from them (FromSchema): the
+// schema ajv validates with, the document publishes and the handler reads
+// are one definition.
+
+export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
+
+const status = { type: "string", enum: SUBSCRIBER_STATUSES } as const;
+
+const METADATA_KEY = {
+  maxLength: 40,
+  pattern: "^[A-Za-z0-9_][A-Za-z0-9_-]*$",
+  "x-pattern-message": "keys are 1-40 characters of letters, digits, _ and -, not starting with -",
+} as const;
+const METADATA_VALUE = { type: ["string", "number", "boolean"], maxLength: 500 } as const;
+
+const metadata = {
+  type: "object",
+  description:
+    "Your own attributes: at most 50 keys of 1-40 characters (letters, digits, `_`, `-`; not starting with `-`), each a string of at most 500 characters, a number or a boolean. At most 8 KiB as JSON in all (413 `metadata_too_large` beyond).",
+  maxProperties: 50,
+  propertyNames: METADATA_KEY,
+  additionalProperties: METADATA_VALUE,
+} as const;
+
+const email = emailAddress;
+
+export const SubscriberCreate = {
+  type: "object",
+  additionalProperties: false,
+  required: ["email"],
+  properties: {
+    email,
+    tags: {
+      type: "array",
+      maxItems: 100,
+      items: tagName,
+      description: "At most 100 tag names; tags that do not exist yet are created.",
+    },
+    metadata,
+    status: { ...status, description: "Defaults to `active`." },
+  },
+} as const;
+export type SubscriberCreateBody = FromSchema<typeof SubscriberCreate>;
+
+export const SubscriberUpdate = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description: "Any of the fields; fields left out keep their value. Tags are changed with the tag operations.",
+  properties: {
+    email,
+    status,
+    metadata: {
+      type: "object",
+      maxProperties: 50,
+      propertyNames: METADATA_KEY,
+      additionalProperties: { type: ["string", "number", "boolean", "null"], maxLength: 500 },
+      description:
+        "Merged into the stored metadata: the keys given replace those stored, other stored keys are kept, and a key whose value is null is removed. Keys and values as on create; the merged result is at most 50 keys and 8 KiB as JSON (413 `metadata_too_large` beyond).",
+    },
+  },
+} as const;
+export type SubscriberUpdateBody = FromSchema<typeof SubscriberUpdate>;
+
+export const SubscriberTagsAdd = {
+  type: "object",
+  additionalProperties: false,
+  required: ["tags"],
+  properties: {
+    tags: {
+      type: "array",
+      minItems: 1,
+      maxItems: 100,
+      items: tagName,
+      description: "At most 100 tag names to add to the subscriber's tags (never replaces them); unknown names are created.",
+    },
+  },
+} as const;
+export type SubscriberTagsAddBody = FromSchema<typeof SubscriberTagsAdd>;
+
+export const schemas: Record<string, JsonSchema> = {
+  SubscriberStatus: status,
+  Metadata: metadata,
+  Subscriber: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "email", "status", "metadata", "tags", "created_at", "updated_at"],
+    properties: {
+      id: { type: "string", readOnly: true, examples: ["sub_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+      email: { type: "string", format: "email", description: "Unique per account and mode, compared case-insensitively." },
+      status: ref("SubscriberStatus"),
+      metadata: ref("Metadata"),
+      tags: { type: "array", items: { type: "string" }, description: "Tag names, sorted." },
+      created_at: timestamp("When the subscriber was created (RFC 3339, UTC)."),
+      updated_at: timestamp("When the subscriber last changed (RFC 3339, UTC)."),
+    },
+  },
+  SubscriberCreate,
+  SubscriberUpdate,
+  SubscriberTagsAdd,
+  SubscriberPage: page("Subscriber", "A page of subscribers, oldest first."),
+  SubscriberEvent: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "type", "occurred_at", "actor", "data"],
+    description: "One entry of the subscriber's audit trail.",
+    properties: {
+      id: { type: "string", readOnly: true },
+      type: {
+        type: "string",
+        description:
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`.",
+      },
+      occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
+      actor: { type: "string", description: "Who made the change: `api_key:<key id>`, `admin`, `portal` or `system`." },
+      data: { type: "object", additionalProperties: true, description: "What changed, by ids and names." },
+    },
+  },
+  SubscriberEventPage: page("SubscriberEvent", "A page of audit-trail entries, oldest first."),
+};
+
+export const parameters: Record<string, ParameterObject> = {
+  SubscriberId: pathParam("id", "The subscriber's id."),
+};
+
+export const paths: Paths = {
+  "/api/v1/subscribers": {
+    post: {
+      operationId: "createSubscriber",
+      summary: "Create a subscriber",
+      description: "Tags that do not exist yet are created. Emails are unique per account and mode, compared case-insensitively.",
+      tags: ["Subscribers"],
+      requestBody: body("SubscriberCreate"),
+      responses: {
+        "201": json(ref("Subscriber"), "The new subscriber."),
+        ...errors(...bodyErrors, "Conflict", ...serviceErrors),
+      },
+    },
+    get: {
+      operationId: "listSubscribers",
+      summary: "List subscribers",
+      tags: ["Subscribers"],
+      parameters: [
+        param("Limit"),
+        { name: "status", in: "query", description: "Only subscribers with this status.", schema: ref("SubscriberStatus") },
+        param("Cursor"),
+      ],
+      responses: { "200": json(ref("SubscriberPage"), "A page of subscribers."), ...errors("BadRequest", ...serviceErrors) },
+    },
+  },
+  "/api/v1/subscribers/by-email/{email}": {
+    get: {
+      operationId: "getSubscriberByEmail",
+      summary: "Look a subscriber up by email address",
+      description: "The address is URL-encoded in the path (`@` may stay as it is); it is compared case-insensitively.",
+      tags: ["Subscribers"],
+      parameters: [pathParam("email", "The email address, URL-encoded.", emailAddress)],
+      responses: { "200": json(ref("Subscriber"), "The subscriber."), ...errors("BadRequest", "NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/subscribers/{id}": {
+    get: {
+      operationId: "getSubscriber",
+      summary: "Get a subscriber",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId")],
+      responses: { "200": json(ref("Subscriber"), "The subscriber."), ...errors("NotFound", ...serviceErrors) },
+    },
+    patch: {
+      operationId: "updateSubscriber",
+      summary: "Update a subscriber",
+      description:
+        "Changes any of email, status and metadata. Metadata is merged: given keys replace stored ones, other stored keys are kept, and a key set to null is removed.",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId")],
+      requestBody: body("SubscriberUpdate"),
+      responses: {
+        "200": json(ref("Subscriber"), "The updated subscriber."),
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+    delete: {
+      operationId: "deleteSubscriber",
+      summary: "Delete a subscriber permanently",
+      description: "Removes the subscriber's data, tag links and audit trail. It cannot be undone.",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId")],
+      responses: { "204": noContent("Deleted."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/subscribers/{id}/tags": {
+    post: {
+      operationId: "addSubscriberTags",
+      summary: "Add tags to a subscriber",
+      description: "Adds to the subscriber's tags, never replaces them; tags that do not exist yet are created.",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId")],
+      requestBody: body("SubscriberTagsAdd"),
+      responses: {
+        "200": json(ref("Subscriber"), "The subscriber with its tags."),
+        ...errors(...bodyErrors, "NotFound", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/subscribers/{id}/tags/{tag_name}": {
+    delete: {
+      operationId: "removeSubscriberTag",
+      summary: "Remove one tag from a subscriber",
+      description: "The other tags stay.",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId"), pathParam("tag_name", "The tag's name, URL-encoded.", tagName)],
+      responses: {
+        "200": json(ref("Subscriber"), "The subscriber with its remaining tags."),
+        ...errors("NotFound", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/subscribers/{id}/events": {
+    get: {
+      operationId: "listSubscriberEvents",
+      summary: "Read a subscriber's audit trail",
+      description: "Every subscription change, with a UTC timestamp and who made it.",
+      tags: ["Subscribers"],
+      parameters: [param("SubscriberId"), param("Limit"), param("Cursor")],
+      responses: {
+        "200": json(ref("SubscriberEventPage"), "A page of audit-trail entries."),
+        ...errors("BadRequest", "NotFound", ...serviceErrors),
+      },
+    },
+  },
+};

@@ -1,0 +1,76 @@
+import { templates } from "@emailsvc/proto";
+import { rfc3339 } from "../../routes/json.js";
+
+// Proto templates <-> the REST API's JSON. The rules live in the templates service.
+
+export interface TemplateSummaryJson {
+  id: string;
+  slug: string;
+  name: string;
+  subject: string;
+  category: string;
+  version: number;
+  variables: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TemplateJson extends TemplateSummaryJson {
+  mjml_content: string;
+}
+
+export interface TemplatePreviewJson {
+  html: string;
+  subject: string;
+  text: string;
+  missing_variables: string[];
+}
+
+const CATEGORY_TO_JSON: Partial<Record<templates.TemplateCategory, string>> = {
+  [templates.TemplateCategory.TRANSACTIONAL]: "transactional",
+  [templates.TemplateCategory.MARKETING]: "marketing",
+};
+
+const CATEGORY_FROM_JSON: Record<string, templates.TemplateCategory> = {
+  transactional: templates.TemplateCategory.TRANSACTIONAL,
+  marketing: templates.TemplateCategory.MARKETING,
+};
+
+/** `undefined` (not given) -> UNSPECIFIED, which the service reads as "no change". */
+export function categoryFromJson(value: unknown): templates.TemplateCategory {
+  if (value === undefined) return templates.TemplateCategory.UNSPECIFIED;
+  const category = CATEGORY_FROM_JSON[String(value)];
+  // Bodies are validated against the same enum before this runs.
+  if (category === undefined) throw new Error(`unknown template category ${String(value)}`);
+  return category;
+}
+
+function categoryToJson(category: templates.TemplateCategory): string {
+  const value = CATEGORY_TO_JSON[category];
+  if (value === undefined) throw new Error(`the service returned template category ${category}`);
+  return value;
+}
+
+/** A template without its MJML, as lists show it. */
+export function templateSummaryJson(t: templates.Template): TemplateSummaryJson {
+  return {
+    id: t.id,
+    slug: t.slug,
+    name: t.name,
+    subject: t.subject,
+    category: categoryToJson(t.category),
+    version: t.version,
+    variables: t.variables,
+    created_at: rfc3339(t.createdAt, "created_at"),
+    updated_at: rfc3339(t.updatedAt, "updated_at"),
+  };
+}
+
+export function templateJson(t: templates.Template | undefined): TemplateJson {
+  if (!t) throw new Error("the service returned no template");
+  return { ...templateSummaryJson(t), mjml_content: t.mjmlContent };
+}
+
+export function templatePreviewJson(p: templates.PreviewTemplateResponse): TemplatePreviewJson {
+  return { html: p.html, subject: p.subject, text: p.text, missing_variables: p.missingVariables };
+}

@@ -1,0 +1,244 @@
+import type { FromSchema } from "json-schema-to-ts";
+import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+
+// Templates' part of the OpenAPI document; body types are derived from the schemas.
+
+/** Longest `mjml_content`, in characters (JSON Schema `maxLength`). */
+export const MJML_MAX_LENGTH = 512 * 1024;
+
+/**
+ * Largest body of template create and update, the only routes above the
+ * default: `mjml_content` may hold 512 Ki characters, and JSON escaping
+ * (quotes and newlines of the markup) and multi-byte UTF-8 make its body
+ * bigger than that in bytes. Twice the content limit leaves room for both.
+ */
+export const TEMPLATE_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** A slug as the templates service makes and takes them (domain/template.ts). */
+export const slug = {
+  type: "string",
+  minLength: 1,
+  maxLength: 100,
+  pattern: "^[a-z0-9]+(?:-[a-z0-9]+)*$",
+  "x-pattern-message": "is 1-100 lower-case letters, digits and single dashes, e.g. welcome-email",
+} as const;
+
+const templateName = lineText(200, "is 1-200 characters, not blank, without control characters");
+const subject = {
+  ...lineText(998, "is 1-998 characters on one line, not blank, without control characters"),
+  description:
+    "1-998 characters on one line (RFC 5322's line limit), not blank, without control characters; may contain `{{variable_name}}` and Handlebars helpers, which must be well-formed (400 `invalid_template` otherwise).",
+} as const;
+const mjmlContent = {
+  type: "string",
+  minLength: 1,
+  maxLength: MJML_MAX_LENGTH,
+  // Not blank: at least one character String#trim keeps.
+  pattern: "[^\\u0009-\\u000d\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]",
+  "x-pattern-message": "is blank",
+} as const;
+
+export const TEMPLATE_CATEGORIES = ["transactional", "marketing"] as const;
+
+const category = {
+  type: "string",
+  enum: TEMPLATE_CATEGORIES,
+  description: "`marketing` mail carries `List-Unsubscribe` headers; `transactional` mail is what a user's action causes.",
+} as const;
+
+/** Values of a template's placeholders; also the `variables` of a send (emails). */
+export const variables = {
+  type: "object",
+  additionalProperties: true,
+  description:
+    "Values of the template's `{{variable_name}}` placeholders: names to JSON values (objects for `{{a.b}}`). Values are HTML-escaped in the body. Their total size is limited by the service (413).",
+  examples: [{ first_name: "Ada", order: { id: "A-1001", total: "CHF 49.00" } }],
+} as const;
+
+export const TemplateCreate = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name", "subject", "mjml_content", "category"],
+  properties: {
+    name: templateName,
+    subject,
+    mjml_content: {
+      ...mjmlContent,
+      description: `MJML markup, at most 512 KiB as UTF-8 (413 \`mjml_too_large\` beyond; more than ${MJML_MAX_LENGTH} characters is refused with 400 before that). Validated strictly: markup that does not compile is a 400 (\`invalid_mjml\`) whose \`errors\` name the line and the problem.`,
+    },
+    category,
+    slug: {
+      ...slug,
+      description:
+        "1-100 lower-case letters, digits and single dashes; unique per account and mode; used as `template_slug` when sending. Derived from the name when left out.",
+    },
+  },
+} as const;
+export type TemplateCreateBody = FromSchema<typeof TemplateCreate>;
+
+export const TemplateUpdate = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description:
+    "Any of the fields; fields left out keep their value. The slug cannot change. A change of `subject` or `mjml_content` makes a new version.",
+  properties: {
+    name: templateName,
+    subject,
+    mjml_content: { ...mjmlContent, description: "As on create." },
+    category,
+  },
+} as const;
+export type TemplateUpdateBody = FromSchema<typeof TemplateUpdate>;
+
+export const TemplatePreviewRequest = {
+  type: "object",
+  additionalProperties: false,
+  properties: { variables: { ...variables, description: "Values to fill in; default none." } },
+} as const;
+export type TemplatePreviewBody = FromSchema<typeof TemplatePreviewRequest>;
+
+function templateSummaryProperties(): Record<string, JsonSchema> {
+  return {
+    id: { type: "string", readOnly: true, examples: ["tpl_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+    slug: { type: "string", description: "Unique per account and mode; send with it as `template_slug`.", examples: ["welcome"] },
+    name: { type: "string" },
+    subject: { type: "string", description: "May contain `{{variable_name}}`." },
+    category: ref("TemplateCategory"),
+    version: {
+      type: "integer",
+      minimum: 1,
+      readOnly: true,
+      description: "1 on create, +1 on every update that changes the subject or the MJML.",
+    },
+    variables: {
+      type: "array",
+      items: { type: "string" },
+      readOnly: true,
+      description: "Every `{{variable}}` the subject and the body use, sorted.",
+    },
+    created_at: timestamp("When the template was created (RFC 3339, UTC)."),
+    updated_at: timestamp("When the template last changed (RFC 3339, UTC)."),
+  };
+}
+
+export const schemas: Record<string, JsonSchema> = {
+  TemplateCategory: category,
+  Template: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "slug", "name", "subject", "mjml_content", "category", "version", "variables", "created_at", "updated_at"],
+    properties: {
+      ...templateSummaryProperties(),
+      mjml_content: { type: "string", description: "The MJML markup; may contain `{{variable_name}}`." },
+    },
+  },
+  TemplateSummary: {
+    type: "object",
+    additionalProperties: false,
+    description: "A template without its MJML (lists); read one template for its `mjml_content`.",
+    required: ["id", "slug", "name", "subject", "category", "version", "variables", "created_at", "updated_at"],
+    properties: templateSummaryProperties(),
+  },
+  TemplateCreate,
+  TemplateUpdate,
+  TemplatePage: page("TemplateSummary", "A page of templates, without their MJML."),
+  Variables: variables,
+  TemplatePreviewRequest,
+  TemplatePreview: {
+    type: "object",
+    additionalProperties: false,
+    required: ["html", "subject", "text", "missing_variables"],
+    properties: {
+      html: { type: "string", description: "The rendered HTML body." },
+      subject: { type: "string", description: "The rendered subject." },
+      text: { type: "string", description: "The plain-text part derived from the HTML." },
+      missing_variables: {
+        type: "array",
+        items: { type: "string" },
+        description: "Variables the template uses that the call did not give; they were rendered empty.",
+      },
+    },
+  },
+};
+
+export const parameters: Record<string, ParameterObject> = {
+  TemplateId: pathParam("id", "The template's id."),
+};
+
+export const paths: Paths = {
+  "/api/v1/templates": {
+    post: {
+      operationId: "createTemplate",
+      summary: "Create a template",
+      description: [
+        "Stores an MJML template as version 1. The MJML is validated strictly and compiled once per version: markup that does not compile is a 400 whose `errors` name the line and the problem.",
+        "`{{variable_name}}` in the subject and the body are filled per message (HTML-escaped in the body); `variables` lists the ones the template uses.",
+        `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here (\`mjml_content\` at most ${MJML_MAX_LENGTH} characters).`,
+      ].join("\n\n"),
+      tags: ["Templates"],
+      requestBody: body("TemplateCreate"),
+      responses: {
+        "201": json(ref("Template"), "The new template, with its `id` and `slug`."),
+        ...errors(...bodyErrors, "Conflict", ...serviceErrors),
+      },
+    },
+    get: {
+      operationId: "listTemplates",
+      summary: "List templates",
+      description: "Items leave out `mjml_content`; read one template for it.",
+      tags: ["Templates"],
+      parameters: [param("Limit"), param("Cursor")],
+      responses: { "200": json(ref("TemplatePage"), "A page of templates."), ...errors("BadRequest", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/{id}": {
+    get: {
+      operationId: "getTemplate",
+      summary: "Get a template",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      responses: { "200": json(ref("Template"), "The template, at its current version."), ...errors("NotFound", ...serviceErrors) },
+    },
+    patch: {
+      operationId: "updateTemplate",
+      summary: "Update a template",
+      description: [
+        "Changes any of name, subject, mjml_content and category; the slug cannot change. Two updates at once: one of them may get a 409 `concurrent_update`; retry it.",
+        "A change of the subject or the MJML makes a new version (`version` + 1); emails queued before keep the version they were queued with.",
+        `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here.`,
+      ].join("\n\n"),
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      requestBody: body("TemplateUpdate"),
+      responses: {
+        "200": json(ref("Template"), "The updated template."),
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+    delete: {
+      operationId: "deleteTemplate",
+      summary: "Delete a template",
+      description: "It can no longer be read, previewed or sent.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      responses: { "204": noContent("Deleted."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/{id}/preview": {
+    post: {
+      operationId: "previewTemplate",
+      summary: "Render a template without sending it",
+      description:
+        "Renders the current version with the given variables: the HTML, the subject and the plain-text part. Variables the template uses but the call did not give are listed in `missing_variables` (and rendered empty), not silently blank. Nothing is sent.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId")],
+      requestBody: body("TemplatePreviewRequest"),
+      responses: {
+        "200": json(ref("TemplatePreview"), "The rendered message."),
+        ...errors(...bodyErrors, "NotFound", ...serviceErrors),
+      },
+    },
+  },
+};
