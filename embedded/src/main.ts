@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     mongoUrl: envOptional("MONGO_URL"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
     adminToken: envOptional("ADMIN_TOKEN"),
+    tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS"),
     emailProvider: emailProvider(),
     smtpUrl: envOptional("SMTP_URL"),
     emailFrom: envOptional("EMAIL_FROM"),

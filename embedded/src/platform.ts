@@ -5,6 +5,7 @@ import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { startDeliveryService } from "@emailsvc/delivery";
 import { startSubscribersService } from "@emailsvc/subscribers";
 import { startTemplatesService } from "@emailsvc/templates";
+import { loadKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 export interface PlatformOptions {
   dataDir: string;
@@ -13,6 +14,8 @@ export interface PlatformOptions {
   mongoUrl?: string | undefined;
   kafkaBrokers?: string | undefined;
   adminToken?: string | undefined;
+  /** TOKEN_SIGNING_KEYS; unset: a development key under dataDir. */
+  tokenSigningKeys?: string | undefined;
   logger?: Logger;
   /** Outbox sweep period of the services; tests shorten it. */
   sweepIntervalMs?: number;
@@ -33,6 +36,8 @@ export interface RunningPlatform {
   subscribersUrl: string;
   templatesUrl: string;
   deliveryUrl: string;
+  /** The keys links are signed and verified with. */
+  tokenKeys: KeyRing;
   /** Set on the first start without ADMIN_TOKEN: shown once, never again. */
   development?: { adminToken: string; testKey: string; accountId: string } | undefined;
   close(): Promise<void>;
@@ -46,6 +51,10 @@ export interface RunningPlatform {
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
   const logger = options.logger ?? createLogger("embedded");
   const open = (name: string) => openStore({ mongoUrl: options.mongoUrl, dataDir: options.dataDir, dbName: `${options.dbPrefix ?? ""}${name}` });
+  // One key ring for the process: delivery signs unsubscribe links with it and
+  // the gateway verifies them. TOKEN_SIGNING_KEYS when set, else a development
+  // key kept under DATA_DIR (one process: no replicas to disagree).
+  const tokenKeys = loadKeyRing({ value: options.tokenSigningKeys, developmentDir: options.dataDir });
   const stores: DocumentStore[] = [];
   const buses: EventBus[] = [];
   const closers: Array<() => Promise<void>> = [];
@@ -109,6 +118,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       deliveryUrl: delivery.url,
       logger: loggerFor("gateway"),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
+      tokenKeys,
     });
     closers.push(() => gateway.close());
 
@@ -123,6 +133,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       subscribersUrl: subscribers.url,
       templatesUrl: templates.url,
       deliveryUrl: delivery.url,
+      tokenKeys,
       development,
       close: stopAll,
     };

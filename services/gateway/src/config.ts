@@ -1,4 +1,5 @@
-import { envInt, envOptional, envString } from "@emailsvc/runtime";
+import { ConfigError, envInt, envOptional, envString } from "@emailsvc/runtime";
+import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // Read once at start; a bad value stops the process naming the variable.
 export interface GatewayConfig {
@@ -26,6 +27,12 @@ export interface GatewayConfig {
   callTimeoutMs: number;
   /** API_KEY_CACHE_MS: how long a verified key is reused (and a key revoked elsewhere still works), default 5 000, at most 60 000. */
   apiKeyCacheMs: number;
+  /**
+   * TOKEN_SIGNING_KEYS: verify the tokens of unsubscribe links (the delivery
+   * service signs with the first key). Required on MongoDB; on the embedded
+   * store a development key is kept under DATA_DIR.
+   */
+  tokenKeys: KeyRing;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -42,5 +49,18 @@ export function loadConfig(): GatewayConfig {
     publicUrl: envOptional("PUBLIC_API_URL"),
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
+    tokenKeys: tokenKeysFromEnv(),
   };
+}
+
+function tokenKeysFromEnv(): KeyRing {
+  try {
+    return loadKeyRing({
+      value: envOptional("TOKEN_SIGNING_KEYS"),
+      developmentDir: envOptional("MONGO_URL") ? undefined : envString("DATA_DIR", "./data"),
+    });
+  } catch (err) {
+    if (err instanceof KeyConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }

@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     callTimeoutMs: config.callTimeoutMs,
     keyCache: { ttlMs: config.apiKeyCacheMs },
+    tokenKeys: config.tokenKeys,
   });
   exitOnSignal(logger, async () => {
     await gateway.close();

@@ -6,6 +6,7 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
 import { createServiceTransport, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
+import type { KeyRing } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey } from "./http/auth.js";
@@ -52,6 +53,11 @@ export interface GatewayDeps {
   callTimeoutMs?: number;
   /** API key cache; default 5 s, 10 000 keys. */
   keyCache?: KeyCacheOptions;
+  /**
+   * Keys that verify the signed tokens of unsubscribe links (TOKEN_SIGNING_KEYS,
+   * the same the delivery service signs with). Without them /unsubscribe answers 503.
+   */
+  tokenKeys?: KeyRing;
 }
 
 export interface Gateway {
@@ -145,6 +151,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     accounts,
     authenticator,
     ready,
+    tokenKeys: deps.tokenKeys,
   };
   for (const resource of RESOURCES) resource.routes(kit, context);
 

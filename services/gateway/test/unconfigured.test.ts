@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 // The templates and delivery services are optional for now: a gateway started
 // without them still serves everything else, and their routes answer a
 // documented 503 `service_unavailable` (after authentication and validation).
@@ -140,6 +143,7 @@ describe("configuration", () => {
     const saved = { ...process.env };
     try {
       process.env.SUBSCRIBERS_URL = "http://subscribers:50051";
+      process.env.TOKEN_SIGNING_KEYS = `k1:${Buffer.alloc(32, 1).toString("base64")}`;
       delete process.env.TEMPLATES_URL;
       delete process.env.DELIVERY_URL;
       expect(loadConfig()).toMatchObject({ templatesUrl: undefined, deliveryUrl: undefined });
@@ -148,6 +152,26 @@ describe("configuration", () => {
       expect(loadConfig()).toMatchObject({ templatesUrl: "http://templates:50052", deliveryUrl: "http://delivery:50053" });
     } finally {
       process.env = saved;
+    }
+  });
+
+  it("requires TOKEN_SIGNING_KEYS on MongoDB, and keeps a development key under DATA_DIR on the embedded store", () => {
+    const saved = { ...process.env };
+    const dir = mkdtempSync(join(tmpdir(), "gateway-keys-"));
+    try {
+      process.env.SUBSCRIBERS_URL = "http://subscribers:50051";
+      delete process.env.TOKEN_SIGNING_KEYS;
+      process.env.MONGO_URL = "mongodb://mongo:27017";
+      expect(() => loadConfig()).toThrow(/TOKEN_SIGNING_KEYS is required/);
+      process.env.TOKEN_SIGNING_KEYS = "k1:short";
+      expect(() => loadConfig()).toThrow(/TOKEN_SIGNING_KEYS: key "k1" is \d+ bytes/);
+      delete process.env.TOKEN_SIGNING_KEYS;
+      delete process.env.MONGO_URL;
+      process.env.DATA_DIR = dir;
+      expect(loadConfig().tokenKeys.current.id).toBe("dev");
+    } finally {
+      process.env = saved;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

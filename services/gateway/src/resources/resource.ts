@@ -1,4 +1,5 @@
 import type { Transport } from "@connectrpc/connect";
+import type { KeyRing } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import type { AccountStore } from "../accounts/store.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
@@ -11,6 +12,8 @@ export type ServiceName = "subscribers" | "templates" | "delivery";
 export interface ResourceContext {
   /** The transport to a service; undefined when this gateway runs without it (its routes answer 503). */
   transport(service: ServiceName): Transport | undefined;
+  /** Keys that verify signed link tokens (TOKEN_SIGNING_KEYS); undefined: the link routes answer 503. */
+  tokenKeys: KeyRing | undefined;
   /** Deadline of each service call. */
   timeoutMs: number;
   /** The gateway's own accounts and API keys. */
