@@ -20,12 +20,13 @@ import {
 import {
   DuplicateKeyError,
   type Collection,
+  type AnyDoc,
   type Doc,
   type DocumentStore,
-  type Filter,
+  type UntypedFilter as Filter,
   type FindOptions,
   type IndexSpec,
-  type Update,
+  type UntypedUpdate as Update,
 } from "./types.js";
 
 export interface EmbeddedStoreOptions {
@@ -115,7 +116,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     }
   }
 
-  collection<T extends Doc = Doc>(name: string): Collection<T> {
+  collection<T extends Doc = AnyDoc>(name: string): Collection<T> {
     assertOpen(this.state);
     checkCollectionName(name);
     let collection = this.collections.get(name);
@@ -214,7 +215,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async insertOne(doc: T): Promise<void> {
-    const clean = checkDocument(doc);
+    const clean = checkDocument(doc) as unknown as PlainObject;
     await this.open();
     try {
       await this.db.insertAsync(clean);
@@ -268,7 +269,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       // the document, drop those pulls, and update exactly that document.
       const current = (await this.db.findOneAsync(query)) as unknown as T | null;
       if (current === null) return null;
-      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(current, field) !== undefined);
+      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(current as unknown as PlainObject, field) !== undefined);
       if (pulls.length > 0) nedbUpdate.$pull = Object.fromEntries(pulls);
       else delete nedbUpdate.$pull;
       if (Object.keys(nedbUpdate).length === 0) return current;

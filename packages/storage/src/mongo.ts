@@ -32,12 +32,13 @@ import {
 import {
   DuplicateKeyError,
   type Collection,
+  type AnyDoc,
   type Doc,
   type DocumentStore,
-  type Filter,
+  type UntypedFilter as Filter,
   type FindOptions,
   type IndexSpec,
-  type Update,
+  type UntypedUpdate as Update,
 } from "./types.js";
 
 export interface MongoStoreOptions {
@@ -120,7 +121,7 @@ export class MongoDocumentStore implements DocumentStore {
     readonly serializeUpdates: boolean,
   ) {}
 
-  collection<T extends Doc = Doc>(name: string): Collection<T> {
+  collection<T extends Doc = AnyDoc>(name: string): Collection<T> {
     checkCollectionName(name);
     const chain = this.serializeUpdates ? `${this.db.databaseName}.${name}` : undefined;
     return new MongoCollection<T>(this.db.collection<Doc>(name), chain);
@@ -282,7 +283,7 @@ class MongoCollection<T extends Doc> implements Collection<T> {
         // A unique index holds a missing field as null; an array as each element.
         const filter: Record<string, unknown> = {};
         for (const field of Object.keys(index.key)) {
-          const value = valueAt(doc, field);
+          const value = valueAt(doc as AnyDoc, field);
           filter[field] = Array.isArray(value) ? { $in: value } : (value ?? null);
         }
         if (index.name !== "_id_") filter._id = { $ne: doc._id };

@@ -5,6 +5,7 @@
 
 import {
   DuplicateKeyError,
+  type AnyDoc,
   type Collection,
   type Doc,
   type DocumentStore,
@@ -58,7 +59,7 @@ export function describeDocumentStoreContract(
     });
 
     /** A new, empty collection for one test. */
-    const fresh = <T extends Doc = Doc>(): Collection<T> => store.collection<T>(freshName());
+    const fresh = <T extends Doc = AnyDoc>(): Collection<T> => store.collection<T>(freshName());
 
     describe("basics", () => {
       test("ping answers true", async () => {
