@@ -28,6 +28,29 @@ export {
 } from "./in-process.js";
 export type { FsyncPolicy } from "./log/file-partition.js";
 export { KafkaEventBus, type KafkaEventBusConfig } from "./kafka.js";
+export {
+  TOPICS,
+  decodeEvent,
+  encodeAnyEvent,
+  encodeEvent,
+  eventHeaders,
+  isTopic,
+  publishEvents,
+  subscribeTopics,
+  topicsProducedBy,
+  type AnyEvent,
+  type CheckedMeta,
+  type Decoded,
+  type EventBody,
+  type EventLogger,
+  type EventMessage,
+  type EventOrigin,
+  type SubscribeTopicsOptions,
+  type Topic,
+  type TopicHandler,
+  type TopicHandlers,
+  type TopicSpec,
+} from "./registry.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */
