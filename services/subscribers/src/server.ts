@@ -1,18 +1,13 @@
 import type { EventBus } from "@emailsvc/events";
+import type { Outbox } from "@emailsvc/outbox";
 import { SubscriberService, TagService } from "@emailsvc/proto";
-import { startServiceServer, type Logger } from "@emailsvc/runtime";
+import { startServiceServer, tenantKey, type CallContext, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { OutboxRelay, SUBSCRIBER_TOPICS } from "./messaging/outbox-relay.js";
+import { SUBSCRIBER_TOPICS, subscriberOutbox } from "./messaging/outbox.js";
 import { subscriberRoutes } from "./rpc/services.js";
-import {
-  AUDIT_INDEXES,
-  SUBSCRIBER_INDEXES,
-  TAG_INDEXES,
-  type AuditDoc,
-  type SubscriberDoc,
-  type TagDoc,
-} from "./storage/documents.js";
-import type { Deps } from "./usecases/deps.js";
+import type { SubscriberDoc } from "./storage/documents.js";
+import { openCollections, repositoriesOf } from "./storage/repositories.js";
+import type { Deps, Scope } from "./usecases/deps.js";
 
 export interface SubscribersServiceOptions {
   store: DocumentStore;
@@ -29,51 +24,45 @@ export interface SubscribersServiceOptions {
 export interface RunningSubscribersService {
   url: string;
   port: number;
-  relay: OutboxRelay;
-  /** Drains: NOT_SERVING, in-flight calls finish, relay stops. Store and bus stay open (the caller owns them). */
+  /** The outbox: its backlog, and the sweep (tests call it). */
+  outbox: Outbox<SubscriberDoc>;
+  /** Drains: NOT_SERVING, in-flight calls finish, the outbox stops. Store and bus stay open (the caller owns them). */
   close(): Promise<void>;
 }
 
 export async function startSubscribersService(options: SubscribersServiceOptions): Promise<RunningSubscribersService> {
   const { store, bus, logger } = options;
-  const subscribers = store.collection<SubscriberDoc>("subscribers");
-  const tags = store.collection<TagDoc>("tags");
-  const audit = store.collection<AuditDoc>("subscriber_events");
-  await Promise.all([
-    subscribers.createIndexes(SUBSCRIBER_INDEXES),
-    tags.createIndexes(TAG_INDEXES),
-    audit.createIndexes(AUDIT_INDEXES),
-    bus.ensureTopics([...SUBSCRIBER_TOPICS]),
-  ]);
-
-  const relay = new OutboxRelay({
-    subscribers,
-    audit,
+  const [collections] = await Promise.all([openCollections(store), bus.ensureTopics([...SUBSCRIBER_TOPICS])]);
+  const outbox = subscriberOutbox({
+    collections,
     bus,
     logger,
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    sweepIntervalMs: options.sweepIntervalMs,
+    sweepGraceMs: options.sweepGraceMs,
   });
-  const deps: Deps = { subscribers, tags, audit, relay, logger, now: Date.now };
+  const deps: Deps = { outbox, logger, now: Date.now };
+  // The tenant of a call comes from its authenticated headers; the use case
+  // gets that tenant's repositories and nothing else.
+  const scopeOf = (call: CallContext): Scope => ({ call, ...repositoriesOf(collections, tenantKey(call.tenant)) });
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService],
-    routes: subscriberRoutes(deps),
+    routes: subscriberRoutes(deps, scopeOf),
     ready: () => store.ping(),
     logger,
     port: options.port,
     host: options.host,
   });
-  relay.start();
+  outbox.start();
   logger.info({ url: server.url }, "subscribers service listening");
 
   return {
     url: server.url,
     port: server.port,
-    relay,
+    outbox,
     async close() {
       health.setDraining();
       await server.close();
-      await relay.stop();
+      await outbox.stop();
     },
   };
 }

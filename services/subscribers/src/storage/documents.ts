@@ -1,24 +1,31 @@
-import type { Doc } from "@emailsvc/storage";
+import type { OutboxDoc, OutboxEntry } from "@emailsvc/outbox";
+import type { TenantDoc } from "@emailsvc/storage";
 import type { Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
-// index starts with it too, so no query can reach across tenants.
+// index starts with it too, so no query can reach across tenants; the outbox
+// sweep's index is the one exception (see messaging/outbox.ts).
 
-/** A pending side effect of a change, kept inside the changed document. */
-export interface OutboxEntry {
-  /** Event id: the audit record's `_id` and the bus event's event_id. */
-  id: string;
+/** The bus event a change implies, by ids only (the registry's topics; packages/events). */
+export type SubscriberBusEvent =
+  | { topic: "subscriber.created"; tag_ids: string[] }
+  | { topic: "subscriber.status_changed"; from: string; to: string }
+  | { topic: "subscriber.tag_added"; tag_id: string }
+  | { topic: "subscriber.tag_removed"; tag_id: string }
+  | { topic: "subscriber.deleted" };
+
+/** A pending side effect of a change, kept inside the changed document (the outbox kit's entry). */
+export interface SubscriberEntry extends OutboxEntry {
+  /** `id` is the audit record's `_id` and the bus event's event_id. */
   type: string;
-  at: number;
   actor: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
   /** Bus event, by ids only; null when the change is not published. */
-  bus: { topic: string; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
+  bus: SubscriberBusEvent | null;
 }
 
-export interface SubscriberDoc extends Doc {
-  tenant: string;
+export interface SubscriberDoc extends OutboxDoc<SubscriberEntry> {
   email: string;
   /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
   email_key: string;
@@ -26,21 +33,15 @@ export interface SubscriberDoc extends Doc {
   metadata: Metadata;
   tag_ids: string[];
   created_at: number;
-  updated_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the
-   * subscriber.deleted event can leave through the outbox; the relay then
-   * removes the tombstone.
+   * subscriber.deleted event can leave through the outbox; the outbox then
+   * deletes the audit trail and the tombstone.
    */
   deleted: boolean;
-  /** Bumped by every change; guards the outbox clear against a concurrent change. */
-  version: number;
-  outbox: OutboxEntry[];
-  outbox_pending: boolean;
 }
 
-export interface TagDoc extends Doc {
-  tenant: string;
+export interface TagDoc extends TenantDoc {
   name: string;
   /** Lower-cased name: unique per tenant. */
   name_key: string;
@@ -50,8 +51,7 @@ export interface TagDoc extends Doc {
   updated_at: number;
 }
 
-export interface AuditDoc extends Doc {
-  tenant: string;
+export interface AuditDoc extends TenantDoc {
   subscriber_id: string;
   type: string;
   occurred_at: number;
@@ -67,7 +67,7 @@ export const SUBSCRIBER_INDEXES = [
   { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
   // Tag deletion removes the tag from every member; campaigns count members.
   { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
-  // The outbox relay's sweep for changes whose side effects are not done yet.
+  // The outbox sweep (across tenants) for changes whose side effects are not done yet, and its backlog.
   { name: "outbox_pending", fields: { outbox_pending: 1 } },
 ] as const;
 

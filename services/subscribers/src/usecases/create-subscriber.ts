@@ -11,8 +11,8 @@ import {
 } from "../domain/subscriber.js";
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
-import { ensureTags, } from "./ensure-tags.js";
-import { finish, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { ensureTags } from "./ensure-tags.js";
+import { finish, outboxEntry, subscriberView, subscriberWrites, type Deps, type Scope } from "./deps.js";
 
 export interface CreateSubscriberInput {
   email: unknown;
@@ -46,14 +46,12 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     created_at: now,
     updated_at: now,
     deleted: false,
-    version: 1,
-    outbox: [
+    ...subscriberWrites.created([
       outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
       }),
-    ],
-    outbox_pending: true,
+    ]),
   };
   try {
     await scope.subscribers.insertOne(doc);

@@ -1,47 +1,39 @@
 import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound, tenantKey } from "@emailsvc/runtime";
-import type { Collection } from "@emailsvc/storage";
+import { newId, notFound } from "@emailsvc/runtime";
+import { outboxWrites, type Outbox } from "@emailsvc/outbox";
+import type { Scoped } from "@emailsvc/storage";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { AuditDoc, OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
-import { TenantCollection } from "@emailsvc/storage";
+import type { SubscriberDoc, SubscriberEntry, TagDoc } from "../storage/documents.js";
+import type { Repositories } from "../storage/repositories.js";
 
-/** What every use case needs; built once in server.ts. */
+/**
+ * What every use case needs besides its tenant's repositories; built once in
+ * server.ts. No collection here: a use case reads and writes only through the
+ * tenant-scoped repositories of its Scope.
+ */
 export interface Deps {
-  subscribers: Collection<SubscriberDoc>;
-  tags: Collection<TagDoc>;
-  audit: Collection<AuditDoc>;
-  relay: OutboxRelay;
+  /** Carries out a change's outbox right after its write (the sweep is not theirs). */
+  outbox: Pick<Outbox<SubscriberDoc>, "afterWrite">;
   logger: Logger;
   now: () => number;
 }
 
-/** The collections of one tenant, for one call. */
-export interface Scope {
+/** One call's tenant-scoped repositories, with the call (tenant, actor) they were opened for. */
+export interface Scope extends Repositories {
   call: CallContext;
-  subscribers: TenantCollection<SubscriberDoc>;
-  tags: TenantCollection<TagDoc>;
-  audit: TenantCollection<AuditDoc>;
 }
 
-export function scopeOf(deps: Deps, call: CallContext): Scope {
-  const tenant = tenantKey(call.tenant);
-  return {
-    call,
-    subscribers: new TenantCollection(deps.subscribers, tenant),
-    tags: new TenantCollection(deps.tags, tenant),
-    audit: new TenantCollection(deps.audit, tenant),
-  };
-}
+/** The outbox parts of a subscriber's writes, checked against its fields. */
+export const subscriberWrites = outboxWrites<Scoped<SubscriberDoc>>();
 
 export function outboxEntry(
   scope: Scope,
   at: number,
   type: string,
-  audit: OutboxEntry["audit"],
-  bus: OutboxEntry["bus"],
-): OutboxEntry {
+  audit: SubscriberEntry["audit"],
+  bus: SubscriberEntry["bus"],
+): SubscriberEntry {
   return { id: newId("evt"), type, at, actor: scope.call.actor, audit, bus };
 }
 
@@ -86,11 +78,7 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
-/** Runs the side effects of a change now; the sweep retries them if this fails. */
-export async function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
-  try {
-    await deps.relay.flush(doc);
-  } catch (err) {
-    deps.logger.warn({ subscriber_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
+/** Runs the side effects of a change now; the outbox sweep finishes them if this fails. */
+export function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
+  return deps.outbox.afterWrite(doc);
 }

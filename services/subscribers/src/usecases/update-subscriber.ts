@@ -9,9 +9,9 @@ import {
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
-import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
+import type { SubscriberDoc, SubscriberEntry } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { finish, loadSubscriber, outboxEntry, subscriberView, subscriberWrites, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
@@ -27,7 +27,7 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
 
   const now = deps.now();
   const set: NonNullable<Update<Scoped<SubscriberDoc>>["$set"]> = {};
-  const entries: OutboxEntry[] = [];
+  const entries: SubscriberEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
     if (emailKey(email) !== current.email_key) await rejectTaken(scope, emailKey(email), current._id);
@@ -60,11 +60,7 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
 
   // Guarded by the version read above: a concurrent change makes this update
   // miss, and the caller gets a fresh read rather than a lost update.
-  const update: Update<Scoped<SubscriberDoc>> = {
-    $set: { ...set, updated_at: now, outbox_pending: true },
-    $push: { outbox: { $each: entries } },
-    $inc: { version: 1 },
-  };
+  const update = subscriberWrites.appended({ $set: set }, entries, now);
   let doc;
   try {
     doc = await scope.subscribers.updateOne({ _id: current._id, version: current.version, deleted: false }, update);
