@@ -1,22 +1,28 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import type { EventBus, ReceivedEvent, Subscription } from "@emailsvc/events";
-import { events } from "@emailsvc/proto";
-import { isId, type Logger } from "@emailsvc/runtime";
+import { subscribeTopics, type CheckedMeta, type EventBus, type Subscription } from "@emailsvc/events";
+import type { Logger } from "@emailsvc/runtime";
+import type { Repositories } from "../storage/repositories.js";
 import { deliverEmail, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
-import { DELIVERY_CONSUMED_TOPICS } from "./outbox-relay.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
 
 /**
+ * The consumer's capability to open the repositories of the tenant an event
+ * names. It crosses tenants by nature (the tenant comes from the event's
+ * checked meta, not from an authenticated call), so it is its own type, made
+ * in server.ts and held by this consumer alone.
+ */
+export type RepositoriesOfEvent = (meta: CheckedMeta) => Repositories;
+
+/**
  * Consumes `email.send.requested` (sends each email) and `subscriber.deleted`
- * (erases the subscriber's emails) in group `delivery`. One subscription for
- * both: kafkajs' assigner hands a group's partitions to its members whatever
- * each subscribed to, so two subscriptions of one group could each receive
- * the other's topic.
- * Stopping drains: no new events, the send in flight may finish within the
- * grace; past it the send is aborted and left to its lease (as a crash would).
+ * (erases the subscriber's emails) in group `delivery`, one subscription for
+ * both (see subscribeTopics). Decoding and checking each event is the topic
+ * registry's (packages/events); a handler gets the message and its checked
+ * meta. Stopping drains: no new events, the send in flight may finish within
+ * the grace; past it the send is aborted and left to its lease (as a crash
+ * would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
@@ -25,49 +31,22 @@ export class SendConsumer {
   constructor(
     private readonly bus: EventBus,
     private readonly deps: DeliveryDeps,
+    private readonly repositoriesOf: RepositoriesOfEvent,
     private readonly logger: Logger,
     private readonly group: string = DELIVERY_GROUP,
   ) {}
 
   async start(): Promise<void> {
-    this.subscription = await this.bus.subscribe({
+    this.subscription = await subscribeTopics(this.bus, {
       group: this.group,
-      topics: [...DELIVERY_CONSUMED_TOPICS],
-      handler: (event) => this.handle(event),
+      logger: this.logger,
+      handlers: {
+        "email.send.requested": (message, meta) => deliverEmail(this.deps, this.repositoriesOf(meta), message.emailId, this.shutdown.signal),
+        "subscriber.deleted": async (message, meta) => {
+          await eraseSubscriber(this.deps, this.repositoriesOf(meta), message.subscriberId);
+        },
+      },
     });
-  }
-
-  private async handle(event: ReceivedEvent): Promise<void> {
-    if (event.topic === "subscriber.deleted") return this.handleDeleted(event);
-    let request;
-    try {
-      request = fromBinary(events.EmailSendRequestedSchema, event.value);
-    } catch {
-      this.logger.error({ topic: event.topic, key: event.key }, "undecodable email.send.requested event skipped");
-      return;
-    }
-    const meta = request.meta;
-    if (!meta || !isId("eml", request.emailId) || !isId("acc", meta.accountId) || (meta.mode !== "live" && meta.mode !== "test")) {
-      this.logger.error({ key: event.key }, "malformed email.send.requested event skipped");
-      return;
-    }
-    await deliverEmail(this.deps, { tenant: `${meta.accountId}:${meta.mode}`, emailId: request.emailId }, this.shutdown.signal);
-  }
-
-  private async handleDeleted(event: ReceivedEvent): Promise<void> {
-    let deleted;
-    try {
-      deleted = fromBinary(events.SubscriberDeletedSchema, event.value);
-    } catch {
-      this.logger.error({ topic: event.topic, key: event.key }, "undecodable subscriber.deleted event skipped");
-      return;
-    }
-    const meta = deleted.meta;
-    if (!meta || !isId("sub", deleted.subscriberId) || !isId("acc", meta.accountId) || (meta.mode !== "live" && meta.mode !== "test")) {
-      this.logger.error({ key: event.key }, "malformed subscriber.deleted event skipped");
-      return;
-    }
-    await eraseSubscriber(this.deps, { tenant: `${meta.accountId}:${meta.mode}`, subscriberId: deleted.subscriberId });
   }
 
   /** Stops consuming; a send still running after `graceMs` is aborted. */

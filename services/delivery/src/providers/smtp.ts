@@ -132,22 +132,28 @@ const UNREACHABLE_CODES = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ETLS", "EP
 
 /** Maps a nodemailer error to what it means for the email. */
 export function classifySmtpError(err: NodemailerError, recipient: string, signal?: AbortSignal): SendFailure {
-  const reply = typeof err.response === "string" && err.response ? err.response : undefined;
-  const reason = scrubReason(reply ?? `${err.code ?? "error"}: ${err.message}`, recipient);
-  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return new SendFailure("aborted", reason);
+  const reply = typeof err.response === "string" && err.response ? scrubReason(err.response, recipient) : undefined;
+  // The detail is for operators (last_error, logs): the relay's reply, or the client's own error (which may name the relay's host).
+  const detail = reply ?? scrubReason(`${err.code ?? "error"}: ${err.message}`, recipient);
+  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return new SendFailure("aborted", "retries_exhausted", detail);
   // Our credentials were refused: a setting to fix, not this message's fault (even with a 535).
-  if (err.code === "EAUTH" || err.code === "ENOAUTH") return new SendFailure("unreachable", reason);
+  if (err.code === "EAUTH" || err.code === "ENOAUTH") return new SendFailure("unreachable", "provider_unreachable", detail);
   if (typeof err.responseCode === "number") {
     // 421: the service is shutting down / not available: not about this message.
-    if (err.responseCode === 421) return new SendFailure("unreachable", reason);
-    if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) return new SendFailure("permanent", reason);
-    return new SendFailure("transient", reason);
+    if (err.responseCode === 421) return new SendFailure("unreachable", "provider_unreachable", detail, reply);
+    if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) {
+      return new SendFailure("permanent", err.command === "RCPT TO" ? "recipient_rejected" : "message_rejected", detail, reply);
+    }
+    return new SendFailure("transient", "retries_exhausted", detail, reply);
   }
   if (err.code === "ETIMEDOUT") {
     // No answer to a command in flight (SOCKET_TIMEOUT): the relay may have taken the message.
-    return new SendFailure(err.timeoutType === "SOCKET_TIMEOUT" ? "transient" : "unreachable", reason);
+    return err.timeoutType === "SOCKET_TIMEOUT"
+      ? new SendFailure("transient", "retries_exhausted", detail)
+      : new SendFailure("unreachable", "provider_unreachable", detail);
   }
-  if (err.code && UNREACHABLE_CODES.has(err.code)) return new SendFailure("unreachable", reason);
-  if (err.code === "EENVELOPE") return new SendFailure("permanent", reason);
-  return new SendFailure("transient", reason);
+  if (err.code && UNREACHABLE_CODES.has(err.code)) return new SendFailure("unreachable", "provider_unreachable", detail);
+  // An envelope nodemailer refuses before any reply (e.g. an address it cannot use).
+  if (err.code === "EENVELOPE") return new SendFailure("permanent", "recipient_rejected", detail, reply);
+  return new SendFailure("transient", "retries_exhausted", detail, reply);
 }

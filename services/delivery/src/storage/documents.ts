@@ -1,23 +1,21 @@
-import type { Doc } from "@emailsvc/storage";
+import type { OutboxDoc, OutboxEntry } from "@emailsvc/outbox";
+import type { TenantDoc } from "@emailsvc/storage";
 import type { EmailStatus } from "../domain/email.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // per-tenant index starts with it too, so no query can reach across tenants.
-// The relay's and the consumer's sweeps work across tenants and have their
-// own indexes.
+// The two sweeps that do (the outbox's, the stalled-mail one) have their own
+// indexes and cross tenants by named capabilities (see server.ts).
 
-/** A bus event a change implies, kept inside the changed email until published. */
-export interface OutboxEntry {
-  /** The event's event_id (consumers dedupe by it). */
-  id: string;
+/** A bus event a change implies, kept inside the changed email until published (the outbox kit's entry). */
+export interface EmailEntry extends OutboxEntry {
+  /** `id` is the event's event_id (consumers dedupe by it). */
   topic: "email.send.requested" | "email.status";
-  at: number;
   /** For email.status: the status the email moved to. */
   status?: EmailStatus;
 }
 
-export interface EmailDoc extends Doc {
-  tenant: string;
+export interface EmailDoc extends OutboxDoc<EmailEntry> {
   /** Recipient as given (trimmed); "" once erased. */
   to: string;
   /** Lower-cased recipient, for lookups by address; `erased:<email id>` once erased. */
@@ -53,18 +51,22 @@ export interface EmailDoc extends Doc {
   provider: string;
   /** Message-ID header of the sent message ("" until sent). */
   message_id: string;
-  /** The provider's reason when failed ("" otherwise). */
+  /**
+   * Why it failed, as the API shows it: a stable code, with the relay's reply
+   * (addresses removed) for a relay's refusal (domain/failures.ts); "" otherwise.
+   */
   error: string;
-  /** The reason of the last failed attempt, kept while retrying (for operators; not in the API). */
+  /** The internal detail of the last failed attempt, kept while retrying (for operators; never in the API). */
   last_error: string;
   /** Send attempts started (claims). */
   attempts: number;
   /** Attempts the server answered "not now" to: counted toward the cap. */
   transient_failures: number;
   /**
-   * A send attempt holds the email until this time (ms); 0 when free. A
-   * consumer that died mid-send leaves its lease to run out, then the
-   * redelivered event (or the stalled sweep) sends it again.
+   * A send attempt holds the email until this time (ms); 0 when free. The
+   * attempt renews it while it runs; a consumer that died mid-send leaves it
+   * to run out (within the lease, seconds), then the redelivered event sends
+   * the email again.
    */
   lease_until: number;
   /** Which attempt holds the lease (its release and result writes are guarded by it). */
@@ -72,17 +74,11 @@ export interface EmailDoc extends Doc {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
-  updated_at: number;
-  /** Bumped by every write that adds outbox entries; guards the outbox clear. */
-  version: number;
-  outbox: OutboxEntry[];
-  outbox_pending: boolean;
 }
 
 /** The whole rendered message the sandbox provider kept instead of sending. */
-export interface SandboxMessageDoc extends Doc {
+export interface SandboxMessageDoc extends TenantDoc {
   /** `_id` is the email id: one message per email, a resend keeps the first. */
-  tenant: string;
   from: string;
   to: string;
   subject: string;
@@ -101,9 +97,11 @@ export const EMAIL_INDEXES = [
   { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
   // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
-  // The outbox relay's sweep for changes whose events are not published yet.
+  // The outbox sweep (across tenants) for changes whose events are not published yet, and its backlog.
   { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
-  // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).
+  // The stalled sweep (across tenants): queued emails nobody has touched for a while. A safety net:
+  // both buses keep their events across restarts, so it finds work only after an operator's mistake
+  // (an event deleted by hand, a topic recreated, a bus directory lost).
   { name: "stalled", fields: { status: 1, updated_at: 1 } },
 ] as const;
 

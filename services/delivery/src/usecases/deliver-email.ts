@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { Outbox } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
-import type { Collection, Update } from "@emailsvc/storage";
+import type { Scoped, TenantCollection, Update } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
 import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
@@ -8,19 +9,20 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
-import { finish, outboxEntry, providerForTenant } from "./deps.js";
+import type { EmailDoc } from "../storage/documents.js";
+import type { Repositories } from "../storage/repositories.js";
+import { emailWrites, outboxEntry, providerForTenant } from "./deps.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
-/** What the send consumer needs; built once in server.ts. */
+/**
+ * What the send consumer needs besides the repositories of the event's
+ * tenant; built once in server.ts. No collection here.
+ */
 export interface DeliveryDeps {
-  emails: Collection<EmailDoc>;
-  /** The sandbox's kept messages (erasure deletes them). */
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  /** Carries out a change's outbox right after its write. */
+  outbox: Pick<Outbox<EmailDoc>, "afterWrite">;
   templates: TemplateSource;
   renderers: RendererCache;
   /** By name; `sandbox` is always there. */
@@ -32,8 +34,14 @@ export interface DeliveryDeps {
   /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
-  /** How long one attempt holds an email (ms); the send is cut off before it runs out. */
+  /**
+   * How long a claim holds an email without being renewed (ms). The attempt
+   * renews it every third of that while it runs, so an attempt that dies
+   * (kill -9, a lost machine) frees its email within this time.
+   */
   leaseMs: number;
+  /** The longest one attempt may take, renewals included (ms); then it is cut off as a timeout. */
+  attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
 }
@@ -47,49 +55,48 @@ export class RetryLater extends Error {
 }
 
 /**
- * Sends one queued email: the handler of `email.send.requested`. Idempotent
- * per email id: a sent or failed email is left alone, and a send attempt first
- * claims the email with a guarded write (a lease), so two deliveries of the
- * event never send it at once.
+ * Sends one queued email: the handler of `email.send.requested`, with the
+ * repositories of the event's tenant. Idempotent per email id: a sent or
+ * failed email is left alone, and a send attempt first claims the email with
+ * a guarded write (a lease, renewed while the attempt runs), so two deliveries
+ * of the event never send it at once.
  *
- * - success: `sent` with sent_at, message_id, provider, in one write with its
- *   `email.status` event;
- * - permanent failure (SMTP 5xx, template gone): `failed` with the reason;
+ * - success: `sent` with sent_at, message_id, provider and its `email.status`
+ *   event, in one small write straight after the provider's reply (the relay's
+ *   250), with nothing in between (see the README on the duplicate window);
+ * - permanent failure (SMTP 5xx, template gone or unrenderable): `failed`,
+ *   `error` a stable public code (domain/provider.ts), the detail in `last_error`;
  * - transient failure: the claim is released and RetryLater thrown, so the
  *   bus redelivers after a backoff; after `retry.maxAttempts` answered
- *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`
- *   with "gave up after N attempts: <last reason>";
- * - `shutdown` aborted mid-send: nothing is written, as in a crash: the lease
- *   runs out and the redelivered event sends the email again, with the same
- *   Message-ID (see the README on the duplicate window).
+ *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`;
+ * - `shutdown` aborted mid-send, or the lease lost: nothing is written, as in
+ *   a crash: the lease runs out and the redelivered event sends the email
+ *   again, with the same Message-ID.
  */
-export async function deliverEmail(
-  deps: DeliveryDeps,
-  target: { tenant: string; emailId: string },
-  shutdown: AbortSignal,
-): Promise<void> {
-  const { emails, logger } = deps;
-  const doc = await emails.findOne({ _id: target.emailId, tenant: target.tenant });
+export async function deliverEmail(deps: DeliveryDeps, repos: Repositories, emailId: string, shutdown: AbortSignal): Promise<void> {
+  const { emails } = repos;
+  const { logger } = deps;
+  const doc = await emails.findOne({ _id: emailId });
   if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
 
   const now = deps.now();
   const token = randomBytes(9).toString("base64url");
   const claimed = await emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued", lease_until: { $lt: now } },
+    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
     { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
   );
   if (!claimed) {
-    const current = await emails.findOne({ _id: doc._id, tenant: doc.tenant });
+    const current = await emails.findOne({ _id: doc._id });
     if (!current || isFinal(current.status)) return;
     // Another attempt holds the lease (or held it and died): try again once it ran out.
     throw new RetryLater(`email ${doc._id} is leased by another attempt`);
   }
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  // The attempt must end before its lease does, or another could start alongside.
-  const deadline = AbortSignal.timeout(Math.max(1, Math.floor(deps.leaseMs * 0.8)));
-  const signal = AbortSignal.any([shutdown, deadline]);
-  const providerName = providerForTenant(doc.tenant, deps.liveProvider);
+  const lease = new LeaseKeeper(emails, claimed._id, token, claimed.lease_until, deps, log);
+  const deadline = AbortSignal.timeout(deps.attemptTimeoutMs);
+  const signal = AbortSignal.any([shutdown, deadline, lease.lost]);
+  const providerName = providerForTenant(claimed.tenant, deps.liveProvider);
 
   let failure: SendFailure;
   try {
@@ -99,7 +106,7 @@ export async function deliverEmail(
       ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
       : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-    if (recipient && !claimed.subscriber_id) await link(deps, claimed, token, recipient.subscriberId);
+    if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
@@ -114,65 +121,122 @@ export async function deliverEmail(
       unsubscribeUrl,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
-    if (!provider) throw new SendFailure("unreachable", "EMAIL_PROVIDER smtp is not configured (SMTP_URL)");
+    if (!provider) throw new SendFailure("unreachable", "provider_unreachable", "EMAIL_PROVIDER smtp is not configured (SMTP_URL)");
     const result = await provider.send(message, { tenant: claimed.tenant, signal });
-    const at = deps.now();
-    await settle(deps, claimed, {
-      $set: {
-        status: "sent",
-        sent_at: at,
-        message_id: message.messageId,
-        provider: provider.name,
-        error: "",
-        last_error: "",
-      },
-    }, "sent", at);
+    // The relay has taken the message: from here to the end of the next write
+    // a crash sends it twice (with the same Message-ID). So nothing runs in
+    // between: the status is written at once, in one small write.
+    lease.stop();
+    const sentAt = deps.now();
+    const written = await settle(emails, claimed, { $set: { status: "sent", sent_at: sentAt, message_id: message.messageId, provider: provider.name, error: "", last_error: "" } }, "sent", sentAt);
+    await afterSettle(deps, log, written);
     log.info({ provider: provider.name, template_id: claimed.template_id, response: result.response }, "email sent");
     return;
   } catch (err) {
+    lease.stop();
     if (err instanceof SendFailure) failure = err;
-    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "templates service unavailable");
-    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "subscribers service unavailable");
+    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "platform_unavailable", "templates service unavailable");
+    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "platform_unavailable", "subscribers service unavailable");
     else {
       // A store error or a bug: free the email for the next delivery of the event.
-      await release(deps, claimed, token, { last_error: "internal error" }).catch(() => undefined);
+      await release(emails, claimed, token, { last_error: "internal error" }, deps.now()).catch(() => undefined);
       throw err;
     }
   }
 
   if (failure.kind === "aborted") {
-    if (shutdown.aborted) {
-      // Stopped mid-send: act as a crash would (write nothing; the lease runs out).
-      log.warn("send cut off by shutdown; the lease will run out and the email be sent again");
-      throw new RetryLater(`send of ${doc._id} cut off by shutdown`);
+    if (shutdown.aborted || lease.lost.aborted) {
+      // Stopped mid-send, or another attempt may own the email now: act as a
+      // crash would (write nothing; the lease decides who sends it).
+      log.warn({ cause: shutdown.aborted ? "shutdown" : "lease lost" }, "send cut off; the email is sent again once its lease is free");
+      throw new RetryLater(`send of ${doc._id} cut off`);
     }
     // The attempt's own deadline: the relay may or may not have taken it.
-    failure = new SendFailure("transient", `send timed out: ${failure.reason}`);
+    failure = new SendFailure("transient", "retries_exhausted", `send timed out: ${failure.detail}`);
   }
 
   const transientFailures = claimed.transient_failures + (failure.kind === "transient" ? 1 : 0);
-  const outcome = afterFailure(
-    failure,
-    { attempts: claimed.attempts, transientFailures, queuedAt: claimed.queued_at, now: deps.now() },
-    deps.retry,
-  );
+  const outcome = afterFailure(failure, { transientFailures, queuedAt: claimed.queued_at, now: deps.now() }, deps.retry);
   if (outcome.retry) {
-    await release(deps, claimed, token, { last_error: failure.reason, transient_failures: transientFailures });
-    log.warn({ kind: failure.kind, reason: failure.reason }, "send failed; will retry");
+    await release(emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures }, deps.now());
+    log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "send failed; will retry");
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
-  const at = deps.now();
-  await settle(deps, claimed, {
+  const failedAt = deps.now();
+  const written = await settle(emails, claimed, {
     $set: {
       status: "failed",
-      failed_at: at,
+      failed_at: failedAt,
       provider: providerName,
-      error: outcome.reason,
-      last_error: failure.reason,
+      error: outcome.error,
+      last_error: failure.detail,
       transient_failures: transientFailures,
     },
-  }, "failed", at);
-  log.warn({ kind: failure.kind, reason: outcome.reason }, "email failed");
+  }, "failed", failedAt);
+  await afterSettle(deps, log, written);
+  log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "email failed");
+}
+
+/**
+ * Keeps a claimed email's lease while its attempt runs: renews it every third
+ * of the lease, guarded by the attempt's token. When a renewal finds the lease
+ * taken (another attempt claimed the email after this one stalled past it) or
+ * the lease runs out unrenewed, `lost` aborts the attempt.
+ */
+class LeaseKeeper {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly emails: TenantCollection<EmailDoc>,
+    private readonly emailId: string,
+    private readonly token: string,
+    private until: number,
+    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "now">,
+    private readonly log: Logger,
+  ) {
+    this.schedule();
+  }
+
+  get lost(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.renew(), Math.max(1, Math.floor(this.deps.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    const now = this.deps.now();
+    if (now >= this.until) {
+      this.controller.abort(new Error("lease expired"));
+      return;
+    }
+    try {
+      const renewed = await this.emails.updateOne(
+        { _id: this.emailId, lease_token: this.token, status: "queued" },
+        { $set: { lease_until: now + this.deps.leaseMs } },
+      );
+      if (this.stopped) return; // the outcome is written (or being written): nothing to keep
+      if (!renewed) {
+        this.controller.abort(new Error("lease lost"));
+        return;
+      }
+      this.until = now + this.deps.leaseMs;
+    } catch (err) {
+      // Try again at the next tick; the lease still runs until `until`.
+      this.log.warn({ error: err instanceof Error ? err.name : "error" }, "lease renewal failed");
+    }
+    this.schedule();
+  }
+
+  /** Synchronous, so the write that follows it starts at once. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
 }
 
 /** The compiled renderer of the email's pinned template version, from the cache or TemplateService. */
@@ -188,12 +252,12 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   };
   const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
   if (!template || template.version !== doc.template_version) {
-    throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
+    throw new SendFailure("permanent", "template_missing", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
   }
   try {
     return deps.renderers.put(key, template);
   } catch (err) {
-    throw new SendFailure("permanent", `template could not be compiled: ${errorText(err, doc.to)}`);
+    throw new SendFailure("permanent", "template_render_failed", `template could not be compiled: ${errorText(err, doc.to)}`);
   }
 }
 
@@ -201,29 +265,38 @@ function render(prepared: PreparedTemplate, variables: Record<string, unknown>, 
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    throw new SendFailure("permanent", `template could not be rendered: ${errorText(err, "")}`);
+    throw new SendFailure("permanent", "template_render_failed", `template could not be rendered: ${errorText(err, "")}`);
   }
 }
 
 function errorText(err: unknown, recipient: string): string {
-  return scrubReason(err instanceof Error ? err.message : String(err), recipient);
+  return scrubReason(err instanceof Error ? `${err.name}: ${err.message}` : String(err), recipient);
 }
 
-/** Records the outcome (first outcome wins: guarded by `status: queued`) with its email.status event. */
-async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status: "sent" | "failed", at: number): Promise<void> {
-  const written = await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued" },
-    {
-      $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at, outbox_pending: true },
-      $push: { outbox: { $each: [outboxEntry(at, "email.status", status)] } },
-      $inc: { version: 1 },
-    },
+/**
+ * Records the outcome (first outcome wins: guarded by `status: queued`) with
+ * its email.status event: one single-document write.
+ */
+function settle(
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  update: { $set: NonNullable<Update<Scoped<EmailDoc>>["$set"]> },
+  status: "sent" | "failed",
+  at: number,
+): Promise<EmailDoc | null> {
+  return emails.updateOne(
+    { _id: doc._id, status: "queued" },
+    emailWrites.appended({ $set: { ...update.$set, lease_until: 0, lease_token: "" } }, [outboxEntry(at, "email.status", status)], at),
   );
+}
+
+/** Publishes the settled email's status event, or says that another attempt settled it first. */
+async function afterSettle(deps: DeliveryDeps, log: Logger, written: EmailDoc | null): Promise<void> {
   if (!written) {
-    deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
+    log.warn("email was settled by another attempt meanwhile");
     return;
   }
-  await finish(deps.relay, deps.logger, written);
+  await deps.outbox.afterWrite(written);
 }
 
 /**
@@ -231,17 +304,17 @@ async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status:
  * it is sent, so that an erasure arriving meanwhile finds it (leased) and waits
  * for this attempt. A link, once set, is never changed.
  */
-async function link(deps: DeliveryDeps, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
-    { $set: { subscriber_id: subscriberId } },
-  );
+async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
+  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { subscriber_id: subscriberId } });
 }
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */
-async function release(deps: DeliveryDeps, doc: EmailDoc, token: string, set: Record<string, unknown>): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
-    { $set: { ...set, lease_until: 0, lease_token: "", updated_at: deps.now() } },
-  );
+async function release(
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  token: string,
+  set: { last_error: string; transient_failures?: number },
+  now: number,
+): Promise<void> {
+  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { ...set, lease_until: 0, lease_token: "", updated_at: now } });
 }

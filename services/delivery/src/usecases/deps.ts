@@ -1,18 +1,21 @@
+import { outboxWrites, type Outbox } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound, tenantKey } from "@emailsvc/runtime";
-import type { Collection } from "@emailsvc/storage";
+import { newId, notFound } from "@emailsvc/runtime";
+import type { Scoped } from "@emailsvc/storage";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, OutboxEntry, SandboxMessageDoc } from "../storage/documents.js";
-import { TenantCollection } from "@emailsvc/storage";
+import type { EmailDoc, EmailEntry } from "../storage/documents.js";
+import type { Repositories } from "../storage/repositories.js";
 
-/** What the request-side use cases need; built once in server.ts. */
+/**
+ * What the request-side use cases need besides their tenant's repositories;
+ * built once in server.ts. No collection here: a use case reads and writes
+ * only through the tenant-scoped repositories of its Scope.
+ */
 export interface Deps {
-  emails: Collection<EmailDoc>;
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  /** Carries out a change's outbox right after its write (the sweep is not theirs). */
+  outbox: Pick<Outbox<EmailDoc>, "afterWrite">;
   templates: TemplateSource;
   /** The subscribers service: links an email to its recipient's subscriber at SendEmail (best effort). */
   recipients?: RecipientDirectory | undefined;
@@ -22,30 +25,22 @@ export interface Deps {
   now: () => number;
 }
 
-/** The collections of one tenant, for one call. */
-export interface Scope {
+/** One call's tenant-scoped repositories, with the call (tenant, actor) they were opened for. */
+export interface Scope extends Repositories {
   call: CallContext;
+  /** `<account id>:<mode>` of the call. */
   tenant: string;
-  emails: TenantCollection<EmailDoc>;
-  sandbox: TenantCollection<SandboxMessageDoc>;
 }
 
-export function scopeOf(deps: Pick<Deps, "emails" | "sandbox">, call: CallContext): Scope {
-  const tenant = tenantKey(call.tenant);
-  return {
-    call,
-    tenant,
-    emails: new TenantCollection(deps.emails, tenant),
-    sandbox: new TenantCollection(deps.sandbox, tenant),
-  };
-}
+/** The outbox parts of an email's writes, checked against its fields. */
+export const emailWrites = outboxWrites<Scoped<EmailDoc>>();
 
 /** Test-mode keys never reach a real recipient: whatever EMAIL_PROVIDER says, their mail goes to the sandbox. */
 export function providerForTenant(tenant: string, liveProvider: ProviderName): ProviderName {
   return tenant.endsWith(":test") ? "sandbox" : liveProvider;
 }
 
-export function outboxEntry(at: number, topic: OutboxEntry["topic"], status?: OutboxEntry["status"]): OutboxEntry {
+export function outboxEntry(at: number, topic: EmailEntry["topic"], status?: EmailEntry["status"]): EmailEntry {
   return { id: newId("evt"), topic, at, ...(status ? { status } : {}) };
 }
 
@@ -75,11 +70,3 @@ export function emailView(doc: EmailDoc): EmailView {
   };
 }
 
-/** Publishes the events of a change now; the sweep retries them if this fails. */
-export async function finish(relay: OutboxRelay, logger: Logger, doc: EmailDoc): Promise<void> {
-  try {
-    await relay.flush(doc);
-  } catch (err) {
-    logger.warn({ email_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
-}

@@ -1,14 +1,15 @@
+import type { Outbox } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
-import { TenantCollection, type Collection } from "@emailsvc/storage";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
-import { finish, outboxEntry } from "./deps.js";
+import type { TenantCollection } from "@emailsvc/storage";
+import { publicError } from "../domain/provider.js";
+import type { EmailDoc } from "../storage/documents.js";
+import type { Repositories } from "../storage/repositories.js";
+import { emailWrites, outboxEntry } from "./deps.js";
 import { RetryLater } from "./deliver-email.js";
 
+/** What erasure needs besides the repositories of the event's tenant. No collection here. */
 export interface ErasureDeps {
-  emails: Collection<EmailDoc>;
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  outbox: Pick<Outbox<EmailDoc>, "afterWrite">;
   logger: Logger;
   now: () => number;
 }
@@ -16,8 +17,8 @@ export interface ErasureDeps {
 /** Emails read per query. */
 const PAGE_SIZE = 100;
 
-/** The reason a queued email of an erased subscriber fails with. */
-export const ERASED_REASON = "recipient erased";
+/** The error a queued email of an erased subscriber fails with (a public code; domain/provider.ts). */
+export const ERASED_ERROR = publicError("recipient_erased");
 
 /** `to_key` of an erased email: no address, and never equal to a real one. */
 export const erasedKey = (emailId: string) => `erased:${emailId}`;
@@ -29,7 +30,7 @@ export const erasedKey = (emailId: string) => `erased:${emailId}`;
  * `to_key` `erased:<email id>`, `variables_json` "{}"); status, timestamps,
  * ids, the idempotency key and request hash stay, so the account's counts hold
  * and a replay answers the scrubbed record. A queued email is failed with
- * "recipient erased" in the same write (its `email.status` leaves through the
+ * `recipient_erased` in the same write (its `email.status` leaves through the
  * outbox), so it is never sent.
  *
  * Idempotent: an erased email is left alone, so a repeated event writes
@@ -38,15 +39,14 @@ export const erasedKey = (emailId: string) => `erased:${emailId}`;
  * after a backoff, and that pass erases what the attempt wrote (sent, or a
  * sandbox message).
  */
-export async function eraseSubscriber(deps: ErasureDeps, target: { tenant: string; subscriberId: string }): Promise<{ erased: number }> {
-  const emails = new TenantCollection(deps.emails, target.tenant);
-  const sandbox = new TenantCollection(deps.sandbox, target.tenant);
+export async function eraseSubscriber(deps: ErasureDeps, repos: Repositories, subscriberId: string): Promise<{ erased: number }> {
+  const { emails, sandbox } = repos;
   let after = "";
   let erased = 0;
   let busy = 0;
   for (;;) {
     const page = await emails.find(
-      { subscriber_id: target.subscriberId, ...(after ? { _id: { $gt: after } } : {}) },
+      { subscriber_id: subscriberId, ...(after ? { _id: { $gt: after } } : {}) },
       { sort: { _id: 1 }, limit: PAGE_SIZE },
     );
     if (page.length === 0) break;
@@ -61,8 +61,8 @@ export async function eraseSubscriber(deps: ErasureDeps, target: { tenant: strin
     }
     if (page.length < PAGE_SIZE) break;
   }
-  if (erased > 0) deps.logger.info({ subscriber_id: target.subscriberId, erased }, "subscriber's emails erased");
-  if (busy > 0) throw new RetryLater(`${busy} email(s) of subscriber ${target.subscriberId} are being sent; erasing again later`);
+  if (erased > 0) deps.logger.info({ subscriber_id: subscriberId, erased }, "subscriber's emails erased");
+  if (busy > 0) throw new RetryLater(`${busy} email(s) of subscriber ${subscriberId} are being sent; erasing again later`);
   return { erased };
 }
 
@@ -74,23 +74,15 @@ async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, d
     if (doc.lease_until >= now) return "busy";
     const failed = await emails.updateOne(
       { _id: doc._id, status: "queued", lease_until: { $lt: now } },
-      {
-        $set: {
-          ...scrub,
-          status: "failed",
-          failed_at: now,
-          error: ERASED_REASON,
-          last_error: ERASED_REASON,
-          updated_at: now,
-          outbox_pending: true,
-        },
-        $push: { outbox: { $each: [outboxEntry(now, "email.status", "failed")] } },
-        $inc: { version: 1 },
-      },
+      emailWrites.appended(
+        { $set: { ...scrub, status: "failed", failed_at: now, error: ERASED_ERROR, last_error: "subscriber.deleted while queued" } },
+        [outboxEntry(now, "email.status", "failed")],
+        now,
+      ),
     );
     // Lost to a send attempt that claimed it just now: its outcome is erased on the next pass.
     if (!failed) return "busy";
-    await finish(deps.relay, deps.logger, failed);
+    await deps.outbox.afterWrite(failed);
     return "erased";
   }
   if (doc.to_key === key && doc.to === "" && doc.variables_json === "{}") return "done";
