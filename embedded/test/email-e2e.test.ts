@@ -220,4 +220,49 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     expect(email.template_version).toBe(2);
     expect(sink.to("ver@example.com")[0]!.parsed.subject).toBe("v2 x");
   });
+
+  // Issue 6, defect 6 (delivery's part): an email's `error` showed internal text
+  // ("Maximum call stack size exceeded", from a template's render). An
+  // integrator now sees a stable, documented code, with the relay's reply
+  // (addresses removed) only where the relay refused; the internal detail stays
+  // in the logs and the operators' `last_error`.
+  async function failed(id: string): Promise<Record<string, unknown>> {
+    return until(async () => {
+      const r = await call("GET", `/api/v1/emails/${id}`);
+      return r.body.status === "failed" ? (r.body as Record<string, unknown>) : undefined;
+    }, `email ${id} to fail`);
+  }
+
+  const mjml = (text: string) => `<mjml><mj-body><mj-section><mj-column><mj-text>${text}</mj-text></mj-column></mj-section></mj-body></mjml>`;
+
+  it("shows `template_render_failed`, not the renderer's own message, when a message cannot be rendered", async () => {
+    // Valid when written; this email's variables make its render exceed a bound (10,201 iterations).
+    const template = await call("POST", "/api/v1/templates", {
+      body: { name: "Grid", subject: "Grid", category: "transactional", mjml_content: mjml("{{#each rows}}{{#each ../rows}}x{{/each}}{{/each}}") },
+    });
+    expect(template.status).toBe(201);
+    const sent = await call("POST", "/api/v1/emails/send", {
+      body: { template_slug: "grid", to: "grid@example.com", variables: { rows: Array.from({ length: 101 }, (_, i) => i) } },
+    });
+    expect(sent.status).toBe(202);
+
+    const email = await failed(sent.body.id as string);
+    expect(email.error).toBe("template_render_failed");
+    // Nothing internal: no exception class or message, no bound, no stack.
+    expect(JSON.stringify(email)).not.toMatch(/Error|iterations|Maximum call stack|last_error/);
+    expect(sink.to("grid@example.com")).toHaveLength(0);
+  });
+
+  it("shows `recipient_rejected: <the relay's reply>` without the address when the relay refuses the recipient", async () => {
+    sink.rcptReplies.set("nobody@example.com", { code: 550, text: "5.1.1 <nobody@example.com>: Recipient address rejected: User unknown" });
+    const template = await call("POST", "/api/v1/templates", {
+      body: { name: "Plain hello", subject: "Hello", category: "transactional", mjml_content: mjml("Hello") },
+    });
+    expect(template.status).toBe(201);
+    const sent = await call("POST", "/api/v1/emails/send", { body: { template_slug: "plain-hello", to: "nobody@example.com" } });
+    expect(sent.status).toBe(202);
+
+    const email = await failed(sent.body.id as string);
+    expect(email.error).toBe("recipient_rejected: 550 5.1.1 <recipient>: Recipient address rejected: User unknown");
+  });
 });

@@ -7,6 +7,7 @@ export {
   type OutboxFields,
   type OutboxLogger,
   type OutboxOptions,
+  type OutboxSettings,
   type OutboxWrites,
 } from "./outbox.js";
 export { Periodic } from "./periodic.js";

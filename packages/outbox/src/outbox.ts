@@ -71,7 +71,19 @@ export interface OutboxLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-export interface OutboxOptions<D extends OutboxDoc<E>, E extends OutboxEntry> {
+/** When and how often the sweep runs; each has a default. */
+export interface OutboxSettings {
+  /** The time (ms); tests pass their own. Default `Date.now`. */
+  clock?: (() => number) | undefined;
+  /** How often the sweep runs (default 2 s). */
+  sweepIntervalMs?: number | undefined;
+  /** A pending outbox younger than this is left to its own write's flush (default 5 s). */
+  sweepGraceMs?: number | undefined;
+  /** Documents one sweep takes at most (default 100). */
+  sweepBatch?: number | undefined;
+}
+
+export interface OutboxOptions<D extends OutboxDoc<E>, E extends OutboxEntry> extends OutboxSettings {
   /**
    * The documents that carry outboxes, across tenants: the sweep looks for
    * pending ones everywhere, and a flush finishes whichever document it is
@@ -93,14 +105,6 @@ export interface OutboxOptions<D extends OutboxDoc<E>, E extends OutboxEntry> {
    * May do work of its own first (idempotent, as effects).
    */
   complete?(doc: D): Promise<"clear" | "delete">;
-  /** The time (ms); tests pass their own. Default `Date.now`. */
-  clock?: () => number;
-  /** How often the sweep runs (default 2 s). */
-  sweepIntervalMs?: number;
-  /** A pending outbox younger than this is left to its own write's flush (default 5 s). */
-  sweepGraceMs?: number;
-  /** Documents one sweep takes at most (default 100). */
-  sweepBatch?: number;
 }
 
 /** A flush goes again after a concurrent change this many times, then leaves the rest to the sweep. */

@@ -31,3 +31,11 @@ export function openStore(options: OpenStoreOptions): Promise<DocumentStore> {
   });
 }
 export { AcrossTenants, AnyTenant, TenantCollection, type Scoped, type TenantDoc } from "./tenant-collection.js";
+export {
+  collectionSet,
+  collectionSpec,
+  type CollectionSet,
+  type CollectionSpec,
+  type CollectionsOf,
+  type RepositoriesOf,
+} from "./repositories.js";

@@ -17,7 +17,7 @@ import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
-import { openCollections, repositoriesOf } from "./storage/repositories.js";
+import { COLLECTIONS } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/templates/render";
 import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
 import type { Deps, Scope } from "./usecases/deps.js";
@@ -96,14 +96,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
-  const [collections] = await Promise.all([openCollections(store), bus.ensureTopics([...DELIVERY_TOPICS])]);
-  const outbox = deliveryOutbox({
-    emails: collections.emails,
-    bus,
-    logger,
-    sweepIntervalMs: options.sweepIntervalMs,
-    sweepGraceMs: options.sweepGraceMs,
-  });
+  const [collections] = await Promise.all([COLLECTIONS.open(store), bus.ensureTopics([...DELIVERY_TOPICS])]);
+  const outbox = deliveryOutbox(collections.emails, bus, logger, { sweepIntervalMs: options.sweepIntervalMs, sweepGraceMs: options.sweepGraceMs });
   // Where tenancy is crossed, each by name (everything else gets one tenant's repositories):
   // the stalled sweep looks for stalled mail in every tenant; the consumer opens the
   // repositories of the tenant its event names; the sandbox keeps a message under its email's tenant.
@@ -134,7 +128,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // gets that tenant's repositories and nothing else.
   const scopeOf = (call: CallContext): Scope => {
     const tenant = tenantKey(call.tenant);
-    return { call, tenant, ...repositoriesOf(collections, tenant) };
+    return { call, tenant, ...COLLECTIONS.forTenant(collections, tenant) };
   };
   const consumer = new SendConsumer(
     bus,

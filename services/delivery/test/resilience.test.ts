@@ -66,34 +66,32 @@ describe("delivery when the process dies mid-send", () => {
 });
 
 describe("delivery when a hand-off takes longer than the lease", () => {
-  let h: Harness | undefined;
-  let sink: SmtpSink | undefined;
-  afterAll(async () => {
-    await h?.close();
-    await sink?.close();
-  });
-
   it("renews the lease while the send runs, so a second consumer of the request never sends it too", async () => {
-    sink = await new SmtpSink().start();
+    const slowRelay = await new SmtpSink().start();
     // A lease far shorter than the relay's reply to DATA: without renewal it runs out mid-send.
-    const settings = { provider: "smtp" as const, smtp: sink.url(), from: "Ops <ops@acme.example>", leaseMs: 600 };
-    h = await startHarness({ store: "embedded", ...settings });
-    // A second instance in another consumer group gets the same send request: it
-    // stands for a redelivery to another consumer (a Kafka rebalance) while the
-    // first attempt still runs. It may send only once the lease is free.
-    await h.startAnother({ ...settings, consumerGroup: "delivery-second" });
-    const t = tenant("live");
-    h.templates.put(t, WELCOME);
-    sink.dataDelayMs = 2500;
-    const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "slow@example.com", variables: { name: "S" } }, as(t));
-    const sent = await waitFor(async () => {
-      const e = await statusOf(h!, email!.id, t);
-      return e.status === delivery.EmailStatus.SENT ? e : undefined;
-    }, "sent");
-    // The second consumer found the lease held for the whole hand-off, then the email sent.
-    expect(sent.attempts).toBe(1);
-    await sleep(500);
-    expect(sink.to("slow@example.com")).toHaveLength(1);
+    const relaySettings = { provider: "smtp" as const, smtp: slowRelay.url(), from: "Ops <ops@acme.example>", leaseMs: 600 };
+    const two = await startHarness({ store: "embedded", ...relaySettings });
+    try {
+      // A second instance in another consumer group gets the same send request: it
+      // stands for a redelivery to another consumer (a Kafka rebalance) while the
+      // first attempt still runs. It may send only once the lease is free.
+      await two.startAnother({ ...relaySettings, consumerGroup: "delivery-second" });
+      const live = tenant("live");
+      two.templates.put(live, WELCOME);
+      slowRelay.dataDelayMs = 2500;
+      const queued = await two.client.sendEmail({ templateSlug: "welcome", to: "slow@example.com", variables: { name: "S" } }, as(live));
+      const done = await waitFor(async () => {
+        const e = await statusOf(two, queued.email!.id, live);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "sent");
+      // The second consumer found the lease held for the whole hand-off, then the email sent.
+      expect(done.attempts).toBe(1);
+      await sleep(500);
+      expect(slowRelay.to("slow@example.com")).toHaveLength(1);
+    } finally {
+      await two.close();
+      await slowRelay.close();
+    }
   });
 });
 

@@ -6,7 +6,7 @@ import type { DocumentStore } from "@emailsvc/storage";
 import { SUBSCRIBER_TOPICS, subscriberOutbox } from "./messaging/outbox.js";
 import { subscriberRoutes } from "./rpc/services.js";
 import type { SubscriberDoc } from "./storage/documents.js";
-import { openCollections, repositoriesOf } from "./storage/repositories.js";
+import { COLLECTIONS } from "./storage/repositories.js";
 import type { Deps, Scope } from "./usecases/deps.js";
 
 export interface SubscribersServiceOptions {
@@ -32,18 +32,12 @@ export interface RunningSubscribersService {
 
 export async function startSubscribersService(options: SubscribersServiceOptions): Promise<RunningSubscribersService> {
   const { store, bus, logger } = options;
-  const [collections] = await Promise.all([openCollections(store), bus.ensureTopics([...SUBSCRIBER_TOPICS])]);
-  const outbox = subscriberOutbox({
-    collections,
-    bus,
-    logger,
-    sweepIntervalMs: options.sweepIntervalMs,
-    sweepGraceMs: options.sweepGraceMs,
-  });
+  const [collections] = await Promise.all([COLLECTIONS.open(store), bus.ensureTopics([...SUBSCRIBER_TOPICS])]);
+  const outbox = subscriberOutbox(collections, bus, logger, { sweepIntervalMs: options.sweepIntervalMs, sweepGraceMs: options.sweepGraceMs });
   const deps: Deps = { outbox, logger, now: Date.now };
   // The tenant of a call comes from its authenticated headers; the use case
   // gets that tenant's repositories and nothing else.
-  const scopeOf = (call: CallContext): Scope => ({ call, ...repositoriesOf(collections, tenantKey(call.tenant)) });
+  const scopeOf = (call: CallContext): Scope => ({ call, ...COLLECTIONS.forTenant(collections, tenantKey(call.tenant)) });
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService],
     routes: subscriberRoutes(deps, scopeOf),

@@ -1,5 +1,5 @@
 import { topicsProducedBy, type EventBus, type Topic } from "@emailsvc/events";
-import { Outbox } from "@emailsvc/outbox";
+import { Outbox, type OutboxSettings } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
 import { AcrossTenants, type Collection } from "@emailsvc/storage";
 import type { EmailDoc } from "../storage/documents.js";
@@ -17,22 +17,13 @@ export const DELIVERY_TOPICS: Topic[] = [...new Set<Topic>([...DELIVERY_PRODUCED
  * event_id; the send consumer is idempotent by email id) and are never lost.
  * Events carry ids and the status only: never the address, variables or content.
  */
-export function deliveryOutbox(options: {
-  emails: Collection<EmailDoc>;
-  bus: EventBus;
-  logger: Logger;
-  sweepIntervalMs?: number | undefined;
-  sweepGraceMs?: number | undefined;
-  clock?: () => number;
-}): Outbox<EmailDoc> {
+export function deliveryOutbox(emails: Collection<EmailDoc>, bus: EventBus, logger: Logger, settings: OutboxSettings = {}): Outbox<EmailDoc> {
   return new Outbox<EmailDoc>({
+    ...settings,
     // Crossing tenants, by name: the sweep finishes whatever a crash or a bus outage left, in any tenant.
-    documents: new AcrossTenants(options.emails, "the outbox sweep publishes any tenant's pending email events"),
-    bus: options.bus,
-    logger: options.logger,
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    documents: new AcrossTenants(emails, "the outbox sweep publishes any tenant's pending email events"),
+    bus,
+    logger,
     event: (entry, doc) =>
       entry.topic === "email.send.requested"
         ? { topic: "email.send.requested", body: { emailId: doc._id } }

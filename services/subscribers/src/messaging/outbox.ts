@@ -1,5 +1,5 @@
 import { topicsProducedBy, type AnyEvent, type EventBus } from "@emailsvc/events";
-import { Outbox } from "@emailsvc/outbox";
+import { Outbox, type OutboxSettings } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
 import { AcrossTenants, AnyTenant, DuplicateKeyError } from "@emailsvc/storage";
 import type { SubscriberDoc, SubscriberEntry } from "../storage/documents.js";
@@ -14,25 +14,16 @@ export const SUBSCRIBER_TOPICS = topicsProducedBy("subscribers");
  * itself are deleted once its subscriber.deleted event is out. Effects repeat
  * after a crash and are harmless: the audit insert is keyed by the event id.
  */
-export function subscriberOutbox(options: {
-  collections: Collections;
-  bus: EventBus;
-  logger: Logger;
-  sweepIntervalMs?: number | undefined;
-  sweepGraceMs?: number | undefined;
-  clock?: () => number;
-}): Outbox<SubscriberDoc> {
+export function subscriberOutbox(collections: Collections, bus: EventBus, logger: Logger, settings: OutboxSettings = {}): Outbox<SubscriberDoc> {
   // Crossing tenants, by name: the sweep finds pending changes of every
   // tenant, and each change's audit records are written to its own tenant.
-  const subscribers = new AcrossTenants(options.collections.subscribers, "the outbox sweep finishes any tenant's pending changes");
-  const audit = new AnyTenant(options.collections.audit, "an outbox entry's audit record belongs to the tenant of its subscriber");
+  const subscribers = new AcrossTenants(collections.subscribers, "the outbox sweep finishes any tenant's pending changes");
+  const audit = new AnyTenant(collections.audit, "an outbox entry's audit record belongs to the tenant of its subscriber");
   return new Outbox<SubscriberDoc>({
+    ...settings,
     documents: subscribers,
-    bus: options.bus,
-    logger: options.logger,
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    bus,
+    logger,
     event: (entry, doc) => busEvent(entry, doc._id),
     async effect(entry, doc) {
       // A tombstone's history is erased, so its earlier entries are not audited.
