@@ -1,2 +1,2 @@
 export { startSubscribersService, type RunningSubscribersService, type SubscribersServiceOptions } from "./server.js";
-export { SUBSCRIBER_TOPICS } from "./messaging/outbox-relay.js";
+export { SUBSCRIBER_TOPICS } from "./messaging/outbox.js";

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   checkMetadataSize,
@@ -46,14 +47,12 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     created_at: now,
     updated_at: now,
     deleted: false,
-    version: 1,
-    outbox: [
+    ...newOutbox([
       outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
       }),
-    ],
-    outbox_pending: true,
+    ]),
   };
   try {
     await scope.subscribers.insertOne(doc);

@@ -1,4 +1,6 @@
+import { withOutbox } from "@emailsvc/outbox";
 import { notFound } from "@emailsvc/runtime";
+import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { finish, outboxEntry, type Deps, type Scope } from "./deps.js";
 
 /**
@@ -11,19 +13,11 @@ export async function deleteSubscriber(deps: Deps, scope: Scope, id: string): Pr
   const now = deps.now();
   const doc = await scope.subscribers.updateOne(
     { _id: id, deleted: false },
-    {
-      $set: {
-        deleted: true,
-        email: "",
-        email_key: `deleted:${id}`,
-        metadata: {},
-        tag_ids: [],
-        updated_at: now,
-        outbox_pending: true,
-      },
-      $push: { outbox: { $each: [outboxEntry(scope, now, "subscriber.deleted", null, { topic: "subscriber.deleted" })] } },
-      $inc: { version: 1 },
-    },
+    withOutbox<SubscriberDoc, OutboxEntry>(
+      { $set: { deleted: true, email: "", email_key: `deleted:${id}`, metadata: {}, tag_ids: [] } },
+      [outboxEntry(scope, now, "subscriber.deleted", null, { topic: "subscriber.deleted" })],
+      now,
+    ),
   );
   if (!doc) throw notFound("subscriber");
   await finish(deps, doc);
