@@ -128,7 +128,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
     expect(sink.to("live.erase@example.com").filter((m) => m.accepted)).toHaveLength(1);
   });
 
-  it("fails a queued email of an erased subscriber with `recipient erased` (email.status published) and never sends it", async () => {
+  it("fails a queued email of an erased subscriber with `recipient_erased` (email.status published) and never sends it", async () => {
     const live = tenant("live");
     const test = tenant("test", live.tenant.accountId);
     for (const t of [live, test]) h.templates.put(t, WELCOME);
@@ -151,7 +151,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
       await publishDeleted(test, testSub);
       for (const [t, e] of [[live, queuedLive], [test, queuedTest]] as const) {
         const failed = await settled(t, e.id);
-        expect(failed).toMatchObject({ status: delivery.EmailStatus.FAILED, error: "recipient erased", to: "" });
+        expect(failed).toMatchObject({ status: delivery.EmailStatus.FAILED, error: "recipient_erased", to: "" });
         expect(failed.failedAt).toBeDefined();
         expect(failed.sentAt).toBeUndefined();
         await waitFor(

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   idempotencyKeyReused,
@@ -81,9 +82,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     sent_at: null,
     failed_at: null,
     updated_at: now,
-    version: 1,
-    outbox: [outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")],
-    outbox_pending: true,
+    ...newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
   };
   try {
     await scope.emails.insertOne(doc);
