@@ -65,6 +65,35 @@ describe("delivery when the process dies mid-send", () => {
   });
 });
 
+describe("delivery when a send takes longer than its lease", () => {
+  it("renews the lease while the relay takes its time, and sends once", async () => {
+    const sink = await new SmtpSink().start();
+    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: sink.url(), leaseMs: 400 });
+    try {
+      const t = tenant("live");
+      h.templates.put(t, WELCOME);
+      sink.dataDelayMs = 2000;
+      const dataIn = sink.nextData();
+      const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "slow@example.com", variables: { name: "S" } }, as(t));
+      await dataIn;
+      // Several leases into the hand-off, the attempt still holds the email.
+      await sleep(1200);
+      const held = (await h.store.collection<EmailDoc>("emails").findOne({ _id: email!.id }))!;
+      expect(held.status).toBe("queued");
+      expect(held.lease_until).toBeGreaterThan(Date.now());
+      const sent = await waitFor(async () => {
+        const e = await statusOf(h, email!.id, t);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "sent");
+      expect(sent.attempts).toBe(1);
+      expect(sink.to("slow@example.com")).toHaveLength(1);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});
+
 describe("delivery when a send request was lost", () => {
   it("requests a stalled queued email again and sends it", async () => {
     const h = await startHarness({ store: "embedded", stalledAfterMs: 300 });
