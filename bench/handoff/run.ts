@@ -24,7 +24,7 @@ import { SMTPServer } from "smtp-server";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
 
-const repo = join(__dirname, "..", "..");
+const repo = join(__dirname, "..", "..", ".."); // bench/dist/handoff -> repo root
 const EMAILS = Number(process.env.HANDOFF_EMAILS ?? 300);
 const IN_FLIGHT = 8;
 

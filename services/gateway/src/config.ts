@@ -1,4 +1,13 @@
-import { ConfigError, envInt, envOptional, envString } from "@emailsvc/runtime";
+import {
+  ConfigError,
+  envInt,
+  envOptional,
+  envString,
+  GATEWAY_METRICS_PORT,
+  SERVICE_NAMES,
+  serviceUrlVariable,
+  type ServiceName,
+} from "@emailsvc/runtime";
 import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // Read once at start; a bad value stops the process naming the variable.
@@ -7,12 +16,8 @@ export interface GatewayConfig {
   port: number;
   /** GATEWAY_HOST, default 0.0.0.0 (all interfaces, as in a container). */
   host: string;
-  /** SUBSCRIBERS_URL: base URL of the subscribers service (gRPC over HTTP/2 cleartext). */
-  subscribersUrl: string;
-  /** TEMPLATES_URL: base URL of the templates service; unset: /api/v1/templates answers 503. */
-  templatesUrl: string | undefined;
-  /** DELIVERY_URL: base URL of the delivery service; unset: /api/v1/emails answers 503. */
-  deliveryUrl: string | undefined;
+  /** `<NAME>_URL` of each service behind the gateway (SUBSCRIBERS_URL required; without another, its routes answer 503). */
+  serviceUrls: Partial<Record<ServiceName, string>>;
   /** MONGO_URL: MongoDB of the gateway's data; unset: embedded store. */
   mongoUrl: string | undefined;
   /** MONGO_DB: database (or embedded store folder) name, default `gateway`. */
@@ -33,15 +38,16 @@ export interface GatewayConfig {
    * store a development key is kept under DATA_DIR.
    */
   tokenKeys: KeyRing;
+  /** METRICS_PORT (default 9460) and METRICS_HOST (default GATEWAY_HOST): Prometheus metrics at /metrics. */
+  metricsPort: number;
+  metricsHost: string;
 }
 
 export function loadConfig(): GatewayConfig {
   return {
     port: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
     host: envString("GATEWAY_HOST", "0.0.0.0"),
-    subscribersUrl: envString("SUBSCRIBERS_URL"),
-    templatesUrl: envOptional("TEMPLATES_URL"),
-    deliveryUrl: envOptional("DELIVERY_URL"),
+    serviceUrls: serviceUrlsFromEnv(),
     mongoUrl: envOptional("MONGO_URL"),
     mongoDb: envString("MONGO_DB", "gateway"),
     dataDir: envString("DATA_DIR", "./data"),
@@ -50,7 +56,18 @@ export function loadConfig(): GatewayConfig {
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
     tokenKeys: tokenKeysFromEnv(),
+    metricsPort: envInt("METRICS_PORT", GATEWAY_METRICS_PORT, { min: 0, max: 65535 }),
+    metricsHost: envString("METRICS_HOST", envString("GATEWAY_HOST", "0.0.0.0")),
   };
+}
+
+function serviceUrlsFromEnv(): Partial<Record<ServiceName, string>> {
+  const urls: Partial<Record<ServiceName, string>> = {};
+  for (const name of SERVICE_NAMES) {
+    const url = name === "subscribers" ? envString(serviceUrlVariable(name)) : envOptional(serviceUrlVariable(name));
+    if (url !== undefined) urls[name] = url;
+  }
+  return urls;
 }
 
 function tokenKeysFromEnv(): KeyRing {
