@@ -9,4 +9,4 @@
 // never lost, without multi-document transactions.
 
 export { newOutbox, withOutbox, OUTBOX_INDEX, type OutboxDoc, type OutboxEntry, type OutboxFields } from "./document.js";
-export { clearOutbox, OutboxRelay, type OutboxRelayOptions, type RelayLogger, type RelayPass } from "./relay.js";
+export { clearOutbox, OutboxRelay, type OutboxAfterWrite, type OutboxRelayOptions, type RelayLogger, type RelayPass } from "./relay.js";

@@ -7,6 +7,11 @@ export interface RelayLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
+/** What a use case needs of the relay: carry out the outbox its write just filled. */
+export interface OutboxAfterWrite<D> {
+  afterWrite(doc: D): Promise<void>;
+}
+
 /** A periodic pass run after each outbox sweep (e.g. delivery's stalled-mail sweep). */
 export interface RelayPass {
   name: string;
@@ -75,13 +80,26 @@ const MAX_PASSES = 5;
  * single-document write, so a crash anywhere leaves either no change or one
  * whose outbox the sweep finishes later: effects may repeat, never get lost.
  */
-export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outbox"][number]> {
+export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outbox"][number]> implements OutboxAfterWrite<D> {
   private readonly inFlight = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private stopped = false;
 
   constructor(private readonly options: OutboxRelayOptions<D, E>) {}
+
+  /**
+   * What a use case calls right after its write: carries out the outbox of
+   * `doc` (as the write returned it). Never rejects: the change itself is done,
+   * and a failure (bus or store down) is logged and left to the sweep.
+   */
+  async afterWrite(doc: D): Promise<void> {
+    try {
+      await this.flush(doc);
+    } catch (err) {
+      this.options.logger.warn({ document_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+    }
+  }
 
   /** Carries out the outbox of `doc`, as returned by the write that filled it. Rejects when the bus or store failed (the sweep retries). */
   flush(doc: D): Promise<void> {

@@ -11,7 +11,7 @@ import { TemplatesUnavailableError, type TemplateSource } from "../domain/templa
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { finish, outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
@@ -314,7 +314,7 @@ async function settle(
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
-  await finish(deps.relay, deps.logger, written);
+  await deps.relay.afterWrite(written);
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
 import type { EmailView, ProviderName } from "../domain/email.js";
@@ -7,9 +8,7 @@ import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 
 /** Carries out an email's outbox right after the write that filled it (@emailsvc/outbox). */
-export interface OutboxFlusher {
-  flush(doc: EmailDoc): Promise<void>;
-}
+export type OutboxFlusher = OutboxAfterWrite<EmailDoc>;
 
 /**
  * What the request-side use cases need besides their tenant's collections;
@@ -67,11 +66,3 @@ export function emailView(doc: EmailDoc): EmailView {
   };
 }
 
-/** Publishes the events of a change now; the sweep retries them if this fails. */
-export async function finish(relay: OutboxFlusher, logger: Logger, doc: EmailDoc): Promise<void> {
-  try {
-    await relay.flush(doc);
-  } catch (err) {
-    logger.warn({ email_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
-}

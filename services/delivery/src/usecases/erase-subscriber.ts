@@ -4,7 +4,7 @@ import type { TenantCollection } from "@emailsvc/storage";
 import { publicError } from "../domain/provider.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { finish, outboxEntry, type OutboxFlusher } from "./deps.js";
+import { outboxEntry, type OutboxFlusher } from "./deps.js";
 import { RetryLater } from "./deliver-email.js";
 
 export interface ErasureDeps {
@@ -85,7 +85,7 @@ async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, d
     );
     // Lost to a send attempt that claimed it just now: its outcome is erased on the next pass.
     if (!failed) return "busy";
-    await finish(deps.relay, deps.logger, failed);
+    await deps.relay.afterWrite(failed);
     return "erased";
   }
   if (doc.to_key === key && doc.to === "" && doc.variables_json === "{}") return "done";

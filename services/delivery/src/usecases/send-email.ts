@@ -13,7 +13,7 @@ import {
 } from "../domain/email.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import type { EmailDoc } from "../storage/documents.js";
-import { emailView, finish, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
+import { emailView, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
 
 export interface SendEmailInput {
   templateSlug: unknown;
@@ -95,7 +95,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     throw err;
   }
   const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
-  await finish(deps.relay, deps.logger, stored);
+  await deps.relay.afterWrite(stored);
   return { email: emailView(stored), replayed: false };
 }
 

@@ -13,7 +13,7 @@ import {
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
 import { ensureTags, } from "./ensure-tags.js";
-import { finish, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface CreateSubscriberInput {
   email: unknown;
@@ -62,7 +62,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     throw err;
   }
   const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
-  await finish(deps, stored);
+  await deps.relay.afterWrite(stored);
   return subscriberView(scope, stored);
 }
 

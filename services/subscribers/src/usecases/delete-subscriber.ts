@@ -1,7 +1,7 @@
 import { withOutbox } from "@emailsvc/outbox";
 import { notFound } from "@emailsvc/runtime";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
-import { finish, outboxEntry, type Deps, type Scope } from "./deps.js";
+import { outboxEntry, type Deps, type Scope } from "./deps.js";
 
 /**
  * Permanent deletion (spec: data, tag links and history). One write turns the
@@ -20,5 +20,5 @@ export async function deleteSubscriber(deps: Deps, scope: Scope, id: string): Pr
     ),
   );
   if (!doc) throw notFound("subscriber");
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
 }

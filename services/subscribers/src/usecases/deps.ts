@@ -1,3 +1,4 @@
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
 import type { SubscriberView } from "../domain/subscriber.js";
@@ -11,7 +12,7 @@ import type { TenantRepositories } from "../storage/repositories.js";
  */
 export interface Deps {
   /** Carries out a change's outbox right after its write (@emailsvc/outbox). */
-  relay: { flush(doc: SubscriberDoc): Promise<void> };
+  relay: OutboxAfterWrite<SubscriberDoc>;
   logger: Logger;
   now: () => number;
 }
@@ -72,11 +73,3 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
-/** Runs the side effects of a change now; the sweep retries them if this fails. */
-export async function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
-  try {
-    await deps.relay.flush(doc);
-  } catch (err) {
-    deps.logger.warn({ subscriber_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
-}

@@ -4,7 +4,7 @@ import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import { tagKey, validateTagName, validateTagNames } from "../domain/tag.js";
 import { ensureTags } from "./ensure-tags.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 /** Adds tags (created when unknown); never replaces the existing ones. */
 export async function addTags(deps: Deps, scope: Scope, subscriberId: string, rawNames: unknown[]): Promise<SubscriberView> {
@@ -25,7 +25,7 @@ export async function addTags(deps: Deps, scope: Scope, subscriberId: string, ra
     withOutbox<SubscriberDoc, OutboxEntry>({ $addToSet: { tag_ids: { $each: added.map((t) => t._id) } } }, entries, now),
   );
   if (!doc) throw notFound("subscriber");
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }
 
@@ -45,6 +45,6 @@ export async function removeTag(deps: Deps, scope: Scope, subscriberId: string, 
     ),
   );
   if (!doc) throw notFound("tag on this subscriber"); // removed meanwhile
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }

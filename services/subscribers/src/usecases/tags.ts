@@ -4,7 +4,7 @@ import { DuplicateKeyError, type TenantFilter } from "@emailsvc/storage";
 import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
-import { finish, outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
+import { outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
 import type { Page } from "./list-subscribers.js";
 
 function nameTaken(existingId: string | undefined): AppError {
@@ -92,7 +92,7 @@ export async function deleteTag(deps: Deps, scope: Scope, id: string): Promise<v
           now,
         ),
       );
-      if (doc) await finish(deps, doc);
+      if (doc) await deps.relay.afterWrite(doc);
     }
   }
   await scope.tags.deleteOne({ _id: id });

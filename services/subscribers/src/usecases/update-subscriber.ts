@@ -11,7 +11,7 @@ import {
 } from "../domain/subscriber.js";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
@@ -73,6 +73,6 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
     if (!again) throw notFound("subscriber");
     return updateSubscriber(deps, scope, input); // retry on the newer version
   }
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }
