@@ -364,12 +364,15 @@ check "secretEnv not in the Secret fails" \
 check "delivery without the templates service fails" \
   must_fail 'components\.delivery needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.templates.enabled=false
+check "delivery without TOKEN_SIGNING_KEYS fails" \
+  must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.delivery.secretEnv={MONGO_URL}'
 check "EMAIL_PROVIDER=smtp without SMTP_URL fails" \
   must_fail 'EMAIL_PROVIDER=smtp needs SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.delivery.env.EMAIL_PROVIDER=smtp
 check "EMAIL_PROVIDER=smtp with SMTP_URL not in the Secret fails" \
   must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,SMTP_URL}'
+  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,TOKEN_SIGNING_KEYS,SMTP_URL}'
 check "smtp with existingSecret, SMTP_URL not in secretEnv fails" \
   must_fail 'add SMTP_URL to components\.delivery\.secretEnv.*existingSecret' "$HELM" template emailsvc "$chart" \
   -f "$chart/ci/all-features-values.yaml" --set 'components.delivery.secretEnv={MONGO_URL}'

@@ -62,7 +62,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     if (sharedBus) buses.push(sharedBus);
 
     // Every setting is read before anything starts: a bad one stops the start at once.
-    const env = options.env ?? {};
+    // TOKEN_SIGNING_KEYS of options wins for every service, as it does for the gateway.
+    const env: Env = { ...(options.env ?? {}), ...(options.tokenSigningKeys ? { TOKEN_SIGNING_KEYS: options.tokenSigningKeys } : {}) };
     const order = startOrder(SERVICE_MODULES);
     const configs = new Map(order.map((name) => [name, SERVICE_MODULES[name].loadConfig(env) as unknown]));
     const serviceUrls = {} as Record<ServiceName, string>;
@@ -86,6 +87,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           urls,
           dataDir: options.dataDir,
           embeddedStore: !options.mongoUrl,
+          // One process: its development key is the one the gateway verifies with (loaded above).
+          developmentSecretsDir: options.dataDir,
         },
         configs.get(name),
       );
@@ -102,6 +105,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       store: gatewayStore,
       services: serviceUrls,
       logger: loggerFor("gateway"),
+      ...(env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       tokenKeys,
     });
