@@ -144,6 +144,24 @@ describe("memory store", () => {
     expect(store.evictedLive).toBe(199_000);
   });
 
+  it("forgets the least recently charged first, however the Map's order was reached", () => {
+    const store = new MemoryCounterStore({ maxKeys: 3 });
+    const long: Policy = { limit: 10, windowMs: 60_000 };
+    for (const key of ["a", "b", "c"]) store.consumeNow([{ key, policy: long }], T0);
+    store.consumeNow([{ key: "a", policy: long }], T0); // a is now the most recent
+    store.consumeNow([{ key: "d", policy: long }], T0);
+    expect(["a", "b", "c", "d"].map((k) => store.tatOf(k) !== undefined)).toEqual([true, false, true, true]);
+    store.consumeNow([{ key: "c", policy: long }], T0);
+    store.consumeNow([{ key: "e", policy: long }], T0);
+    store.consumeNow([{ key: "f", policy: long }], T0);
+    expect(["a", "c", "d", "e", "f"].map((k) => store.tatOf(k) !== undefined)).toEqual([false, true, false, true, true]);
+    // Emptied and filled again: the front is found anew.
+    store.sweep(T0 + 10 * 60_000);
+    expect(store.size).toBe(0);
+    for (const key of ["x", "y", "z", "w"]) store.consumeNow([{ key, policy: long }], T0 + 10 * 60_000);
+    expect(["x", "y", "z", "w"].map((k) => store.tatOf(k) !== undefined)).toEqual([false, true, true, true]);
+  });
+
   it("admits exactly the budget to concurrent requests", async () => {
     const store = new MemoryCounterStore();
     const results = await Promise.all(Array.from({ length: 50 }, () => store.consume([{ key: "k", policy }], T0)));

@@ -15,21 +15,25 @@ import type { CounterStore, Outcome } from "./store.js";
 //   bucket full          {_id, tat: {$lte: now}}                       $set tat = now + emission
 //   no document          insertOne {_id, tat: now + emission}          (DuplicateKeyError: it exists)
 //
-// A write that matches nothing means the document is not in the state this
-// replica expected: it reads the document once (findOne) and either refuses
-// (tat beyond now + tolerance) or tries the write the document now calls for.
+// A write that matches nothing means the document is not in the case this
+// replica expected: it tries the other case's write, and if that matches
+// nothing either, reads the document (findOne) and either refuses (tat beyond
+// now + tolerance) or tries the write the document now calls for.
 // No write ever admits a request the budget has no room for, whatever other
 // replicas do meanwhile, so there is no over-admission (on MongoDB; FerretDB
 // v1 isolates updates only within one process, see ARCHITECTURE "Storage").
 //
-// Cost per request: one round trip per bucket when this replica's last view
-// of the bucket is still right (the usual case), the buckets of a request
-// (API key and tenant) in parallel; three when another replica moved the
-// bucket meanwhile (write, read, write); none when this replica already knows
-// the bucket is exhausted, because TATs only grow: its last view refusing
-// means the shared one refuses too, so a flood of refused requests costs the
-// database nothing. A request refused by one bucket after another charged it
-// gives that charge back ($inc by -emission).
+// Cost per request: one write per bucket, the buckets of a request (API key
+// and tenant) in parallel, whenever this replica guessed the document's case
+// right: the $inc needs no exact TAT, only "partly used", so replicas taking
+// turns on one bucket still pay one write each. A wrong guess (the bucket
+// became full or partly used since this replica last saw it) costs a second
+// write; a read is added only when the bucket went over budget or was swept
+// meanwhile. A request this replica already knows is over budget costs
+// nothing, because TATs only grow: its last view refusing means the shared one
+// refuses too, so a flood of refused requests does not reach the database. A
+// request refused by one bucket after another charged it gives that charge
+// back ($inc by -emission).
 //
 // When the store fails or is slower than RATE_LIMIT_STORE_TIMEOUT_MS, the
 // request is decided by this replica's own counters (the same Map that holds
@@ -78,6 +82,8 @@ class StoreTimeout extends Error {
     this.name = "StoreTimeout";
   }
 }
+
+type Write = "set" | "inc" | "insert";
 
 class Contention extends Error {
   constructor() {
@@ -227,31 +233,37 @@ export class DocumentCounterStore implements CounterStore {
     const { key, policy } = bucket;
     const emission = emissionMs(policy);
     const limitAt = now + toleranceMs(policy) + TAT_EPSILON;
-    // What this replica believes the document holds: a TAT, "absent", or
-    // undefined when it does not know (never seen, or forgotten once full).
-    let guess: number | "absent" | undefined = this.local.tatOf(key);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      if (guess === undefined || (guess !== "absent" && guess <= now)) {
-        // Full (or unknown, which is usually full: recently used keys are remembered).
-        this.stats.operations += 1;
-        const doc = await this.collection.updateOne({ _id: key, tat: { $lte: now } }, { $set: { tat: now + emission } });
-        if (doc) return { allowed: true, tat: doc.tat };
-        if (guess === undefined) guess = "absent";
-      }
-      if (guess === "absent") {
-        this.stats.operations += 1;
+    const writes: Record<Write, () => Promise<number | undefined>> = {
+      // Full (TAT in the past): starts afresh.
+      set: async () => (await this.collection.updateOne({ _id: key, tat: { $lte: now } }, { $set: { tat: now + emission } }))?.tat,
+      // Partly used, with room: one more.
+      inc: async () =>
+        (await this.collection.updateOne({ _id: key, tat: { $gt: now, $lte: limitAt } }, { $inc: { tat: emission } }))?.tat,
+      // None yet.
+      insert: async () => {
         try {
           await this.collection.insertOne({ _id: key, tat: now + emission });
-          return { allowed: true, tat: now + emission };
+          return now + emission;
         } catch (error) {
-          if (!(error instanceof DuplicateKeyError)) throw error;
+          if (error instanceof DuplicateKeyError) return undefined;
+          throw error;
         }
-      } else if (guess > now && guess <= limitAt) {
+      },
+    };
+    // What this replica believes the document holds (a TAT, "absent", or
+    // undefined when it does not know: never seen, or forgotten once full,
+    // which usually means a full document or none). The writes are tried in
+    // the order that belief suggests; only when none matches is the document
+    // read (it is over budget, or it changed case again meanwhile).
+    let guess: number | "absent" | undefined = this.local.tatOf(key);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const order: Write[] =
+        guess === undefined ? ["set", "insert"] : guess === "absent" ? ["insert"] : guess <= now ? ["set", "inc"] : ["inc", "set"];
+      for (const write of order) {
         this.stats.operations += 1;
-        const doc = await this.collection.updateOne({ _id: key, tat: { $gt: now, $lte: limitAt } }, { $inc: { tat: emission } });
-        if (doc) return { allowed: true, tat: doc.tat };
+        const tat = await writes[write]();
+        if (tat !== undefined) return { allowed: true, tat };
       }
-      // Not as believed: read what it is.
       this.stats.operations += 1;
       const doc = await this.collection.findOne({ _id: key });
       if (doc && doc.tat > limitAt) return { allowed: false, tat: doc.tat };
