@@ -107,6 +107,14 @@ describe("rate limits through the REST API", () => {
     expect(whole.headers.get("ratelimit-remaining")).toBe("4");
   });
 
+  it("admits no more than the budget to concurrent requests", async () => {
+    now = T0 + 100_000;
+    const key = (await h.running.gateway.accounts.createApiKey(h.accountId, { mode: "live" })).key;
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => h.request("GET", "/api/v1/tags", { key }).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+  });
+
   it("sends have their own, smaller budget, checked before the body is read", async () => {
     now = T0 + 120_000;
     await h.request("POST", "/api/v1/templates", {
@@ -249,6 +257,16 @@ describe("two gateway replicas on one MongoDB database (RATE_LIMIT_STORE=mongo)"
     now = T0 + 2000;
     expect((await b.request("GET", "/api/v1/tags", { key: a.key })).status).toBe(200);
     expect((await a.request("GET", "/api/v1/tags", { key: a.key })).status).toBe(429);
+  });
+
+  it("admit no more than the budget to concurrent requests on both", async () => {
+    const [a, b] = replicas as [Harness, Harness];
+    now = T0 + 300_000;
+    const key = (await a.running.gateway.accounts.createApiKey(a.accountId, { mode: "live" })).key;
+    const statuses = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => (i % 2 ? b : a).request("GET", "/api/v1/tags", { key }).then((r) => r.status)),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
   });
 
   it("share the failure budget of an address", async () => {
