@@ -19,6 +19,7 @@ import { openEmbeddedStore, openMongoStore, type DocumentStore, type MongoDocume
 import { ensureMongo } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
+import { percentile } from "../support/stats.js";
 
 const benchRoot = path.join(__dirname, "..", ".."); // bench/dist/ratelimit -> bench
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -39,10 +40,6 @@ interface Cell {
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 const nowUs = () => Number(process.hrtime.bigint()) / 1000;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 /** Runs `op` from `concurrency` loops for SECONDS. */
 async function load(op: (i: number) => Promise<boolean>, concurrency = 1): Promise<{ latencies: number[]; admitted: number; seconds: number }> {

@@ -18,7 +18,7 @@ import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
 import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
-import { formatPolicy, loadRateLimitConfig, type RateLimitConfig } from "./ratelimit/config.js";
+import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { DocumentCounterStore } from "./ratelimit/document-store.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
 import { MemoryCounterStore } from "./ratelimit/memory-store.js";
@@ -195,12 +195,11 @@ async function buildRateLimiter(deps: GatewayDeps): Promise<RateLimiter | undefi
     config.store === "mongo"
       ? await DocumentCounterStore.open(deps.store, { timeoutMs: config.storeTimeoutMs, maxKeys: config.maxKeys, logger: deps.logger })
       : new MemoryCounterStore({ maxKeys: config.maxKeys });
-  const classes = ["read", "write", "send"] as const;
   deps.logger.info(
     {
       store: config.store,
-      per_key: Object.fromEntries(classes.map((c) => [c, formatPolicy(config.perKey[c])])),
-      per_tenant: Object.fromEntries(classes.map((c) => [c, formatPolicy(config.perTenant[c])])),
+      per_key: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perKey[c])])),
+      per_tenant: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenant[c])])),
       auth_failures_per_address: formatPolicy(config.authFailures),
       trusted_proxy_hops: config.trustedProxyHops,
     },
