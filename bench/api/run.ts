@@ -4,8 +4,9 @@
 //
 //   npm run bench:api -w @emailsvc/bench      (writes bench/results/api.json)
 //
-// The platform runs as `npm start` does, in a child process; this process is
-// the load generator (keep-alive HTTP/1.1, fixed concurrency, bounded time).
+// The platform runs as `npm start` does, in a child process, with rate
+// limiting off (RATE_LIMIT=off); this process is the load generator
+// (keep-alive HTTP/1.1, fixed concurrency, bounded time).
 // Both share the machine's cores, so compare ratios within one run.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -85,7 +86,10 @@ async function startPlatform(env: Record<string, string>): Promise<{ child: Chil
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "bench-api-"));
   const child = spawn(process.execPath, [join(repo, "embedded", "dist", "main.js")], {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", METRICS_PORT: "0", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, ...env },
+    // RATE_LIMIT=off: one key from one address sends far more than the default
+    // budgets admit (100 reads, 50 writes, 20 sends a second); this measures the
+    // platform, and bench/ratelimit the limiter's own cost.
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", METRICS_PORT: "0", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, RATE_LIMIT: "off", ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const base = new URL(`http://127.0.0.1:${port}`);

@@ -185,6 +185,8 @@ export const paths: Paths = {
         "Nothing is sent for bad input: an unknown `template_slug` (404 `template_not_found`, also for another account's templates), an invalid recipient (400), `variables` that are not an object (400) or too large (413).",
       ].join("\n\n"),
       tags: ["Emails"],
+      // Its own budget, smaller than other writes': each send is mail going out.
+      "x-rate-limit-class": "send",
       parameters: [param("IdempotencyKey")],
       requestBody: body("EmailSend"),
       responses: {
