@@ -266,7 +266,17 @@ dockerfile = open(os.path.join(root, "Dockerfile")).read()
 exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) for p in line.split()}
 def source(*dirs):
     return "".join(open(f).read() for d in dirs for f in glob.glob(os.path.join(root, d, "src/**/*.ts"), recursive=True))
-shared = source("packages/runtime", "packages/storage", "packages/events")
+shared = source("packages/runtime", "packages/storage", "packages/events", "packages/service")
+# `<NAME>_URL` settings are derived from the catalog (packages/runtime/src/catalog.ts):
+# the gateway reads every one, a service those its module's `calls` names.
+catalog_src = open(os.path.join(root, "packages/runtime/src/catalog.ts")).read()
+catalog = re.findall(r"^  ([a-z]+): \{ grpcPort", catalog_src, re.M)
+def url_vars(service):
+    if service == "gateway":
+        return {f"{n.upper()}_URL" for n in catalog}
+    path = os.path.join(root, "services", service, "src/service.ts")
+    calls = re.search(r"calls: \{([^}]*)\}", open(path).read()) if os.path.isfile(path) else None
+    return {f"{n.upper()}_URL" for n in re.findall(r"([a-z]+):", calls.group(1))} if calls else set()
 errors = []
 for d in (d for d in docs if d["kind"] == "Deployment"):
     name = d["metadata"]["name"]
@@ -278,8 +288,9 @@ for d in (d for d in docs if d["kind"] == "Deployment"):
     if not os.path.isfile(os.path.join(root, "services", service, "src/main.ts")):
         errors.append(f"{name}: no services/{service}/src/main.ts in the repository"); continue
     code = source(f"services/{service}") + shared
+    derived = url_vars(service)
     for e in c.get("env", []):
-        if not re.search(rf"[\"'`]{e['name']}[\"'`]", code):
+        if e["name"] not in derived and not re.search(rf"[\"'`]{e['name']}[\"'`]", code):
             errors.append(f"{name}: sets {e['name']}, which services/{service} never reads")
     for p in c.get("ports", []):
         if p["containerPort"] not in exposed: errors.append(f"{name}: port {p['containerPort']} is not in the Dockerfile's EXPOSE")

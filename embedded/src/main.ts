@@ -1,11 +1,5 @@
-import { ConfigError, createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
+import { createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
 import { startPlatform } from "./platform.js";
-
-function emailProvider(): "sandbox" | "smtp" {
-  const value = envString("EMAIL_PROVIDER", "sandbox");
-  if (value !== "sandbox" && value !== "smtp") throw new ConfigError(`EMAIL_PROVIDER must be sandbox or smtp, got "${value}"`);
-  return value;
-}
 
 // `npm start`: every service in one process, on embedded defaults unless
 // MONGO_URL / KAFKA_BROKERS say otherwise.
@@ -18,9 +12,9 @@ async function main(): Promise<void> {
     mongoUrl: envOptional("MONGO_URL"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
     adminToken: envOptional("ADMIN_TOKEN"),
-    emailProvider: emailProvider(),
-    smtpUrl: envOptional("SMTP_URL"),
-    emailFrom: envOptional("EMAIL_FROM"),
+    tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS"),
+    // Each service reads its own settings from here, as it does alone.
+    env: process.env,
     logger,
   });
   logger.info(

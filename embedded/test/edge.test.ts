@@ -102,8 +102,8 @@ describe("email addresses (defect 5)", () => {
 
   it.each(REFUSED)("refuses %s in the services themselves (gRPC, behind the edge)", async (_what, address) => {
     const headers = callHeaders({ tenant: { accountId: t.accountId, mode: "test" }, actor: "test", requestId: "edge-test" });
-    const subscribers = createClient(SubscriberService, createServiceTransport(t.platform.subscribersUrl));
-    const deliveryClient = createClient(delivery.DeliveryService, createServiceTransport(t.platform.deliveryUrl));
+    const subscribers = createClient(SubscriberService, createServiceTransport(t.platform.serviceUrls.subscribers));
+    const deliveryClient = createClient(delivery.DeliveryService, createServiceTransport(t.platform.serviceUrls.delivery));
     await expect(subscribers.createSubscriber({ email: address }, { headers })).rejects.toMatchObject({ code: Code.InvalidArgument });
     await expect(deliveryClient.sendEmail({ templateSlug: "addr", to: address }, { headers })).rejects.toMatchObject({ code: Code.InvalidArgument });
   });

@@ -70,11 +70,8 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
       gatewayPort: 0,
       gatewayHost: "127.0.0.1",
       adminToken: ADMIN,
-      emailProvider: "smtp",
-      smtpUrl: sink.url(),
-      emailFrom: "Acme <hello@acme.test>",
+      env: { EMAIL_PROVIDER: "smtp", SMTP_URL: sink.url(), EMAIL_FROM: "Acme <hello@acme.test>", OUTBOX_SWEEP_INTERVAL_MS: "200" },
       logger: createLogger("e2e", "silent"),
-      sweepIntervalMs: 200,
     });
     check = responseChecker((await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument);
     const account = (await call("POST", "/admin/v1/accounts", { admin: true, body: { name: "Acme" } })).body.id as string;

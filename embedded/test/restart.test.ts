@@ -119,11 +119,13 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
           gatewayPort: 0,
           gatewayHost: "127.0.0.1",
           adminToken: ADMIN,
-          emailProvider: "smtp",
-          smtpUrl: `smtp://127.0.0.1:${smtpPort}`,
-          emailFrom: "Shop <shop@example.test>",
+          env: {
+            EMAIL_PROVIDER: "smtp",
+            SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+            EMAIL_FROM: "Shop <shop@example.test>",
+            DELIVERY_STALLED_AFTER_MS: String(60 * 60_000),
+          },
           logger: createLogger("restart-test", (process.env.RESTART_TEST_LOG as "info" | undefined) ?? "silent"),
-          stalledAfterMs: 60 * 60_000,
         });
       let platform: RunningPlatform | undefined = await start();
       try {

@@ -39,7 +39,7 @@ export async function startTestPlatform(name: string): Promise<TestPlatform> {
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
-    sweepIntervalMs: 500,
+    env: { OUTBOX_SWEEP_INTERVAL_MS: "500" },
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);

@@ -1,22 +1,32 @@
+import { SERVICE_CATALOG, type ServiceName } from "./catalog.js";
+
 // Environment is parsed once at start; a bad value stops the process with a
 // message naming the variable, rather than failing later mid-request.
 
 export class ConfigError extends Error {}
 
-export function envString(name: string, fallback?: string): string {
-  const value = process.env[name];
+/** Where settings are read from: the process's environment, or a given one (the embedded launcher, tests). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export function envString(name: string, fallback?: string, env: Env = process.env): string {
+  const value = env[name];
   if (value !== undefined && value !== "") return value;
   if (fallback !== undefined) return fallback;
   throw new ConfigError(`environment variable ${name} is required`);
 }
 
-export function envOptional(name: string): string | undefined {
-  const value = process.env[name];
+export function envOptional(name: string, env: Env = process.env): string | undefined {
+  const value = env[name];
   return value === undefined || value === "" ? undefined : value;
 }
 
-export function envInt(name: string, fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
-  const raw = process.env[name];
+export function envInt(
+  name: string,
+  fallback: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER } = {},
+  env: Env = process.env,
+): number {
+  const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
@@ -41,13 +51,13 @@ export interface ServiceEnv {
   kafkaBrokers: string | undefined;
 }
 
-export function loadServiceEnv(service: string, defaultGrpcPort: number): ServiceEnv {
+export function loadServiceEnv(service: ServiceName, env: Env = process.env): ServiceEnv {
   return {
-    grpcHost: envString("GRPC_HOST", "127.0.0.1"),
-    grpcPort: envInt("GRPC_PORT", defaultGrpcPort, { min: 0, max: 65535 }),
-    mongoUrl: envOptional("MONGO_URL"),
-    mongoDb: envString("MONGO_DB", service),
-    dataDir: envString("DATA_DIR", "./data"),
-    kafkaBrokers: envOptional("KAFKA_BROKERS"),
+    grpcHost: envString("GRPC_HOST", "127.0.0.1", env),
+    grpcPort: envInt("GRPC_PORT", SERVICE_CATALOG[service].grpcPort, { min: 0, max: 65535 }, env),
+    mongoUrl: envOptional("MONGO_URL", env),
+    mongoDb: envString("MONGO_DB", service, env),
+    dataDir: envString("DATA_DIR", "./data", env),
+    kafkaBrokers: envOptional("KAFKA_BROKERS", env),
   };
 }

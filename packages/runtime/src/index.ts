@@ -4,6 +4,7 @@ export * from "./context.js";
 export * from "./errors.js";
 export * from "./health.js";
 export * from "./config.js";
+export * from "./catalog.js";
 export * from "./shutdown.js";
 export * from "./grpc/server.js";
 export * from "./grpc/transport.js";

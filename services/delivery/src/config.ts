@@ -1,22 +1,27 @@
-import { ConfigError, envOptional, envString, loadServiceEnv, type ServiceEnv } from "@emailsvc/runtime";
+import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
 
-export interface DeliveryConfig extends ServiceEnv {
-  templatesUrl: string;
-  /** SUBSCRIBERS_URL: optional; gives templates the recipient's `metadata.*`. */
-  subscribersUrl: string | undefined;
+/** The delivery service's own settings (the common ones and the URLs are the skeleton's). */
+export interface DeliveryConfig {
+  /** EMAIL_PROVIDER for live-mode keys: sandbox (default) or smtp. */
   provider: ProviderName;
+  /** SMTP_URL, parsed; required with smtp. */
   smtp: SmtpSettings | undefined;
+  /** EMAIL_FROM. */
   from: Sender;
+  /** OUTBOX_SWEEP_INTERVAL_MS: how often the outbox and stalled-mail sweeps run (default 2000). */
+  sweepIntervalMs: number;
+  /** DELIVERY_STALLED_AFTER_MS: a queued email untouched this long gets a fresh send request (default 10 min). */
+  stalledAfterMs: number;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
-export function loadConfig(): DeliveryConfig {
-  const provider = envString("EMAIL_PROVIDER", "sandbox");
+export function loadConfig(env: Env = process.env): DeliveryConfig {
+  const provider = envString("EMAIL_PROVIDER", "sandbox", env);
   if (provider !== "sandbox" && provider !== "smtp") throw new ConfigError(`EMAIL_PROVIDER must be sandbox or smtp, got "${provider}"`);
-  const smtpUrl = envOptional("SMTP_URL");
+  const smtpUrl = envOptional("SMTP_URL", env);
   if (provider === "smtp" && !smtpUrl) throw new ConfigError("EMAIL_PROVIDER=smtp needs SMTP_URL (smtp://user:pass@host:587)");
   let smtp: SmtpSettings | undefined;
   try {
@@ -26,16 +31,15 @@ export function loadConfig(): DeliveryConfig {
   }
   let from: Sender;
   try {
-    from = parseSender(envString("EMAIL_FROM", DEFAULT_FROM));
+    from = parseSender(envString("EMAIL_FROM", DEFAULT_FROM, env));
   } catch (err) {
     throw new ConfigError(err instanceof Error ? err.message : String(err));
   }
   return {
-    ...loadServiceEnv("delivery", 50053),
-    templatesUrl: envString("TEMPLATES_URL", "http://127.0.0.1:50052"),
-    subscribersUrl: envOptional("SUBSCRIBERS_URL"),
     provider,
     smtp,
     from,
+    sweepIntervalMs: envInt("OUTBOX_SWEEP_INTERVAL_MS", 2000, { min: 10, max: 600_000 }, env),
+    stalledAfterMs: envInt("DELIVERY_STALLED_AFTER_MS", 10 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }, env),
   };
 }

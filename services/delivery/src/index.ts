@@ -7,3 +7,4 @@ export type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
 export { parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
 export { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 export type { RetryPolicy } from "./domain/provider.js";
+export { deliveryService } from "./service.js";

@@ -1,5 +1,7 @@
-import { AppError } from "@emailsvc/runtime";
+import { AppError, loadServiceEnv } from "@emailsvc/runtime";
+import { serviceUrls } from "@emailsvc/service";
 import { loadConfig } from "../src/config.js";
+import { deliveryService } from "../src/service.js";
 import {
   canonicalJson,
   requestHash,
@@ -187,38 +189,30 @@ describe("SMTP errors and settings", () => {
 });
 
 describe("config", () => {
-  const saved = { ...process.env };
-  afterEach(() => {
-    process.env = { ...saved };
-  });
-  const set = (env: Record<string, string | undefined>) => {
-    for (const k of ["EMAIL_PROVIDER", "SMTP_URL", "EMAIL_FROM", "GRPC_PORT", "TEMPLATES_URL", "MONGO_DB"]) delete process.env[k];
-    Object.assign(process.env, env);
-  };
-
   it("has defaults for a laptop", () => {
-    set({});
-    expect(loadConfig()).toMatchObject({
-      grpcPort: 50053,
-      mongoDb: "delivery",
+    expect(loadConfig({})).toMatchObject({
       provider: "sandbox",
       smtp: undefined,
-      templatesUrl: "http://127.0.0.1:50052",
       from: { name: "Email Platform", address: "no-reply@localhost" },
+      sweepIntervalMs: 2000,
+      stalledAfterMs: 600_000,
     });
+    expect(loadServiceEnv("delivery", {})).toMatchObject({ grpcPort: 50053, mongoDb: "delivery" });
+    expect(serviceUrls(deliveryService, {})).toEqual({ templates: "http://127.0.0.1:50052" });
+    expect(serviceUrls(deliveryService, { SUBSCRIBERS_URL: "http://subscribers:50051" })).toMatchObject({ subscribers: "http://subscribers:50051" });
   });
 
   it("fails fast on a bad provider, SMTP without URL, a bad URL or sender", () => {
-    set({ EMAIL_PROVIDER: "ses" });
-    expect(() => loadConfig()).toThrow(/EMAIL_PROVIDER/);
-    set({ EMAIL_PROVIDER: "smtp" });
-    expect(() => loadConfig()).toThrow(/SMTP_URL/);
-    set({ EMAIL_PROVIDER: "smtp", SMTP_URL: "ftp://x" });
-    expect(() => loadConfig()).toThrow(/SMTP_URL/);
-    set({ EMAIL_FROM: "nobody" });
-    expect(() => loadConfig()).toThrow(/EMAIL_FROM/);
-    set({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtps://u:p@relay.example", EMAIL_FROM: "Acme <a@acme.example>" });
-    expect(loadConfig()).toMatchObject({ provider: "smtp", smtp: { host: "relay.example", port: 465, secure: true } });
+    expect(() => loadConfig({ EMAIL_PROVIDER: "ses" })).toThrow(/EMAIL_PROVIDER/);
+    expect(() => loadConfig({ EMAIL_PROVIDER: "smtp" })).toThrow(/SMTP_URL/);
+    expect(() => loadConfig({ EMAIL_PROVIDER: "smtp", SMTP_URL: "ftp://x" })).toThrow(/SMTP_URL/);
+    expect(() => loadConfig({ EMAIL_FROM: "nobody" })).toThrow(/EMAIL_FROM/);
+    expect(() => loadConfig({ DELIVERY_STALLED_AFTER_MS: "soon" })).toThrow(/DELIVERY_STALLED_AFTER_MS/);
+    expect(() => serviceUrls(deliveryService, { TEMPLATES_URL: "templates:50052" })).toThrow(/TEMPLATES_URL/);
+    expect(loadConfig({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtps://u:p@relay.example", EMAIL_FROM: "Acme <a@acme.example>" })).toMatchObject({
+      provider: "smtp",
+      smtp: { host: "relay.example", port: 465, secure: true },
+    });
   });
 });
 

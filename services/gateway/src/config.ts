@@ -1,4 +1,5 @@
-import { envInt, envOptional, envString } from "@emailsvc/runtime";
+import { ConfigError, envInt, envOptional, envString, SERVICE_NAMES, serviceUrlVariable, type ServiceName } from "@emailsvc/runtime";
+import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // Read once at start; a bad value stops the process naming the variable.
 export interface GatewayConfig {
@@ -6,12 +7,8 @@ export interface GatewayConfig {
   port: number;
   /** GATEWAY_HOST, default 0.0.0.0 (all interfaces, as in a container). */
   host: string;
-  /** SUBSCRIBERS_URL: base URL of the subscribers service (gRPC over HTTP/2 cleartext). */
-  subscribersUrl: string;
-  /** TEMPLATES_URL: base URL of the templates service; unset: /api/v1/templates answers 503. */
-  templatesUrl: string | undefined;
-  /** DELIVERY_URL: base URL of the delivery service; unset: /api/v1/emails answers 503. */
-  deliveryUrl: string | undefined;
+  /** `<NAME>_URL` of each service behind the gateway (SUBSCRIBERS_URL required; without another, its routes answer 503). */
+  serviceUrls: Partial<Record<ServiceName, string>>;
   /** MONGO_URL: MongoDB of the gateway's data; unset: embedded store. */
   mongoUrl: string | undefined;
   /** MONGO_DB: database (or embedded store folder) name, default `gateway`. */
@@ -26,15 +23,19 @@ export interface GatewayConfig {
   callTimeoutMs: number;
   /** API_KEY_CACHE_MS: how long a verified key is reused (and a key revoked elsewhere still works), default 5 000, at most 60 000. */
   apiKeyCacheMs: number;
+  /**
+   * TOKEN_SIGNING_KEYS: verify the tokens of unsubscribe links (the delivery
+   * service signs with the first key). Required on MongoDB; on the embedded
+   * store a development key is kept under DATA_DIR.
+   */
+  tokenKeys: KeyRing;
 }
 
 export function loadConfig(): GatewayConfig {
   return {
     port: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
     host: envString("GATEWAY_HOST", "0.0.0.0"),
-    subscribersUrl: envString("SUBSCRIBERS_URL"),
-    templatesUrl: envOptional("TEMPLATES_URL"),
-    deliveryUrl: envOptional("DELIVERY_URL"),
+    serviceUrls: serviceUrlsFromEnv(),
     mongoUrl: envOptional("MONGO_URL"),
     mongoDb: envString("MONGO_DB", "gateway"),
     dataDir: envString("DATA_DIR", "./data"),
@@ -42,5 +43,27 @@ export function loadConfig(): GatewayConfig {
     publicUrl: envOptional("PUBLIC_API_URL"),
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
+    tokenKeys: tokenKeysFromEnv(),
   };
+}
+
+function serviceUrlsFromEnv(): Partial<Record<ServiceName, string>> {
+  const urls: Partial<Record<ServiceName, string>> = {};
+  for (const name of SERVICE_NAMES) {
+    const url = name === "subscribers" ? envString(serviceUrlVariable(name)) : envOptional(serviceUrlVariable(name));
+    if (url !== undefined) urls[name] = url;
+  }
+  return urls;
+}
+
+function tokenKeysFromEnv(): KeyRing {
+  try {
+    return loadKeyRing({
+      value: envOptional("TOKEN_SIGNING_KEYS"),
+      developmentDir: envOptional("MONGO_URL") ? undefined : envString("DATA_DIR", "./data"),
+    });
+  } catch (err) {
+    if (err instanceof KeyConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }

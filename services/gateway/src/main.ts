@@ -17,14 +17,13 @@ async function main(): Promise<void> {
     port: config.port,
     host: config.host,
     store,
-    subscribersUrl: config.subscribersUrl,
-    templatesUrl: config.templatesUrl,
-    deliveryUrl: config.deliveryUrl,
+    services: config.serviceUrls,
     logger,
     adminToken: config.adminToken,
     publicUrl: config.publicUrl,
     callTimeoutMs: config.callTimeoutMs,
     keyCache: { ttlMs: config.apiKeyCacheMs },
+    tokenKeys: config.tokenKeys,
   });
   exitOnSignal(logger, async () => {
     await gateway.close();

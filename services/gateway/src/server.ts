@@ -4,8 +4,9 @@ import Koa from "koa";
 import { Router } from "@koa/router";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
-import { createServiceTransport, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, SERVICE_NAMES, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
+import type { KeyRing } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey } from "./http/auth.js";
@@ -14,33 +15,19 @@ import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
 import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
-import { RESOURCES, type ResourceContext, type ServiceName } from "./resources/index.js";
+import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
   store: DocumentStore;
   /**
-   * The subscribers service (SubscriberService, TagService, grpc.health.v1):
-   * its base URL, e.g. `http://127.0.0.1:50051` (SUBSCRIBERS_URL)...
+   * The services behind the gateway, by name: a base URL (`<NAME>_URL`, e.g.
+   * `http://127.0.0.1:50051`) or a ready transport (tests pass
+   * `createRouterTransport`). `subscribers` is required; without another one
+   * its routes answer 503 `service_unavailable`.
    */
-  subscribersUrl?: string;
-  /** ...or a transport to it (tests pass `createRouterTransport`). Exactly one of the two. */
-  subscribersTransport?: Transport;
-  /**
-   * The templates service (TemplateService, grpc.health.v1): its base URL
-   * (TEMPLATES_URL) or a transport, at most one of the two. Optional: without
-   * it, /api/v1/templates answers 503 `service_unavailable`.
-   */
-  templatesUrl?: string;
-  templatesTransport?: Transport;
-  /**
-   * The delivery service (DeliveryService, grpc.health.v1): its base URL
-   * (DELIVERY_URL) or a transport, at most one of the two. Optional: without
-   * it, /api/v1/emails answers 503 `service_unavailable`.
-   */
-  deliveryUrl?: string;
-  deliveryTransport?: Transport;
+  services: Partial<Record<ServiceName, string | Transport>>;
   logger: Logger;
   /** ADMIN_TOKEN; when set, only this token opens /admin/v1. Otherwise the stored development token does. */
   adminToken?: string;
@@ -52,6 +39,11 @@ export interface GatewayDeps {
   callTimeoutMs?: number;
   /** API key cache; default 5 s, 10 000 keys. */
   keyCache?: KeyCacheOptions;
+  /**
+   * Keys that verify the signed tokens of unsubscribe links (TOKEN_SIGNING_KEYS,
+   * the same the delivery service signs with). Without them /unsubscribe answers 503.
+   */
+  tokenKeys?: KeyRing;
 }
 
 export interface Gateway {
@@ -70,14 +62,6 @@ export interface Gateway {
 
 const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
 
-/** The transport to a service from its URL or an injected one; undefined when neither is given. */
-function serviceTransport(name: string, url: string | undefined, transport: Transport | undefined): Transport | undefined {
-  if (transport && url) throw new Error(`give ${name}Url or ${name}Transport, not both`);
-  if (transport) return transport;
-  if (url) return createServiceTransport(url);
-  return undefined;
-}
-
 /**
  * Builds the gateway application: accounts store (indexes ensured), clients
  * (created once), validators (compiled once from the OpenAPI document), routes.
@@ -90,16 +74,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const admin = new AdminTokenVerifier(accounts, deps.adminToken);
 
-  const transports: Record<ServiceName, Transport | undefined> = {
-    subscribers: serviceTransport("subscribers", deps.subscribersUrl, deps.subscribersTransport),
-    // Templates and delivery are optional for now: their routes exist and
-    // answer 503 without them.
-    templates: serviceTransport("templates", deps.templatesUrl, deps.templatesTransport),
-    delivery: serviceTransport("delivery", deps.deliveryUrl, deps.deliveryTransport),
-  };
-  if (!transports.subscribers) throw new Error("the gateway needs subscribersUrl or subscribersTransport");
-  if (!transports.templates) logger.warn("no templates service configured: /api/v1/templates answers 503");
-  if (!transports.delivery) logger.warn("no delivery service configured: /api/v1/emails answers 503");
+  const transports = {} as Record<ServiceName, Transport | undefined>;
+  for (const name of SERVICE_NAMES) {
+    const given = deps.services[name];
+    transports[name] = typeof given === "string" ? createServiceTransport(given) : given;
+  }
+  if (!transports.subscribers) throw new Error("the gateway needs the subscribers service (SUBSCRIBERS_URL)");
+  for (const name of SERVICE_NAMES) {
+    if (!transports[name]) logger.warn({ service: name }, `no ${name} service configured (${serviceUrlVariable(name)}): its routes answer 503`);
+  }
   // Readiness asks every configured service's grpc.health.v1.
   const healthClients = Object.entries(transports)
     .filter((entry): entry is [string, Transport] => entry[1] !== undefined)
@@ -145,6 +128,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     accounts,
     authenticator,
     ready,
+    tokenKeys: deps.tokenKeys,
   };
   for (const resource of RESOURCES) resource.routes(kit, context);
 

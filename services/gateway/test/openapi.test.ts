@@ -15,7 +15,7 @@ beforeAll(async () => {
   store = await openStore({ dbName: "gateway" });
   gateway = await buildGateway({
     store,
-    subscribersTransport: createRouterTransport(new FakeSubscribers().routes()),
+    services: { subscribers: createRouterTransport(new FakeSubscribers().routes()) },
     logger: createLogger("gateway", "silent"),
   });
 });

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 // The templates and delivery services are optional for now: a gateway started
 // without them still serves everything else, and their routes answer a
 // documented 503 `service_unavailable` (after authentication and validation).
@@ -121,16 +124,12 @@ describe("service errors of the new services", () => {
 });
 
 describe("configuration", () => {
-  it("refuses both a URL and a transport for one service", async () => {
+  it("refuses to start without the subscribers service", async () => {
     const store = await openStore({ dbName: "gateway" });
     try {
-      const subscribersTransport = createRouterTransport(new FakeSubscribers().routes());
+      const templates = createRouterTransport(new FakeSubscribers().routes());
       const logger = createLogger("gateway", "silent");
-      for (const name of ["templates", "delivery"]) {
-        await expect(
-          buildGateway({ store, logger, subscribersTransport, [`${name}Url`]: "http://127.0.0.1:1", [`${name}Transport`]: subscribersTransport }),
-        ).rejects.toThrow(`give ${name}Url or ${name}Transport, not both`);
-      }
+      await expect(buildGateway({ store, logger, services: { templates } })).rejects.toThrow(/SUBSCRIBERS_URL/);
     } finally {
       await store.close();
     }
@@ -140,14 +139,41 @@ describe("configuration", () => {
     const saved = { ...process.env };
     try {
       process.env.SUBSCRIBERS_URL = "http://subscribers:50051";
+      process.env.TOKEN_SIGNING_KEYS = `k1:${Buffer.alloc(32, 1).toString("base64")}`;
       delete process.env.TEMPLATES_URL;
       delete process.env.DELIVERY_URL;
-      expect(loadConfig()).toMatchObject({ templatesUrl: undefined, deliveryUrl: undefined });
+      expect(loadConfig().serviceUrls).toEqual({ subscribers: "http://subscribers:50051" });
       process.env.TEMPLATES_URL = "http://templates:50052";
       process.env.DELIVERY_URL = "http://delivery:50053";
-      expect(loadConfig()).toMatchObject({ templatesUrl: "http://templates:50052", deliveryUrl: "http://delivery:50053" });
+      expect(loadConfig().serviceUrls).toEqual({
+        subscribers: "http://subscribers:50051",
+        templates: "http://templates:50052",
+        delivery: "http://delivery:50053",
+      });
+      delete process.env.SUBSCRIBERS_URL;
+      expect(() => loadConfig()).toThrow(/SUBSCRIBERS_URL/);
     } finally {
       process.env = saved;
+    }
+  });
+
+  it("requires TOKEN_SIGNING_KEYS on MongoDB, and keeps a development key under DATA_DIR on the embedded store", () => {
+    const saved = { ...process.env };
+    const dir = mkdtempSync(join(tmpdir(), "gateway-keys-"));
+    try {
+      process.env.SUBSCRIBERS_URL = "http://subscribers:50051";
+      delete process.env.TOKEN_SIGNING_KEYS;
+      process.env.MONGO_URL = "mongodb://mongo:27017";
+      expect(() => loadConfig()).toThrow(/TOKEN_SIGNING_KEYS is required/);
+      process.env.TOKEN_SIGNING_KEYS = "k1:short";
+      expect(() => loadConfig()).toThrow(/TOKEN_SIGNING_KEYS: key "k1" is \d+ bytes/);
+      delete process.env.TOKEN_SIGNING_KEYS;
+      delete process.env.MONGO_URL;
+      process.env.DATA_DIR = dir;
+      expect(loadConfig().tokenKeys.current.id).toBe("dev");
+    } finally {
+      process.env = saved;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -7,3 +7,4 @@ export { analyzeTemplate, VARIABLE_NAME, type SyntaxAnalysis, type SyntaxProblem
 export { compileMjml, type MjmlProblem, type MjmlResult } from "./domain/mjml.js";
 export { compileTemplateBody, type BodyResult } from "./domain/body.js";
 export { BodyCompilerPool, inProcessCompiler, type BodyCompiler, type PoolOptions } from "./compile-pool.js";
+export { templatesService } from "./service.js";

@@ -134,6 +134,24 @@ cluster (so upgrades keep it), else a new random token.
 {{- end }}
 
 {{/*
+TOKEN_SIGNING_KEYS of the chart's Secret: the value given, else the one already
+in the cluster (upgrades keep it: links in mail stay valid), else one new key.
+*/}}
+{{- define "emailsvc.tokenSigningKeys" -}}
+{{- if .Values.secrets.tokenSigningKeys }}
+{{- .Values.secrets.tokenSigningKeys }}
+{{- else }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "emailsvc.secretName" .) }}
+{{- $data := dig "data" (dict) $existing }}
+{{- if hasKey $data "TOKEN_SIGNING_KEYS" }}
+{{- index $data "TOKEN_SIGNING_KEYS" | b64dec }}
+{{- else }}
+{{- printf "k1:%s" (randBytes 32) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 PUBLIC_API_URL: config.publicApiUrl, else the first ingress host.
 */}}
 {{- define "emailsvc.publicApiUrl" -}}

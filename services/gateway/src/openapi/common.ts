@@ -71,7 +71,7 @@ export const responses: Record<string, unknown> = {
   PayloadTooLarge: problem(
     `The body is larger than the operation takes (\`payload_too_large\`): ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more. Or metadata or variables are larger than the service takes.`,
   ),
-  UnsupportedMediaType: problem("The body is not `application/json`."),
+  UnsupportedMediaType: problem("The body is not of the operation's media type (`application/json` unless the operation states another)."),
   InternalError: problem("An unexpected error; the request id helps the operator find it in the logs."),
   Unavailable: problem(
     "A service behind the gateway is unavailable (`unavailable`), or this gateway is not connected to the service that serves the operation (`service_unavailable`); retry later.",

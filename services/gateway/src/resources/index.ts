@@ -5,6 +5,7 @@ import { subscribersResource } from "./subscribers/index.js";
 import { systemResource } from "./system/index.js";
 import { tagsResource } from "./tags/index.js";
 import { templatesResource } from "./templates/index.js";
+import { unsubscribeResource } from "./unsubscribe/index.js";
 
 export type { Resource, ResourceContext, ServiceName } from "./resource.js";
 
@@ -18,6 +19,7 @@ export const RESOURCES: readonly Resource[] = [
   tagsResource,
   templatesResource,
   emailsResource,
+  unsubscribeResource,
   adminResource,
   systemResource,
 ];

@@ -1,16 +1,20 @@
 import type { Transport } from "@connectrpc/connect";
+import type { ServiceName } from "@emailsvc/runtime";
+import type { KeyRing } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import type { AccountStore } from "../accounts/store.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
 import type { RouteKit } from "../routes/define.js";
 
-/** The services the gateway may be connected to, by the name their URL setting carries. */
-export type ServiceName = "subscribers" | "templates" | "delivery";
+/** The services the gateway may be connected to: the platform's catalog (packages/runtime). */
+export type { ServiceName };
 
 /** What a resource's routes may use, built once by the gateway. */
 export interface ResourceContext {
   /** The transport to a service; undefined when this gateway runs without it (its routes answer 503). */
   transport(service: ServiceName): Transport | undefined;
+  /** Keys that verify signed link tokens (TOKEN_SIGNING_KEYS); undefined: the link routes answer 503. */
+  tokenKeys: KeyRing | undefined;
   /** Deadline of each service call. */
   timeoutMs: number;
   /** The gateway's own accounts and API keys. */

@@ -1,5 +1,5 @@
 import type { CallOptions } from "@connectrpc/connect";
-import { callHeaders } from "@emailsvc/runtime";
+import { callHeaders, type CallContext } from "@emailsvc/runtime";
 import { Problem } from "../http/problem.js";
 import type { GatewayRouterContext } from "../http/state.js";
 
@@ -10,19 +10,27 @@ import type { GatewayRouterContext } from "../http/state.js";
  */
 export function callOptions(ctx: GatewayRouterContext, timeoutMs: number): CallOptions {
   const auth = ctx.state.auth;
-  // Routes that call services all require an API key (routes/define.ts).
+  // Routes that call services with the caller's tenant require an API key (routes/define.ts).
   if (!auth) throw new Error("service call without an authenticated key");
+  return callOptionsAs(
+    ctx,
+    { tenant: { accountId: auth.accountId, mode: auth.mode }, actor: `api_key:${auth.keyId}`, requestId: ctx.state.requestId },
+    timeoutMs,
+  );
+}
+
+/**
+ * Options of a service call on behalf of `call`, for routes whose credential
+ * is not an API key (a signed link names the tenant and the actor).
+ */
+export function callOptionsAs(ctx: GatewayRouterContext, call: CallContext, timeoutMs: number): CallOptions {
   const controller = new AbortController();
   const res = ctx.res;
   res.once("close", () => {
     if (!res.writableFinished) controller.abort();
   });
   return {
-    headers: callHeaders({
-      tenant: { accountId: auth.accountId, mode: auth.mode },
-      actor: `api_key:${auth.keyId}`,
-      requestId: ctx.state.requestId,
-    }),
+    headers: callHeaders(call),
     signal: controller.signal,
     timeoutMs,
   };

@@ -85,9 +85,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     adminToken: ADMIN_TOKEN,
     ...gatewayOptions,
     store,
-    subscribersTransport: serve(fake.routes()),
-    ...(without.includes("templates") ? {} : { templatesTransport: serve(templates.routes()) }),
-    ...(without.includes("delivery") ? {} : { deliveryTransport: serve(delivery.routes()) }),
+    services: {
+      subscribers: serve(fake.routes()),
+      ...(without.includes("templates") ? {} : { templates: serve(templates.routes()) }),
+      ...(without.includes("delivery") ? {} : { delivery: serve(delivery.routes()) }),
+    },
     logger,
   });
   const account = await running.gateway.accounts.createAccount({ name: "Test", plan: "starter" });

@@ -1,0 +1,33 @@
+import { deliveryService } from "@emailsvc/delivery";
+import type { ServiceName } from "@emailsvc/runtime";
+import type { ServiceModule } from "@emailsvc/service";
+import { subscribersService } from "@emailsvc/subscribers";
+import { templatesService } from "@emailsvc/templates";
+
+/**
+ * The module of every service of the catalog (packages/runtime, catalog.ts):
+ * a service missing here is a compile error. `npm start` starts them in the
+ * order their calls need.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each module has its own config type
+export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> } = {
+  subscribers: subscribersService,
+  templates: templatesService,
+  delivery: deliveryService,
+};
+
+/** Services in an order where each one starts after every service it calls. */
+export function startOrder(modules: Readonly<Record<ServiceName, Pick<ServiceModule, "calls">>>): ServiceName[] {
+  const order: ServiceName[] = [];
+  const state = new Map<ServiceName, "visiting" | "done">();
+  const visit = (name: ServiceName, path: ServiceName[]): void => {
+    if (state.get(name) === "done") return;
+    if (state.get(name) === "visiting") throw new Error(`services call each other in a cycle: ${[...path, name].join(" -> ")}`);
+    state.set(name, "visiting");
+    for (const callee of Object.keys(modules[name].calls) as ServiceName[]) visit(callee, [...path, name]);
+    state.set(name, "done");
+    order.push(name);
+  };
+  for (const name of Object.keys(modules) as ServiceName[]) visit(name, []);
+  return order;
+}

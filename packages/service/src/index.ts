@@ -1,0 +1,3 @@
+// @emailsvc/service: the service skeleton. See src/module.ts and src/run.ts.
+export * from "./module.js";
+export * from "./run.js";

@@ -1,0 +1,52 @@
+import type { EventBus } from "@emailsvc/events";
+import type { Env, Logger, ServiceName } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
+
+/** How a service depends on another one. */
+export type CallKind = "required" | "optional";
+
+/** What the skeleton (runService, or the embedded launcher) hands a service. */
+export interface ServiceDeps {
+  /** The service's own database. Owned by the caller: the service does not close it. */
+  store: DocumentStore;
+  /** The event bus; undefined for a service that declares `usesBus: false`. Owned by the caller. */
+  bus: EventBus | undefined;
+  logger: Logger;
+  /** gRPC port; 0 picks a free one. */
+  port: number;
+  host: string;
+  /** Base URLs of the services it calls: every required one, the optional ones that are configured. */
+  urls: Partial<Record<ServiceName, string>>;
+  /** DATA_DIR, for what the embedded mode keeps on disk beside the store. */
+  dataDir: string;
+  /** True when the store is the embedded file store (no MONGO_URL): development conveniences may apply. */
+  embeddedStore: boolean;
+}
+
+export interface RunningService {
+  url: string;
+  port: number;
+  /** Drains (NOT_SERVING, calls and consumers finish); leaves store and bus open. */
+  close(): Promise<void>;
+}
+
+/**
+ * One service as the skeleton sees it. `services/<name>/src/service.ts`
+ * exports one; its main.ts is `runService(module)`, and the embedded launcher
+ * starts the same module in-process.
+ */
+export interface ServiceModule<Config = unknown> {
+  name: ServiceName;
+  /** Opens the event bus for it (Kafka with KAFKA_BROKERS, else the embedded bus). */
+  usesBus: boolean;
+  /** The services it calls, and whether it can start without them. */
+  calls: Partial<Record<ServiceName, CallKind>>;
+  /** Its own settings (beyond GRPC_*, MONGO_*, DATA_DIR, KAFKA_BROKERS and the URLs); throws ConfigError naming the variable. */
+  loadConfig(env: Env): Config;
+  start(deps: ServiceDeps, config: Config): Promise<RunningService>;
+}
+
+/** Declares a module with its config type inferred. */
+export function defineService<Config>(module: ServiceModule<Config>): ServiceModule<Config> {
+  return module;
+}

@@ -1,0 +1,33 @@
+import { defineService } from "@emailsvc/service";
+import { loadConfig } from "./config.js";
+import { describeSmtp } from "./providers/smtp.js";
+import { startDeliveryService } from "./server.js";
+
+/** The delivery service as the skeleton and the embedded launcher start it. */
+export const deliveryService = defineService({
+  name: "delivery",
+  usesBus: true,
+  // Templates: compiled versions (cannot send without). Subscribers: the
+  // recipient's metadata and the link erasure follows (optional).
+  calls: { templates: "required", subscribers: "optional" },
+  loadConfig,
+  start: async ({ store, bus, logger, port, host, urls }, config) => {
+    if (!bus) throw new Error("the delivery service needs the event bus");
+    const service = await startDeliveryService({
+      store,
+      bus,
+      logger,
+      port,
+      host,
+      templatesUrl: urls.templates!,
+      ...(urls.subscribers ? { subscribersUrl: urls.subscribers } : {}),
+      provider: config.provider,
+      ...(config.smtp ? { smtp: config.smtp } : {}),
+      from: config.from,
+      sweepIntervalMs: config.sweepIntervalMs,
+      stalledAfterMs: config.stalledAfterMs,
+    });
+    if (config.provider === "smtp" && config.smtp) logger.info({ relay: describeSmtp(config.smtp) }, "sending live mail through SMTP");
+    return service;
+  },
+});

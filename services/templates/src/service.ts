@@ -1,0 +1,23 @@
+import { defineService } from "@emailsvc/service";
+import { defaultCompiler } from "./compile-pool.js";
+import { loadConfig } from "./config.js";
+import { startTemplatesService } from "./server.js";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The templates service as the skeleton and the embedded launcher start it. */
+export const templatesService = defineService({
+  name: "templates",
+  usesBus: false,
+  calls: {},
+  loadConfig,
+  start: ({ store, logger, port, host }, config) =>
+    startTemplatesService({
+      store,
+      logger,
+      port,
+      host,
+      purgeAfterMs: config.purgeAfterDays * DAY_MS,
+      compiler: defaultCompiler(config.compileWorkers > 0 ? { size: config.compileWorkers } : {}),
+    }),
+});
