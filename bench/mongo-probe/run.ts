@@ -313,7 +313,9 @@ async function main(): Promise<void> {
     const ferretdb = typeof info.ferretdbVersion === "string" ? info.ferretdbVersion : null;
     const label =
       process.env.BENCH_LABEL ??
-      (server.source === "ferretdb" ? `FerretDB ${ferretdb}/SQLite (the test setup's)` : `${ferretdb ? `FerretDB ${ferretdb}` : `MongoDB ${info.version as string}`} at MONGO_URL`);
+      (server.source === "env"
+        ? `${ferretdb ? `FerretDB ${ferretdb}` : `MongoDB ${info.version as string}`} at MONGO_URL`
+        : `${server.description} (the test setup's)`);
     const machine = describeMachine();
     process.stderr.write(`probing ${label}\n`);
     const run: Run = {
