@@ -151,6 +151,7 @@ async function benchStore(store: string, env: Record<string, string>): Promise<C
 }
 
 async function main(): Promise<void> {
+  const machine = describeMachine(); // before the load: its load average is the other work on the machine
   const mongo = await ensureMongo();
   const kafka = await ensureKafka();
   const cells: Cell[] = [];
@@ -164,7 +165,6 @@ async function main(): Promise<void> {
     await kafka.stop();
     await mongo.stop();
   }
-  const machine = describeMachine();
   const resultsDir = join(repo, "bench", "results");
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, "api.json"), JSON.stringify({ machine, seconds_per_cell: SECONDS, cells }, null, 2) + "\n");
