@@ -18,6 +18,7 @@ export type {
   ReceivedEvent,
   SubscribeOptions,
   Subscription,
+  TopicLag,
 } from "./types.js";
 export type { Backoff, BusLogEntry, BusLogger } from "./shared.js";
 export {
@@ -28,6 +29,28 @@ export {
 } from "./in-process.js";
 export type { FsyncPolicy } from "./log/file-partition.js";
 export { KafkaEventBus, type KafkaEventBusConfig } from "./kafka.js";
+export {
+  TOPICS,
+  decodeEvent,
+  encodeEvent,
+  eventHeaders,
+  isTopic,
+  publishEvents,
+  subscribeEvents,
+  withTraceparent,
+  type DecodedEvent,
+  type EncodedEvent,
+  type EventBody,
+  type EventLogger,
+  type EventMessage,
+  type EventOrigin,
+  type ReceivedMeta,
+  type SubscribeEventsOptions,
+  type Topic,
+  type TopicHandler,
+  type TopicHandlers,
+  type TopicSpec,
+} from "./registry.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */

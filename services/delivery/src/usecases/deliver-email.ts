@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@emailsvc/runtime";
-import type { Collection, Update } from "@emailsvc/storage";
+import { withOutbox } from "@emailsvc/outbox";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
+import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
 import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
@@ -8,19 +9,20 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
-import { finish, outboxEntry, providerForTenant } from "./deps.js";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { emailsByStatus, handoffDuration } from "./metrics.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
-/** What the send consumer needs; built once in server.ts. */
+/**
+ * What the send consumer's use cases need besides the event's tenant's
+ * collections; built once in server.ts. No collection here.
+ */
 export interface DeliveryDeps {
-  emails: Collection<EmailDoc>;
-  /** The sandbox's kept messages (erasure deletes them). */
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  relay: OutboxFlusher;
   templates: TemplateSource;
   renderers: RendererCache;
   /** By name; `sandbox` is always there. */
@@ -32,8 +34,14 @@ export interface DeliveryDeps {
   /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
-  /** How long one attempt holds an email (ms); the send is cut off before it runs out. */
+  /**
+   * How long a claim holds an email (ms) without being renewed. The attempt
+   * renews it every third of this while it runs, so a crashed attempt's email
+   * is free again within one lease.
+   */
   leaseMs: number;
+  /** The longest one attempt may take (ms), renewals included; then it is cut off. */
+  attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
 }
@@ -47,59 +55,61 @@ export class RetryLater extends Error {
 }
 
 /**
- * Sends one queued email: the handler of `email.send.requested`. Idempotent
- * per email id: a sent or failed email is left alone, and a send attempt first
- * claims the email with a guarded write (a lease), so two deliveries of the
- * event never send it at once.
+ * Sends one queued email: the handler of `email.send.requested`, on the
+ * collections of the event's tenant. Idempotent per email id: a sent or failed
+ * email is left alone, and a send attempt first claims the email with a
+ * guarded write (a lease, renewed while the attempt runs), so two deliveries
+ * of the event never send it at once.
  *
- * - success: `sent` with sent_at, message_id, provider, in one write with its
- *   `email.status` event;
- * - permanent failure (SMTP 5xx, template gone): `failed` with the reason;
+ * - success: straight after the provider's reply, one small write records
+ *   `sent` (sent_at, message_id, provider) with its `email.status` entry;
+ * - permanent failure (SMTP 5xx, template gone or not renderable): `failed`
+ *   with its public error (see PUBLIC_ERRORS);
  * - transient failure: the claim is released and RetryLater thrown, so the
  *   bus redelivers after a backoff; after `retry.maxAttempts` answered
- *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`
- *   with "gave up after N attempts: <last reason>";
- * - `shutdown` aborted mid-send: nothing is written, as in a crash: the lease
- *   runs out and the redelivered event sends the email again, with the same
- *   Message-ID (see the README on the duplicate window).
+ *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`;
+ * - `shutdown` aborted mid-send, or the lease lost: nothing is written, as in
+ *   a crash: the lease runs out and the redelivered event sends the email
+ *   again, with the same Message-ID (see the README on the duplicate window).
  */
 export async function deliverEmail(
   deps: DeliveryDeps,
-  target: { tenant: string; emailId: string },
+  scope: TenantRepositories,
+  emailId: string,
   shutdown: AbortSignal,
 ): Promise<void> {
-  const { emails, logger } = deps;
-  const doc = await emails.findOne({ _id: target.emailId, tenant: target.tenant });
+  const { emails } = scope;
+  const { logger } = deps;
+  const doc = await emails.findOne({ _id: emailId });
   if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
 
   const now = deps.now();
   const token = randomBytes(9).toString("base64url");
   const claimed = await emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued", lease_until: { $lt: now } },
+    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
     { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
   );
   if (!claimed) {
-    const current = await emails.findOne({ _id: doc._id, tenant: doc.tenant });
+    const current = await emails.findOne({ _id: doc._id });
     if (!current || isFinal(current.status)) return;
     // Another attempt holds the lease (or held it and died): try again once it ran out.
     throw new RetryLater(`email ${doc._id} is leased by another attempt`);
   }
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  // The attempt must end before its lease does, or another could start alongside.
-  const deadline = AbortSignal.timeout(Math.max(1, Math.floor(deps.leaseMs * 0.8)));
-  const signal = AbortSignal.any([shutdown, deadline]);
+  const lease = new Lease(deps, emails, claimed._id, token, now + deps.leaseMs, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
   try {
+    const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
     const unsubscribeUrl = prepared.template.category === "marketing"
       ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
       : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-    if (recipient && !claimed.subscriber_id) await link(deps, claimed, token, recipient.subscriberId);
+    if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
@@ -114,40 +124,55 @@ export async function deliverEmail(
       unsubscribeUrl,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
-    if (!provider) throw new SendFailure("unreachable", "EMAIL_PROVIDER smtp is not configured (SMTP_URL)");
-    const result = await provider.send(message, { tenant: claimed.tenant, signal });
+    if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
+    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    const handoffStarted = performance.now();
+    const result = await inSpan(
+      `${provider.name} send`,
+      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    ).catch((err: unknown) => {
+      handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
+      throw err;
+    });
+    // The relay has the message (SMTP: it answered 250). From here to the end
+    // of the write below, a crash sends it again: nothing else happens in
+    // between (the renewal timer stops, the log line comes after).
+    const repliedAt = performance.now();
+    lease.stop();
     const at = deps.now();
-    await settle(deps, claimed, {
-      $set: {
-        status: "sent",
-        sent_at: at,
-        message_id: message.messageId,
-        provider: provider.name,
-        error: "",
-        last_error: "",
-      },
-    }, "sent", at);
-    log.info({ provider: provider.name, template_id: claimed.template_id, response: result.response }, "email sent");
+    await settle(deps, emails, claimed, "sent", at, {
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
+    });
+    const statusWriteMs = performance.now() - repliedAt;
+    handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
+    log.info(
+      { provider: provider.name, template_id: claimed.template_id, response: result.response, status_write_ms: Math.round(statusWriteMs * 100) / 100 },
+      "email sent",
+    );
     return;
   } catch (err) {
     if (err instanceof SendFailure) failure = err;
-    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "templates service unavailable");
-    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "subscribers service unavailable");
+    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "templates service unavailable" });
+    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "subscribers service unavailable" });
     else {
       // A store error or a bug: free the email for the next delivery of the event.
-      await release(deps, claimed, token, { last_error: "internal error" }).catch(() => undefined);
+      await release(deps, emails, claimed, token, { last_error: "internal error" }).catch(() => undefined);
       throw err;
     }
+  } finally {
+    lease.stop();
   }
 
   if (failure.kind === "aborted") {
-    if (shutdown.aborted) {
-      // Stopped mid-send: act as a crash would (write nothing; the lease runs out).
-      log.warn("send cut off by shutdown; the lease will run out and the email be sent again");
-      throw new RetryLater(`send of ${doc._id} cut off by shutdown`);
+    if (shutdown.aborted || lease.lost) {
+      // Stopped mid-send, or another attempt may own the email now: act as a
+      // crash would (write nothing; the lease decides who sends it).
+      log.warn({ cause: shutdown.aborted ? "shutdown" : "lease lost" }, "send cut off; the email will be sent again once its lease runs out");
+      throw new RetryLater(`send of ${doc._id} cut off`);
     }
     // The attempt's own deadline: the relay may or may not have taken it.
-    failure = new SendFailure("transient", `send timed out: ${failure.reason}`);
+    failure = new SendFailure("transient", "relay_deferred", { detail: `send timed out: ${failure.detail}` });
   }
 
   const transientFailures = claimed.transient_failures + (failure.kind === "transient" ? 1 : 0);
@@ -157,22 +182,88 @@ export async function deliverEmail(
     deps.retry,
   );
   if (outcome.retry) {
-    await release(deps, claimed, token, { last_error: failure.reason, transient_failures: transientFailures });
-    log.warn({ kind: failure.kind, reason: failure.reason }, "send failed; will retry");
+    await release(deps, emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures });
+    log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "send failed; will retry");
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
   const at = deps.now();
-  await settle(deps, claimed, {
+  await settle(deps, emails, claimed, "failed", at, {
     $set: {
       status: "failed",
       failed_at: at,
       provider: providerName,
-      error: outcome.reason,
-      last_error: failure.reason,
+      error: outcome.error,
+      last_error: failure.detail,
       transient_failures: transientFailures,
     },
-  }, "failed", at);
-  log.warn({ kind: failure.kind, reason: outcome.reason }, "email failed");
+  });
+  log.warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
+}
+
+/**
+ * An attempt's hold on its email: renewed every third of the lease while the
+ * attempt runs, so the lease can be short (a crashed attempt's email is free
+ * again within seconds) and a send may still take longer than one lease. Its
+ * signal aborts the send on shutdown, at the attempt's deadline, or when the
+ * lease is lost (another attempt may own the email) or could not be renewed
+ * before it ran out.
+ */
+class Lease {
+  readonly signal: AbortSignal;
+  lost = false;
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "attemptTimeoutMs" | "now" | "logger">,
+    private readonly emails: TenantCollection<EmailDoc>,
+    private readonly emailId: string,
+    private readonly token: string,
+    private until: number,
+    shutdown: AbortSignal,
+  ) {
+    this.signal = AbortSignal.any([shutdown, this.controller.signal, AbortSignal.timeout(deps.attemptTimeoutMs)]);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.renew(), Math.max(1, Math.floor(this.deps.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped) return;
+    const until = this.deps.now() + this.deps.leaseMs;
+    try {
+      const renewed = await this.emails.updateOne(
+        { _id: this.emailId, lease_token: this.token, status: "queued" },
+        { $set: { lease_until: until } },
+      );
+      if (this.stopped) return;
+      if (!renewed) return this.lose("lease lost");
+      this.until = until;
+    } catch (err) {
+      if (this.stopped) return;
+      this.deps.logger.warn({ email_id: this.emailId, err: err instanceof Error ? err.message : String(err) }, "lease renewal failed");
+      // Past its end another attempt may claim the email: stop sending before then.
+      if (this.deps.now() >= this.until - this.deps.leaseMs / 3) return this.lose("lease could not be renewed");
+    }
+    this.schedule();
+  }
+
+  private lose(reason: string): void {
+    this.lost = true;
+    this.stop();
+    this.controller.abort(new Error(reason));
+  }
+
+  /** Stops renewing (the attempt is over, or about to write its outcome). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 /** The compiled renderer of the email's pinned template version, from the cache or TemplateService. */
@@ -188,12 +279,12 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   };
   const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
   if (!template || template.version !== doc.template_version) {
-    throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
+    throw new SendFailure("permanent", "template_unavailable", { detail: `template ${doc.template_id} version ${doc.template_version} no longer exists` });
   }
   try {
     return deps.renderers.put(key, template);
   } catch (err) {
-    throw new SendFailure("permanent", `template could not be compiled: ${errorText(err, doc.to)}`);
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be compiled: ${errorText(err, doc.to)}` });
   }
 }
 
@@ -201,29 +292,41 @@ function render(prepared: PreparedTemplate, variables: Record<string, unknown>, 
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    throw new SendFailure("permanent", `template could not be rendered: ${errorText(err, "")}`);
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${errorText(err, "")}` });
   }
 }
 
+/** An error's name and message without addresses, for last_error and logs (never the API). */
 function errorText(err: unknown, recipient: string): string {
-  return scrubReason(err instanceof Error ? err.message : String(err), recipient);
+  return scrubReason(err instanceof Error ? `${err.name}: ${err.message}` : String(err), recipient);
 }
 
-/** Records the outcome (first outcome wins: guarded by `status: queued`) with its email.status event. */
-async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status: "sent" | "failed", at: number): Promise<void> {
-  const written = await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued" },
-    {
-      $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at, outbox_pending: true },
-      $push: { outbox: { $each: [outboxEntry(at, "email.status", status)] } },
-      $inc: { version: 1 },
-    },
+/**
+ * Records the outcome (first outcome wins: guarded by `status: queued`) with
+ * its email.status entry: one single-document write, then the outbox flush.
+ */
+async function settle(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  status: "sent" | "failed",
+  at: number,
+  update: TenantUpdate<EmailDoc>,
+): Promise<void> {
+  const written = await emails.updateOne(
+    { _id: doc._id, status: "queued" },
+    withOutbox<EmailDoc, OutboxEntry>(
+      { $set: { ...update.$set, lease_until: 0, lease_token: "" } },
+      [outboxEntry(at, "email.status", status)],
+      at,
+    ),
   );
   if (!written) {
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
-  await finish(deps.relay, deps.logger, written);
+  emailsByStatus.inc({ status });
+  await deps.relay.afterWrite(written);
 }
 
 /**
@@ -231,17 +334,20 @@ async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status:
  * it is sent, so that an erasure arriving meanwhile finds it (leased) and waits
  * for this attempt. A link, once set, is never changed.
  */
-async function link(deps: DeliveryDeps, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
-    { $set: { subscriber_id: subscriberId } },
-  );
+async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
+  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { subscriber_id: subscriberId } });
 }
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */
-async function release(deps: DeliveryDeps, doc: EmailDoc, token: string, set: Record<string, unknown>): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
+async function release(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  token: string,
+  set: Pick<TenantUpdate<EmailDoc>, "$set">["$set"],
+): Promise<void> {
+  await emails.updateOne(
+    { _id: doc._id, lease_token: token, status: "queued" },
     { $set: { ...set, lease_until: 0, lease_token: "", updated_at: deps.now() } },
   );
 }
