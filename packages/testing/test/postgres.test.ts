@@ -2,16 +2,8 @@
 // after stop(). Runs its own cluster, whatever MONGO_URL points at.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { alive } from "../src/cache.js";
 import { startPostgres } from "../src/postgres.js";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 describe("startPostgres", () => {
   it("runs a cluster on a unix socket in a directory of its own, no TCP, and removes it on stop", async () => {
