@@ -1,10 +1,9 @@
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import { freePort } from "@emailsvc/testing";
-import { exited, poll, startNode, stopChild } from "../../services/delivery/test/support/processes";
 import { SmtpSink } from "../../services/delivery/test/support/smtp-sink";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
@@ -80,6 +79,14 @@ class Api {
       for (const id of ids) if ((await this.json("GET", `/api/v1/emails/${id}`)).body.status !== "sent") return false;
       return true;
     }, "every queued mail sent after the restart", RESUME_BOUND_MS);
+  }
+}
+
+async function poll(condition: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -171,7 +178,10 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
         await api.allSent(ids);
         expectOneMailEach(sink);
       } finally {
-        await stopChild(child);
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGTERM");
+          await exited(child);
+        }
       }
     },
     RESUME_BOUND_MS + 120_000,
@@ -179,7 +189,27 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
 });
 
 /** Starts `npm start`'s entry point as a child process; resolves once the gateway is ready. */
-function startMain(env: Record<string, string>, gatewayUrl: string): Promise<ChildProcess> {
-  const ready = async () => (await fetch(`${gatewayUrl}/readyz`)).status === 200;
-  return startNode(join(root, "embedded", "dist", "main.js"), env, ready, "the gateway of embedded/dist/main.js");
+async function startMain(env: Record<string, string>, gatewayUrl: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(root, "embedded", "dist", "main.js")], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const output: string[] = [];
+  child.stdout!.on("data", (d) => output.push(String(d)));
+  child.stderr!.on("data", (d) => output.push(String(d)));
+  await poll(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`embedded/dist/main.js exited early:\n${output.join("")}`);
+      try {
+        return (await fetch(`${gatewayUrl}/readyz`)).status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    "the gateway of embedded/dist/main.js",
+    30_000,
+  );
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
 }

@@ -1,253 +1,310 @@
-// The registry of topics: each topic's protobuf message (from @emailsvc/proto),
-// the field its events are keyed by, and the service that produces it. Producing
-// and consuming go through it, so both are typed by the message, and what every
-// consumer would otherwise repeat lives here once:
+// The registry of topics: every topic of the platform with its protobuf
+// message (from @emailsvc/proto) and the id it is keyed by. Producing and
+// consuming go through it, so both are typed by the topic, events are encoded
+// and their headers set in one place, and the decode-and-check every consumer
+// needs (a message that does not decode, or whose meta or key id is not
+// well formed, is logged by ids and skipped) is written once.
 //
-//  - encoding: the common EventMeta (event id, tenant, time) filled from the
-//    event's origin, the key taken from the message, the headers `event-id`
-//    and `event-type` set in one place (`eventHeaders`);
-//  - decoding: the bytes parsed as the topic's message, the meta checked (an
-//    event id, an account id, mode live or test), the key field checked against
-//    its id prefix and the bus key; an event that fails any of it is logged by
-//    ids only and skipped (redelivering it would fail the same way forever).
-//
-// Events carry ids only (DESIGN.md): never an address, metadata or content.
+//   await publishEvents(bus, [encodeEvent("email.status", { eventId, tenant, occurredAt }, { emailId, status: "sent" })]);
+//   await subscribeEvents(bus, { group: "delivery", logger, handlers: {
+//     "email.send.requested": async (message, meta) => { ... message.emailId, meta.tenant ... },
+//   } });
 
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { events as messages } from "@emailsvc/proto";
+import { events } from "@emailsvc/proto";
+import {
+  context,
+  counter,
+  extractTraceContext,
+  histogram,
+  isId,
+  observedGauge,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  tracer,
+  tracingEnabled,
+  TRACEPARENT,
+  type KeyMode,
+} from "@emailsvc/runtime";
 import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./types.js";
 
-/** A bus message: every one begins with the common EventMeta. */
-type WithMeta = { meta?: messages.EventMeta | undefined };
-
-export interface TopicSpec<S extends DescMessage> {
+/** One topic: its message and the id events are keyed by (order holds per key). */
+export interface TopicSpec<S extends DescMessage = DescMessage> {
   schema: S;
-  /** Prefix of the id the events are keyed by (`sub`, `eml`): the key is that id. */
-  keyPrefix: string;
-  /** The id the event is keyed by, read from the message: events of one id stay in order. */
+  /** Prefix of the key id (`sub`, `eml`): the key must be such an id. */
+  keyKind: string;
+  /** The key of an event: an id field of its message. */
   key(message: MessageShape<S>): string;
-  /** The service that produces the topic (consumers live elsewhere). */
-  producer: string;
 }
 
-function topic<S extends DescMessage>(
-  schema: S & (MessageShape<S> extends WithMeta ? unknown : never),
-  producer: string,
-  keyPrefix: string,
-  key: (message: MessageShape<S>) => string,
-): TopicSpec<S> {
-  return { schema, producer, keyPrefix, key };
+function topic<S extends DescMessage>(schema: S, keyKind: string, key: (message: MessageShape<S>) => string): TopicSpec<S> {
+  return { schema, keyKind, key };
 }
 
-/** Every topic of the platform. Adding one: its message in proto/, then one line here. */
+/** Every topic of the platform. Events carry ids only, never personal data (see proto/emailsvc/events). */
 export const TOPICS = {
-  "subscriber.created": topic(messages.SubscriberCreatedSchema, "subscribers", "sub", (m) => m.subscriberId),
-  "subscriber.status_changed": topic(messages.SubscriberStatusChangedSchema, "subscribers", "sub", (m) => m.subscriberId),
-  "subscriber.tag_added": topic(messages.SubscriberTagAddedSchema, "subscribers", "sub", (m) => m.subscriberId),
-  "subscriber.tag_removed": topic(messages.SubscriberTagRemovedSchema, "subscribers", "sub", (m) => m.subscriberId),
-  "subscriber.deleted": topic(messages.SubscriberDeletedSchema, "subscribers", "sub", (m) => m.subscriberId),
-  "email.send.requested": topic(messages.EmailSendRequestedSchema, "delivery", "eml", (m) => m.emailId),
-  "email.status": topic(messages.EmailStatusChangedSchema, "delivery", "eml", (m) => m.emailId),
+  "subscriber.created": topic(events.SubscriberCreatedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.status_changed": topic(events.SubscriberStatusChangedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.tag_added": topic(events.SubscriberTagAddedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.tag_removed": topic(events.SubscriberTagRemovedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.deleted": topic(events.SubscriberDeletedSchema, "sub", (m) => m.subscriberId),
+  "email.send.requested": topic(events.EmailSendRequestedSchema, "eml", (m) => m.emailId),
+  "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
 } as const;
 
 export type Topic = keyof typeof TOPICS;
 type SchemaOf<T extends Topic> = (typeof TOPICS)[T]["schema"];
-
 /** The decoded message of a topic. */
 export type EventMessage<T extends Topic> = MessageShape<SchemaOf<T>>;
-
-/** What a producer gives for an event of a topic: the message without its meta, which the registry fills. */
+/** What a producer gives for an event of a topic: its fields but `meta`, which encodeEvent fills. */
 export type EventBody<T extends Topic> = Omit<MessageInitShape<SchemaOf<T>>, "meta" | "$typeName">;
-
-/** An event of any topic, with its body typed by the topic. */
-export type AnyEvent = { [T in Topic]: { topic: T; body: EventBody<T> } }[Topic];
 
 export function isTopic(name: string): name is Topic {
   return Object.prototype.hasOwnProperty.call(TOPICS, name);
 }
 
-/** The topics a service produces, for its `ensureTopics` at start. */
-export function topicsProducedBy(service: string): Topic[] {
-  return (Object.keys(TOPICS) as Topic[]).filter((name) => TOPICS[name].producer === service);
-}
-
-/** Where an event comes from; becomes its EventMeta and headers. */
+/** The meta of an event a producer writes. */
 export interface EventOrigin {
-  /** `evt_…`: consumers dedupe by it, so a repeat of one event carries the same one. */
+  /** Unique per event (`evt_…`): consumers deduplicate by it. */
   eventId: string;
-  /** `<account id>:<mode>` of the data the event is about. */
+  /** The tenant key `<account id>:<mode>` the event belongs to. */
   tenant: string;
   /** When the change happened (ms). */
   occurredAt: number;
   /**
-   * Headers to carry besides ours, e.g. the `traceparent` of the change that
-   * made the event (W3C trace context); `event-id` and `event-type` always win.
+   * W3C `traceparent` of the request or event that made the change (kept in
+   * the outbox entry while tracing is on): the consumer's span continues it.
    */
-  headers?: Record<string, string> | undefined;
+  trace?: string | undefined;
 }
 
-/** The headers of every event: set here, and only here. */
-export function eventHeaders(topic: Topic, eventId: string, extra?: Record<string, string>): Record<string, string> {
-  return { ...extra, "event-id": eventId, "event-type": topic };
+/** An event ready for the bus: its topic and the encoded record (key, value, headers). */
+export interface EncodedEvent {
+  topic: Topic;
+  event: OutgoingEvent;
 }
 
-/** One event of `topic`, encoded: meta filled from `origin`, keyed by the message's id, headers set. */
-export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body: EventBody<T>): OutgoingEvent {
-  const spec = TOPICS[topic] as unknown as TopicSpec<DescMessage>;
-  const [accountId = "", mode = ""] = origin.tenant.split(":");
-  const meta = create(messages.EventMetaSchema, {
+/**
+ * The headers of every event, set here only. `event-id` and `event-type` let
+ * a reader (or a dead-letter tool) tell events apart without decoding them;
+ * W3C `traceparent` joins the consumer's handling to the trace of the change
+ * that caused it. Ids only, never personal data.
+ */
+export function eventHeaders(topic: Topic, eventId: string, trace?: string): Record<string, string> {
+  return { "event-id": eventId, "event-type": topic, ...(trace && TRACEPARENT_FORM.test(trace) ? { [TRACEPARENT]: trace } : {}) };
+}
+
+/** The event with the `traceparent` of the change that caused it (the outbox keeps it per entry). */
+export function withTraceparent(encoded: EncodedEvent, traceparent: string | undefined): EncodedEvent {
+  if (!traceparent || !TRACEPARENT_FORM.test(traceparent)) return encoded;
+  return { topic: encoded.topic, event: { ...encoded.event, headers: { ...encoded.event.headers, [TRACEPARENT]: traceparent } } };
+}
+
+/** A W3C traceparent (version 00), as the propagator writes it. */
+const TRACEPARENT_FORM = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** Encodes one event of `topic`: the message with its meta, keyed by the topic's key id. */
+export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body: EventBody<T>): EncodedEvent {
+  if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
+  const spec = TOPICS[topic] as unknown as TopicSpec;
+  const separator = origin.tenant.indexOf(":");
+  const meta = create(events.EventMetaSchema, {
     eventId: origin.eventId,
-    accountId,
-    mode,
+    accountId: origin.tenant.slice(0, separator),
+    mode: origin.tenant.slice(separator + 1),
     occurredAt: timestampFromMs(origin.occurredAt),
   });
   const message = create(spec.schema, { ...(body as object), meta } as MessageInitShape<DescMessage>);
   const key = spec.key(message);
-  if (!isIdOf(spec.keyPrefix, key)) throw new TypeError(`${topic}: the key must be a ${spec.keyPrefix}_ id`);
-  return { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId, origin.headers) };
+  return { topic, event: { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId, origin.trace) } };
 }
 
-/** `encodeEvent` for an event whose topic is known only at run time (an outbox entry's). */
-export function encodeAnyEvent(event: AnyEvent, origin: EventOrigin): OutgoingEvent {
-  // AnyEvent pairs each topic with its own body type; TypeScript cannot follow
-  // that pairing through a union, so it is asserted here, once.
-  return encodeEvent(event.topic as Topic, origin, event.body as EventBody<Topic>);
+/**
+ * Publishes encoded events, one batch per topic (kafkajs is about 25 times
+ * faster with batches), topics in `topicOrder` first, then in the order they
+ * first appear. Order per key holds within a topic only, as on Kafka.
+ */
+export async function publishEvents(bus: EventBus, encoded: readonly EncodedEvent[], topicOrder: readonly Topic[] = []): Promise<void> {
+  const byTopic = new Map<Topic, OutgoingEvent[]>(topicOrder.map((t) => [t, []]));
+  for (const { topic, event } of encoded) {
+    const list = byTopic.get(topic);
+    if (list) list.push(event);
+    else byTopic.set(topic, [event]);
+  }
+  for (const [topic, list] of byTopic) if (list.length > 0) await bus.publish(topic, list);
 }
 
-/** Publishes events of one topic as one batch (the bus' unit of work). */
-export async function publishEvents<T extends Topic>(
-  bus: EventBus,
-  topic: T,
-  events: ReadonlyArray<{ origin: EventOrigin; body: EventBody<T> }>,
-): Promise<void> {
-  if (events.length === 0) return;
-  await bus.publish(
-    topic,
-    events.map((event) => encodeEvent(topic, event.origin, event.body)),
-  );
-}
-
-/** The meta of a consumed event, checked: what a handler may rely on. */
-export interface CheckedMeta {
+/** The meta of a received event, checked: a handler gets only well-formed ones. */
+export interface ReceivedMeta {
   topic: Topic;
+  /** The key id (subscriber id, email id), checked to be an id of the topic's kind. */
+  key: string;
   eventId: string;
   accountId: string;
-  mode: "live" | "test";
-  /** `<account id>:<mode>`: the tenant the event is about. */
+  mode: KeyMode;
+  /** `<account id>:<mode>`: the tenant the event belongs to, as stored documents name it. */
   tenant: string;
   occurredAt: number;
-  /** The id the event is keyed by (checked against the message). */
-  key: string;
-  /** The headers as they came, e.g. `traceparent`. */
   headers: Record<string, string>;
 }
 
-export type Decoded<T extends Topic> =
-  | { ok: true; message: EventMessage<T>; meta: CheckedMeta }
-  | { ok: false; problem: string };
-
-/** Parses a received event of `topic` and checks its meta and key. */
-export function decodeEvent<T extends Topic>(topic: T, event: ReceivedEvent): Decoded<T> {
-  const spec = TOPICS[topic] as unknown as TopicSpec<DescMessage>;
-  let message: MessageShape<DescMessage> & WithMeta;
-  try {
-    message = fromBinary(spec.schema, event.value) as MessageShape<DescMessage> & WithMeta;
-  } catch {
-    return { ok: false, problem: "not a message of its topic" };
-  }
-  const meta = message.meta;
-  if (!meta) return { ok: false, problem: "no meta" };
-  if (!isIdOf("evt", meta.eventId)) return { ok: false, problem: "no valid event id" };
-  if (!isIdOf("acc", meta.accountId)) return { ok: false, problem: "no valid account id" };
-  if (meta.mode !== "live" && meta.mode !== "test") return { ok: false, problem: "mode is neither live nor test" };
-  const key = spec.key(message);
-  if (!isIdOf(spec.keyPrefix, key)) return { ok: false, problem: `no valid ${spec.keyPrefix}_ id` };
-  if (key !== event.key) return { ok: false, problem: "the bus key differs from the message's id" };
-  return {
-    ok: true,
-    message: message as unknown as EventMessage<T>,
-    meta: {
-      topic,
-      eventId: meta.eventId,
-      accountId: meta.accountId,
-      mode: meta.mode,
-      tenant: `${meta.accountId}:${meta.mode}`,
-      occurredAt: meta.occurredAt ? timestampMs(meta.occurredAt) : 0,
-      key,
-      headers: event.headers,
-    },
-  };
-}
-
-/** Handles one checked event of a topic. Throwing has the bus deliver it again after a backoff. */
-export type TopicHandler<T extends Topic> = (message: EventMessage<T>, meta: CheckedMeta) => Promise<void>;
-
+export type TopicHandler<T extends Topic> = (message: EventMessage<T>, meta: ReceivedMeta) => Promise<void>;
 export type TopicHandlers = { [T in Topic]?: TopicHandler<T> };
 
-/** Where skipped events are reported: pino's `error(fields, message)` fits. */
+/** Where skipped events are reported; pino loggers fit. */
 export interface EventLogger {
   error(fields: Record<string, unknown>, message: string): void;
 }
 
-export interface SubscribeTopicsOptions {
-  /** Consumer group: the consuming service's name. */
+export interface SubscribeEventsOptions {
+  /** Consumer group: one per service, named after it. */
   group: string;
-  /**
-   * A handler per consumed topic, all in one subscription: kafkajs' assigner
-   * hands a group's partitions to its members whatever each subscribed to, so
-   * two subscriptions of one group could each get the other's topic.
-   */
+  /** One handler per consumed topic; they are the subscription's topics. */
   handlers: TopicHandlers;
   logger: EventLogger;
   fromBeginning?: boolean;
 }
 
 /**
- * Subscribes `group` to the topics of `handlers`; each event is decoded and
- * checked, then handed to its topic's handler. A malformed or undecodable
- * event is logged by ids only (topic, and event id and key when they are ids)
- * and skipped.
+ * Subscribes one group to the topics of `handlers`, and hands each handler the
+ * decoded message and its checked meta. An event that does not decode, or
+ * whose meta (event id, account id, mode) or key id is not well formed, is
+ * logged by ids only (topic, key, event id) and skipped: redelivering it would
+ * block its partition for ever. A handler that throws gets the event again
+ * after the bus' backoff, as with `bus.subscribe`.
  */
-export function subscribeTopics(bus: EventBus, options: SubscribeTopicsOptions): Promise<Subscription> {
-  const topics = (Object.keys(options.handlers) as Topic[]).filter((name) => options.handlers[name] !== undefined);
-  return bus.subscribe({
-    group: options.group,
+export async function subscribeEvents(bus: EventBus, options: SubscribeEventsOptions): Promise<Subscription> {
+  const topics = Object.keys(options.handlers).filter(isTopic);
+  const { group } = options;
+  const metrics = consumerMetrics();
+  const subscription = await bus.subscribe({
+    group,
     topics,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
     handler: async (event) => {
-      if (!isTopic(event.topic) || !options.handlers[event.topic]) {
-        options.logger.error({ topic: event.topic }, "event of a topic without a handler skipped");
-        return;
-      }
-      const decoded = decodeEvent(event.topic, event);
+      const decoded = decodeEvent(event);
       if (!decoded.ok) {
-        const eventId = event.headers["event-id"];
+        metrics.handled.inc({ topic: event.topic, group, outcome: "skipped" });
         options.logger.error(
-          {
-            topic: event.topic,
-            problem: decoded.problem,
-            ...(eventId !== undefined && isIdOf("evt", eventId) ? { event_id: eventId } : {}),
-            ...(looksLikeId(event.key) ? { key: event.key } : {}),
-          },
-          "malformed event skipped",
+          { topic: event.topic, key: safeId(event.key), event_id: safeId(event.headers["event-id"] ?? "") },
+          `${decoded.problem} event skipped`,
         );
         return;
       }
-      const handler = options.handlers[event.topic] as TopicHandler<Topic>;
-      await handler(decoded.message, decoded.meta);
+      const handler = options.handlers[decoded.meta.topic] as TopicHandler<Topic> | undefined;
+      if (!handler) return;
+      const started = process.hrtime.bigint();
+      let outcome = "handled";
+      try {
+        await inConsumerSpan(decoded.meta, group, () => handler(decoded.message as EventMessage<Topic>, decoded.meta));
+      } catch (err) {
+        outcome = "failed";
+        throw err;
+      } finally {
+        metrics.handled.inc({ topic: decoded.meta.topic, group, outcome });
+        metrics.duration.observe({ topic: decoded.meta.topic, group }, Number(process.hrtime.bigint() - started) / 1e9);
+      }
     },
   });
+  // The group's lag, read when Prometheus scrapes.
+  const stopObserving = metrics.lag.observe(async (gauge) => {
+    for (const { topic, lag } of await bus.lag(group, topics)) gauge.set({ topic, group }, lag);
+  });
+  return {
+    stop: async () => {
+      stopObserving();
+      await subscription.stop();
+    },
+  };
 }
 
-// Ids are `<prefix>_` and 26 characters of Crockford base32 (@emailsvc/runtime
-// makes them); the bus checks their shape only.
-const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
-
-function isIdOf(prefix: string, value: string): boolean {
-  return value.startsWith(`${prefix}_`) && ID_BODY.test(value.slice(prefix.length + 1));
+function consumerMetrics() {
+  return {
+    handled: counter("events_handled_total", "Events a consumer group took, by topic and outcome (handled, failed: redelivered, skipped: malformed).", [
+      "topic",
+      "group",
+      "outcome",
+    ]),
+    duration: histogram("event_handling_duration_seconds", "Time a handler took on one event.", ["topic", "group"]),
+    lag: observedGauge("event_consumer_lag", "Events of a topic a consumer group has not handled yet.", ["topic", "group"]),
+  };
 }
 
-function looksLikeId(value: string): boolean {
-  return /^[a-z]{2,5}_[0-9a-hjkmnp-tv-z]{26}$/.test(value);
+/** The handling of one event, in a consumer span continuing its producer's trace (tracing on only). */
+async function inConsumerSpan(meta: ReceivedMeta, group: string, run: () => Promise<void>): Promise<void> {
+  if (!tracingEnabled()) return run();
+  const parent = extractTraceContext((name) => meta.headers[name]);
+  const span = tracer().startSpan(
+    `${meta.topic} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        "messaging.operation.type": "process",
+        "messaging.destination.name": meta.topic,
+        "messaging.consumer.group.name": group,
+        "messaging.message.id": meta.eventId,
+        "emailsvc.account_id": meta.accountId,
+        "emailsvc.key": meta.key,
+      },
+    },
+    parent,
+  );
+  try {
+    await context.with(trace.setSpan(parent, span), run);
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : "error" });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+export type DecodedEvent =
+  | { ok: true; message: EventMessage<Topic>; meta: ReceivedMeta }
+  | { ok: false; problem: "unknown topic" | "undecodable" | "malformed" };
+
+/** Decodes and checks one received event (what subscribeEvents does before a handler runs). */
+export function decodeEvent(event: ReceivedEvent): DecodedEvent {
+  if (!isTopic(event.topic)) return { ok: false, problem: "unknown topic" };
+  const spec = TOPICS[event.topic] as unknown as TopicSpec;
+  let message: EventMessage<Topic>;
+  try {
+    message = fromBinary(spec.schema, event.value) as EventMessage<Topic>;
+  } catch {
+    return { ok: false, problem: "undecodable" };
+  }
+  const meta = (message as { meta?: { eventId: string; accountId: string; mode: string; occurredAt?: Parameters<typeof timestampMs>[0] } }).meta;
+  const key = spec.key(message);
+  if (
+    !meta ||
+    meta.eventId.length === 0 ||
+    meta.eventId.length > 100 ||
+    !isId("acc", meta.accountId) ||
+    (meta.mode !== "live" && meta.mode !== "test") ||
+    !isId(spec.keyKind, key)
+  ) {
+    return { ok: false, problem: "malformed" };
+  }
+  return {
+    ok: true,
+    message,
+    meta: {
+      topic: event.topic,
+      key,
+      eventId: meta.eventId,
+      accountId: meta.accountId,
+      mode: meta.mode,
+      tenant: `${meta.accountId}:${meta.mode}`,
+      occurredAt: meta.occurredAt ? timestampMs(meta.occurredAt) : 0,
+      headers: event.headers,
+    },
+  };
+}
+
+/** A value fit for a log line: an id-like token, else a placeholder (a key or header could hold anything). */
+function safeId(value: string): string {
+  if (value === "") return "";
+  return /^[A-Za-z0-9_.:-]{1,100}$/.test(value) ? value : "<not an id>";
 }

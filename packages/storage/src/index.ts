@@ -30,12 +30,4 @@ export function openStore(options: OpenStoreOptions): Promise<DocumentStore> {
     dataDir: options.dataDir === undefined ? undefined : path.join(options.dataDir, options.dbName),
   });
 }
-export { AcrossTenants, AnyTenant, TenantCollection, type Scoped, type TenantDoc } from "./tenant-collection.js";
-export {
-  collectionSet,
-  collectionSpec,
-  type CollectionSet,
-  type CollectionSpec,
-  type CollectionsOf,
-  type RepositoriesOf,
-} from "./repositories.js";
+export { CrossTenantCollection, TenantCollection, type TenantFilter, type TenantUpdate } from "./tenant-collection.js";

@@ -5,9 +5,9 @@
 
 /**
  * Every stored document has a string `_id` (our prefixed, time-sortable ids).
- * A service declares each collection's documents as an interface extending
- * `Doc`; filters and updates are then typed by its fields (see `Filter` and
- * `Update`): a field the interface does not declare is a compile error.
+ * A service declares its documents as interfaces extending Doc, naming every
+ * field: filters and updates on a typed collection are checked against them
+ * (see Filter and Update).
  *
  * Values that round-trip identically in every adapter: strings, finite numbers,
  * booleans, null, arrays and plain objects of those, except an array directly
@@ -16,15 +16,13 @@
  * are dropped. Date objects are not part of the contract: store timestamps as
  * numbers of ms or ISO strings.
  */
-export interface Doc {
-  _id: string;
-}
+export type Doc = { _id: string };
 
-/**
- * A document of no declared shape: any field, any value. What `collection()`
- * gives without a document type (the adapters' contract tests, scripts).
- */
-export type AnyDoc = { _id: string } & Record<string, unknown>;
+/** A document of any shape: the default of an untyped collection (tests, tools). */
+export type AnyDoc = { _id: string; [field: string]: unknown };
+
+/** A document that belongs to one tenant (`<account id>:<mode>`); every index of it starts with `tenant`. */
+export type TenantDoc = Doc & { tenant: string };
 
 /**
  * What filters compare with and `$pull` removes. Objects, arrays and Dates are
@@ -32,119 +30,106 @@ export type AnyDoc = { _id: string } & Record<string, unknown>;
  */
 export type Scalar = string | number | boolean | null;
 
-// ---------------------------------------------------------------------------
-// Field paths of a document type. A path is a top-level field or, through a
-// plain object field (a nested object, or a record such as `metadata`), a
-// dotted path into it; an array ends a path (a condition on an array field
-// matches its elements). Four levels deep at most, which is more than any
-// document here has.
-// ---------------------------------------------------------------------------
-
-type Depth = [never, 0, 1, 2, 3];
-
-/** A value a path may continue into: a plain object, not an array or a scalar. */
-type Nested<V> = V extends Scalar | undefined | readonly unknown[] ? never : V extends object ? V : never;
-
-/** Every field path of `T`, e.g. `"status" | "metadata" | \`metadata.${string}\``. */
-export type Path<T, D extends number = 4> = [D] extends [never]
-  ? never
-  : {
-      [K in keyof T & string]: K | (Nested<NonNullable<T[K]>> extends never ? never : `${K}.${Path<Nested<NonNullable<T[K]>>, Depth[D]>}`);
-    }[keyof T & string];
-
-/** The type of the value at `P` in `T`. */
-export type ValueAt<T, P extends string> = P extends keyof T
-  ? T[P]
-  : P extends `${infer Head}.${infer Rest}`
-    ? Head extends keyof T
-      ? ValueAt<Nested<NonNullable<T[Head]>>, Rest>
-      : never
-    : never;
-
-/** What a condition on a field of type `V` compares with: the field's scalars, or an array field's elements. */
-type Comparable<V> = unknown extends V
-  ? Scalar
-  : Extract<(NonNullable<V> extends readonly (infer E)[] ? E : NonNullable<V>), Scalar>;
-
 /**
- * Condition on one field, with MongoDB's semantics: `null` also matches a
- * missing field, and on an array field a condition holds when an element
- * satisfies it (`$ne`/`$nin`: when no element equals the value). On a field of
- * a declared type, the values must be of that type.
+ * Scalar or operator condition on one field, with MongoDB's semantics: `null`
+ * also matches a missing field, and on an array field a condition holds when an
+ * element satisfies it (`$ne`/`$nin`: when no element equals the value).
+ * `V` is what the field holds (an array field: its element).
  */
-export type Condition<V = unknown> =
-  | Comparable<V>
+export type Condition<V extends Scalar = Scalar> =
+  | V
   | null
   | {
-      $eq?: Comparable<V> | null;
-      $ne?: Comparable<V> | null;
-      $in?: Array<Comparable<V> | null>;
-      $nin?: Array<Comparable<V> | null>;
+      $eq?: V | null;
+      $ne?: V | null;
+      $in?: Array<V | null>;
+      $nin?: Array<V | null>;
       /** Range operands are strings or numbers only; a field of another type never matches. */
-      $gt?: Extract<Comparable<V>, string | number>;
-      $gte?: Extract<Comparable<V>, string | number>;
-      $lt?: Extract<Comparable<V>, string | number>;
-      $lte?: Extract<Comparable<V>, string | number>;
+      $gt?: Extract<V, string | number>;
+      $gte?: Extract<V, string | number>;
+      $lt?: Extract<V, string | number>;
+      $lte?: Extract<V, string | number>;
       $exists?: boolean;
     };
 
-/** The filter language on documents of no declared shape (`AnyDoc`). */
-export type UntypedFilter = { [field: string]: Condition | UntypedFilter[] | undefined } & { $or?: UntypedFilter[] };
+/** The element of an array type, or the type itself. */
+type ElementOf<V> = V extends readonly (infer E)[] ? E : V;
+/** The scalar values a condition on a field of type V compares with (never: an object field). */
+type ScalarOf<V> = Extract<ElementOf<Exclude<V, undefined>>, Scalar>;
+/** A condition on a field of type V; an object field takes `$exists` (or null: missing) only. */
+type FieldCondition<V> = unknown extends V
+  ? Condition
+  : [ScalarOf<V>] extends [never]
+    ? null | { $exists: boolean }
+    : Condition<ScalarOf<V>>;
+/** Fields holding objects (or arrays of objects), whose inner fields a dotted path may name. */
+type NestedKeys<T> = {
+  [K in keyof T & string]-?: Exclude<ElementOf<Exclude<T[K], undefined>>, Scalar> extends never ? never : K;
+}[keyof T & string];
 
 /**
- * Equality / operator conditions on fields of `T` (dotted paths into its
- * object fields included), ANDed together; `$or` of such filters is allowed at
- * the top level. A field `T` does not declare is a compile error. A field whose
- * condition is `undefined` is rejected at run time: backends read it
- * differently (MongoDB as null or as no condition, NeDB as never matching), and
- * either can leak or hide data.
+ * Conditions on the document's own fields, ANDed together, typed by the
+ * document: a field the document does not declare is a compile error, and so is
+ * a value of the wrong type. Inner fields of object fields are named by dotted
+ * paths (`"metadata.plan"`), compared with scalars. `$or` of such filters is
+ * allowed at the top level. A field whose condition is `undefined` is rejected
+ * at run time: backends read it differently (MongoDB as null or as no
+ * condition, NeDB as never matching), and either can leak or hide data.
  */
-export type Filter<T = AnyDoc> = string extends Path<T>
-  ? UntypedFilter
-  : { [P in Path<T>]?: Condition<ValueAt<T, P>> } & { $or?: Array<Filter<T>> };
+export type Filter<T = AnyDoc> = string extends keyof T ? AnyFilter : TypedFilter<T>;
 
-/** The update language on documents of no declared shape (`AnyDoc`). */
-export interface UntypedUpdate {
-  // `| undefined` so that a typed update (whose fields are optional) is one of
-  // these; at run time only `$set` takes undefined (as "leave the field be").
-  $set?: Record<string, unknown>;
-  $unset?: Record<string, "" | true | 1 | undefined>;
-  $inc?: Record<string, number | undefined>;
-  $addToSet?: Record<string, { $each: unknown[] } | undefined>;
-  $pull?: Record<string, Scalar | undefined>;
-  $push?: Record<string, { $each: unknown[] } | undefined>;
+type TypedFilter<T> = { [K in keyof T & string]?: FieldCondition<T[K]> } & {
+  [P in `${NestedKeys<T>}.${string}`]?: Condition;
+} & { $or?: Array<TypedFilter<T>> };
+
+/** Any filter, as the adapters check and translate it (no document type). */
+export type AnyFilter = { [field: string]: Condition | AnyFilter[] | { $exists: boolean } | undefined } & { $or?: AnyFilter[] };
+
+/** Paths an update may name: the document's fields, or dotted paths inside its object fields. */
+type Paths<T> = (keyof T & string) | `${NestedKeys<T>}.${string}`;
+type ValueAt<T, P> = P extends keyof T ? T[P] : unknown;
+/** Fields that hold arrays, with their element type. */
+type ArrayKeys<T> = { [K in keyof T & string]-?: Exclude<T[K], undefined> extends readonly unknown[] ? K : never }[keyof T & string];
+type NumberKeys<T> = { [K in keyof T & string]-?: Exclude<T[K], undefined> extends number ? K : never }[keyof T & string];
+type OptionalKeys<T> = { [K in keyof T & string]-?: undefined extends T[K] ? K : never }[keyof T & string];
+
+/**
+ * Update operators, typed by the document: `$set` takes the document's fields
+ * with values of their types (or dotted paths inside object fields), `$unset`
+ * optional fields and inner paths, `$inc` number fields, `$addToSet`/`$push`/
+ * `$pull` array fields with their elements. A document is never replaced whole
+ * by an update. `_id` cannot change; one path (or a path and its parent) may
+ * appear in one operator only. An update that changes nothing acts as `findOne`.
+ */
+export type Update<T = AnyDoc> = string extends keyof T ? AnyUpdate : TypedUpdate<T>;
+
+interface TypedUpdate<T> {
+  $set?: { [P in Paths<Omit<T, "_id">>]?: ValueAt<T, P> };
+  $unset?: { [P in OptionalKeys<T> | `${NestedKeys<T>}.${string}`]?: "" | true | 1 };
+  $inc?: { [P in NumberKeys<T> | `${NestedKeys<T>}.${string}`]?: number };
+  /**
+   * Appends values not yet present (by exact value; objects compare field by
+   * field, so build them with a stable key order). An empty `$each` changes nothing.
+   */
+  $addToSet?: { [K in ArrayKeys<T>]?: { $each: Array<ElementOf<Exclude<T[K], undefined>>> } };
+  /**
+   * Removes values equal to the given one (exact value, never a condition).
+   * Pulling from a missing field does nothing.
+   */
+  $pull?: { [K in ArrayKeys<T>]?: Extract<ElementOf<Exclude<T[K], undefined>>, Scalar> };
+  /** Appends the values; an empty `$each` changes nothing. */
+  $push?: { [K in ArrayKeys<T>]?: { $each: Array<ElementOf<Exclude<T[K], undefined>>> } };
 }
 
-type Settable<T> = Exclude<Path<T>, "_id">;
-type Element<V> = NonNullable<V> extends readonly (infer E)[] ? E : never;
-type PathsOf<T, Wanted> = { [P in Settable<T>]: NonNullable<ValueAt<T, P>> extends Wanted ? P : never }[Settable<T>];
-type ArrayPaths<T> = { [P in Settable<T>]: NonNullable<ValueAt<T, P>> extends readonly unknown[] ? P : never }[Settable<T>];
-
-/**
- * Update operators on fields of `T`; a document is never replaced whole by an
- * update. Paths may be dotted; `_id` cannot change; one path (or a path and
- * its parent) may appear in one operator only. An update that changes nothing
- * acts as `findOne`. Fields and values are checked against `T` at compile time.
- */
-export type Update<T = AnyDoc> = string extends Path<T>
-  ? UntypedUpdate
-  : {
-      $set?: { [P in Settable<T>]?: ValueAt<T, P> };
-      $unset?: { [P in Settable<T>]?: "" | true | 1 };
-      $inc?: { [P in PathsOf<T, number>]?: number };
-      /**
-       * Appends values not yet present (by exact value; objects compare field by
-       * field, so build them with a stable key order). An empty `$each` changes nothing.
-       */
-      $addToSet?: { [P in ArrayPaths<T>]?: { $each: Array<Element<ValueAt<T, P>>> } };
-      /**
-       * Removes values equal to the given one (exact value, never a condition).
-       * Pulling from a missing field does nothing.
-       */
-      $pull?: { [P in ArrayPaths<T>]?: Extract<Element<ValueAt<T, P>>, Scalar> };
-      /** Appends the values; an empty `$each` changes nothing. */
-      $push?: { [P in ArrayPaths<T>]?: { $each: Array<Element<ValueAt<T, P>>> } };
-    };
+/** Any update, as the adapters check and apply it (no document type). */
+export interface AnyUpdate {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, "" | true | 1>;
+  $inc?: Record<string, number>;
+  $addToSet?: Record<string, { $each: unknown[] }>;
+  $pull?: Record<string, Scalar>;
+  $push?: Record<string, { $each: unknown[] }>;
+}
 
 export type SortSpec = Record<string, 1 | -1>;
 

@@ -1,26 +1,26 @@
 import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
-import type { Outbox } from "@emailsvc/outbox";
 import { delivery } from "@emailsvc/proto";
-import { createServiceTransport, startServiceServer, tenantKey, type CallContext, type Logger } from "@emailsvc/runtime";
-import { AcrossTenants, AnyTenant, type DocumentStore } from "@emailsvc/storage";
+import type { OutboxRelay } from "@emailsvc/outbox";
+import { createServiceTransport, startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type EmailProvider, type RetryPolicy } from "./domain/provider.js";
 import { RendererCache, type CompileRenderer } from "./domain/renderer.js";
 import { DELIVERY_TOPICS, deliveryOutbox } from "./messaging/outbox.js";
-import { SendConsumer, type RepositoriesOfEvent } from "./messaging/send-consumer.js";
-import { StalledSweep } from "./messaging/stalled-sweep.js";
+import { SendConsumer } from "./messaging/send-consumer.js";
 import { SandboxProvider } from "./providers/sandbox.js";
 import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
-import { COLLECTIONS } from "./storage/repositories.js";
+import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/templates/render";
-import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
-import type { Deps, Scope } from "./usecases/deps.js";
+import type { KeyRing } from "@emailsvc/tokens";
+import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
+import type { Deps } from "./usecases/deps.js";
 
 export interface DeliveryServiceOptions {
   store: DocumentStore;
@@ -49,17 +49,27 @@ export interface DeliveryServiceOptions {
   from?: string | Sender;
   /** compileRenderer of @emailsvc/templates (the default, loaded by name); tests pass a stand-in. */
   renderer?: CompileRenderer;
-  /** One-click unsubscribe URL of a marketing recipient; none known yet (seam for the portal). */
+  /**
+   * Signs the one-click unsubscribe links of marketing mail (TOKEN_SIGNING_KEYS,
+   * the keys the gateway verifies them with), and where they point
+   * (PUBLIC_API_URL, default http://localhost:8080). Without keys, marketing
+   * mail carries no List-Unsubscribe (only tests start it so).
+   */
+  tokenKeys?: KeyRing;
+  publicApiUrl?: string;
+  /** How long a link stays valid (default 365 days). */
+  unsubscribeTtlDays?: number;
+  /** Replaces the links made from tokenKeys (tests). */
   unsubscribeUrl?: UnsubscribeUrlSource;
   /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
   retry?: Partial<RetryPolicy>;
   /**
-   * How long a send attempt's claim holds an email unrenewed (default 10 s):
-   * renewed every third of it while the attempt runs, so an attempt that died
-   * frees its email within this time.
+   * How long a claim holds an email without renewal (default 10 s): a crashed
+   * attempt's email is free again within this. Renewed every third of it
+   * while a send runs.
    */
   leaseMs?: number;
-  /** The longest one send attempt may take (default 60 s); tests shorten it. */
+  /** The longest one send attempt may take, renewals included (default 60 s). */
   attemptTimeoutMs?: number;
   /** Outbox and stalled-email sweeps; tests shorten them. */
   sweepIntervalMs?: number;
@@ -74,8 +84,7 @@ export interface DeliveryServiceOptions {
 export interface RunningDeliveryService {
   url: string;
   port: number;
-  /** The outbox: its backlog (a metric's value), its sweep. */
-  outbox: Outbox<EmailDoc>;
+  relay: OutboxRelay<EmailDoc>;
   /**
    * Drains: NOT_SERVING, the gRPC server finishes calls in flight, the consumer
    * stops (a send still running after `graceMs`, default 10 s, is cut off and
@@ -96,65 +105,62 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
-  const [collections] = await Promise.all([COLLECTIONS.open(store), bus.ensureTopics([...DELIVERY_TOPICS])]);
-  const outbox = deliveryOutbox(collections.emails, bus, logger, { sweepIntervalMs: options.sweepIntervalMs, sweepGraceMs: options.sweepGraceMs });
-  // Where tenancy is crossed, each by name (everything else gets one tenant's repositories):
-  // the stalled sweep looks for stalled mail in every tenant; the consumer opens the
-  // repositories of the tenant its event names; the sandbox keeps a message under its email's tenant.
-  const stalled = new StalledSweep({
-    emails: new AcrossTenants(collections.emails, "the stalled sweep looks for stalled mail in every tenant"),
-    outbox,
+  const storage = new DeliveryStorage(store);
+  await Promise.all([storage.createIndexes(), bus.ensureTopics([...DELIVERY_TOPICS])]);
+
+  const now = Date.now;
+  const relay = deliveryOutbox({
+    storage,
+    bus,
     logger,
-    clock: Date.now,
-    stalledAfterMs: options.stalledAfterMs ?? 10 * 60_000,
-    intervalMs: options.sweepIntervalMs ?? 2000,
+    clock: now,
+    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
   });
-  const eventTenant = {
-    emails: new AnyTenant(collections.emails, "the consumer acts for the tenant its event's checked meta names"),
-    sandbox: new AnyTenant(collections.sandbox, "the consumer acts for the tenant its event's checked meta names"),
-  };
-  const repositoriesOfEvent: RepositoriesOfEvent = (meta) => ({ emails: eventTenant.emails.of(meta.tenant), sandbox: eventTenant.sandbox.of(meta.tenant) });
   const templates = templatesClient(transport);
   const subscribersTransport =
     options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
-  const sandbox = new SandboxProvider(new AnyTenant(collections.sandbox, "the sandbox keeps each message under its email's tenant"));
+  const sandbox = new SandboxProvider(storage.sandboxKeeper());
   // The SMTP pool exists only for live mode with EMAIL_PROVIDER=smtp; test mode never gets near it.
   const smtp: EmailProvider | undefined =
     liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
 
-  const deps: Deps = { outbox, templates, recipients, logger, liveProvider, now: Date.now };
-  // The tenant of a call comes from its authenticated headers; the use case
-  // gets that tenant's repositories and nothing else.
-  const scopeOf = (call: CallContext): Scope => {
-    const tenant = tenantKey(call.tenant);
-    return { call, tenant, ...COLLECTIONS.forTenant(collections, tenant) };
-  };
+  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now };
   const consumer = new SendConsumer(
     bus,
+    storage.eventTenants(),
     {
-      outbox,
+      relay,
       templates,
       renderers: new RendererCache(compile, options.rendererCacheSize ?? 500),
       providers: { sandbox, smtp },
       liveProvider,
       sender,
-      unsubscribeUrl: options.unsubscribeUrl ?? (async () => undefined),
+      unsubscribeUrl:
+        options.unsubscribeUrl ??
+        (options.tokenKeys
+          ? unsubscribeLinks({
+              keys: options.tokenKeys,
+              publicApiUrl: options.publicApiUrl ?? DEFAULT_PUBLIC_API_URL,
+              ...(options.unsubscribeTtlDays !== undefined ? { ttlDays: options.unsubscribeTtlDays } : {}),
+            })
+          : () => undefined),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60_000,
       logger,
-      now: Date.now,
+      now,
     },
-    repositoriesOfEvent,
     logger,
     options.consumerGroup,
   );
 
   const { server, health } = await startServiceServer({
     services: [delivery.DeliveryService],
-    routes: deliveryRoutes(deps, scopeOf),
+    routes: deliveryRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
     ready: () => store.ping(),
     logger,
     port: options.port,
@@ -166,21 +172,20 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     await server.close(0);
     throw err;
   }
-  outbox.start();
-  stalled.start();
+  relay.start();
   logger.info({ url: server.url, provider: liveProvider }, "delivery service listening");
 
   let closing: Promise<void> | undefined;
   return {
     url: server.url,
     port: server.port,
-    outbox,
+    relay,
     close(closeOptions = {}) {
       closing ??= (async () => {
         const graceMs = closeOptions.graceMs ?? 10_000;
         health.setDraining();
         await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
-        await Promise.all([stalled.stop(), outbox.stop()]);
+        await relay.stop();
         await Promise.all([sandbox.close(), smtp?.close()]);
       })();
       return closing;

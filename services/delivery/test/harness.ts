@@ -43,8 +43,6 @@ export interface Harness {
   client: Client<typeof delivery.DeliveryService>;
   /** Starts another instance on the same store, bus and templates (the previous one must be closed). */
   restart(overrides?: ServiceOverrides): Promise<void>;
-  /** Starts a second instance beside the first, on the same store, bus and templates (closed with the harness). */
-  startAnother(overrides: ServiceOverrides): Promise<RunningDeliveryService>;
   close(): Promise<void>;
 }
 
@@ -85,7 +83,6 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...o,
     });
   let service = await start(overrides);
-  const others: RunningDeliveryService[] = [];
   const h: Harness = {
     service,
     store,
@@ -99,13 +96,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       h.service = service;
       h.client = createClient(delivery.DeliveryService, createServiceTransport(service.url));
     },
-    async startAnother(o) {
-      const other = await start(o);
-      others.push(other);
-      return other;
-    },
     async close() {
-      await Promise.all(others.map((other) => other.close({ graceMs: 1000 })));
       await service.close({ graceMs: 1000 });
       await observer.stop();
       if (!givenBus) await bus.close();

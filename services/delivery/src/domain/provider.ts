@@ -26,70 +26,74 @@ export interface EmailProvider {
 /**
  * How a send failed:
  * - `permanent`: the receiving side refused this message for good (SMTP 5xx),
- *   or it cannot be made (template gone or not renderable): the email fails at
+ *   or it cannot be built (template gone, render error): the email fails at
  *   once, no retry.
  * - `transient`: the server answered, but not now (SMTP 4xx, a reply timeout):
  *   retried, and counted toward the attempt cap.
  * - `unreachable`: no server to talk to (connection refused or lost, DNS,
- *   connect/greeting timeout, 421), or a service of the platform did not
- *   answer: retried without counting toward the attempt cap, since the message
- *   itself is not the problem; bounded by the queue lifetime instead.
- * - `aborted`: stopped by us (shutdown, the attempt deadline, a lost lease);
- *   the outcome is unknown, the lease decides what happens next.
+ *   connect/greeting timeout, 421, the templates or subscribers service down):
+ *   retried without counting toward the attempt cap, since the message itself
+ *   is not the problem; bounded by the queue lifetime instead.
+ * - `aborted`: stopped by us (shutdown, the attempt's deadline, or its lease
+ *   lost); the outcome is unknown, the lease decides what happens next.
  */
 export type FailureKind = "permanent" | "transient" | "unreachable" | "aborted";
 
 /**
- * Why an email failed, as the API shows it (`error`): a small, stable set of
- * codes integrators can branch on. A relay's refusal adds the relay's reply
- * (`recipient_rejected: 550 5.1.1 <recipient>: User unknown`), without any
- * address. Nothing else reaches the API: the internal detail (an exception's
- * message, a socket error, the relay's host) goes to `last_error` (operators
- * only) and to the logs. services/delivery/README.md lists the codes.
+ * The reasons an email may fail with, as the API shows them in `error`: a
+ * stable code, followed by the relay's reply (addresses removed) where the
+ * relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User
+ * unknown`. Nothing else reaches a client: internal detail goes to the logs
+ * and to the email's `last_error`, for operators. Documented in the README.
  */
 export const PUBLIC_ERRORS = {
-  /** The relay refused the recipient for good (5xx to RCPT TO); its reply follows. */
-  recipient_rejected: "the relay refused the recipient",
-  /** The relay refused the message for good (5xx to MAIL FROM or DATA); its reply follows. */
-  message_rejected: "the relay refused the message",
-  /** The relay answered "not now" (4xx) or not in time, as often as the retry policy allows; its last reply follows, if any. */
-  retries_exhausted: "the relay did not take the message after every retry",
-  /** No relay could be reached (refused, timed out, closed, 421, credentials refused) for the queue lifetime. */
-  provider_unreachable: "no relay could be reached for the queue lifetime",
-  /** A service of the platform (templates, subscribers) did not answer for the queue lifetime. */
-  platform_unavailable: "the platform could not prepare the message for the queue lifetime",
   /** The template version the email was queued with no longer exists. */
-  template_missing: "the template version of the email no longer exists",
+  template_unavailable: "the template version the email was queued with no longer exists",
   /** The template could not be compiled or rendered with the email's variables. */
-  template_render_failed: "the template could not be rendered",
-  /** The recipient's subscriber was erased while the email was queued. */
-  recipient_erased: "the recipient was erased before the email was sent",
+  template_render_failed: "the template could not be rendered with the email's variables",
+  /** The relay refused the recipient for good (5xx to RCPT TO). */
+  recipient_rejected: "the relay refused the recipient",
+  /** The relay refused the message for good (5xx to MAIL FROM or DATA). */
+  message_rejected: "the relay refused the message",
+  /** The relay answered "try later" until the attempt cap. */
+  attempts_exhausted: "the relay kept answering 'try later' until the attempt cap",
+  /** No relay could be reached (or accepted our credentials) within the queue lifetime. */
+  relay_unavailable: "the relay could not be reached within the queue lifetime",
+  /** The templates or subscribers service could not be reached within the queue lifetime. */
+  service_unavailable: "a service the send needs could not be reached within the queue lifetime",
+  /** A marketing email whose recipient's subscriber is not active (unsubscribed, bounced, complained). */
+  recipient_unsubscribed: "the recipient unsubscribed (or bounced, or complained): marketing mail is not sent to them",
+  /** The recipient's subscriber was erased before the email was sent. */
+  recipient_erased: "the recipient's subscriber was erased before the email was sent",
 } as const;
 
 export type PublicErrorCode = keyof typeof PUBLIC_ERRORS;
 
-/** The text of `error`: the code, and the relay's reply when there is one. */
-export function publicError(code: PublicErrorCode, reply?: string): string {
+/** The `error` of a failed email: its code, and the relay's reply when there is one. */
+export function publicError(code: PublicErrorCode, reply = ""): string {
   return reply ? `${code}: ${reply}` : code;
 }
 
+/** What a failed attempt is about, before the retry rules decide whether the email fails. */
+export type FailureCode = Exclude<PublicErrorCode, "attempts_exhausted" | "recipient_erased"> | "relay_deferred" | "send_aborted";
+
 export class SendFailure extends Error {
+  /** The relay's reply, without addresses: safe to show (may be ""). */
+  readonly reply: string;
+  /** What happened, for operators and logs: no addresses, never shown to a client. */
+  readonly detail: string;
+
   constructor(
     readonly kind: FailureKind,
-    /** What the API shows when this failure fails the email. */
-    readonly code: PublicErrorCode,
-    /** For operators (`last_error`, logs): never shown by the API; holds no recipient address. */
-    readonly detail: string,
-    /** The relay's reply, addresses removed (scrubReason), when the relay answered. */
-    readonly reply?: string,
+    readonly code: FailureCode,
+    details: { reply?: string; detail?: string } = {},
   ) {
+    const reply = details.reply ?? "";
+    const detail = details.detail || reply || code;
     super(detail);
     this.name = "SendFailure";
-  }
-
-  /** `error` as the API shows it. */
-  get publicText(): string {
-    return publicError(this.code, this.reply);
+    this.reply = reply;
+    this.detail = detail;
   }
 }
 
@@ -102,26 +106,41 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, maxQueueAgeMs: 24 * 60 * 60 * 1000 };
 
-/** Retry, or fail the email with `error` (the public text; the failure's detail goes to `last_error`). */
+/** Either try again, or fail the email with `error` (its public text, see PUBLIC_ERRORS). */
 export type Outcome = { retry: true } | { retry: false; error: string };
 
+/** The public code a failure of this kind ends with once it is given up on. */
+function finalCode(failure: SendFailure): PublicErrorCode {
+  switch (failure.code) {
+    case "relay_deferred":
+    case "send_aborted":
+      return "attempts_exhausted";
+    default:
+      return failure.code;
+  }
+}
+
 /**
- * What to do after a failed attempt. `transientFailures` counts the attempts
- * the server answered "not now" to, this one included when it is one.
+ * What to do after a failed attempt. `attempts` counts every attempt made so
+ * far including this one, `transientFailures` the ones the server answered
+ * "not now" to (including this one when it is one).
  */
 export function afterFailure(
   failure: SendFailure,
-  state: { transientFailures: number; queuedAt: number; now: number },
+  state: { attempts: number; transientFailures: number; queuedAt: number; now: number },
   policy: RetryPolicy,
 ): Outcome {
   switch (failure.kind) {
     case "permanent":
-      return { retry: false, error: failure.publicText };
+      return { retry: false, error: publicError(finalCode(failure), failure.reply) };
     case "transient":
-      if (state.transientFailures >= policy.maxAttempts) return { retry: false, error: publicError("retries_exhausted", failure.reply) };
+      if (state.transientFailures >= policy.maxAttempts) {
+        return { retry: false, error: publicError("attempts_exhausted", failure.reply) };
+      }
       return { retry: true };
     case "unreachable":
-      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return { retry: false, error: publicError(failure.code) };
+      // A connection error's text names hosts and ports: for operators only.
+      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return { retry: false, error: publicError(finalCode(failure)) };
       return { retry: true };
     case "aborted":
       return { retry: true };

@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type AnyTenant } from "@emailsvc/storage";
+import { DuplicateKeyError, type CrossTenantCollection } from "@emailsvc/storage";
 import type { OutgoingMessage } from "../domain/message.js";
 import type { EmailProvider, SendContext, SendResult } from "../domain/provider.js";
 import type { SandboxMessageDoc } from "../storage/documents.js";
@@ -7,21 +7,20 @@ import type { SandboxMessageDoc } from "../storage/documents.js";
  * Keeps the whole rendered message in delivery's store and sends nothing: the
  * default provider (embedded mode) and the only one test-mode keys ever use.
  * GetSandboxMessage reads it back. One message per email: a resend after a
- * crash finds the first one kept and changes nothing. Each message is kept
- * under the tenant of its email (the send's context), hence the capability to
- * open any tenant's messages.
+ * crash finds the first one kept and changes nothing.
  */
 export class SandboxProvider implements EmailProvider {
   readonly name = "sandbox" as const;
 
   constructor(
-    private readonly messages: AnyTenant<SandboxMessageDoc>,
+    /** Kept messages of every tenant: each goes to the tenant of the email being sent. */
+    private readonly messages: CrossTenantCollection<SandboxMessageDoc>,
     private readonly now: () => number = Date.now,
   ) {}
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     try {
-      await this.messages.of(context.tenant).insertOne({
+      await this.messages.forTenant(context.tenant).insertOne({
         _id: message.emailId,
         from: message.from.header,
         to: message.to,

@@ -1,7 +1,7 @@
 import nodemailer from "nodemailer";
 import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
-import { SendFailure, type EmailProvider, type SendContext, type SendResult } from "../domain/provider.js";
+import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -130,30 +130,31 @@ export class SmtpProvider implements EmailProvider {
 
 const UNREACHABLE_CODES = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ETLS", "EPROXY"]);
 
-/** Maps a nodemailer error to what it means for the email. */
+/**
+ * Maps a nodemailer error to what it means for the email. The relay's reply
+ * (addresses removed) is what a client may see; nodemailer's own messages
+ * (hosts, ports, socket errors) are detail for operators only.
+ */
 export function classifySmtpError(err: NodemailerError, recipient: string, signal?: AbortSignal): SendFailure {
-  const reply = typeof err.response === "string" && err.response ? scrubReason(err.response, recipient) : undefined;
-  // The detail is for operators (last_error, logs): the relay's reply, or the client's own error (which may name the relay's host).
-  const detail = reply ?? scrubReason(`${err.code ?? "error"}: ${err.message}`, recipient);
-  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return new SendFailure("aborted", "retries_exhausted", detail);
+  const reply = typeof err.response === "string" && err.response ? scrubReason(err.response, recipient) : "";
+  const detail = reply || scrubReason(`${err.code ?? "error"}: ${err.message}`, recipient);
+  const failure = (kind: FailureKind, code: FailureCode, withReply = true) => new SendFailure(kind, code, { reply: withReply ? reply : "", detail });
+  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return failure("aborted", "send_aborted", false);
   // Our credentials were refused: a setting to fix, not this message's fault (even with a 535).
-  if (err.code === "EAUTH" || err.code === "ENOAUTH") return new SendFailure("unreachable", "provider_unreachable", detail);
+  if (err.code === "EAUTH" || err.code === "ENOAUTH") return failure("unreachable", "relay_unavailable", false);
   if (typeof err.responseCode === "number") {
     // 421: the service is shutting down / not available: not about this message.
-    if (err.responseCode === 421) return new SendFailure("unreachable", "provider_unreachable", detail, reply);
+    if (err.responseCode === 421) return failure("unreachable", "relay_unavailable", false);
     if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) {
-      return new SendFailure("permanent", err.command === "RCPT TO" ? "recipient_rejected" : "message_rejected", detail, reply);
+      return failure("permanent", err.command === "RCPT TO" || err.code === "EENVELOPE" ? "recipient_rejected" : "message_rejected");
     }
-    return new SendFailure("transient", "retries_exhausted", detail, reply);
+    return failure("transient", "relay_deferred");
   }
   if (err.code === "ETIMEDOUT") {
     // No answer to a command in flight (SOCKET_TIMEOUT): the relay may have taken the message.
-    return err.timeoutType === "SOCKET_TIMEOUT"
-      ? new SendFailure("transient", "retries_exhausted", detail)
-      : new SendFailure("unreachable", "provider_unreachable", detail);
+    return err.timeoutType === "SOCKET_TIMEOUT" ? failure("transient", "relay_deferred") : failure("unreachable", "relay_unavailable");
   }
-  if (err.code && UNREACHABLE_CODES.has(err.code)) return new SendFailure("unreachable", "provider_unreachable", detail);
-  // An envelope nodemailer refuses before any reply (e.g. an address it cannot use).
-  if (err.code === "EENVELOPE") return new SendFailure("permanent", "recipient_rejected", detail, reply);
-  return new SendFailure("transient", "retries_exhausted", detail, reply);
+  if (err.code && UNREACHABLE_CODES.has(err.code)) return failure("unreachable", "relay_unavailable");
+  if (err.code === "EENVELOPE") return failure("permanent", "recipient_rejected");
+  return failure("transient", "relay_deferred");
 }

@@ -8,16 +8,14 @@ import { sendEmail } from "../usecases/send-email.js";
 import { emailToProto, sandboxMessageToProto } from "./mapping.js";
 
 /**
- * Registers DeliveryService: proto in, use case, proto out. Each call's scope
- * (its tenant's repositories) comes from `scopeOf`, built from the call's
- * authenticated tenant.
+ * Registers DeliveryService: proto in, use case, proto out. `scopeOf` gives a
+ * call its tenant's collections (the tenant of the call's headers).
  */
 export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
-  const scopeFor = (ctx: Parameters<typeof readCallContext>[0]) => scopeOf(readCallContext(ctx));
   return (router) => {
     router.service(delivery.DeliveryService, {
       async sendEmail(req, ctx) {
-        const result = await sendEmail(deps, scopeFor(ctx), {
+        const result = await sendEmail(deps, scopeOf(readCallContext(ctx)), {
           templateSlug: req.templateSlug,
           to: req.to,
           variables: req.variables,
@@ -27,14 +25,14 @@ export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
         return { email: emailToProto(result.email), replayed: result.replayed };
       },
       async getEmail(req, ctx) {
-        return { email: emailToProto(await getEmail(scopeFor(ctx), req.id)) };
+        return { email: emailToProto(await getEmail(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listEmails(req, ctx) {
-        const page = await listEmails(scopeFor(ctx), { limit: req.limit, cursor: req.cursor });
+        const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
         return { emails: page.items.map(emailToProto), nextCursor: page.nextCursor };
       },
       async getSandboxMessage(req, ctx) {
-        return { message: sandboxMessageToProto(await getSandboxMessage(scopeFor(ctx), req.emailId)) };
+        return { message: sandboxMessageToProto(await getSandboxMessage(scopeOf(readCallContext(ctx)), req.emailId)) };
       },
     });
   };

@@ -1,21 +1,24 @@
-import type { OutboxDoc, OutboxEntry } from "@emailsvc/outbox";
-import type { TenantDoc } from "@emailsvc/storage";
+import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
+import type { Doc } from "@emailsvc/storage";
 import type { EmailStatus } from "../domain/email.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // per-tenant index starts with it too, so no query can reach across tenants.
-// The two sweeps that do (the outbox's, the stalled-mail one) have their own
-// indexes and cross tenants by named capabilities (see server.ts).
+// The outbox relay's and the stalled-mail sweeps work across tenants (see
+// repositories.ts) and have their own indexes.
 
-/** A bus event a change implies, kept inside the changed email until published (the outbox kit's entry). */
-export interface EmailEntry extends OutboxEntry {
-  /** `id` is the event's event_id (consumers dedupe by it). */
+/**
+ * A bus event a change implies, kept inside the changed email until published
+ * (the outbox of @emailsvc/outbox). `id` is the event's event_id (consumers
+ * dedupe by it).
+ */
+export interface OutboxEntry extends KitOutboxEntry {
   topic: "email.send.requested" | "email.status";
   /** For email.status: the status the email moved to. */
   status?: EmailStatus;
 }
 
-export interface EmailDoc extends OutboxDoc<EmailEntry> {
+export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   /** Recipient as given (trimmed); "" once erased. */
   to: string;
   /** Lower-cased recipient, for lookups by address; `erased:<email id>` once erased. */
@@ -52,11 +55,12 @@ export interface EmailDoc extends OutboxDoc<EmailEntry> {
   /** Message-ID header of the sent message ("" until sent). */
   message_id: string;
   /**
-   * Why it failed, as the API shows it: a stable code, with the relay's reply
-   * (addresses removed) for a relay's refusal (domain/failures.ts); "" otherwise.
+   * Why it failed, as the API shows it ("" otherwise): a stable code, with the
+   * relay's reply (addresses removed) where there is one, e.g.
+   * `recipient_rejected: 550 5.1.1 <recipient>: User unknown` (see domain/provider.ts).
    */
   error: string;
-  /** The internal detail of the last failed attempt, kept while retrying (for operators; never in the API). */
+  /** What went wrong inside the last failed attempt, for operators only (never in the API; no addresses). */
   last_error: string;
   /** Send attempts started (claims). */
   attempts: number;
@@ -65,7 +69,7 @@ export interface EmailDoc extends OutboxDoc<EmailEntry> {
   /**
    * A send attempt holds the email until this time (ms); 0 when free. The
    * attempt renews it while it runs; a consumer that died mid-send leaves it
-   * to run out (within the lease, seconds), then the redelivered event sends
+   * to run out within one lease (seconds), then the redelivered event sends
    * the email again.
    */
   lease_until: number;
@@ -77,8 +81,9 @@ export interface EmailDoc extends OutboxDoc<EmailEntry> {
 }
 
 /** The whole rendered message the sandbox provider kept instead of sending. */
-export interface SandboxMessageDoc extends TenantDoc {
+export interface SandboxMessageDoc extends Doc {
   /** `_id` is the email id: one message per email, a resend keeps the first. */
+  tenant: string;
   from: string;
   to: string;
   subject: string;
@@ -97,11 +102,9 @@ export const EMAIL_INDEXES = [
   { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
   // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
-  // The outbox sweep (across tenants) for changes whose events are not published yet, and its backlog.
-  { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
-  // The stalled sweep (across tenants): queued emails nobody has touched for a while. A safety net:
-  // both buses keep their events across restarts, so it finds work only after an operator's mistake
-  // (an event deleted by hand, a topic recreated, a bus directory lost).
+  // The outbox relay's sweep for changes whose events are not published yet.
+  OUTBOX_INDEX,
+  // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).
   { name: "stalled", fields: { status: 1, updated_at: 1 } },
 ] as const;
 

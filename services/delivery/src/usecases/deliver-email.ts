@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { Outbox } from "@emailsvc/outbox";
-import type { Logger } from "@emailsvc/runtime";
-import type { Scoped, TenantCollection, Update } from "@emailsvc/storage";
+import { withOutbox } from "@emailsvc/outbox";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
+import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
 import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
@@ -9,20 +9,20 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
-import type { EmailDoc } from "../storage/documents.js";
-import type { Repositories } from "../storage/repositories.js";
-import { emailWrites, outboxEntry, providerForTenant } from "./deps.js";
+import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { emailsByStatus, handoffDuration } from "./metrics.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
-export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
 /**
- * What the send consumer needs besides the repositories of the event's
- * tenant; built once in server.ts. No collection here.
+ * What the send consumer's use cases need besides the event's tenant's
+ * collections; built once in server.ts. No collection here.
  */
 export interface DeliveryDeps {
-  /** Carries out a change's outbox right after its write. */
-  outbox: Pick<Outbox<EmailDoc>, "afterWrite">;
+  relay: OutboxFlusher;
   templates: TemplateSource;
   renderers: RendererCache;
   /** By name; `sandbox` is always there. */
@@ -35,12 +35,12 @@ export interface DeliveryDeps {
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
   /**
-   * How long a claim holds an email without being renewed (ms). The attempt
-   * renews it every third of that while it runs, so an attempt that dies
-   * (kill -9, a lost machine) frees its email within this time.
+   * How long a claim holds an email (ms) without being renewed. The attempt
+   * renews it every third of this while it runs, so a crashed attempt's email
+   * is free again within one lease.
    */
   leaseMs: number;
-  /** The longest one attempt may take, renewals included (ms); then it is cut off as a timeout. */
+  /** The longest one attempt may take (ms), renewals included; then it is cut off. */
   attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
@@ -55,26 +55,30 @@ export class RetryLater extends Error {
 }
 
 /**
- * Sends one queued email: the handler of `email.send.requested`, with the
- * repositories of the event's tenant. Idempotent per email id: a sent or
- * failed email is left alone, and a send attempt first claims the email with
- * a guarded write (a lease, renewed while the attempt runs), so two deliveries
+ * Sends one queued email: the handler of `email.send.requested`, on the
+ * collections of the event's tenant. Idempotent per email id: a sent or failed
+ * email is left alone, and a send attempt first claims the email with a
+ * guarded write (a lease, renewed while the attempt runs), so two deliveries
  * of the event never send it at once.
  *
- * - success: `sent` with sent_at, message_id, provider and its `email.status`
- *   event, in one small write straight after the provider's reply (the relay's
- *   250), with nothing in between (see the README on the duplicate window);
- * - permanent failure (SMTP 5xx, template gone or unrenderable): `failed`,
- *   `error` a stable public code (domain/provider.ts), the detail in `last_error`;
+ * - success: straight after the provider's reply, one small write records
+ *   `sent` (sent_at, message_id, provider) with its `email.status` entry;
+ * - permanent failure (SMTP 5xx, template gone or not renderable): `failed`
+ *   with its public error (see PUBLIC_ERRORS);
  * - transient failure: the claim is released and RetryLater thrown, so the
  *   bus redelivers after a backoff; after `retry.maxAttempts` answered
  *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`;
  * - `shutdown` aborted mid-send, or the lease lost: nothing is written, as in
  *   a crash: the lease runs out and the redelivered event sends the email
- *   again, with the same Message-ID.
+ *   again, with the same Message-ID (see the README on the duplicate window).
  */
-export async function deliverEmail(deps: DeliveryDeps, repos: Repositories, emailId: string, shutdown: AbortSignal): Promise<void> {
-  const { emails } = repos;
+export async function deliverEmail(
+  deps: DeliveryDeps,
+  scope: TenantRepositories,
+  emailId: string,
+  shutdown: AbortSignal,
+): Promise<void> {
+  const { emails } = scope;
   const { logger } = deps;
   const doc = await emails.findOne({ _id: emailId });
   if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
@@ -93,20 +97,25 @@ export async function deliverEmail(deps: DeliveryDeps, repos: Repositories, emai
   }
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  const lease = new LeaseKeeper(emails, claimed._id, token, claimed.lease_until, deps, log);
-  const deadline = AbortSignal.timeout(deps.attemptTimeoutMs);
-  const signal = AbortSignal.any([shutdown, deadline, lease.lost]);
-  const providerName = providerForTenant(claimed.tenant, deps.liveProvider);
+  const lease = new Lease(deps, emails, claimed._id, token, now + deps.leaseMs, shutdown);
+  const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
   try {
+    const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    const unsubscribeUrl = prepared.template.category === "marketing"
-      ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
-      : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
     if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    const marketing = prepared.template.category === "marketing";
+    // Marketing mail goes to active subscribers only: whoever unsubscribed (by
+    // the link below, the portal or the API), bounced or complained gets none.
+    if (marketing && recipient && recipient.status !== "active") {
+      throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
+    }
+    const unsubscribeUrl = marketing
+      ? deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, subscriberId: recipient?.subscriberId })
+      : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
@@ -121,86 +130,107 @@ export async function deliverEmail(deps: DeliveryDeps, repos: Repositories, emai
       unsubscribeUrl,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
-    if (!provider) throw new SendFailure("unreachable", "provider_unreachable", "EMAIL_PROVIDER smtp is not configured (SMTP_URL)");
-    const result = await provider.send(message, { tenant: claimed.tenant, signal });
-    // The relay has taken the message: from here to the end of the next write
-    // a crash sends it twice (with the same Message-ID). So nothing runs in
-    // between: the status is written at once, in one small write.
+    if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
+    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    const handoffStarted = performance.now();
+    const result = await inSpan(
+      `${provider.name} send`,
+      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    ).catch((err: unknown) => {
+      handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
+      throw err;
+    });
+    // The relay has the message (SMTP: it answered 250). From here to the end
+    // of the write below, a crash sends it again: nothing else happens in
+    // between (the renewal timer stops, the log line comes after).
+    const repliedAt = performance.now();
     lease.stop();
-    const sentAt = deps.now();
-    const written = await settle(emails, claimed, { $set: { status: "sent", sent_at: sentAt, message_id: message.messageId, provider: provider.name, error: "", last_error: "" } }, "sent", sentAt);
-    await afterSettle(deps, log, written);
-    log.info({ provider: provider.name, template_id: claimed.template_id, response: result.response }, "email sent");
+    const at = deps.now();
+    await settle(deps, emails, claimed, "sent", at, {
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
+    });
+    const statusWriteMs = performance.now() - repliedAt;
+    handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
+    log.info(
+      { provider: provider.name, template_id: claimed.template_id, response: result.response, status_write_ms: Math.round(statusWriteMs * 100) / 100 },
+      "email sent",
+    );
     return;
   } catch (err) {
-    lease.stop();
     if (err instanceof SendFailure) failure = err;
-    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "platform_unavailable", "templates service unavailable");
-    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "platform_unavailable", "subscribers service unavailable");
+    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "templates service unavailable" });
+    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "subscribers service unavailable" });
     else {
       // A store error or a bug: free the email for the next delivery of the event.
-      await release(emails, claimed, token, { last_error: "internal error" }, deps.now()).catch(() => undefined);
+      await release(deps, emails, claimed, token, { last_error: "internal error" }).catch(() => undefined);
       throw err;
     }
+  } finally {
+    lease.stop();
   }
 
   if (failure.kind === "aborted") {
-    if (shutdown.aborted || lease.lost.aborted) {
+    if (shutdown.aborted || lease.lost) {
       // Stopped mid-send, or another attempt may own the email now: act as a
       // crash would (write nothing; the lease decides who sends it).
-      log.warn({ cause: shutdown.aborted ? "shutdown" : "lease lost" }, "send cut off; the email is sent again once its lease is free");
+      log.warn({ cause: shutdown.aborted ? "shutdown" : "lease lost" }, "send cut off; the email will be sent again once its lease runs out");
       throw new RetryLater(`send of ${doc._id} cut off`);
     }
     // The attempt's own deadline: the relay may or may not have taken it.
-    failure = new SendFailure("transient", "retries_exhausted", `send timed out: ${failure.detail}`);
+    failure = new SendFailure("transient", "relay_deferred", { detail: `send timed out: ${failure.detail}` });
   }
 
   const transientFailures = claimed.transient_failures + (failure.kind === "transient" ? 1 : 0);
-  const outcome = afterFailure(failure, { transientFailures, queuedAt: claimed.queued_at, now: deps.now() }, deps.retry);
+  const outcome = afterFailure(
+    failure,
+    { attempts: claimed.attempts, transientFailures, queuedAt: claimed.queued_at, now: deps.now() },
+    deps.retry,
+  );
   if (outcome.retry) {
-    await release(emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures }, deps.now());
+    await release(deps, emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures });
     log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "send failed; will retry");
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
-  const failedAt = deps.now();
-  const written = await settle(emails, claimed, {
+  const at = deps.now();
+  await settle(deps, emails, claimed, "failed", at, {
     $set: {
       status: "failed",
-      failed_at: failedAt,
+      failed_at: at,
       provider: providerName,
       error: outcome.error,
       last_error: failure.detail,
       transient_failures: transientFailures,
     },
-  }, "failed", failedAt);
-  await afterSettle(deps, log, written);
-  log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "email failed");
+  });
+  log.warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
 }
 
 /**
- * Keeps a claimed email's lease while its attempt runs: renews it every third
- * of the lease, guarded by the attempt's token. When a renewal finds the lease
- * taken (another attempt claimed the email after this one stalled past it) or
- * the lease runs out unrenewed, `lost` aborts the attempt.
+ * An attempt's hold on its email: renewed every third of the lease while the
+ * attempt runs, so the lease can be short (a crashed attempt's email is free
+ * again within seconds) and a send may still take longer than one lease. Its
+ * signal aborts the send on shutdown, at the attempt's deadline, or when the
+ * lease is lost (another attempt may own the email) or could not be renewed
+ * before it ran out.
  */
-class LeaseKeeper {
+class Lease {
+  readonly signal: AbortSignal;
+  lost = false;
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(
+    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "attemptTimeoutMs" | "now" | "logger">,
     private readonly emails: TenantCollection<EmailDoc>,
     private readonly emailId: string,
     private readonly token: string,
     private until: number,
-    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "now">,
-    private readonly log: Logger,
+    shutdown: AbortSignal,
   ) {
+    this.signal = AbortSignal.any([shutdown, this.controller.signal, AbortSignal.timeout(deps.attemptTimeoutMs)]);
     this.schedule();
-  }
-
-  get lost(): AbortSignal {
-    return this.controller.signal;
   }
 
   private schedule(): void {
@@ -209,33 +239,36 @@ class LeaseKeeper {
   }
 
   private async renew(): Promise<void> {
-    const now = this.deps.now();
-    if (now >= this.until) {
-      this.controller.abort(new Error("lease expired"));
-      return;
-    }
+    if (this.stopped) return;
+    const until = this.deps.now() + this.deps.leaseMs;
     try {
       const renewed = await this.emails.updateOne(
         { _id: this.emailId, lease_token: this.token, status: "queued" },
-        { $set: { lease_until: now + this.deps.leaseMs } },
+        { $set: { lease_until: until } },
       );
-      if (this.stopped) return; // the outcome is written (or being written): nothing to keep
-      if (!renewed) {
-        this.controller.abort(new Error("lease lost"));
-        return;
-      }
-      this.until = now + this.deps.leaseMs;
+      if (this.stopped) return;
+      if (!renewed) return this.lose("lease lost");
+      this.until = until;
     } catch (err) {
-      // Try again at the next tick; the lease still runs until `until`.
-      this.log.warn({ error: err instanceof Error ? err.name : "error" }, "lease renewal failed");
+      if (this.stopped) return;
+      this.deps.logger.warn({ email_id: this.emailId, err: err instanceof Error ? err.message : String(err) }, "lease renewal failed");
+      // Past its end another attempt may claim the email: stop sending before then.
+      if (this.deps.now() >= this.until - this.deps.leaseMs / 3) return this.lose("lease could not be renewed");
     }
     this.schedule();
   }
 
-  /** Synchronous, so the write that follows it starts at once. */
+  private lose(reason: string): void {
+    this.lost = true;
+    this.stop();
+    this.controller.abort(new Error(reason));
+  }
+
+  /** Stops renewing (the attempt is over, or about to write its outcome). */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }
 
@@ -252,12 +285,12 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   };
   const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
   if (!template || template.version !== doc.template_version) {
-    throw new SendFailure("permanent", "template_missing", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
+    throw new SendFailure("permanent", "template_unavailable", { detail: `template ${doc.template_id} version ${doc.template_version} no longer exists` });
   }
   try {
     return deps.renderers.put(key, template);
   } catch (err) {
-    throw new SendFailure("permanent", "template_render_failed", `template could not be compiled: ${errorText(err, doc.to)}`);
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be compiled: ${errorText(err, doc.to)}` });
   }
 }
 
@@ -265,38 +298,41 @@ function render(prepared: PreparedTemplate, variables: Record<string, unknown>, 
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    throw new SendFailure("permanent", "template_render_failed", `template could not be rendered: ${errorText(err, "")}`);
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${errorText(err, "")}` });
   }
 }
 
+/** An error's name and message without addresses, for last_error and logs (never the API). */
 function errorText(err: unknown, recipient: string): string {
   return scrubReason(err instanceof Error ? `${err.name}: ${err.message}` : String(err), recipient);
 }
 
 /**
  * Records the outcome (first outcome wins: guarded by `status: queued`) with
- * its email.status event: one single-document write.
+ * its email.status entry: one single-document write, then the outbox flush.
  */
-function settle(
+async function settle(
+  deps: DeliveryDeps,
   emails: TenantCollection<EmailDoc>,
   doc: EmailDoc,
-  update: { $set: NonNullable<Update<Scoped<EmailDoc>>["$set"]> },
   status: "sent" | "failed",
   at: number,
-): Promise<EmailDoc | null> {
-  return emails.updateOne(
+  update: TenantUpdate<EmailDoc>,
+): Promise<void> {
+  const written = await emails.updateOne(
     { _id: doc._id, status: "queued" },
-    emailWrites.appended({ $set: { ...update.$set, lease_until: 0, lease_token: "" } }, [outboxEntry(at, "email.status", status)], at),
+    withOutbox<EmailDoc, OutboxEntry>(
+      { $set: { ...update.$set, lease_until: 0, lease_token: "" } },
+      [outboxEntry(at, "email.status", status)],
+      at,
+    ),
   );
-}
-
-/** Publishes the settled email's status event, or says that another attempt settled it first. */
-async function afterSettle(deps: DeliveryDeps, log: Logger, written: EmailDoc | null): Promise<void> {
   if (!written) {
-    log.warn("email was settled by another attempt meanwhile");
+    deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
-  await deps.outbox.afterWrite(written);
+  emailsByStatus.inc({ status });
+  await deps.relay.afterWrite(written);
 }
 
 /**
@@ -310,11 +346,14 @@ async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: st
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */
 async function release(
+  deps: DeliveryDeps,
   emails: TenantCollection<EmailDoc>,
   doc: EmailDoc,
   token: string,
-  set: { last_error: string; transient_failures?: number },
-  now: number,
+  set: Pick<TenantUpdate<EmailDoc>, "$set">["$set"],
 ): Promise<void> {
-  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { ...set, lease_until: 0, lease_token: "", updated_at: now } });
+  await emails.updateOne(
+    { _id: doc._id, lease_token: token, status: "queued" },
+    { $set: { ...set, lease_until: 0, lease_token: "", updated_at: deps.now() } },
+  );
 }

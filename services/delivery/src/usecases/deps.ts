@@ -1,21 +1,22 @@
-import { outboxWrites, type Outbox } from "@emailsvc/outbox";
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
-import type { Scoped } from "@emailsvc/storage";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
-import type { EmailDoc, EmailEntry } from "../storage/documents.js";
-import type { Repositories } from "../storage/repositories.js";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+
+/** Carries out an email's outbox right after the write that filled it (@emailsvc/outbox). */
+export type OutboxFlusher = OutboxAfterWrite<EmailDoc>;
 
 /**
- * What the request-side use cases need besides their tenant's repositories;
- * built once in server.ts. No collection here: a use case reads and writes
- * only through the tenant-scoped repositories of its Scope.
+ * What the request-side use cases need besides their tenant's collections;
+ * built once in server.ts. No collection here: data is reached through a
+ * Scope only.
  */
 export interface Deps {
-  /** Carries out a change's outbox right after its write (the sweep is not theirs). */
-  outbox: Pick<Outbox<EmailDoc>, "afterWrite">;
+  relay: OutboxFlusher;
   templates: TemplateSource;
   /** The subscribers service: links an email to its recipient's subscriber at SendEmail (best effort). */
   recipients?: RecipientDirectory | undefined;
@@ -25,22 +26,17 @@ export interface Deps {
   now: () => number;
 }
 
-/** One call's tenant-scoped repositories, with the call (tenant, actor) they were opened for. */
-export interface Scope extends Repositories {
+/** One call: its context and its tenant's collections (the only ones a use case gets). */
+export interface Scope extends TenantRepositories {
   call: CallContext;
-  /** `<account id>:<mode>` of the call. */
-  tenant: string;
 }
-
-/** The outbox parts of an email's writes, checked against its fields. */
-export const emailWrites = outboxWrites<Scoped<EmailDoc>>();
 
 /** Test-mode keys never reach a real recipient: whatever EMAIL_PROVIDER says, their mail goes to the sandbox. */
 export function providerForTenant(tenant: string, liveProvider: ProviderName): ProviderName {
   return tenant.endsWith(":test") ? "sandbox" : liveProvider;
 }
 
-export function outboxEntry(at: number, topic: EmailEntry["topic"], status?: EmailEntry["status"]): EmailEntry {
+export function outboxEntry(at: number, topic: OutboxEntry["topic"], status?: OutboxEntry["status"]): OutboxEntry {
   return { id: newId("evt"), topic, at, ...(status ? { status } : {}) };
 }
 

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   idempotencyKeyReused,
@@ -11,8 +12,9 @@ import {
   type EmailView,
 } from "../domain/email.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
+import { emailsByStatus } from "./metrics.js";
 import type { EmailDoc } from "../storage/documents.js";
-import { emailView, emailWrites, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
+import { emailView, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
 
 export interface SendEmailInput {
   templateSlug: unknown;
@@ -81,7 +83,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     sent_at: null,
     failed_at: null,
     updated_at: now,
-    ...emailWrites.created([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
+    ...newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
   };
   try {
     await scope.emails.insertOne(doc);
@@ -94,7 +96,8 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     throw err;
   }
   const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
-  await deps.outbox.afterWrite(stored);
+  emailsByStatus.inc({ status: "queued" });
+  await deps.relay.afterWrite(stored);
   return { email: emailView(stored), replayed: false };
 }
 

@@ -1,35 +1,49 @@
-import { topicsProducedBy, type AnyEvent, type EventBus } from "@emailsvc/events";
-import { Outbox, type OutboxSettings } from "@emailsvc/outbox";
+import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
+import { encodeEvent, type EncodedEvent, type EventBus, type EventOrigin } from "@emailsvc/events";
+import { clearOutbox, OutboxRelay } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
-import { AcrossTenants, AnyTenant, DuplicateKeyError } from "@emailsvc/storage";
-import type { SubscriberDoc, SubscriberEntry } from "../storage/documents.js";
-import type { Collections } from "../storage/repositories.js";
+import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
+import type { SubscriberStorage } from "../storage/repositories.js";
 
-/** The topics the subscribers service produces (the registry's, packages/events). */
-export const SUBSCRIBER_TOPICS = topicsProducedBy("subscribers");
+/** Topics the subscribers service produces (ensured at start). */
+export const SUBSCRIBER_TOPICS: SubscriberTopic[] = [
+  "subscriber.created",
+  "subscriber.status_changed",
+  "subscriber.tag_added",
+  "subscriber.tag_removed",
+  "subscriber.deleted",
+];
+
+export interface SubscriberOutboxOptions {
+  storage: SubscriberStorage;
+  bus: EventBus;
+  logger: Logger;
+  clock: () => number;
+  sweepIntervalMs?: number;
+  sweepGraceMs?: number;
+}
 
 /**
- * The subscribers' outbox (the kit, @emailsvc/outbox): each entry's audit
- * record, then its bus event; a tombstone's audit trail and the tombstone
- * itself are deleted once its subscriber.deleted event is out. Effects repeat
- * after a crash and are harmless: the audit insert is keyed by the event id.
+ * The relay of subscribers' outboxes (@emailsvc/outbox) with the service's
+ * own effects: each entry's audit record is written (keyed by the event id, so
+ * a repeat is a no-op) before its event is published, and a deleted
+ * subscriber's tombstone ends with its audit trail and itself deleted, rather
+ * than with a cleared outbox.
  */
-export function subscriberOutbox(collections: Collections, bus: EventBus, logger: Logger, settings: OutboxSettings = {}): Outbox<SubscriberDoc> {
-  // Crossing tenants, by name: the sweep finds pending changes of every
-  // tenant, and each change's audit records are written to its own tenant.
-  const subscribers = new AcrossTenants(collections.subscribers, "the outbox sweep finishes any tenant's pending changes");
-  const audit = new AnyTenant(collections.audit, "an outbox entry's audit record belongs to the tenant of its subscriber");
-  return new Outbox<SubscriberDoc>({
-    ...settings,
-    documents: subscribers,
-    bus,
-    logger,
-    event: (entry, doc) => busEvent(entry, doc._id),
-    async effect(entry, doc) {
+export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<SubscriberDoc> {
+  const audit = options.storage.auditOfChanges();
+  return new OutboxRelay<SubscriberDoc>({
+    documents: options.storage.outboxSweep(),
+    bus: options.bus,
+    logger: options.logger,
+    name: "subscribers",
+    clock: options.clock,
+    events: eventsOf,
+    async effect(doc, entry) {
       // A tombstone's history is erased, so its earlier entries are not audited.
-      if (entry.audit === null || doc.deleted) return;
+      if (!entry.audit || doc.deleted) return;
       try {
-        await audit.of(doc.tenant).insertOne({
+        await audit.forTenant(doc.tenant).insertOne({
           _id: entry.id,
           subscriber_id: doc._id,
           type: entry.type,
@@ -41,27 +55,33 @@ export function subscriberOutbox(collections: Collections, bus: EventBus, logger
         if (!(err instanceof DuplicateKeyError)) throw err; // written before a crash
       }
     },
-    async complete(doc) {
-      if (!doc.deleted) return "clear";
-      await audit.of(doc.tenant).deleteMany({ subscriber_id: doc._id });
-      return "delete";
+    async complete(doc, documents: TenantCollection<SubscriberDoc>) {
+      if (!doc.deleted) return clearOutbox(doc, documents);
+      await audit.forTenant(doc.tenant).deleteMany({ subscriber_id: doc._id });
+      return documents.deleteOne({ _id: doc._id, version: doc.version });
     },
+    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
   });
 }
 
-function busEvent(entry: SubscriberEntry, subscriberId: string): AnyEvent | null {
+/** The bus event of an entry, by ids only (never the address or metadata); none for audit-only entries. */
+function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
   const bus = entry.bus;
-  if (bus === null) return null;
+  if (!bus) return [];
+  const origin: EventOrigin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
+  const subscriberId = doc._id;
   switch (bus.topic) {
     case "subscriber.created":
-      // Entries written before the types were this strict may lack a field: read them leniently.
-      return { topic: bus.topic, body: { subscriberId, tagIds: bus.tag_ids ?? [] } };
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [] })];
     case "subscriber.status_changed":
-      return { topic: bus.topic, body: { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" } };
+      return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
     case "subscriber.tag_added":
     case "subscriber.tag_removed":
-      return { topic: bus.topic, body: { subscriberId, tagId: bus.tag_id ?? "" } };
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagId: bus.tag_id ?? "" })];
     case "subscriber.deleted":
-      return { topic: bus.topic, body: { subscriberId } };
+      return [encodeEvent(bus.topic, origin, { subscriberId })];
+    default:
+      throw new Error(`unknown topic ${String((bus as { topic: unknown }).topic)} in an outbox entry`);
   }
 }

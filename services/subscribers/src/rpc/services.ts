@@ -14,15 +14,14 @@ import { auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./
 
 /**
  * Registers SubscriberService and TagService: proto in, use case, proto out.
- * Each call's scope (its tenant's repositories) comes from `scopeOf`, built
- * from the call's authenticated tenant.
+ * `scopeOf` gives a call its tenant's collections (the tenant of the call's headers).
  */
 export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
-  const scopeFor = (ctx: Parameters<typeof readCallContext>[0]) => scopeOf(readCallContext(ctx));
   return (router) => {
     router.service(SubscriberService, {
       async createSubscriber(req, ctx) {
-        const view = await createSubscriber(deps, scopeFor(ctx), {
+        const scope = scopeOf(readCallContext(ctx));
+        const view = await createSubscriber(deps, scope, {
           email: req.email,
           tags: req.tags,
           metadata: req.metadata,
@@ -31,13 +30,13 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { subscriber: subscriberToProto(view) };
       },
       async getSubscriber(req, ctx) {
-        return { subscriber: subscriberToProto(await getSubscriber(scopeFor(ctx), req.id)) };
+        return { subscriber: subscriberToProto(await getSubscriber(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async getSubscriberByEmail(req, ctx) {
-        return { subscriber: subscriberToProto(await getSubscriberByEmail(scopeFor(ctx), req.email)) };
+        return { subscriber: subscriberToProto(await getSubscriberByEmail(scopeOf(readCallContext(ctx)), req.email)) };
       },
       async listSubscribers(req, ctx) {
-        const page = await listSubscribers(scopeFor(ctx), {
+        const page = await listSubscribers(scopeOf(readCallContext(ctx)), {
           limit: req.limit,
           status: statusFromProto(req.status),
           cursor: req.cursor,
@@ -45,7 +44,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { subscribers: page.items.map(subscriberToProto), nextCursor: page.nextCursor };
       },
       async updateSubscriber(req, ctx) {
-        const view = await updateSubscriber(deps, scopeFor(ctx), {
+        const view = await updateSubscriber(deps, scopeOf(readCallContext(ctx)), {
           id: req.id,
           email: req.email,
           status: statusFromProto(req.status),
@@ -54,19 +53,19 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { subscriber: subscriberToProto(view) };
       },
       async deleteSubscriber(req, ctx) {
-        await deleteSubscriber(deps, scopeFor(ctx), req.id);
+        await deleteSubscriber(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
       },
       async addTags(req, ctx) {
-        const view = await addTags(deps, scopeFor(ctx), req.subscriberId, req.tags);
+        const view = await addTags(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tags);
         return { subscriber: subscriberToProto(view) };
       },
       async removeTag(req, ctx) {
-        const view = await removeTag(deps, scopeFor(ctx), req.subscriberId, req.tagName);
+        const view = await removeTag(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tagName);
         return { subscriber: subscriberToProto(view) };
       },
       async listSubscriberEvents(req, ctx) {
-        const page = await listSubscriberEvents(scopeFor(ctx), {
+        const page = await listSubscriberEvents(scopeOf(readCallContext(ctx)), {
           subscriberId: req.subscriberId,
           limit: req.limit,
           cursor: req.cursor,
@@ -76,7 +75,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
     });
     router.service(TagService, {
       async createTag(req, ctx) {
-        const view = await createTag(deps, scopeFor(ctx), {
+        const view = await createTag(deps, scopeOf(readCallContext(ctx)), {
           name: req.name,
           description: req.description,
           isPublic: req.isPublic,
@@ -84,14 +83,14 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { tag: tagToProto(view) };
       },
       async getTag(req, ctx) {
-        return { tag: tagToProto(await getTag(scopeFor(ctx), req.id)) };
+        return { tag: tagToProto(await getTag(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listTags(req, ctx) {
-        const page = await listTags(scopeFor(ctx), { limit: req.limit, cursor: req.cursor });
+        const page = await listTags(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
         return { tags: page.items.map(tagToProto), nextCursor: page.nextCursor };
       },
       async updateTag(req, ctx) {
-        const view = await updateTag(deps, scopeFor(ctx), {
+        const view = await updateTag(deps, scopeOf(readCallContext(ctx)), {
           id: req.id,
           name: req.name,
           description: req.description,
@@ -100,7 +99,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { tag: tagToProto(view) };
       },
       async deleteTag(req, ctx) {
-        await deleteTag(deps, scopeFor(ctx), req.id);
+        await deleteTag(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
       },
     });

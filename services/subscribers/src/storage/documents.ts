@@ -1,31 +1,34 @@
-import type { OutboxDoc, OutboxEntry } from "@emailsvc/outbox";
-import type { TenantDoc } from "@emailsvc/storage";
+import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
+import type { Doc } from "@emailsvc/storage";
 import type { Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
-// index starts with it too, so no query can reach across tenants; the outbox
-// sweep's index is the one exception (see messaging/outbox.ts).
+// index starts with it too, so no query can reach across tenants.
 
-/** The bus event a change implies, by ids only (the registry's topics; packages/events). */
-export type SubscriberBusEvent =
-  | { topic: "subscriber.created"; tag_ids: string[] }
-  | { topic: "subscriber.status_changed"; from: string; to: string }
-  | { topic: "subscriber.tag_added"; tag_id: string }
-  | { topic: "subscriber.tag_removed"; tag_id: string }
-  | { topic: "subscriber.deleted" };
+/** Topics the subscribers service produces. */
+export type SubscriberTopic =
+  | "subscriber.created"
+  | "subscriber.status_changed"
+  | "subscriber.tag_added"
+  | "subscriber.tag_removed"
+  | "subscriber.deleted";
 
-/** A pending side effect of a change, kept inside the changed document (the outbox kit's entry). */
-export interface SubscriberEntry extends OutboxEntry {
-  /** `id` is the audit record's `_id` and the bus event's event_id. */
+/**
+ * A pending side effect of a change, kept inside the changed document (the
+ * outbox of @emailsvc/outbox). `id` is the event id: the audit record's `_id`
+ * and the bus event's event_id.
+ */
+export interface OutboxEntry extends KitOutboxEntry {
   type: string;
   actor: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
   /** Bus event, by ids only; null when the change is not published. */
-  bus: SubscriberBusEvent | null;
+  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
 }
 
-export interface SubscriberDoc extends OutboxDoc<SubscriberEntry> {
+export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
+  tenant: string;
   email: string;
   /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
   email_key: string;
@@ -35,13 +38,14 @@ export interface SubscriberDoc extends OutboxDoc<SubscriberEntry> {
   created_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the
-   * subscriber.deleted event can leave through the outbox; the outbox then
-   * deletes the audit trail and the tombstone.
+   * subscriber.deleted event can leave through the outbox; the relay then
+   * removes the tombstone.
    */
   deleted: boolean;
 }
 
-export interface TagDoc extends TenantDoc {
+export interface TagDoc extends Doc {
+  tenant: string;
   name: string;
   /** Lower-cased name: unique per tenant. */
   name_key: string;
@@ -51,7 +55,8 @@ export interface TagDoc extends TenantDoc {
   updated_at: number;
 }
 
-export interface AuditDoc extends TenantDoc {
+export interface AuditDoc extends Doc {
+  tenant: string;
   subscriber_id: string;
   type: string;
   occurred_at: number;
@@ -67,7 +72,9 @@ export const SUBSCRIBER_INDEXES = [
   { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
   // Tag deletion removes the tag from every member; campaigns count members.
   { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
-  // The outbox sweep (across tenants) for changes whose side effects are not done yet, and its backlog.
+  // The outbox relay's sweep for changes whose side effects are not done yet
+  // (by this name since before @emailsvc/outbox's OUTBOX_INDEX, which adds
+  // updated_at; pending documents are few, so either serves).
   { name: "outbox_pending", fields: { outbox_pending: 1 } },
 ] as const;
 

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   checkMetadataSize,
@@ -11,8 +12,8 @@ import {
 } from "../domain/subscriber.js";
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
-import { ensureTags } from "./ensure-tags.js";
-import { finish, outboxEntry, subscriberView, subscriberWrites, type Deps, type Scope } from "./deps.js";
+import { ensureTags, } from "./ensure-tags.js";
+import { outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface CreateSubscriberInput {
   email: unknown;
@@ -46,7 +47,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     created_at: now,
     updated_at: now,
     deleted: false,
-    ...subscriberWrites.created([
+    ...newOutbox([
       outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
@@ -61,7 +62,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     throw err;
   }
   const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
-  await finish(deps, stored);
+  await deps.relay.afterWrite(stored);
   return subscriberView(scope, stored);
 }
 

@@ -1,39 +1,34 @@
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
-import { outboxWrites, type Outbox } from "@emailsvc/outbox";
-import type { Scoped } from "@emailsvc/storage";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
-import type { SubscriberDoc, SubscriberEntry, TagDoc } from "../storage/documents.js";
-import type { Repositories } from "../storage/repositories.js";
+import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
 
 /**
- * What every use case needs besides its tenant's repositories; built once in
- * server.ts. No collection here: a use case reads and writes only through the
- * tenant-scoped repositories of its Scope.
+ * What every use case needs besides its tenant's collections; built once in
+ * server.ts. No collection here: data is reached through a Scope only.
  */
 export interface Deps {
-  /** Carries out a change's outbox right after its write (the sweep is not theirs). */
-  outbox: Pick<Outbox<SubscriberDoc>, "afterWrite">;
+  /** Carries out a change's outbox right after its write (@emailsvc/outbox). */
+  relay: OutboxAfterWrite<SubscriberDoc>;
   logger: Logger;
   now: () => number;
 }
 
-/** One call's tenant-scoped repositories, with the call (tenant, actor) they were opened for. */
-export interface Scope extends Repositories {
+/** One call: its context and its tenant's collections (the only ones a use case gets). */
+export interface Scope extends TenantRepositories {
   call: CallContext;
 }
-
-/** The outbox parts of a subscriber's writes, checked against its fields. */
-export const subscriberWrites = outboxWrites<Scoped<SubscriberDoc>>();
 
 export function outboxEntry(
   scope: Scope,
   at: number,
   type: string,
-  audit: SubscriberEntry["audit"],
-  bus: SubscriberEntry["bus"],
-): SubscriberEntry {
+  audit: OutboxEntry["audit"],
+  bus: OutboxEntry["bus"],
+): OutboxEntry {
   return { id: newId("evt"), type, at, actor: scope.call.actor, audit, bus };
 }
 
@@ -78,7 +73,3 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
-/** Runs the side effects of a change now; the outbox sweep finishes them if this fails. */
-export function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
-  return deps.outbox.afterWrite(doc);
-}

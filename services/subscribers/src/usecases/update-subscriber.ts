@@ -1,4 +1,4 @@
-import type { Scoped, Update } from "@emailsvc/storage";
+import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { notFound } from "@emailsvc/runtime";
 import {
@@ -9,9 +9,9 @@ import {
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
-import type { SubscriberDoc, SubscriberEntry } from "../storage/documents.js";
+import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, subscriberWrites, type Deps, type Scope } from "./deps.js";
+import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
@@ -26,8 +26,8 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: NonNullable<Update<Scoped<SubscriberDoc>>["$set"]> = {};
-  const entries: SubscriberEntry[] = [];
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status">> = {};
+  const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
     if (emailKey(email) !== current.email_key) await rejectTaken(scope, emailKey(email), current._id);
@@ -60,7 +60,7 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
 
   // Guarded by the version read above: a concurrent change makes this update
   // miss, and the caller gets a fresh read rather than a lost update.
-  const update = subscriberWrites.appended({ $set: set }, entries, now);
+  const update = withOutbox<SubscriberDoc, OutboxEntry>({ $set: set }, entries, now);
   let doc;
   try {
     doc = await scope.subscribers.updateOne({ _id: current._id, version: current.version, deleted: false }, update);
@@ -73,6 +73,6 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
     if (!again) throw notFound("subscriber");
     return updateSubscriber(deps, scope, input); // retry on the newer version
   }
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }
