@@ -114,9 +114,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     bus,
     logger,
     clock: now,
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
-    ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
+    sweepIntervalMs: options.sweepIntervalMs,
+    sweepGraceMs: options.sweepGraceMs,
+    stalledAfterMs: options.stalledAfterMs,
   });
   const templates = templatesClient(transport);
   const subscribersTransport =

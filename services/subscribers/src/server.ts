@@ -40,8 +40,8 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     bus,
     logger,
     clock: now,
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    sweepIntervalMs: options.sweepIntervalMs,
+    sweepGraceMs: options.sweepGraceMs,
   });
   const deps: Deps = { relay, logger, now };
   const { server, health } = await startServiceServer({

@@ -48,8 +48,8 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
           : encodeEvent("email.status", origin, { emailId: doc._id, status: entry.status ?? doc.status }),
       ];
     },
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    sweepIntervalMs: options.sweepIntervalMs,
+    sweepGraceMs: options.sweepGraceMs,
     passes: [
       {
         name: "stalled-mail sweep",

@@ -104,7 +104,9 @@ export const EMAIL_INDEXES = [
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
   // The outbox relay's sweep for changes whose events are not published yet.
   OUTBOX_INDEX,
-  // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).
+  // The stalled sweep: queued emails nobody has touched for a while. A safety net only: both buses keep
+  // their events across restarts, so it finds work after an event was lost anyway (a topic recreated,
+  // a bus directory deleted).
   { name: "stalled", fields: { status: 1, updated_at: 1 } },
 ] as const;
 

@@ -60,8 +60,8 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
       await audit.forTenant(doc.tenant).deleteMany({ subscriber_id: doc._id });
       return documents.deleteOne({ _id: doc._id, version: doc.version });
     },
-    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    sweepIntervalMs: options.sweepIntervalMs,
+    sweepGraceMs: options.sweepGraceMs,
   });
 }
 
