@@ -3,3 +3,4 @@ export { buildGateway, startGateway, type Gateway, type GatewayDeps, type Runnin
 export { bootstrapDevelopment, type DevelopmentCredentials } from "./accounts/bootstrap.js";
 export { buildOpenApiDocument, type OpenApiDocument } from "./openapi.js";
 export { loadConfig, type GatewayConfig } from "./config.js";
+export * from "./ratelimit/index.js";
