@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
-import { responseChecker, type TestResponse } from "../../../services/gateway/test/support/harness";
+import { GENEROUS_RATE_LIMIT_ENV, responseChecker, type TestResponse } from "../../../services/gateway/test/support/harness";
 import { startPlatform, type RunningPlatform } from "../../src/platform";
 
 export const ADMIN_TOKEN = "edge-admin-token-0123456789abcdef";
@@ -31,7 +31,8 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(name: string): Promise<TestPlatform> {
+/** `env`: settings of the services and the gateway; default generous rate limits (see GENEROUS_RATE_LIMIT_ENV). */
+export async function startTestPlatform(name: string, env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const platform = await startPlatform({
     dataDir,
@@ -39,7 +40,7 @@ export async function startTestPlatform(name: string): Promise<TestPlatform> {
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
-    env: { OUTBOX_SWEEP_INTERVAL_MS: "500" },
+    env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...env },
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);

@@ -1,153 +1,151 @@
 // Rate-limit settings from the environment, and the client address the
-// failed-authentication budget is keyed by.
+// failure budget counts.
 
 import { ConfigError } from "@emailsvc/runtime";
-import { buildOpenApiDocument } from "../src/openapi";
-import { findOperation } from "../src/openapi/lookup";
-import { budgetKeyOf, clientAddress, DEFAULT_BUDGETS, loadRateLimitConfig, OPERATION_CLASSES, parseRate, rateClassOf } from "../src/ratelimit";
+import { addressBucketId, addressUnit, clientAddress } from "../src/ratelimit/client-address";
+import { formatPolicy, loadRateLimitConfig, parsePolicy } from "../src/ratelimit/config";
 
-describe("rate-limit settings", () => {
-  it("defaults: every budget on, counters in memory, X-Forwarded-For ignored", () => {
-    const config = loadRateLimitConfig({});
-    expect(config).toMatchObject({ enabled: true, store: "memory", storeTimeoutMs: 100, trustedProxyHops: 0, maxKeys: 250_000 });
-    expect(config.policy.budgets).toEqual(DEFAULT_BUDGETS);
-    expect(config.policy.budgets.map((b) => `${b.rateClass}/${b.kind}=${b.limit}/${b.windowMs / 1000}s`)).toEqual([
-      "read/api_key=500/10s",
-      "read/tenant=1000/10s",
-      "write/api_key=200/10s",
-      "write/tenant=400/10s",
-      "send/api_key=100/10s",
-      "send/tenant=200/10s",
-      "auth_failure/client_address=20/60s",
-    ]);
-  });
-
+describe("parsePolicy", () => {
   it.each([
-    ["100/10s", { limit: 100, windowMs: 10_000 }],
-    ["300/1m", { limit: 300, windowMs: 60_000 }],
-    ["10/s", { limit: 10, windowMs: 1000 }],
-    ["5000/1h", { limit: 5000, windowMs: 3_600_000 }],
-    [" 7 / 2S ", { limit: 7, windowMs: 2000 }],
+    ["300/60s", { limit: 300, windowMs: 60_000 }],
+    ["20/1s", { limit: 20, windowMs: 1000 }],
+    ["5/s", { limit: 5, windowMs: 1000 }],
+    ["1000/1h", { limit: 1000, windowMs: 3_600_000 }],
+    ["10/5m", { limit: 10, windowMs: 300_000 }],
+    [" 7 / 2 S ", { limit: 7, windowMs: 2000 }],
     ["1/24h", { limit: 1, windowMs: 86_400_000 }],
-  ])("reads %j", (raw, rate) => {
-    expect(parseRate("RATE_LIMIT_SEND_PER_KEY", raw)).toEqual(rate);
+  ])("reads %j", (text, policy) => {
+    expect(parsePolicy(text)).toEqual(policy);
   });
 
-  it("`off` drops one budget", () => {
-    const config = loadRateLimitConfig({ RATE_LIMIT_SEND_PER_TENANT: "off", RATE_LIMIT_READ_PER_KEY: "OFF" });
-    const names = config.policy.budgets.map((b) => `${b.rateClass}/${b.kind}`);
-    expect(names).not.toContain("send/tenant");
-    expect(names).not.toContain("read/api_key");
-    expect(names).toContain("send/api_key");
+  it("reads off as no budget", () => {
+    expect(parsePolicy("off")).toBeNull();
+    expect(parsePolicy("OFF")).toBeNull();
   });
 
-  it("a set variable replaces its default", () => {
-    const config = loadRateLimitConfig({ RATE_LIMIT_SEND_PER_KEY: "1000/1m", RATE_LIMIT_AUTH_FAILURE_PER_ADDRESS: "5/5m" });
-    expect(config.policy.budgets.find((b) => b.rateClass === "send" && b.kind === "api_key")).toMatchObject({ limit: 1000, windowMs: 60_000 });
-    expect(config.policy.budgets.find((b) => b.rateClass === "auth_failure")).toMatchObject({ limit: 5, windowMs: 300_000 });
-  });
-
-  it.each(["abc", "100", "100/10", "100/10x", "0/10s", "-1/s", "1.5/s", "10/0s", "10/25h", "2000000000/s", "100/1.5s", "/10s"])(
-    "refuses %j naming the variable and the form",
-    (raw) => {
-      expect(() => loadRateLimitConfig({ RATE_LIMIT_WRITE_PER_TENANT: raw })).toThrow(ConfigError);
-      expect(() => loadRateLimitConfig({ RATE_LIMIT_WRITE_PER_TENANT: raw })).toThrow(
-        new RegExp(`RATE_LIMIT_WRITE_PER_TENANT must be "<count>/<window>" such as "100/10s".*got "${raw.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}"`),
-      );
+  it.each(["", "300", "300/", "/60s", "300/60", "300/60ms", "300/1.5s", "-1/1s", "0/1s", "1e3/1s", "2000000/1s", "1/25h", "1/0s", "ten/1s"])(
+    "refuses %j",
+    (text) => {
+      expect(() => parsePolicy(text)).toThrow(RangeError);
     },
   );
 
-  it("RATE_LIMITS=off turns every budget off, yet still checks the other settings", () => {
-    expect(loadRateLimitConfig({ RATE_LIMITS: "off" })).toMatchObject({ enabled: false, policy: { budgets: [] } });
-    expect(() => loadRateLimitConfig({ RATE_LIMITS: "off", RATE_LIMIT_READ_PER_KEY: "lots" })).toThrow(/RATE_LIMIT_READ_PER_KEY/);
-    expect(loadRateLimitConfig({ RATE_LIMITS: "on" }).enabled).toBe(true);
-    expect(() => loadRateLimitConfig({ RATE_LIMITS: "false" })).toThrow(/RATE_LIMITS must be "on" or "off", got "false"/);
-  });
-
-  it("a misspelt RATE_LIMIT variable stops the start rather than leaving a default in force", () => {
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_SEND_PER_KEYS: "10/s" })).toThrow(/unknown environment variable RATE_LIMIT_SEND_PER_KEYS/);
-    expect(() => loadRateLimitConfig({ RATE_LIMIT: "off" })).toThrow(/unknown environment variable RATE_LIMIT;/);
-  });
-
-  it("shared counters need MONGO_URL", () => {
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_STORE: "shared" })).toThrow(/RATE_LIMIT_STORE=shared .* needs MONGO_URL/);
-    expect(loadRateLimitConfig({ RATE_LIMIT_STORE: "shared", MONGO_URL: "mongodb://db:27017" }).store).toBe("shared");
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_STORE: "redis" })).toThrow(/RATE_LIMIT_STORE must be "memory" or "shared", got "redis"/);
-  });
-
-  it("numbers in range, naming the variable", () => {
-    expect(loadRateLimitConfig({ RATE_LIMIT_TRUSTED_PROXY_HOPS: "2", RATE_LIMIT_STORE_TIMEOUT_MS: "250", RATE_LIMIT_MAX_KEYS: "5000" })).toMatchObject({
-      trustedProxyHops: 2,
-      storeTimeoutMs: 250,
-      maxKeys: 5000,
-    });
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_TRUSTED_PROXY_HOPS: "-1" })).toThrow(/RATE_LIMIT_TRUSTED_PROXY_HOPS must be an integer in 0..10/);
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_STORE_TIMEOUT_MS: "0" })).toThrow(/RATE_LIMIT_STORE_TIMEOUT_MS must be an integer/);
-    expect(() => loadRateLimitConfig({ RATE_LIMIT_MAX_KEYS: "10" })).toThrow(/RATE_LIMIT_MAX_KEYS must be an integer in 1000\.\./);
+  it("formats back", () => {
+    expect(["100/1s", "300/60s", "20/1h", "7/90s"].map((t) => formatPolicy(parsePolicy(t)))).toEqual(["100/1s", "300/1m", "20/1h", "7/90s"]);
+    expect(formatPolicy(null)).toBe("off");
   });
 });
 
-describe("the class of an operation", () => {
-  const doc = buildOpenApiDocument();
-
-  it("names operations the OpenAPI document has", () => {
-    for (const operationId of Object.keys(OPERATION_CLASSES)) expect(findOperation(doc, operationId)).toBeDefined();
+describe("loadRateLimitConfig", () => {
+  it("defaults: on, in memory, per key, per tenant and per address", () => {
+    const config = loadRateLimitConfig({});
+    expect(config).toEqual({
+      enabled: true,
+      perKey: { read: { limit: 100, windowMs: 1000 }, write: { limit: 50, windowMs: 1000 }, send: { limit: 20, windowMs: 1000 } },
+      perTenant: { read: { limit: 200, windowMs: 1000 }, write: { limit: 100, windowMs: 1000 }, send: { limit: 40, windowMs: 1000 } },
+      authFailures: { limit: 20, windowMs: 60_000 },
+      store: "memory",
+      storeTimeoutMs: 250,
+      maxKeys: 100_000,
+      trustedProxyHops: 0,
+    });
   });
 
-  it("sends are send, previews write, the rest by method", () => {
-    const classes: Record<string, string> = {};
-    for (const [, item] of Object.entries(doc.paths)) {
-      for (const [method, operation] of Object.entries(item as Record<string, { operationId?: string; security?: unknown[] }>)) {
-        const secured = (operation.security ?? doc.security ?? []).some((r) => Object.keys(r as object).includes("ApiKey"));
-        if (secured && operation.operationId) classes[operation.operationId] = rateClassOf(operation.operationId, method);
-      }
-    }
-    expect(classes.sendEmail).toBe("send");
-    expect(classes.previewTemplate).toBe("write");
-    expect(classes.listSubscribers).toBe("read");
-    expect(classes.getSandboxMessage).toBe("read");
-    expect(classes.createSubscriber).toBe("write");
-    expect(classes.deleteTemplate).toBe("write");
-    expect(Object.values(classes).filter((c) => c === "send")).toHaveLength(1);
+  it("stops the abuse of issue 6 within ten seconds with the defaults", () => {
+    const config = loadRateLimitConfig({});
+    // Most a budget admits over 10 s: the limit at once, then limit per window.
+    const in10s = (p: { limit: number; windowMs: number } | null) => p!.limit + (10_000 * p!.limit) / p!.windowMs;
+    expect(in10s(config.perKey.read)).toBeLessThan(2000);
+    expect(in10s(config.authFailures)).toBeLessThan(2000 / 10);
+    expect(in10s(config.perKey.send)).toBeLessThan(900 / 2);
+    expect(in10s(config.perTenant.send)).toBeLessThan(900);
+  });
+
+  it("reads every variable", () => {
+    const config = loadRateLimitConfig({
+      RATE_LIMIT: "on",
+      RATE_LIMIT_READ: "1/1s",
+      RATE_LIMIT_WRITE: "2/1s",
+      RATE_LIMIT_SEND: "300/60s",
+      RATE_LIMIT_TENANT_READ: "off",
+      RATE_LIMIT_TENANT_WRITE: "4/1s",
+      RATE_LIMIT_TENANT_SEND: "5/1s",
+      RATE_LIMIT_AUTH_FAILURES: "6/1m",
+      RATE_LIMIT_STORE: "mongo",
+      MONGO_URL: "mongodb://mongo:27017",
+      RATE_LIMIT_STORE_TIMEOUT_MS: "50",
+      RATE_LIMIT_MAX_KEYS: "5000",
+      TRUSTED_PROXY_HOPS: "1",
+    });
+    expect(config).toEqual({
+      enabled: true,
+      perKey: { read: { limit: 1, windowMs: 1000 }, write: { limit: 2, windowMs: 1000 }, send: { limit: 300, windowMs: 60_000 } },
+      perTenant: { read: null, write: { limit: 4, windowMs: 1000 }, send: { limit: 5, windowMs: 1000 } },
+      authFailures: { limit: 6, windowMs: 60_000 },
+      store: "mongo",
+      storeTimeoutMs: 50,
+      maxKeys: 5000,
+      trustedProxyHops: 1,
+    });
+    expect(loadRateLimitConfig({ RATE_LIMIT: "off" }).enabled).toBe(false);
+  });
+
+  it.each([
+    [{ RATE_LIMIT: "no" }, /RATE_LIMIT must be "on" or "off", got "no"/],
+    [{ RATE_LIMIT_SEND: "300 per minute" }, /RATE_LIMIT_SEND must be "<requests>\/<window>" such as "300\/60s".*got "300 per minute"/],
+    [{ RATE_LIMIT_TENANT_READ: "0/1s" }, /RATE_LIMIT_TENANT_READ the number of requests must be 1 to 1000000, got "0\/1s"/],
+    [{ RATE_LIMIT_AUTH_FAILURES: "5/48h" }, /RATE_LIMIT_AUTH_FAILURES the window must be 1 s to 24 h, got "5\/48h"/],
+    [{ RATE_LIMIT_STORE: "redis" }, /RATE_LIMIT_STORE must be "memory" or "mongo", got "redis"/],
+    [{ RATE_LIMIT_STORE: "mongo" }, /RATE_LIMIT_STORE=mongo .* MONGO_URL is not set/],
+    [{ RATE_LIMIT_STORE_TIMEOUT_MS: "0" }, /RATE_LIMIT_STORE_TIMEOUT_MS must be an integer in 1\.\.10000/],
+    [{ RATE_LIMIT_MAX_KEYS: "10" }, /RATE_LIMIT_MAX_KEYS must be an integer/],
+    [{ TRUSTED_PROXY_HOPS: "x" }, /TRUSTED_PROXY_HOPS must be an integer in 0\.\.10/],
+  ])("a bad value stops the start naming the variable: %j", (env, message) => {
+    expect(() => loadRateLimitConfig(env)).toThrow(ConfigError);
+    expect(() => loadRateLimitConfig(env)).toThrow(message);
   });
 });
 
 describe("client address", () => {
-  const peer = (remoteAddress: string, forwardedFor?: string) => ({ remoteAddress, forwardedFor });
-
-  it("without trusted proxies is the TCP peer, whatever X-Forwarded-For claims", () => {
-    expect(clientAddress(peer("203.0.113.9", "198.51.100.1"), 0)).toBe("203.0.113.9");
-    expect(clientAddress(peer("::ffff:203.0.113.9"), 0)).toBe("203.0.113.9");
+  it("is the peer, whatever X-Forwarded-For says, without trusted proxies", () => {
+    expect(clientAddress("10.0.0.9", "203.0.113.7", 0)).toBe("10.0.0.9");
+    expect(clientAddress(undefined, undefined, 0)).toBe("unknown");
   });
 
-  it("with N trusted hops is the entry the N-th proxy appended; what the client wrote further left is ignored", () => {
-    // client claims 1.1.1.1, real client 198.51.100.1, our ingress 10.0.0.5, the load balancer is the peer.
-    const source = peer("10.0.0.9", "1.1.1.1, 198.51.100.1, 10.0.0.5");
-    expect(clientAddress(source, 1)).toBe("10.0.0.5");
-    expect(clientAddress(source, 2)).toBe("198.51.100.1");
-    // More hops configured than the request went through: the furthest entry seen.
-    expect(clientAddress(peer("10.0.0.9", "198.51.100.1"), 5)).toBe("198.51.100.1");
-    // No header at all: the peer.
-    expect(clientAddress(peer("10.0.0.9"), 1)).toBe("10.0.0.9");
+  it("is the n-th entry from the right behind n trusted proxies", () => {
+    // client -> ingress (appends the client) -> gateway
+    expect(clientAddress("10.0.0.9", "203.0.113.7", 1)).toBe("203.0.113.7");
+    // a forged entry on the left is ignored
+    expect(clientAddress("10.0.0.9", "198.51.100.1, 203.0.113.7", 1)).toBe("203.0.113.7");
+    // client -> CDN -> ingress -> gateway
+    expect(clientAddress("10.0.0.9", "198.51.100.1, 203.0.113.7, 192.0.2.5", 2)).toBe("203.0.113.7");
+    // fewer entries than hops: the leftmost
+    expect(clientAddress("10.0.0.9", "203.0.113.7", 3)).toBe("203.0.113.7");
+    expect(clientAddress("10.0.0.9", "[2001:db8::1]:443, 203.0.113.8:5000", 1)).toBe("203.0.113.8");
+    expect(clientAddress("10.0.0.9", "[2001:db8::1]:443", 1)).toBe("2001:db8::1");
   });
 
-  it("groups IPv6 clients by /64, takes IPv4-mapped addresses as IPv4, drops ports and zones", () => {
-    expect(budgetKeyOf("2001:db8:aaaa:bbbb:1:2:3:4")).toBe("2001:db8:aaaa:bbbb::/64");
-    expect(budgetKeyOf("2001:DB8:aaaa:bbbb::ffff")).toBe("2001:db8:aaaa:bbbb::/64");
-    expect(budgetKeyOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
-    expect(budgetKeyOf("2001:0db8:0000:0001::")).toBe("2001:db8:0:1::/64");
-    expect(budgetKeyOf("::1")).toBe("0:0:0:0::/64");
-    expect(budgetKeyOf("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
-    expect(budgetKeyOf("[2001:db8:1:2::7]:443")).toBe("2001:db8:1:2::/64");
-    expect(budgetKeyOf("::ffff:192.0.2.1")).toBe("192.0.2.1");
-    expect(budgetKeyOf("192.0.2.1:5678")).toBe("192.0.2.1");
-    expect(budgetKeyOf("64:ff9b::192.0.2.1")).toBe("64:ff9b:0:0::/64");
+  it("falls back to the peer when the trusted entry is no address", () => {
+    expect(clientAddress("10.0.0.9", "unknown", 1)).toBe("10.0.0.9");
+    expect(clientAddress("10.0.0.9", " , ", 1)).toBe("10.0.0.9");
   });
 
-  it("anything that is no address shares one budget", () => {
-    expect(budgetKeyOf("unknown")).toBe("unknown");
-    expect(budgetKeyOf("")).toBe("unknown");
-    expect(budgetKeyOf("<script>")).toBe("unknown");
-    expect(clientAddress(peer("10.0.0.9", "garbage"), 1)).toBe("unknown");
+  it("counts IPv6 per /64 and IPv4-mapped addresses as IPv4", () => {
+    expect(addressUnit("203.0.113.7")).toBe("203.0.113.7");
+    expect(addressUnit("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(addressUnit("2001:db8:1:2:3:4:5:6")).toBe("2001:db8:1:2::/64");
+    expect(addressUnit("2001:DB8:1:2::ffff")).toBe("2001:db8:1:2::/64");
+    expect(addressUnit("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(addressUnit("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(addressUnit("::1")).toBe("0:0:0:0::/64");
+    expect(addressUnit("64:ff9b::192.0.2.33")).toBe("64:ff9b:0:0::/64");
+    expect(addressBucketId("2001:db8:1:2::1")).toBe(addressBucketId("2001:db8:1:2:ffff::9"));
+    expect(addressBucketId("2001:db8:1:3::1")).not.toBe(addressBucketId("2001:db8:1:2::1"));
+  });
+
+  it("keeps no address in the bucket id", () => {
+    const id = addressBucketId("203.0.113.7");
+    expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(id).not.toContain("203");
   });
 });

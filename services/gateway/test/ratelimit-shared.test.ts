@@ -1,333 +1,252 @@
-// Counters shared by gateway replicas, on both document-store adapters: the
-// MongoDB-compatible server of Jest's setup (MONGO_URL; FerretDB in CI) and
-// the embedded store. Two SharedCounterStores stand for two replicas (on
-// MongoDB each with its own connection). The clock is injected; the only real
-// waits are the store timeouts of the fallback tests, and no assertion is on
-// time.
+// The shared counter store (RATE_LIMIT_STORE=mongo) on both adapters of the
+// document-store port: the embedded store, and the MongoDB-compatible server
+// of MONGO_URL (FerretDB in CI, started by Jest's global setup). Two
+// DocumentCounterStores on one database are two gateway replicas. The clock
+// is moved by hand.
 
-import * as net from "node:net";
-import type { AddressInfo } from "node:net";
-import { openEmbeddedStore, openMongoStore, type AnyDoc, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
-import { counterId, RateLimiter, SharedCounterStore, type Budget, type Rate, type RateLimitPolicy } from "../src/ratelimit";
+import { MongoClient } from "mongodb";
+import { openEmbeddedStore, openMongoStore, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
+import { DocumentCounterStore, type DocumentCounterStoreOptions } from "../src/ratelimit/document-store";
+import type { Bucket, Policy } from "../src/ratelimit/gcra";
 import { memoryLogger } from "./support/harness";
 
+const T0 = 1_700_000_000_000;
 const url = process.env.MONGO_URL;
-if (url === undefined || url === "") {
-  throw new Error("MONGO_URL is not set: run through the repository's Jest config, whose globalSetup starts FerretDB");
-}
 const dbName = `gateway_ratelimit_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
 let sequence = 0;
-/** A collection of counters no other test uses. */
-const freshCollection = () => `rate_limit_counters_${(sequence += 1)}`;
 
-/** A store wrapper that counts calls and can be made to hang or fail (a fake around the real adapter). */
-function controllable(store: DocumentStore) {
-  const state = { mode: "ok" as "ok" | "hang" | "fail", calls: 0 };
-  const wrap = <T extends Doc>(collection: Collection<T>): Collection<T> =>
-    new Proxy(collection, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          state.calls += 1;
-          if (state.mode === "hang") return new Promise(() => undefined);
-          if (state.mode === "fail") return Promise.reject(new Error("connection refused"));
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-  const wrapped: DocumentStore = {
-    collection: <T extends Doc = AnyDoc>(name: string) => wrap(store.collection<T>(name)),
-    ping: () => store.ping(),
-    close: () => store.close(),
-  };
-  return { store: wrapped, state };
+interface Pair {
+  /** Two connections to one database, as two replicas have. */
+  stores: [DocumentStore, DocumentStore];
+  close(): Promise<void>;
 }
 
-/** µs from ms: the stores count whole microseconds. */
-const us = (ms: number) => ms * 1000;
-/** A moment in µs, as a replica's clock would pass it. */
-const T0 = us(1_800_000_000_000);
-
-function manualClock(start = 1_800_000_000_000) {
-  let now = start;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
-}
-
-interface Adapter {
-  name: string;
-  /** Two handles on one database, as two replicas would have. */
-  open(): Promise<[DocumentStore, DocumentStore]>;
-  close(stores: [DocumentStore, DocumentStore]): Promise<void>;
-}
-
-const adapters: Adapter[] = [
-  {
-    name: "MongoDB protocol (MONGO_URL)",
-    open: async () => [await openMongoStore({ url, dbName }), await openMongoStore({ url, dbName })],
-    close: async ([a, b]) => {
-      await a.close();
-      await b.close();
+const adapters: Array<[string, () => Promise<Pair>]> = [
+  [
+    "embedded",
+    async () => {
+      const store = await openEmbeddedStore();
+      return { stores: [store, store], close: () => store.close() };
     },
-  },
-  {
-    name: "embedded store",
-    // One process cannot open one embedded directory twice: both replicas use one handle (their mirrors still differ).
-    open: async () => {
-      const store = await openEmbeddedStore({});
-      return [store, store];
-    },
-    close: async ([a]) => a.close(),
-  },
+  ],
 ];
+if (url) {
+  adapters.push([
+    "mongo",
+    async () => {
+      const a = await openMongoStore({ url, dbName });
+      const b = await openMongoStore({ url, dbName });
+      return { stores: [a, b], close: async () => void (await Promise.all([a.close(), b.close()])) };
+    },
+  ]);
+  afterAll(async () => {
+    const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
+    await client.db(dbName).dropDatabase();
+    await client.close();
+  });
+} else {
+  test("MONGO_URL is set", () => {
+    throw new Error("MONGO_URL is not set: run through the repository's Jest config, whose globalSetup starts FerretDB");
+  });
+}
 
-const rate: Rate = { limit: 10, windowMs: 10_000 };
-/** Long enough that FerretDB's one-update-at-a-time never trips it: these tests are about admission, not fallback. */
-const PATIENT = { timeoutMs: 60_000, sweepIntervalMs: 0 };
+/** A new collection name per test, so that tests never share buckets. */
+const fresh = () => `rate_limits_${Date.now().toString(36)}_${++sequence}`;
 
-describe.each(adapters)("shared counters on the $name", (adapter) => {
-  let stores: [DocumentStore, DocumentStore];
+describe.each(adapters)("shared counter store on %s", (_name, openPair) => {
+  let pair: Pair;
   beforeAll(async () => {
-    stores = await adapter.open();
+    pair = await openPair();
   });
-  afterAll(async () => {
-    await adapter.close(stores);
-  });
+  afterAll(() => pair.close());
 
-  const replicas = (options: ConstructorParameters<typeof SharedCounterStore>[1] = {}) => {
-    const collection = freshCollection();
-    return [
-      new SharedCounterStore(stores[0], { ...PATIENT, collection, ...options }),
-      new SharedCounterStore(stores[1], { ...PATIENT, collection, ...options }),
-    ] as const;
-  };
+  /** Two replicas' stores on one (new) collection. */
+  async function replicas(options: DocumentCounterStoreOptions = {}): Promise<[DocumentCounterStore, DocumentCounterStore]> {
+    const collection = fresh();
+    const base = { collection, sweepIntervalMs: 0, timeoutMs: 30_000, ...options };
+    return [await DocumentCounterStore.open(pair.stores[0], base), await DocumentCounterStore.open(pair.stores[1], base)];
+  }
 
-  it("two replicas spend one budget: alternating requests get 10 in all, Remaining counting down across both", async () => {
-    const [a, b] = replicas();
-    const now = T0;
-    const answers = [];
-    for (let i = 0; i < 16; i += 1) answers.push(await (i % 2 === 0 ? a : b).consume("send.api_key.k1", rate, now));
-    expect(answers.filter((r) => r.allowed)).toHaveLength(10);
-    expect(answers.slice(0, 10).map((r) => r.remaining)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
-    expect(answers.slice(10).every((r) => !r.allowed && r.retryAfterMs > 0)).toBe(true);
-    // A unit comes back after window/limit, for either replica.
-    expect((await b.consume("send.api_key.k1", rate, now + us(999))).allowed).toBe(false);
-    expect((await b.consume("send.api_key.k1", rate, now + us(1000))).allowed).toBe(true);
-    expect((await a.consume("send.api_key.k1", rate, now + us(1000))).allowed).toBe(false);
-  });
+  const policy: Policy = { limit: 5, windowMs: 5000 };
+  const bucket = (key = "k:key_1:read", p = policy): Bucket => ({ key, policy: p });
 
-  it("many concurrent requests on two replicas never admit more than the budget, busy or idle", async () => {
-    const [a, b] = replicas();
-    const big: Rate = { limit: 50, windowMs: 10_000 };
-    let now = T0;
-    for (let round = 0; round < 3; round += 1) {
-      // Round 0: a new counter (inserts race); then idle again after a full
-      // window (compare-and-set races); every round: guarded increments race.
-      const results = await Promise.all(
-        Array.from({ length: 120 }, (_, i) => (i % 2 === 0 ? a : b).consume("read.tenant.t1", big, now)),
-      );
-      expect(results.filter((r) => r.allowed)).toHaveLength(50);
-      now += us(big.windowMs + 1);
+  it("admits the budget, refuses with the wait, and admits again when time has passed", async () => {
+    const [a] = await replicas();
+    for (let i = 0; i < 5; i++) {
+      const outcome = await a.consume([bucket()], T0);
+      expect(outcome).toMatchObject({ allowed: true, states: [{ limit: 5, remaining: 4 - i }] });
     }
-    expect(a.degraded || b.degraded).toBe(false);
+    const refused = await a.consume([bucket()], T0);
+    expect(refused).toMatchObject({ allowed: false, refusedBy: [0], states: [{ remaining: 0 }] });
+    expect(refused.retryAfterMs).toBeCloseTo(1000, 3);
+    expect((await a.consume([bucket()], T0 + 999)).allowed).toBe(false);
+    expect(await a.consume([bucket()], T0 + 1000)).toMatchObject({ allowed: true, states: [{ remaining: 0 }] });
+    expect(await a.consume([bucket()], T0 + 60_000)).toMatchObject({ allowed: true, states: [{ remaining: 4 }] });
   });
 
-  it("a refused key is remembered: the next refusals on that replica cost no round trip", async () => {
-    const wrapped = controllable(stores[0]);
-    const replica = new SharedCounterStore(wrapped.store, { ...PATIENT, collection: freshCollection() });
-    const now = T0;
-    for (let i = 0; i < 11; i += 1) await replica.consume("send.api_key.flood", rate, now);
-    const before = wrapped.state.calls;
-    for (let i = 0; i < 100; i += 1) expect((await replica.consume("send.api_key.flood", rate, now + us(i))).allowed).toBe(false);
-    expect(wrapped.state.calls).toBe(before);
-    // Once the mirror says a unit is back, the store is asked again.
-    expect((await replica.consume("send.api_key.flood", rate, now + us(1000))).allowed).toBe(true);
-    expect(wrapped.state.calls).toBeGreaterThan(before);
+  it("two replicas share one budget: together they admit the budget, not twice it", async () => {
+    const [a, b] = await replicas();
+    const admitted = { a: 0, b: 0 };
+    for (let i = 0; i < 12; i++) {
+      const [name, replica] = i % 2 === 0 ? (["a", a] as const) : (["b", b] as const);
+      if ((await replica.consume([bucket()], T0)).allowed) admitted[name] += 1;
+    }
+    expect(admitted.a + admitted.b).toBe(5);
+    expect(admitted.a).toBeGreaterThan(0);
+    expect(admitted.b).toBeGreaterThan(0);
+    // Each replica now knows the bucket is spent: further refusals ask nothing of the store.
+    const before = a.stats.operations + b.stats.operations;
+    for (let i = 0; i < 20; i++) expect((await (i % 2 ? a : b).consume([bucket()], T0 + 10)).allowed).toBe(false);
+    expect(a.stats.operations + b.stats.operations).toBe(before);
+    // The budget recovers for both: one per emission interval, shared.
+    expect((await b.consume([bucket()], T0 + 1000)).allowed).toBe(true);
+    expect((await a.consume([bucket()], T0 + 1000)).allowed).toBe(false);
   });
 
-  it("an admitted request costs one round trip per counter, busy or idle; a new counter two", async () => {
-    const wrapped = controllable(stores[0]);
-    const collection = freshCollection();
-    const replica = new SharedCounterStore(wrapped.store, { ...PATIENT, collection });
-    const other = new SharedCounterStore(wrapped.store, { ...PATIENT, collection });
-    const tripsOf = async (store: SharedCounterStore, at: number) => {
-      const before = wrapped.state.calls;
-      expect((await store.consume("read.api_key.k", rate, at)).allowed).toBe(true);
-      return wrapped.state.calls - before;
-    };
-    expect(await tripsOf(replica, T0)).toBe(2); // new: the idle write finds nothing, then the insert
-    expect(await tripsOf(replica, T0 + us(10))).toBe(1); // busy: the guarded increment
-    expect(await tripsOf(replica, T0 + us(60_000))).toBe(1); // idle again: the guarded set
-    // Busy, but never seen by this replica: idle write, insert (duplicate), increment; then one.
-    expect(await tripsOf(other, T0 + us(60_010))).toBe(3);
-    expect(await tripsOf(other, T0 + us(60_020))).toBe(1);
+  it("admits no more than the budget to concurrent requests on two replicas", async () => {
+    const [a, b] = await replicas();
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).consume([bucket("k:busy:send")], T0)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(5);
+    // What each was told adds up: the admitted saw Remaining 4, 3, 2, 1, 0 once each.
+    const remaining = results.filter((r) => r.allowed).map((r) => r.states[0]!.remaining);
+    expect(remaining.sort()).toEqual([0, 1, 2, 3, 4]);
   });
 
-  it("the limiter over two replicas: key and tenant budgets, all or nothing", async () => {
-    const [a, b] = replicas();
-    const clock = manualClock();
-    const policy: RateLimitPolicy = {
-      budgets: [
-        { rateClass: "write", kind: "api_key", limit: 4, windowMs: 10_000 },
-        { rateClass: "write", kind: "tenant", limit: 6, windowMs: 10_000 },
-      ],
-    };
-    const one = new RateLimiter(policy, a, { now: clock.now });
-    const two = new RateLimiter(policy, b, { now: clock.now });
-    const keys = (key: string) => ({ api_key: key, tenant: "acc_1:live" });
-    const k1 = [];
-    for (let i = 0; i < 5; i += 1) k1.push((await (i % 2 ? one : two).consume("write", keys("key_1"))).allowed);
-    expect(k1).toEqual([true, true, true, true, false]);
-    const k2 = [];
-    for (let i = 0; i < 4; i += 1) k2.push((await (i % 2 ? two : one).consume("write", keys("key_2"))).allowed);
-    expect(k2).toEqual([true, true, false, false]);
-    // key_2's refused requests took nothing from key_2's own budget (refunded or never taken).
-    const budget2: Budget = policy.budgets[0]!;
-    clock.advance(10_000);
-    const fresh = await one.consume("write", keys("key_2"));
-    expect(fresh.budgets.find((s) => s.budget.kind === "api_key")?.remaining).toBe(budget2.limit - 1);
+  it("costs one store operation per bucket when the replica's view is right", async () => {
+    const [a] = await replicas();
+    const key = bucket("k:steady:read", { limit: 1000, windowMs: 1000 });
+    const tenant = bucket("t:acc:live:read", { limit: 2000, windowMs: 1000 });
+    await a.consume([key, tenant], T0); // first sight: set fails, insert (2 each)
+    const before = a.stats.operations;
+    for (let i = 1; i <= 50; i++) expect((await a.consume([key, tenant], T0 + i)).allowed).toBe(true);
+    expect(a.stats.operations - before).toBe(100);
+    // After a pause longer than the window the bucket is full: still one write each ($set).
+    const later = a.stats.operations;
+    expect((await a.consume([key, tenant], T0 + 10_000)).allowed).toBe(true);
+    expect(a.stats.operations - later).toBe(2);
   });
 
-  it("expired counters are swept; live ones stay", async () => {
-    const collection = freshCollection();
-    const replica = new SharedCounterStore(stores[0], { ...PATIENT, collection });
-    const now = T0;
-    for (let i = 0; i < 5; i += 1) await replica.consume(`read.api_key.idle${i}`, rate, now);
-    await replica.consume("read.api_key.busy", rate, now + us(5000));
-    const docs = stores[0].collection(collection);
-    expect(await docs.count({})).toBe(6);
-    expect(await replica.sweep(now + us(2000))).toBe(5);
-    expect(await docs.count({})).toBe(1);
-    // A swept counter is a full budget, as before.
-    expect(await replica.consume("read.api_key.idle0", rate, now + us(2000))).toMatchObject({ allowed: true, remaining: 9 });
+  it("costs one write per bucket also when replicas take turns on it", async () => {
+    const [a, b] = await replicas();
+    const key = bucket("k:shared:read", { limit: 1000, windowMs: 1000 });
+    await a.consume([key], T0);
+    await b.consume([key], T0); // b's first sight: set, insert, read, $inc
+    const before = a.stats.operations + b.stats.operations;
+    // A busy bucket (partly used): each replica's view is stale by the other's writes, yet right enough.
+    for (let i = 1; i <= 40; i++) expect((await (i % 2 ? a : b).consume([key], T0 + i / 10)).allowed).toBe(true);
+    expect(a.stats.operations + b.stats.operations - before).toBe(40);
   });
 
-  it("counter ids carry no key: a digest of fixed length", () => {
-    const id = counterId({ rateClass: "auth_failure", kind: "client_address", limit: 1, windowMs: 1000 }, "203.0.113.7");
-    expect(id).toMatch(/^auth_failure\.client_address\.[A-Za-z0-9_-]{22}$/);
-    expect(id).not.toContain("203.0.113.7");
+  it("charges the key and the tenant together or not at all", async () => {
+    const [a, b] = await replicas();
+    const small: Policy = { limit: 2, windowMs: 2000 };
+    const tenant = bucket("t:acc:test:send", { limit: 3, windowMs: 3000 });
+    const key1 = bucket("k:key_1:send", small);
+    const key2 = bucket("k:key_2:send", small);
+    expect((await a.consume([key1, tenant], T0)).allowed).toBe(true);
+    expect((await b.consume([key2, tenant], T0)).allowed).toBe(true);
+    expect((await b.consume([key2, tenant], T0)).allowed).toBe(true);
+    // The tenant is spent (by replica b): key1 still has one, which must not be taken.
+    const refused = await a.consume([key1, tenant], T0);
+    expect(refused).toMatchObject({ allowed: false, refusedBy: [1] });
+    // key1 still holds its second request, in the shared store (asked through
+    // the other replica): the refusal took nothing from it.
+    expect((await b.consume([key1], T0)).allowed).toBe(true);
+    expect((await b.consume([key1], T0)).allowed).toBe(false);
   });
 
-  describe("when the store is slow or failing: fail open to this replica's own budget", () => {
-    it("a hanging store: decisions come from the mirror after the timeout, budgets still hold, and the store is asked again later", async () => {
-      const wrapped = controllable(stores[0]);
+  it("sweeps documents of buckets full for a minute, and only those", async () => {
+    const collection = fresh();
+    const counters = await DocumentCounterStore.open(pair.stores[0], { collection, sweepIntervalMs: 0 });
+    await counters.consume([bucket("k:old:read")], T0);
+    await counters.consume([bucket("k:recent:read")], T0 + 100_000);
+    const docs: Collection<Doc> = pair.stores[0].collection(collection);
+    expect(await docs.count({})).toBe(2);
+    expect(await counters.sweep(T0 + 100_000)).toBe(1);
+    expect((await docs.find({})).map((d) => d._id)).toEqual(["k:recent:read"]);
+    // A swept bucket starts full, as if never seen.
+    expect(await counters.consume([bucket("k:old:read")], T0 + 100_000)).toMatchObject({ allowed: true, states: [{ remaining: 4 }] });
+  });
+
+  describe("when the store fails", () => {
+    it("counts per replica (neither open nor closed) and goes back to the store once it answers", async () => {
+      const flaky = new FlakyStore(pair.stores[0]);
       const { logger, logs } = memoryLogger();
-      const replica = new SharedCounterStore(wrapped.store, {
-        // Long enough for a loaded machine's FerretDB to answer when it should;
-        // the hanging store makes the test wait for it once.
-        timeoutMs: 2000,
-        retryAfterFailureMs: 5000,
-        sweepIntervalMs: 0,
-        collection: freshCollection(),
-        logger,
-      });
-      const now = T0;
-      for (let i = 0; i < 4; i += 1) await replica.consume("send.tenant.t", rate, now);
-      wrapped.state.mode = "hang";
-      const during = [];
-      for (let i = 0; i < 10; i += 1) during.push(await replica.consume("send.tenant.t", rate, now + us(1)));
-      // 4 taken before the outage, so 6 more: the mirror continued where the store was.
-      expect(during.filter((r) => r.allowed)).toHaveLength(6);
-      expect(replica.degraded).toBe(true);
-      // One timeout, then no more calls until retryAfterFailureMs has passed.
-      const callsWhileDown = wrapped.state.calls;
-      await replica.consume("send.tenant.t", rate, now + us(4999));
-      expect(wrapped.state.calls).toBe(callsWhileDown);
-      const warnings = logs.filter((l) => l.msg.includes("enforces the budgets alone"));
-      expect(warnings).toHaveLength(1);
-      expect(JSON.stringify(warnings)).not.toContain("send.tenant");
-
-      wrapped.state.mode = "ok";
-      const back = await replica.consume("send.tenant.t", rate, now + us(5001));
-      expect(wrapped.state.calls).toBeGreaterThan(callsWhileDown);
-      expect(replica.degraded).toBe(false);
-      // The store holds the 4 units taken before the outage (refilled by now),
-      // the mirror the 11 taken in all: the request is admitted by the store,
-      // and the mirror keeps its stricter view until it has passed.
-      expect(back.allowed).toBe(true);
-      expect((await replica.peek("send.tenant.t", rate, now + us(5001))).remaining).toBe(4);
-      expect(logs.some((l) => l.msg.includes("answering again"))).toBe(true);
+      const counters = await DocumentCounterStore.open(flaky, { collection: fresh(), sweepIntervalMs: 0, backoffMs: 1000, logger });
+      expect((await counters.consume([bucket()], T0)).allowed).toBe(true);
+      flaky.down = true;
+      // Limits still hold, from this replica's own counters: 4 more, then refusals.
+      const during = await Promise.all(Array.from({ length: 8 }, () => counters.consume([bucket()], T0)));
+      expect(during.filter((o) => o.allowed)).toHaveLength(4);
+      expect(counters.degraded).toBe(true);
+      expect(logs.filter((l) => /rate-limit store unavailable/.test(l.msg))).toHaveLength(1);
+      // The store is not asked again until the back-off has passed.
+      const attempts = flaky.calls;
+      await counters.consume([bucket("k:other:read")], T0 + 500);
+      expect(flaky.calls).toBe(attempts);
+      flaky.down = false;
+      expect((await counters.consume([bucket("k:other:read")], T0 + 1500)).allowed).toBe(true);
+      expect(counters.degraded).toBe(false);
+      expect(logs.filter((l) => /rate-limit store reachable again/.test(l.msg))).toHaveLength(1);
     });
 
-    it("a failing store: no request fails, refunds included; decisions are local", async () => {
-      const wrapped = controllable(stores[0]);
-      const replica = new SharedCounterStore(wrapped.store, { timeoutMs: 1000, sweepIntervalMs: 0, collection: freshCollection() });
-      wrapped.state.mode = "fail";
-      const now = T0;
-      const results = [];
-      for (let i = 0; i < 12; i += 1) results.push(await replica.consume("write.api_key.k", rate, now));
-      expect(results.filter((r) => r.allowed)).toHaveLength(10);
-      await expect(replica.refund("write.api_key.k", rate, now)).resolves.toBeUndefined();
-      expect(replica.degraded).toBe(true);
+    it("does not wait for a store slower than the timeout", async () => {
+      const flaky = new FlakyStore(pair.stores[0]);
+      const counters = await DocumentCounterStore.open(flaky, { collection: fresh(), sweepIntervalMs: 0, timeoutMs: 20 });
+      flaky.stalled = true;
+      const outcome = await counters.consume([bucket()], T0);
+      expect(outcome).toMatchObject({ allowed: true, states: [{ remaining: 4 }] });
+      expect(counters.stats.fallbacks).toBe(1);
+      flaky.release();
     });
   });
 });
 
-describe("shared counters when the MongoDB server goes away (a TCP proxy in front of it, cut)", () => {
-  let proxy: net.Server;
-  let sockets = new Set<net.Socket>();
-  let port = 0;
-  const target = new URL(url);
+/**
+ * A document store in front of a real one that can fail (`down`: every call
+ * rejects) or stall (`stalled`: calls wait until `release()`); a unit-test
+ * stand-in for an outage, around the real adapter.
+ */
+class FlakyStore implements DocumentStore {
+  down = false;
+  stalled = false;
+  calls = 0;
+  private waiting: Array<() => void> = [];
 
-  const listen = () =>
-    new Promise<void>((resolve) => {
-      proxy = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port), target.hostname);
-        sockets.add(client).add(upstream);
-        const drop = () => {
-          client.destroy();
-          upstream.destroy();
-        };
-        client.on("error", drop).on("close", drop).pipe(upstream);
-        upstream.on("error", drop).on("close", drop).pipe(client);
-      });
-      proxy.listen(port, "127.0.0.1", () => {
-        port = (proxy.address() as AddressInfo).port;
-        resolve();
-      });
-    });
-  const cut = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      sockets = new Set();
-      proxy.close(() => resolve());
-    });
+  constructor(private readonly inner: DocumentStore) {}
 
-  afterAll(async () => {
-    if (proxy.listening) await cut();
-  });
+  release(): void {
+    this.stalled = false;
+    for (const go of this.waiting.splice(0)) go();
+  }
 
-  it("decisions go on locally while it is gone, and shared again once it is back", async () => {
-    await listen();
-    const store = await openMongoStore({ url: `mongodb://127.0.0.1:${port}/?directConnection=true`, dbName, serverSelectionTimeoutMS: 2000 });
-    const { logger, logs } = memoryLogger();
-    const collection = freshCollection();
-    const replica = new SharedCounterStore(store, { timeoutMs: 2000, retryAfterFailureMs: 1000, sweepIntervalMs: 0, collection, logger });
-    const now = T0;
-    try {
-      for (let i = 0; i < 3; i += 1) expect((await replica.consume("read.api_key.k", rate, now)).allowed).toBe(true);
-      await cut();
-      const during = [];
-      for (let i = 0; i < 10; i += 1) during.push(await replica.consume("read.api_key.k", rate, now));
-      expect(during.filter((r) => r.allowed)).toHaveLength(7);
-      expect(replica.degraded).toBe(true);
-      expect(logs.filter((l) => l.level === 40)).toHaveLength(1);
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    const real = this.inner.collection<T>(name);
+    const guard =
+      <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        this.calls += 1;
+        if (this.down) throw new Error("connection refused");
+        if (this.stalled) await new Promise<void>((resolve) => this.waiting.push(resolve));
+        return call(...args);
+      };
+    return {
+      createIndexes: guard(real.createIndexes.bind(real)),
+      insertOne: guard(real.insertOne.bind(real)),
+      findOne: guard(real.findOne.bind(real)),
+      find: guard(real.find.bind(real)),
+      count: guard(real.count.bind(real)),
+      updateOne: guard(real.updateOne.bind(real)),
+      deleteOne: guard(real.deleteOne.bind(real)),
+      deleteMany: guard(real.deleteMany.bind(real)),
+    };
+  }
 
-      await listen();
-      // The driver reconnects on its own; the replica asks again once retryAfterFailureMs has passed on its clock.
-      let shared = false;
-      for (let attempt = 0; attempt < 50 && !shared; attempt += 1) {
-        await replica.consume("read.api_key.other", rate, now + us(2000 + attempt * 2000));
-        shared = !replica.degraded;
-        if (!shared) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(shared).toBe(true);
-      // What the shared store holds: the 3 units taken before the cut (the
-      // local decisions during it were never written there).
-      const doc = await store.collection<{ _id: string; tat: number }>(collection).findOne({ _id: "read.api_key.k" });
-      expect(doc?.tat).toBe(now + us(3 * 1000));
-    } finally {
-      await store.close();
-    }
-  });
-});
+  ping(): Promise<boolean> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

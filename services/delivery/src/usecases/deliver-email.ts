@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { withOutbox } from "@emailsvc/outbox";
-import type { Logger } from "@emailsvc/runtime";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
@@ -9,12 +9,13 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
+import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { emailsByStatus, handoffDuration } from "./metrics.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
-export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
 /**
  * What the send consumer's use cases need besides the event's tenant's
@@ -104,11 +105,17 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    const unsubscribeUrl = prepared.template.category === "marketing"
-      ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
-      : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
     if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    const marketing = prepared.template.category === "marketing";
+    // Marketing mail goes to active subscribers only: whoever unsubscribed (by
+    // the link below, the portal or the API), bounced or complained gets none.
+    if (marketing && recipient && recipient.status !== "active") {
+      throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
+    }
+    const unsubscribeUrl = marketing
+      ? deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, subscriberId: recipient?.subscriberId })
+      : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
@@ -124,7 +131,16 @@ export async function deliverEmail(
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
     if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
-    const result = await provider.send(message, { tenant: claimed.tenant, signal });
+    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    const handoffStarted = performance.now();
+    const result = await inSpan(
+      `${provider.name} send`,
+      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    ).catch((err: unknown) => {
+      handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
+      throw err;
+    });
     // The relay has the message (SMTP: it answered 250). From here to the end
     // of the write below, a crash sends it again: nothing else happens in
     // between (the renewal timer stops, the log line comes after).
@@ -135,6 +151,7 @@ export async function deliverEmail(
       $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
     });
     const statusWriteMs = performance.now() - repliedAt;
+    handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
     log.info(
       { provider: provider.name, template_id: claimed.template_id, response: result.response, status_write_ms: Math.round(statusWriteMs * 100) / 100 },
       "email sent",
@@ -314,6 +331,7 @@ async function settle(
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
+  emailsByStatus.inc({ status });
   await deps.relay.afterWrite(written);
 }
 

@@ -1,162 +1,155 @@
-import { createHash } from "node:crypto";
-import type { Logger } from "@emailsvc/runtime";
-import { toMicros, type GcraResult } from "./gcra.js";
-import { budgetsOf, type Budget, type KeyKind, type RateClass, type RateLimitPolicy } from "./policy.js";
-import type { CounterStore } from "./store.js";
+import { counter } from "@emailsvc/runtime";
+import type { KeyIdentity } from "../http/state.js";
+import { addressBucketId } from "./client-address.js";
+import type { RateClass, RateLimitConfig } from "./config.js";
+import type { Bucket, BucketState, Policy } from "./gcra.js";
+import type { CounterStore, Outcome } from "./store.js";
 
-/** The keys a request has: its API key id, its tenant (`<account id>:<mode>`), its client address. */
-export type RateKeys = Partial<Record<KeyKind, string>>;
-
-/** One budget's answer. */
-export interface BudgetState extends GcraResult {
-  budget: Budget;
+/** A budget a request draws from, as clients and operators read it. */
+interface Budget {
+  /** Metric label and stable name: `key_read`, `tenant_send`, `auth_failures`. */
+  id: string;
+  /** For the RateLimit-Policy comment and the 429's detail. */
+  label: string;
+  /** Who is counted, for the detail: "this API key". */
+  subject: string;
+  policy: Policy;
 }
 
-export interface RateDecision {
+/** What a request learned from its budgets: the headers to send, and whether it may go on. */
+export interface Verdict {
   allowed: boolean;
-  /** Every budget of the class, in policy order (empty when none applies, e.g. limits off). */
-  budgets: BudgetState[];
-  /**
-   * The budget that decided: when refused, the refusing one with the longest
-   * wait; when admitted, the one closest to running out. What the RateLimit-*
-   * headers describe.
-   */
-  binding: BudgetState | undefined;
+  /** RateLimit-Limit, -Remaining, -Reset, -Policy, and Retry-After when refused. */
+  headers: Record<string, string>;
+  /** When refused: which budget, its size, and the wait, for the problem's detail. */
+  detail?: string;
 }
 
-export interface RateLimiterOptions {
-  /** The clock, in ms (tests inject one); default Date.now. */
-  now?: () => number;
-  /** Told when a refund fails (never a key). */
-  logger?: Logger;
-}
+const refusals = counter("gateway_rate_limited_total", "Requests refused with 429, by budget.", ["budget"]);
 
 /**
- * Applies a policy with a counter store. A request takes one unit from every
- * budget of its class, all or nothing: when one budget refuses, the units the
- * others took are given back. The budgets are asked at the same time (one
- * round trip of latency on a shared store, not one per budget), after a look
- * at what this replica already knows, so that a request refused by one budget
- * touches no other and, on the shared store, often no store at all.
- *
- * Counter ids are `<class>.<kind>.<digest of the key>`: fixed length whatever
- * the key, and no API key id, account or client address is written to the
- * store as such.
+ * The gateway's budgets over a counter store: per API key and per tenant
+ * (account and mode) for each class of operation, and per client address for
+ * failed authentication. Header values follow the IETF httpapi draft
+ * (draft-ietf-httpapi-ratelimit-headers-06): `RateLimit-Limit`,
+ * `-Remaining` and `-Reset` (seconds until the quota is whole again) of the
+ * budget closest to exhaustion, and `RateLimit-Policy` listing every budget
+ * the request counted against, as `<limit>;w=<window seconds>;comment="…"`.
  */
 export class RateLimiter {
-  private readonly now: () => number;
-  private readonly logger: Logger | undefined;
-
   constructor(
-    readonly policy: RateLimitPolicy,
-    readonly store: CounterStore,
-    options: RateLimiterOptions = {},
-  ) {
-    this.now = options.now ?? Date.now;
-    this.logger = options.logger;
-    const seen = new Set<string>();
-    for (const budget of policy.budgets) {
-      const name = `${budget.rateClass}/${budget.kind}`;
-      if (seen.has(name)) throw new Error(`two budgets for ${name}`);
-      seen.add(name);
-      if (!Number.isInteger(budget.limit) || budget.limit < 1) throw new Error(`budget ${name}: limit must be a positive integer`);
-      if (!Number.isInteger(budget.windowMs / 1000) || budget.windowMs < 1000) {
-        throw new Error(`budget ${name}: the window must be a whole number of seconds`);
-      }
+    readonly config: RateLimitConfig,
+    private readonly store: CounterStore,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Charges an authenticated request to its key's and its tenant's budget of `cls`; undefined when neither is set. */
+  async admit(identity: KeyIdentity, cls: RateClass): Promise<Verdict | undefined> {
+    const perKey = this.config.perKey[cls];
+    const perTenant = this.config.perTenant[cls];
+    const budgets: Array<{ budget: Budget; key: string }> = [];
+    if (perKey) {
+      budgets.push({
+        budget: { id: `key_${cls}`, label: `${cls} per API key`, subject: "this API key", policy: perKey },
+        key: `k:${identity.keyId}:${cls}`,
+      });
     }
-  }
-
-  /** Whether any budget is in force (false with RATE_LIMITS=off). */
-  get enabled(): boolean {
-    return this.policy.budgets.length > 0;
-  }
-
-  budgets(rateClass: RateClass): Budget[] {
-    return budgetsOf(this.policy, rateClass);
-  }
-
-  /** Takes one unit from each budget of the class, if all of them allow it. */
-  async consume(rateClass: RateClass, keys: RateKeys): Promise<RateDecision> {
-    const targets = this.targets(rateClass, keys);
-    if (targets.length === 0) return { allowed: true, budgets: [], binding: undefined };
-    const now = toMicros(this.now());
-    const seen = await Promise.all(targets.map((t) => this.store.peek(t.id, t.budget, now)));
-    if (seen.some((state) => !state.allowed)) return decision(targets, seen);
-
-    const taken = await Promise.all(targets.map((t) => this.store.consume(t.id, t.budget, now)));
-    if (taken.every((state) => state.allowed)) return decision(targets, taken);
-    // Refused by one budget: the others give their unit back, and report
-    // what they had before this request.
-    await Promise.all(
-      targets.map(async (t, i) => {
-        if (!taken[i]!.allowed) return;
-        try {
-          await this.store.refund(t.id, t.budget, now);
-        } catch (err) {
-          this.logger?.warn({ err: { name: (err as Error).name, message: (err as Error).message } }, "rate-limit refund failed");
-        }
-      }),
-    );
-    return decision(
-      targets,
-      taken.map((state, i) => (state.allowed ? seen[i]! : state)),
+    if (perTenant) {
+      budgets.push({
+        budget: {
+          id: `tenant_${cls}`,
+          label: `${cls} per account and mode`,
+          subject: `this account in ${identity.mode} mode`,
+          policy: perTenant,
+        },
+        key: `t:${identity.accountId}:${identity.mode}:${cls}`,
+      });
+    }
+    if (budgets.length === 0) return undefined;
+    const buckets: Bucket[] = budgets.map(({ budget, key }) => ({ key, policy: budget.policy }));
+    const outcome = await this.store.consume(buckets, this.now());
+    return verdictOf(
+      budgets.map((b) => b.budget),
+      outcome,
+      (budget) => `Too many ${cls} requests for ${budget.subject}: the budget is ${describe(budget.policy)}.`,
     );
   }
 
   /**
-   * Takes one unit from each budget of the class even when none is left: for
-   * something that has already happened (a failed authentication). The budget
-   * then stays refused for longer; `peek` tells whether to let the next one try.
+   * Before authenticating: a refusal when the client address has used up its
+   * failure budget (the credentials are then not even looked at), else undefined.
+   * Costs no I/O: this replica's view of the budget (see CounterStore.peek).
    */
-  async charge(rateClass: RateClass, keys: RateKeys): Promise<RateDecision> {
-    const targets = this.targets(rateClass, keys);
-    if (targets.length === 0) return { allowed: true, budgets: [], binding: undefined };
-    const now = toMicros(this.now());
-    const states = await Promise.all(targets.map((t) => this.store.consume(t.id, t.budget, now, { force: true })));
-    // Charged, but whether the next request would pass is what callers want to know.
-    const after = await Promise.all(targets.map((t) => this.store.peek(t.id, t.budget, now)));
-    return decision(
-      targets,
-      states.map((state, i) => ({ ...state, allowed: after[i]!.allowed, retryAfterMs: after[i]!.retryAfterMs })),
-    );
+  authBlocked(address: string): Verdict | undefined {
+    const budget = this.authBudget();
+    if (!budget) return undefined;
+    const bucket = { key: authKey(address), policy: budget.policy };
+    const now = this.now();
+    const state = this.store.peek(bucket, now);
+    if (state.remaining >= 1) return undefined;
+    // The wait until one more attempt: what a charge now would be told.
+    const retryAfterMs = state.resetMs - (budget.policy.windowMs - budget.policy.windowMs / budget.policy.limit);
+    return verdictOf([budget], { allowed: false, states: [state], retryAfterMs: Math.max(retryAfterMs, 0), refusedBy: [0] }, failureDetail);
   }
 
-  /** Whether a request of the class would be admitted now, taking nothing. */
-  async peek(rateClass: RateClass, keys: RateKeys): Promise<RateDecision> {
-    const targets = this.targets(rateClass, keys);
-    if (targets.length === 0) return { allowed: true, budgets: [], binding: undefined };
-    const now = toMicros(this.now());
-    return decision(targets, await Promise.all(targets.map((t) => this.store.peek(t.id, t.budget, now))));
+  /** After a failed authentication: charges the address; refused when its budget was already used up. */
+  async authFailed(address: string): Promise<Verdict | undefined> {
+    const budget = this.authBudget();
+    if (!budget) return undefined;
+    const outcome = await this.store.consume([{ key: authKey(address), policy: budget.policy }], this.now());
+    return verdictOf([budget], outcome, failureDetail);
   }
 
-  /** Stops the store's background work. */
   close(): Promise<void> {
     return this.store.close();
   }
 
-  private targets(rateClass: RateClass, keys: RateKeys): Array<{ budget: Budget; id: string }> {
-    return this.budgets(rateClass).map((budget) => {
-      const key = keys[budget.kind];
-      // A budget of the policy without its key is a wiring mistake, not a
-      // request to let through unlimited.
-      if (key === undefined || key === "") throw new Error(`rate limit ${rateClass}/${budget.kind}: no ${budget.kind} key given`);
-      return { budget, id: counterId(budget, key) };
-    });
+  private authBudget(): Budget | undefined {
+    const policy = this.config.authFailures;
+    return policy
+      ? { id: "auth_failures", label: "failed authentication per client address", subject: "this address", policy }
+      : undefined;
   }
 }
 
-/** `<class>.<kind>.<22 base64url characters of SHA-256 of the key>`. */
-export function counterId(budget: Budget, key: string): string {
-  const digest = createHash("sha256").update(key).digest("base64url").slice(0, 22);
-  return `${budget.rateClass}.${budget.kind}.${digest}`;
+function authKey(address: string): string {
+  return `a:${addressBucketId(address)}`;
 }
 
-function decision(targets: Array<{ budget: Budget }>, results: GcraResult[]): RateDecision {
-  const budgets = results.map((result, i) => ({ ...result, budget: targets[i]!.budget }));
-  const refused = budgets.filter((state) => !state.allowed);
-  const binding =
-    refused.length > 0
-      ? refused.reduce((a, b) => (b.retryAfterMs > a.retryAfterMs ? b : a))
-      : budgets.reduce((a, b) => (b.remaining < a.remaining || (b.remaining === a.remaining && b.resetMs > a.resetMs) ? b : a));
-  return { allowed: refused.length === 0, budgets, binding };
+const failureDetail = (budget: Budget) =>
+  `Too many failed authentication attempts from ${budget.subject}: the budget is ${describe(budget.policy)}.`;
+
+/** "100 per 1 s". */
+function describe(policy: Policy): string {
+  return `${policy.limit} per ${policy.windowMs / 1000} s`;
+}
+
+function verdictOf(budgets: Budget[], outcome: Outcome, detail: (budget: Budget) => string): Verdict {
+  // The budget to show: the one that refused (the longest wait), else the
+  // one closest to exhaustion (the fewest left, then the longest until whole).
+  let shown = 0;
+  if (!outcome.allowed) {
+    shown = outcome.refusedBy[0]!;
+  } else {
+    outcome.states.forEach((state, i) => {
+      const best = outcome.states[shown]!;
+      if (state.remaining < best.remaining || (state.remaining === best.remaining && state.resetMs > best.resetMs)) shown = i;
+    });
+  }
+  const state: BucketState = outcome.states[shown]!;
+  const headers: Record<string, string> = {
+    "RateLimit-Limit": String(state.limit),
+    "RateLimit-Remaining": String(state.remaining),
+    "RateLimit-Reset": String(Math.ceil(state.resetMs / 1000 - 1e-9)),
+    "RateLimit-Policy": budgets
+      .map((b) => `${b.policy.limit};w=${b.policy.windowMs / 1000};comment="${b.label}"`)
+      .join(", "),
+  };
+  if (outcome.allowed) return { allowed: true, headers };
+  const budget = budgets[shown]!;
+  refusals.inc({ budget: budget.id });
+  // Whole seconds, rounded up, at least 1: retrying then is admitted (unless others spent it first).
+  const retryAfter = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000 - 1e-9));
+  headers["Retry-After"] = String(retryAfter);
+  return { allowed: false, headers, detail: `${detail(budget)} Retry in ${retryAfter} s.` };
 }

@@ -1,120 +1,146 @@
-import { gcraConsume, gcraPeek, gcraRefund, type ConsumeOptions, type GcraResult, type Rate } from "./gcra.js";
-import type { CounterStore } from "./store.js";
-
-/** Counters one replica keeps at most, unless told otherwise (RATE_LIMIT_MAX_KEYS). */
-export const DEFAULT_MAX_KEYS = 250_000;
+import { decide, isIdle, stateAt, type Bucket, type BucketState, type Decision } from "./gcra.js";
+import type { CounterStore, Outcome } from "./store.js";
 
 export interface MemoryCounterStoreOptions {
   /**
-   * Most counters kept. Past it the least recently written counter is
-   * forgotten (that key gets a full budget back): memory stays bounded
-   * whatever an attacker sends. Default 250,000: about 60 MB at the 237
-   * bytes a counter takes (bench/README.md, "Rate limiter").
+   * Most buckets remembered (RATE_LIMIT_MAX_KEYS, default 100 000, ≈ 150–230 bytes
+   * each). Beyond it the least recently charged bucket is forgotten even if it
+   * is not full yet: that key starts afresh, which is the price of bounded
+   * memory when more distinct clients are being limited at once than this.
    */
   maxKeys?: number;
 }
 
+export const DEFAULT_MAX_KEYS = 100_000;
+
 /**
- * Counters in this process: one Map entry (id → TAT, µs) per key with a budget
- * in use. Exact: JavaScript runs one consume at a time, so concurrent requests
- * never over-admit.
+ * The counters in this process's memory: one number (the GCRA TAT) per
+ * bucket in a Map (≈ 150–230 bytes of heap each, measured by bench/ratelimit).
+ * The Map's insertion order is kept as "least recently charged first" (a
+ * charge deletes and re-inserts), so eviction looks only at the front: each
+ * charge forgets up to two buckets there that are full again (forgetting a
+ * full bucket loses nothing, see gcra.ts) and, over `maxKeys`, the oldest
+ * one. That is O(1) per request (amortized) and no timer: memory follows the
+ * buckets being limited now, and never exceeds `maxKeys`, however many keys
+ * or addresses guess.
  *
- * Idle keys are dropped as we go, not by a timer: the Map is kept in order of
- * last write (delete + set moves an entry to the end), and every write looks
- * at the oldest entries and deletes those whose TAT has passed (a passed TAT
- * means a full budget, the same as no entry). An entry is written with a TAT at
- * most two windows ahead, so an entry at the front is gone within two of the
- * longest windows of its last write, and what the Map holds is the keys
- * written in about that span: O(keys active recently), never O(keys ever seen).
- * Millions of bad-key guesses from changing addresses cost one entry each for
- * at most two minutes (the default 60 s auth-failure window), and `maxKeys`
- * caps even that.
+ * Decisions are synchronous, so concurrent requests of one process are exact:
+ * never more admitted than the budget.
  */
 export class MemoryCounterStore implements CounterStore {
   private readonly tats = new Map<string, number>();
-  private readonly maxKeys: number;
-  /** Counters forgotten because of `maxKeys` (for tests and the benchmark). */
-  evictions = 0;
+  /**
+   * A long-lived iterator over `tats`, kept at the least recently charged
+   * entry. Iterating from the start each time would step over every entry
+   * deleted since the Map last compacted (V8 leaves holes until it rehashes),
+   * which made each eviction cost tens of µs under a flood; the cursor passes
+   * each hole once. Map iterators stay valid across deletes, inserts and
+   * rehashing, and see entries appended behind them.
+   */
+  private cursor: Iterator<[string, number]> | undefined;
+  /** The entry the cursor stopped at, not yet evicted. */
+  private pending: [string, number] | undefined;
+  readonly maxKeys: number;
+  /** Buckets forgotten before they were full (over maxKeys). */
+  evictedLive = 0;
 
   constructor(options: MemoryCounterStoreOptions = {}) {
     this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    if (!Number.isInteger(this.maxKeys) || this.maxKeys < 1) throw new RangeError("maxKeys must be a positive integer");
   }
 
-  /** Counters held now (idle ones not yet dropped included). */
+  /** Buckets remembered now. */
   get size(): number {
     return this.tats.size;
   }
 
-  async consume(id: string, rate: Rate, nowUs: number, options?: ConsumeOptions): Promise<GcraResult> {
-    return this.consumeSync(id, rate, nowUs, options);
+  async consume(buckets: readonly Bucket[], now: number): Promise<Outcome> {
+    return this.consumeNow(buckets, now);
   }
 
-  /** The synchronous core, also used by the shared store's local mirror. */
-  consumeSync(id: string, rate: Rate, nowUs: number, options?: ConsumeOptions): GcraResult {
-    const result = gcraConsume(this.tats.get(id), nowUs, rate, options);
-    if (result.allowed) this.write(id, result.tat, nowUs);
-    return result;
+  /** consume(), synchronously. */
+  consumeNow(buckets: readonly Bucket[], now: number): Outcome {
+    const decisions = buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now));
+    const outcome = outcomeOf(decisions);
+    if (outcome.allowed) buckets.forEach((bucket, i) => this.record(bucket.key, decisions[i]!.tat, now));
+    return outcome;
   }
 
-  async peek(id: string, rate: Rate, nowUs: number): Promise<GcraResult> {
-    return gcraPeek(this.tats.get(id), nowUs, rate);
+  /** What consume() would answer, without charging anything. */
+  evaluate(buckets: readonly Bucket[], now: number): Outcome {
+    return outcomeOf(buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now)));
   }
 
-  async refund(id: string, rate: Rate, nowUs: number, cost = 1): Promise<void> {
-    const tat = gcraRefund(this.tats.get(id), rate, cost);
-    if (tat === undefined) return;
-    if (tat <= nowUs) this.tats.delete(id);
-    else this.tats.set(id, tat);
+  peek(bucket: Bucket, now: number): BucketState {
+    return stateAt(bucket.policy, this.tats.get(bucket.key), now);
   }
 
-  async close(): Promise<void> {
-    // Nothing runs in the background.
+  /** The TAT known for a key; undefined when unknown or forgotten (full). */
+  tatOf(key: string): number | undefined {
+    return this.tats.get(key);
   }
 
-  /** The stored TAT of a counter, if any. */
-  get(id: string): number | undefined {
-    return this.tats.get(id);
+  /** Sets a bucket's TAT (as decided here, or as read from a shared store). */
+  record(key: string, tat: number, now: number): void {
+    this.tats.delete(key);
+    if (this.pending?.[0] === key) this.pending = undefined;
+    if (!isIdle(tat, now)) this.tats.set(key, tat);
+    this.evict(now);
   }
 
-  /** Records a TAT learnt elsewhere (the shared store's answer), never moving it back. */
-  remember(id: string, tat: number, nowUs: number): void {
-    const known = this.tats.get(id);
-    if (known !== undefined && known >= tat) return;
-    this.write(id, tat, nowUs);
+  /** Forgets every bucket that is full again (tests and benchmarks; charges already do it incrementally). */
+  sweep(now: number): void {
+    for (const [key, tat] of this.tats) if (isIdle(tat, now)) this.tats.delete(key);
   }
 
-  /** Forgets a counter (the shared store found it absent). */
-  forget(id: string): void {
-    this.tats.delete(id);
+  async close(): Promise<void> {}
+
+  private evict(now: number): void {
+    let idleForgotten = 0;
+    for (;;) {
+      const entry = this.front();
+      if (!entry) return;
+      const [key, tat] = entry;
+      const over = this.tats.size > this.maxKeys;
+      if (!over && (idleForgotten >= 2 || !isIdle(tat, now))) return;
+      this.tats.delete(key);
+      this.pending = undefined;
+      if (isIdle(tat, now)) idleForgotten += 1;
+      else this.evictedLive += 1;
+    }
   }
 
-  /** Drops every counter whose TAT has passed; returns how many. Writes already do this bit by bit. */
-  sweep(nowUs: number): number {
-    let dropped = 0;
-    for (const [id, tat] of this.tats) {
-      if (tat <= nowUs) {
-        this.tats.delete(id);
-        dropped += 1;
+  /** The least recently charged entry, without removing it. */
+  private front(): [string, number] | undefined {
+    let restarted = false;
+    for (;;) {
+      if (this.pending) {
+        // Still where the cursor found it? (A charge since moved it to the back.)
+        if (this.tats.get(this.pending[0]) === this.pending[1]) return this.pending;
+        this.pending = undefined;
       }
+      this.cursor ??= this.tats.entries();
+      const next = this.cursor.next();
+      if (!next.done) {
+        this.pending = next.value;
+        continue;
+      }
+      // A finished iterator sees nothing added later: start again, once.
+      this.cursor = undefined;
+      if (restarted || this.tats.size === 0) return undefined;
+      restarted = true;
     }
-    return dropped;
   }
+}
 
-  private write(id: string, tat: number, nowUs: number): void {
-    this.tats.delete(id);
-    this.tats.set(id, tat);
-    // Two looks per write: each write adds at most one entry, so the idle ones
-    // leave at least as fast as new ones come.
-    for (let i = 0; i < 2; i += 1) {
-      const oldest = this.tats.entries().next();
-      if (oldest.done || oldest.value[1] > nowUs) break;
-      this.tats.delete(oldest.value[0]);
-    }
-    while (this.tats.size > this.maxKeys) {
-      const oldest = this.tats.keys().next();
-      if (oldest.done) break;
-      this.tats.delete(oldest.value);
-      this.evictions += 1;
-    }
-  }
+/** All-or-nothing verdict of per-bucket decisions. */
+export function outcomeOf(decisions: readonly Decision[]): Outcome {
+  const refusedBy = decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
+  return {
+    allowed: refusedBy.length === 0,
+    // Refused: nothing was charged, so every bucket stands as it was.
+    states: decisions.map((d) => (refusedBy.length === 0 ? { limit: d.limit, remaining: d.remaining, resetMs: d.resetMs } : d.before)),
+    retryAfterMs: refusedBy.length === 0 ? 0 : Math.max(...refusedBy.map((i) => decisions[i]!.retryAfterMs)),
+    refusedBy,
+  };
 }

@@ -1,22 +1,29 @@
-import type { ConsumeOptions, GcraResult, Rate } from "./gcra.js";
+import type { Bucket, BucketState } from "./gcra.js";
+
+/** The verdict on one request against all of its buckets. */
+export interface Outcome {
+  /** Every bucket had room; each was charged one request. Otherwise none was. */
+  allowed: boolean;
+  /** One per bucket, in order: after the charge when allowed, as they stand when refused. */
+  states: BucketState[];
+  /** When refused: until every refusing bucket admits one request again; 0 when allowed. */
+  retryAfterMs: number;
+  /** Indexes of the buckets that refused. */
+  refusedBy: number[];
+}
 
 /**
- * Where the counters live: one GCRA time (TAT) per counter id. The algorithm
- * is gcra.ts; a store applies it to its stored value atomically, so that two
- * requests racing on one id never both take the last unit (see each store for
- * what it guarantees). `nowUs` is the caller's clock in whole microseconds
- * (gcra.ts `toMicros`), like the TATs.
+ * Where the counters live: this process's memory (MemoryCounterStore) or a
+ * document store shared by every gateway replica (DocumentCounterStore).
  */
 export interface CounterStore {
-  /** Takes `options.cost` units (default 1) if the budget allows it (or always, with `force`). */
-  consume(id: string, rate: Rate, nowUs: number, options?: ConsumeOptions): Promise<GcraResult>;
+  /** Charges one request to every bucket when all have room, else to none. */
+  consume(buckets: readonly Bucket[], now: number): Promise<Outcome>;
   /**
-   * The budget without taking anything. Exact in memory; the shared store
-   * answers from what this replica last saw of the counter (no round trip).
+   * This process's view of a bucket, without I/O and without charging it
+   * (checked before each authentication, so it must cost nothing).
    */
-  peek(id: string, rate: Rate, nowUs: number): Promise<GcraResult>;
-  /** Gives back units a consume took (the request was refused by another budget). */
-  refund(id: string, rate: Rate, nowUs: number, cost?: number): Promise<void>;
-  /** Stops background work (the shared store's sweep). The counters' backing store stays open. */
+  peek(bucket: Bucket, now: number): BucketState;
+  /** Stops background work (the shared store's sweep). */
   close(): Promise<void>;
 }
