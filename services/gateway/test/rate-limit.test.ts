@@ -204,6 +204,32 @@ describe("behind a trusted proxy (TRUSTED_PROXY_HOPS=1)", () => {
   });
 });
 
+describe("a budget whose interval is no round number (7 per 10 s: 1428.57… ms)", () => {
+  // Regression: the sum of seven such intervals at today's epoch rounded above
+  // the window, and the 7th request of a full budget was refused.
+  let h: Harness;
+  const now = T0;
+  beforeAll(async () => {
+    h = await startHarness({
+      rateLimit: loadRateLimitConfig({ RATE_LIMIT_READ: "7/10s", RATE_LIMIT_TENANT_READ: "off" }),
+      rateLimitClock: () => now,
+    });
+  });
+  afterAll(() => h.close());
+
+  it("admits all seven at once, Remaining counting to 0, then 429", async () => {
+    const seen: Array<[number, string | null]> = [];
+    for (let i = 0; i < 7; i++) {
+      const res = await h.request("GET", "/api/v1/tags");
+      seen.push([res.status, res.headers.get("ratelimit-remaining")]);
+    }
+    expect(seen).toEqual([6, 5, 4, 3, 2, 1, 0].map((left) => [200, String(left)]));
+    const refused = await h.request("GET", "/api/v1/tags");
+    expectRateLimited(refused, /read requests for this API key: the budget is 7 per 10 s/);
+    expect(refused.headers.get("retry-after")).toBe("2");
+  });
+});
+
 describe("RATE_LIMIT=off", () => {
   let h: Harness;
   beforeAll(async () => {

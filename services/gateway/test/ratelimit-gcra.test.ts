@@ -1,7 +1,7 @@
 // The GCRA arithmetic and the memory store, on a clock moved by hand: no
 // sleeping, no timed assertion.
 
-import { decide, stateAt, type Policy } from "../src/ratelimit/gcra";
+import { decide, emissionMs, stateAt, type Policy } from "../src/ratelimit/gcra";
 import { MemoryCounterStore } from "../src/ratelimit/memory-store";
 
 const T0 = 1_700_000_000_000;
@@ -30,6 +30,35 @@ describe("GCRA", () => {
     expect(refused.resetMs).toBeCloseTo(1000, 6);
     // A refusal changes nothing.
     expect(refused.tat).toBe(tat);
+  });
+
+  it("admits a whole budget at once at today's epoch whatever window/limit is, with exact Remaining (6 per 10 s, 7 per 1 s refused the last one)", () => {
+    for (const [limit, windowMs] of [
+      [6, 10_000],
+      [7, 1000],
+      [7, 10_000],
+      [3, 1000],
+      [9, 7000],
+      [20, 60_000],
+      [1000, 7000],
+    ] as const) {
+      for (const now of [T0, Date.now(), 1_795_000_000_123, 4_102_444_800_000 /* 2100 */]) {
+        let tat: number | undefined;
+        const remaining: number[] = [];
+        for (let i = 0; i < limit; i++) {
+          const d = decide({ limit, windowMs }, tat, now);
+          expect({ limit, windowMs, now, i, allowed: d.allowed }).toEqual({ limit, windowMs, now, i, allowed: true });
+          remaining.push(d.remaining);
+          tat = d.tat;
+        }
+        expect(remaining).toEqual(Array.from({ length: limit }, (_, i) => limit - 1 - i));
+        const refused = decide({ limit, windowMs }, tat, now);
+        expect(refused.allowed).toBe(false);
+        // One interval (window/limit, rounded up to 1/1024 ms) until the next.
+        expect(refused.retryAfterMs).toBeGreaterThanOrEqual(windowMs / limit);
+        expect(refused.retryAfterMs).toBeLessThan(windowMs / limit + 1 / 512);
+      }
+    }
   });
 
   it("admits one more per emission interval, never before", () => {
@@ -76,7 +105,10 @@ describe("GCRA", () => {
     const odd: Policy = { limit: 7, windowMs: 60_000 };
     const store = new MemoryCounterStore();
     expect(burst(store, "k", odd, T0, 20)).toBe(7);
-    const emission = 60_000 / 7;
+    // 60 000 / 7 ms, rounded up to 1/1024 ms (gcra.ts): the grid keeps sums exact.
+    const emission = emissionMs(odd);
+    expect(emission - 60_000 / 7).toBeGreaterThanOrEqual(0);
+    expect(emission - 60_000 / 7).toBeLessThan(1 / 1024);
     // Exactly one per emission interval afterwards, over many intervals (no float drift).
     for (let i = 1; i <= 700; i++) {
       const at = T0 + Math.ceil(i * emission);

@@ -70,6 +70,19 @@ describe.each(adapters)("shared counter store on %s", (_name, openPair) => {
   const policy: Policy = { limit: 5, windowMs: 5000 };
   const bucket = (key = "k:key_1:read", p = policy): Bucket => ({ key, policy: p });
 
+  it("admits a whole budget of 7 per 10 s at once, on both replicas' view of it (intervals of 1428.57… ms add up exactly)", async () => {
+    const [a, b] = await replicas();
+    const seven = bucket("k:key_7:read", { limit: 7, windowMs: 10_000 });
+    const remaining = [];
+    for (let i = 0; i < 7; i++) {
+      const outcome = await (i % 2 ? b : a).consume([seven], T0);
+      expect(outcome.allowed).toBe(true);
+      remaining.push(outcome.states[0]!.remaining);
+    }
+    expect(remaining).toEqual([6, 5, 4, 3, 2, 1, 0]);
+    expect((await b.consume([seven], T0)).allowed).toBe(false);
+  });
+
   it("admits the budget, refuses with the wait, and admits again when time has passed", async () => {
     const [a] = await replicas();
     for (let i = 0; i < 5; i++) {

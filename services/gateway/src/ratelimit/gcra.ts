@@ -18,7 +18,16 @@
 //  - The shared store can apply it with single-document guarded updates
 //    (see document-store.ts): no transaction, no read-modify-write race.
 //
-// All times are milliseconds on one clock (Date.now() unless injected).
+// All times are milliseconds on one clock (Date.now() unless injected), and
+// every TAT is a multiple of 1/1024 ms: the emission interval is rounded UP to
+// that grid (so a budget is never faster than stated; its span, limit ×
+// interval, exceeds the window by less than limit/1024 ms), and clock readings
+// are put on it. Multiples of 2^-10 below 2^43 ms (the year 2248) are exact in
+// a double, so sums of intervals never drift and comparisons are exact. With
+// window/limit in plain floating point, 6 per 10 s or 7 per 1 s refused the
+// last request of a full budget at today's epoch: the sum of six 1666.67 ms
+// rounded above 10,000 ms by more than any fixed epsilon (one ulp there is
+// 2.4e-4 ms).
 
 /** A budget: `limit` requests per `windowMs`, at most `limit` at once. */
 export interface Policy {
@@ -51,18 +60,32 @@ export interface Decision extends BucketState {
   before: BucketState;
 }
 
-// Float sums of window/limit drift by a few ulps; counts are whole, so a
-// difference this small is rounding, not a request.
+/** Steps per ms of every time here (see above). */
+const GRID = 1024;
+
+// TATs and clock readings sit on the grid, so comparisons are exact; this
+// only keeps the guarded writes' bounds safe should a TAT written before the
+// grid still be stored (off the grid until its bucket is full again).
 export const TAT_EPSILON = 1e-6;
 
-/** Time one request adds: window / limit. */
+/** A clock reading on the grid (Date.now() already is). */
+export function onGrid(ms: number): number {
+  return Math.floor(ms * GRID) / GRID;
+}
+
+/** Time one request adds: window / limit, rounded up to the grid. */
 export function emissionMs(policy: Policy): number {
-  return policy.windowMs / policy.limit;
+  return Math.ceil((policy.windowMs * GRID) / policy.limit) / GRID;
+}
+
+/** What a full bucket spans: `limit` emission intervals (the window, rounded up to whole intervals). */
+export function spanMs(policy: Policy): number {
+  return policy.limit * emissionMs(policy);
 }
 
 /** How far ahead of now the TAT may run while a request is still admitted. */
 export function toleranceMs(policy: Policy): number {
-  return policy.windowMs - emissionMs(policy);
+  return spanMs(policy) - emissionMs(policy);
 }
 
 /**
@@ -72,7 +95,7 @@ export function toleranceMs(policy: Policy): number {
 export function decide(policy: Policy, tat: number | undefined, now: number): Decision {
   const base = Math.max(tat ?? now, now);
   const next = base + emissionMs(policy);
-  const allowAt = next - policy.windowMs;
+  const allowAt = next - spanMs(policy);
   const before = stateAt(policy, base, now);
   if (now + TAT_EPSILON < allowAt) {
     return { allowed: false, tat: base, ...before, remaining: 0, retryAfterMs: allowAt - now, before };
@@ -84,7 +107,7 @@ export function decide(policy: Policy, tat: number | undefined, now: number): De
 export function stateAt(policy: Policy, tat: number | undefined, now: number): BucketState {
   const emission = emissionMs(policy);
   const ahead = Math.max((tat ?? now) - now, 0);
-  const remaining = Math.floor((policy.windowMs - ahead) / emission + TAT_EPSILON);
+  const remaining = Math.floor((spanMs(policy) - ahead) / emission + TAT_EPSILON);
   return { limit: policy.limit, remaining: Math.min(Math.max(remaining, 0), policy.limit), resetMs: ahead };
 }
 

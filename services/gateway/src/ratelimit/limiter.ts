@@ -2,7 +2,7 @@ import { counter } from "@emailsvc/runtime";
 import type { KeyIdentity } from "../http/state.js";
 import { addressBucketId } from "./client-address.js";
 import type { RateClass, RateLimitConfig } from "./config.js";
-import type { Bucket, BucketState, Policy } from "./gcra.js";
+import { onGrid, toleranceMs, type Bucket, type BucketState, type Policy } from "./gcra.js";
 import type { CounterStore, Outcome } from "./store.js";
 
 /** A budget a request draws from, as clients and operators read it. */
@@ -40,8 +40,13 @@ export class RateLimiter {
   constructor(
     readonly config: RateLimitConfig,
     private readonly store: CounterStore,
-    private readonly now: () => number = Date.now,
+    private readonly clock: () => number = Date.now,
   ) {}
+
+  /** The clock on the GCRA's time grid (gcra.ts), so that every TAT stays exact. */
+  private now(): number {
+    return onGrid(this.clock());
+  }
 
   /** Charges an authenticated request to its key's and its tenant's budget of `cls`; undefined when neither is set. */
   async admit(identity: KeyIdentity, cls: RateClass): Promise<Verdict | undefined> {
@@ -88,7 +93,7 @@ export class RateLimiter {
     const state = this.store.peek(bucket, now);
     if (state.remaining >= 1) return undefined;
     // The wait until one more attempt: what a charge now would be told.
-    const retryAfterMs = state.resetMs - (budget.policy.windowMs - budget.policy.windowMs / budget.policy.limit);
+    const retryAfterMs = state.resetMs - toleranceMs(budget.policy);
     return verdictOf([budget], { allowed: false, states: [state], retryAfterMs: Math.max(retryAfterMs, 0), refusedBy: [0] }, failureDetail);
   }
 
