@@ -10,7 +10,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { SubscriberService, type GetSubscriberResponse } from "@emailsvc/proto";
-import { createServiceTransport, initTelemetry, serverTelemetry, startGrpcServer } from "@emailsvc/runtime";
+import { createLogger, createServiceTransport, errorInterceptor, initTelemetry, serverTelemetry, startGrpcServer } from "@emailsvc/runtime";
 import {
   deserializeResponse,
   getSubscriberPath,
@@ -63,8 +63,10 @@ export interface StartedServer {
 export async function startServer(spec: ServerSpec): Promise<StartedServer> {
   switch (spec.kind) {
     case "runtime": {
-      // As startServiceServer installs it for every service.
-      const interceptors = spec.knobs?.telemetry === false ? [] : [serverTelemetry()];
+      // The interceptors startServiceServer installs for every service: the
+      // telemetry one (left out for b0) and the error mapping (always there).
+      const errors = errorInterceptor(createLogger("bench", "silent"));
+      const interceptors = spec.knobs?.telemetry === false ? [errors] : [serverTelemetry(), errors];
       const server = await startGrpcServer({ routes, port: 0, interceptors });
       return { port: server.port, close: () => server.close(1000) };
     }

@@ -17,7 +17,7 @@ export const mainScenarios: Scenario[] = [
   { id: "b", label: "connect → connect, runtime kit (fixed), telemetry as services run it", server: { kind: "runtime" }, client: { kind: "runtime" } },
   {
     id: "b0",
-    label: "b without the telemetry interceptors",
+    label: "b without the telemetry interceptors (the error interceptor stays, as in every service)",
     server: { kind: "runtime", knobs: { telemetry: false } },
     client: { kind: "runtime", knobs: { telemetry: false } },
   },
