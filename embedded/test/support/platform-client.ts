@@ -24,6 +24,8 @@ export interface CallOptions {
 
 export interface TestPlatform {
   platform: RunningPlatform;
+  /** With `mongo`: the server and the prefix of every service's database (`<prefix>templates`, …). */
+  mongo?: { url: string; dbPrefix: string } | undefined;
   url: string;
   accountId: string;
   key: string;
@@ -31,8 +33,12 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(name: string): Promise<TestPlatform> {
+/** `mongo`: the services' databases on the test's MongoDB server (MONGO_URL), so a test can reach into them. */
+export async function startTestPlatform(name: string, options: { mongo?: boolean } = {}): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
+  const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
+  if (options.mongo && !mongoUrl) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
+  const mongo = mongoUrl ? { url: mongoUrl, dbPrefix: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}_` } : undefined;
   const platform = await startPlatform({
     dataDir,
     gatewayPort: 0,
@@ -40,6 +46,7 @@ export async function startTestPlatform(name: string): Promise<TestPlatform> {
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
     env: { OUTBOX_SWEEP_INTERVAL_MS: "500" },
+    ...(mongo ? { mongoUrl: mongo.url, dbPrefix: mongo.dbPrefix } : {}),
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);
@@ -67,6 +74,7 @@ export async function startTestPlatform(name: string): Promise<TestPlatform> {
   key = created.body.key;
   return {
     platform,
+    mongo,
     url: platform.gatewayUrl,
     accountId: account.body.id,
     key,

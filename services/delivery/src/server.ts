@@ -15,7 +15,7 @@ import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
-import { compileRenderer } from "@emailsvc/templates/render";
+import { compileRenderer } from "@emailsvc/render";
 import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -44,7 +44,7 @@ export interface DeliveryServiceOptions {
   smtpTimeouts?: SmtpTimeouts;
   /** EMAIL_FROM (default `Email Platform <no-reply@localhost>`). */
   from?: string | Sender;
-  /** compileRenderer of @emailsvc/templates (the default, loaded by name); tests pass a stand-in. */
+  /** compileRenderer of @emailsvc/render (the default); tests may pass another. */
   renderer?: CompileRenderer;
   /** One-click unsubscribe URL of a marketing recipient; none known yet (seam for the portal). */
   unsubscribeUrl?: UnsubscribeUrlSource;

@@ -3,9 +3,10 @@ import type { Logger } from "@emailsvc/runtime";
 import type { Collection, Update } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
-import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
+import { buildMessage, type Sender } from "../domain/message.js";
 import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from "../domain/provider.js";
-import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
+import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
+import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 import type { OutboxRelay } from "../messaging/outbox-relay.js";
@@ -100,7 +101,7 @@ export async function deliverEmail(
       : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
     if (recipient && !claimed.subscriber_id) await link(deps, claimed, token, recipient.subscriberId);
-    const rendered = render(prepared, variables, {
+    const rendered = render(deps, claimed, prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
       ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
@@ -175,11 +176,25 @@ export async function deliverEmail(
   log.warn({ kind: failure.kind, reason: outcome.reason }, "email failed");
 }
 
-/** The compiled renderer of the email's pinned template version, from the cache or TemplateService. */
-async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<PreparedTemplate> {
+type Renderable = Extract<PreparedTemplate, { render: unknown }>;
+
+/**
+ * The compiled renderer of the email's pinned template version, from the cache
+ * or TemplateService. A version that cannot be rendered (beyond the limits of
+ * @emailsvc/render, stored before they existed) fails the email for good with
+ * a reason written for the API user; the cache remembers it, so the version is
+ * neither fetched nor compiled again for the next message.
+ */
+async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<Renderable> {
   const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
-  const cached = deps.renderers.get(key);
-  if (cached) return cached;
+  const prepared = deps.renderers.get(key) ?? (await fetchAndCompile(deps, doc, key, signal));
+  if (prepared.rejected) {
+    throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`);
+  }
+  return prepared;
+}
+
+async function fetchAndCompile(deps: DeliveryDeps, doc: EmailDoc, key: string, signal: AbortSignal): Promise<PreparedTemplate> {
   const [accountId = "", mode = ""] = doc.tenant.split(":");
   const call = {
     tenant: { accountId, mode: mode === "live" ? ("live" as const) : ("test" as const) },
@@ -190,23 +205,29 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   if (!template || template.version !== doc.template_version) {
     throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
   }
-  try {
-    return deps.renderers.put(key, template);
-  } catch (err) {
-    throw new SendFailure("permanent", `template could not be compiled: ${errorText(err, doc.to)}`);
-  }
+  return deps.renderers.put(key, template);
 }
 
-function render(prepared: PreparedTemplate, variables: Record<string, unknown>, builtins: Parameters<PreparedTemplate["render"]>[1]) {
+/**
+ * Renders one message. Variables that make it exceed RENDER_LIMITS fail the
+ * email for good, with a reason written for the API user (the limit; never a
+ * variable's value). Anything else is a bug: it fails the email too (it would
+ * fail again), without its internal text, and is logged.
+ */
+function render(deps: DeliveryDeps, doc: EmailDoc, prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
+  const version = `template ${doc.template_id} version ${doc.template_version}`;
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    throw new SendFailure("permanent", `template could not be rendered: ${errorText(err, "")}`);
+    if (err instanceof RenderLimitError) throw new SendFailure("permanent", `${version} could not be rendered: ${err.message}`);
+    deps.logger.error({ email_id: doc._id, template_id: doc.template_id, version: doc.template_version, err: err instanceof Error ? err.name : typeof err }, "render failed");
+    throw new SendFailure("permanent", `${version} could not be rendered`);
   }
 }
 
-function errorText(err: unknown, recipient: string): string {
-  return scrubReason(err instanceof Error ? err.message : String(err), recipient);
+/** "body line 3: blocks nested 3,000 deep; at most 32 (…)" for each problem. */
+function reasonOf(rejected: TemplateRejectedError): string {
+  return rejected.problems.map((p) => `${p.part === "html" ? "body" : "subject"}${p.line > 0 ? ` line ${p.line}` : ""}: ${p.message}`).join("; ");
 }
 
 /** Records the outcome (first outcome wins: guarded by `status: queued`) with its email.status event. */
