@@ -101,7 +101,7 @@ LABEL org.opencontainers.image.title="emailsvc" \
       org.opencontainers.image.description="Open-source email platform: every service of the monorepo; pick one by command." \
       org.opencontainers.image.licenses="Apache-2.0"
 USER 10001:10001
-# gateway REST API; gRPC of subscribers, templates, delivery (GRPC_PORT).
-EXPOSE 8080 50051 50052 50053
+# gateway REST API; gRPC of subscribers, templates, delivery (GRPC_PORT); Prometheus metrics (METRICS_PORT, as the chart sets it).
+EXPOSE 8080 50051 50052 50053 9464
 # node is PID 1 and handles SIGTERM itself (drains, then exits).
 CMD ["node", "services/gateway/dist/main.js"]

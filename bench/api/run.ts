@@ -85,7 +85,7 @@ async function startPlatform(env: Record<string, string>): Promise<{ child: Chil
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "bench-api-"));
   const child = spawn(process.execPath, [join(repo, "embedded", "dist", "main.js")], {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, ...env },
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", METRICS_PORT: "0", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const base = new URL(`http://127.0.0.1:${port}`);

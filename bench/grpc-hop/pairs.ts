@@ -10,7 +10,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { SubscriberService, type GetSubscriberResponse } from "@emailsvc/proto";
-import { createServiceTransport, startGrpcServer } from "@emailsvc/runtime";
+import { createServiceTransport, initTelemetry, serverTelemetry, startGrpcServer } from "@emailsvc/runtime";
 import {
   deserializeResponse,
   getSubscriberPath,
@@ -24,6 +24,8 @@ import {
 export type Kind = "plain" | "runtime" | "grpc-js";
 
 export interface ServerKnobs {
+  /** runtime kind: the telemetry interceptor services install (default true). */
+  telemetry?: boolean;
   /** Call socket.setNoDelay(value) on every accepted connection. */
   noDelay?: boolean;
   /** http2.createServer options merged in (settings, windows, ...). */
@@ -31,6 +33,8 @@ export interface ServerKnobs {
 }
 
 export interface ClientKnobs {
+  /** runtime kind: the client telemetry of createServiceTransport (default true). */
+  telemetry?: boolean;
   /** Call socket.setNoDelay(value) on the client's connection. */
   noDelay?: boolean;
   /** Extra http2.connect options (settings, windows, ...). */
@@ -59,7 +63,9 @@ export interface StartedServer {
 export async function startServer(spec: ServerSpec): Promise<StartedServer> {
   switch (spec.kind) {
     case "runtime": {
-      const server = await startGrpcServer({ routes, port: 0 });
+      // As startServiceServer installs it for every service.
+      const interceptors = spec.knobs?.telemetry === false ? [] : [serverTelemetry()];
+      const server = await startGrpcServer({ routes, port: 0, interceptors });
       return { port: server.port, close: () => server.close(1000) };
     }
     case "plain": {
@@ -109,7 +115,7 @@ export function createCaller(spec: ClientSpec, port: number): Caller {
   const baseUrl = `http://127.0.0.1:${port}`;
   switch (spec.kind) {
     case "runtime": {
-      const client = createClient(SubscriberService, createServiceTransport(baseUrl));
+      const client = createClient(SubscriberService, createServiceTransport(baseUrl, { telemetry: spec.knobs?.telemetry !== false }));
       return connectCaller([client], () => undefined);
     }
     case "plain": {
@@ -170,4 +176,17 @@ function connectCaller(clients: Client<typeof SubscriberService>[], close: () =>
     },
     close,
   };
+}
+
+/**
+ * Tracing as a service sets it up: ids made and propagated, nothing recorded
+ * (no OTLP endpoint). With BENCH_TELEMETRY_EXPORT=1 every span is recorded and
+ * handed to an exporter that drops it, to see what exporting costs.
+ */
+export function setUpTelemetry(): void {
+  const exporting = process.env.BENCH_TELEMETRY_EXPORT === "1";
+  initTelemetry(
+    { service: "bench", endpoint: undefined },
+    exporting ? { exporter: { export: (_spans, done) => done({ code: 0 }), shutdown: async () => undefined } } : {},
+  );
 }

@@ -18,7 +18,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { requestBytes, responseBytes, subscriberRequest } from "./fixtures.js";
-import { createCaller, type Caller, type ServerSpec } from "./pairs.js";
+import { createCaller, setUpTelemetry, type Caller, type ServerSpec } from "./pairs.js";
 import type { ChildUsage } from "./server-child.js";
 import { experiments, mainScenarios, type Scenario } from "./scenarios.js";
 import { writeResultsBlock } from "../support/readme.js";
@@ -338,6 +338,7 @@ function summaryTable(rounds: Cell[][], concurrency: number[]): string {
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
+  setUpTelemetry();
   const all = options.set === "experiments" ? experiments : mainScenarios;
   const scenarios = all.filter((s) => !options.only || options.only.includes(s.id));
   const m = machine();

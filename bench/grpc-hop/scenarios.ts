@@ -14,7 +14,13 @@ export interface Scenario {
 
 export const mainScenarios: Scenario[] = [
   { id: "a", label: "connect → connect, out of the box", server: { kind: "plain" }, client: { kind: "plain" } },
-  { id: "b", label: "connect → connect, runtime kit (fixed)", server: { kind: "runtime" }, client: { kind: "runtime" } },
+  { id: "b", label: "connect → connect, runtime kit (fixed), telemetry as services run it", server: { kind: "runtime" }, client: { kind: "runtime" } },
+  {
+    id: "b0",
+    label: "b without the telemetry interceptors",
+    server: { kind: "runtime", knobs: { telemetry: false } },
+    client: { kind: "runtime", knobs: { telemetry: false } },
+  },
   { id: "c", label: "grpc-js → grpc-js (baseline)", server: { kind: "grpc-js" }, client: { kind: "grpc-js" } },
   { id: "d1", label: "grpc-js client → connect server, out of the box", server: { kind: "plain" }, client: { kind: "grpc-js" } },
   { id: "d2", label: "connect client, out of the box → grpc-js server", server: { kind: "grpc-js" }, client: { kind: "plain" } },

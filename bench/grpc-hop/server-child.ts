@@ -3,7 +3,7 @@
 // is a JSON ServerSpec. Protocol over IPC: the child sends {port} when
 // listening, answers "usage" with the CPU time it has used so far, and
 // closes its server and exits on "stop" (or when the parent goes away).
-import { startServer, type ServerSpec } from "./pairs.js";
+import { setUpTelemetry, startServer, type ServerSpec } from "./pairs.js";
 
 export interface ChildUsage {
   cpuMicros: number;
@@ -11,6 +11,7 @@ export interface ChildUsage {
 
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? "{}") as ServerSpec;
+  setUpTelemetry();
   const server = await startServer(spec);
   const send = (message: unknown): void => {
     process.send?.(message);

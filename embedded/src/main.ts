@@ -1,10 +1,26 @@
-import { createLogger, envInt, envOptional, envString, exitOnSignal } from "@emailsvc/runtime";
+import {
+  createLogger,
+  EMBEDDED_METRICS_PORT,
+  envInt,
+  envOptional,
+  envString,
+  exitOnSignal,
+  initTelemetry,
+  startMetricsServer,
+  telemetrySettings,
+} from "@emailsvc/runtime";
 import { startPlatform } from "./platform.js";
 
 // `npm start`: every service in one process, on embedded defaults unless
 // MONGO_URL / KAFKA_BROKERS say otherwise.
 async function main(): Promise<void> {
   const logger = createLogger("embedded");
+  // One process, one tracer provider and one metrics port for every service in it.
+  const telemetry = initTelemetry(telemetrySettings("emailsvc"));
+  const metrics = await startMetricsServer({
+    port: envInt("METRICS_PORT", EMBEDDED_METRICS_PORT, { min: 0, max: 65535 }),
+    host: envString("METRICS_HOST", "127.0.0.1"),
+  });
   const platform = await startPlatform({
     dataDir: envString("DATA_DIR", "./data"),
     gatewayPort: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
@@ -18,7 +34,7 @@ async function main(): Promise<void> {
     logger,
   });
   logger.info(
-    { gateway: platform.gatewayUrl, storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
+    { gateway: platform.gatewayUrl, metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off", storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
     "email platform started",
   );
   if (platform.development) {
@@ -40,7 +56,11 @@ async function main(): Promise<void> {
       ].join("\n") + "\n",
     );
   }
-  exitOnSignal(logger, () => platform.close());
+  exitOnSignal(logger, async () => {
+    await platform.close();
+    await metrics.close();
+    await telemetry.shutdown();
+  });
 }
 
 main().catch((err: unknown) => {

@@ -166,6 +166,44 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     expect(sink.to("sandboxed@example.com")).toHaveLength(0);
   });
 
+  // Issue 6, defect 6: an email's `error` showed the renderer's internal text
+  // ("Maximum call stack size exceeded"). It is a stable code now, with the
+  // relay's reply (addresses removed) where there is one; the detail stays in
+  // the logs and the operators' last_error.
+  it("fails an email with a stable public reason: never the renderer's internal text, the relay's reply without the address", async () => {
+    const created = await call("POST", "/api/v1/templates", {
+      body: {
+        name: "Line items",
+        subject: "Your items",
+        category: "transactional",
+        mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>{{#each items}}<p>{{this}}</p>{{/each}}</mj-text></mj-column></mj-section></mj-body></mjml>",
+      },
+    });
+    expect(created.status).toBe(201);
+    // More {{#each}} iterations than one message may render: the render fails at send time.
+    const tooMany = await call("POST", "/api/v1/emails/send", {
+      body: { template_slug: "line-items", to: "items@example.com", variables: { items: Array.from({ length: 10_001 }, () => 1) } },
+    });
+    expect(tooMany.status).toBe(202);
+    const failed = await until(async () => {
+      const r = await call("GET", `/api/v1/emails/${tooMany.body.id}`);
+      return r.body.status === "failed" ? r : undefined;
+    }, "the email to fail");
+    expect(failed.body.error).toBe("template_render_failed");
+    expect(failed.text).not.toMatch(/iterations|exceeded|RenderLimitError|last_error/);
+
+    sink.rcptReplies.set("nobody@example.com", { code: 550, text: "5.1.1 <nobody@example.com>: Recipient address rejected: User unknown" });
+    const rejected = await call("POST", "/api/v1/emails/send", {
+      body: { template_slug: "line-items", to: "nobody@example.com", variables: { items: [1] } },
+    });
+    const refused = await until(async () => {
+      const r = await call("GET", `/api/v1/emails/${rejected.body.id}`);
+      return r.body.status === "failed" ? r : undefined;
+    }, "the email to be refused");
+    expect(refused.body.error).toBe("recipient_rejected: 550 5.1.1 <recipient>: Recipient address rejected: User unknown");
+    expect(sink.to("items@example.com")).toHaveLength(0);
+  });
+
   it("answers bad input with a clear problem and sends nothing", async () => {
     const before = sink.messages.length;
     const cases: Array<[unknown, number, string]> = [

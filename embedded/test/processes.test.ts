@@ -6,7 +6,8 @@ import { freePort } from "@emailsvc/testing";
 
 // The services as an operator runs them: each from its own script, in its own
 // process, configured by environment. Proves they start alone, talk over the
-// network, keep personal data out of their logs, and drain on SIGTERM.
+// network, serve Prometheus metrics on their own port, keep personal data out
+// of their logs and metrics, and drain on SIGTERM.
 
 const root = join(__dirname, "..", "..");
 const ADMIN = "standalone-admin-token-0123456789";
@@ -50,6 +51,7 @@ describe("each service from its own script", () => {
   let delivery: Proc;
   let gateway: Proc;
   let gatewayUrl: string;
+  const metricsPorts: Record<string, number> = {};
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "standalone-"));
@@ -57,11 +59,14 @@ describe("each service from its own script", () => {
     const templatesPort = await freePort();
     const deliveryPort = await freePort();
     const httpPort = await freePort();
-    subscribers = run("services/subscribers/dist/main.js", { GRPC_PORT: String(grpcPort), DATA_DIR: dataDir });
-    templates = run("services/templates/dist/main.js", { GRPC_PORT: String(templatesPort), DATA_DIR: dataDir });
+    for (const name of ["subscribers", "templates", "delivery", "gateway"]) metricsPorts[name] = await freePort();
+    const metrics = (name: string) => ({ METRICS_PORT: String(metricsPorts[name]) });
+    subscribers = run("services/subscribers/dist/main.js", { GRPC_PORT: String(grpcPort), DATA_DIR: dataDir, ...metrics("subscribers") });
+    templates = run("services/templates/dist/main.js", { GRPC_PORT: String(templatesPort), DATA_DIR: dataDir, ...metrics("templates") });
     delivery = run("services/delivery/dist/main.js", {
       GRPC_PORT: String(deliveryPort),
       DATA_DIR: dataDir,
+      ...metrics("delivery"),
       TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
     });
     gateway = run("services/gateway/dist/main.js", {
@@ -72,6 +77,7 @@ describe("each service from its own script", () => {
       DELIVERY_URL: `http://127.0.0.1:${deliveryPort}`,
       ADMIN_TOKEN: ADMIN,
       DATA_DIR: dataDir,
+      ...metrics("gateway"),
     });
     gatewayUrl = `http://127.0.0.1:${httpPort}`;
     await waitReady(`${gatewayUrl}/readyz`, gateway);
@@ -124,6 +130,20 @@ describe("each service from its own script", () => {
       if (status !== "sent") await new Promise((r) => setTimeout(r, 50));
     }
     expect(status).toBe("sent");
+
+    // Each process's own /metrics: requests by route or method and code, no personal data.
+    const scrape = async (name: string) => (await fetch(`http://127.0.0.1:${metricsPorts[name]}/metrics`)).text();
+    const scraped = Object.fromEntries(await Promise.all(Object.keys(metricsPorts).map(async (n) => [n, await scrape(n)] as const)));
+    expect(scraped.gateway).toMatch(/http_requests_total\{method="POST",route="\/api\/v1\/emails\/send",status="202"\} 1/);
+    expect(scraped.gateway).toMatch(/http_request_duration_seconds_bucket\{le="[0-9.]+",method="POST",route="\/api\/v1\/subscribers"\}/);
+    expect(scraped.subscribers).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.subscribers.v1.SubscriberService",rpc_method="CreateSubscriber",code="ok"\} 1/);
+    expect(scraped.templates).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="CreateTemplate",code="ok"\} 1/);
+    expect(scraped.delivery).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.delivery.v1.DeliveryService",rpc_method="SendEmail",code="ok"\} 1/);
+    expect(scraped.delivery).toMatch(/rpc_client_duration_seconds_count\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="[A-Za-z]+",code="ok"\} [1-9]/);
+    for (const text of Object.values(scraped)) {
+      expect(text).toContain("nodejs_eventloop_lag_seconds");
+      expect(text).not.toMatch(/standalone-|Zürich|acc_/);
+    }
 
     // A burst of creates, with SIGTERM sent to both processes while they are in flight.
     const burst = Array.from({ length: 40 }, (_, i) =>

@@ -158,6 +158,7 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
         DATA_DIR: dataDir,
         GATEWAY_PORT: String(gatewayPort),
         GATEWAY_HOST: "127.0.0.1",
+        METRICS_PORT: "0",
         ADMIN_TOKEN: ADMIN,
         EMAIL_PROVIDER: "smtp",
         SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,

@@ -28,6 +28,27 @@ export {
 } from "./in-process.js";
 export type { FsyncPolicy } from "./log/file-partition.js";
 export { KafkaEventBus, type KafkaEventBusConfig } from "./kafka.js";
+export {
+  TOPICS,
+  decodeEvent,
+  encodeEvent,
+  eventHeaders,
+  isTopic,
+  publishEvents,
+  subscribeEvents,
+  type DecodedEvent,
+  type EncodedEvent,
+  type EventBody,
+  type EventLogger,
+  type EventMessage,
+  type EventOrigin,
+  type ReceivedMeta,
+  type SubscribeEventsOptions,
+  type Topic,
+  type TopicHandler,
+  type TopicHandlers,
+  type TopicSpec,
+} from "./registry.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */

@@ -6,10 +6,18 @@
 // which the compiler asks for. See ARCHITECTURE.md, "Adding a service".
 
 export const SERVICE_CATALOG = {
-  subscribers: { grpcPort: 50051 },
-  templates: { grpcPort: 50052 },
-  delivery: { grpcPort: 50053 },
-} as const satisfies Record<string, { grpcPort: number }>;
+  subscribers: { grpcPort: 50051, metricsPort: 9461 },
+  templates: { grpcPort: 50052, metricsPort: 9462 },
+  delivery: { grpcPort: 50053, metricsPort: 9463 },
+} as const satisfies Record<string, { grpcPort: number; metricsPort: number }>;
+
+/**
+ * Default METRICS_PORT of the processes that are not in the catalog. Each
+ * process has its own default so that all of them can run side by side on one
+ * machine; in containers every one may use the same port.
+ */
+export const GATEWAY_METRICS_PORT = 9460;
+export const EMBEDDED_METRICS_PORT = 9464;
 
 /** A service's one name: folder, package, database, consumer group, log field, Helm component. */
 export type ServiceName = keyof typeof SERVICE_CATALOG;

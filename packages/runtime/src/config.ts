@@ -49,6 +49,10 @@ export interface ServiceEnv {
   dataDir: string;
   /** KAFKA_BROKERS: unset means the in-process bus. */
   kafkaBrokers: string | undefined;
+  /** METRICS_PORT: Prometheus metrics at /metrics (default: the catalog's port of the service). */
+  metricsPort: number;
+  /** METRICS_HOST: interface of the metrics port, default GRPC_HOST. */
+  metricsHost: string;
 }
 
 export function loadServiceEnv(service: ServiceName, env: Env = process.env): ServiceEnv {
@@ -59,5 +63,7 @@ export function loadServiceEnv(service: ServiceName, env: Env = process.env): Se
     mongoDb: envString("MONGO_DB", service, env),
     dataDir: envString("DATA_DIR", "./data", env),
     kafkaBrokers: envOptional("KAFKA_BROKERS", env),
+    metricsPort: envInt("METRICS_PORT", SERVICE_CATALOG[service].metricsPort, { min: 0, max: 65535 }, env),
+    metricsHost: envString("METRICS_HOST", envString("GRPC_HOST", "127.0.0.1", env), env),
   };
 }

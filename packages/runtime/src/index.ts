@@ -10,3 +10,4 @@ export * from "./grpc/server.js";
 export * from "./grpc/transport.js";
 export * from "./cursor.js";
 export * from "./service-server.js";
+export * from "./telemetry/index.js";

@@ -1,4 +1,5 @@
 import pino from "pino";
+import { activeTraceIds } from "./telemetry/tracing.js";
 
 export type Logger = pino.Logger;
 
@@ -11,6 +12,9 @@ export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    // The trace of the request or event being handled, on every line logged
+    // inside it: one id finds a request's lines in every service.
+    mixin: () => activeTraceIds() ?? {},
     redact: {
       paths: [
         "email",

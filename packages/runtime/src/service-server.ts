@@ -4,6 +4,7 @@ import { errorInterceptor } from "./errors.js";
 import { startGrpcServer, type RunningGrpcServer } from "./grpc/server.js";
 import { HealthState } from "./health.js";
 import type { Logger } from "./logger.js";
+import { serverTelemetry } from "./telemetry/rpc.js";
 
 export interface ServiceServerOptions {
   /** The services `routes` registers; grpc.health.v1 answers for each of them. */
@@ -23,8 +24,9 @@ export interface RunningServiceServer {
 
 /**
  * What every service's gRPC side is made of, in one place: its routes, the
- * standard health service, and the interceptor that turns AppError into
- * ConnectError (and hides everything else behind Internal).
+ * standard health service, spans and metrics of every call, and the
+ * interceptor that turns AppError into ConnectError (and hides everything
+ * else behind Internal).
  */
 export async function startServiceServer(options: ServiceServerOptions): Promise<RunningServiceServer> {
   const health = new HealthState(options.ready);
@@ -32,7 +34,9 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   const server = await startGrpcServer({
     port: options.port,
     ...(options.host ? { host: options.host } : {}),
-    interceptors: [errorInterceptor(options.logger)],
+    // Telemetry outermost: it sees the codes the error interceptor maps to, and
+    // everything below (handlers, their logs, their calls) runs in its span.
+    interceptors: [serverTelemetry(), errorInterceptor(options.logger)],
     routes: (router) => {
       options.routes(router);
       healthRoutes(router);

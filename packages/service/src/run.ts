@@ -4,6 +4,9 @@ import {
   createLogger,
   envOptional,
   exitOnSignal,
+  initTelemetry,
+  startMetricsServer,
+  telemetrySettings,
   loadServiceEnv,
   localServiceUrl,
   serviceUrlVariable,
@@ -38,8 +41,9 @@ export function busLogger(logger: Logger): BusLogger {
 }
 
 /**
- * A service alone (containers, Kubernetes): settings → store → bus → start →
- * drain on SIGTERM (service, then bus, then store). A bad setting stops the
+ * A service alone (containers, Kubernetes): settings → telemetry (tracing
+ * when OTEL_EXPORTER_OTLP_ENDPOINT is set; /metrics on METRICS_PORT) → store →
+ * bus → start → drain on SIGTERM (service, bus, store, then the last spans). A bad setting stops the
  * process with one line naming it.
  */
 export function runService<Config>(module: ServiceModule<Config>, env: Env = process.env): void {
@@ -48,6 +52,9 @@ export function runService<Config>(module: ServiceModule<Config>, env: Env = pro
     const common = loadServiceEnv(module.name, env);
     const config = module.loadConfig(env);
     const urls = serviceUrls(module, env);
+    const telemetry = initTelemetry(telemetrySettings(module.name, env));
+    const metrics = await startMetricsServer({ port: common.metricsPort, host: common.metricsHost });
+    logger.info({ metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off" }, "telemetry");
     const store = await openStore({ mongoUrl: common.mongoUrl, dataDir: common.dataDir, dbName: common.mongoDb });
     logger.info({ store: common.mongoUrl ? redactUrl(common.mongoUrl) : `embedded:${common.dataDir}` }, "store open");
     let bus: EventBus | undefined;
@@ -63,6 +70,8 @@ export function runService<Config>(module: ServiceModule<Config>, env: Env = pro
       await service.close();
       await bus?.close();
       await store.close();
+      await metrics.close();
+      await telemetry.shutdown();
     });
   };
   main().catch((err: unknown) => {

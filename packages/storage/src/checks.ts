@@ -4,7 +4,7 @@
 // rejected here, in one place, with a message naming the offending part. Errors
 // are TypeErrors: they are programming errors, never a client's fault.
 
-import type { Doc, Filter, FindOptions, IndexSpec, Update } from "./types.js";
+import type { AnyFilter as Filter, AnyUpdate as Update, Doc, FindOptions, IndexSpec } from "./types.js";
 
 export type PlainObject = Record<string, unknown>;
 

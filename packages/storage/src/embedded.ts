@@ -20,11 +20,14 @@ import {
 import {
   DuplicateKeyError,
   type Collection,
+  type AnyDoc,
   type Doc,
   type DocumentStore,
+  type AnyFilter,
   type Filter,
   type FindOptions,
   type IndexSpec,
+  type AnyUpdate,
   type Update,
 } from "./types.js";
 
@@ -115,7 +118,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     }
   }
 
-  collection<T extends Doc = Doc>(name: string): Collection<T> {
+  collection<T extends Doc = AnyDoc>(name: string): Collection<T> {
     assertOpen(this.state);
     checkCollectionName(name);
     let collection = this.collections.get(name);
@@ -223,34 +226,34 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
-  async findOne(filter: Filter): Promise<T | null> {
-    checkFilter(filter);
+  async findOne(filter: Filter<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
     await this.open();
-    const found = (await this.db.findOneAsync(translateFilter(filter))) as unknown as T | null;
+    const found = (await this.db.findOneAsync(translateFilter(filter as AnyFilter))) as unknown as T | null;
     return found ?? null;
   }
 
-  async find(filter: Filter, options?: FindOptions): Promise<T[]> {
-    checkFilter(filter);
+  async find(filter: Filter<T>, options?: FindOptions): Promise<T[]> {
+    checkFilter(filter as AnyFilter);
     checkFindOptions(options);
     await this.open();
-    let cursor = this.db.findAsync(translateFilter(filter));
+    let cursor = this.db.findAsync(translateFilter(filter as AnyFilter));
     if (options?.sort !== undefined && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
     if (options?.limit !== undefined) cursor = cursor.limit(options.limit);
     return (await cursor) as unknown as T[];
   }
 
-  async count(filter: Filter): Promise<number> {
-    checkFilter(filter);
+  async count(filter: Filter<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
     await this.open();
-    return (await this.db.countAsync(translateFilter(filter))) as unknown as number;
+    return (await this.db.countAsync(translateFilter(filter as AnyFilter))) as unknown as number;
   }
 
-  async updateOne(filter: Filter, update: Update): Promise<T | null> {
-    checkFilter(filter);
-    const clean = normalizeUpdate(update);
+  async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
     if (clean === null) return this.findOne(filter);
-    const run = this.updates.then(() => this.applyUpdate(filter, clean));
+    const run = this.updates.then(() => this.applyUpdate(filter as AnyFilter, clean));
     this.updates = run.catch(() => undefined);
     return run;
   }
@@ -259,9 +262,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    * Runs inside the update chain, so no other update of this collection can
    * interleave between the read and the write of the `$pull` path below.
    */
-  private async applyUpdate(filter: Filter, update: Update): Promise<T | null> {
+  private async applyUpdate(filter: AnyFilter, update: AnyUpdate): Promise<T | null> {
     await this.open();
-    let query = translateFilter(filter);
+    let query = translateFilter(filter as AnyFilter);
     let nedbUpdate: PlainObject = { ...update };
     if (update.$pull !== undefined) {
       // NeDB throws when pulling from a missing field, MongoDB does nothing: read
@@ -286,16 +289,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
-  async deleteOne(filter: Filter): Promise<boolean> {
-    checkFilter(filter);
+  async deleteOne(filter: Filter<T>): Promise<boolean> {
+    checkFilter(filter as AnyFilter);
     await this.open();
-    return (await this.db.removeAsync(translateFilter(filter), { multi: false })) > 0;
+    return (await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: false })) > 0;
   }
 
-  async deleteMany(filter: Filter): Promise<number> {
-    checkFilter(filter);
+  async deleteMany(filter: Filter<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
     await this.open();
-    return this.db.removeAsync(translateFilter(filter), { multi: true });
+    return this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: true });
   }
 
   /** Rewrites the datafile without superseded lines; queued after pending writes. */
@@ -385,7 +388,7 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 // the rest goes into `$and`.
 // ---------------------------------------------------------------------------
 
-export function translateFilter(filter: Filter): NedbQuery {
+export function translateFilter(filter: AnyFilter): NedbQuery {
   const query: NedbQuery = {};
   const and: NedbQuery[] = [];
   const add = (clause: NedbQuery): void => {
@@ -395,7 +398,7 @@ export function translateFilter(filter: Filter): NedbQuery {
   };
   for (const [field, condition] of Object.entries(filter)) {
     if (field === "$or") {
-      and.push({ $or: (condition as Filter[]).map(translateFilter) });
+      and.push({ $or: (condition as AnyFilter[]).map(translateFilter) });
       continue;
     }
     for (const clause of translateCondition(field, condition)) add(clause);

@@ -30,4 +30,4 @@ export function openStore(options: OpenStoreOptions): Promise<DocumentStore> {
     dataDir: options.dataDir === undefined ? undefined : path.join(options.dataDir, options.dbName),
   });
 }
-export { TenantCollection } from "./tenant-collection.js";
+export { CrossTenantCollection, TenantCollection, type TenantFilter, type TenantUpdate } from "./tenant-collection.js";

@@ -32,11 +32,14 @@ import {
 import {
   DuplicateKeyError,
   type Collection,
+  type AnyDoc,
   type Doc,
   type DocumentStore,
+  type AnyFilter,
   type Filter,
   type FindOptions,
   type IndexSpec,
+  type AnyUpdate,
   type Update,
 } from "./types.js";
 
@@ -120,7 +123,7 @@ export class MongoDocumentStore implements DocumentStore {
     readonly serializeUpdates: boolean,
   ) {}
 
-  collection<T extends Doc = Doc>(name: string): Collection<T> {
+  collection<T extends Doc = AnyDoc>(name: string): Collection<T> {
     checkCollectionName(name);
     const chain = this.serializeUpdates ? `${this.db.databaseName}.${name}` : undefined;
     return new MongoCollection<T>(this.db.collection<Doc>(name), chain);
@@ -191,34 +194,34 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     }
   }
 
-  async findOne(filter: Filter): Promise<T | null> {
-    checkFilter(filter);
-    return (await this.coll.findOne(driverFilter(filter))) as T | null;
+  async findOne(filter: Filter<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
+    return (await this.coll.findOne(driverFilter(filter as AnyFilter))) as T | null;
   }
 
-  async find(filter: Filter, options?: FindOptions): Promise<T[]> {
-    checkFilter(filter);
+  async find(filter: Filter<T>, options?: FindOptions): Promise<T[]> {
+    checkFilter(filter as AnyFilter);
     checkFindOptions(options);
-    let cursor = this.coll.find(driverFilter(filter));
+    let cursor = this.coll.find(driverFilter(filter as AnyFilter));
     if (options?.sort !== undefined && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
     if (options?.limit !== undefined) cursor = cursor.limit(options.limit);
     return (await cursor.toArray()) as T[];
   }
 
-  async count(filter: Filter): Promise<number> {
-    checkFilter(filter);
-    return this.coll.countDocuments(driverFilter(filter));
+  async count(filter: Filter<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    return this.coll.countDocuments(driverFilter(filter as AnyFilter));
   }
 
-  async updateOne(filter: Filter, update: Update): Promise<T | null> {
-    checkFilter(filter);
-    const clean = normalizeUpdate(update);
+  async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
     if (clean === null) return this.findOne(filter);
     const run = async (): Promise<T | null> => {
       try {
         // includeResultMetadata: false makes the driver (v6 as well as v7) return
         // the document itself rather than a { value, ok } envelope.
-        const doc = await this.coll.findOneAndUpdate(driverFilter(filter), clean as UpdateFilter<Doc>, {
+        const doc = await this.coll.findOneAndUpdate(driverFilter(filter as AnyFilter), clean as UpdateFilter<Doc>, {
           returnDocument: "after",
           upsert: false,
           includeResultMetadata: false,
@@ -231,14 +234,14 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     return this.chain === undefined ? run() : serialized(this.chain, run);
   }
 
-  async deleteOne(filter: Filter): Promise<boolean> {
-    checkFilter(filter);
-    return (await this.coll.deleteOne(driverFilter(filter))).deletedCount > 0;
+  async deleteOne(filter: Filter<T>): Promise<boolean> {
+    checkFilter(filter as AnyFilter);
+    return (await this.coll.deleteOne(driverFilter(filter as AnyFilter))).deletedCount > 0;
   }
 
-  async deleteMany(filter: Filter): Promise<number> {
-    checkFilter(filter);
-    return (await this.coll.deleteMany(driverFilter(filter))).deletedCount;
+  async deleteMany(filter: Filter<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    return (await this.coll.deleteMany(driverFilter(filter as AnyFilter))).deletedCount;
   }
 
   private async listIndexes(): Promise<IndexInfo[]> {
@@ -299,7 +302,7 @@ class MongoCollection<T extends Doc> implements Collection<T> {
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
 
-function driverFilter(filter: Filter): DriverFilter<Doc> {
+function driverFilter(filter: AnyFilter): DriverFilter<Doc> {
   // Our filter language is a subset of MongoDB's, checked by checkFilter.
   return filter as DriverFilter<Doc>;
 }

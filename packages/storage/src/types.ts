@@ -5,6 +5,9 @@
 
 /**
  * Every stored document has a string `_id` (our prefixed, time-sortable ids).
+ * A service declares its documents as interfaces extending Doc, naming every
+ * field: filters and updates on a typed collection are checked against them
+ * (see Filter and Update).
  *
  * Values that round-trip identically in every adapter: strings, finite numbers,
  * booleans, null, arrays and plain objects of those, except an array directly
@@ -13,7 +16,13 @@
  * are dropped. Date objects are not part of the contract: store timestamps as
  * numbers of ms or ISO strings.
  */
-export type Doc = { _id: string } & Record<string, unknown>;
+export type Doc = { _id: string };
+
+/** A document of any shape: the default of an untyped collection (tests, tools). */
+export type AnyDoc = { _id: string; [field: string]: unknown };
+
+/** A document that belongs to one tenant (`<account id>:<mode>`); every index of it starts with `tenant`. */
+export type TenantDoc = Doc & { tenant: string };
 
 /**
  * What filters compare with and `$pull` removes. Objects, arrays and Dates are
@@ -25,50 +34,100 @@ export type Scalar = string | number | boolean | null;
  * Scalar or operator condition on one field, with MongoDB's semantics: `null`
  * also matches a missing field, and on an array field a condition holds when an
  * element satisfies it (`$ne`/`$nin`: when no element equals the value).
+ * `V` is what the field holds (an array field: its element).
  */
-export type Condition =
-  | Scalar
+export type Condition<V extends Scalar = Scalar> =
+  | V
+  | null
   | {
-      $eq?: Scalar;
-      $ne?: Scalar;
-      $in?: Scalar[];
-      $nin?: Scalar[];
+      $eq?: V | null;
+      $ne?: V | null;
+      $in?: Array<V | null>;
+      $nin?: Array<V | null>;
       /** Range operands are strings or numbers only; a field of another type never matches. */
-      $gt?: string | number;
-      $gte?: string | number;
-      $lt?: string | number;
-      $lte?: string | number;
+      $gt?: Extract<V, string | number>;
+      $gte?: Extract<V, string | number>;
+      $lt?: Extract<V, string | number>;
+      $lte?: Extract<V, string | number>;
       $exists?: boolean;
     };
 
-/**
- * Equality / operator conditions on top-level or dotted fields, ANDed together.
- * `$or` of such filters is allowed at the top level. A field whose condition is
- * `undefined` is rejected: backends read it differently (MongoDB as null or
- * as no condition, NeDB as never matching), and either can leak or hide data.
- */
-export type Filter = { [field: string]: Condition | Filter[] | undefined } & { $or?: Filter[] };
+/** The element of an array type, or the type itself. */
+type ElementOf<V> = V extends readonly (infer E)[] ? E : V;
+/** The scalar values a condition on a field of type V compares with (never: an object field). */
+type ScalarOf<V> = Extract<ElementOf<Exclude<V, undefined>>, Scalar>;
+/** A condition on a field of type V; an object field takes `$exists` (or null: missing) only. */
+type FieldCondition<V> = unknown extends V
+  ? Condition
+  : [ScalarOf<V>] extends [never]
+    ? null | { $exists: boolean }
+    : Condition<ScalarOf<V>>;
+/** Fields holding objects (or arrays of objects), whose inner fields a dotted path may name. */
+type NestedKeys<T> = {
+  [K in keyof T & string]-?: Exclude<ElementOf<Exclude<T[K], undefined>>, Scalar> extends never ? never : K;
+}[keyof T & string];
 
 /**
- * Update operators; a document is never replaced whole by an update. Paths may be
- * dotted; `_id` cannot change; one path (or a path and its parent) may appear in
- * one operator only. An update that changes nothing acts as `findOne`.
+ * Conditions on the document's own fields, ANDed together, typed by the
+ * document: a field the document does not declare is a compile error, and so is
+ * a value of the wrong type. Inner fields of object fields are named by dotted
+ * paths (`"metadata.plan"`), compared with scalars. `$or` of such filters is
+ * allowed at the top level. A field whose condition is `undefined` is rejected
+ * at run time: backends read it differently (MongoDB as null or as no
+ * condition, NeDB as never matching), and either can leak or hide data.
  */
-export interface Update {
-  $set?: Record<string, unknown>;
-  $unset?: Record<string, "" | true | 1>;
-  $inc?: Record<string, number>;
+export type Filter<T = AnyDoc> = string extends keyof T ? AnyFilter : TypedFilter<T>;
+
+type TypedFilter<T> = { [K in keyof T & string]?: FieldCondition<T[K]> } & {
+  [P in `${NestedKeys<T>}.${string}`]?: Condition;
+} & { $or?: Array<TypedFilter<T>> };
+
+/** Any filter, as the adapters check and translate it (no document type). */
+export type AnyFilter = { [field: string]: Condition | AnyFilter[] | { $exists: boolean } | undefined } & { $or?: AnyFilter[] };
+
+/** Paths an update may name: the document's fields, or dotted paths inside its object fields. */
+type Paths<T> = (keyof T & string) | `${NestedKeys<T>}.${string}`;
+type ValueAt<T, P> = P extends keyof T ? T[P] : unknown;
+/** Fields that hold arrays, with their element type. */
+type ArrayKeys<T> = { [K in keyof T & string]-?: Exclude<T[K], undefined> extends readonly unknown[] ? K : never }[keyof T & string];
+type NumberKeys<T> = { [K in keyof T & string]-?: Exclude<T[K], undefined> extends number ? K : never }[keyof T & string];
+type OptionalKeys<T> = { [K in keyof T & string]-?: undefined extends T[K] ? K : never }[keyof T & string];
+
+/**
+ * Update operators, typed by the document: `$set` takes the document's fields
+ * with values of their types (or dotted paths inside object fields), `$unset`
+ * optional fields and inner paths, `$inc` number fields, `$addToSet`/`$push`/
+ * `$pull` array fields with their elements. A document is never replaced whole
+ * by an update. `_id` cannot change; one path (or a path and its parent) may
+ * appear in one operator only. An update that changes nothing acts as `findOne`.
+ */
+export type Update<T = AnyDoc> = string extends keyof T ? AnyUpdate : TypedUpdate<T>;
+
+interface TypedUpdate<T> {
+  $set?: { [P in Paths<Omit<T, "_id">>]?: ValueAt<T, P> };
+  $unset?: { [P in OptionalKeys<T> | `${NestedKeys<T>}.${string}`]?: "" | true | 1 };
+  $inc?: { [P in NumberKeys<T> | `${NestedKeys<T>}.${string}`]?: number };
   /**
    * Appends values not yet present (by exact value; objects compare field by
    * field, so build them with a stable key order). An empty `$each` changes nothing.
    */
-  $addToSet?: Record<string, { $each: unknown[] }>;
+  $addToSet?: { [K in ArrayKeys<T>]?: { $each: Array<ElementOf<Exclude<T[K], undefined>>> } };
   /**
    * Removes values equal to the given one (exact value, never a condition).
    * Pulling from a missing field does nothing.
    */
-  $pull?: Record<string, Scalar>;
+  $pull?: { [K in ArrayKeys<T>]?: Extract<ElementOf<Exclude<T[K], undefined>>, Scalar> };
   /** Appends the values; an empty `$each` changes nothing. */
+  $push?: { [K in ArrayKeys<T>]?: { $each: Array<ElementOf<Exclude<T[K], undefined>>> } };
+}
+
+/** Any update, as the adapters check and apply it (no document type). */
+export interface AnyUpdate {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, "" | true | 1>;
+  $inc?: Record<string, number>;
+  $addToSet?: Record<string, { $each: unknown[] }>;
+  $pull?: Record<string, Scalar>;
   $push?: Record<string, { $each: unknown[] }>;
 }
 
@@ -89,28 +148,28 @@ export interface IndexSpec {
   unique?: boolean;
 }
 
-export interface Collection<T extends Doc = Doc> {
+export interface Collection<T extends Doc = AnyDoc> {
   /** Idempotent; safe to call at every start. */
   createIndexes(specs: readonly IndexSpec[]): Promise<void>;
   /** Throws DuplicateKeyError when a unique index (or `_id`) already holds the value. */
   insertOne(doc: T): Promise<void>;
-  findOne(filter: Filter): Promise<T | null>;
-  find(filter: Filter, options?: FindOptions): Promise<T[]>;
-  count(filter: Filter): Promise<number>;
+  findOne(filter: Filter<T>): Promise<T | null>;
+  find(filter: Filter<T>, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter<T>): Promise<number>;
   /**
    * Atomically updates the first document matching `filter` and returns it as it
    * is after the update, or null when nothing matched (a guarded update lost).
    * Throws DuplicateKeyError when the update would break a unique index.
    */
-  updateOne(filter: Filter, update: Update): Promise<T | null>;
+  updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null>;
   /** Returns whether a document was deleted. */
-  deleteOne(filter: Filter): Promise<boolean>;
+  deleteOne(filter: Filter<T>): Promise<boolean>;
   /** Returns how many documents were deleted. */
-  deleteMany(filter: Filter): Promise<number>;
+  deleteMany(filter: Filter<T>): Promise<number>;
 }
 
 export interface DocumentStore {
-  collection<T extends Doc = Doc>(name: string): Collection<T>;
+  collection<T extends Doc = AnyDoc>(name: string): Collection<T>;
   /** Answers whether the backing server is reachable (for health checks). */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -6,6 +6,7 @@
 import {
   DuplicateKeyError,
   type Collection,
+  type AnyDoc,
   type Doc,
   type DocumentStore,
   type Filter,
@@ -58,7 +59,7 @@ export function describeDocumentStoreContract(
     });
 
     /** A new, empty collection for one test. */
-    const fresh = <T extends Doc = Doc>(): Collection<T> => store.collection<T>(freshName());
+    const fresh = <T extends Doc = AnyDoc>(): Collection<T> => store.collection<T>(freshName());
 
     describe("basics", () => {
       test("ping answers true", async () => {

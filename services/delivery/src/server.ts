@@ -1,20 +1,22 @@
 import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
-import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import type { OutboxRelay } from "@emailsvc/outbox";
+import { createServiceTransport, startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type EmailProvider, type RetryPolicy } from "./domain/provider.js";
 import { RendererCache, type CompileRenderer } from "./domain/renderer.js";
-import { DELIVERY_TOPICS, OutboxRelay } from "./messaging/outbox-relay.js";
+import { DELIVERY_TOPICS, deliveryOutbox } from "./messaging/outbox.js";
 import { SendConsumer } from "./messaging/send-consumer.js";
 import { SandboxProvider } from "./providers/sandbox.js";
 import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
-import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
+import type { EmailDoc } from "./storage/documents.js";
+import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/render";
 import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
 import type { Deps } from "./usecases/deps.js";
@@ -50,8 +52,14 @@ export interface DeliveryServiceOptions {
   unsubscribeUrl?: UnsubscribeUrlSource;
   /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
   retry?: Partial<RetryPolicy>;
-  /** How long one send attempt holds an email (default 60 s); tests shorten it. */
+  /**
+   * How long a claim holds an email without renewal (default 10 s): a crashed
+   * attempt's email is free again within this. Renewed every third of it
+   * while a send runs.
+   */
   leaseMs?: number;
+  /** The longest one send attempt may take, renewals included (default 60 s). */
+  attemptTimeoutMs?: number;
   /** Outbox and stalled-email sweeps; tests shorten them. */
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
@@ -65,7 +73,7 @@ export interface DeliveryServiceOptions {
 export interface RunningDeliveryService {
   url: string;
   port: number;
-  relay: OutboxRelay;
+  relay: OutboxRelay<EmailDoc>;
   /**
    * Drains: NOT_SERVING, the gRPC server finishes calls in flight, the consumer
    * stops (a send still running after `graceMs`, default 10 s, is cut off and
@@ -86,18 +94,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
-  const emails = store.collection<EmailDoc>("emails");
-  const sandboxMessages = store.collection<SandboxMessageDoc>("sandbox_messages");
-  await Promise.all([
-    emails.createIndexes(EMAIL_INDEXES),
-    sandboxMessages.createIndexes(SANDBOX_INDEXES),
-    bus.ensureTopics([...DELIVERY_TOPICS]),
-  ]);
+  const storage = new DeliveryStorage(store);
+  await Promise.all([storage.createIndexes(), bus.ensureTopics([...DELIVERY_TOPICS])]);
 
-  const relay = new OutboxRelay({
-    emails,
+  const now = Date.now;
+  const relay = deliveryOutbox({
+    storage,
     bus,
     logger,
+    clock: now,
     ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
     ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
     ...(options.stalledAfterMs !== undefined ? { stalledAfterMs: options.stalledAfterMs } : {}),
@@ -106,17 +111,16 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const subscribersTransport =
     options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
-  const sandbox = new SandboxProvider(sandboxMessages);
+  const sandbox = new SandboxProvider(storage.sandboxKeeper());
   // The SMTP pool exists only for live mode with EMAIL_PROVIDER=smtp; test mode never gets near it.
   const smtp: EmailProvider | undefined =
     liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
 
-  const deps: Deps = { emails, sandbox: sandboxMessages, relay, templates, recipients, logger, liveProvider, now: Date.now };
+  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now };
   const consumer = new SendConsumer(
     bus,
+    storage.eventTenants(),
     {
-      emails,
-      sandbox: sandboxMessages,
       relay,
       templates,
       renderers: new RendererCache(compile, options.rendererCacheSize ?? 500),
@@ -126,9 +130,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       unsubscribeUrl: options.unsubscribeUrl ?? (async () => undefined),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
-      leaseMs: options.leaseMs ?? 60_000,
+      leaseMs: options.leaseMs ?? 10_000,
+      attemptTimeoutMs: options.attemptTimeoutMs ?? 60_000,
       logger,
-      now: Date.now,
+      now,
     },
     logger,
     options.consumerGroup,
@@ -136,7 +141,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
 
   const { server, health } = await startServiceServer({
     services: [delivery.DeliveryService],
-    routes: deliveryRoutes(deps),
+    routes: deliveryRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
     ready: () => store.ping(),
     logger,
     port: options.port,

@@ -10,7 +10,7 @@ import {
   validateVariables,
 } from "../src/domain/email.js";
 import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
-import { afterFailure, SendFailure, type FailureKind } from "../src/domain/provider.js";
+import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type FailureCode, type FailureKind } from "../src/domain/provider.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
 import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
 import { compileRenderer } from "@emailsvc/render";
@@ -126,18 +126,30 @@ describe("the message", () => {
 describe("what a failed attempt leads to", () => {
   const policy = { maxAttempts: 3, maxQueueAgeMs: 60_000 };
   const state = (attempts: number, transientFailures: number, age = 0) => ({ attempts, transientFailures, queuedAt: 1_000_000, now: 1_000_000 + age });
-  const f = (kind: FailureKind) => new SendFailure(kind, "451 4.3.0 later");
+  const f = (kind: FailureKind, code: FailureCode = "relay_deferred") =>
+    new SendFailure(kind, code, { reply: "451 4.3.0 later", detail: "ESOCKET: connect ECONNREFUSED 10.0.0.7:25" });
 
-  it("fails a permanent rejection at once, with the reason", () => {
-    expect(afterFailure(new SendFailure("permanent", "550 no such user"), state(1, 0), policy)).toEqual({ retry: false, reason: "550 no such user" });
+  it("fails a permanent rejection at once, with its code and the relay's reply", () => {
+    const rejected = new SendFailure("permanent", "recipient_rejected", { reply: "550 no such user" });
+    expect(afterFailure(rejected, state(1, 0), policy)).toEqual({ retry: false, error: "recipient_rejected: 550 no such user" });
+    const render = new SendFailure("permanent", "template_render_failed", { detail: "RangeError: Maximum call stack size exceeded" });
+    expect(afterFailure(render, state(1, 0), policy)).toEqual({ retry: false, error: "template_render_failed" });
   });
-  it("retries answered failures up to the cap, then gives up naming the attempts", () => {
+  it("retries answered failures up to the cap, then gives up with the last reply", () => {
     expect(afterFailure(f("transient"), state(2, 2), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, reason: "gave up after 3 attempts: 451 4.3.0 later" });
+    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, error: "attempts_exhausted: 451 4.3.0 later" });
   });
-  it("retries an unreachable provider without counting, until the queue lifetime", () => {
-    expect(afterFailure(f("unreachable"), state(40, 0, 59_000), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("unreachable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "gave up after 41 attempts: 451 4.3.0 later" });
+  it("retries an unreachable provider without counting, until the queue lifetime; its detail stays inside", () => {
+    expect(afterFailure(f("unreachable", "relay_unavailable"), state(40, 0, 59_000), policy)).toEqual({ retry: true });
+    expect(afterFailure(f("unreachable", "relay_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, error: "relay_unavailable" });
+    expect(afterFailure(f("unreachable", "service_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, error: "service_unavailable" });
+  });
+  it("shows only documented codes", () => {
+    expect(publicError("recipient_erased")).toBe("recipient_erased");
+    for (const code of ["template_unavailable", "template_render_failed", "relay_unavailable", "service_unavailable"] as const) {
+      expect(afterFailure(new SendFailure("permanent", code, { detail: "internal" }), state(1, 0), policy)).toEqual({ retry: false, error: code });
+      expect(Object.keys(PUBLIC_ERRORS)).toContain(code);
+    }
   });
   it("retries an aborted attempt", () => {
     expect(afterFailure(f("aborted"), state(9, 9, 10_000_000), policy)).toEqual({ retry: true });
@@ -147,30 +159,36 @@ describe("what a failed attempt leads to", () => {
 describe("SMTP errors and settings", () => {
   const classify = (err: Record<string, unknown>) => classifySmtpError(Object.assign(new Error(String(err.message ?? "x")), err), "bob@example.com");
 
-  it.each<[Record<string, unknown>, FailureKind]>([
-    [{ code: "EENVELOPE", responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" }, "permanent"],
-    [{ code: "EMESSAGE", responseCode: 554, response: "554 5.7.1 Spam" }, "permanent"],
-    [{ code: "EMESSAGE", responseCode: 451, response: "451 4.3.0 later" }, "transient"],
-    [{ code: "EENVELOPE", responseCode: 452, response: "452 mailbox full" }, "transient"],
-    [{ code: "EPROTOCOL", responseCode: 503, response: "503 bad sequence" }, "transient"],
-    [{ code: "EMESSAGE", responseCode: 421, response: "421 shutting down" }, "unreachable"],
-    [{ code: "ESOCKET", originalCode: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:25" }, "unreachable"],
-    [{ code: "ECONNECTION", message: "Connection closed" }, "unreachable"],
-    [{ code: "EDNS", message: "getaddrinfo ENOTFOUND smtp.nowhere" }, "unreachable"],
-    [{ code: "EAUTH", responseCode: 535, response: "535 5.7.8 bad credentials" }, "unreachable"],
-    [{ code: "EAUTH", message: "Invalid login" }, "unreachable"],
-    [{ code: "ETIMEDOUT", timeoutType: "GREETING_TIMEOUT" }, "unreachable"],
-    [{ code: "ETIMEDOUT", timeoutType: "SOCKET_TIMEOUT" }, "transient"],
-    [{ code: "EABORT", message: "aborted" }, "aborted"],
-    [{ message: "something else" }, "transient"],
-  ])("%j is %s", (err, kind) => {
+  it.each<[Record<string, unknown>, FailureKind, FailureCode]>([
+    [{ code: "EENVELOPE", command: "RCPT TO", responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" }, "permanent", "recipient_rejected"],
+    [{ code: "EMESSAGE", command: "DATA", responseCode: 554, response: "554 5.7.1 Spam" }, "permanent", "message_rejected"],
+    [{ code: "EMESSAGE", responseCode: 451, response: "451 4.3.0 later" }, "transient", "relay_deferred"],
+    [{ code: "EENVELOPE", responseCode: 452, response: "452 mailbox full" }, "transient", "relay_deferred"],
+    [{ code: "EPROTOCOL", responseCode: 503, response: "503 bad sequence" }, "transient", "relay_deferred"],
+    [{ code: "EMESSAGE", responseCode: 421, response: "421 shutting down" }, "unreachable", "relay_unavailable"],
+    [{ code: "ESOCKET", originalCode: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:25" }, "unreachable", "relay_unavailable"],
+    [{ code: "ECONNECTION", message: "Connection closed" }, "unreachable", "relay_unavailable"],
+    [{ code: "EDNS", message: "getaddrinfo ENOTFOUND smtp.nowhere" }, "unreachable", "relay_unavailable"],
+    [{ code: "EAUTH", responseCode: 535, response: "535 5.7.8 bad credentials" }, "unreachable", "relay_unavailable"],
+    [{ code: "EAUTH", message: "Invalid login" }, "unreachable", "relay_unavailable"],
+    [{ code: "ETIMEDOUT", timeoutType: "GREETING_TIMEOUT" }, "unreachable", "relay_unavailable"],
+    [{ code: "ETIMEDOUT", timeoutType: "SOCKET_TIMEOUT" }, "transient", "relay_deferred"],
+    [{ code: "EABORT", message: "aborted" }, "aborted", "send_aborted"],
+    [{ message: "something else" }, "transient", "relay_deferred"],
+  ])("%j is %s (%s)", (err, kind, code) => {
     const failure = classify(err);
     expect(failure.kind).toBe(kind);
-    expect(failure.reason).not.toContain("bob@example.com");
+    expect(failure.code).toBe(code);
+    expect(failure.reply).not.toContain("bob@example.com");
+    expect(failure.detail).not.toContain("bob@example.com");
   });
 
-  it("keeps the server's reply as the reason", () => {
-    expect(classify({ responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" }).reason).toBe("550 5.1.1 <recipient>: User unknown");
+  it("keeps the server's reply, addresses removed, as what a client may see; nodemailer's own text as detail only", () => {
+    const rejected = classify({ command: "RCPT TO", responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" });
+    expect(rejected.reply).toBe("550 5.1.1 <recipient>: User unknown");
+    const refused = classify({ code: "ESOCKET", message: "connect ECONNREFUSED 10.1.2.3:25" });
+    expect(refused.reply).toBe("");
+    expect(refused.detail).toBe("ESOCKET: connect ECONNREFUSED 10.1.2.3:25");
   });
 
   it("parses SMTP_URL", () => {

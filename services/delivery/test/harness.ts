@@ -6,7 +6,7 @@ import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription
 import { delivery } from "@emailsvc/proto";
 import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
-import { DELIVERY_TOPICS } from "../src/messaging/outbox-relay.js";
+import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
 import { FakeTemplates } from "./support/fake-templates.js";

@@ -1,4 +1,13 @@
-import { ConfigError, envInt, envOptional, envString, SERVICE_NAMES, serviceUrlVariable, type ServiceName } from "@emailsvc/runtime";
+import {
+  ConfigError,
+  envInt,
+  envOptional,
+  envString,
+  GATEWAY_METRICS_PORT,
+  SERVICE_NAMES,
+  serviceUrlVariable,
+  type ServiceName,
+} from "@emailsvc/runtime";
 import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // Read once at start; a bad value stops the process naming the variable.
@@ -29,6 +38,9 @@ export interface GatewayConfig {
    * store a development key is kept under DATA_DIR.
    */
   tokenKeys: KeyRing;
+  /** METRICS_PORT (default 9460) and METRICS_HOST (default GATEWAY_HOST): Prometheus metrics at /metrics. */
+  metricsPort: number;
+  metricsHost: string;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -44,6 +56,8 @@ export function loadConfig(): GatewayConfig {
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
     tokenKeys: tokenKeysFromEnv(),
+    metricsPort: envInt("METRICS_PORT", GATEWAY_METRICS_PORT, { min: 0, max: 65535 }),
+    metricsHost: envString("METRICS_HOST", envString("GATEWAY_HOST", "0.0.0.0")),
   };
 }
 

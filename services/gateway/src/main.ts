@@ -1,6 +1,6 @@
 // The gateway alone (containers, Kubernetes): config -> store -> build ->
 // listen -> graceful shutdown. `npm start` runs it inside the embedded launcher.
-import { createLogger, exitOnSignal } from "@emailsvc/runtime";
+import { createLogger, exitOnSignal, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/runtime";
 import { openStore, redactUrl } from "@emailsvc/storage";
 import { loadConfig } from "./config.js";
 import { startGateway } from "./server.js";
@@ -8,6 +8,9 @@ import { startGateway } from "./server.js";
 async function main(): Promise<void> {
   const logger = createLogger("gateway");
   const config = loadConfig();
+  const telemetry = initTelemetry(telemetrySettings("gateway"));
+  const metrics = await startMetricsServer({ port: config.metricsPort, host: config.metricsHost });
+  logger.info({ metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off" }, "telemetry");
   const store = await openStore({ mongoUrl: config.mongoUrl, dataDir: config.dataDir, dbName: config.mongoDb });
   logger.info({ store: config.mongoUrl ? redactUrl(config.mongoUrl) : `embedded:${config.dataDir}` }, "store open");
   if (!config.adminToken) {
@@ -28,6 +31,8 @@ async function main(): Promise<void> {
   exitOnSignal(logger, async () => {
     await gateway.close();
     await store.close();
+    await metrics.close();
+    await telemetry.shutdown();
   });
 }
 

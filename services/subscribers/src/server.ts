@@ -1,17 +1,12 @@
 import type { EventBus } from "@emailsvc/events";
 import { SubscriberService, TagService } from "@emailsvc/proto";
-import { startServiceServer, type Logger } from "@emailsvc/runtime";
+import type { OutboxRelay } from "@emailsvc/outbox";
+import { startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { OutboxRelay, SUBSCRIBER_TOPICS } from "./messaging/outbox-relay.js";
+import { SUBSCRIBER_TOPICS, subscriberOutbox } from "./messaging/outbox.js";
 import { subscriberRoutes } from "./rpc/services.js";
-import {
-  AUDIT_INDEXES,
-  SUBSCRIBER_INDEXES,
-  TAG_INDEXES,
-  type AuditDoc,
-  type SubscriberDoc,
-  type TagDoc,
-} from "./storage/documents.js";
+import type { SubscriberDoc } from "./storage/documents.js";
+import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
 
 export interface SubscribersServiceOptions {
@@ -29,35 +24,29 @@ export interface SubscribersServiceOptions {
 export interface RunningSubscribersService {
   url: string;
   port: number;
-  relay: OutboxRelay;
+  relay: OutboxRelay<SubscriberDoc>;
   /** Drains: NOT_SERVING, in-flight calls finish, relay stops. Store and bus stay open (the caller owns them). */
   close(): Promise<void>;
 }
 
 export async function startSubscribersService(options: SubscribersServiceOptions): Promise<RunningSubscribersService> {
   const { store, bus, logger } = options;
-  const subscribers = store.collection<SubscriberDoc>("subscribers");
-  const tags = store.collection<TagDoc>("tags");
-  const audit = store.collection<AuditDoc>("subscriber_events");
-  await Promise.all([
-    subscribers.createIndexes(SUBSCRIBER_INDEXES),
-    tags.createIndexes(TAG_INDEXES),
-    audit.createIndexes(AUDIT_INDEXES),
-    bus.ensureTopics([...SUBSCRIBER_TOPICS]),
-  ]);
+  const storage = new SubscriberStorage(store);
+  await Promise.all([storage.createIndexes(), bus.ensureTopics([...SUBSCRIBER_TOPICS])]);
 
-  const relay = new OutboxRelay({
-    subscribers,
-    audit,
+  const now = Date.now;
+  const relay = subscriberOutbox({
+    storage,
     bus,
     logger,
+    clock: now,
     ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
     ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
   });
-  const deps: Deps = { subscribers, tags, audit, relay, logger, now: Date.now };
+  const deps: Deps = { relay, logger, now };
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService],
-    routes: subscriberRoutes(deps),
+    routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
     ready: () => store.ping(),
     logger,
     port: options.port,

@@ -6,7 +6,7 @@ import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/
 import { SubscriberService, TagService } from "@emailsvc/proto";
 import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
-import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox-relay.js";
+import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox.js";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
 
 export type StoreKind = "embedded" | "mongodb";

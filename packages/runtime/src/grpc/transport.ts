@@ -41,10 +41,13 @@ import { getAbortSignalReason } from "@connectrpc/connect/protocol";
 import { headerGrpcStatus, requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { toWebHeaders } from "./headers.js";
+import { clientTelemetry } from "../telemetry/rpc.js";
 
 export interface ServiceTransportOptions {
-  /** Applied to every call (unary and streaming), outermost first. */
+  /** Applied to every call (unary and streaming), outermost first, inside the telemetry interceptor. */
   interceptors?: Interceptor[];
+  /** Spans and metrics of every call (default true); off only where its cost is measured (bench/grpc-hop). */
+  telemetry?: boolean;
 }
 
 /**
@@ -81,7 +84,8 @@ const sessionOptions = {
  *   1 KiB threshold anyway.
  */
 export function createServiceTransport(baseUrl: string, options: ServiceTransportOptions = {}): Transport {
-  const interceptors = options.interceptors ?? [];
+  // Every call gets a client span and its trace context in `traceparent`.
+  const interceptors = [...(options.telemetry === false ? [] : [clientTelemetry()]), ...(options.interceptors ?? [])];
   const sessionManager = new Http2SessionManager(baseUrl, sessionOptions);
   // Streaming calls (none of our contracts has one yet) use connect-node's
   // generic transport, on the same connection.

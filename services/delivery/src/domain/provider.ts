@@ -25,27 +25,73 @@ export interface EmailProvider {
 
 /**
  * How a send failed:
- * - `permanent`: the receiving side refused this message for good (SMTP 5xx):
- *   the email fails with the reason, no retry.
+ * - `permanent`: the receiving side refused this message for good (SMTP 5xx),
+ *   or it cannot be built (template gone, render error): the email fails at
+ *   once, no retry.
  * - `transient`: the server answered, but not now (SMTP 4xx, a reply timeout):
  *   retried, and counted toward the attempt cap.
  * - `unreachable`: no server to talk to (connection refused or lost, DNS,
- *   connect/greeting timeout, 421): retried without counting toward the
- *   attempt cap, since the message itself is not the problem; bounded by the
- *   queue lifetime instead.
- * - `aborted`: stopped by us (shutdown or the attempt deadline); the outcome
- *   is unknown, the lease decides what happens next.
+ *   connect/greeting timeout, 421, the templates or subscribers service down):
+ *   retried without counting toward the attempt cap, since the message itself
+ *   is not the problem; bounded by the queue lifetime instead.
+ * - `aborted`: stopped by us (shutdown, the attempt's deadline, or its lease
+ *   lost); the outcome is unknown, the lease decides what happens next.
  */
 export type FailureKind = "permanent" | "transient" | "unreachable" | "aborted";
 
+/**
+ * The reasons an email may fail with, as the API shows them in `error`: a
+ * stable code, followed by the relay's reply (addresses removed) where the
+ * relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User
+ * unknown`. Nothing else reaches a client: internal detail goes to the logs
+ * and to the email's `last_error`, for operators. Documented in the README.
+ */
+export const PUBLIC_ERRORS = {
+  /** The template version the email was queued with no longer exists. */
+  template_unavailable: "the template version the email was queued with no longer exists",
+  /** The template could not be compiled or rendered with the email's variables. */
+  template_render_failed: "the template could not be rendered with the email's variables",
+  /** The relay refused the recipient for good (5xx to RCPT TO). */
+  recipient_rejected: "the relay refused the recipient",
+  /** The relay refused the message for good (5xx to MAIL FROM or DATA). */
+  message_rejected: "the relay refused the message",
+  /** The relay answered "try later" until the attempt cap. */
+  attempts_exhausted: "the relay kept answering 'try later' until the attempt cap",
+  /** No relay could be reached (or accepted our credentials) within the queue lifetime. */
+  relay_unavailable: "the relay could not be reached within the queue lifetime",
+  /** The templates or subscribers service could not be reached within the queue lifetime. */
+  service_unavailable: "a service the send needs could not be reached within the queue lifetime",
+  /** The recipient's subscriber was erased before the email was sent. */
+  recipient_erased: "the recipient's subscriber was erased before the email was sent",
+} as const;
+
+export type PublicErrorCode = keyof typeof PUBLIC_ERRORS;
+
+/** The `error` of a failed email: its code, and the relay's reply when there is one. */
+export function publicError(code: PublicErrorCode, reply = ""): string {
+  return reply ? `${code}: ${reply}` : code;
+}
+
+/** What a failed attempt is about, before the retry rules decide whether the email fails. */
+export type FailureCode = Exclude<PublicErrorCode, "attempts_exhausted" | "recipient_erased"> | "relay_deferred" | "send_aborted";
+
 export class SendFailure extends Error {
+  /** The relay's reply, without addresses: safe to show (may be ""). */
+  readonly reply: string;
+  /** What happened, for operators and logs: no addresses, never shown to a client. */
+  readonly detail: string;
+
   constructor(
     readonly kind: FailureKind,
-    /** Safe to store and show: no recipient address (see scrubReason). */
-    readonly reason: string,
+    readonly code: FailureCode,
+    details: { reply?: string; detail?: string } = {},
   ) {
-    super(reason);
+    const reply = details.reply ?? "";
+    const detail = details.detail || reply || code;
+    super(detail);
     this.name = "SendFailure";
+    this.reply = reply;
+    this.detail = detail;
   }
 }
 
@@ -58,7 +104,19 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, maxQueueAgeMs: 24 * 60 * 60 * 1000 };
 
-export type Outcome = { retry: true } | { retry: false; reason: string };
+/** Either try again, or fail the email with `error` (its public text, see PUBLIC_ERRORS). */
+export type Outcome = { retry: true } | { retry: false; error: string };
+
+/** The public code a failure of this kind ends with once it is given up on. */
+function finalCode(failure: SendFailure): PublicErrorCode {
+  switch (failure.code) {
+    case "relay_deferred":
+    case "send_aborted":
+      return "attempts_exhausted";
+    default:
+      return failure.code;
+  }
+}
 
 /**
  * What to do after a failed attempt. `attempts` counts every attempt made so
@@ -72,16 +130,15 @@ export function afterFailure(
 ): Outcome {
   switch (failure.kind) {
     case "permanent":
-      return { retry: false, reason: failure.reason };
+      return { retry: false, error: publicError(finalCode(failure), failure.reply) };
     case "transient":
       if (state.transientFailures >= policy.maxAttempts) {
-        return { retry: false, reason: `gave up after ${state.attempts} attempts: ${failure.reason}` };
+        return { retry: false, error: publicError("attempts_exhausted", failure.reply) };
       }
       return { retry: true };
     case "unreachable":
-      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) {
-        return { retry: false, reason: `gave up after ${state.attempts} attempts: ${failure.reason}` };
-      }
+      // A connection error's text names hosts and ports: for operators only.
+      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return { retry: false, error: publicError(finalCode(failure)) };
       return { retry: true };
     case "aborted":
       return { retry: true };

@@ -1,20 +1,20 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import type { EventBus, ReceivedEvent, Subscription } from "@emailsvc/events";
-import { events } from "@emailsvc/proto";
-import { isId, type Logger } from "@emailsvc/runtime";
+import { subscribeEvents, type EventBus, type Subscription } from "@emailsvc/events";
+import type { Logger } from "@emailsvc/runtime";
+import type { TenantRepositories } from "../storage/repositories.js";
 import { deliverEmail, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
-import { DELIVERY_CONSUMED_TOPICS } from "./outbox-relay.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
 
 /**
  * Consumes `email.send.requested` (sends each email) and `subscriber.deleted`
- * (erases the subscriber's emails) in group `delivery`. One subscription for
- * both: kafkajs' assigner hands a group's partitions to its members whatever
- * each subscribed to, so two subscriptions of one group could each receive
- * the other's topic.
+ * (erases the subscriber's emails) in group `delivery`, through the topic
+ * registry of @emailsvc/events (which decodes, checks and skips malformed
+ * events). One subscription for both: kafkajs' assigner hands a group's
+ * partitions to its members whatever each subscribed to, so two subscriptions
+ * of one group could each receive the other's topic. Each event's tenant
+ * comes from its checked meta: `tenants` is the capability to cross to it.
  * Stopping drains: no new events, the send in flight may finish within the
  * grace; past it the send is aborted and left to its lease (as a crash would).
  */
@@ -24,50 +24,24 @@ export class SendConsumer {
 
   constructor(
     private readonly bus: EventBus,
+    private readonly tenants: { forTenant(tenant: string): TenantRepositories },
     private readonly deps: DeliveryDeps,
     private readonly logger: Logger,
     private readonly group: string = DELIVERY_GROUP,
   ) {}
 
   async start(): Promise<void> {
-    this.subscription = await this.bus.subscribe({
+    this.subscription = await subscribeEvents(this.bus, {
       group: this.group,
-      topics: [...DELIVERY_CONSUMED_TOPICS],
-      handler: (event) => this.handle(event),
+      logger: this.logger,
+      handlers: {
+        "email.send.requested": (message, meta) =>
+          deliverEmail(this.deps, this.tenants.forTenant(meta.tenant), message.emailId, this.shutdown.signal),
+        "subscriber.deleted": async (message, meta) => {
+          await eraseSubscriber(this.deps, this.tenants.forTenant(meta.tenant), { subscriberId: message.subscriberId });
+        },
+      },
     });
-  }
-
-  private async handle(event: ReceivedEvent): Promise<void> {
-    if (event.topic === "subscriber.deleted") return this.handleDeleted(event);
-    let request;
-    try {
-      request = fromBinary(events.EmailSendRequestedSchema, event.value);
-    } catch {
-      this.logger.error({ topic: event.topic, key: event.key }, "undecodable email.send.requested event skipped");
-      return;
-    }
-    const meta = request.meta;
-    if (!meta || !isId("eml", request.emailId) || !isId("acc", meta.accountId) || (meta.mode !== "live" && meta.mode !== "test")) {
-      this.logger.error({ key: event.key }, "malformed email.send.requested event skipped");
-      return;
-    }
-    await deliverEmail(this.deps, { tenant: `${meta.accountId}:${meta.mode}`, emailId: request.emailId }, this.shutdown.signal);
-  }
-
-  private async handleDeleted(event: ReceivedEvent): Promise<void> {
-    let deleted;
-    try {
-      deleted = fromBinary(events.SubscriberDeletedSchema, event.value);
-    } catch {
-      this.logger.error({ topic: event.topic, key: event.key }, "undecodable subscriber.deleted event skipped");
-      return;
-    }
-    const meta = deleted.meta;
-    if (!meta || !isId("sub", deleted.subscriberId) || !isId("acc", meta.accountId) || (meta.mode !== "live" && meta.mode !== "test")) {
-      this.logger.error({ key: event.key }, "malformed subscriber.deleted event skipped");
-      return;
-    }
-    await eraseSubscriber(this.deps, { tenant: `${meta.accountId}:${meta.mode}`, subscriberId: deleted.subscriberId });
   }
 
   /** Stops consuming; a send still running after `graceMs` is aborted. */

@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type Collection } from "@emailsvc/storage";
+import { DuplicateKeyError, type CrossTenantCollection } from "@emailsvc/storage";
 import type { OutgoingMessage } from "../domain/message.js";
 import type { EmailProvider, SendContext, SendResult } from "../domain/provider.js";
 import type { SandboxMessageDoc } from "../storage/documents.js";
@@ -13,15 +13,15 @@ export class SandboxProvider implements EmailProvider {
   readonly name = "sandbox" as const;
 
   constructor(
-    private readonly messages: Collection<SandboxMessageDoc>,
+    /** Kept messages of every tenant: each goes to the tenant of the email being sent. */
+    private readonly messages: CrossTenantCollection<SandboxMessageDoc>,
     private readonly now: () => number = Date.now,
   ) {}
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     try {
-      await this.messages.insertOne({
+      await this.messages.forTenant(context.tenant).insertOne({
         _id: message.emailId,
-        tenant: context.tenant,
         from: message.from.header,
         to: message.to,
         subject: message.subject,

@@ -1,7 +1,7 @@
 import nodemailer from "nodemailer";
 import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
-import { SendFailure, type EmailProvider, type SendContext, type SendResult } from "../domain/provider.js";
+import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -130,24 +130,31 @@ export class SmtpProvider implements EmailProvider {
 
 const UNREACHABLE_CODES = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ETLS", "EPROXY"]);
 
-/** Maps a nodemailer error to what it means for the email. */
+/**
+ * Maps a nodemailer error to what it means for the email. The relay's reply
+ * (addresses removed) is what a client may see; nodemailer's own messages
+ * (hosts, ports, socket errors) are detail for operators only.
+ */
 export function classifySmtpError(err: NodemailerError, recipient: string, signal?: AbortSignal): SendFailure {
-  const reply = typeof err.response === "string" && err.response ? err.response : undefined;
-  const reason = scrubReason(reply ?? `${err.code ?? "error"}: ${err.message}`, recipient);
-  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return new SendFailure("aborted", reason);
+  const reply = typeof err.response === "string" && err.response ? scrubReason(err.response, recipient) : "";
+  const detail = reply || scrubReason(`${err.code ?? "error"}: ${err.message}`, recipient);
+  const failure = (kind: FailureKind, code: FailureCode, withReply = true) => new SendFailure(kind, code, { reply: withReply ? reply : "", detail });
+  if (err.code === "EABORT" || err.name === "AbortError" || signal?.aborted) return failure("aborted", "send_aborted", false);
   // Our credentials were refused: a setting to fix, not this message's fault (even with a 535).
-  if (err.code === "EAUTH" || err.code === "ENOAUTH") return new SendFailure("unreachable", reason);
+  if (err.code === "EAUTH" || err.code === "ENOAUTH") return failure("unreachable", "relay_unavailable", false);
   if (typeof err.responseCode === "number") {
     // 421: the service is shutting down / not available: not about this message.
-    if (err.responseCode === 421) return new SendFailure("unreachable", reason);
-    if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) return new SendFailure("permanent", reason);
-    return new SendFailure("transient", reason);
+    if (err.responseCode === 421) return failure("unreachable", "relay_unavailable", false);
+    if (err.responseCode >= 500 && err.responseCode < 600 && err.responseCode !== 503) {
+      return failure("permanent", err.command === "RCPT TO" || err.code === "EENVELOPE" ? "recipient_rejected" : "message_rejected");
+    }
+    return failure("transient", "relay_deferred");
   }
   if (err.code === "ETIMEDOUT") {
     // No answer to a command in flight (SOCKET_TIMEOUT): the relay may have taken the message.
-    return new SendFailure(err.timeoutType === "SOCKET_TIMEOUT" ? "transient" : "unreachable", reason);
+    return err.timeoutType === "SOCKET_TIMEOUT" ? failure("transient", "relay_deferred") : failure("unreachable", "relay_unavailable");
   }
-  if (err.code && UNREACHABLE_CODES.has(err.code)) return new SendFailure("unreachable", reason);
-  if (err.code === "EENVELOPE") return new SendFailure("permanent", reason);
-  return new SendFailure("transient", reason);
+  if (err.code && UNREACHABLE_CODES.has(err.code)) return failure("unreachable", "relay_unavailable");
+  if (err.code === "EENVELOPE") return failure("permanent", "recipient_rejected");
+  return failure("transient", "relay_deferred");
 }

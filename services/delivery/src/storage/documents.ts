@@ -1,23 +1,24 @@
+import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
 import type { EmailStatus } from "../domain/email.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // per-tenant index starts with it too, so no query can reach across tenants.
-// The relay's and the consumer's sweeps work across tenants and have their
-// own indexes.
+// The outbox relay's and the stalled-mail sweeps work across tenants (see
+// repositories.ts) and have their own indexes.
 
-/** A bus event a change implies, kept inside the changed email until published. */
-export interface OutboxEntry {
-  /** The event's event_id (consumers dedupe by it). */
-  id: string;
+/**
+ * A bus event a change implies, kept inside the changed email until published
+ * (the outbox of @emailsvc/outbox). `id` is the event's event_id (consumers
+ * dedupe by it).
+ */
+export interface OutboxEntry extends KitOutboxEntry {
   topic: "email.send.requested" | "email.status";
-  at: number;
   /** For email.status: the status the email moved to. */
   status?: EmailStatus;
 }
 
-export interface EmailDoc extends Doc {
-  tenant: string;
+export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   /** Recipient as given (trimmed); "" once erased. */
   to: string;
   /** Lower-cased recipient, for lookups by address; `erased:<email id>` once erased. */
@@ -53,18 +54,23 @@ export interface EmailDoc extends Doc {
   provider: string;
   /** Message-ID header of the sent message ("" until sent). */
   message_id: string;
-  /** The provider's reason when failed ("" otherwise). */
+  /**
+   * Why it failed, as the API shows it ("" otherwise): a stable code, with the
+   * relay's reply (addresses removed) where there is one, e.g.
+   * `recipient_rejected: 550 5.1.1 <recipient>: User unknown` (see domain/provider.ts).
+   */
   error: string;
-  /** The reason of the last failed attempt, kept while retrying (for operators; not in the API). */
+  /** What went wrong inside the last failed attempt, for operators only (never in the API; no addresses). */
   last_error: string;
   /** Send attempts started (claims). */
   attempts: number;
   /** Attempts the server answered "not now" to: counted toward the cap. */
   transient_failures: number;
   /**
-   * A send attempt holds the email until this time (ms); 0 when free. A
-   * consumer that died mid-send leaves its lease to run out, then the
-   * redelivered event (or the stalled sweep) sends it again.
+   * A send attempt holds the email until this time (ms); 0 when free. The
+   * attempt renews it while it runs; a consumer that died mid-send leaves it
+   * to run out within one lease (seconds), then the redelivered event sends
+   * the email again.
    */
   lease_until: number;
   /** Which attempt holds the lease (its release and result writes are guarded by it). */
@@ -72,11 +78,6 @@ export interface EmailDoc extends Doc {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
-  updated_at: number;
-  /** Bumped by every write that adds outbox entries; guards the outbox clear. */
-  version: number;
-  outbox: OutboxEntry[];
-  outbox_pending: boolean;
 }
 
 /** The whole rendered message the sandbox provider kept instead of sending. */
@@ -102,7 +103,7 @@ export const EMAIL_INDEXES = [
   // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
   // The outbox relay's sweep for changes whose events are not published yet.
-  { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
+  OUTBOX_INDEX,
   // The stalled sweep: queued emails nobody has touched for a while (an event lost with an in-process bus).
   { name: "stalled", fields: { status: 1, updated_at: 1 } },
 ] as const;

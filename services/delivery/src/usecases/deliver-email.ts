@@ -1,27 +1,28 @@
 import { randomBytes } from "node:crypto";
+import { withOutbox } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
-import type { Collection, Update } from "@emailsvc/storage";
+import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
-import { buildMessage, type Sender } from "../domain/message.js";
+import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
 import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from "../domain/provider.js";
 import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
-import { finish, outboxEntry, providerForTenant } from "./deps.js";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
-/** What the send consumer needs; built once in server.ts. */
+/**
+ * What the send consumer's use cases need besides the event's tenant's
+ * collections; built once in server.ts. No collection here.
+ */
 export interface DeliveryDeps {
-  emails: Collection<EmailDoc>;
-  /** The sandbox's kept messages (erasure deletes them). */
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  relay: OutboxFlusher;
   templates: TemplateSource;
   renderers: RendererCache;
   /** By name; `sandbox` is always there. */
@@ -33,8 +34,14 @@ export interface DeliveryDeps {
   /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
-  /** How long one attempt holds an email (ms); the send is cut off before it runs out. */
+  /**
+   * How long a claim holds an email (ms) without being renewed. The attempt
+   * renews it every third of this while it runs, so a crashed attempt's email
+   * is free again within one lease.
+   */
   leaseMs: number;
+  /** The longest one attempt may take (ms), renewals included; then it is cut off. */
+  attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
 }
@@ -48,60 +55,62 @@ export class RetryLater extends Error {
 }
 
 /**
- * Sends one queued email: the handler of `email.send.requested`. Idempotent
- * per email id: a sent or failed email is left alone, and a send attempt first
- * claims the email with a guarded write (a lease), so two deliveries of the
- * event never send it at once.
+ * Sends one queued email: the handler of `email.send.requested`, on the
+ * collections of the event's tenant. Idempotent per email id: a sent or failed
+ * email is left alone, and a send attempt first claims the email with a
+ * guarded write (a lease, renewed while the attempt runs), so two deliveries
+ * of the event never send it at once.
  *
- * - success: `sent` with sent_at, message_id, provider, in one write with its
- *   `email.status` event;
- * - permanent failure (SMTP 5xx, template gone): `failed` with the reason;
+ * - success: straight after the provider's reply, one small write records
+ *   `sent` (sent_at, message_id, provider) with its `email.status` entry;
+ * - permanent failure (SMTP 5xx, template gone or not renderable): `failed`
+ *   with its public error (see PUBLIC_ERRORS);
  * - transient failure: the claim is released and RetryLater thrown, so the
  *   bus redelivers after a backoff; after `retry.maxAttempts` answered
- *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`
- *   with "gave up after N attempts: <last reason>";
- * - `shutdown` aborted mid-send: nothing is written, as in a crash: the lease
- *   runs out and the redelivered event sends the email again, with the same
- *   Message-ID (see the README on the duplicate window).
+ *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`;
+ * - `shutdown` aborted mid-send, or the lease lost: nothing is written, as in
+ *   a crash: the lease runs out and the redelivered event sends the email
+ *   again, with the same Message-ID (see the README on the duplicate window).
  */
 export async function deliverEmail(
   deps: DeliveryDeps,
-  target: { tenant: string; emailId: string },
+  scope: TenantRepositories,
+  emailId: string,
   shutdown: AbortSignal,
 ): Promise<void> {
-  const { emails, logger } = deps;
-  const doc = await emails.findOne({ _id: target.emailId, tenant: target.tenant });
+  const { emails } = scope;
+  const { logger } = deps;
+  const doc = await emails.findOne({ _id: emailId });
   if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
 
   const now = deps.now();
   const token = randomBytes(9).toString("base64url");
   const claimed = await emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued", lease_until: { $lt: now } },
+    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
     { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
   );
   if (!claimed) {
-    const current = await emails.findOne({ _id: doc._id, tenant: doc.tenant });
+    const current = await emails.findOne({ _id: doc._id });
     if (!current || isFinal(current.status)) return;
     // Another attempt holds the lease (or held it and died): try again once it ran out.
     throw new RetryLater(`email ${doc._id} is leased by another attempt`);
   }
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  // The attempt must end before its lease does, or another could start alongside.
-  const deadline = AbortSignal.timeout(Math.max(1, Math.floor(deps.leaseMs * 0.8)));
-  const signal = AbortSignal.any([shutdown, deadline]);
+  const lease = new Lease(deps, emails, claimed._id, token, now + deps.leaseMs, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
   try {
+    const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
     const unsubscribeUrl = prepared.template.category === "marketing"
       ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
       : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-    if (recipient && !claimed.subscriber_id) await link(deps, claimed, token, recipient.subscriberId);
-    const rendered = render(deps, claimed, prepared, variables, {
+    if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
       ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
@@ -115,40 +124,45 @@ export async function deliverEmail(
       unsubscribeUrl,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
-    if (!provider) throw new SendFailure("unreachable", "EMAIL_PROVIDER smtp is not configured (SMTP_URL)");
+    if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
     const result = await provider.send(message, { tenant: claimed.tenant, signal });
+    // The relay has the message (SMTP: it answered 250). From here to the end
+    // of the write below, a crash sends it again: nothing else happens in
+    // between (the renewal timer stops, the log line comes after).
+    const repliedAt = performance.now();
+    lease.stop();
     const at = deps.now();
-    await settle(deps, claimed, {
-      $set: {
-        status: "sent",
-        sent_at: at,
-        message_id: message.messageId,
-        provider: provider.name,
-        error: "",
-        last_error: "",
-      },
-    }, "sent", at);
-    log.info({ provider: provider.name, template_id: claimed.template_id, response: result.response }, "email sent");
+    await settle(deps, emails, claimed, "sent", at, {
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
+    });
+    const statusWriteMs = performance.now() - repliedAt;
+    log.info(
+      { provider: provider.name, template_id: claimed.template_id, response: result.response, status_write_ms: Math.round(statusWriteMs * 100) / 100 },
+      "email sent",
+    );
     return;
   } catch (err) {
     if (err instanceof SendFailure) failure = err;
-    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "templates service unavailable");
-    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "subscribers service unavailable");
+    else if (err instanceof TemplatesUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "templates service unavailable" });
+    else if (err instanceof RecipientsUnavailableError) failure = new SendFailure("unreachable", "service_unavailable", { detail: "subscribers service unavailable" });
     else {
       // A store error or a bug: free the email for the next delivery of the event.
-      await release(deps, claimed, token, { last_error: "internal error" }).catch(() => undefined);
+      await release(deps, emails, claimed, token, { last_error: "internal error" }).catch(() => undefined);
       throw err;
     }
+  } finally {
+    lease.stop();
   }
 
   if (failure.kind === "aborted") {
-    if (shutdown.aborted) {
-      // Stopped mid-send: act as a crash would (write nothing; the lease runs out).
-      log.warn("send cut off by shutdown; the lease will run out and the email be sent again");
-      throw new RetryLater(`send of ${doc._id} cut off by shutdown`);
+    if (shutdown.aborted || lease.lost) {
+      // Stopped mid-send, or another attempt may own the email now: act as a
+      // crash would (write nothing; the lease decides who sends it).
+      log.warn({ cause: shutdown.aborted ? "shutdown" : "lease lost" }, "send cut off; the email will be sent again once its lease runs out");
+      throw new RetryLater(`send of ${doc._id} cut off`);
     }
     // The attempt's own deadline: the relay may or may not have taken it.
-    failure = new SendFailure("transient", `send timed out: ${failure.reason}`);
+    failure = new SendFailure("transient", "relay_deferred", { detail: `send timed out: ${failure.detail}` });
   }
 
   const transientFailures = claimed.transient_failures + (failure.kind === "transient" ? 1 : 0);
@@ -158,22 +172,88 @@ export async function deliverEmail(
     deps.retry,
   );
   if (outcome.retry) {
-    await release(deps, claimed, token, { last_error: failure.reason, transient_failures: transientFailures });
-    log.warn({ kind: failure.kind, reason: failure.reason }, "send failed; will retry");
+    await release(deps, emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures });
+    log.warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "send failed; will retry");
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
   const at = deps.now();
-  await settle(deps, claimed, {
+  await settle(deps, emails, claimed, "failed", at, {
     $set: {
       status: "failed",
       failed_at: at,
       provider: providerName,
-      error: outcome.reason,
-      last_error: failure.reason,
+      error: outcome.error,
+      last_error: failure.detail,
       transient_failures: transientFailures,
     },
-  }, "failed", at);
-  log.warn({ kind: failure.kind, reason: outcome.reason }, "email failed");
+  });
+  log.warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
+}
+
+/**
+ * An attempt's hold on its email: renewed every third of the lease while the
+ * attempt runs, so the lease can be short (a crashed attempt's email is free
+ * again within seconds) and a send may still take longer than one lease. Its
+ * signal aborts the send on shutdown, at the attempt's deadline, or when the
+ * lease is lost (another attempt may own the email) or could not be renewed
+ * before it ran out.
+ */
+class Lease {
+  readonly signal: AbortSignal;
+  lost = false;
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "attemptTimeoutMs" | "now" | "logger">,
+    private readonly emails: TenantCollection<EmailDoc>,
+    private readonly emailId: string,
+    private readonly token: string,
+    private until: number,
+    shutdown: AbortSignal,
+  ) {
+    this.signal = AbortSignal.any([shutdown, this.controller.signal, AbortSignal.timeout(deps.attemptTimeoutMs)]);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.renew(), Math.max(1, Math.floor(this.deps.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped) return;
+    const until = this.deps.now() + this.deps.leaseMs;
+    try {
+      const renewed = await this.emails.updateOne(
+        { _id: this.emailId, lease_token: this.token, status: "queued" },
+        { $set: { lease_until: until } },
+      );
+      if (this.stopped) return;
+      if (!renewed) return this.lose("lease lost");
+      this.until = until;
+    } catch (err) {
+      if (this.stopped) return;
+      this.deps.logger.warn({ email_id: this.emailId, err: err instanceof Error ? err.message : String(err) }, "lease renewal failed");
+      // Past its end another attempt may claim the email: stop sending before then.
+      if (this.deps.now() >= this.until - this.deps.leaseMs / 3) return this.lose("lease could not be renewed");
+    }
+    this.schedule();
+  }
+
+  private lose(reason: string): void {
+    this.lost = true;
+    this.stop();
+    this.controller.abort(new Error(reason));
+  }
+
+  /** Stops renewing (the attempt is over, or about to write its outcome). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 type Renderable = Extract<PreparedTemplate, { render: unknown }>;
@@ -181,15 +261,18 @@ type Renderable = Extract<PreparedTemplate, { render: unknown }>;
 /**
  * The compiled renderer of the email's pinned template version, from the cache
  * or TemplateService. A version that cannot be rendered (beyond the limits of
- * @emailsvc/render, stored before they existed) fails the email for good with
- * a reason written for the API user; the cache remembers it, so the version is
- * neither fetched nor compiled again for the next message.
+ * @emailsvc/render, stored before they existed) fails the email for good
+ * (`template_render_failed`; which part, line and limit in last_error); the
+ * cache remembers it, so the version is neither fetched nor compiled again for
+ * the next message.
  */
 async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<Renderable> {
   const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
   const prepared = deps.renderers.get(key) ?? (await fetchAndCompile(deps, doc, key, signal));
   if (prepared.rejected) {
-    throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`);
+    throw new SendFailure("permanent", "template_render_failed", {
+      detail: `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`,
+    });
   }
   return prepared;
 }
@@ -203,25 +286,26 @@ async function fetchAndCompile(deps: DeliveryDeps, doc: EmailDoc, key: string, s
   };
   const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
   if (!template || template.version !== doc.template_version) {
-    throw new SendFailure("permanent", `template ${doc.template_id} version ${doc.template_version} no longer exists`);
+    throw new SendFailure("permanent", "template_unavailable", { detail: `template ${doc.template_id} version ${doc.template_version} no longer exists` });
   }
-  return deps.renderers.put(key, template);
+  try {
+    return deps.renderers.put(key, template);
+  } catch (err) {
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be compiled: ${errorText(err, doc.to)}` });
+  }
 }
 
 /**
  * Renders one message. Variables that make it exceed RENDER_LIMITS fail the
- * email for good, with a reason written for the API user (the limit; never a
- * variable's value). Anything else is a bug: it fails the email too (it would
- * fail again), without its internal text, and is logged.
+ * email for good (`template_render_failed`; which limit, never a variable's
+ * value, in last_error).
  */
-function render(deps: DeliveryDeps, doc: EmailDoc, prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
-  const version = `template ${doc.template_id} version ${doc.template_version}`;
+function render(prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    if (err instanceof RenderLimitError) throw new SendFailure("permanent", `${version} could not be rendered: ${err.message}`);
-    deps.logger.error({ email_id: doc._id, template_id: doc.template_id, version: doc.template_version, err: err instanceof Error ? err.name : typeof err }, "render failed");
-    throw new SendFailure("permanent", `${version} could not be rendered`);
+    const detail = err instanceof RenderLimitError ? err.message : errorText(err, "");
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${detail}` });
   }
 }
 
@@ -230,21 +314,36 @@ function reasonOf(rejected: TemplateRejectedError): string {
   return rejected.problems.map((p) => `${p.part === "html" ? "body" : "subject"}${p.line > 0 ? ` line ${p.line}` : ""}: ${p.message}`).join("; ");
 }
 
-/** Records the outcome (first outcome wins: guarded by `status: queued`) with its email.status event. */
-async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status: "sent" | "failed", at: number): Promise<void> {
-  const written = await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, status: "queued" },
-    {
-      $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at, outbox_pending: true },
-      $push: { outbox: { $each: [outboxEntry(at, "email.status", status)] } },
-      $inc: { version: 1 },
-    },
+/** An error's name and message without addresses, for last_error and logs (never the API). */
+function errorText(err: unknown, recipient: string): string {
+  return scrubReason(err instanceof Error ? `${err.name}: ${err.message}` : String(err), recipient);
+}
+
+/**
+ * Records the outcome (first outcome wins: guarded by `status: queued`) with
+ * its email.status entry: one single-document write, then the outbox flush.
+ */
+async function settle(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  status: "sent" | "failed",
+  at: number,
+  update: TenantUpdate<EmailDoc>,
+): Promise<void> {
+  const written = await emails.updateOne(
+    { _id: doc._id, status: "queued" },
+    withOutbox<EmailDoc, OutboxEntry>(
+      { $set: { ...update.$set, lease_until: 0, lease_token: "" } },
+      [outboxEntry(at, "email.status", status)],
+      at,
+    ),
   );
   if (!written) {
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
-  await finish(deps.relay, deps.logger, written);
+  await deps.relay.afterWrite(written);
 }
 
 /**
@@ -252,17 +351,20 @@ async function settle(deps: DeliveryDeps, doc: EmailDoc, update: Update, status:
  * it is sent, so that an erasure arriving meanwhile finds it (leased) and waits
  * for this attempt. A link, once set, is never changed.
  */
-async function link(deps: DeliveryDeps, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
-    { $set: { subscriber_id: subscriberId } },
-  );
+async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
+  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { subscriber_id: subscriberId } });
 }
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */
-async function release(deps: DeliveryDeps, doc: EmailDoc, token: string, set: Record<string, unknown>): Promise<void> {
-  await deps.emails.updateOne(
-    { _id: doc._id, tenant: doc.tenant, lease_token: token, status: "queued" },
+async function release(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  token: string,
+  set: Pick<TenantUpdate<EmailDoc>, "$set">["$set"],
+): Promise<void> {
+  await emails.updateOne(
+    { _id: doc._id, lease_token: token, status: "queued" },
     { $set: { ...set, lease_until: 0, lease_token: "", updated_at: deps.now() } },
   );
 }

@@ -1,18 +1,22 @@
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound, tenantKey } from "@emailsvc/runtime";
-import type { Collection } from "@emailsvc/storage";
+import { newId, notFound } from "@emailsvc/runtime";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, OutboxEntry, SandboxMessageDoc } from "../storage/documents.js";
-import { TenantCollection } from "@emailsvc/storage";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
 
-/** What the request-side use cases need; built once in server.ts. */
+/** Carries out an email's outbox right after the write that filled it (@emailsvc/outbox). */
+export type OutboxFlusher = OutboxAfterWrite<EmailDoc>;
+
+/**
+ * What the request-side use cases need besides their tenant's collections;
+ * built once in server.ts. No collection here: data is reached through a
+ * Scope only.
+ */
 export interface Deps {
-  emails: Collection<EmailDoc>;
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  relay: OutboxFlusher;
   templates: TemplateSource;
   /** The subscribers service: links an email to its recipient's subscriber at SendEmail (best effort). */
   recipients?: RecipientDirectory | undefined;
@@ -22,22 +26,9 @@ export interface Deps {
   now: () => number;
 }
 
-/** The collections of one tenant, for one call. */
-export interface Scope {
+/** One call: its context and its tenant's collections (the only ones a use case gets). */
+export interface Scope extends TenantRepositories {
   call: CallContext;
-  tenant: string;
-  emails: TenantCollection<EmailDoc>;
-  sandbox: TenantCollection<SandboxMessageDoc>;
-}
-
-export function scopeOf(deps: Pick<Deps, "emails" | "sandbox">, call: CallContext): Scope {
-  const tenant = tenantKey(call.tenant);
-  return {
-    call,
-    tenant,
-    emails: new TenantCollection(deps.emails, tenant),
-    sandbox: new TenantCollection(deps.sandbox, tenant),
-  };
 }
 
 /** Test-mode keys never reach a real recipient: whatever EMAIL_PROVIDER says, their mail goes to the sandbox. */
@@ -75,11 +66,3 @@ export function emailView(doc: EmailDoc): EmailView {
   };
 }
 
-/** Publishes the events of a change now; the sweep retries them if this fails. */
-export async function finish(relay: OutboxRelay, logger: Logger, doc: EmailDoc): Promise<void> {
-  try {
-    await relay.flush(doc);
-  } catch (err) {
-    logger.warn({ email_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
-}

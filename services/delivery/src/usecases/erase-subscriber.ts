@@ -1,14 +1,14 @@
+import { withOutbox } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
-import { TenantCollection, type Collection } from "@emailsvc/storage";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { EmailDoc, SandboxMessageDoc } from "../storage/documents.js";
-import { finish, outboxEntry } from "./deps.js";
+import type { TenantCollection } from "@emailsvc/storage";
+import { publicError } from "../domain/provider.js";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { outboxEntry, type OutboxFlusher } from "./deps.js";
 import { RetryLater } from "./deliver-email.js";
 
 export interface ErasureDeps {
-  emails: Collection<EmailDoc>;
-  sandbox: Collection<SandboxMessageDoc>;
-  relay: OutboxRelay;
+  relay: OutboxFlusher;
   logger: Logger;
   now: () => number;
 }
@@ -16,15 +16,15 @@ export interface ErasureDeps {
 /** Emails read per query. */
 const PAGE_SIZE = 100;
 
-/** The reason a queued email of an erased subscriber fails with. */
-export const ERASED_REASON = "recipient erased";
+/** The error a queued email of an erased subscriber fails with. */
+export const ERASED_REASON = publicError("recipient_erased");
 
 /** `to_key` of an erased email: no address, and never equal to a real one. */
 export const erasedKey = (emailId: string) => `erased:${emailId}`;
 
 /**
  * GDPR erasure of one subscriber's mail: the handler of `subscriber.deleted`.
- * For every email of the tenant linked to the subscriber, page by page:
+ * For every email of the event's tenant (`scope`) linked to the subscriber, page by page:
  * its sandboxed message is deleted, then the record is scrubbed (`to` "",
  * `to_key` `erased:<email id>`, `variables_json` "{}"); status, timestamps,
  * ids, the idempotency key and request hash stay, so the account's counts hold
@@ -38,9 +38,12 @@ export const erasedKey = (emailId: string) => `erased:${emailId}`;
  * after a backoff, and that pass erases what the attempt wrote (sent, or a
  * sandbox message).
  */
-export async function eraseSubscriber(deps: ErasureDeps, target: { tenant: string; subscriberId: string }): Promise<{ erased: number }> {
-  const emails = new TenantCollection(deps.emails, target.tenant);
-  const sandbox = new TenantCollection(deps.sandbox, target.tenant);
+export async function eraseSubscriber(
+  deps: ErasureDeps,
+  scope: TenantRepositories,
+  target: { subscriberId: string },
+): Promise<{ erased: number }> {
+  const { emails, sandbox } = scope;
   let after = "";
   let erased = 0;
   let busy = 0;
@@ -74,23 +77,15 @@ async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, d
     if (doc.lease_until >= now) return "busy";
     const failed = await emails.updateOne(
       { _id: doc._id, status: "queued", lease_until: { $lt: now } },
-      {
-        $set: {
-          ...scrub,
-          status: "failed",
-          failed_at: now,
-          error: ERASED_REASON,
-          last_error: ERASED_REASON,
-          updated_at: now,
-          outbox_pending: true,
-        },
-        $push: { outbox: { $each: [outboxEntry(now, "email.status", "failed")] } },
-        $inc: { version: 1 },
-      },
+      withOutbox<EmailDoc, OutboxEntry>(
+        { $set: { ...scrub, status: "failed", failed_at: now, error: ERASED_REASON, last_error: ERASED_REASON } },
+        [outboxEntry(now, "email.status", "failed")],
+        now,
+      ),
     );
     // Lost to a send attempt that claimed it just now: its outcome is erased on the next pass.
     if (!failed) return "busy";
-    await finish(deps.relay, deps.logger, failed);
+    await deps.relay.afterWrite(failed);
     return "erased";
   }
   if (doc.to_key === key && doc.to === "" && doc.variables_json === "{}") return "done";

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   idempotencyKeyReused,
@@ -12,7 +13,7 @@ import {
 } from "../domain/email.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import type { EmailDoc } from "../storage/documents.js";
-import { emailView, finish, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
+import { emailView, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
 
 export interface SendEmailInput {
   templateSlug: unknown;
@@ -81,9 +82,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     sent_at: null,
     failed_at: null,
     updated_at: now,
-    version: 1,
-    outbox: [outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")],
-    outbox_pending: true,
+    ...newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
   };
   try {
     await scope.emails.insertOne(doc);
@@ -96,7 +95,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     throw err;
   }
   const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
-  await finish(deps.relay, deps.logger, stored);
+  await deps.relay.afterWrite(stored);
   return { email: emailView(stored), replayed: false };
 }
 

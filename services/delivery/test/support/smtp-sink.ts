@@ -129,6 +129,12 @@ export class SmtpSink {
     callback(null, "OK: queued");
   }
 
+  /** Answers every DATA held back by dataDelayMs now (after a client was killed mid-hand-off). */
+  releaseHeld(): void {
+    for (const finish of this.delays) finish();
+    this.delays.clear();
+  }
+
   /** Resolves once the next DATA has arrived in full (before it is answered). */
   nextData(): Promise<void> {
     return new Promise((resolve) => this.dataArrived.push(resolve));

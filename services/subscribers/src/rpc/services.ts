@@ -1,9 +1,9 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { SubscriberService, TagService } from "@emailsvc/proto";
-import { readCallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import { createSubscriber } from "../usecases/create-subscriber.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
-import { scopeOf, type Deps } from "../usecases/deps.js";
+import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
 import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
 import { listSubscribers } from "../usecases/list-subscribers.js";
@@ -12,12 +12,15 @@ import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/t
 import { updateSubscriber } from "../usecases/update-subscriber.js";
 import { auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
 
-/** Registers SubscriberService and TagService: proto in, use case, proto out. */
-export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
+/**
+ * Registers SubscriberService and TagService: proto in, use case, proto out.
+ * `scopeOf` gives a call its tenant's collections (the tenant of the call's headers).
+ */
+export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
   return (router) => {
     router.service(SubscriberService, {
       async createSubscriber(req, ctx) {
-        const scope = scopeOf(deps, readCallContext(ctx));
+        const scope = scopeOf(readCallContext(ctx));
         const view = await createSubscriber(deps, scope, {
           email: req.email,
           tags: req.tags,
@@ -27,13 +30,13 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { subscriber: subscriberToProto(view) };
       },
       async getSubscriber(req, ctx) {
-        return { subscriber: subscriberToProto(await getSubscriber(scopeOf(deps, readCallContext(ctx)), req.id)) };
+        return { subscriber: subscriberToProto(await getSubscriber(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async getSubscriberByEmail(req, ctx) {
-        return { subscriber: subscriberToProto(await getSubscriberByEmail(scopeOf(deps, readCallContext(ctx)), req.email)) };
+        return { subscriber: subscriberToProto(await getSubscriberByEmail(scopeOf(readCallContext(ctx)), req.email)) };
       },
       async listSubscribers(req, ctx) {
-        const page = await listSubscribers(scopeOf(deps, readCallContext(ctx)), {
+        const page = await listSubscribers(scopeOf(readCallContext(ctx)), {
           limit: req.limit,
           status: statusFromProto(req.status),
           cursor: req.cursor,
@@ -41,7 +44,7 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { subscribers: page.items.map(subscriberToProto), nextCursor: page.nextCursor };
       },
       async updateSubscriber(req, ctx) {
-        const view = await updateSubscriber(deps, scopeOf(deps, readCallContext(ctx)), {
+        const view = await updateSubscriber(deps, scopeOf(readCallContext(ctx)), {
           id: req.id,
           email: req.email,
           status: statusFromProto(req.status),
@@ -50,19 +53,19 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { subscriber: subscriberToProto(view) };
       },
       async deleteSubscriber(req, ctx) {
-        await deleteSubscriber(deps, scopeOf(deps, readCallContext(ctx)), req.id);
+        await deleteSubscriber(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
       },
       async addTags(req, ctx) {
-        const view = await addTags(deps, scopeOf(deps, readCallContext(ctx)), req.subscriberId, req.tags);
+        const view = await addTags(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tags);
         return { subscriber: subscriberToProto(view) };
       },
       async removeTag(req, ctx) {
-        const view = await removeTag(deps, scopeOf(deps, readCallContext(ctx)), req.subscriberId, req.tagName);
+        const view = await removeTag(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tagName);
         return { subscriber: subscriberToProto(view) };
       },
       async listSubscriberEvents(req, ctx) {
-        const page = await listSubscriberEvents(scopeOf(deps, readCallContext(ctx)), {
+        const page = await listSubscriberEvents(scopeOf(readCallContext(ctx)), {
           subscriberId: req.subscriberId,
           limit: req.limit,
           cursor: req.cursor,
@@ -72,7 +75,7 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
     });
     router.service(TagService, {
       async createTag(req, ctx) {
-        const view = await createTag(deps, scopeOf(deps, readCallContext(ctx)), {
+        const view = await createTag(deps, scopeOf(readCallContext(ctx)), {
           name: req.name,
           description: req.description,
           isPublic: req.isPublic,
@@ -80,14 +83,14 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { tag: tagToProto(view) };
       },
       async getTag(req, ctx) {
-        return { tag: tagToProto(await getTag(scopeOf(deps, readCallContext(ctx)), req.id)) };
+        return { tag: tagToProto(await getTag(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listTags(req, ctx) {
-        const page = await listTags(scopeOf(deps, readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        const page = await listTags(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
         return { tags: page.items.map(tagToProto), nextCursor: page.nextCursor };
       },
       async updateTag(req, ctx) {
-        const view = await updateTag(deps, scopeOf(deps, readCallContext(ctx)), {
+        const view = await updateTag(deps, scopeOf(readCallContext(ctx)), {
           id: req.id,
           name: req.name,
           description: req.description,
@@ -96,7 +99,7 @@ export function subscriberRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { tag: tagToProto(view) };
       },
       async deleteTag(req, ctx) {
-        await deleteTag(deps, scopeOf(deps, readCallContext(ctx)), req.id);
+        await deleteTag(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
       },
     });

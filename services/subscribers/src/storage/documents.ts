@@ -1,23 +1,33 @@
+import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
 import type { Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index starts with it too, so no query can reach across tenants.
 
-/** A pending side effect of a change, kept inside the changed document. */
-export interface OutboxEntry {
-  /** Event id: the audit record's `_id` and the bus event's event_id. */
-  id: string;
+/** Topics the subscribers service produces. */
+export type SubscriberTopic =
+  | "subscriber.created"
+  | "subscriber.status_changed"
+  | "subscriber.tag_added"
+  | "subscriber.tag_removed"
+  | "subscriber.deleted";
+
+/**
+ * A pending side effect of a change, kept inside the changed document (the
+ * outbox of @emailsvc/outbox). `id` is the event id: the audit record's `_id`
+ * and the bus event's event_id.
+ */
+export interface OutboxEntry extends KitOutboxEntry {
   type: string;
-  at: number;
   actor: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
   /** Bus event, by ids only; null when the change is not published. */
-  bus: { topic: string; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
+  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
 }
 
-export interface SubscriberDoc extends Doc {
+export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   tenant: string;
   email: string;
   /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
@@ -26,17 +36,12 @@ export interface SubscriberDoc extends Doc {
   metadata: Metadata;
   tag_ids: string[];
   created_at: number;
-  updated_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the
    * subscriber.deleted event can leave through the outbox; the relay then
    * removes the tombstone.
    */
   deleted: boolean;
-  /** Bumped by every change; guards the outbox clear against a concurrent change. */
-  version: number;
-  outbox: OutboxEntry[];
-  outbox_pending: boolean;
 }
 
 export interface TagDoc extends Doc {
@@ -67,7 +72,9 @@ export const SUBSCRIBER_INDEXES = [
   { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
   // Tag deletion removes the tag from every member; campaigns count members.
   { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
-  // The outbox relay's sweep for changes whose side effects are not done yet.
+  // The outbox relay's sweep for changes whose side effects are not done yet
+  // (by this name since before @emailsvc/outbox's OUTBOX_INDEX, which adds
+  // updated_at; pending documents are few, so either serves).
   { name: "outbox_pending", fields: { outbox_pending: 1 } },
 ] as const;
 

@@ -1,4 +1,5 @@
 import { AppError, newId } from "@emailsvc/runtime";
+import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   checkMetadataSize,
@@ -12,7 +13,7 @@ import {
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
 import { ensureTags, } from "./ensure-tags.js";
-import { finish, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface CreateSubscriberInput {
   email: unknown;
@@ -46,14 +47,12 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     created_at: now,
     updated_at: now,
     deleted: false,
-    version: 1,
-    outbox: [
+    ...newOutbox([
       outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
       }),
-    ],
-    outbox_pending: true,
+    ]),
   };
   try {
     await scope.subscribers.insertOne(doc);
@@ -63,7 +62,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     throw err;
   }
   const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
-  await finish(deps, stored);
+  await deps.relay.afterWrite(stored);
   return subscriberView(scope, stored);
 }
 

@@ -1,38 +1,25 @@
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound, tenantKey } from "@emailsvc/runtime";
-import type { Collection } from "@emailsvc/storage";
+import { newId, notFound } from "@emailsvc/runtime";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
-import type { OutboxRelay } from "../messaging/outbox-relay.js";
-import type { AuditDoc, OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
-import { TenantCollection } from "@emailsvc/storage";
+import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
 
-/** What every use case needs; built once in server.ts. */
+/**
+ * What every use case needs besides its tenant's collections; built once in
+ * server.ts. No collection here: data is reached through a Scope only.
+ */
 export interface Deps {
-  subscribers: Collection<SubscriberDoc>;
-  tags: Collection<TagDoc>;
-  audit: Collection<AuditDoc>;
-  relay: OutboxRelay;
+  /** Carries out a change's outbox right after its write (@emailsvc/outbox). */
+  relay: OutboxAfterWrite<SubscriberDoc>;
   logger: Logger;
   now: () => number;
 }
 
-/** The collections of one tenant, for one call. */
-export interface Scope {
+/** One call: its context and its tenant's collections (the only ones a use case gets). */
+export interface Scope extends TenantRepositories {
   call: CallContext;
-  subscribers: TenantCollection<SubscriberDoc>;
-  tags: TenantCollection<TagDoc>;
-  audit: TenantCollection<AuditDoc>;
-}
-
-export function scopeOf(deps: Deps, call: CallContext): Scope {
-  const tenant = tenantKey(call.tenant);
-  return {
-    call,
-    subscribers: new TenantCollection(deps.subscribers, tenant),
-    tags: new TenantCollection(deps.tags, tenant),
-    audit: new TenantCollection(deps.audit, tenant),
-  };
 }
 
 export function outboxEntry(
@@ -86,11 +73,3 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
-/** Runs the side effects of a change now; the sweep retries them if this fails. */
-export async function finish(deps: Deps, doc: SubscriberDoc): Promise<void> {
-  try {
-    await deps.relay.flush(doc);
-  } catch (err) {
-    deps.logger.warn({ subscriber_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
-  }
-}

@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
-import type { Filter } from "@emailsvc/storage";
+import type { TenantFilter } from "@emailsvc/storage";
 import type { AuditDoc } from "../storage/documents.js";
 import { loadSubscriber, type Scope } from "./deps.js";
 import type { Page } from "./list-subscribers.js";
@@ -12,7 +12,7 @@ export async function listSubscriberEvents(
   const limit = pageLimit(input.limit);
   await loadSubscriber(scope, input.subscriberId);
   const filterKey = `subscriber=${input.subscriberId}`;
-  const filter: Filter = { subscriber_id: input.subscriberId };
+  const filter: TenantFilter<AuditDoc> = { subscriber_id: input.subscriberId };
   if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "evt", filterKey) };
   const docs = await scope.audit.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
   const items = docs.slice(0, limit);

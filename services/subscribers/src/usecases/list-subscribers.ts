@@ -1,4 +1,5 @@
-import type { Filter } from "@emailsvc/storage";
+import type { TenantFilter } from "@emailsvc/storage";
+import type { SubscriberDoc } from "../storage/documents.js";
 import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import { subscriberViews, type Scope } from "./deps.js";
@@ -15,7 +16,7 @@ export async function listSubscribers(
 ): Promise<Page<SubscriberView>> {
   const limit = pageLimit(input.limit);
   const filterKey = input.status ? `status=${input.status}` : "";
-  const filter: Filter = { deleted: false };
+  const filter: TenantFilter<SubscriberDoc> = { deleted: false };
   if (input.status) filter.status = input.status;
   if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "sub", filterKey) };
   const docs = await scope.subscribers.find(filter, { sort: { _id: 1 }, limit: limit + 1 });

@@ -1,8 +1,10 @@
+import { withOutbox } from "@emailsvc/outbox";
 import { notFound } from "@emailsvc/runtime";
+import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import { tagKey, validateTagName, validateTagNames } from "../domain/tag.js";
 import { ensureTags } from "./ensure-tags.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 /** Adds tags (created when unknown); never replaces the existing ones. */
 export async function addTags(deps: Deps, scope: Scope, subscriberId: string, rawNames: unknown[]): Promise<SubscriberView> {
@@ -20,15 +22,10 @@ export async function addTags(deps: Deps, scope: Scope, subscriberId: string, ra
   // $addToSet keeps this right even when another request added one of these meanwhile.
   const doc = await scope.subscribers.updateOne(
     { _id: subscriberId, deleted: false },
-    {
-      $addToSet: { tag_ids: { $each: added.map((t) => t._id) } },
-      $push: { outbox: { $each: entries } },
-      $set: { updated_at: now, outbox_pending: true },
-      $inc: { version: 1 },
-    },
+    withOutbox<SubscriberDoc, OutboxEntry>({ $addToSet: { tag_ids: { $each: added.map((t) => t._id) } } }, entries, now),
   );
   if (!doc) throw notFound("subscriber");
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }
 
@@ -41,18 +38,13 @@ export async function removeTag(deps: Deps, scope: Scope, subscriberId: string, 
   const now = deps.now();
   const doc = await scope.subscribers.updateOne(
     { _id: subscriberId, deleted: false, tag_ids: tag._id },
-    {
-      $pull: { tag_ids: tag._id },
-      $push: {
-        outbox: {
-          $each: [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: tag._id, tag: tag.name }, { topic: "subscriber.tag_removed", tag_id: tag._id })],
-        },
-      },
-      $set: { updated_at: now, outbox_pending: true },
-      $inc: { version: 1 },
-    },
+    withOutbox<SubscriberDoc, OutboxEntry>(
+      { $pull: { tag_ids: tag._id } },
+      [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: tag._id, tag: tag.name }, { topic: "subscriber.tag_removed", tag_id: tag._id })],
+      now,
+    ),
   );
   if (!doc) throw notFound("tag on this subscriber"); // removed meanwhile
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }

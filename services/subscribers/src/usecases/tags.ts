@@ -1,9 +1,10 @@
 import { AppError, newId, notFound } from "@emailsvc/runtime";
-import { DuplicateKeyError, type Filter } from "@emailsvc/storage";
+import { withOutbox } from "@emailsvc/outbox";
+import { DuplicateKeyError, type TenantFilter } from "@emailsvc/storage";
 import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
-import type { TagDoc } from "../storage/documents.js";
-import { finish, outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
+import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
+import { outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
 import type { Page } from "./list-subscribers.js";
 
 function nameTaken(existingId: string | undefined): AppError {
@@ -39,7 +40,7 @@ export async function getTag(scope: Scope, id: string): Promise<TagView> {
 
 export async function listTags(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TagView>> {
   const limit = pageLimit(input.limit);
-  const filter: Filter = {};
+  const filter: TenantFilter<TagDoc> = {};
   if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "tag", "") };
   const docs = await scope.tags.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
   const items = docs.slice(0, limit);
@@ -85,18 +86,13 @@ export async function deleteTag(deps: Deps, scope: Scope, id: string): Promise<v
       const now = deps.now();
       const doc = await scope.subscribers.updateOne(
         { _id: member._id, tag_ids: id },
-        {
-          $pull: { tag_ids: id },
-          $push: {
-            outbox: {
-              $each: [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: id, tag: tag.name, reason: "tag_deleted" }, { topic: "subscriber.tag_removed", tag_id: id })],
-            },
-          },
-          $set: { updated_at: now, outbox_pending: true },
-          $inc: { version: 1 },
-        },
+        withOutbox<SubscriberDoc, OutboxEntry>(
+          { $pull: { tag_ids: id } },
+          [outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: id, tag: tag.name, reason: "tag_deleted" }, { topic: "subscriber.tag_removed", tag_id: id })],
+          now,
+        ),
       );
-      if (doc) await finish(deps, doc);
+      if (doc) await deps.relay.afterWrite(doc);
     }
   }
   await scope.tags.deleteOne({ _id: id });

@@ -1,4 +1,4 @@
-import type { Update } from "@emailsvc/storage";
+import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { notFound } from "@emailsvc/runtime";
 import {
@@ -9,9 +9,9 @@ import {
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
-import type { OutboxEntry } from "../storage/documents.js";
+import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { finish, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
@@ -26,7 +26,7 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: Record<string, unknown> = {};
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status">> = {};
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
@@ -60,16 +60,12 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
 
   // Guarded by the version read above: a concurrent change makes this update
   // miss, and the caller gets a fresh read rather than a lost update.
-  const update: Update = {
-    $set: { ...set, updated_at: now, outbox_pending: true },
-    $push: { outbox: { $each: entries } },
-    $inc: { version: 1 },
-  };
+  const update = withOutbox<SubscriberDoc, OutboxEntry>({ $set: set }, entries, now);
   let doc;
   try {
     doc = await scope.subscribers.updateOne({ _id: current._id, version: current.version, deleted: false }, update);
   } catch (err) {
-    if (err instanceof DuplicateKeyError && set.email_key) await rejectTaken(scope, set.email_key as string, current._id);
+    if (err instanceof DuplicateKeyError && set.email_key) await rejectTaken(scope, set.email_key, current._id);
     throw err;
   }
   if (!doc) {
@@ -77,6 +73,6 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
     if (!again) throw notFound("subscriber");
     return updateSubscriber(deps, scope, input); // retry on the newer version
   }
-  await finish(deps, doc);
+  await deps.relay.afterWrite(doc);
   return subscriberView(scope, doc);
 }

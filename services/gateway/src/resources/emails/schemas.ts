@@ -113,7 +113,11 @@ export const schemas: Record<string, JsonSchema> = {
       idempotency_key: { type: ["string", "null"], description: "The key it was sent with, if any." },
       provider: { type: ["string", "null"], description: "`smtp` or `sandbox` (never really sent; see GET /api/v1/emails/{id}/sandbox)." },
       message_id: { type: ["string", "null"], description: "The `Message-ID` header of the message, once sent." },
-      error: { type: ["string", "null"], description: "Why it failed or bounced (the provider's reason)." },
+      error: {
+        type: ["string", "null"],
+        description:
+          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
+      },
       attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
       queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
       sent_at: nullableTimestamp("When the provider took the message; null until then."),

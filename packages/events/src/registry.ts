@@ -1,0 +1,217 @@
+// The registry of topics: every topic of the platform with its protobuf
+// message (from @emailsvc/proto) and the id it is keyed by. Producing and
+// consuming go through it, so both are typed by the topic, events are encoded
+// and their headers set in one place, and the decode-and-check every consumer
+// needs (a message that does not decode, or whose meta or key id is not
+// well formed, is logged by ids and skipped) is written once.
+//
+//   await publishEvents(bus, [encodeEvent("email.status", { eventId, tenant, occurredAt }, { emailId, status: "sent" })]);
+//   await subscribeEvents(bus, { group: "delivery", logger, handlers: {
+//     "email.send.requested": async (message, meta) => { ... message.emailId, meta.tenant ... },
+//   } });
+
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { events } from "@emailsvc/proto";
+import { isId, type KeyMode } from "@emailsvc/runtime";
+import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./types.js";
+
+/** One topic: its message and the id events are keyed by (order holds per key). */
+export interface TopicSpec<S extends DescMessage = DescMessage> {
+  schema: S;
+  /** Prefix of the key id (`sub`, `eml`): the key must be such an id. */
+  keyKind: string;
+  /** The key of an event: an id field of its message. */
+  key(message: MessageShape<S>): string;
+}
+
+function topic<S extends DescMessage>(schema: S, keyKind: string, key: (message: MessageShape<S>) => string): TopicSpec<S> {
+  return { schema, keyKind, key };
+}
+
+/** Every topic of the platform. Events carry ids only, never personal data (see proto/emailsvc/events). */
+export const TOPICS = {
+  "subscriber.created": topic(events.SubscriberCreatedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.status_changed": topic(events.SubscriberStatusChangedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.tag_added": topic(events.SubscriberTagAddedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.tag_removed": topic(events.SubscriberTagRemovedSchema, "sub", (m) => m.subscriberId),
+  "subscriber.deleted": topic(events.SubscriberDeletedSchema, "sub", (m) => m.subscriberId),
+  "email.send.requested": topic(events.EmailSendRequestedSchema, "eml", (m) => m.emailId),
+  "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
+} as const;
+
+export type Topic = keyof typeof TOPICS;
+type SchemaOf<T extends Topic> = (typeof TOPICS)[T]["schema"];
+/** The decoded message of a topic. */
+export type EventMessage<T extends Topic> = MessageShape<SchemaOf<T>>;
+/** What a producer gives for an event of a topic: its fields but `meta`, which encodeEvent fills. */
+export type EventBody<T extends Topic> = Omit<MessageInitShape<SchemaOf<T>>, "meta" | "$typeName">;
+
+export function isTopic(name: string): name is Topic {
+  return Object.prototype.hasOwnProperty.call(TOPICS, name);
+}
+
+/** The meta of an event a producer writes. */
+export interface EventOrigin {
+  /** Unique per event (`evt_…`): consumers deduplicate by it. */
+  eventId: string;
+  /** The tenant key `<account id>:<mode>` the event belongs to. */
+  tenant: string;
+  /** When the change happened (ms). */
+  occurredAt: number;
+}
+
+/** An event ready for the bus: its topic and the encoded record (key, value, headers). */
+export interface EncodedEvent {
+  topic: Topic;
+  event: OutgoingEvent;
+}
+
+/**
+ * The headers of every event, set here only. `event-id` and `event-type` let
+ * a reader (or a dead-letter tool) tell events apart without decoding them;
+ * W3C `traceparent` is to join them when tracing comes (DESIGN.md,
+ * Observability). Ids only, never personal data.
+ */
+export function eventHeaders(topic: Topic, eventId: string): Record<string, string> {
+  return { "event-id": eventId, "event-type": topic };
+}
+
+/** Encodes one event of `topic`: the message with its meta, keyed by the topic's key id. */
+export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body: EventBody<T>): EncodedEvent {
+  if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
+  const spec = TOPICS[topic] as unknown as TopicSpec;
+  const separator = origin.tenant.indexOf(":");
+  const meta = create(events.EventMetaSchema, {
+    eventId: origin.eventId,
+    accountId: origin.tenant.slice(0, separator),
+    mode: origin.tenant.slice(separator + 1),
+    occurredAt: timestampFromMs(origin.occurredAt),
+  });
+  const message = create(spec.schema, { ...(body as object), meta } as MessageInitShape<DescMessage>);
+  const key = spec.key(message);
+  return { topic, event: { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId) } };
+}
+
+/**
+ * Publishes encoded events, one batch per topic (kafkajs is about 25 times
+ * faster with batches), topics in `topicOrder` first, then in the order they
+ * first appear. Order per key holds within a topic only, as on Kafka.
+ */
+export async function publishEvents(bus: EventBus, encoded: readonly EncodedEvent[], topicOrder: readonly Topic[] = []): Promise<void> {
+  const byTopic = new Map<Topic, OutgoingEvent[]>(topicOrder.map((t) => [t, []]));
+  for (const { topic, event } of encoded) {
+    const list = byTopic.get(topic);
+    if (list) list.push(event);
+    else byTopic.set(topic, [event]);
+  }
+  for (const [topic, list] of byTopic) if (list.length > 0) await bus.publish(topic, list);
+}
+
+/** The meta of a received event, checked: a handler gets only well-formed ones. */
+export interface ReceivedMeta {
+  topic: Topic;
+  /** The key id (subscriber id, email id), checked to be an id of the topic's kind. */
+  key: string;
+  eventId: string;
+  accountId: string;
+  mode: KeyMode;
+  /** `<account id>:<mode>`: the tenant the event belongs to, as stored documents name it. */
+  tenant: string;
+  occurredAt: number;
+  headers: Record<string, string>;
+}
+
+export type TopicHandler<T extends Topic> = (message: EventMessage<T>, meta: ReceivedMeta) => Promise<void>;
+export type TopicHandlers = { [T in Topic]?: TopicHandler<T> };
+
+/** Where skipped events are reported; pino loggers fit. */
+export interface EventLogger {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface SubscribeEventsOptions {
+  /** Consumer group: one per service, named after it. */
+  group: string;
+  /** One handler per consumed topic; they are the subscription's topics. */
+  handlers: TopicHandlers;
+  logger: EventLogger;
+  fromBeginning?: boolean;
+}
+
+/**
+ * Subscribes one group to the topics of `handlers`, and hands each handler the
+ * decoded message and its checked meta. An event that does not decode, or
+ * whose meta (event id, account id, mode) or key id is not well formed, is
+ * logged by ids only (topic, key, event id) and skipped: redelivering it would
+ * block its partition for ever. A handler that throws gets the event again
+ * after the bus' backoff, as with `bus.subscribe`.
+ */
+export function subscribeEvents(bus: EventBus, options: SubscribeEventsOptions): Promise<Subscription> {
+  const topics = Object.keys(options.handlers).filter(isTopic);
+  return bus.subscribe({
+    group: options.group,
+    topics,
+    ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
+    handler: async (event) => {
+      const decoded = decodeEvent(event);
+      if (!decoded.ok) {
+        options.logger.error(
+          { topic: event.topic, key: safeId(event.key), event_id: safeId(event.headers["event-id"] ?? "") },
+          `${decoded.problem} event skipped`,
+        );
+        return;
+      }
+      const handler = options.handlers[decoded.meta.topic] as TopicHandler<Topic> | undefined;
+      if (handler) await handler(decoded.message as EventMessage<Topic>, decoded.meta);
+    },
+  });
+}
+
+export type DecodedEvent =
+  | { ok: true; message: EventMessage<Topic>; meta: ReceivedMeta }
+  | { ok: false; problem: "unknown topic" | "undecodable" | "malformed" };
+
+/** Decodes and checks one received event (what subscribeEvents does before a handler runs). */
+export function decodeEvent(event: ReceivedEvent): DecodedEvent {
+  if (!isTopic(event.topic)) return { ok: false, problem: "unknown topic" };
+  const spec = TOPICS[event.topic] as unknown as TopicSpec;
+  let message: EventMessage<Topic>;
+  try {
+    message = fromBinary(spec.schema, event.value) as EventMessage<Topic>;
+  } catch {
+    return { ok: false, problem: "undecodable" };
+  }
+  const meta = (message as { meta?: { eventId: string; accountId: string; mode: string; occurredAt?: Parameters<typeof timestampMs>[0] } }).meta;
+  const key = spec.key(message);
+  if (
+    !meta ||
+    meta.eventId.length === 0 ||
+    meta.eventId.length > 100 ||
+    !isId("acc", meta.accountId) ||
+    (meta.mode !== "live" && meta.mode !== "test") ||
+    !isId(spec.keyKind, key)
+  ) {
+    return { ok: false, problem: "malformed" };
+  }
+  return {
+    ok: true,
+    message,
+    meta: {
+      topic: event.topic,
+      key,
+      eventId: meta.eventId,
+      accountId: meta.accountId,
+      mode: meta.mode,
+      tenant: `${meta.accountId}:${meta.mode}`,
+      occurredAt: meta.occurredAt ? timestampMs(meta.occurredAt) : 0,
+      headers: event.headers,
+    },
+  };
+}
+
+/** A value fit for a log line: an id-like token, else a placeholder (a key or header could hold anything). */
+function safeId(value: string): string {
+  if (value === "") return "";
+  return /^[A-Za-z0-9_.:-]{1,100}$/.test(value) ? value : "<not an id>";
+}

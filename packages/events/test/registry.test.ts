@@ -1,0 +1,149 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { events } from "@emailsvc/proto";
+import { newId } from "@emailsvc/runtime";
+import {
+  InProcessEventBus,
+  TOPICS,
+  decodeEvent,
+  encodeEvent,
+  publishEvents,
+  subscribeEvents,
+  type EventBus,
+  type EventMessage,
+  type OutgoingEvent,
+  type ReceivedMeta,
+} from "../src/index.js";
+
+const tenant = () => `${newId("acc")}:live`;
+
+describe("the topic registry", () => {
+  it("encodes an event with its meta, keyed by the topic's id, with event-id and event-type headers", () => {
+    const origin = { eventId: newId("evt"), tenant: tenant(), occurredAt: 1_700_000_000_123 };
+    const emailId = newId("eml");
+    const { topic, event } = encodeEvent("email.status", origin, { emailId, status: "sent" });
+    expect(topic).toBe("email.status");
+    expect(event.key).toBe(emailId);
+    expect(event.headers).toEqual({ "event-id": origin.eventId, "event-type": "email.status" });
+    const decoded = decodeEvent({ topic, key: event.key, value: event.value, headers: event.headers! });
+    if (!decoded.ok) throw new Error(decoded.problem);
+    expect((decoded.message as EventMessage<"email.status">).status).toBe("sent");
+    expect(decoded.meta).toEqual({
+      topic: "email.status",
+      key: emailId,
+      eventId: origin.eventId,
+      accountId: origin.tenant.split(":")[0],
+      mode: "live",
+      tenant: origin.tenant,
+      occurredAt: origin.occurredAt,
+      headers: event.headers,
+    });
+  });
+
+  it("types the body by the topic", () => {
+    const origin = { eventId: newId("evt"), tenant: tenant(), occurredAt: 0 };
+    // Compiled by `npm test`'s type check, never run.
+    const typeErrors = () => {
+      // @ts-expect-error email.send.requested has no subscriberId
+      encodeEvent("email.send.requested", origin, { subscriberId: "sub_x" });
+      // @ts-expect-error no such topic
+      encodeEvent("email.nope", origin, {});
+      // @ts-expect-error status is a string
+      encodeEvent("email.status", origin, { emailId: "eml_x", status: 3 });
+    };
+    void typeErrors;
+    expect(() => encodeEvent("email.nope" as "email.status", origin, { emailId: newId("eml") })).toThrow(/unknown topic email.nope/);
+    expect(encodeEvent("subscriber.created", origin, { subscriberId: newId("sub"), tagIds: ["tag_a"] }).event.key).toMatch(/^sub_/);
+  });
+
+  it("refuses what does not decode, lacks a well-formed meta, or is keyed by another kind of id", () => {
+    const good = (over: Partial<{ eventId: string; accountId: string; mode: string }>, emailId = newId("eml")) => {
+      const meta = create(events.EventMetaSchema, { eventId: newId("evt"), accountId: newId("acc"), mode: "test", ...over });
+      return toBinary(events.EmailSendRequestedSchema, create(events.EmailSendRequestedSchema, { meta, emailId }));
+    };
+    const check = (value: Uint8Array, topic = "email.send.requested") => {
+      const decoded = decodeEvent({ topic, key: "k", value, headers: {} });
+      return decoded.ok ? "ok" : decoded.problem;
+    };
+    expect(check(good({}))).toBe("ok");
+    expect(check(Uint8Array.from([0xff, 0xff, 0xff]))).toBe("undecodable");
+    expect(check(good({ accountId: "acc_short" }))).toBe("malformed");
+    expect(check(good({ mode: "prod" }))).toBe("malformed");
+    expect(check(good({ eventId: "" }))).toBe("malformed");
+    expect(check(good({}, newId("sub")))).toBe("malformed");
+    expect(check(toBinary(events.EmailSendRequestedSchema, create(events.EmailSendRequestedSchema, { emailId: newId("eml") })))).toBe("malformed");
+    expect(check(good({}), "no.such.topic")).toBe("unknown topic");
+  });
+
+  it("publishes one batch per topic, in the order asked", async () => {
+    const calls: Array<[string, OutgoingEvent[]]> = [];
+    const bus = { publish: async (topic: string, list: OutgoingEvent[]) => void calls.push([topic, list]) } as unknown as EventBus;
+    const origin = () => ({ eventId: newId("evt"), tenant: tenant(), occurredAt: 0 });
+    const emailId = newId("eml");
+    await publishEvents(
+      bus,
+      [
+        encodeEvent("email.status", origin(), { emailId, status: "queued" }),
+        encodeEvent("email.send.requested", origin(), { emailId }),
+        encodeEvent("email.status", origin(), { emailId, status: "sent" }),
+      ],
+      ["email.send.requested"],
+    );
+    expect(calls.map(([topic, list]) => [topic, list.length])).toEqual([
+      ["email.send.requested", 1],
+      ["email.status", 2],
+    ]);
+  });
+
+  it("subscribes with a handler per topic; malformed events are logged by ids only and skipped, the next ones still arrive", async () => {
+    const bus = new InProcessEventBus({ logger: () => {} });
+    const topics = Object.keys(TOPICS);
+    await bus.ensureTopics(topics);
+    const logged: Array<{ fields: Record<string, unknown>; message: string }> = [];
+    const got: Array<{ id: string; meta: ReceivedMeta }> = [];
+    const deleted: string[] = [];
+    const subscription = await subscribeEvents(bus, {
+      group: "registry-test",
+      logger: { error: (fields, message) => logged.push({ fields, message }) },
+      handlers: {
+        "email.send.requested": async (message, meta) => {
+          got.push({ id: message.emailId, meta });
+        },
+        "subscriber.deleted": async (message) => {
+          deleted.push(message.subscriberId);
+        },
+      },
+    });
+    try {
+      const emailId = newId("eml");
+      const t = tenant();
+      // Same key, so order is kept: both bad events come before the good one.
+      await bus.publish("email.send.requested", [
+        { key: emailId, value: Uint8Array.from([0xff, 0xff]), headers: { "event-id": "evt_bad" } },
+        { key: emailId, value: toBinary(events.EmailSendRequestedSchema, create(events.EmailSendRequestedSchema, { emailId })) },
+      ]);
+      await publishEvents(bus, [encodeEvent("email.send.requested", { eventId: "evt_good", tenant: t, occurredAt: 5 }, { emailId })]);
+      const subscriberId = newId("sub");
+      await publishEvents(bus, [encodeEvent("subscriber.deleted", { eventId: newId("evt"), tenant: t, occurredAt: 5 }, { subscriberId })]);
+      await until(() => got.length === 1 && deleted.length === 1);
+      expect(got[0]!.id).toBe(emailId);
+      expect(got[0]!.meta.tenant).toBe(t);
+      expect(got[0]!.meta.eventId).toBe("evt_good");
+      expect(deleted).toEqual([subscriberId]);
+      expect(logged).toEqual([
+        { fields: { topic: "email.send.requested", key: emailId, event_id: "evt_bad" }, message: "undecodable event skipped" },
+        { fields: { topic: "email.send.requested", key: emailId, event_id: "" }, message: "malformed event skipped" },
+      ]);
+    } finally {
+      await subscription.stop();
+      await bus.close();
+    }
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,254 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeEvent, InProcessEventBus, type EventBus, type OutgoingEvent, type ReceivedEvent } from "@emailsvc/events";
+import { events } from "@emailsvc/proto";
+import { newId } from "@emailsvc/runtime";
+import { CrossTenantCollection, openEmbeddedStore, openMongoStore, type DocumentStore, type TenantCollection } from "@emailsvc/storage";
+import { newOutbox, OUTBOX_INDEX, OutboxRelay, withOutbox, type OutboxDoc, type OutboxEntry, type OutboxRelayOptions } from "../src/index.js";
+
+// The outbox kit against both storage adapters (the embedded store and the
+// MongoDB-compatible server of MONGO_URL) with a real in-process bus: what it
+// promises is that effects may repeat but are never lost.
+
+interface NoteEntry extends OutboxEntry {
+  status: string;
+}
+interface NoteDoc extends OutboxDoc<NoteEntry> {
+  body: string;
+  deleted: boolean;
+}
+
+type StoreKind = "embedded" | "mongodb";
+
+async function openStoreOf(kind: StoreKind): Promise<{ store: DocumentStore; cleanup: () => void }> {
+  if (kind === "mongodb") {
+    const url = process.env.MONGO_URL;
+    if (!url) throw new Error("MONGO_URL is not set: run through the repository's Jest config, whose globalSetup starts FerretDB");
+    return { store: await openMongoStore({ url, dbName: `outbox_test_${newId("db").slice(3, 20)}` }), cleanup: () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "outbox-test-"));
+  return { store: await openEmbeddedStore({ dataDir: dir }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A bus that can be taken down: publish rejects while `down`. */
+class FlakyBus {
+  down = false;
+  published = 0;
+  constructor(readonly inner: EventBus) {}
+  readonly bus: EventBus = {
+    publish: async (topic: string, list: OutgoingEvent[]) => {
+      if (this.down) throw new Error("bus unavailable");
+      this.published += 1;
+      await this.inner.publish(topic, list);
+    },
+    subscribe: (o) => this.inner.subscribe(o),
+    ensureTopics: (t) => this.inner.ensureTopics(t),
+    close: () => this.inner.close(),
+  };
+}
+
+const entry = (status: string, at = 0): NoteEntry => ({ id: newId("evt"), at, status });
+
+describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (kind) => {
+  let store: DocumentStore;
+  let cleanup: () => void;
+  let bus: InProcessEventBus;
+  let flaky: FlakyBus;
+  let received: ReceivedEvent[];
+  let now: number;
+  let notes: CrossTenantCollection<NoteDoc>;
+  let effects: string[];
+  const relays: Array<OutboxRelay<NoteDoc>> = [];
+
+  beforeAll(async () => {
+    ({ store, cleanup } = await openStoreOf(kind));
+    bus = new InProcessEventBus({ logger: () => {} });
+    flaky = new FlakyBus(bus);
+    await bus.ensureTopics(["email.status", "email.send.requested"]);
+    received = [];
+    await bus.subscribe({ group: "observer", topics: ["email.status", "email.send.requested"], handler: async (e) => void received.push(e) });
+    const raw = store.collection<NoteDoc>(`notes_${newId("c").slice(2, 12)}`);
+    await raw.createIndexes([OUTBOX_INDEX]);
+    notes = new CrossTenantCollection(raw, "tests of the outbox kit: every tenant's notes");
+  });
+  afterAll(async () => {
+    for (const relay of relays) await relay.stop();
+    await bus.close();
+    await store.close();
+    cleanup();
+  });
+  beforeEach(() => {
+    now = 1_000_000;
+    effects = [];
+  });
+
+  function relayOf(options: Partial<OutboxRelayOptions<NoteDoc, NoteEntry>> = {}): OutboxRelay<NoteDoc> {
+    const relay = new OutboxRelay<NoteDoc>({
+      documents: notes,
+      bus: flaky.bus,
+      logger: { warn: () => {} },
+      clock: () => now,
+      events: (doc, e) => [encodeEvent("email.status", { eventId: e.id, tenant: doc.tenant, occurredAt: e.at }, { emailId: doc._id, status: e.status })],
+      effect: async (_doc, e) => void effects.push(e.id),
+      sweepGraceMs: 5000,
+      ...options,
+    });
+    relays.push(relay);
+    return relay;
+  }
+
+  async function insert(tenant: string, entries: NoteEntry[], updatedAt = now): Promise<NoteDoc> {
+    const doc = { _id: newId("eml"), body: "b", deleted: false, updated_at: updatedAt, ...newOutbox(entries) };
+    await notes.forTenant(tenant).insertOne(doc);
+    return { ...doc, tenant };
+  }
+
+  const statusesOf = (id: string) =>
+    received.filter((e) => e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+  const settle = () => new Promise((r) => setTimeout(r, 50));
+  const tenant = () => `${newId("acc")}:test`;
+
+  it("carries out an outbox right after the write: effects, events with ids and headers, then clears it guarded by version", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const first = entry("queued", 5);
+    const doc = await insert(t, [first, entry("sent", 6)]);
+    await relay.flush(doc);
+    await waitFor(() => statusesOf(doc._id).length === 2);
+    expect(statusesOf(doc._id)).toEqual(["queued", "sent"]);
+    const event = received.find((e) => e.key === doc._id)!;
+    expect(event.headers).toEqual({ "event-id": first.id, "event-type": "email.status" });
+    const meta = fromBinary(events.EmailStatusChangedSchema, event.value).meta!;
+    expect(`${meta.accountId}:${meta.mode}`).toBe(t);
+    expect(effects).toEqual(doc.outbox.map((e) => e.id));
+    const stored = (await notes.forTenant(t).findOne({ _id: doc._id }))!;
+    expect(stored.outbox).toEqual([]);
+    expect(stored.outbox_pending).toBe(false);
+    expect(flaky.published).toBeGreaterThan(0);
+  });
+
+  it("batches one flush's events per topic", async () => {
+    const calls: string[] = [];
+    const counting: EventBus = { ...flaky.bus, publish: async (topic, list) => void calls.push(`${topic}:${list.length}`) };
+    const relay = relayOf({
+      bus: counting,
+      topicOrder: ["email.send.requested"],
+      events: (doc, e) => [
+        encodeEvent("email.status", { eventId: e.id, tenant: doc.tenant, occurredAt: e.at }, { emailId: doc._id, status: e.status }),
+        encodeEvent("email.send.requested", { eventId: `${e.id}r`, tenant: doc.tenant, occurredAt: e.at }, { emailId: doc._id }),
+      ],
+    });
+    await relay.flush(await insert(tenant(), [entry("a"), entry("b"), entry("c")]));
+    expect(calls).toEqual(["email.send.requested:3", "email.status:3"]);
+  });
+
+  it("goes on with a concurrent change's new entries only, each once", async () => {
+    const t = tenant();
+    const doc = await insert(t, [entry("one")]);
+    let raced = false;
+    const relay = relayOf({
+      effect: async (_d, e) => {
+        effects.push(e.id);
+        if (raced) return;
+        raced = true;
+        // Another request changes the document while its outbox is being carried out.
+        await notes.forTenant(t).updateOne({ _id: doc._id }, withOutbox<NoteDoc, NoteEntry>({ $set: { body: "c" } }, [entry("two")], now));
+      },
+    });
+    await relay.flush(doc);
+    await waitFor(() => statusesOf(doc._id).length === 2);
+    await settle();
+    expect(statusesOf(doc._id)).toEqual(["one", "two"]);
+    expect(effects).toHaveLength(2);
+    expect((await notes.forTenant(t).findOne({ _id: doc._id }))!.outbox_pending).toBe(false);
+  });
+
+  it("runs flushes of one document one at a time; one that waited reads the document again and repeats nothing", async () => {
+    const relay = relayOf();
+    const doc = await insert(tenant(), [entry("only")]);
+    await Promise.all([relay.flush(doc), relay.flush(doc), relay.flush(doc)]);
+    await settle();
+    expect(statusesOf(doc._id)).toEqual(["only"]);
+    expect(effects).toHaveLength(1);
+  });
+
+  it("loses nothing to a bus outage: the flush fails, the document stays pending, the sweep carries it out later", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const doc = await insert(t, [entry("queued")]);
+    flaky.down = true;
+    try {
+      await expect(relay.flush(doc)).rejects.toThrow("bus unavailable");
+      // What a use case calls after its write never fails the request: the change is done, the sweep finishes it.
+      await expect(relay.afterWrite(doc)).resolves.toBeUndefined();
+      expect((await notes.forTenant(t).findOne({ _id: doc._id }))!.outbox_pending).toBe(true);
+      now += 10_000;
+      await relay.sweep();
+      expect(statusesOf(doc._id)).toEqual([]);
+    } finally {
+      flaky.down = false;
+    }
+    now += 10_000;
+    expect(await relay.sweep()).toBeGreaterThanOrEqual(1);
+    await waitFor(() => statusesOf(doc._id).length === 1);
+    expect((await notes.forTenant(t).findOne({ _id: doc._id }))!.outbox_pending).toBe(false);
+    // The effect ran before each publish attempt: it may repeat (idempotent by entry id), never be lost.
+    expect(effects.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(effects)).toEqual(new Set([doc.outbox[0]!.id]));
+  });
+
+  it("sweeps outboxes a crash left, of every tenant, older than the grace by the injected clock", async () => {
+    const relay = relayOf();
+    const [a, b] = [tenant(), tenant()];
+    const old = await insert(a, [entry("left")], now - 60_000);
+    const other = await insert(b, [entry("left too")], now - 60_000);
+    const young = await insert(a, [entry("in hand")], now - 1000);
+    expect(await relay.pending()).toBeGreaterThanOrEqual(3);
+    await relay.sweep();
+    await waitFor(() => statusesOf(old._id).length === 1 && statusesOf(other._id).length === 1);
+    expect(statusesOf(young._id)).toEqual([]);
+    expect((await notes.forTenant(a).findOne({ _id: young._id }))!.outbox_pending).toBe(true);
+    now += 5000;
+    await relay.sweep();
+    await waitFor(() => statusesOf(young._id).length === 1);
+    expect(await relay.pending()).toBe(0);
+  });
+
+  it("lets a service end the outbox its own way (a tombstone deleted, guarded by version)", async () => {
+    const complete = async (doc: NoteDoc, documents: TenantCollection<NoteDoc>) => {
+      if (!doc.deleted) return (await documents.updateOne({ _id: doc._id, version: doc.version }, { $set: { outbox: [], outbox_pending: false } })) !== null;
+      return documents.deleteOne({ _id: doc._id, version: doc.version });
+    };
+    const relay = relayOf({ complete });
+    const t = tenant();
+    const doc = await insert(t, [entry("created")]);
+    await relay.flush(doc);
+    const gone = await notes.forTenant(t).updateOne({ _id: doc._id }, withOutbox<NoteDoc, NoteEntry>({ $set: { deleted: true, body: "" } }, [entry("deleted")], now));
+    await relay.flush(gone!);
+    await waitFor(() => statusesOf(doc._id).length === 2);
+    expect(statusesOf(doc._id)).toEqual(["created", "deleted"]);
+    expect(await notes.forTenant(t).count({ _id: doc._id })).toBe(0);
+  });
+
+  it("runs the sweep and the service's passes periodically until stopped", async () => {
+    let passes = 0;
+    const relay = relayOf({ sweepIntervalMs: 10, passes: [{ name: "count", run: async () => void passes++ }] });
+    const doc = await insert(tenant(), [entry("swept")], now - 60_000);
+    relay.start();
+    await waitFor(() => statusesOf(doc._id).length === 1 && passes >= 2);
+    await relay.stop();
+    const after = passes;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(passes).toBe(after);
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

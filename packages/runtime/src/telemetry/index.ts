@@ -1,0 +1,3 @@
+export * from "./tracing.js";
+export * from "./metrics.js";
+export * from "./rpc.js";

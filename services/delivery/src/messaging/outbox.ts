@@ -1,0 +1,93 @@
+import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
+import { OutboxRelay, withOutbox } from "@emailsvc/outbox";
+import { newId, type Logger } from "@emailsvc/runtime";
+import type { CrossTenantCollection } from "@emailsvc/storage";
+import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import type { DeliveryStorage } from "../storage/repositories.js";
+
+/** Topics delivery produces, in the order one flush publishes them (status after the send request it follows). */
+export const DELIVERY_PRODUCED_TOPICS = ["email.send.requested", "email.status"] as const satisfies readonly Topic[];
+/**
+ * Topics delivery consumes. `subscriber.deleted` is produced by the subscribers
+ * service (the registry of @emailsvc/events names it; delivery does not import that service).
+ */
+export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted"] as const satisfies readonly Topic[];
+export const DELIVERY_TOPICS: Topic[] = [...new Set<Topic>([...DELIVERY_PRODUCED_TOPICS, ...DELIVERY_CONSUMED_TOPICS])];
+
+export interface DeliveryOutboxOptions {
+  storage: DeliveryStorage;
+  bus: EventBus;
+  logger: Logger;
+  clock: () => number;
+  /** How often the sweeps run (default 2 s). */
+  sweepIntervalMs?: number;
+  /** A pending outbox younger than this is left to the write that made it (default 5 s). */
+  sweepGraceMs?: number;
+  /** See StalledSweep (default 10 minutes). */
+  stalledAfterMs?: number;
+}
+
+/**
+ * The relay of emails' outboxes (@emailsvc/outbox): each entry is one event
+ * keyed by the email id, by ids and the status only (never the address,
+ * variables or content). The stalled-mail sweep runs after each outbox sweep.
+ */
+export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<EmailDoc> {
+  const relay: OutboxRelay<EmailDoc> = new OutboxRelay<EmailDoc>({
+    documents: options.storage.outboxSweep(),
+    bus: options.bus,
+    logger: options.logger,
+    clock: options.clock,
+    topicOrder: [...DELIVERY_PRODUCED_TOPICS],
+    events: (doc, entry) => {
+      const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
+      return [
+        entry.topic === "email.send.requested"
+          ? encodeEvent("email.send.requested", origin, { emailId: doc._id })
+          : encodeEvent("email.status", origin, { emailId: doc._id, status: entry.status ?? doc.status }),
+      ];
+    },
+    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+    passes: [
+      {
+        name: "stalled-mail sweep",
+        run: () => requeueStalled(options.storage.stalledSweep(), relay, options),
+      },
+    ],
+  });
+  return relay;
+}
+
+/**
+ * Gives queued emails of every tenant that nothing is happening to a fresh
+ * send request: no lease held, nothing pending, untouched for
+ * `stalledAfterMs`. A safety net: both buses keep their events across a
+ * restart and a crashed attempt's lease runs out within seconds, so queued mail
+ * does not wait for this. The request is written to the outbox first (guarded
+ * by version), then published. Resolves how many emails it requested again.
+ */
+export async function requeueStalled(
+  emails: CrossTenantCollection<EmailDoc>,
+  relay: OutboxRelay<EmailDoc>,
+  options: Pick<DeliveryOutboxOptions, "clock" | "logger" | "stalledAfterMs">,
+): Promise<number> {
+  const now = options.clock();
+  const stalled = await emails.find(
+    { status: "queued", updated_at: { $lt: now - (options.stalledAfterMs ?? 10 * 60_000) } },
+    { limit: 100 },
+  );
+  let requeued = 0;
+  for (const doc of stalled) {
+    if (doc.outbox_pending || doc.lease_until > now) continue;
+    const entry: OutboxEntry = { id: newId("evt"), topic: "email.send.requested", at: now };
+    const updated = await emails
+      .forTenant(doc.tenant)
+      .updateOne({ _id: doc._id, version: doc.version, status: "queued", outbox_pending: false }, withOutbox<EmailDoc, OutboxEntry>({}, [entry], now));
+    if (!updated) continue;
+    requeued++;
+    options.logger.warn({ email_id: doc._id }, "stalled email: send requested again");
+    await relay.flush(updated);
+  }
+  return requeued;
+}

@@ -1,0 +1,58 @@
+import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
+import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./documents.js";
+
+/** One tenant's collections: all a use case ever gets to read or write. */
+export interface TenantRepositories {
+  /** The tenant key `<account id>:<mode>`. */
+  tenant: string;
+  emails: TenantCollection<EmailDoc>;
+  sandbox: TenantCollection<SandboxMessageDoc>;
+}
+
+/**
+ * The service's collections. Only this file holds them raw: the request path
+ * gets one tenant's collections (`forTenant`, from the call's tenant), and each
+ * piece of work that crosses tenants gets its own named capability below.
+ */
+export class DeliveryStorage {
+  private readonly emails: Collection<EmailDoc>;
+  private readonly sandbox: Collection<SandboxMessageDoc>;
+
+  constructor(store: DocumentStore) {
+    this.emails = store.collection<EmailDoc>("emails");
+    this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
+  }
+
+  async createIndexes(): Promise<void> {
+    await Promise.all([this.emails.createIndexes(EMAIL_INDEXES), this.sandbox.createIndexes(SANDBOX_INDEXES)]);
+  }
+
+  forTenant(tenant: string): TenantRepositories {
+    return { tenant, emails: new TenantCollection(this.emails, tenant), sandbox: new TenantCollection(this.sandbox, tenant) };
+  }
+
+  /** For the outbox relay: its sweep finds pending outboxes of every tenant. */
+  outboxSweep(): CrossTenantCollection<EmailDoc> {
+    return new CrossTenantCollection(this.emails, "outbox relay: sweeps pending outboxes of every tenant");
+  }
+
+  /** For the stalled-mail sweep: queued emails of every tenant that nothing is happening to. */
+  stalledSweep(): CrossTenantCollection<EmailDoc> {
+    return new CrossTenantCollection(this.emails, "stalled-mail sweep: finds queued emails of every tenant untouched for long");
+  }
+
+  /**
+   * For the consumer of email.send.requested and subscriber.deleted: the tenant
+   * of each event comes from its (checked) meta, not from a call.
+   */
+  eventTenants(): { forTenant(tenant: string): TenantRepositories } {
+    const emails = new CrossTenantCollection(this.emails, "send consumer: an event's meta names the tenant of its email");
+    const sandbox = new CrossTenantCollection(this.sandbox, "send consumer: erasure deletes the kept messages of the event's tenant");
+    return { forTenant: (tenant) => ({ tenant, emails: emails.forTenant(tenant), sandbox: sandbox.forTenant(tenant) }) };
+  }
+
+  /** For the sandbox provider: it keeps each message in the tenant of the email being sent. */
+  sandboxKeeper(): CrossTenantCollection<SandboxMessageDoc> {
+    return new CrossTenantCollection(this.sandbox, "sandbox provider: keeps a message in the tenant of its email");
+  }
+}

@@ -1,0 +1,86 @@
+import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
+import { encodeEvent, type EncodedEvent, type EventBus, type EventOrigin } from "@emailsvc/events";
+import { clearOutbox, OutboxRelay } from "@emailsvc/outbox";
+import type { Logger } from "@emailsvc/runtime";
+import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
+import type { SubscriberStorage } from "../storage/repositories.js";
+
+/** Topics the subscribers service produces (ensured at start). */
+export const SUBSCRIBER_TOPICS: SubscriberTopic[] = [
+  "subscriber.created",
+  "subscriber.status_changed",
+  "subscriber.tag_added",
+  "subscriber.tag_removed",
+  "subscriber.deleted",
+];
+
+export interface SubscriberOutboxOptions {
+  storage: SubscriberStorage;
+  bus: EventBus;
+  logger: Logger;
+  clock: () => number;
+  sweepIntervalMs?: number;
+  sweepGraceMs?: number;
+}
+
+/**
+ * The relay of subscribers' outboxes (@emailsvc/outbox) with the service's
+ * own effects: each entry's audit record is written (keyed by the event id, so
+ * a repeat is a no-op) before its event is published, and a deleted
+ * subscriber's tombstone ends with its audit trail and itself deleted, rather
+ * than with a cleared outbox.
+ */
+export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<SubscriberDoc> {
+  const audit = options.storage.auditOfChanges();
+  return new OutboxRelay<SubscriberDoc>({
+    documents: options.storage.outboxSweep(),
+    bus: options.bus,
+    logger: options.logger,
+    clock: options.clock,
+    events: eventsOf,
+    async effect(doc, entry) {
+      // A tombstone's history is erased, so its earlier entries are not audited.
+      if (!entry.audit || doc.deleted) return;
+      try {
+        await audit.forTenant(doc.tenant).insertOne({
+          _id: entry.id,
+          subscriber_id: doc._id,
+          type: entry.type,
+          occurred_at: entry.at,
+          actor: entry.actor,
+          data: entry.audit,
+        });
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err; // written before a crash
+      }
+    },
+    async complete(doc, documents: TenantCollection<SubscriberDoc>) {
+      if (!doc.deleted) return clearOutbox(doc, documents);
+      await audit.forTenant(doc.tenant).deleteMany({ subscriber_id: doc._id });
+      return documents.deleteOne({ _id: doc._id, version: doc.version });
+    },
+    ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+    ...(options.sweepGraceMs !== undefined ? { sweepGraceMs: options.sweepGraceMs } : {}),
+  });
+}
+
+/** The bus event of an entry, by ids only (never the address or metadata); none for audit-only entries. */
+function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
+  const bus = entry.bus;
+  if (!bus) return [];
+  const origin: EventOrigin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
+  const subscriberId = doc._id;
+  switch (bus.topic) {
+    case "subscriber.created":
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [] })];
+    case "subscriber.status_changed":
+      return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
+    case "subscriber.tag_added":
+    case "subscriber.tag_removed":
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagId: bus.tag_id ?? "" })];
+    case "subscriber.deleted":
+      return [encodeEvent(bus.topic, origin, { subscriberId })];
+    default:
+      throw new Error(`unknown topic ${String((bus as { topic: unknown }).topic)} in an outbox entry`);
+  }
+}
