@@ -140,6 +140,13 @@ describe("each service from its own script", () => {
     expect(scraped.templates).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="CreateTemplate",code="ok"\} 1/);
     expect(scraped.delivery).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.delivery.v1.DeliveryService",rpc_method="SendEmail",code="ok"\} 1/);
     expect(scraped.delivery).toMatch(/rpc_client_duration_seconds_count\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="[A-Za-z]+",code="ok"\} [1-9]/);
+    expect(scraped.delivery).toMatch(/delivery_emails_total\{status="queued"\} 1/);
+    expect(scraped.delivery).toMatch(/delivery_emails_total\{status="sent"\} 1/);
+    expect(scraped.delivery).toMatch(/delivery_handoff_duration_seconds_count\{provider="sandbox",outcome="accepted"\} 1/);
+    expect(scraped.delivery).toMatch(/events_handled_total\{topic="email.send.requested",group="delivery",outcome="handled"\} 1/);
+    expect(scraped.delivery).toMatch(/event_consumer_lag\{topic="email.send.requested",group="delivery"\} 0/);
+    expect(scraped.delivery).toMatch(/outbox_pending_documents\{service="delivery"\} 0/);
+    expect(scraped.subscribers).toMatch(/outbox_pending_documents\{service="subscribers"\} 0/);
     for (const text of Object.values(scraped)) {
       expect(text).toContain("nodejs_eventloop_lag_seconds");
       expect(text).not.toMatch(/standalone-|Zürich|acc_/);

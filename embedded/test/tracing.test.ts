@@ -7,14 +7,17 @@ import { OtlpReceiver, type ReceivedSpan } from "./support/otlp-receiver";
 
 // One send traced end to end, as an operator sees it: `npm start`'s process
 // with OTEL_EXPORTER_OTLP_ENDPOINT set exports over OTLP/HTTP; the REST
-// request, every gRPC hop (through the runtime's fast paths) and the handling
-// that follows belong to one trace; every log line of the request carries its
-// trace id; and nothing exported holds an address or a variable.
+// request, every gRPC hop (through the runtime's fast paths), the event bus
+// (the trace context kept in the outbox entry, then in the event's headers)
+// and the hand-off to the provider belong to one trace; every log line of the
+// request carries its trace id; and nothing exported holds an address or a
+// variable.
 
 const root = join(__dirname, "..", "..");
 const ADMIN = "tracing-admin-token-0123456789abc";
 const SERVER = 2;
 const CLIENT = 3;
+const CONSUMER = 5;
 
 let receiver: OtlpReceiver;
 let child: ChildProcess;
@@ -104,8 +107,8 @@ describe("a send, traced", () => {
     let root: ReceivedSpan | undefined;
     await until(async () => {
       root = receiver.spans.find((s) => s.kind === SERVER && s.name === "POST /api/v1/emails/send");
-      return root !== undefined && receiver.spans.some((s) => s.traceId === root!.traceId && s.name === "emailsvc.delivery.v1.DeliveryService/SendEmail" && s.kind === SERVER);
-    }, "the spans of the send");
+      return root !== undefined && receiver.spans.some((s) => s.traceId === root!.traceId && s.name === "sandbox send");
+    }, "the spans of the send, down to the hand-off");
     const trace = receiver.spans.filter((s) => s.traceId === root!.traceId);
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const childOf = (span: ReceivedSpan, name: string, kind: number) =>
@@ -122,15 +125,36 @@ describe("a send, traced", () => {
     for (const hop of trace.filter((s) => s.kind === CLIENT && s.parentSpanId === sendServer!.spanId)) {
       expect(trace.some((s) => s.kind === SERVER && s.parentSpanId === hop.spanId && s.name === hop.name)).toBe(true);
     }
+    // The send request went through the outbox and the bus: the consumer continues the trace of SendEmail.
+    const consumer = childOf(sendServer!, "email.send.requested process", CONSUMER);
+    expect(consumer?.attributes).toMatchObject({ "messaging.destination.name": "email.send.requested", "emailsvc.key": String(sent.body.id) });
+    expect(childOf(consumer!, "emailsvc.templates.v1.TemplateService/GetCompiledTemplate", CLIENT)).toBeDefined();
+    const handoff = childOf(consumer!, "sandbox send", CLIENT);
+    expect(handoff?.attributes).toMatchObject({ "emailsvc.email_id": String(sent.body.id), "emailsvc.provider": "sandbox" });
     for (const span of trace) if (span.parentSpanId) expect(byId.has(span.parentSpanId) || span === root).toBe(true);
+    // The trace, as text, for the README (TRACE_TEST_PRINT=1).
+    if (process.env.TRACE_TEST_PRINT === "1") console.log(printTree(trace, root!));
 
     // Every log line of the request carries the trace id: the gateway's access log and the services'.
     const lines = output.join("").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
     const access = lines.find((l) => l.msg === "request" && l.request_id === sent.requestId);
     expect(access?.trace_id).toBe(root!.traceId);
+    const sentLine = lines.find((l) => l.msg === "email sent" && l.email_id === sent.body.id);
+    expect(sentLine?.trace_id).toBe(root!.traceId);
 
     // Nothing exported names the person or what was sent.
     const exported = receiver.bodies.join("\n");
     expect(exported).not.toMatch(/traced-person|Traced-Zurich|Traced-Order|sk_test_/);
   }, 120_000);
 });
+
+function printTree(spans: ReceivedSpan[], root: ReceivedSpan): string {
+  const kinds = ["", "internal", "server", "client", "producer", "consumer"];
+  const lines: string[] = [];
+  const walk = (span: ReceivedSpan, depth: number): void => {
+    lines.push(`${"  ".repeat(depth)}${span.name}  [${kinds[span.kind]}, ${span.service}]`);
+    for (const child of spans.filter((s) => s.parentSpanId === span.spanId)) walk(child, depth + 1);
+  };
+  walk(root, 0);
+  return lines.join("\n");
+}

@@ -36,6 +36,7 @@ import type {
   ReceivedEvent,
   SubscribeOptions,
   Subscription,
+  TopicLag,
 } from "./types.js";
 
 export interface InProcessEventBusOptions {
@@ -245,6 +246,17 @@ export class InProcessEventBus implements EventBus {
       });
     });
     return subscription;
+  }
+
+  async lag(group: string, topics: string[]): Promise<TopicLag[]> {
+    const positions = this.storage.groups.get(group);
+    return topics.flatMap((topic) => {
+      const partitions = this.storage.topics.get(topic);
+      if (!partitions) return [];
+      const known = positions?.get(topic);
+      const lag = partitions.reduce((sum, p, i) => sum + Math.max(0, p.end - Math.max(p.start, known?.[i] ?? p.start)), 0);
+      return [{ topic, lag }];
+    });
   }
 
   close(): Promise<void> {

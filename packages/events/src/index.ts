@@ -18,6 +18,7 @@ export type {
   ReceivedEvent,
   SubscribeOptions,
   Subscription,
+  TopicLag,
 } from "./types.js";
 export type { Backoff, BusLogEntry, BusLogger } from "./shared.js";
 export {
@@ -36,6 +37,7 @@ export {
   isTopic,
   publishEvents,
   subscribeEvents,
+  withTraceparent,
   type DecodedEvent,
   type EncodedEvent,
   type EventBody,

@@ -37,6 +37,7 @@ import type {
   ReceivedEvent,
   SubscribeOptions,
   Subscription,
+  TopicLag,
 } from "./types.js";
 
 export interface KafkaEventBusConfig {
@@ -255,6 +256,24 @@ export class KafkaEventBus implements EventBus {
       await sleep(delay, signal);
       if (!signal.aborted) await heartbeat();
     }
+  }
+
+  async lag(group: string, topics: string[]): Promise<TopicLag[]> {
+    const admin = await this.connectedAdmin();
+    const existing = topics.filter((topic) => this.knownTopics.has(topic));
+    if (existing.length === 0) return [];
+    const committed = await admin.fetchOffsets({ groupId: group, topics: existing });
+    return Promise.all(
+      committed.map(async ({ topic, partitions }) => {
+        const ends = await admin.fetchTopicOffsets(topic);
+        const lag = ends.reduce((sum, end) => {
+          // -1: the group never committed in this partition; it starts at the oldest retained event.
+          const at = Number(partitions.find((p) => p.partition === end.partition)?.offset ?? -1);
+          return sum + Math.max(0, Number(end.high) - (at < 0 ? Number(end.low) : at));
+        }, 0);
+        return { topic, lag };
+      }),
+    );
   }
 
   /** Rejects when one of `topics` does not exist; refreshes the list once before deciding. */

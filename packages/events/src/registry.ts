@@ -13,7 +13,21 @@
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { events } from "@emailsvc/proto";
-import { isId, type KeyMode } from "@emailsvc/runtime";
+import {
+  context,
+  counter,
+  extractTraceContext,
+  histogram,
+  isId,
+  observedGauge,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  tracer,
+  tracingEnabled,
+  TRACEPARENT,
+  type KeyMode,
+} from "@emailsvc/runtime";
 import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./types.js";
 
 /** One topic: its message and the id events are keyed by (order holds per key). */
@@ -59,6 +73,11 @@ export interface EventOrigin {
   tenant: string;
   /** When the change happened (ms). */
   occurredAt: number;
+  /**
+   * W3C `traceparent` of the request or event that made the change (kept in
+   * the outbox entry while tracing is on): the consumer's span continues it.
+   */
+  trace?: string | undefined;
 }
 
 /** An event ready for the bus: its topic and the encoded record (key, value, headers). */
@@ -70,12 +89,21 @@ export interface EncodedEvent {
 /**
  * The headers of every event, set here only. `event-id` and `event-type` let
  * a reader (or a dead-letter tool) tell events apart without decoding them;
- * W3C `traceparent` is to join them when tracing comes (DESIGN.md,
- * Observability). Ids only, never personal data.
+ * W3C `traceparent` joins the consumer's handling to the trace of the change
+ * that caused it. Ids only, never personal data.
  */
-export function eventHeaders(topic: Topic, eventId: string): Record<string, string> {
-  return { "event-id": eventId, "event-type": topic };
+export function eventHeaders(topic: Topic, eventId: string, trace?: string): Record<string, string> {
+  return { "event-id": eventId, "event-type": topic, ...(trace && TRACEPARENT_FORM.test(trace) ? { [TRACEPARENT]: trace } : {}) };
 }
+
+/** The event with the `traceparent` of the change that caused it (the outbox keeps it per entry). */
+export function withTraceparent(encoded: EncodedEvent, traceparent: string | undefined): EncodedEvent {
+  if (!traceparent || !TRACEPARENT_FORM.test(traceparent)) return encoded;
+  return { topic: encoded.topic, event: { ...encoded.event, headers: { ...encoded.event.headers, [TRACEPARENT]: traceparent } } };
+}
+
+/** A W3C traceparent (version 00), as the propagator writes it. */
+const TRACEPARENT_FORM = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** Encodes one event of `topic`: the message with its meta, keyed by the topic's key id. */
 export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body: EventBody<T>): EncodedEvent {
@@ -90,7 +118,7 @@ export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body
   });
   const message = create(spec.schema, { ...(body as object), meta } as MessageInitShape<DescMessage>);
   const key = spec.key(message);
-  return { topic, event: { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId) } };
+  return { topic, event: { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId, origin.trace) } };
 }
 
 /**
@@ -147,15 +175,18 @@ export interface SubscribeEventsOptions {
  * block its partition for ever. A handler that throws gets the event again
  * after the bus' backoff, as with `bus.subscribe`.
  */
-export function subscribeEvents(bus: EventBus, options: SubscribeEventsOptions): Promise<Subscription> {
+export async function subscribeEvents(bus: EventBus, options: SubscribeEventsOptions): Promise<Subscription> {
   const topics = Object.keys(options.handlers).filter(isTopic);
-  return bus.subscribe({
-    group: options.group,
+  const { group } = options;
+  const metrics = consumerMetrics();
+  const subscription = await bus.subscribe({
+    group,
     topics,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
     handler: async (event) => {
       const decoded = decodeEvent(event);
       if (!decoded.ok) {
+        metrics.handled.inc({ topic: event.topic, group, outcome: "skipped" });
         options.logger.error(
           { topic: event.topic, key: safeId(event.key), event_id: safeId(event.headers["event-id"] ?? "") },
           `${decoded.problem} event skipped`,
@@ -163,9 +194,71 @@ export function subscribeEvents(bus: EventBus, options: SubscribeEventsOptions):
         return;
       }
       const handler = options.handlers[decoded.meta.topic] as TopicHandler<Topic> | undefined;
-      if (handler) await handler(decoded.message as EventMessage<Topic>, decoded.meta);
+      if (!handler) return;
+      const started = process.hrtime.bigint();
+      let outcome = "handled";
+      try {
+        await inConsumerSpan(decoded.meta, group, () => handler(decoded.message as EventMessage<Topic>, decoded.meta));
+      } catch (err) {
+        outcome = "failed";
+        throw err;
+      } finally {
+        metrics.handled.inc({ topic: decoded.meta.topic, group, outcome });
+        metrics.duration.observe({ topic: decoded.meta.topic, group }, Number(process.hrtime.bigint() - started) / 1e9);
+      }
     },
   });
+  // The group's lag, read when Prometheus scrapes.
+  const stopObserving = metrics.lag.observe(async (gauge) => {
+    for (const { topic, lag } of await bus.lag(group, topics)) gauge.set({ topic, group }, lag);
+  });
+  return {
+    stop: async () => {
+      stopObserving();
+      await subscription.stop();
+    },
+  };
+}
+
+function consumerMetrics() {
+  return {
+    handled: counter("events_handled_total", "Events a consumer group took, by topic and outcome (handled, failed: redelivered, skipped: malformed).", [
+      "topic",
+      "group",
+      "outcome",
+    ]),
+    duration: histogram("event_handling_duration_seconds", "Time a handler took on one event.", ["topic", "group"]),
+    lag: observedGauge("event_consumer_lag", "Events of a topic a consumer group has not handled yet.", ["topic", "group"]),
+  };
+}
+
+/** The handling of one event, in a consumer span continuing its producer's trace (tracing on only). */
+async function inConsumerSpan(meta: ReceivedMeta, group: string, run: () => Promise<void>): Promise<void> {
+  if (!tracingEnabled()) return run();
+  const parent = extractTraceContext((name) => meta.headers[name]);
+  const span = tracer().startSpan(
+    `${meta.topic} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        "messaging.operation.type": "process",
+        "messaging.destination.name": meta.topic,
+        "messaging.consumer.group.name": group,
+        "messaging.message.id": meta.eventId,
+        "emailsvc.account_id": meta.accountId,
+        "emailsvc.key": meta.key,
+      },
+    },
+    parent,
+  );
+  try {
+    await context.with(trace.setSpan(parent, span), run);
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : "error" });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 export type DecodedEvent =

@@ -65,6 +65,17 @@ export interface EventBus {
    * service ensures the topics it produces and consumes at start-up.
    */
   ensureTopics(topics: string[]): Promise<void>;
+  /**
+   * How many events of each topic `group` has not handled yet (summed over
+   * partitions; a group that never consumed a topic counts from its start).
+   * For the consumer-lag metric; ids and counts only.
+   */
+  lag(group: string, topics: string[]): Promise<TopicLag[]>;
   /** Stops every subscription (draining in-flight handlers), then disconnects. Idempotent. */
   close(): Promise<void>;
+}
+
+export interface TopicLag {
+  topic: string;
+  lag: number;
 }

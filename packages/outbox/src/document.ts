@@ -1,3 +1,4 @@
+import { injectTraceContext, TRACEPARENT, tracingEnabled } from "@emailsvc/runtime";
 import type { IndexSpec, TenantDoc, TenantUpdate } from "@emailsvc/storage";
 
 /** What every outbox entry has; a service adds what its effects need (topic, audit data, ...). */
@@ -6,6 +7,18 @@ export interface OutboxEntry {
   id: string;
   /** When the change happened (ms). */
   at: number;
+  /**
+   * W3C `traceparent` of the request or event that made the change, while
+   * tracing is on: its events carry it, so their consumers join that trace.
+   */
+  trace?: string;
+}
+
+/** The entries, each with the active trace context (while tracing is on). */
+function traced<E extends OutboxEntry>(entries: E[]): E[] {
+  if (!tracingEnabled()) return entries;
+  const trace = injectTraceContext()[TRACEPARENT];
+  return trace ? entries.map((entry) => (entry.trace ? entry : { ...entry, trace })) : entries;
 }
 
 /** The fields a document with an outbox carries beside its own. */
@@ -32,7 +45,7 @@ export const OUTBOX_INDEX: IndexSpec = { name: "outbox_pending", fields: { outbo
 
 /** The outbox fields of a document inserted with its first entries. */
 export function newOutbox<E extends OutboxEntry>(entries: E[]): { version: number; outbox: E[]; outbox_pending: boolean } {
-  return { version: 1, outbox: entries, outbox_pending: entries.length > 0 };
+  return { version: 1, outbox: traced(entries), outbox_pending: entries.length > 0 };
 }
 
 /**
@@ -55,7 +68,7 @@ export function withOutbox<D extends OutboxDoc<E>, E extends OutboxEntry>(
   return {
     ...update,
     $set: { ...u.$set, updated_at: now, outbox_pending: true },
-    $push: { ...u.$push, outbox: { $each: entries } },
+    $push: { ...u.$push, outbox: { $each: traced(entries) } },
     $inc: { ...u.$inc, version: 1 },
   } as TenantUpdate<D>;
 }

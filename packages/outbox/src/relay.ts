@@ -1,6 +1,10 @@
-import { publishEvents, type EncodedEvent, type EventBus, type Topic } from "@emailsvc/events";
+import { observedGauge } from "@emailsvc/runtime";
+import { publishEvents, withTraceparent, type EncodedEvent, type EventBus, type Topic } from "@emailsvc/events";
 import type { CrossTenantCollection, TenantCollection, TenantFilter, TenantUpdate } from "@emailsvc/storage";
 import type { OutboxDoc, OutboxEntry } from "./document.js";
+
+const BACKLOG = () =>
+  observedGauge("outbox_pending_documents", "Documents whose outbox (events, audit records) is not carried out yet.", ["service"]);
 
 /** Where the relay reports trouble; pino loggers fit. Fields are ids and error messages only. */
 export interface RelayLogger {
@@ -27,6 +31,8 @@ export interface OutboxRelayOptions<D extends OutboxDoc<E>, E extends OutboxEntr
   documents: CrossTenantCollection<D>;
   bus: EventBus;
   logger: RelayLogger;
+  /** The service's name: the label of its `outbox_pending_documents` metric. */
+  name: string;
   /** The service's clock (ms); the sweep's grace is measured with it. */
   clock: () => number;
   /** The events an entry implies (none, one or several), encoded with the topic registry. */
@@ -85,6 +91,7 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private stopped = false;
+  private stopObserving: (() => void) | undefined;
 
   constructor(private readonly options: OutboxRelayOptions<D, E>) {}
 
@@ -137,7 +144,7 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
       const encoded: EncodedEvent[] = [];
       for (const entry of fresh) {
         if (this.options.effect) await this.options.effect(current, entry, documents);
-        encoded.push(...this.options.events(current, entry));
+        for (const event of this.options.events(current, entry)) encoded.push(withTraceparent(event, entry.trace));
       }
       await publishEvents(this.options.bus, encoded, this.options.topicOrder);
       for (const entry of fresh) done.add(entry.id);
@@ -177,6 +184,8 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
   start(): void {
     if (this.timer || this.sweeping) return;
     this.stopped = false;
+    // The backlog, counted when Prometheus scrapes (an indexed count of pending documents).
+    this.stopObserving ??= BACKLOG().observe(async (gauge) => gauge.set({ service: this.options.name }, await this.pending()));
     const interval = this.options.sweepIntervalMs ?? 2000;
     const tick = () => {
       this.timer = undefined;
@@ -203,6 +212,8 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
   /** Stops the sweep and waits for it and every flush under way. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopObserving?.();
+    this.stopObserving = undefined;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.sweeping;

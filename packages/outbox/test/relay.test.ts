@@ -45,6 +45,7 @@ class FlakyBus {
     },
     subscribe: (o) => this.inner.subscribe(o),
     ensureTopics: (t) => this.inner.ensureTopics(t),
+    lag: (g, t) => this.inner.lag(g, t),
     close: () => this.inner.close(),
   };
 }
@@ -89,6 +90,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
       documents: notes,
       bus: flaky.bus,
       logger: { warn: () => {} },
+      name: "notes",
       clock: () => now,
       events: (doc, e) => [encodeEvent("email.status", { eventId: e.id, tenant: doc.tenant, occurredAt: e.at }, { emailId: doc._id, status: e.status })],
       effect: async (_doc, e) => void effects.push(e.id),

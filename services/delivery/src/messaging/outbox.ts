@@ -37,6 +37,7 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     documents: options.storage.outboxSweep(),
     bus: options.bus,
     logger: options.logger,
+    name: "delivery",
     clock: options.clock,
     topicOrder: [...DELIVERY_PRODUCED_TOPICS],
     events: (doc, entry) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { withOutbox } from "@emailsvc/outbox";
-import type { Logger } from "@emailsvc/runtime";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
@@ -13,6 +13,7 @@ import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/r
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { emailsByStatus, handoffDuration } from "./metrics.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
@@ -125,7 +126,16 @@ export async function deliverEmail(
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
     if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
-    const result = await provider.send(message, { tenant: claimed.tenant, signal });
+    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    const handoffStarted = performance.now();
+    const result = await inSpan(
+      `${provider.name} send`,
+      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    ).catch((err: unknown) => {
+      handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
+      throw err;
+    });
     // The relay has the message (SMTP: it answered 250). From here to the end
     // of the write below, a crash sends it again: nothing else happens in
     // between (the renewal timer stops, the log line comes after).
@@ -136,6 +146,7 @@ export async function deliverEmail(
       $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
     });
     const statusWriteMs = performance.now() - repliedAt;
+    handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
     log.info(
       { provider: provider.name, template_id: claimed.template_id, response: result.response, status_write_ms: Math.round(statusWriteMs * 100) / 100 },
       "email sent",
@@ -343,6 +354,7 @@ async function settle(
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
+  emailsByStatus.inc({ status });
   await deps.relay.afterWrite(written);
 }
 

@@ -12,6 +12,7 @@ import {
   type EmailView,
 } from "../domain/email.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
+import { emailsByStatus } from "./metrics.js";
 import type { EmailDoc } from "../storage/documents.js";
 import { emailView, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
 
@@ -95,6 +96,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     throw err;
   }
   const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
+  emailsByStatus.inc({ status: "queued" });
   await deps.relay.afterWrite(stored);
   return { email: emailView(stored), replayed: false };
 }

@@ -36,6 +36,7 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
     documents: options.storage.outboxSweep(),
     bus: options.bus,
     logger: options.logger,
+    name: "subscribers",
     clock: options.clock,
     events: eventsOf,
     async effect(doc, entry) {
