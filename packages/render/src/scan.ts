@@ -1,3 +1,5 @@
+import { TEMPLATE_LIMITS } from "./limits.js";
+
 // Iterative scans of untrusted template text, linear in its length and never
 // recursive: they run before anything that recurses on the structure
 // (Handlebars' parser and compiler, html-to-text's DOM walk), so that a
@@ -20,7 +22,11 @@ export interface HandlebarsShape {
    * sub-expressions `( … )` inside a mustache.
    */
   depth: Peak;
-  /** Mustaches of every kind but comments: `{{x}}`, `{{{x}}}`, `{{#…}}`, `{{/…}}`, `{{else}}`. */
+  /**
+   * Mustaches of every kind but comments: `{{x}}`, `{{{x}}}`, `{{#…}}`,
+   * `{{/…}}`, `{{else}}`; `line` is that of the first one beyond
+   * TEMPLATE_LIMITS.expressions (0 within them).
+   */
   expressions: Peak;
   /** A raw block (`{{{{raw}}}}`): not in the subset, and not scanned further. */
   rawBlockLine: number;
@@ -88,7 +94,8 @@ export function scanHandlebars(source: string): HandlebarsShape {
       continue;
     }
     expressions++;
-    raise(shape.expressions, expressions, lines, open);
+    shape.expressions.value = expressions;
+    if (expressions === TEMPLATE_LIMITS.expressions + 1) shape.expressions.line = lines.lineOf(open);
     const kind = mustacheKind(source, i);
     if (kind === "open") {
       blocks.push(1);

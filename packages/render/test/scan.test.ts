@@ -76,6 +76,8 @@ describe("scanHandlebars", () => {
     expect(handlebarsBounds("{{x}}\n".repeat(TEMPLATE_LIMITS.expressions + 1))).toEqual([
       { line: TEMPLATE_LIMITS.expressions + 1, limit: "expressions", message: "more than 1,000 {{…}} expressions (comments do not count)" },
     ]);
+    // The line of the first expression beyond the limit, not of the last one.
+    expect(scanHandlebars("{{x}}\n".repeat(TEMPLATE_LIMITS.expressions + 10)).expressions).toEqual({ value: 1010, line: 1001 });
     expect(handlebarsBounds(`{{!-- ${"{{x}}".repeat(5000)} --}}`)).toEqual([]);
   });
 });
