@@ -1,5 +1,6 @@
 import { openMongoStore } from "@emailsvc/storage";
 import { TEMPLATE_LIMITS, templateAtLimits } from "@emailsvc/render";
+import { registry } from "@emailsvc/runtime";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Issue 6, defect 1, through the REST API of the whole platform (gateway,
@@ -76,25 +77,41 @@ describe("template limits (issue 6, defect 1)", () => {
     const otherKey = (await t.call("POST", `/admin/v1/accounts/${other.body.id}/api-keys`, { admin: true, body: { mode: "test" } })).body.key as string;
     await t.call("POST", "/api/v1/templates", { key: otherKey, body: template("Theirs", FINE) });
 
+    // Ordering, not timing: a worker takes A's preview (the templates
+    // service's jobs-started counter moves), then tenant B asks, and B's answer
+    // must come before that worker is done with A's preview (its job-duration
+    // histogram has not counted it yet). With the preview on the event loop,
+    // as before the fix, nothing is answered while it compiles and renders,
+    // and no worker ever takes it.
+    const before = await workerJobs("preview");
     let previewed = false;
     const preview = t.call("POST", `/api/v1/templates/${created.body.id}/preview`, { body: { variables: heaviest.variables } }).finally(() => {
       previewed = true;
     });
-    // Tenant B, one request after the other: each one answered before A's preview counts.
-    let answeredMeanwhile = 0;
-    while (!previewed) {
-      const res = await t.call("GET", "/api/v1/templates", { key: otherKey });
-      expect(res.status).toBe(200);
-      if (!previewed) answeredMeanwhile++;
-    }
+    while (!previewed && (await workerJobs("preview")).started === before.started) await new Promise((resolve) => setTimeout(resolve, 1));
+    const takenByAWorker = (await workerJobs("preview")).started > before.started;
+    const theirs = await t.call("GET", "/api/v1/templates", { key: otherKey });
+    const finishedBeforeTheirs = (await workerJobs("preview")).finished > before.finished;
+
     expect((await preview).status).toBe(200);
-    // With the preview on the event loop, only the requests answered before it
-    // reached its compile got through (4, every time, on the code before the
-    // fix); off the loop, B goes on while A's version compiles and renders
-    // (26 to 47 on a loaded 2-core machine).
-    expect(answeredMeanwhile).toBeGreaterThanOrEqual(10);
+    expect(takenByAWorker).toBe(true);
+    expect([theirs.status, theirs.body.items.map((i: { name: string }) => i.name)]).toEqual([200, ["Theirs"]]);
+    expect(finishedBeforeTheirs).toBe(false); // B was answered while A's preview was rendering
+    expect((await workerJobs("preview")).finished).toBe(before.finished + 1);
   });
 });
+
+/**
+ * Jobs of `kind` the templates service's worker threads took, and finished, so
+ * far: from the process' metrics registry (what its /metrics port serves).
+ */
+async function workerJobs(kind: "compile" | "preview"): Promise<{ started: number; finished: number }> {
+  const started = await registry.getSingleMetric("templates_worker_jobs_started_total")?.get();
+  const durations = await registry.getSingleMetric("templates_worker_job_duration_seconds")?.get();
+  const sum = (values: ReadonlyArray<{ labels: Record<string, unknown>; value: number; metricName?: string }> | undefined, name?: string) =>
+    (values ?? []).filter((v) => v.labels.kind === kind && (name === undefined || v.metricName === name)).reduce((n, v) => n + v.value, 0);
+  return { started: sum(started?.values), finished: sum(durations?.values, "templates_worker_job_duration_seconds_count") };
+}
 
 describe("templates stored before the limits (issue 6, defect 1)", () => {
   let t: TestPlatform;

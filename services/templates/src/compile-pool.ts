@@ -3,7 +3,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { RendererCache } from "@emailsvc/render";
-import { AppError } from "@emailsvc/runtime";
+import { AppError, counter, histogram } from "@emailsvc/runtime";
 import { compileTemplateBody, type BodyResult } from "./domain/body.js";
 import { renderPreview, type PreviewJob, type PreviewResult } from "./domain/preview.js";
 
@@ -14,6 +14,16 @@ import { renderPreview, type PreviewJob, type PreviewResult } from "./domain/pre
 // previews: compiling a version for rendering costs up to ≈ 150 ms at the
 // limits of @emailsvc/render, and rendering a message up to ≈ 50 ms, which one
 // tenant's previews must not take from every other caller (see the README).
+
+// The pool's own metrics. Labels are the job's kind and outcome: never a
+// tenant or a template. `started` moves when a worker takes a job, so the rate
+// of previews and compiles, and with the histogram how long they hold a worker,
+// can be read apart from the gRPC calls that wait for them.
+const jobsStarted = counter("templates_worker_jobs_started_total", "Jobs a worker thread took: compile (on write) or preview.", ["kind"]);
+const jobDuration = histogram("templates_worker_job_duration_seconds", "Time one job held a worker thread, by kind and outcome (ok, failed, abandoned).", [
+  "kind",
+  "outcome",
+]);
 
 export interface BodyCompiler {
   /** Checks and compiles a body (on write). */
@@ -46,7 +56,7 @@ export interface PoolOptions {
   renderers?: number;
 }
 
-type Job = { request: WorkerRequest; resolve: (result: unknown) => void; reject: (err: unknown) => void };
+type Job = { request: WorkerRequest; resolve: (result: unknown) => void; reject: (err: unknown) => void; started?: number };
 
 interface Slot {
   worker: Worker;
@@ -129,6 +139,8 @@ export class BodyCompilerPool implements BodyCompiler {
       if (!slot) return;
       const job = this.queue.shift()!;
       slot.job = job;
+      job.started = performance.now();
+      jobsStarted.inc({ kind: job.request.kind });
       slot.timer = setTimeout(() => this.abandon(slot!), job.request.kind === "preview" ? this.previewTimeoutMs : this.timeoutMs);
       slot.worker.postMessage(job.request);
     }
@@ -141,6 +153,7 @@ export class BodyCompilerPool implements BodyCompiler {
       const job = slot.job;
       if (!job || job.request.id !== msg.id) return;
       this.finish(slot);
+      observe(job, msg.result ? "ok" : "failed");
       if (msg.result) job.resolve(msg.result);
       else job.reject(new Error(`${job.request.kind} failed: ${msg.error ?? "unknown"}`));
       this.dispatch();
@@ -148,6 +161,7 @@ export class BodyCompilerPool implements BodyCompiler {
     const lost = (reason: unknown) => {
       const job = slot.job;
       this.remove(slot);
+      if (job) observe(job, "failed");
       job?.reject(reason instanceof Error ? reason : new Error(`compile worker exited: ${String(reason)}`));
       if (!this.closed) this.dispatch();
     };
@@ -176,6 +190,7 @@ export class BodyCompilerPool implements BodyCompiler {
     const job = slot.job;
     this.remove(slot);
     void slot.worker.terminate();
+    if (job) observe(job, "abandoned");
     if (job?.request.kind === "preview") {
       // Within the limits a preview takes well under a second: past the timeout the machine is overloaded.
       job.reject(new AppError("unavailable", "busy", `the preview took longer than ${seconds(this.previewTimeoutMs)}; retry shortly`));
@@ -188,4 +203,8 @@ export class BodyCompilerPool implements BodyCompiler {
     }
     this.dispatch();
   }
+}
+
+function observe(job: Job, outcome: "ok" | "failed" | "abandoned"): void {
+  if (job.started !== undefined) jobDuration.observe({ kind: job.request.kind, outcome }, (performance.now() - job.started) / 1000);
 }

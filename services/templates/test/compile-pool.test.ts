@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { AppError } from "@emailsvc/runtime";
+import { AppError, registry } from "@emailsvc/runtime";
 import { RendererCache } from "@emailsvc/render";
 import { BodyCompilerPool } from "../src/compile-pool.js";
 import { compileTemplateBody } from "../src/domain/body.js";
@@ -86,5 +86,35 @@ describe("compile worker pool", () => {
     const late = await pool.compile(mjmlWith("4")).catch((e: unknown) => e);
     expect(late).toBeInstanceOf(AppError);
     expect(pool.workers).toBe(0);
+  });
+
+  it("counts the jobs its workers take and how long each held a worker, by kind and outcome", async () => {
+    const jobs = async () => {
+      const started = (await registry.getSingleMetric("templates_worker_jobs_started_total")!.get()).values;
+      const held = (await registry.getSingleMetric("templates_worker_job_duration_seconds")!.get()).values as Array<{ metricName?: string; labels: Record<string, unknown>; value: number }>;
+      const count = (kind: string, outcome: string) =>
+        held.find((v) => v.metricName === "templates_worker_job_duration_seconds_count" && v.labels.kind === kind && v.labels.outcome === outcome)?.value ?? 0;
+      return {
+        started: { compile: started.find((v) => v.labels.kind === "compile")?.value ?? 0, preview: started.find((v) => v.labels.kind === "preview")?.value ?? 0 },
+        ok: { compile: count("compile", "ok"), preview: count("preview", "ok") },
+        abandoned: count("preview", "abandoned"),
+      };
+    };
+    const pool = new BodyCompilerPool({ script: WORKER_SCRIPT, size: 1 });
+    const impatient = new BodyCompilerPool({ script: WORKER_SCRIPT, size: 1, previewTimeoutMs: 1 });
+    try {
+      const before = await jobs();
+      expect((await pool.compile(mjmlWith("a {{x}}"))).ok).toBe(true);
+      expect((await pool.preview({ key: "tpl_m:v1", content: { subject: "s", html: "<p>{{x}}</p>" }, variables: { x: 1 } })).ok).toBe(true);
+      const html = `<html><body>${"<p>{{x}}</p>".repeat(900)}</body></html>`;
+      await expect(impatient.preview({ key: "tpl_n:v1", content: { subject: "s", html }, variables: { x: "y".repeat(500) } })).rejects.toMatchObject({ code: "busy" });
+      expect(await jobs()).toEqual({
+        started: { compile: before.started.compile + 1, preview: before.started.preview + 2 },
+        ok: { compile: before.ok.compile + 1, preview: before.ok.preview + 1 },
+        abandoned: before.abandoned + 1,
+      });
+    } finally {
+      await Promise.all([pool.close(), impatient.close()]);
+    }
   });
 });
