@@ -315,7 +315,7 @@ function render(prepared: Renderable, variables: Record<string, unknown>, builti
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    const detail = err instanceof RenderLimitError ? err.message : errorText(err, "");
+    const detail = err instanceof RenderLimitError ? err.message : errorText(err, builtins.email ?? "");
     throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${detail}` });
   }
 }
