@@ -15,7 +15,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { analyzeTemplate, compileRenderer, handlebarsBounds, htmlBounds, htmlToText, templateAtLimits, type Renderer } from "@emailsvc/render";
+import { analyzeTemplate, compileRenderer, handlebarsBounds, htmlBounds, htmlToText, RenderLimitError, TEMPLATE_LIMITS, templateAtLimits, type Renderer } from "@emailsvc/render";
 import { compileMjml, compileTemplateBody } from "@emailsvc/templates";
 import { NEWSLETTER_MJML, NEWSLETTER_SUBJECT } from "./newsletter.js";
 
@@ -158,6 +158,29 @@ async function main(): Promise<void> {
   const heavy = compileRenderer({ subject: heaviest.subject, html: heavyHtml });
   cells.push(await measure("at the limits: render message", SECONDS, () => heavy(heaviest.variables)));
   const heavyMessage = heavy(heaviest.variables);
+
+  // Variable-driven worst cases: each stops at its RENDER_LIMITS budget (the
+  // email fails, the preview is a 413); what matters is how long that takes.
+  const page = (body: string) => `<!doctype html><html><body>${body}</body></html>`;
+  const stopped = (render: Renderer, variables: Record<string, unknown>) => () => {
+    try {
+      render(variables);
+    } catch (err) {
+      if (err instanceof RenderLimitError) return;
+      throw err;
+    }
+    throw new Error("expected the budget to stop this message");
+  };
+  const list = Array.from({ length: 1000 }, (_, i) => i);
+  const cube = compileRenderer({ subject: "s", html: page("{{#each a}}{{#each @root.a}}{{#each @root.a}}<i>{{this}}</i>{{/each}}{{/each}}{{/each}}") });
+  cells.push(await measure("worst case: nested each over 1,000-item lists, stopped at 10,000 iterations", SECONDS, stopped(cube, { a: list })));
+  const flat = compileRenderer({ subject: "s", html: page("{{x}}".repeat(TEMPLATE_LIMITS.expressions - 1)) });
+  cells.push(await measure("worst case: 999 {{x}} of a 60 KiB value, stopped at 512 Ki characters", SECONDS, stopped(flat, { x: "<".repeat(60 * 1024) })));
+  const busy = compileRenderer({ subject: "s", html: page(`{{#each items}}${"{{x}}".repeat(TEMPLATE_LIMITS.expressions - 3)}{{/each}}`) });
+  cells.push(await measure("worst case: each of 997 {{x}} over 10,000 items, stopped at 100,000 evaluations", SECONDS, stopped(busy, { items: Array.from({ length: 10_000 }, (_, i) => i) })));
+  // The template of issue 6: refused by the iterative scan, without parsing.
+  const deep = "{{#if x}}".repeat(3000) + "deep" + "{{/if}}".repeat(3000);
+  cells.push(await measure("refuse the 3,000-deep template (48 KB) by the scan", SECONDS, () => handlebarsBounds(deep)));
 
   const sample = render(variablesFor(7));
   const machine = {
