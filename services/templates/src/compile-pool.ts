@@ -11,8 +11,8 @@ import { renderPreview, type PreviewJob, type PreviewResult } from "./domain/pre
 // template (≈ 4 s measured), all of it synchronous CPU. Run on the event loop,
 // that would stall every other call of the service (health checks, previews,
 // delivery's GetCompiledTemplate). So compiles run in worker threads, and so do
-// previews: compiling a version for rendering costs up to ≈ 150 ms at the
-// limits of @emailsvc/render, and rendering a message up to ≈ 50 ms, which one
+// previews: compiling a version for rendering costs ≈ 100 ms at the limits of
+// @emailsvc/render (p99 ≈ 225 ms), and rendering a message ≈ 25 ms, which one
 // tenant's previews must not take from every other caller (see the README).
 
 // The pool's own metrics. Labels are the job's kind and outcome: never a
