@@ -364,12 +364,15 @@ check "secretEnv not in the Secret fails" \
 check "delivery without the templates service fails" \
   must_fail 'components\.delivery needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.templates.enabled=false
+check "delivery without TOKEN_SIGNING_KEYS fails" \
+  must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.delivery.secretEnv={MONGO_URL}'
 check "EMAIL_PROVIDER=smtp without SMTP_URL fails" \
   must_fail 'EMAIL_PROVIDER=smtp needs SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.delivery.env.EMAIL_PROVIDER=smtp
 check "EMAIL_PROVIDER=smtp with SMTP_URL not in the Secret fails" \
   must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,SMTP_URL}'
+  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,TOKEN_SIGNING_KEYS,SMTP_URL}'
 check "smtp with existingSecret, SMTP_URL not in secretEnv fails" \
   must_fail 'add SMTP_URL to components\.delivery\.secretEnv.*existingSecret' "$HELM" template emailsvc "$chart" \
   -f "$chart/ci/all-features-values.yaml" --set 'components.delivery.secretEnv={MONGO_URL}'
@@ -385,6 +388,28 @@ check "SMTP_URL that is no smtp(s):// URL fails the schema" \
 check "TEMPLATES_COMPILE_WORKERS out of range fails the schema" \
   must_fail 'TEMPLATES_COMPILE_WORKERS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.templates.env.TEMPLATES_COMPILE_WORKERS=100
+check "RATE_LIMIT_SEND that is no budget fails the schema" \
+  must_fail 'RATE_LIMIT_SEND' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.gateway.env.RATE_LIMIT_SEND=300-per-minute
+check "unknown RATE_LIMIT_STORE fails the schema" \
+  must_fail 'RATE_LIMIT_STORE' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.gateway.env.RATE_LIMIT_STORE=redis
+# The gateway behind the chart's ingress trusts the controller's X-Forwarded-For entry, unless told otherwise.
+hops_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" --show-only templates/deployment.yaml |
+  python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["metadata"]["name"].endswith("-gateway"):
+        print({e["name"]: e.get("value") for e in d["spec"]["template"]["spec"]["containers"][0]["env"]}.get("TRUSTED_PROXY_HOPS"))'; }
+trusted_hops() { # trusted_hops WANT ARGS...: the gateway's TRUSTED_PROXY_HOPS renders as WANT
+  local want=$1 got
+  shift
+  got=$(PYTHONPATH="$cache/kubernetes-validate/$KUBE_VALIDATE_VERSION${PYTHONPATH:+:$PYTHONPATH}" hops_of "$@") || return 1
+  [ "$got" = "$want" ] || { echo "TRUSTED_PROXY_HOPS is $got, want $want"; return 1; }
+}
+check "gateway trusts no X-Forwarded-For without the ingress" trusted_hops None
+check "gateway trusts one X-Forwarded-For hop behind the ingress" trusted_hops 1 --set ingress.enabled=true
+check "gateway's own TRUSTED_PROXY_HOPS wins over the ingress default" trusted_hops 2 --set ingress.enabled=true \
+  --set-string components.gateway.env.TRUSTED_PROXY_HOPS=2
 policy_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" | policy; }
 check "gRPC service on loopback fails the workload policy" \
   must_fail 'templates: GRPC_HOST is not 0\.0\.0\.0' policy_of --set components.templates.env.GRPC_HOST=127.0.0.1

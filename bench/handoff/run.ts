@@ -18,7 +18,7 @@ import { delivery, templates } from "@emailsvc/proto";
 import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
 import { openStore } from "@emailsvc/storage";
 import { startTemplatesService } from "@emailsvc/templates";
-import { ensureKafka, ensureMongo } from "@emailsvc/testing";
+import { ensureKafka, ensureMongo, KAFKA_VERSION } from "@emailsvc/testing";
 import pino from "pino";
 import { SMTPServer } from "smtp-server";
 import { describeMachine } from "../support/machine.js";
@@ -131,7 +131,9 @@ async function main(): Promise<void> {
   const cells: Cell[] = [];
   try {
     cells.push(await measure("embedded (NeDB file) + in-process bus", {}));
-    cells.push(await measure("FerretDB 1.24.2/SQLite + Kafka 3.9.1", { mongoUrl: mongo.url, kafkaBrokers: kafka.brokers }));
+    // The label says what the servers are (the test setup's FerretDB/PostgreSQL, a container, or the URLs given).
+    const kafkaLabel = kafka.source === "env" ? "Kafka at KAFKA_BROKERS" : `Kafka ${KAFKA_VERSION}`;
+    cells.push(await measure(`${mongo.description} + ${kafkaLabel}`, { mongoUrl: mongo.url, kafkaBrokers: kafka.brokers }));
   } finally {
     await kafka.stop();
     await mongo.stop();

@@ -21,16 +21,18 @@ async function main(): Promise<void> {
     port: envInt("METRICS_PORT", EMBEDDED_METRICS_PORT, { min: 0, max: 65535 }),
     host: envString("METRICS_HOST", "127.0.0.1"),
   });
+  const gatewayPort = envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 });
   const platform = await startPlatform({
     dataDir: envString("DATA_DIR", "./data"),
-    gatewayPort: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
+    gatewayPort,
     gatewayHost: envString("GATEWAY_HOST", "127.0.0.1"),
     mongoUrl: envOptional("MONGO_URL"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
     adminToken: envOptional("ADMIN_TOKEN"),
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS"),
-    // Each service reads its own settings from here, as it does alone.
-    env: process.env,
+    // Each service reads its own settings from here, as it does alone; links
+    // in mail point at this gateway unless PUBLIC_API_URL says otherwise.
+    env: { PUBLIC_API_URL: `http://localhost:${gatewayPort}`, ...process.env },
     logger,
   });
   logger.info(

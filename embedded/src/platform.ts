@@ -1,5 +1,5 @@
 import { openBus, type EventBus } from "@emailsvc/events";
-import { bootstrapDevelopment, startGateway } from "@emailsvc/gateway";
+import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
 import { createLogger, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
@@ -20,7 +20,8 @@ export interface PlatformOptions {
   dbPrefix?: string;
   /**
    * The services' own settings, as each reads them alone (EMAIL_PROVIDER,
-   * SMTP_URL, EMAIL_FROM, OUTBOX_SWEEP_INTERVAL_MS, …; see README). `npm
+   * SMTP_URL, EMAIL_FROM, OUTBOX_SWEEP_INTERVAL_MS, the gateway's RATE_LIMIT_*
+   * and TRUSTED_PROXY_HOPS, …; see README). `npm
    * start` passes the process's environment; default none (each default).
    */
   env?: Env;
@@ -62,9 +63,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     if (sharedBus) buses.push(sharedBus);
 
     // Every setting is read before anything starts: a bad one stops the start at once.
-    const env = options.env ?? {};
+    // TOKEN_SIGNING_KEYS of options wins for every service, as it does for the gateway.
+    const env: Env = { ...(options.env ?? {}), ...(options.tokenSigningKeys ? { TOKEN_SIGNING_KEYS: options.tokenSigningKeys } : {}) };
     const order = startOrder(SERVICE_MODULES);
     const configs = new Map(order.map((name) => [name, SERVICE_MODULES[name].loadConfig(env) as unknown]));
+    // The gateway's rate limits (RATE_LIMIT_*), as when it runs alone; the
+    // shared store, when asked for, is the gateway's own MongoDB database.
+    const rateLimit = loadRateLimitConfig({ ...env, MONGO_URL: options.mongoUrl });
     const serviceUrls = {} as Record<ServiceName, string>;
     for (const name of order) {
       const module = SERVICE_MODULES[name];
@@ -86,6 +91,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           urls,
           dataDir: options.dataDir,
           embeddedStore: !options.mongoUrl,
+          // One process: its development key is the one the gateway verifies with (loaded above).
+          developmentSecretsDir: options.dataDir,
         },
         configs.get(name),
       );
@@ -102,8 +109,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       store: gatewayStore,
       services: serviceUrls,
       logger: loggerFor("gateway"),
+      ...(env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       tokenKeys,
+      rateLimit,
     });
     closers.push(() => gateway.close());
 

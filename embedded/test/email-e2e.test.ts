@@ -70,7 +70,14 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
       gatewayPort: 0,
       gatewayHost: "127.0.0.1",
       adminToken: ADMIN,
-      env: { EMAIL_PROVIDER: "smtp", SMTP_URL: sink.url(), EMAIL_FROM: "Acme <hello@acme.test>", OUTBOX_SWEEP_INTERVAL_MS: "200" },
+      env: {
+        EMAIL_PROVIDER: "smtp",
+        SMTP_URL: sink.url(),
+        EMAIL_FROM: "Acme <hello@acme.test>",
+        OUTBOX_SWEEP_INTERVAL_MS: "200",
+        // Links in mail name the gateway as the world reaches it (here: behind a TLS proxy).
+        PUBLIC_API_URL: "https://api.acme.test",
+      },
       logger: createLogger("e2e", "silent"),
     });
     check = responseChecker((await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument);
@@ -244,6 +251,52 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     // A recipient who is no subscriber gets no metadata (and no error).
     await sendTo({ first_name: "Stranger" }, "stranger@example.com");
     expect(String(sink.to("stranger@example.com")[0]!.parsed.html)).toContain("Your plan: . Reach us at stranger@example.com.");
+  });
+
+  it("gives marketing mail a one-click List-Unsubscribe that works, and sends no more marketing mail after it", async () => {
+    const NEWS = "<mjml><mj-body><mj-section><mj-column><mj-text>News for {{email}}</mj-text><mj-button href=\"{{unsubscribe_url}}\">Unsubscribe</mj-button></mj-column></mj-section></mj-body></mjml>";
+    expect((await call("POST", "/api/v1/templates", { body: { name: "News", slug: "news", subject: "News", mjml_content: NEWS, category: "marketing" } })).status).toBe(201);
+    const reader = (await call("POST", "/api/v1/subscribers", { body: { email: "reader@example.com" } })).body.id as string;
+    const send = async (slug: string, to: string) => {
+      const sent = await call("POST", "/api/v1/emails/send", { body: { template_slug: slug, to } });
+      expect(sent.status).toBe(202);
+      return until(async () => {
+        const r = await call("GET", `/api/v1/emails/${sent.body.id}`);
+        return r.body.status === "queued" ? undefined : r.body;
+      }, "the email to be settled");
+    };
+    // The raw header lines (mailparser folds List-* headers into its own structure).
+    const header = (mail: { parsed: { headerLines: ReadonlyArray<{ key: string; line: string }> } }, name: string) =>
+      mail.parsed.headerLines.find((h) => h.key === name)?.line.replace(/^[^:]+:\s*/, "").replace(/\r?\n\s+/g, "");
+    const linkOf = (to: string, index = 0) => {
+      const mail = sink.to(to)[index]!;
+      const listUnsubscribe = header(mail, "list-unsubscribe") ?? "";
+      expect(listUnsubscribe).toMatch(/^<https:\/\/api\.acme\.test\/unsubscribe\?token=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+>$/);
+      expect(header(mail, "list-unsubscribe-post")).toBe("List-Unsubscribe=One-Click");
+      const url = new URL(listUnsubscribe.slice(1, -1));
+      // The body's {{unsubscribe_url}} is the same link (Handlebars escapes its `=` in the href).
+      expect(String(mail.parsed.html)).toContain(url.searchParams.get("token")!);
+      expect(url.search).not.toContain("reader");
+      return `/unsubscribe${url.search}`;
+    };
+    const oneClick = (path: string) =>
+      fetch(platform.gatewayUrl + path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "List-Unsubscribe=One-Click" });
+
+    expect((await send("news", "reader@example.com")).status).toBe("sent");
+    expect((await oneClick(linkOf("reader@example.com"))).status).toBe(200);
+    expect((await call("GET", `/api/v1/subscribers/${reader}`)).body.status).toBe("unsubscribed");
+    // Marketing mail stops; transactional mail still goes.
+    const suppressed = await send("news", "reader@example.com");
+    expect(suppressed).toMatchObject({ status: "failed", error: "recipient_unsubscribed" });
+    expect(sink.to("reader@example.com")).toHaveLength(1);
+    expect((await send("welcome-email", "reader@example.com")).status).toBe("sent");
+    expect(header(sink.to("reader@example.com")[1]!, "list-unsubscribe")).toBeUndefined();
+
+    // An address that was no subscriber: the link keeps it as an unsubscribed one (the suppression).
+    expect((await send("news", "passerby@example.com")).status).toBe("sent");
+    expect((await oneClick(linkOf("passerby@example.com"))).status).toBe(200);
+    expect((await call("GET", "/api/v1/subscribers/by-email/passerby@example.com")).body.status).toBe("unsubscribed");
+    expect((await send("news", "passerby@example.com")).error).toBe("recipient_unsubscribed");
   });
 
   it("keeps the queued version when the template changes", async () => {

@@ -117,7 +117,7 @@ describe("templates stored before the limits (issue 6, defect 1)", () => {
   let t: TestPlatform;
   beforeAll(async () => {
     // On MongoDB, so that the test can write a version as an older release stored it.
-    t = await startTestPlatform("limits_old", { mongo: true });
+    t = await startTestPlatform("limits_old", undefined, { mongo: true });
   });
   afterAll(() => t?.close());
 

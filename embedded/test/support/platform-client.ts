@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
-import { responseChecker, type TestResponse } from "../../../services/gateway/test/support/harness";
+import { GENEROUS_RATE_LIMIT_ENV, responseChecker, type TestResponse } from "../../../services/gateway/test/support/harness";
 import { startPlatform, type RunningPlatform } from "../../src/platform";
 
 export const ADMIN_TOKEN = "edge-admin-token-0123456789abcdef";
@@ -33,8 +33,15 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-/** `mongo`: the services' databases on the test's MongoDB server (MONGO_URL), so a test can reach into them. */
-export async function startTestPlatform(name: string, options: { mongo?: boolean } = {}): Promise<TestPlatform> {
+/**
+ * `env`: settings of the services and the gateway; default generous rate limits (see GENEROUS_RATE_LIMIT_ENV).
+ * `mongo`: the services' databases on the test's MongoDB server (MONGO_URL), so a test can reach into them.
+ */
+export async function startTestPlatform(
+  name: string,
+  env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV,
+  options: { mongo?: boolean } = {},
+): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
   if (options.mongo && !mongoUrl) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
@@ -45,7 +52,7 @@ export async function startTestPlatform(name: string, options: { mongo?: boolean
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
-    env: { OUTBOX_SWEEP_INTERVAL_MS: "500" },
+    env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...env },
     ...(mongo ? { mongoUrl: mongo.url, dbPrefix: mongo.dbPrefix } : {}),
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;

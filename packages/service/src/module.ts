@@ -19,8 +19,15 @@ export interface ServiceDeps {
   urls: Partial<Record<ServiceName, string>>;
   /** DATA_DIR, for what the embedded mode keeps on disk beside the store. */
   dataDir: string;
-  /** True when the store is the embedded file store (no MONGO_URL): development conveniences may apply. */
+  /** True when the store is the embedded file store (no MONGO_URL). */
   embeddedStore: boolean;
+  /**
+   * Where a development secret (e.g. a token signing key) may be generated and
+   * kept when its variable is not set: DATA_DIR for a service alone on the
+   * embedded store and for `npm start`; undefined on MongoDB, where secrets
+   * must come from the environment (replicas must not each invent one).
+   */
+  developmentSecretsDir: string | undefined;
 }
 
 export interface RunningService {

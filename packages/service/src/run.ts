@@ -63,7 +63,7 @@ export function runService<Config>(module: ServiceModule<Config>, env: Env = pro
       bus = await openBus({ brokers: common.kafkaBrokers, clientId: module.name, dataDir: common.dataDir, logger: busLogger(logger) });
     }
     const service = await module.start(
-      { store, bus, logger, port: common.grpcPort, host: common.grpcHost, urls, dataDir: common.dataDir, embeddedStore: !common.mongoUrl },
+      { store, bus, logger, port: common.grpcPort, host: common.grpcHost, urls, dataDir: common.dataDir, embeddedStore: !common.mongoUrl, developmentSecretsDir: common.mongoUrl ? undefined : common.dataDir },
       config,
     );
     exitOnSignal(logger, async () => {

@@ -2,16 +2,20 @@
 // serves (CI runs on it): no collation, transactions, change streams or TTL
 // indexes, and `$pull` by exact value (enforced by the shared checks).
 //
-// FerretDB v1.24 (SQLite backend) differs from MongoDB in ways measured by the
-// contract tests, each handled here:
-//  - updates are read-modify-write without isolation: concurrent `$inc`s are
-//    lost and two guarded updates can both win. When the server is FerretDB this
-//    adapter runs the updates of a collection one at a time (in this process);
+// FerretDB v1.24 (on PostgreSQL, as CI runs it) differs from MongoDB in ways
+// measured by the contract tests and bench/mongo-probe, each handled here:
+//  - updates are read-modify-write without isolation, on every backend
+//    (FerretDB reads the matching documents, applies the operators in Go and
+//    writes the whole document back by _id): concurrent `$inc`s are lost and
+//    two guarded updates can both win. When the server is FerretDB this adapter
+//    runs the updates of a collection one at a time (in this process);
 //  - createIndexes with two or more already existing indexes makes it panic and
 //    drop the connection: only missing indexes are sent;
 //  - a duplicate key on insert is E11000 without the index name, and on update
-//    or index build an InternalError "UNIQUE constraint failed: index '…'": both
-//    are mapped to DuplicateKeyError with the index name found another way.
+//    or index build an InternalError carrying PostgreSQL's "duplicate key value
+//    violates unique constraint" or "could not create unique index" (SQLSTATE
+//    23505): both are mapped to DuplicateKeyError with the index name found
+//    another way.
 
 import {
   MongoClient,
@@ -54,7 +58,8 @@ export interface MongoStoreOptions {
   maxPoolSize?: number;
   /**
    * Run the updates of a collection one at a time in this process, because the
-   * server does not isolate them. Default: true on FerretDB, false otherwise.
+   * server does not isolate them. Default: true on FerretDB (any backend: none
+   * isolates, see bench/README.md "MongoDB stand-in probe"), false otherwise.
    */
   serializeUpdates?: boolean;
 }
@@ -255,8 +260,8 @@ class MongoCollection<T extends Doc> implements Collection<T> {
 
   /**
    * Turns a unique violation into DuplicateKeyError naming the index: from
-   * MongoDB's message ("… index: <name> dup key: …"), from FerretDB's SQLite
-   * message (its index is "<table>_<hash>_<name>"), or, for an insert, by
+   * MongoDB's message ("… index: <name> dup key: …"), from FerretDB's
+   * PostgreSQL message (see postgresIndexSuffix), or, for an insert, by
    * finding which unique index already holds the document's values.
    */
   private async mapError(error: unknown, context: { doc?: Doc; names?: string[] }): Promise<unknown> {
@@ -266,14 +271,13 @@ class MongoCollection<T extends Doc> implements Collection<T> {
       if (named !== undefined) return new DuplicateKeyError(named);
       return new DuplicateKeyError(context.doc === undefined ? undefined : await this.clashingIndex(context.doc));
     }
-    const sqlite = /UNIQUE constraint failed: index '([^']+)'/.exec(error.message)?.[1];
-    if (sqlite !== undefined) {
+    const postgres = /(?:violates unique constraint|could not create unique index) "([^"]+)"/.exec(error.message)?.[1];
+    if (postgres !== undefined) {
       const names = [
         ...(context.names ?? []),
         ...(await this.listIndexes().catch(() => [])).map((index) => index.name),
       ];
-      const name = names.filter((n) => sqlite.endsWith(`_${n}`)).sort((a, b) => b.length - a.length)[0];
-      return new DuplicateKeyError(name);
+      return new DuplicateKeyError(names.find((n) => postgres.endsWith(postgresIndexSuffix(n))));
     }
     return error;
   }
@@ -305,6 +309,18 @@ const NAMESPACE_NOT_FOUND = 26;
 function driverFilter(filter: AnyFilter): DriverFilter<Doc> {
   // Our filter language is a subset of MongoDB's, checked by checkFilter.
   return filter as DriverFilter<Doc>;
+}
+
+/**
+ * FerretDB v1 names the PostgreSQL index of index `name`
+ * "<table>_<name, lower-cased and cut>_<FNV-1a 32 of name, 8 hex digits>_idx"
+ * (internal/backends/postgresql/metadata/registry.go; the hash is bumped only
+ * if that PostgreSQL name is taken, which leaves the index unnamed here).
+ */
+function postgresIndexSuffix(name: string): string {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(name, "utf8")) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return `_${hash.toString(16).padStart(8, "0")}_idx`;
 }
 
 function sameKey(actual: Record<string, unknown>, wanted: Record<string, 1 | -1>): boolean {

@@ -540,6 +540,34 @@ export function describeDocumentStoreContract(
         expect(ids(await c.find({}, { sort: { "address.zip": -1 }, limit: 2 }))).toEqual(["p2", "p3"]);
         expect(await c.find({}, { limit: 2 })).toHaveLength(2);
       });
+
+      // FerretDB builds its SQL per command (find drops dotted paths from what
+      // it pushes down, update and delete do not), so writes are checked too.
+      test("count, updateOne and deleteMany select what find selects", async () => {
+        const filters: Filter[] = [
+          { "address.city": "Bern" },
+          { "address.city": "Bern", tenant: "t2" },
+          { tags: "vip" },
+          { tags: { $ne: "vip" }, tenant: "t1" },
+          { $or: [{ "address.city": "Basel" }, { age: 42 }] },
+          { "address.city": "Nowhere" },
+        ];
+        for (const filter of filters) {
+          const expected = await match(filter);
+          await expect(c.count(filter)).resolves.toBe(expected.length);
+          const updated = await c.updateOne(filter, { $set: { seen: true } });
+          if (expected.length === 0) expect(updated).toBeNull();
+          else expect(expected).toContain(updated?._id);
+          await c.updateOne({ _id: updated?._id ?? "none" }, { $unset: { seen: true } });
+
+          const copy = store.collection(freshName("people_copy"));
+          for (const person of people) await copy.insertOne(person);
+          await expect(copy.deleteMany(filter)).resolves.toBe(expected.length);
+          expect(ids(await copy.find({}, { sort: { _id: 1 } }))).toEqual(
+            people.map((p) => p._id).filter((id) => !expected.includes(id)),
+          );
+        }
+      });
     });
 
     test("cursor pagination by _id, forwards and backwards", async () => {

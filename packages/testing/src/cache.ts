@@ -18,7 +18,7 @@ export function cacheRoot(): string {
 }
 
 /** True if the process exists (signal 0 only checks). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -2,11 +2,12 @@ import { spawn } from "node:child_process";
 import { cacheRoot } from "./cache.js";
 import { prepareFerretDB } from "./ferretdb.js";
 import { prepareKafka } from "./kafka.js";
+import { findPostgres } from "./postgres.js";
 import { seconds } from "./log.js";
 import { ensureServers } from "./servers.js";
 
 const USAGE = `usage:
-  prepare            build FerretDB and download the Kafka jars into the cache, print timings
+  prepare            build FerretDB and download the Kafka jars into the cache, find PostgreSQL, print timings
   start              start both servers, print MONGO_URL=... KAFKA_BROKERS=..., run until SIGINT/SIGTERM
   run -- <command>   start both servers, run <command> with MONGO_URL and KAFKA_BROKERS set, stop them`;
 
@@ -14,12 +15,16 @@ const USAGE = `usage:
  * Builds the local servers into the cache without starting them, so CI can
  * warm the cache in its own step (and show how long that took).
  * Both run at once: the Go build is CPU-bound, the Maven download mostly waits on the network.
+ * PostgreSQL (FerretDB's backend) comes from the system; it is only looked for,
+ * so that a missing install fails here, with what to do, rather than in the tests.
  */
 async function prepare(): Promise<void> {
   const started = Date.now();
+  const postgres = findPostgres();
   const [ferret, kafka] = await Promise.all([prepareFerretDB(), prepareKafka()]);
   const state = (built: boolean): string => (built ? "built" : "already cached");
   console.log(`cache: ${cacheRoot()}`);
+  console.log(`postgresql: ${postgres} (from the system)`);
   console.log(`ferretdb: ${ferret.binary} (${state(ferret.built)}, ${seconds(ferret.ms)})`);
   console.log(`kafka: ${kafka.libs} (${state(kafka.built)}, ${seconds(kafka.ms)})`);
   console.log(`total: ${seconds(Date.now() - started)}`);

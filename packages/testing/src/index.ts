@@ -2,6 +2,7 @@
 // containers, or started from local binaries built once into a cache.
 export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type MongoServer } from "./ferretdb.js";
 export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
+export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js";
 export { freePort } from "./ports.js";
 export { cacheRoot } from "./cache.js";
 export { dockerAvailable } from "./docker.js";

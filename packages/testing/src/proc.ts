@@ -22,13 +22,19 @@ export function errorWithLog(message: string, logFile: string): Error {
 export function runLogged(
   command: string,
   args: readonly string[],
-  options: { cwd: string; logFile: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+  options: { cwd: string; logFile: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; uid?: number; gid?: number },
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const fd = openSync(options.logFile, "a");
     let child: ChildProcess;
     try {
-      child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", fd, fd] });
+      child = spawn(command, args, {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        stdio: ["ignore", fd, fd],
+        ...(options.uid === undefined ? {} : { uid: options.uid }),
+        ...(options.gid === undefined ? {} : { gid: options.gid }),
+      });
     } finally {
       closeSync(fd); // the child has its own copy
     }
@@ -82,20 +88,20 @@ export function runCapture(
 
 /**
  * Watchdog run as a separate, detached Node process (argv: parent pid, child
- * pid, directories to remove). If the parent dies without stopping the child —
+ * pid, stop signal, directories to remove). If the parent dies without stopping the child —
  * Jest killed with SIGKILL, or Ctrl-C, where Node runs no exit handlers — it
  * is reparented, notices `process.ppid` changed, and stops the child and
  * removes its directories. It exits as soon as the child is gone.
  */
 const REAPER = `
-const [parent, child, ...dirs] = process.argv.slice(1);
+const [parent, child, signal, ...dirs] = process.argv.slice(1);
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === "EPERM"; } };
 const cleanup = () => { for (const d of dirs) { try { require("fs").rmSync(d, { recursive: true, force: true }); } catch {} } };
 const timer = setInterval(() => {
   if (!alive(+child)) { if (process.ppid !== +parent) cleanup(); process.exit(0); }
   if (process.ppid === +parent) return;
   clearInterval(timer);
-  try { process.kill(+child, "SIGTERM"); } catch {}
+  try { process.kill(+child, signal); } catch {}
   const deadline = Date.now() + 5000;
   const wait = setInterval(() => {
     if (alive(+child) && Date.now() < deadline) return;
@@ -112,17 +118,19 @@ export interface ManagedProcess {
   /** Resolves when the process has exited, with its exit code (null if killed by a signal). */
   readonly exited: Promise<number | null>;
   running(): boolean;
-  /** SIGTERM, then SIGKILL after `graceMs`; then removes the cleanup directories. */
+  /** The stop signal, then SIGKILL after `graceMs`; then removes the cleanup directories. */
   stop(graceMs?: number): Promise<void>;
 }
 
-const live = new Set<{ pid: number; dirs: readonly string[]; running(): boolean }>();
+const live = new Set<{ pid: number; dirs: readonly string[]; exitSignal: NodeJS.Signals; running(): boolean }>();
 let exitHookInstalled = false;
 
 /**
  * Last line of defence for normal exits (including `process.exit()` from
  * Jest): kill whatever is still running. Exit handlers must be synchronous,
- * hence SIGKILL and rmSync.
+ * so there is no waiting: each process gets its `exitSignal` (SIGKILL unless
+ * it needs another to end at once without leaving anything behind), and
+ * its directories are removed with rmSync.
  */
 function installExitHook(): void {
   if (exitHookInstalled) return;
@@ -131,7 +139,7 @@ function installExitHook(): void {
     for (const p of live) {
       if (p.running()) {
         try {
-          process.kill(p.pid, "SIGKILL");
+          process.kill(p.pid, p.exitSignal);
         } catch {
           // already gone
         }
@@ -148,6 +156,14 @@ function installExitHook(): void {
  * The child is unref'd so it never keeps Jest's or the CLI's event loop alive
  * by itself; its lifetime is bound to ours by stop(), the exit hook and the
  * reaper.
+ *
+ * `stopSignal` (default SIGTERM) is what stop() and the reaper send first:
+ * PostgreSQL takes SIGTERM as "smart" shutdown, which waits for every client
+ * to disconnect, so it is stopped with SIGINT ("fast": clients are cut off).
+ * `exitSignal` (default SIGKILL) is what the exit hook sends: PostgreSQL
+ * killed with SIGKILL leaves its System V shared memory segment behind, with
+ * SIGQUIT ("immediate") it ends at once and removes it. `uid`/`gid` run the
+ * process as another user (PostgreSQL refuses to run as root).
  */
 export function startProcess(options: {
   command: string;
@@ -156,8 +172,13 @@ export function startProcess(options: {
   logFile: string;
   env?: NodeJS.ProcessEnv;
   cleanupDirs?: readonly string[];
+  stopSignal?: NodeJS.Signals;
+  exitSignal?: NodeJS.Signals;
+  uid?: number;
+  gid?: number;
 }): ManagedProcess {
   const dirs = options.cleanupDirs ?? [];
+  const stopSignal = options.stopSignal ?? "SIGTERM";
   const fd = openSync(options.logFile, "a");
   let child: ChildProcess;
   try {
@@ -165,6 +186,8 @@ export function startProcess(options: {
       cwd: options.cwd,
       env: options.env ?? process.env,
       stdio: ["ignore", fd, fd],
+      ...(options.uid === undefined ? {} : { uid: options.uid }),
+      ...(options.gid === undefined ? {} : { gid: options.gid }),
     });
   } finally {
     closeSync(fd);
@@ -192,14 +215,14 @@ export function startProcess(options: {
 
   const reaper =
     pid > 0
-      ? spawn(process.execPath, ["-e", REAPER, String(process.pid), String(pid), ...dirs], {
+      ? spawn(process.execPath, ["-e", REAPER, String(process.pid), String(pid), stopSignal, ...dirs], {
           detached: true, // own session: Ctrl-C on the terminal must not kill it
           stdio: "ignore",
         })
       : undefined;
   reaper?.unref();
 
-  const entry = { pid, dirs, running: () => isRunning };
+  const entry = { pid, dirs, exitSignal: options.exitSignal ?? "SIGKILL", running: () => isRunning };
   live.add(entry);
   installExitHook();
 
@@ -207,7 +230,7 @@ export function startProcess(options: {
   const stop = (graceMs = 5000): Promise<void> => {
     stopping ??= (async () => {
       if (isRunning) {
-        child.kill("SIGTERM");
+        child.kill(stopSignal);
         const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
         await exited;
         clearTimeout(timer);

@@ -2,6 +2,7 @@ import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
+import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
 
 /** The delivery service's own settings (the common ones and the URLs are the skeleton's). */
 export interface DeliveryConfig {
@@ -15,6 +16,12 @@ export interface DeliveryConfig {
   sweepIntervalMs: number;
   /** DELIVERY_STALLED_AFTER_MS: a queued email untouched this long gets a fresh send request (default 10 min). */
   stalledAfterMs: number;
+  /** TOKEN_SIGNING_KEYS as set: signs unsubscribe links (required on MongoDB; see packages/tokens). */
+  tokenSigningKeys: string | undefined;
+  /** PUBLIC_API_URL: where the links point (the gateway as the world reaches it). */
+  publicApiUrl: string;
+  /** UNSUBSCRIBE_LINK_TTL_DAYS: how long a link stays valid (default 365). */
+  unsubscribeTtlDays: number;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -41,5 +48,21 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     from,
     sweepIntervalMs: envInt("OUTBOX_SWEEP_INTERVAL_MS", 2000, { min: 10, max: 600_000 }, env),
     stalledAfterMs: envInt("DELIVERY_STALLED_AFTER_MS", 10 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }, env),
+    tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS", env),
+    publicApiUrl: publicApiUrl(envString("PUBLIC_API_URL", DEFAULT_PUBLIC_API_URL, env)),
+    unsubscribeTtlDays: envInt("UNSUBSCRIBE_LINK_TTL_DAYS", 365, { min: 1, max: 3650 }, env),
   };
+}
+
+function publicApiUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PUBLIC_API_URL must be a URL like https://api.example.com, got "${raw}"`);
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.search || url.hash || url.username) {
+    throw new ConfigError(`PUBLIC_API_URL must be an http(s) URL without query, fragment or credentials, got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, "");
 }

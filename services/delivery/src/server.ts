@@ -18,7 +18,8 @@ import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/render";
-import type { UnsubscribeUrlSource } from "./usecases/deliver-email.js";
+import type { KeyRing } from "@emailsvc/tokens";
+import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
 
 export interface DeliveryServiceOptions {
@@ -48,7 +49,17 @@ export interface DeliveryServiceOptions {
   from?: string | Sender;
   /** compileRenderer of @emailsvc/render (the default); tests may pass another. */
   renderer?: CompileRenderer;
-  /** One-click unsubscribe URL of a marketing recipient; none known yet (seam for the portal). */
+  /**
+   * Signs the one-click unsubscribe links of marketing mail (TOKEN_SIGNING_KEYS,
+   * the keys the gateway verifies them with), and where they point
+   * (PUBLIC_API_URL, default http://localhost:8080). Without keys, marketing
+   * mail carries no List-Unsubscribe (only tests start it so).
+   */
+  tokenKeys?: KeyRing;
+  publicApiUrl?: string;
+  /** How long a link stays valid (default 365 days). */
+  unsubscribeTtlDays?: number;
+  /** Replaces the links made from tokenKeys (tests). */
   unsubscribeUrl?: UnsubscribeUrlSource;
   /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
   retry?: Partial<RetryPolicy>;
@@ -127,7 +138,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       providers: { sandbox, smtp },
       liveProvider,
       sender,
-      unsubscribeUrl: options.unsubscribeUrl ?? (async () => undefined),
+      unsubscribeUrl:
+        options.unsubscribeUrl ??
+        (options.tokenKeys
+          ? unsubscribeLinks({
+              keys: options.tokenKeys,
+              publicApiUrl: options.publicApiUrl ?? DEFAULT_PUBLIC_API_URL,
+              ...(options.unsubscribeTtlDays !== undefined ? { ttlDays: options.unsubscribeTtlDays } : {}),
+            })
+          : () => undefined),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,

@@ -1,4 +1,6 @@
+import { ConfigError } from "@emailsvc/runtime";
 import { defineService } from "@emailsvc/service";
+import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { describeSmtp } from "./providers/smtp.js";
 import { startDeliveryService } from "./server.js";
@@ -11,8 +13,14 @@ export const deliveryService = defineService({
   // recipient's metadata and the link erasure follows (optional).
   calls: { templates: "required", subscribers: "optional" },
   loadConfig,
-  start: async ({ store, bus, logger, port, host, urls }, config) => {
+  start: async ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");
+    let tokenKeys;
+    try {
+      tokenKeys = loadKeyRing({ value: config.tokenSigningKeys, developmentDir: developmentSecretsDir });
+    } catch (err) {
+      throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
+    }
     const service = await startDeliveryService({
       store,
       bus,
@@ -26,6 +34,9 @@ export const deliveryService = defineService({
       from: config.from,
       sweepIntervalMs: config.sweepIntervalMs,
       stalledAfterMs: config.stalledAfterMs,
+      tokenKeys,
+      publicApiUrl: config.publicApiUrl,
+      unsubscribeTtlDays: config.unsubscribeTtlDays,
     });
     if (config.provider === "smtp" && config.smtp) logger.info({ relay: describeSmtp(config.smtp) }, "sending live mail through SMTP");
     return service;

@@ -414,8 +414,8 @@ describe("delivery service with the default provider (sandbox)", () => {
   beforeAll(async () => {
     h = await startHarness({
       store: "embedded",
-      // The seam the portal will fill: a one-click URL per marketing recipient.
-      unsubscribeUrl: async ({ emailId }) => {
+      // A stand-in for the signed links (domain/unsubscribe.ts): one URL per marketing email.
+      unsubscribeUrl: ({ emailId }) => {
         unsubscribeAsked.push(emailId);
         return `https://prefs.example/unsubscribe?token=t-${emailId}`;
       },

@@ -9,6 +9,7 @@ import {
   type ServiceName,
 } from "@emailsvc/runtime";
 import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
+import { loadRateLimitConfig, type RateLimitConfig } from "./ratelimit/config.js";
 
 // Read once at start; a bad value stops the process naming the variable.
 export interface GatewayConfig {
@@ -41,6 +42,8 @@ export interface GatewayConfig {
   /** METRICS_PORT (default 9460) and METRICS_HOST (default GATEWAY_HOST): Prometheus metrics at /metrics. */
   metricsPort: number;
   metricsHost: string;
+  /** RATE_LIMIT, RATE_LIMIT_* and TRUSTED_PROXY_HOPS (see ratelimit/config.ts and the README). */
+  rateLimit: RateLimitConfig;
 }
 
 export function loadConfig(): GatewayConfig {
@@ -58,6 +61,7 @@ export function loadConfig(): GatewayConfig {
     tokenKeys: tokenKeysFromEnv(),
     metricsPort: envInt("METRICS_PORT", GATEWAY_METRICS_PORT, { min: 0, max: 65535 }),
     metricsHost: envString("METRICS_HOST", envString("GATEWAY_HOST", "0.0.0.0")),
+    rateLimit: loadRateLimitConfig(process.env),
   };
 }
 

@@ -3,3 +3,8 @@ export { buildGateway, startGateway, type Gateway, type GatewayDeps, type Runnin
 export { bootstrapDevelopment, type DevelopmentCredentials } from "./accounts/bootstrap.js";
 export { buildOpenApiDocument, type OpenApiDocument } from "./openapi.js";
 export { loadConfig, type GatewayConfig } from "./config.js";
+export { loadRateLimitConfig, parsePolicy, RATE_LIMIT_DEFAULTS, type RateClass, type RateLimitConfig } from "./ratelimit/config.js";
+export { RateLimiter, type Verdict } from "./ratelimit/limiter.js";
+export { MemoryCounterStore } from "./ratelimit/memory-store.js";
+export { DocumentCounterStore, type DocumentCounterStoreOptions } from "./ratelimit/document-store.js";
+export type { CounterStore, Outcome } from "./ratelimit/store.js";

@@ -19,23 +19,43 @@ export { findOperation, resolveRef } from "./openapi/lookup.js";
 export { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/templates/schemas.js";
 
 /**
- * Responses the edge itself may give on any operation, whatever the resource
- * declares: 400 (every operation refuses unknown query parameters), and 429
- * with `Retry-After` on every operation that takes an API key (the rate
- * limiter counts per key and tenant).
+ * What the edge itself adds to every operation, whatever the resource
+ * declares: 400 (every operation refuses unknown query parameters); 429 with
+ * `Retry-After` on every operation that takes credentials (the client
+ * address's failed-authentication budget); and on every operation that takes
+ * an API key, its rate-limit class (`x-rate-limit-class`: GET is `read`,
+ * other methods `write`, unless the resource says otherwise, as the send
+ * does) and the RateLimit headers on its own responses (the shared error
+ * responses declare them already).
  */
 function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["paths"] {
   const out: OpenApiDocument["paths"] = {};
   for (const [path, item] of Object.entries(paths)) {
     out[path] = {};
     for (const [method, operation] of Object.entries(item) as Array<[HttpMethod, OperationObject]>) {
-      const responses: Record<string, unknown> = { "400": { $ref: "#/components/responses/BadRequest" }, ...operation.responses };
+      let responses: Record<string, unknown> = { "400": { $ref: "#/components/responses/BadRequest" }, ...operation.responses };
       const security = operation.security ?? DEFAULT_SECURITY;
-      if (security.some((requirement) => "ApiKey" in requirement)) {
+      const limited = security.some((requirement) => "ApiKey" in requirement);
+      // Any credential may meet the failed-authentication budget of its address.
+      if (security.some((requirement) => Object.keys(requirement).length > 0)) {
         responses["429"] ??= { $ref: "#/components/responses/TooManyRequests" };
       }
+      if (limited) {
+        responses = Object.fromEntries(
+          Object.entries(responses).map(([status, response]) => {
+            const inline = response as { $ref?: string; headers?: Record<string, unknown> };
+            return [status, inline.$ref ? inline : { ...inline, headers: { ...inline.headers, ...common.RATE_LIMIT_HEADERS } }];
+          }),
+        );
+      } else if (operation["x-rate-limit-class"]) {
+        throw new Error(`${operation.operationId} takes no API key: it has no rate-limit class`);
+      }
       // In status order, as a reader looks them up.
-      out[path][method] = { ...operation, responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))) };
+      out[path][method] = {
+        ...operation,
+        ...(limited ? { "x-rate-limit-class": operation["x-rate-limit-class"] ?? (method === "get" ? "read" : "write") } : {}),
+        responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
+      };
     }
   }
   return out;
@@ -83,6 +103,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
         "Errors are `application/problem+json` (RFC 9457) with a stable `code`.",
         "Lists take `limit` (1..500, default 50) and `cursor`, and answer `{items, next_cursor}`.",
         "Every response carries `X-Request-Id` (yours when you send a sane one).",
+        "Rate limits: each API-key operation draws from one budget, `read`, `write` or `send` (its `x-rate-limit-class`), counted per API key and per account and mode. Responses carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy` (IETF httpapi draft); a spent budget is a 429 `rate_limited` with `Retry-After` in seconds. Failed authentications are counted per client address: past their budget, every request from that address is a 429 until it recovers. Budgets are the operator's settings (see the gateway README).",
       ].join("\n"),
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },

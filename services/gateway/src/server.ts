@@ -11,12 +11,17 @@ import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from ".
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey } from "./http/auth.js";
 import { problems } from "./http/errors.js";
+import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
 import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
 import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
+import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
+import { DocumentCounterStore } from "./ratelimit/document-store.js";
+import { RateLimiter } from "./ratelimit/limiter.js";
+import { MemoryCounterStore } from "./ratelimit/memory-store.js";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
@@ -44,6 +49,15 @@ export interface GatewayDeps {
    * the same the delivery service signs with). Without them /unsubscribe answers 503.
    */
   tokenKeys?: KeyRing;
+  /**
+   * Rate limits (loadRateLimitConfig, from RATE_LIMIT_* and TRUSTED_PROXY_HOPS).
+   * Default: the defaults, on, counted in memory. With `store: "mongo"` the
+   * counters live in `store` (collection `rate_limits`), shared by every
+   * gateway on that database.
+   */
+  rateLimit?: RateLimitConfig;
+  /** The rate limiter's clock; default Date.now (tests move time by hand). */
+  rateLimitClock?: () => number;
 }
 
 export interface Gateway {
@@ -58,6 +72,10 @@ export interface Gateway {
   /** Resolves when no request is in flight. */
   idle(): Promise<void>;
   readonly inFlight: number;
+  /** The rate limiter; undefined when RATE_LIMIT=off. */
+  limiter: RateLimiter | undefined;
+  /** Stops background work (the shared rate-limit store's sweep); the store stays open. */
+  close(): Promise<void>;
 }
 
 const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
@@ -89,14 +107,18 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     .map(([name, t]) => ({ name, client: createClient(health.Health, t) }));
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
+  const limiter = await buildRateLimiter(deps);
+  const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;
+
   const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
   const router = new Router<GatewayState>();
   const kit: RouteKit = {
     router,
     doc,
     validators: new RequestValidators(doc),
-    auth: { ApiKey: requireApiKey(authenticator), AdminToken: requireAdmin(admin) },
+    auth: { ApiKey: requireApiKey(authenticator, guard), AdminToken: requireAdmin(admin, guard) },
     bodyLimitBytes: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    limiter,
   };
 
   let draining = false;
@@ -155,7 +177,35 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     get inFlight() {
       return inFlight.size;
     },
+    limiter,
+    close: async () => {
+      await limiter?.close();
+    },
   };
+}
+
+/** The limiter the settings ask for (logged once); undefined when RATE_LIMIT=off. */
+async function buildRateLimiter(deps: GatewayDeps): Promise<RateLimiter | undefined> {
+  const config = deps.rateLimit ?? loadRateLimitConfig({});
+  if (!config.enabled) {
+    deps.logger.warn("rate limiting is off (RATE_LIMIT=off)");
+    return undefined;
+  }
+  const counters =
+    config.store === "mongo"
+      ? await DocumentCounterStore.open(deps.store, { timeoutMs: config.storeTimeoutMs, maxKeys: config.maxKeys, logger: deps.logger })
+      : new MemoryCounterStore({ maxKeys: config.maxKeys });
+  deps.logger.info(
+    {
+      store: config.store,
+      per_key: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perKey[c])])),
+      per_tenant: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenant[c])])),
+      auth_failures_per_address: formatPolicy(config.authFailures),
+      trusted_proxy_hops: config.trustedProxyHops,
+    },
+    "rate limits",
+  );
+  return new RateLimiter(config, counters, deps.rateLimitClock);
 }
 
 /**
@@ -234,6 +284,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       clearTimeout(timer);
       server.closeAllConnections();
       await closed;
+      await gateway.close();
       options.logger.info({ in_flight: gateway.inFlight }, "gateway stopped");
     })());
 

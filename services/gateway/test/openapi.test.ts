@@ -4,7 +4,7 @@ import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { buildGateway, type Gateway } from "../src/server";
 import { createDocumentAjv } from "../src/http/validation";
 import { toOpenApiPath } from "../src/routes/define";
-import { buildOpenApiDocument, type OpenApiDocument } from "../src/openapi";
+import { buildOpenApiDocument, resolveRef, type OpenApiDocument } from "../src/openapi";
 import { FakeSubscribers } from "./support/fake-subscribers";
 import { responseChecker, startHarness, type Harness } from "./support/harness";
 
@@ -278,14 +278,47 @@ describe("responses every operation may give", () => {
   const doc = buildOpenApiDocument();
   const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
 
-  it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every API-key operation", () => {
+  it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials", () => {
     for (const op of operations) {
       expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
-      const apiKey = (op!.security ?? doc.security).some((r) => "ApiKey" in r);
-      expect({ op: op!.operationId, has429: "429" in op!.responses }).toEqual({ op: op!.operationId, has429: apiKey });
+      const credentials = (op!.security ?? doc.security).some((r) => "ApiKey" in r || "AdminToken" in r);
+      expect({ op: op!.operationId, has429: "429" in op!.responses }).toEqual({ op: op!.operationId, has429: credentials });
     }
     const tooMany = doc.components.responses.TooManyRequests as { headers: Record<string, { required?: boolean }> };
-    expect(tooMany.headers["Retry-After"]!.required).toBe(true);
+    for (const name of ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy"]) {
+      expect({ name, required: tooMany.headers[name]!.required }).toEqual({ name, required: true });
+    }
+  });
+
+  it("gives every API-key operation a rate-limit class (send for the send, GET read, others write) and none to the others", () => {
+    const classes = Object.fromEntries(
+      Object.values(doc.paths).flatMap((item) => Object.entries(item).map(([method, op]) => [op!.operationId, { method, cls: op!["x-rate-limit-class"] }])),
+    );
+    for (const op of operations) {
+      const apiKey = (op!.security ?? doc.security).some((r) => "ApiKey" in r);
+      const { method, cls } = classes[op!.operationId]!;
+      const expected = !apiKey ? undefined : op!.operationId === "sendEmail" ? "send" : method === "get" ? "read" : "write";
+      expect({ op: op!.operationId, cls }).toEqual({ op: op!.operationId, cls: expected });
+    }
+    expect(classes.sendEmail!.cls).toBe("send");
+    expect(classes.previewTemplate!.cls).toBe("write");
+  });
+
+  it("declares the RateLimit headers on every response of an API-key operation", () => {
+    for (const op of operations) {
+      if (!(op!.security ?? doc.security).some((r) => "ApiKey" in r)) continue;
+      for (const [status, declared] of Object.entries(op!.responses)) {
+        const response = resolveRef<{ headers?: Record<string, unknown> }>(doc, declared as never);
+        for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy"]) {
+          expect({ op: op!.operationId, status, name, declared: name in (response.headers ?? {}) }).toEqual({
+            op: op!.operationId,
+            status,
+            name,
+            declared: true,
+          });
+        }
+      }
+    }
   });
 
   it("does not change the resources' own operations when it adds them", () => {

@@ -61,6 +61,8 @@ export const PUBLIC_ERRORS = {
   relay_unavailable: "the relay could not be reached within the queue lifetime",
   /** The templates or subscribers service could not be reached within the queue lifetime. */
   service_unavailable: "a service the send needs could not be reached within the queue lifetime",
+  /** A marketing email whose recipient's subscriber is not active (unsubscribed, bounced, complained). */
+  recipient_unsubscribed: "the recipient unsubscribed (or bounced, or complained): marketing mail is not sent to them",
   /** The recipient's subscriber was erased before the email was sent. */
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
 } as const;

@@ -8,6 +8,8 @@
 export interface Recipient {
   subscriberId: string;
   metadata: Record<string, unknown>;
+  /** `active`, `unsubscribed`, `bounced`, `complained`: marketing mail goes to active ones only. */
+  status: string;
 }
 
 export interface RecipientDirectory {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { SubscriberService } from "@emailsvc/proto";
+import { SubscriberService, SubscriberStatus } from "@emailsvc/proto";
 import { callHeaders } from "@emailsvc/runtime";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 
@@ -15,7 +15,7 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       try {
         const res = await client.getSubscriberByEmail({ email }, { headers, timeoutMs, signal });
         if (!res.subscriber?.id) return undefined;
-        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {} };
+        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {}, status: statusName(res.subscriber.status) };
       } catch (err) {
         const code = ConnectError.from(err).code;
         // Not a subscriber (or an address the subscribers service would not store): no built-ins.
@@ -24,4 +24,9 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       }
     },
   };
+}
+
+/** `SUBSCRIBER_STATUS_ACTIVE` -> `active`. */
+function statusName(status: SubscriberStatus): string {
+  return (SubscriberStatus[status] ?? "UNSPECIFIED").toLowerCase();
 }

@@ -10,13 +10,13 @@ import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
+import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 
 /** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
-export type UnsubscribeUrlSource = (email: { tenant: string; emailId: string; to: string }) => Promise<string | undefined>;
 
 /**
  * What the send consumer's use cases need besides the event's tenant's
@@ -106,11 +106,17 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    const unsubscribeUrl = prepared.template.category === "marketing"
-      ? await deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, to: claimed.to })
-      : undefined;
     const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
     if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    const marketing = prepared.template.category === "marketing";
+    // Marketing mail goes to active subscribers only: whoever unsubscribed (by
+    // the link below, the portal or the API), bounced or complained gets none.
+    if (marketing && recipient && recipient.status !== "active") {
+      throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
+    }
+    const unsubscribeUrl = marketing
+      ? deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, subscriberId: recipient?.subscriberId })
+      : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),

@@ -1,6 +1,7 @@
 import type { Middleware } from "koa";
 import type { AdminTokenVerifier, ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import { Problem } from "./problem.js";
+import { NO_AUTH_GUARD, type AuthFailureGuard } from "./rate-limit.js";
 import type { GatewayState } from "./state.js";
 
 // One answer for a missing, unknown and revoked key alike (apart from the
@@ -8,16 +9,24 @@ import type { GatewayState } from "./state.js";
 const API_KEY_CHALLENGE = { "WWW-Authenticate": 'ApiKey realm="emailsvc", header="X-API-Key"' };
 const ADMIN_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="emailsvc-admin"' };
 
+// Invalid credentials count against the client address's failure budget
+// (`guard`); an address that has spent it gets 429 before its credentials are
+// looked at. A missing credential is no guess and costs no lookup: not counted.
+
 /** Requires a valid `X-API-Key`; sets `ctx.state.auth`. */
-export function requireApiKey(authenticator: ApiKeyAuthenticator): Middleware<GatewayState> {
+export function requireApiKey(authenticator: ApiKeyAuthenticator, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
+    guard.before(ctx);
     const presented = ctx.get("x-api-key");
     if (!presented) {
       throw new Problem(401, "missing_api_key", "Send your API key in the X-API-Key header.", { headers: API_KEY_CHALLENGE });
     }
     const identity = await authenticator.authenticate(presented);
     if (!identity) {
-      throw new Problem(401, "invalid_api_key", "The API key is not valid or has been revoked.", { headers: API_KEY_CHALLENGE });
+      const limits = await guard.failed(ctx);
+      throw new Problem(401, "invalid_api_key", "The API key is not valid or has been revoked.", {
+        headers: { ...API_KEY_CHALLENGE, ...limits },
+      });
     }
     ctx.state.auth = identity;
     await next();
@@ -25,8 +34,9 @@ export function requireApiKey(authenticator: ApiKeyAuthenticator): Middleware<Ga
 }
 
 /** Requires `Authorization: Bearer <ADMIN_TOKEN>`. */
-export function requireAdmin(verifier: AdminTokenVerifier): Middleware<GatewayState> {
+export function requireAdmin(verifier: AdminTokenVerifier, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
+    guard.before(ctx);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
     if (!match) {
       throw new Problem(401, "missing_admin_token", "Send the admin token as `Authorization: Bearer <token>`.", {
@@ -34,7 +44,8 @@ export function requireAdmin(verifier: AdminTokenVerifier): Middleware<GatewaySt
       });
     }
     if (!(await verifier.verify(match[1]!))) {
-      throw new Problem(401, "invalid_admin_token", "The admin token is not valid.", { headers: ADMIN_CHALLENGE });
+      const limits = await guard.failed(ctx);
+      throw new Problem(401, "invalid_admin_token", "The admin token is not valid.", { headers: { ...ADMIN_CHALLENGE, ...limits } });
     }
     await next();
   };

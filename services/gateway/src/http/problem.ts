@@ -57,6 +57,7 @@ const TITLES: Record<string, string> = {
   deadline_exceeded: "Upstream timeout",
   not_ready: "Not ready",
   service_unavailable: "Service not available",
+  rate_limited: "Too many requests",
   // Codes of the templates and delivery services.
   template_not_found: "Template not found",
   slug_taken: "Slug already in use",

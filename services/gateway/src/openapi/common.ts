@@ -50,10 +50,41 @@ export const schemas: Record<string, JsonSchema> = {
   },
 };
 
-// Error responses, one per status, all with the problem schema.
+const SECONDS = { type: "string", pattern: "^[0-9]+$" } as const;
+
+const RATE_LIMIT_HEADER_OBJECTS = {
+  "RateLimit-Limit": {
+    description:
+      "Requests of the budget closest to exhaustion: at most this many at once, and as many again per window (`w` in `RateLimit-Policy`).",
+    schema: SECONDS,
+  },
+  "RateLimit-Remaining": { description: "Requests that budget admits right now.", schema: SECONDS },
+  "RateLimit-Reset": { description: "Seconds until that budget is whole again.", schema: SECONDS },
+  "RateLimit-Policy": {
+    description:
+      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `per account and mode`, `failed authentication per client address`), comma-separated.',
+    schema: { type: "string", pattern: '^[0-9]+;w=[0-9]+;comment="[^"]*"(, [0-9]+;w=[0-9]+;comment="[^"]*")*$' },
+  },
+} as const;
+
+/**
+ * The RateLimit headers (IETF httpapi draft 06) of API-key operations: on
+ * every answer once the key is known, so that clients can pace themselves.
+ */
+export const RATE_LIMIT_HEADERS = {
+  "RateLimit-Limit": { $ref: "#/components/headers/RateLimitLimit" },
+  "RateLimit-Remaining": { $ref: "#/components/headers/RateLimitRemaining" },
+  "RateLimit-Reset": { $ref: "#/components/headers/RateLimitReset" },
+  "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
+} as const;
+
+// Error responses, one per status, all with the problem schema. They may
+// carry the RateLimit headers: an API-key operation's errors after the key
+// was checked do, and a 401 for invalid credentials carries those of the
+// failed-authentication budget.
 const problem = (description: string, headers?: Record<string, unknown>) => ({
   description,
-  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" }, ...headers },
+  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" }, ...RATE_LIMIT_HEADERS, ...headers },
   content: { "application/problem+json": { schema: ref("Problem") } },
 });
 
@@ -78,8 +109,11 @@ export const responses: Record<string, unknown> = {
   ),
   Timeout: problem("A service behind the gateway did not answer in time."),
   TooManyRequests: problem(
-    "Too many requests for this API key or account (`rate_limited`); retry after the number of seconds in `Retry-After`.",
-    { "Retry-After": { required: true, description: "Seconds to wait before retrying.", schema: { type: "string", pattern: "^[0-9]+$" } } },
+      "A budget is spent (`rate_limited`; the detail names it): this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send), or, before any credential is checked, this client address's budget of failed authentications. Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
+      {
+        "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
+        ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
+      },
   ),
 };
 
@@ -99,6 +133,10 @@ export const parameters: Record<string, ParameterObject> = {
 };
 
 export const headers: Record<string, unknown> = {
+  RateLimitLimit: RATE_LIMIT_HEADER_OBJECTS["RateLimit-Limit"],
+  RateLimitRemaining: RATE_LIMIT_HEADER_OBJECTS["RateLimit-Remaining"],
+  RateLimitReset: RATE_LIMIT_HEADER_OBJECTS["RateLimit-Reset"],
+  RateLimitPolicy: RATE_LIMIT_HEADER_OBJECTS["RateLimit-Policy"],
   RequestId: {
     description: "The request's id: the caller's `X-Request-Id` when sane (1-128 of `A-Za-z0-9._:-`), else a new one.",
     schema: { type: "string" },

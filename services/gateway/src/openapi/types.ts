@@ -17,6 +17,12 @@ export interface OperationObject {
   tags: string[];
   /** Absent: the document's default (API key). Empty: no authentication. */
   security?: Array<Record<string, string[]>>;
+  /**
+   * The rate-limit budget an API-key operation draws from: `read`, `write` or
+   * `send`. Absent in a resource's schemas: GET is read, others write;
+   * the assembled document states it on every API-key operation.
+   */
+  "x-rate-limit-class"?: "read" | "write" | "send";
   parameters?: ParameterObject[];
   requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, unknown>;

@@ -3,6 +3,8 @@ import type { Router } from "@koa/router";
 import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
+import { limitApiKeyRequests } from "../http/rate-limit.js";
+import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { GatewayRouterContext, GatewayState } from "../http/state.js";
 
@@ -21,6 +23,8 @@ export interface RouteKit {
   /** Middleware per security scheme of the document. */
   auth: { ApiKey: Middleware<GatewayState>; AdminToken: Middleware<GatewayState> };
   bodyLimitBytes: number;
+  /** Budgets of API-key operations; undefined when rate limiting is off. */
+  limiter: RateLimiter | undefined;
 }
 
 /** `/subscribers/:id` -> `/subscribers/{id}`. */
@@ -31,10 +35,11 @@ export function toOpenApiPath(routerPath: string): string {
 /**
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
- * operation. Authentication follows the operation's `security`; then the path,
- * query and header parameters and the JSON body are validated against the
- * document's schemas, in that order, so that an unauthenticated caller's
- * body is never read.
+ * operation. Authentication follows the operation's `security`; an API-key
+ * operation is then charged to its rate-limit budget (its class in the
+ * document); then the path, query and header parameters and the JSON body
+ * are validated against the document's schemas, in that order, so that the
+ * body of an unauthenticated or rate-limited caller is never read.
  */
 export function defineRoute(
   kit: RouteKit,
@@ -55,6 +60,11 @@ export function defineRoute(
       const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
       if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
       chain.push(middleware);
+      if (scheme === "ApiKey" && kit.limiter) {
+        const cls = found.operation["x-rate-limit-class"];
+        if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+        chain.push(limitApiKeyRequests(kit.limiter, cls));
+      }
     }
   }
   const validators = kit.validators.for(operationId);

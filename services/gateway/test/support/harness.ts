@@ -12,6 +12,7 @@ import { createRouterTransport } from "@connectrpc/connect";
 import { errorInterceptor, type Logger } from "@emailsvc/runtime";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { startGateway, type RunningGateway, type StartGatewayOptions } from "../../src/server";
+import { loadRateLimitConfig } from "../../src/ratelimit/config";
 import { createDocumentAjv, rebaseSchema } from "../../src/http/validation";
 import { resolveRef, type OpenApiDocument, type OperationObject } from "../../src/openapi";
 import { FakeDelivery } from "./fake-delivery";
@@ -19,6 +20,24 @@ import { FakeSubscribers } from "./fake-subscribers";
 import { FakeTemplates } from "./fake-templates";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+/**
+ * Rate limits far above what any test sends, set explicitly (as environment,
+ * for the embedded platform's tests too): tests of other features, and
+ * schemathesis with its thousands of requests from one key and address, never
+ * meet them, yet the limits stay on, so every response carries the RateLimit
+ * headers and is checked against the document. rate-limit.test.ts sets small ones.
+ */
+export const GENEROUS_RATE_LIMIT_ENV: Readonly<Record<string, string>> = {
+  RATE_LIMIT_READ: "1000000/1s",
+  RATE_LIMIT_WRITE: "1000000/1s",
+  RATE_LIMIT_SEND: "1000000/1s",
+  RATE_LIMIT_TENANT_READ: "1000000/1s",
+  RATE_LIMIT_TENANT_WRITE: "1000000/1s",
+  RATE_LIMIT_TENANT_SEND: "1000000/1s",
+  RATE_LIMIT_AUTH_FAILURES: "1000000/1s",
+};
+export const GENEROUS_RATE_LIMITS = loadRateLimitConfig(GENEROUS_RATE_LIMIT_ENV);
 
 export interface TestResponse {
   status: number;
@@ -83,6 +102,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const running = await startGateway({
     port: 0,
     adminToken: ADMIN_TOKEN,
+    rateLimit: GENEROUS_RATE_LIMITS,
     ...gatewayOptions,
     store,
     services: {

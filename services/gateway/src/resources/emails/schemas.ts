@@ -116,7 +116,7 @@ export const schemas: Record<string, JsonSchema> = {
       error: {
         type: ["string", "null"],
         description:
-          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
+          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`, `recipient_unsubscribed`), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
       },
       attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
       queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
@@ -185,6 +185,8 @@ export const paths: Paths = {
         "Nothing is sent for bad input: an unknown `template_slug` (404 `template_not_found`, also for another account's templates), an invalid recipient (400), `variables` that are not an object (400) or too large (413).",
       ].join("\n\n"),
       tags: ["Emails"],
+      // Its own budget, smaller than other writes': each send is mail going out.
+      "x-rate-limit-class": "send",
       parameters: [param("IdempotencyKey")],
       requestBody: body("EmailSend"),
       responses: {

@@ -1,0 +1,78 @@
+// Regression test of issue 6, defect 2, against the whole platform in this
+// process (real services over gRPC, embedded store), configured as an
+// operator would: RATE_LIMIT_* in the environment. Before the fix, 2,000
+// reads, 2,000 bad-key guesses and 900 sends in ten seconds all passed.
+// Budgets are per minute here, so nothing recovers while the test runs (the
+// gateway's rate-limit.test.ts moves a clock to show recovery).
+
+import { startTestPlatform, type TestPlatform } from "./support/platform-client";
+
+describe("rate limits of the running platform", () => {
+  let t: TestPlatform;
+  let otherKey: string;
+
+  beforeAll(async () => {
+    t = await startTestPlatform("rate-limit", {
+      RATE_LIMIT_READ: "3/60s",
+      RATE_LIMIT_SEND: "2/60s",
+      RATE_LIMIT_AUTH_FAILURES: "3/60s",
+    });
+    otherKey = (await t.call("POST", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true, body: { mode: "test" } })).body.key;
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it("refuses reads beyond the key's budget with 429, Retry-After and RateLimit headers; another key reads on", async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await t.call("GET", "/api/v1/subscribers");
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit-remaining")).toBe(String(2 - i));
+    }
+    const refused = await t.call("GET", "/api/v1/subscribers");
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 429, code: "rate_limited" });
+    // One read comes back every 20 s; the clock is the real one, so "at most".
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(20);
+    expect(refused.body.detail).toBe(`Too many read requests for this API key: the budget is 3 per 60 s. Retry in ${retryAfter} s.`);
+    expect(refused.headers.get("ratelimit-limit")).toBe("3");
+    expect(Number(refused.headers.get("ratelimit-reset"))).toBeGreaterThanOrEqual(retryAfter);
+    expect(Number(refused.headers.get("ratelimit-reset"))).toBeLessThanOrEqual(60);
+    expect(refused.headers.get("ratelimit-policy")).toBe('3;w=60;comment="read per API key", 200;w=1;comment="read per account and mode"');
+    expect((await t.call("GET", "/api/v1/subscribers", { key: otherKey })).status).toBe(200);
+  });
+
+  it("refuses sends beyond the key's budget: nothing more is queued", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: {
+        name: "Rate",
+        slug: "rate",
+        subject: "Hi",
+        mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>",
+        category: "transactional",
+      },
+    });
+    expect(template.status).toBe(201);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      statuses.push((await t.call("POST", "/api/v1/emails/send", { body: { template_slug: "rate", to: `r${i}@example.com` } })).status);
+    }
+    expect(statuses).toEqual([202, 202, 429, 429, 429]);
+    // Two emails exist in the tenant, read with the other key (its read budget is untouched).
+    const emails = await t.call("GET", "/api/v1/emails", { key: otherKey });
+    expect(emails.body.items).toHaveLength(2);
+  });
+
+  it("refuses bad-key guesses from an address beyond its budget, whatever is presented next", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await t.call("GET", "/api/v1/tags", { key: `sk_test_${String(i).padStart(40, "Z")}` })).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 429, 429, 429]);
+    // The address is blocked for any credential until its budget recovers (one per 20 s).
+    const valid = await t.call("GET", "/api/v1/tags", { key: otherKey });
+    expect(valid.status).toBe(429);
+    expect(valid.body.detail).toMatch(/failed authentication attempts from this address/);
+    expect(Number(valid.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await t.call("GET", "/admin/v1/accounts", { admin: true })).status).toBe(429);
+  });
+});

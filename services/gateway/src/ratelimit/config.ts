@@ -1,0 +1,126 @@
+import { ConfigError, envInt, envOptional, type Env } from "@emailsvc/runtime";
+import type { Policy } from "./gcra.js";
+import { DEFAULT_MAX_KEYS } from "./memory-store.js";
+
+/**
+ * The budget an operation draws from. Every API-key operation has one: GET
+ * is `read`, other methods `write`, and the send endpoint `send`; the OpenAPI
+ * document states it per operation (`x-rate-limit-class`).
+ */
+export type RateClass = "read" | "write" | "send";
+export const RATE_CLASSES: readonly RateClass[] = ["read", "write", "send"];
+
+export interface RateLimitConfig {
+  /** RATE_LIMIT=off turns every limit off (load tests); default on. */
+  enabled: boolean;
+  /** RATE_LIMIT_READ, RATE_LIMIT_WRITE, RATE_LIMIT_SEND: per API key; null when "off". */
+  perKey: Record<RateClass, Policy | null>;
+  /** RATE_LIMIT_TENANT_READ, …_WRITE, …_SEND: per account and mode, all its keys together. */
+  perTenant: Record<RateClass, Policy | null>;
+  /** RATE_LIMIT_AUTH_FAILURES: failed authentications (API key or admin token) per client address. */
+  authFailures: Policy | null;
+  /** RATE_LIMIT_STORE: `memory` (this process) or `mongo` (the gateway's MongoDB database, shared by replicas). */
+  store: "memory" | "mongo";
+  /** RATE_LIMIT_STORE_TIMEOUT_MS: longest wait for the shared store before a request is counted locally. */
+  storeTimeoutMs: number;
+  /** RATE_LIMIT_MAX_KEYS: most buckets one process remembers. */
+  maxKeys: number;
+  /**
+   * TRUSTED_PROXY_HOPS: proxies in front of the gateway that append the
+   * address they saw to X-Forwarded-For (an ingress controller: 1). 0: the
+   * header is ignored and the client is the connection's peer.
+   */
+  trustedProxyHops: number;
+}
+
+// The defaults: generous for an integrator (a hundred reads a second per
+// key, bursts up to the same), far below what a script does in a loop. The
+// abuse they were measured against, all of which passed before (issue 6):
+// 2,000 reads, 2,000 bad-key guesses and 900 sends in ten seconds from one
+// key or address. Over 10 s these admit at most 1,100 reads, 220 sends and
+// 23 failed authentications (limit + 10 s of refill).
+export const RATE_LIMIT_DEFAULTS = {
+  perKey: { read: "100/1s", write: "50/1s", send: "20/1s" },
+  perTenant: { read: "200/1s", write: "100/1s", send: "40/1s" },
+  authFailures: "20/60s",
+} as const;
+
+// The variables, written out (scripts/helm-check.sh looks for each name in the code).
+const PER_KEY_VARIABLES: Record<RateClass, string> = { read: "RATE_LIMIT_READ", write: "RATE_LIMIT_WRITE", send: "RATE_LIMIT_SEND" };
+const PER_TENANT_VARIABLES: Record<RateClass, string> = {
+  read: "RATE_LIMIT_TENANT_READ",
+  write: "RATE_LIMIT_TENANT_WRITE",
+  send: "RATE_LIMIT_TENANT_SEND",
+};
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+const MAX_LIMIT = 1_000_000;
+const MAX_WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * `"<requests>/<window>"`, e.g. `"300/60s"`, `"20/1s"`, `"1000/1h"`, `"5/m"`
+ * (the window in whole s, m or h, 1 s to 24 h); `"off"` is null (no budget).
+ * Throws a RangeError saying what is wrong.
+ */
+export function parsePolicy(text: string): Policy | null {
+  const value = text.trim();
+  if (value.toLowerCase() === "off") return null;
+  const match = /^(\d+)\s*\/\s*(\d*)\s*([smh])$/i.exec(value);
+  if (!match) throw new RangeError(`must be "<requests>/<window>" such as "300/60s", "20/1s" or "1000/1h", or "off"`);
+  const limit = Number(match[1]);
+  const windowMs = Number(match[2] === "" ? 1 : match[2]) * UNIT_MS[match[3]!.toLowerCase()]!;
+  if (limit < 1 || limit > MAX_LIMIT) throw new RangeError(`the number of requests must be 1 to ${MAX_LIMIT}`);
+  if (windowMs < 1000 || windowMs > MAX_WINDOW_MS) throw new RangeError("the window must be 1 s to 24 h");
+  return { limit, windowMs };
+}
+
+/** The budget of a variable: its value, else the default; errors name the variable and its value. */
+function policyFrom(env: Env, name: string, fallback: string): Policy | null {
+  const raw = envOptional(name, env);
+  try {
+    return parsePolicy(raw ?? fallback);
+  } catch (error) {
+    throw new ConfigError(`environment variable ${name} ${(error as Error).message}, got "${raw}"`);
+  }
+}
+
+/** Reads the rate-limit settings; a bad value stops the start, naming the variable. */
+export function loadRateLimitConfig(env: Env = process.env): RateLimitConfig {
+  const switched = (envOptional("RATE_LIMIT", env) ?? "on").toLowerCase();
+  if (switched !== "on" && switched !== "off") {
+    throw new ConfigError(`environment variable RATE_LIMIT must be "on" or "off", got "${env.RATE_LIMIT}"`);
+  }
+  const store = (envOptional("RATE_LIMIT_STORE", env) ?? "memory").toLowerCase();
+  if (store !== "memory" && store !== "mongo") {
+    throw new ConfigError(`environment variable RATE_LIMIT_STORE must be "memory" or "mongo", got "${env.RATE_LIMIT_STORE}"`);
+  }
+  if (store === "mongo" && envOptional("MONGO_URL", env) === undefined) {
+    throw new ConfigError(
+      "environment variable RATE_LIMIT_STORE=mongo keeps the counters in the gateway's MongoDB database, but MONGO_URL is not set",
+    );
+  }
+  const perClass = (names: Record<RateClass, string>, defaults: Record<RateClass, string>) =>
+    Object.fromEntries((Object.keys(names) as RateClass[]).map((c) => [c, policyFrom(env, names[c], defaults[c])])) as Record<
+      RateClass,
+      Policy | null
+    >;
+  return {
+    enabled: switched === "on",
+    perKey: perClass(PER_KEY_VARIABLES, RATE_LIMIT_DEFAULTS.perKey),
+    perTenant: perClass(PER_TENANT_VARIABLES, RATE_LIMIT_DEFAULTS.perTenant),
+    authFailures: policyFrom(env, "RATE_LIMIT_AUTH_FAILURES", RATE_LIMIT_DEFAULTS.authFailures),
+    store,
+    storeTimeoutMs: envInt("RATE_LIMIT_STORE_TIMEOUT_MS", 250, { min: 1, max: 10_000 }, env),
+    maxKeys: envInt("RATE_LIMIT_MAX_KEYS", DEFAULT_MAX_KEYS, { min: 1000, max: 10_000_000 }, env),
+    trustedProxyHops: envInt("TRUSTED_PROXY_HOPS", 0, { min: 0, max: 10 }, env),
+  };
+}
+
+/** `100/1s` back, for logs and docs. */
+export function formatPolicy(policy: Policy | null): string {
+  if (policy === null) return "off";
+  const seconds = policy.windowMs / 1000;
+  if (seconds % 3600 === 0) return `${policy.limit}/${seconds / 3600}h`;
+  if (seconds % 60 === 0 && seconds >= 60) return `${policy.limit}/${seconds / 60}m`;
+  return `${policy.limit}/${seconds}s`;
+}

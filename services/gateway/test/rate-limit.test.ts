@@ -1,0 +1,281 @@
+// Regression test of issue 6, defect 2: 2,000 reads, 2,000 bad-key guesses
+// and 900 sends in ten seconds all passed. Through the REST API: reads,
+// writes, sends and failed authentications beyond their budgets get 429
+// `rate_limited` with Retry-After and the RateLimit headers, which successful
+// responses carry too; other keys, tenants and addresses are unaffected;
+// budgets recover. The limiter's clock is moved by hand (no sleeping); every
+// response is checked against the OpenAPI document by the harness.
+
+import { MongoClient } from "mongodb";
+import { openMongoStore, type DocumentStore } from "@emailsvc/storage";
+import { loadRateLimitConfig } from "../src/ratelimit/config";
+import { startHarness, type Harness, type TestResponse } from "./support/harness";
+
+const T0 = 1_700_000_000_000;
+
+const SMALL = {
+  RATE_LIMIT_READ: "5/10s",
+  RATE_LIMIT_WRITE: "3/10s",
+  RATE_LIMIT_SEND: "2/10s",
+  RATE_LIMIT_TENANT_READ: "8/10s",
+  RATE_LIMIT_TENANT_WRITE: "6/10s",
+  RATE_LIMIT_TENANT_SEND: "4/10s",
+  RATE_LIMIT_AUTH_FAILURES: "4/60s",
+};
+
+function rateHeaders(res: TestResponse): Record<string, string | null> {
+  return Object.fromEntries(
+    ["retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "ratelimit-policy"].map((name) => [name, res.headers.get(name)]),
+  );
+}
+
+function expectRateLimited(res: TestResponse, detail: RegExp): void {
+  expect({ status: res.status, code: res.body.code }).toEqual({ status: 429, code: "rate_limited" });
+  expect(res.body.detail).toMatch(detail);
+  expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  expect(res.headers.get("ratelimit-remaining")).toBe("0");
+}
+
+describe("rate limits through the REST API", () => {
+  let h: Harness;
+  let now = T0;
+  let key2: string;
+  let liveKey: string;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimit: loadRateLimitConfig(SMALL), rateLimitClock: () => now });
+    key2 = (await h.running.gateway.accounts.createApiKey(h.accountId, { mode: "test" })).key;
+    liveKey = (await h.running.gateway.accounts.createApiKey(h.accountId, { mode: "live" })).key;
+  });
+  afterAll(() => h.close());
+
+  it("reads beyond the key's budget get 429 with Retry-After; every answer tells the budget", async () => {
+    now = T0;
+    const remaining: Array<string | null> = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await h.request("GET", "/api/v1/tags");
+      expect(res.status).toBe(200);
+      remaining.push(res.headers.get("ratelimit-remaining"));
+      expect(res.headers.get("ratelimit-limit")).toBe("5");
+      expect(res.headers.get("ratelimit-policy")).toBe('5;w=10;comment="read per API key", 8;w=10;comment="read per account and mode"');
+    }
+    expect(remaining).toEqual(["4", "3", "2", "1", "0"]);
+    const calls = h.fake.calls.length;
+
+    const refused = await h.request("GET", "/api/v1/tags");
+    expectRateLimited(refused, /^Too many read requests for this API key: the budget is 5 per 10 s\. Retry in 2 s\.$/);
+    expect(rateHeaders(refused)).toEqual({
+      "retry-after": "2",
+      "ratelimit-limit": "5",
+      "ratelimit-remaining": "0",
+      "ratelimit-reset": "10",
+      "ratelimit-policy": '5;w=10;comment="read per API key", 8;w=10;comment="read per account and mode"',
+    });
+    // Refused before the service was called; a 404 read is a read too.
+    expect(h.fake.calls.length).toBe(calls);
+    expect((await h.request("GET", "/api/v1/subscribers/sub_00000000000000000000000000")).status).toBe(429);
+  });
+
+  it("leaves the other budgets, keys and tenants alone, and counts a tenant's keys together", async () => {
+    // Writes have their own budget.
+    const tag = await h.request("POST", "/api/v1/tags", { body: { name: "vip" } });
+    expect(tag.status).toBe(201);
+    expect(tag.headers.get("ratelimit-policy")).toMatch(/^3;w=10;comment="write per API key", 6;w=10/);
+    // Another key of the same tenant: its own key budget, but the tenant has 8 - 5 = 3 reads left.
+    for (let i = 0; i < 3; i++) expect((await h.request("GET", "/api/v1/tags", { key: key2 })).status).toBe(200);
+    const tenantSpent = await h.request("GET", "/api/v1/tags", { key: key2 });
+    expectRateLimited(tenantSpent, /^Too many read requests for this account in test mode: the budget is 8 per 10 s\./);
+    expect(tenantSpent.headers.get("ratelimit-limit")).toBe("8");
+    // Another tenant (the live mode of the account) is unaffected.
+    const live = await h.request("GET", "/api/v1/tags", { key: liveKey });
+    expect(live.status).toBe(200);
+    expect(live.headers.get("ratelimit-remaining")).toBe("4");
+  });
+
+  it("recovers: one read per emission interval, the whole budget after the window", async () => {
+    now = T0 + 1999;
+    expect((await h.request("GET", "/api/v1/tags")).status).toBe(429);
+    now = T0 + 2000;
+    // The key has one again, and the tenant (8 per 10 s: one per 1.25 s) too.
+    const again = await h.request("GET", "/api/v1/tags");
+    expect(again.status).toBe(200);
+    expect(again.headers.get("ratelimit-remaining")).toBe("0");
+    expect((await h.request("GET", "/api/v1/tags")).status).toBe(429);
+    now = T0 + 60_000;
+    const whole = await h.request("GET", "/api/v1/tags");
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get("ratelimit-remaining")).toBe("4");
+  });
+
+  it("admits no more than the budget to concurrent requests", async () => {
+    now = T0 + 100_000;
+    const key = (await h.running.gateway.accounts.createApiKey(h.accountId, { mode: "live" })).key;
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => h.request("GET", "/api/v1/tags", { key }).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+  });
+
+  it("sends have their own, smaller budget, checked before the body is read", async () => {
+    now = T0 + 120_000;
+    await h.request("POST", "/api/v1/templates", {
+      body: { name: "Welcome", slug: "welcome", subject: "Hi", mjml_content: "<mjml><mj-body></mj-body></mjml>", category: "transactional" },
+    });
+    const send = (to: string) => h.request("POST", "/api/v1/emails/send", { body: { template_slug: "welcome", to } });
+    h.delivery.calls.length = 0;
+    expect((await send("a@example.com")).status).toBe(202);
+    const second = await send("b@example.com");
+    expect(second.status).toBe(202);
+    expect(second.headers.get("ratelimit-policy")).toBe('2;w=10;comment="send per API key", 4;w=10;comment="send per account and mode"');
+    const third = await send("c@example.com");
+    expectRateLimited(third, /^Too many send requests for this API key: the budget is 2 per 10 s\. Retry in 5 s\.$/);
+    expect(h.delivery.calls).toHaveLength(2);
+    // A spent budget answers before the body is looked at.
+    const garbage = await h.request("POST", "/api/v1/emails/send", { rawBody: "{not json", headers: { "content-type": "application/json" } });
+    expect(garbage.status).toBe(429);
+    // Reads of the same key are another budget.
+    expect((await h.request("GET", "/api/v1/emails")).status).toBe(200);
+  });
+});
+
+describe("failed authentication per client address", () => {
+  let h: Harness;
+  let now = T0;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimit: loadRateLimitConfig(SMALL), rateLimitClock: () => now });
+  });
+  afterAll(() => h.close());
+
+  it("bad-key guesses beyond the budget get 429 before the key is looked at, also a valid key and the admin token", async () => {
+    const guess = (i: number) => `sk_live_${String(i).padStart(40, "A")}`;
+    const remaining: Array<string | null> = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await h.request("GET", "/api/v1/tags", { key: guess(i) });
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: "invalid_api_key" });
+      expect(res.headers.get("ratelimit-policy")).toBe('4;w=60;comment="failed authentication per client address"');
+      remaining.push(res.headers.get("ratelimit-remaining"));
+    }
+    expect(remaining).toEqual(["3", "2", "1", "0"]);
+    const blocked = await h.request("GET", "/api/v1/tags", { key: guess(4) });
+    expectRateLimited(blocked, /^Too many failed authentication attempts from this address: the budget is 4 per 60 s\. Retry in 15 s\.$/);
+    expect(rateHeaders(blocked)).toMatchObject({ "retry-after": "15", "ratelimit-limit": "4", "ratelimit-reset": "60" });
+    // Whatever is presented now: a valid key, the admin token, a forged X-Forwarded-For (no trusted proxy).
+    expect((await h.request("GET", "/api/v1/tags")).status).toBe(429);
+    expect((await h.request("GET", "/admin/v1/accounts", { admin: true })).status).toBe(429);
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "198.51.100.1" } })).status).toBe(429);
+    // Routes without credentials are not limited.
+    expect((await h.request("GET", "/api/v1/openapi.json", { key: null })).status).toBe(200);
+    // 15 s later one more attempt is allowed.
+    now = T0 + 15_000;
+    expect((await h.request("GET", "/api/v1/tags")).status).toBe(200);
+  });
+
+  it("counts invalid admin tokens in the same budget, and not a missing credential", async () => {
+    now = T0 + 600_000;
+    for (let i = 0; i < 5; i++) expect((await h.request("GET", "/api/v1/tags", { key: null })).status).toBe(401);
+    for (let i = 0; i < 4; i++) expect((await h.request("GET", "/admin/v1/accounts", { admin: `wrong-token-${i}` })).status).toBe(401);
+    const blocked = await h.request("GET", "/admin/v1/accounts", { admin: "wrong-token-4" });
+    expectRateLimited(blocked, /failed authentication attempts from this address/);
+  });
+});
+
+describe("behind a trusted proxy (TRUSTED_PROXY_HOPS=1)", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimit: loadRateLimitConfig({ ...SMALL, TRUSTED_PROXY_HOPS: "1" }), rateLimitClock: () => T0 });
+  });
+  afterAll(() => h.close());
+
+  it("counts failures per address the proxy saw; what the client wrote to the left is ignored", async () => {
+    const bad = { key: `sk_test_${"B".repeat(40)}` };
+    for (let i = 0; i < 4; i++) {
+      // The client rotates a forged first entry; the proxy appended the real one.
+      const res = await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": `10.9.9.${i}, 203.0.113.7` } });
+      expect(res.status).toBe(401);
+    }
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "203.0.113.7" } })).status).toBe(429);
+    // Another client behind the same proxy is unaffected.
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "203.0.113.8" } })).status).toBe(200);
+    // IPv6 clients count per /64.
+    for (let i = 0; i < 4; i++) {
+      expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": `2001:db8:1:2::${i + 1}` } })).status).toBe(401);
+    }
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "2001:db8:1:2:ffff::1" } })).status).toBe(429);
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "2001:db8:1:3::1" } })).status).toBe(200);
+  });
+});
+
+describe("RATE_LIMIT=off", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimit: loadRateLimitConfig({ ...SMALL, RATE_LIMIT: "off" }) });
+  });
+  afterAll(() => h.close());
+
+  it("limits nothing and sends no RateLimit headers", async () => {
+    for (let i = 0; i < 20; i++) {
+      const res = await h.request("GET", "/api/v1/tags");
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit-limit")).toBeNull();
+    }
+    for (let i = 0; i < 10; i++) expect((await h.request("GET", "/api/v1/tags", { key: `sk_test_${"C".repeat(40)}` })).status).toBe(401);
+  });
+});
+
+describe("two gateway replicas on one MongoDB database (RATE_LIMIT_STORE=mongo)", () => {
+  const url = process.env.MONGO_URL;
+  const dbName = `gateway_replicas_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
+  let stores: DocumentStore[] = [];
+  let replicas: Harness[] = [];
+  let now = T0;
+
+  beforeAll(async () => {
+    if (!url) throw new Error("MONGO_URL is not set: run through the repository's Jest config, whose globalSetup starts FerretDB");
+    stores = [await openMongoStore({ url, dbName }), await openMongoStore({ url, dbName })];
+    const rateLimit = loadRateLimitConfig({ ...SMALL, RATE_LIMIT_STORE: "mongo", MONGO_URL: url, RATE_LIMIT_STORE_TIMEOUT_MS: "10000" });
+    replicas = [
+      await startHarness({ store: stores[0], rateLimit, rateLimitClock: () => now }),
+      await startHarness({ store: stores[1], rateLimit, rateLimitClock: () => now }),
+    ];
+  });
+  afterAll(async () => {
+    for (const r of replicas) await r.close();
+    for (const s of stores) await s.close();
+    if (url) {
+      const client = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
+      await client.db(dbName).dropDatabase();
+      await client.close();
+    }
+  });
+
+  it("share one read budget per key: alternating between them admits the budget once", async () => {
+    const [a, b] = replicas as [Harness, Harness];
+    // a's key works on b: the accounts are in the same database.
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await (i % 2 ? b : a).request("GET", "/api/v1/tags", { key: a.key })).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.slice(5)).toEqual([429, 429, 429, 429, 429]);
+    now = T0 + 2000;
+    expect((await b.request("GET", "/api/v1/tags", { key: a.key })).status).toBe(200);
+    expect((await a.request("GET", "/api/v1/tags", { key: a.key })).status).toBe(429);
+  });
+
+  it("admit no more than the budget to concurrent requests on both", async () => {
+    const [a, b] = replicas as [Harness, Harness];
+    now = T0 + 300_000;
+    const key = (await a.running.gateway.accounts.createApiKey(a.accountId, { mode: "live" })).key;
+    const statuses = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => (i % 2 ? b : a).request("GET", "/api/v1/tags", { key }).then((r) => r.status)),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+  });
+
+  it("share the failure budget of an address", async () => {
+    const [a, b] = replicas as [Harness, Harness];
+    now = T0 + 600_000;
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      statuses.push((await (i % 2 ? b : a).request("GET", "/api/v1/tags", { key: `sk_test_${String(i).padStart(40, "D")}` })).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 429, 429, 429, 429]);
+  });
+});
