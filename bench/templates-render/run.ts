@@ -4,7 +4,9 @@
 //
 //   npm run bench:templates-render -w @emailsvc/bench   (writes bench/results/templates-render.json)
 //
-// Fixture: a 60-line MJML newsletter with 5 variables (newsletter.ts). No
+// Fixtures: a 60-line MJML newsletter with 5 variables (newsletter.ts), and the
+// heaviest template TEMPLATE_LIMITS let through (templateAtLimits of
+// @emailsvc/render): what one version and one message can cost at most. No
 // server, no I/O: the functions the templates service runs on write and that
 // delivery runs per message, called in a loop. Each step runs for
 // BENCH_SECONDS (default 5) after a warm-up; "per core" is one thread; the
@@ -13,7 +15,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { analyzeTemplate, compileMjml, compileRenderer, compileTemplateBody, htmlToText, type Renderer } from "@emailsvc/templates";
+import { analyzeTemplate, compileRenderer, handlebarsBounds, htmlBounds, htmlToText, RenderLimitError, TEMPLATE_LIMITS, templateAtLimits, type Renderer } from "@emailsvc/render";
+import { compileMjml, compileTemplateBody } from "@emailsvc/templates";
 import { NEWSLETTER_MJML, NEWSLETTER_SUBJECT } from "./newsletter.js";
 
 const repo = join(__dirname, "..", "..", ".."); // bench/dist/templates-render -> repo root
@@ -134,7 +137,7 @@ async function main(): Promise<void> {
 
   // Once per version, on write (the service also checks the Handlebars of source and result).
   cells.push(await measure("compile version: MJML check + validate + compile", SECONDS, () => compileMjml(NEWSLETTER_MJML)));
-  cells.push(await measure("compile version: + Handlebars checks of source and HTML (the write path)", SECONDS, () => compileTemplateBody(NEWSLETTER_MJML)));
+  cells.push(await measure("compile version: + limits and Handlebars checks of source and HTML (the write path)", SECONDS, () => compileTemplateBody(NEWSLETTER_MJML)));
   // Once per version per process (delivery's renderer cache).
   cells.push(await measure("compile renderer (Handlebars, per version per process)", SECONDS, () => compileRenderer({ subject: NEWSLETTER_SUBJECT, html, variables })));
 
@@ -146,6 +149,38 @@ async function main(): Promise<void> {
 
   const threads = cpus().length;
   cells.push(await parallel(threads));
+
+  // At the limits: the heaviest version, and its heaviest message (fewer rounds: each takes tens of ms).
+  const heaviest = templateAtLimits();
+  const heavyHtml = `<!doctype html><html><head><title>x</title></head><body>${heaviest.fragment}</body></html>`;
+  cells.push(await measure("at the limits: check the version's bounds (iterative scans)", SECONDS, () => [handlebarsBounds(heavyHtml), htmlBounds(heavyHtml)]));
+  cells.push(await measure("at the limits: compile renderer (per version per process)", SECONDS, () => compileRenderer({ subject: heaviest.subject, html: heavyHtml })));
+  const heavy = compileRenderer({ subject: heaviest.subject, html: heavyHtml });
+  cells.push(await measure("at the limits: render message", SECONDS, () => heavy(heaviest.variables)));
+  const heavyMessage = heavy(heaviest.variables);
+
+  // Variable-driven worst cases: each stops at its RENDER_LIMITS budget (the
+  // email fails, the preview is a 413); what matters is how long that takes.
+  const page = (body: string) => `<!doctype html><html><body>${body}</body></html>`;
+  const stopped = (render: Renderer, variables: Record<string, unknown>) => () => {
+    try {
+      render(variables);
+    } catch (err) {
+      if (err instanceof RenderLimitError) return;
+      throw err;
+    }
+    throw new Error("expected the budget to stop this message");
+  };
+  const list = Array.from({ length: 1000 }, (_, i) => i);
+  const cube = compileRenderer({ subject: "s", html: page("{{#each a}}{{#each @root.a}}{{#each @root.a}}<i>{{this}}</i>{{/each}}{{/each}}{{/each}}") });
+  cells.push(await measure("worst case: nested each over 1,000-item lists, stopped at 10,000 iterations", SECONDS, stopped(cube, { a: list })));
+  const flat = compileRenderer({ subject: "s", html: page("{{x}}".repeat(TEMPLATE_LIMITS.expressions - 1)) });
+  cells.push(await measure("worst case: 999 {{x}} of a 60 KiB value, stopped at 512 Ki characters", SECONDS, stopped(flat, { x: "<".repeat(60 * 1024) })));
+  const busy = compileRenderer({ subject: "s", html: page(`{{#each items}}${"{{x}}".repeat(TEMPLATE_LIMITS.expressions - 3)}{{/each}}`) });
+  cells.push(await measure("worst case: each of 997 {{x}} over 10,000 items, stopped at 100,000 evaluations", SECONDS, stopped(busy, { items: Array.from({ length: 10_000 }, (_, i) => i) })));
+  // The template of issue 6: refused by the iterative scan, without parsing.
+  const deep = "{{#if x}}".repeat(3000) + "deep" + "{{/if}}".repeat(3000);
+  cells.push(await measure("refuse the 3,000-deep template (48 KB) by the scan", SECONDS, () => handlebarsBounds(deep)));
 
   const sample = render(variablesFor(7));
   const machine = {
@@ -162,6 +197,11 @@ async function main(): Promise<void> {
     rendered_html_bytes: Buffer.byteLength(sample.html),
     text_bytes: Buffer.byteLength(sample.text),
     variables,
+    at_limits: {
+      html_chars: heavyHtml.length,
+      rendered_chars: heavyMessage.html.length + heavyMessage.subject.length,
+      text_chars: heavyMessage.text.length,
+    },
   };
   const resultsDir = join(repo, "bench", "results");
   mkdirSync(resultsDir, { recursive: true });

@@ -24,6 +24,8 @@ export interface CallOptions {
 
 export interface TestPlatform {
   platform: RunningPlatform;
+  /** With `mongo`: the server and the prefix of every service's database (`<prefix>templates`, …). */
+  mongo?: { url: string; dbPrefix: string } | undefined;
   url: string;
   accountId: string;
   key: string;
@@ -31,9 +33,19 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-/** `env`: settings of the services and the gateway; default generous rate limits (see GENEROUS_RATE_LIMIT_ENV). */
-export async function startTestPlatform(name: string, env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV): Promise<TestPlatform> {
+/**
+ * `env`: settings of the services and the gateway; default generous rate limits (see GENEROUS_RATE_LIMIT_ENV).
+ * `mongo`: the services' databases on the test's MongoDB server (MONGO_URL), so a test can reach into them.
+ */
+export async function startTestPlatform(
+  name: string,
+  env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV,
+  options: { mongo?: boolean } = {},
+): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
+  const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
+  if (options.mongo && !mongoUrl) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
+  const mongo = mongoUrl ? { url: mongoUrl, dbPrefix: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}_` } : undefined;
   const platform = await startPlatform({
     dataDir,
     gatewayPort: 0,
@@ -41,6 +53,7 @@ export async function startTestPlatform(name: string, env: Readonly<Record<strin
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
     env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...env },
+    ...(mongo ? { mongoUrl: mongo.url, dbPrefix: mongo.dbPrefix } : {}),
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);
@@ -68,6 +81,7 @@ export async function startTestPlatform(name: string, env: Readonly<Record<strin
   key = created.body.key;
   return {
     platform,
+    mongo,
     url: platform.gatewayUrl,
     accountId: account.body.id,
     key,

@@ -17,7 +17,7 @@ import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
-import { compileRenderer } from "@emailsvc/templates/render";
+import { compileRenderer } from "@emailsvc/render";
 import type { KeyRing } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
@@ -47,7 +47,7 @@ export interface DeliveryServiceOptions {
   smtpTimeouts?: SmtpTimeouts;
   /** EMAIL_FROM (default `Email Platform <no-reply@localhost>`). */
   from?: string | Sender;
-  /** compileRenderer of @emailsvc/templates (the default, loaded by name); tests pass a stand-in. */
+  /** compileRenderer of @emailsvc/render (the default); tests may pass another. */
   renderer?: CompileRenderer;
   /**
    * Signs the one-click unsubscribe links of marketing mail (TOKEN_SIGNING_KEYS,

@@ -13,7 +13,7 @@ import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubR
 import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type FailureCode, type FailureKind } from "../src/domain/provider.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
 import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
-import { compileRenderer } from "@emailsvc/templates/render";
+import { compileRenderer } from "@emailsvc/render";
 
 function appError(fn: () => unknown): AppError {
   try {
@@ -250,11 +250,27 @@ describe("renderer cache", () => {
     const k3 = RendererCache.key("acc:live", "tpl_2", 1);
     cache.put(k1, template("tpl_1", 1));
     cache.put(k2, template("tpl_1", 2));
-    expect(cache.get(k1)!.render({ name: "<x>" }).subject).toBe("v1 <x>");
+    expect(cache.get(k1)!.render!({ name: "<x>" }).subject).toBe("v1 <x>");
     cache.put(k3, template("tpl_2", 1)); // evicts k2, the least recently used
     expect(cache.get(k2)).toBeUndefined();
     expect(cache.get(k1)).toBeDefined();
     expect(cache.size).toBe(2);
     expect(compiled).toBe(3);
+  });
+
+  it("remembers a version beyond the limits, so that it is compiled once, not per message", () => {
+    let compiled = 0;
+    const cache = new RendererCache((c) => {
+      compiled++;
+      return compileRenderer(c);
+    });
+    const key = RendererCache.key("acc:live", "tpl_deep", 1);
+    const deep = { ...template("tpl_deep", 1), html: "{{#if x}}".repeat(3000) + "{{/if}}".repeat(3000) };
+    const first = cache.put(key, deep);
+    expect(first.render).toBeUndefined();
+    expect(first.rejected?.problems[0]).toMatchObject({ part: "html", limit: "blockDepth" });
+    expect(cache.get(key)).toEqual(first);
+    expect(cache.get(key)!.template).toBe(deep);
+    expect(compiled).toBe(1);
   });
 });

@@ -10,7 +10,7 @@ import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
 import { FakeTemplates } from "./support/fake-templates.js";
-import { compileRenderer } from "@emailsvc/templates/render";
+import { compileRenderer } from "@emailsvc/render";
 
 export type StoreKind = "embedded" | "mongodb";
 

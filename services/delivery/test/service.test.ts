@@ -272,6 +272,34 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(status.headers["event-type"]).toBe("email.status");
   });
 
+  it("fails mail of a version stored beyond the limits at once, naming the limit for operators, compiling the version once", async () => {
+    const t = tenant("live");
+    // As a templates database written before the limits holds it: 3,000 blocks deep.
+    const deep = { slug: "welcome", subject: "Hi {{name}}", html: `<html><body>${"{{#if name}}".repeat(3000)}x${"{{/if}}".repeat(3000)}</body></html>` };
+    const templateId = h.templates.put(t, deep);
+    const settled = [];
+    for (const to of ["deep1@example.com", "deep2@example.com", "deep3@example.com"]) settled.push(await sendAndSettle(t, to));
+    for (const email of settled) {
+      expect([email.status, email.attempts, email.error]).toEqual([delivery.EmailStatus.FAILED, 1, "template_render_failed"]);
+      const stored = await h.store.collection("emails").findOne({ _id: email.id });
+      expect(stored!.last_error).toMatch(new RegExp(`^template ${templateId} version 1 cannot be rendered: body line 1: blocks nested 3,000 deep; at most 32 `));
+      expect(addressed(email.to)).toHaveLength(0);
+    }
+    // Fetched (and compiled) once: the rejection is remembered per version.
+    expect(h.templates.calls.filter((c) => c.template === templateId && c.version === 1)).toHaveLength(1);
+  });
+
+  it("fails an email whose variables make the message too large, naming the limit for operators and no value", async () => {
+    const t = tenant("live");
+    h.templates.put(t, { slug: "welcome", subject: "Rows", html: "<html><body>{{#each rows}}{{#each ../rows}}<p>{{this}}</p>{{/each}}{{/each}}</body></html>" });
+    // 120 + 120 × 120 iterations.
+    const failed = await sendAndSettle(t, "rows@example.com", { rows: Array.from({ length: 120 }, (_, i) => `secret-${i}`) });
+    expect([failed.status, failed.error]).toEqual([delivery.EmailStatus.FAILED, "template_render_failed"]);
+    const stored = await h.store.collection("emails").findOne({ _id: failed.id });
+    expect(stored!.last_error).toBe("template could not be rendered: more than 10,000 {{#each}} iterations in one message");
+    expect(addressed("rows@example.com")).toHaveLength(0);
+  });
+
   it("rejects bad input with a clear code, and stores and sends nothing", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);

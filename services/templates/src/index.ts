@@ -1,8 +1,4 @@
 export { startTemplatesService, type RunningTemplatesService, type TemplatesServiceOptions } from "./server.js";
-// The per-message renderer, for delivery (also importable alone, without MJML,
-// as "@emailsvc/templates/render").
-export * from "./domain/render.js";
-export { analyzeTemplate, VARIABLE_NAME, type SyntaxAnalysis, type SyntaxProblem } from "./domain/template-syntax.js";
 // MJML validation and compile as done on write (for tools and benchmarks).
 export { compileMjml, type MjmlProblem, type MjmlResult } from "./domain/mjml.js";
 export { compileTemplateBody, type BodyResult } from "./domain/body.js";

@@ -2,7 +2,6 @@ import { templates } from "@emailsvc/proto";
 import { startServiceServer, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { defaultCompiler, type BodyCompiler } from "./compile-pool.js";
-import { RendererCache } from "./domain/render.js";
 import { templateRoutes } from "./rpc/services.js";
 import { TEMPLATE_INDEXES, VERSION_INDEXES, type TemplateDoc, type TemplateVersionDoc } from "./storage/documents.js";
 import { purgeDeletedTemplates } from "./usecases/delete-template.js";
@@ -18,11 +17,10 @@ export interface TemplatesServiceOptions {
   purgeAfterMs?: number;
   /** Period of the purge sweep. Default 1 hour; tests shorten it. */
   purgeIntervalMs?: number;
-  /** Compiled renderers kept for previews. Default 500. */
-  rendererCacheSize?: number;
   /**
-   * Checks and compiles new template bodies. Default: a pool of worker threads
-   * when running from the build (dist), else in this thread. Closed by close().
+   * Checks and compiles new template bodies, and renders previews. Default: a
+   * pool of worker threads when running from the build (dist), else in this
+   * thread. Closed by close().
    */
   compiler?: BodyCompiler;
   /** Clock (tests). */
@@ -51,7 +49,6 @@ export async function startTemplatesService(options: TemplatesServiceOptions): P
     templates: templateDocs,
     versions: versionDocs,
     compiler: options.compiler ?? defaultCompiler(),
-    renderers: new RendererCache(options.rendererCacheSize ?? 500),
     logger,
     now,
   };

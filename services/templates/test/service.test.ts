@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
+import { TEMPLATE_LIMITS } from "@emailsvc/render";
 import { readError, tenantKey } from "@emailsvc/runtime";
 import { as, code, mjmlWith, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
 
@@ -248,6 +249,69 @@ describe.each<StoreKind>(["embedded", "mongodb"])("templates service over gRPC o
     expect(await code(h.client.updateTemplate({ id: template!.id, subject: "New", mjmlContent: typo }, as(t)))).toBe(Code.InvalidArgument);
     expect((await h.client.getTemplate({ id: template!.id }, as(t))).template).toEqual(template);
     expect(await versionCount(t)).toBe(1);
+  });
+
+  it("refuses a template beyond the limits on create and update, naming the field, the line and the limit, and stores nothing", async () => {
+    const t = tenant();
+    const deep = (n: number) => "{{#if x}}".repeat(n) + "x" + "{{/if}}".repeat(n);
+    const violations = async (req: Parameters<typeof h.client.createTemplate>[0]) => {
+      const err = readError(await h.client.createTemplate(req, as(t)).catch((e: unknown) => e));
+      return { code: err.code, errorCode: err.errorCode, errors: err.fieldViolations.map((v) => `${v.field}: ${v.description}`) };
+    };
+    const limit = { code: Code.InvalidArgument, errorCode: "template_exceeds_limits" };
+    expect(await violations(createReq({ mjmlContent: mjmlWith(deep(3000)) }))).toEqual({
+      ...limit,
+      errors: [
+        expect.stringMatching(/^mjml_content: line 6: blocks nested 3,000 deep; at most 32 /),
+        "mjml_content: line 6: more than 1,000 {{…}} expressions (comments do not count)",
+      ],
+    });
+    expect(await violations(createReq({ subject: deep(40) }))).toEqual({ ...limit, errors: [expect.stringMatching(/^subject: line 1: blocks nested 40 deep; at most 32 /)] });
+    // Markup nested 100,000 deep reaches neither MJML's validator nor Handlebars' parser.
+    const bold = "<b>".repeat(60_000) + "</b>".repeat(60_000);
+    expect(await violations(createReq({ mjmlContent: mjmlWith(bold) }))).toEqual({ ...limit, errors: ["mjml_content: line 6: elements nested 60,005 deep; at most 256"] });
+    const wrappers = `<mjml><mj-body>${"<mj-wrapper>".repeat(3000)}${"</mj-wrapper>".repeat(3000)}</mj-body></mjml>`;
+    expect(await violations(createReq({ mjmlContent: wrappers }))).toEqual({ ...limit, errors: ["mjml_content: line 1: elements nested 3,002 deep; at most 256"] });
+    // Just inside the limits is a template like any other.
+    const { template } = await h.client.createTemplate(createReq({ subject: deep(TEMPLATE_LIMITS.blockDepth), mjmlContent: mjmlWith(deep(TEMPLATE_LIMITS.blockDepth)) }), as(t));
+    expect(template!.variables).toEqual(["x"]);
+    expect(await versionCount(t)).toBe(1);
+
+    // An update beyond the limits changes nothing.
+    const update = readError(await h.client.updateTemplate({ id: template!.id, mjmlContent: mjmlWith(deep(3000)) }, as(t)).catch((e: unknown) => e));
+    expect([update.errorCode, update.fieldViolations[0]?.field]).toEqual(["template_exceeds_limits", "mjml_content"]);
+    expect((await h.client.getTemplate({ id: template!.id }, as(t))).template).toEqual(template);
+    expect(await versionCount(t)).toBe(1);
+  });
+
+  it("refuses MJML whose compiled HTML would be larger than a message may be", async () => {
+    const t = tenant();
+    const section = "<mj-section><mj-column><mj-text>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</mj-text></mj-column></mj-section>\n";
+    const err = readError(await h.client.createTemplate(createReq({ mjmlContent: mjmlWith("x", section.repeat(300)) }), as(t)).catch((e: unknown) => e));
+    expect([err.errorCode, err.fieldViolations.map((v) => v.description)]).toEqual([
+      "template_exceeds_limits",
+      [expect.stringMatching(/^in the HTML MJML made of it: [\d,]+ characters of HTML; at most 524,288$/)],
+    ]);
+  });
+
+  it("previews a version stored before the limits as a 400 naming them, however often it is asked", async () => {
+    const t = tenant();
+    const { template } = await h.client.createTemplate(createReq(), as(t));
+    // As a database written before the limits holds it: accepted then, 3,000 blocks deep.
+    const versions = h.store.collection("template_versions");
+    const deep = "{{#if x}}".repeat(3000) + "x" + "{{/if}}".repeat(3000);
+    await versions.updateOne({ tenant: tenantKey(t.tenant), template_id: template!.id, version: 1 }, { $set: { html: `<html><body>${deep}</body></html>` } });
+    for (let i = 0; i < 3; i++) {
+      const err = readError(await h.client.previewTemplate({ id: template!.id, variables: { x: true } }, as(t)).catch((e: unknown) => e));
+      expect([err.code, err.errorCode, err.message]).toEqual([Code.InvalidArgument, "template_exceeds_limits", "this version of the template cannot be rendered; update the template"]);
+      expect(err.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+        ["mjml_content", expect.stringMatching(/^in the HTML MJML made of it: line 1: blocks nested 3,000 deep; at most 32 /)],
+        ["mjml_content", "in the HTML MJML made of it: line 1: more than 1,000 {{…}} expressions (comments do not count)"],
+      ]);
+    }
+    // Updating it is the way out.
+    await h.client.updateTemplate({ id: template!.id, mjmlContent: mjmlWith("Fixed {{x}}") }, as(t));
+    expect((await h.client.previewTemplate({ id: template!.id, variables: { x: "1" } }, as(t))).html).toContain("Fixed 1");
   });
 
   it("rejects triple-stash, helpers, partials and bad variable names with the line, and accepts if/each/else", async () => {

@@ -1,8 +1,22 @@
+import {
+  RendererCache as VersionCache,
+  type Builtins,
+  type CompileRenderer,
+  type RenderedMessage,
+  type Renderer,
+  type TemplateRejectedError,
+} from "@emailsvc/render";
+
 // The rendering port. The templates service compiles MJML to HTML once per
-// version; delivery fills the {{placeholders}} per message. The real renderer
-// is `compileRenderer` of @emailsvc/templates (Handlebars, HTML-escaped body,
-// subject without line breaks, text part derived from the HTML); this file
-// only names its shape, so delivery's domain does not depend on the package.
+// version; delivery fills the {{placeholders}} per message with @emailsvc/render
+// (Handlebars, HTML-escaped body, subject without line breaks, text part
+// derived from the HTML, TEMPLATE_LIMITS checked when a version is compiled,
+// RENDER_LIMITS per message). Its contract, errors included, is that package's
+// README; this file names what delivery uses of it.
+
+export type { Builtins, CompileRenderer };
+export type Rendered = RenderedMessage;
+export type RenderFn = Renderer;
 
 /** One compiled template version as delivery gets it from TemplateService.GetCompiledTemplate. */
 export interface CompiledTemplate {
@@ -18,72 +32,47 @@ export interface CompiledTemplate {
 
 export type TemplateCategory = "transactional" | "marketing" | "unspecified";
 
-/** Built-in variables the platform fills; the caller's variables win over them. */
-export interface Builtins {
-  email?: string;
-  metadata?: Record<string, unknown>;
-  unsubscribe_url?: string;
-  preference_center_url?: string;
-}
-
-export interface Rendered {
-  subject: string;
-  html: string;
-  text: string;
-  /** Variables the template uses that were not given (rendered empty). */
-  missing: string[];
-}
-
-export type RenderFn = (variables: Record<string, unknown>, builtins?: Builtins) => Rendered;
-
-/** `compileRenderer` of @emailsvc/templates: compile once per version, render per message. */
-export type CompileRenderer = (compiled: { subject: string; html: string }) => RenderFn;
+/**
+ * A version ready to render messages with, or the reason it never will be
+ * (over the limits, or not compiling: a property of the version, so it is
+ * remembered like a renderer and the version is not compiled per message).
+ */
+export type PreparedTemplate =
+  | { template: CompiledTemplate; render: RenderFn; rejected?: undefined }
+  | { template: CompiledTemplate; render?: undefined; rejected: TemplateRejectedError };
 
 /**
- * Compiled renderers by template version (template ids are global, so the
+ * Compiled versions by template version (template ids are global, so the
  * tenant is part of the key only as a second fence). Versions never change,
- * so entries never go stale; the map is bounded, least recently used first out.
+ * so entries never go stale; bounded, least recently used first out.
  */
-export interface PreparedTemplate {
-  template: CompiledTemplate;
-  render: RenderFn;
-}
-
 export class RendererCache {
-  private readonly entries = new Map<string, PreparedTemplate>();
+  private readonly versions: VersionCache<CompiledTemplate>;
 
-  constructor(
-    private readonly compile: CompileRenderer,
-    private readonly capacity = 500,
-  ) {}
+  constructor(compile: CompileRenderer, capacity = 500) {
+    this.versions = new VersionCache<CompiledTemplate>({ compile, maxEntries: capacity });
+  }
 
   get size(): number {
-    return this.entries.size;
+    return this.versions.size;
   }
 
   static key(tenant: string, templateId: string, version: number): string {
     return `${tenant}|${templateId}|${version}`;
   }
 
-  /** The cached renderer, refreshed as most recently used, or undefined. */
+  /** The cached version, refreshed as most recently used, or undefined. */
   get(key: string): PreparedTemplate | undefined {
-    const entry = this.entries.get(key);
-    if (entry) {
-      this.entries.delete(key);
-      this.entries.set(key, entry);
-    }
-    return entry;
+    const entry = this.versions.get(key);
+    return entry && prepared(entry);
   }
 
-  /** Compiles and caches; evicts the least recently used entry beyond the capacity. */
+  /** Compiles and caches (a version that cannot be rendered too); evicts the least recently used beyond the capacity. */
   put(key: string, template: CompiledTemplate): PreparedTemplate {
-    const entry = { template, render: this.compile({ subject: template.subject, html: template.html }) };
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    while (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
-    return entry;
+    return prepared(this.versions.prepare(key, { subject: template.subject, html: template.html }, template));
   }
+}
+
+function prepared(entry: ReturnType<VersionCache<CompiledTemplate>["prepare"]>): PreparedTemplate {
+  return entry.rejected ? { template: entry.value, rejected: entry.rejected } : { template: entry.value, render: entry.renderer };
 }

@@ -6,7 +6,8 @@ import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
 import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
 import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from "../domain/provider.js";
-import { RendererCache, type PreparedTemplate } from "../domain/renderer.js";
+import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
+import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
@@ -272,11 +273,28 @@ class Lease {
   }
 }
 
-/** The compiled renderer of the email's pinned template version, from the cache or TemplateService. */
-async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<PreparedTemplate> {
+type Renderable = Extract<PreparedTemplate, { render: unknown }>;
+
+/**
+ * The compiled renderer of the email's pinned template version, from the cache
+ * or TemplateService. A version that cannot be rendered (beyond the limits of
+ * @emailsvc/render, stored before they existed) fails the email for good
+ * (`template_render_failed`; which part, line and limit in last_error); the
+ * cache remembers it, so the version is neither fetched nor compiled again for
+ * the next message.
+ */
+async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<Renderable> {
   const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
-  const cached = deps.renderers.get(key);
-  if (cached) return cached;
+  const prepared = deps.renderers.get(key) ?? (await fetchAndCompile(deps, doc, key, signal));
+  if (prepared.rejected) {
+    throw new SendFailure("permanent", "template_render_failed", {
+      detail: `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`,
+    });
+  }
+  return prepared;
+}
+
+async function fetchAndCompile(deps: DeliveryDeps, doc: EmailDoc, key: string, signal: AbortSignal): Promise<PreparedTemplate> {
   const [accountId = "", mode = ""] = doc.tenant.split(":");
   const call = {
     tenant: { accountId, mode: mode === "live" ? ("live" as const) : ("test" as const) },
@@ -294,12 +312,23 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   }
 }
 
-function render(prepared: PreparedTemplate, variables: Record<string, unknown>, builtins: Parameters<PreparedTemplate["render"]>[1]) {
+/**
+ * Renders one message. Variables that make it exceed RENDER_LIMITS fail the
+ * email for good (`template_render_failed`; which limit, never a variable's
+ * value, in last_error).
+ */
+function render(prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
   try {
     return prepared.render(variables, builtins);
   } catch (err) {
-    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${errorText(err, "")}` });
+    const detail = err instanceof RenderLimitError ? err.message : errorText(err, builtins.email ?? "");
+    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${detail}` });
   }
+}
+
+/** "body line 3: blocks nested 3,000 deep; at most 32 (…)" for each problem. */
+function reasonOf(rejected: TemplateRejectedError): string {
+  return rejected.problems.map((p) => `${p.part === "html" ? "body" : "subject"}${p.line > 0 ? ` line ${p.line}` : ""}: ${p.message}`).join("; ");
 }
 
 /** An error's name and message without addresses, for last_error and logs (never the API). */

@@ -1,22 +1,30 @@
+import { analyzeTemplate, htmlBounds, markupBounds, type TemplateProblem } from "@emailsvc/render";
 import { compileMjml, type MjmlProblem } from "./mjml.js";
-import { analyzeTemplate, type SyntaxProblem } from "./template-syntax.js";
 
 // Everything a new body goes through on write, as one pure function so that it
 // can run in a worker thread (a 512 KiB template takes seconds of CPU):
-// the Handlebars check on the source (lines are the author's), MJML's checks
-// and compile, then the Handlebars check of the compiled HTML (MJML drops text
-// it does not render, which can split a {{#each}} block).
+// the Handlebars check on the source (lines are the author's), the nesting of
+// its markup, MJML's checks and compile, then the checks of the compiled HTML
+// as delivery will render it: its size and nesting, and its Handlebars (MJML
+// drops text it does not render, which can split a {{#each}} block). Every
+// limit is checked by an iterative scan before anything recursive (Handlebars'
+// parser, MJML's validator) sees the text: TEMPLATE_LIMITS of @emailsvc/render.
 
 export type BodyResult =
   | { ok: true; html: string; variables: string[] }
   | { ok: false; kind: "mjml"; problems: MjmlProblem[] }
-  | { ok: false; kind: "template"; stage: "source" | "compiled"; problems: SyntaxProblem[] };
+  | { ok: false; kind: "template"; stage: "source" | "compiled"; problems: TemplateProblem[] };
 
 export async function compileTemplateBody(mjml: string): Promise<BodyResult> {
   const source = analyzeTemplate(mjml, { allowTripleStash: false });
   if (source.problems.length > 0) return { ok: false, kind: "template", stage: "source", problems: source.problems };
+  // MJML is read as XML (`<mj-image/>` closes itself); its validator recurses on the nesting.
+  const markup = markupBounds(mjml, true);
+  if (markup.length > 0) return { ok: false, kind: "template", stage: "source", problems: markup };
   const result = await compileMjml(mjml);
   if (!result.ok) return { ok: false, kind: "mjml", problems: result.problems };
+  const bounds = htmlBounds(result.html);
+  if (bounds.length > 0) return { ok: false, kind: "template", stage: "compiled", problems: bounds };
   const compiled = analyzeTemplate(result.html, { allowTripleStash: false });
   if (compiled.problems.length > 0) return { ok: false, kind: "template", stage: "compiled", problems: compiled.problems };
   return { ok: true, html: result.html, variables: compiled.variables };

@@ -1,6 +1,6 @@
 import { AppError, invalid } from "@emailsvc/runtime";
 import type { MjmlProblem } from "./mjml.js";
-import type { SyntaxProblem } from "./template-syntax.js";
+import type { TemplateProblem } from "@emailsvc/render";
 
 export type Category = "transactional" | "marketing";
 
@@ -129,10 +129,21 @@ export function invalidMjml(problems: MjmlProblem[]): AppError {
   });
 }
 
-export function invalidTemplate(field: "subject" | "mjml_content", problems: SyntaxProblem[], note?: string): AppError {
-  return new AppError("invalid", "invalid_template", `${field} is not a valid template`, {
-    fieldViolations: problems.map((p) => ({ field, description: describe(p.line, note ? `${note}: ${p.message}` : p.message) })),
-  });
+/**
+ * The 400 for a subject or body that is not a template we can render: 400
+ * `template_exceeds_limits` naming each limit passed (TEMPLATE_LIMITS of
+ * @emailsvc/render) when that is the reason, else `invalid_template` naming
+ * each syntax problem, both with their lines.
+ */
+export function invalidTemplate(field: "subject" | "mjml_content", problems: TemplateProblem[], note?: string): AppError {
+  const limits = problems.filter((p) => p.limit !== undefined);
+  const shown = limits.length > 0 ? limits : problems;
+  return new AppError(
+    "invalid",
+    limits.length > 0 ? "template_exceeds_limits" : "invalid_template",
+    limits.length > 0 ? `${field} exceeds the template limits` : `${field} is not a valid template`,
+    { fieldViolations: shown.map((p) => ({ field, description: describe(p.line, note ? `${note}: ${p.message}` : p.message) })) },
+  );
 }
 
 function describe(line: number, message: string): string {

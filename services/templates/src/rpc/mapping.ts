@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { templates } from "@emailsvc/proto";
-import type { RenderedMessage } from "../domain/render.js";
+import type { RenderedMessage } from "@emailsvc/render";
 import type { Category, CompiledView, TemplateView } from "../domain/template.js";
 
 // proto <-> domain only; no rules here.

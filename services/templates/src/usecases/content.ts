@@ -1,6 +1,6 @@
+import { analyzeTemplate } from "@emailsvc/render";
 import type { BodyCompiler } from "../compile-pool.js";
 import { invalidMjml, invalidTemplate } from "../domain/template.js";
-import { analyzeTemplate } from "../domain/template-syntax.js";
 
 // The checks and the compile a new version's content goes through, on write.
 
@@ -11,7 +11,7 @@ export interface CompiledBody {
   variables: string[];
 }
 
-/** Checks the subject's Handlebars; returns the variables it uses. */
+/** Checks the subject's Handlebars (its limits first); returns the variables it uses. */
 export function checkSubject(subject: string): string[] {
   const { variables, problems } = analyzeTemplate(subject, { allowTripleStash: true });
   if (problems.length > 0) throw invalidTemplate("subject", problems);
@@ -24,9 +24,12 @@ export async function compileBody(compiler: BodyCompiler, mjml: string): Promise
   if (result.ok) return { html: result.html, variables: result.variables };
   if (result.kind === "mjml") throw invalidMjml(result.problems);
   if (result.stage === "source") throw invalidTemplate("mjml_content", result.problems);
+  // Lines of the compiled HTML mean nothing to the author.
+  const problems = result.problems.map((p) => ({ ...p, line: 0 }));
+  if (problems.some((p) => p.limit !== undefined)) throw invalidTemplate("mjml_content", problems, "in the HTML MJML made of it");
   throw invalidTemplate(
     "mjml_content",
-    result.problems.map((p) => ({ line: 0, message: p.message })),
+    problems,
     "in the HTML MJML made of it (keep each {{#if}}/{{#each}} block inside one mj-text, or put its tags in mj-raw)",
   );
 }

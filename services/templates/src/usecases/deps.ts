@@ -2,7 +2,6 @@ import type { CallContext, Logger } from "@emailsvc/runtime";
 import { notFound, tenantKey } from "@emailsvc/runtime";
 import type { Collection } from "@emailsvc/storage";
 import type { BodyCompiler } from "../compile-pool.js";
-import type { RendererCache } from "../domain/render.js";
 import type { TemplateView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import { TenantCollection } from "@emailsvc/storage";
@@ -11,10 +10,8 @@ import { TenantCollection } from "@emailsvc/storage";
 export interface Deps {
   templates: Collection<TemplateDoc>;
   versions: Collection<TemplateVersionDoc>;
-  /** Checks and compiles new bodies (worker threads in production). */
+  /** Checks and compiles new bodies, and renders previews (worker threads in production). */
   compiler: BodyCompiler;
-  /** Renderers of the versions previewed lately (bounded). */
-  renderers: RendererCache;
   logger: Logger;
   now: () => number;
 }

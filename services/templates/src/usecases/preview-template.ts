@@ -1,12 +1,16 @@
+import type { RenderedMessage, Variables } from "@emailsvc/render";
 import { AppError } from "@emailsvc/runtime";
-import { RenderLimitError, type RenderedMessage, type Variables } from "../domain/render.js";
 import { TEMPLATE_LIMITS } from "../domain/template.js";
 import { committedVersion } from "./read-templates.js";
 import { loadTemplate, type Deps, type Scope } from "./deps.js";
 
 /**
  * Renders the current version with the given variables, as a message would be
- * (no built-ins: a preview has no recipient). Missing variables are listed.
+ * (no built-ins: a preview has no recipient), in the compile workers: one
+ * tenant's preview never holds up another's calls. Missing variables are
+ * listed. A version that cannot be rendered (stored before the limits of
+ * @emailsvc/render) is a 400 naming them; variables that make the message too
+ * large a 413.
  */
 export async function previewTemplate(deps: Deps, scope: Scope, input: { id: string; variables: Variables | undefined }): Promise<RenderedMessage> {
   const variables = input.variables ?? {};
@@ -16,21 +20,27 @@ export async function previewTemplate(deps: Deps, scope: Scope, input: { id: str
     });
   }
   const template = await loadTemplate(scope, input.id);
-  const key = `${template._id}:v${template.version}`;
-  let renderer = deps.renderers.get(key);
-  if (!renderer) {
-    const version = await committedVersion(scope, template, template.version);
-    if (!version) throw new Error(`version ${template.version_id} of ${template._id} is missing`);
-    renderer = deps.renderers.getOrCompile(key, { subject: version.subject, html: version.html, variables: version.variables });
+  const version = await committedVersion(scope, template, template.version);
+  if (!version) throw new Error(`version ${template.version_id} of ${template._id} is missing`);
+  const result = await deps.compiler.preview({
+    key: `${template._id}:v${template.version}`,
+    content: { subject: version.subject, html: version.html, variables: version.variables },
+    variables,
+  });
+  if (result.ok) return result.message;
+  if (result.kind === "limit") {
+    throw new AppError("too_large", "render_too_large", result.message, { fieldViolations: [{ field: "variables", description: result.message }] });
   }
-  try {
-    return renderer(variables);
-  } catch (err) {
-    if (err instanceof RenderLimitError) {
-      throw new AppError("too_large", "render_too_large", err.message, {
-        fieldViolations: [{ field: "variables", description: err.message }],
-      });
-    }
-    throw err;
-  }
+  const overLimits = result.problems.some((p) => p.limit !== undefined);
+  throw new AppError(
+    "invalid",
+    overLimits ? "template_exceeds_limits" : "invalid_template",
+    "this version of the template cannot be rendered; update the template",
+    {
+      fieldViolations: result.problems.map((p) => ({
+        field: p.part === "subject" ? "subject" : "mjml_content",
+        description: `${p.part === "html" ? "in the HTML MJML made of it: " : ""}${p.line > 0 ? `line ${p.line}: ` : ""}${p.message}`,
+      })),
+    },
+  );
 }

@@ -1,7 +1,9 @@
 import Handlebars from "handlebars";
+import { handlebarsBounds, type TemplateProblem } from "./bounds.js";
 
 // The Handlebars subset templates may use, checked on the AST (never by
-// regex): plain `{{name}}` / `{{metadata.plan}}` mustaches, `{{#if}}`,
+// regex) once the iterative scan found the source within TEMPLATE_LIMITS
+// (Handlebars' parser recurses on nesting): plain `{{name}}` / `{{metadata.plan}}` mustaches, `{{#if}}`,
 // `{{#unless}}` and `{{#each}}` blocks with `{{else}}`, comments. No helpers with
 // arguments, partials, decorators or raw blocks; `{{{triple}}}` (unescaped HTML)
 // only where the caller allows it (the subject, which is never HTML).
@@ -22,11 +24,8 @@ const BLOCK_HELPERS = new Set(["if", "unless", "each"]);
 /** `{{@index}}` and friends, meaningful inside `{{#each}}`. */
 const DATA_VARIABLES = new Set(["index", "key", "first", "last"]);
 
-export interface SyntaxProblem {
-  /** 1-based line in the analysed source; 0 when unknown. */
-  line: number;
-  message: string;
-}
+/** A problem of a template source: a syntax error, or a limit exceeded (`limit` set). */
+export type SyntaxProblem = TemplateProblem;
 
 export interface SyntaxAnalysis {
   /** Top-level variables the source reads, sorted and unique. */
@@ -52,8 +51,15 @@ interface Scope {
   blockParams: Set<string>;
 }
 
+/**
+ * Checks a Handlebars source (a subject, an MJML body or the HTML compiled from
+ * it) against the subset and TEMPLATE_LIMITS, and lists the variables it reads.
+ * A source beyond the limits is not parsed: its problems are the limits.
+ */
 export function analyzeTemplate(source: string, options: AnalyzeOptions): SyntaxAnalysis {
   const max = options.maxProblems ?? 20;
+  const bounds = handlebarsBounds(source);
+  if (bounds.length > 0) return { variables: [], problems: bounds.slice(0, max) };
   let ast: Program;
   try {
     ast = Handlebars.parse(source);

@@ -1,0 +1,356 @@
+import Handlebars from "handlebars";
+import { handlebarsBounds, htmlBounds, type TemplateProblem } from "./bounds.js";
+import { RENDER_LIMITS, type RenderLimit } from "./limits.js";
+import { scanMarkup } from "./scan.js";
+import { analyzeTemplate } from "./syntax.js";
+import { htmlToText } from "./text.js";
+
+// Per-message rendering of a compiled template version: Handlebars fills the
+// {{variables}} of the subject and of the HTML (which MJML compiled once, on
+// write), and a plain-text part is derived from the rendered HTML.
+//
+// Pure (no I/O) and cheap to import (no MJML). Compile a version once with
+// compileRenderer() (or through a RendererCache) and call the renderer per
+// message. The contract, errors included, is in this package's README.
+
+/** A compiled template version: what GetCompiledTemplate returns. */
+export interface CompiledContent {
+  /** Handlebars source of the subject. */
+  subject: string;
+  /** HTML (MJML already compiled) still holding its {{placeholders}}. */
+  html: string;
+  /** The variables subject and HTML use; computed from them when absent. */
+  variables?: readonly string[];
+}
+
+/** JSON-like values the caller passes per message. */
+export type Variables = Record<string, unknown>;
+
+/**
+ * Variables every message gets without the caller passing them (DESIGN.md,
+ * "Email pipeline"). The caller's variables win over them. The two URLs are a
+ * seam for the preference portal: empty (and listed as missing when a template
+ * uses them) until the portal provides them.
+ */
+export interface Builtins {
+  email?: string;
+  metadata?: Record<string, unknown>;
+  preference_center_url?: string;
+  unsubscribe_url?: string;
+}
+
+export interface RenderedMessage {
+  /** One line: CR, LF and other control characters become spaces. */
+  subject: string;
+  html: string;
+  /** Plain-text part derived from `html`. */
+  text: string;
+  /** Variables the template uses that were neither given nor built in (rendered empty), sorted. */
+  missing: string[];
+}
+
+/** Renders one message. Throws RenderLimitError when these variables make it exceed RENDER_LIMITS. */
+export type Renderer = (variables?: Variables, builtins?: Builtins) => RenderedMessage;
+
+/** Compiles a version once. Throws TemplateRejectedError when the content cannot be rendered at all. */
+export type CompileRenderer = (compiled: CompiledContent) => Renderer;
+
+/**
+ * This version cannot be rendered, whatever the variables: it exceeds
+ * TEMPLATE_LIMITS (stored before they existed) or does not compile. A property
+ * of the content alone, so a caller may remember it per version. The message
+ * names the part, the line and the limit; it holds no variable values.
+ */
+export class TemplateRejectedError extends Error {
+  constructor(readonly problems: ReadonlyArray<TemplateProblem & { part: "subject" | "html" }>) {
+    super(`the template cannot be rendered: ${problems.map((p) => `${p.part}${p.line > 0 ? ` line ${p.line}` : ""}: ${p.message}`).join("; ")}`);
+    this.name = "TemplateRejectedError";
+  }
+
+  /** Whether a limit (rather than a syntax error) is the reason. */
+  get overLimits(): boolean {
+    return this.problems.some((p) => p.limit !== undefined);
+  }
+}
+
+const LIMIT_TEXT: Record<RenderLimit, string> = {
+  eachIterations: `more than ${RENDER_LIMITS.eachIterations.toLocaleString("en-US")} {{#each}} iterations in one message`,
+  evaluations: `more than ${RENDER_LIMITS.evaluations.toLocaleString("en-US")} evaluations of {{…}} expressions and blocks in one message`,
+  outputChars: `more than ${RENDER_LIMITS.outputChars.toLocaleString("en-US")} characters of subject and HTML in one message`,
+  markupDepth: `HTML elements nested more than ${RENDER_LIMITS.markupDepth} deep in the rendered message`,
+};
+
+/** These variables would make this message exceed RENDER_LIMITS: a property of the message, not of the version. */
+export class RenderLimitError extends Error {
+  constructor(readonly limit: RenderLimit) {
+    super(LIMIT_TEXT[limit]);
+    this.name = "RenderLimitError";
+  }
+}
+
+// One Handlebars environment for rendering. Only if/unless/each may run as
+// helpers (the templates were checked on write to use nothing else);
+// knownHelpersOnly also turns `{{log}}` or `{{lookup}}` into plain variable reads.
+const handlebars = Handlebars.create();
+const HELPERS = {
+  if: true,
+  unless: true,
+  each: true,
+  with: false,
+  log: false,
+  lookup: false,
+  helperMissing: false,
+  blockHelperMissing: false,
+};
+
+/**
+ * What the message being rendered has left and spent. Rendering is synchronous,
+ * so the one being rendered is `current`; `weights` are those of the template
+ * (subject or HTML) running now. `frames` holds, per `{{#each}}` running now
+ * (outermost first), the characters its finished iterations produced, plus
+ * those of each blocks finished inside its current iteration; `done` what
+ * finished outermost each blocks produced. Their sum is what each blocks have
+ * produced so far, every character counted once however deep the nesting.
+ */
+interface Budget {
+  iterations: number;
+  evaluations: number;
+  weights: BlockWeights;
+  /** Characters written by `{{x}}` in the body (escaped). */
+  escaped: number;
+  done: number;
+  frames: number[];
+}
+
+let current: Budget | undefined;
+
+/**
+ * What running a block's content once costs: one, plus the expressions
+ * directly in it (those of blocks inside count when they run), keyed by the
+ * block's position, which Handlebars passes to helpers as `options.loc`.
+ */
+interface BlockWeights {
+  byLocation: Map<string, number>;
+  /** For a block not found (never expected): the heaviest. */
+  max: number;
+}
+
+const locationKey = (loc: hbs.AST.SourceLocation | undefined) => (loc ? `${loc.start.line}:${loc.start.column}` : "");
+
+/** The weight of every block of `ast` (walked without recursion). */
+function blockWeights(ast: hbs.AST.Program): BlockWeights {
+  const byLocation = new Map<string, number>();
+  let max = 1;
+  const programs: Array<hbs.AST.Program | undefined> = [ast];
+  const mustaches = (program: hbs.AST.Program | undefined) => program?.body.filter((n) => n.type === "MustacheStatement").length ?? 0;
+  while (programs.length > 0) {
+    const program = programs.pop();
+    if (!program) continue;
+    for (const node of program.body) {
+      if (node.type !== "BlockStatement") continue;
+      const block = node as hbs.AST.BlockStatement;
+      const weight = 1 + Math.max(mustaches(block.program), mustaches(block.inverse));
+      byLocation.set(locationKey(block.loc), weight);
+      max = Math.max(max, weight);
+      programs.push(block.program, block.inverse);
+    }
+  }
+  return { byLocation, max };
+}
+
+/** Spends the evaluations of running the block at `loc` once. */
+function spend(budget: Budget, loc: hbs.AST.SourceLocation | undefined): void {
+  budget.evaluations -= budget.weights.byLocation.get(locationKey(loc)) ?? budget.weights.max;
+  if (budget.evaluations < 0) throw new RenderLimitError("evaluations");
+}
+
+const eachChars = (budget: Budget) => budget.frames.reduce((sum, chars) => sum + chars, budget.done);
+
+// Every `{{x}}` of a body goes through escapeExpression, which Handlebars'
+// runtime copies into each compiled template when it is set up. Ours counts
+// what it writes, so that a thousand `{{x}}` of a 64 KiB variable stop at the
+// output budget rather than after escaping 64 MB. It is swapped in only while
+// this environment sets up a template (synchronously), so no other Handlebars
+// user in the process sees it.
+interface HandlebarsInternals {
+  Utils: { escapeExpression(value: unknown): string };
+  VM: { template(spec: unknown, env: unknown): HandlebarsTemplateDelegate };
+}
+const internals = handlebars as unknown as HandlebarsInternals;
+const baseEscape = internals.Utils.escapeExpression;
+function countedEscape(value: unknown): string {
+  const out = baseEscape(value);
+  const budget = current;
+  if (budget) {
+    budget.escaped += out.length;
+    if (budget.escaped > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
+  }
+  return out;
+}
+handlebars.template = (spec: TemplateSpecification) => {
+  internals.Utils.escapeExpression = countedEscape;
+  try {
+    return internals.VM.template(spec, handlebars);
+  } finally {
+    internals.Utils.escapeExpression = baseEscape;
+  }
+};
+
+// if and unless as built in, each run counted.
+for (const name of ["if", "unless"] as const) {
+  const builtin = handlebars.helpers[name] as (this: unknown, context: unknown, options: Handlebars.HelperOptions) => unknown;
+  handlebars.registerHelper(name, function (this: unknown, context: unknown, options: Handlebars.HelperOptions) {
+    if (current) spend(current, (options as { loc?: hbs.AST.SourceLocation }).loc);
+    return builtin.call(this, context, options);
+  });
+}
+
+// each as built in, with every iteration counted, and what iterations produce,
+// so that nested each blocks over the caller's lists stop at the limit instead
+// of building gigabytes first (three levels over 1,000 items are 10⁹ iterations).
+const builtinEach = handlebars.helpers.each as (this: unknown, context: unknown, options: Handlebars.HelperOptions) => string;
+handlebars.registerHelper("each", function (this: unknown, context: unknown, options: Handlebars.HelperOptions) {
+  const budget = current;
+  if (!budget) return builtinEach.call(this, context, options);
+  const loc = (options as { loc?: hbs.AST.SourceLocation }).loc;
+  spend(budget, loc);
+  const fn = options.fn;
+  const frame = budget.frames.length;
+  budget.frames.push(0);
+  const counted = Object.assign((item: unknown, opts?: Handlebars.RuntimeOptions) => {
+    if (--budget.iterations < 0) throw new RenderLimitError("eachIterations");
+    spend(budget, loc);
+    const before = budget.frames[frame]!;
+    const out = fn(item, opts);
+    // `out` includes what each blocks inside this iteration produced (merged into this frame meanwhile).
+    budget.frames[frame] = before + out.length;
+    if (eachChars(budget) > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
+    return out;
+  }, fn);
+  const out = builtinEach.call(this, context, { ...options, fn: counted });
+  const chars = budget.frames.pop()!;
+  if (budget.frames.length > 0) budget.frames[budget.frames.length - 1]! += chars;
+  else budget.done += chars;
+  return out;
+});
+
+const BODY_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: HELPERS, strict: false, noEscape: false };
+const SUBJECT_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: HELPERS, strict: false, noEscape: true };
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]+/g;
+
+/** Makes a rendered subject one header-safe line (no CR/LF: no header injection). */
+export function sanitizeSubject(subject: string): string {
+  return subject.replace(CONTROL, " ").replace(/ {2,}/g, " ").trim();
+}
+
+/**
+ * Compiles a version: checks subject and HTML against TEMPLATE_LIMITS (by
+ * iterative scans, before Handlebars parses anything), compiles both with
+ * Handlebars, and returns the renderer of its messages.
+ *
+ * @throws TemplateRejectedError when the content is beyond the limits or does not compile.
+ */
+export function compileRenderer(compiled: CompiledContent): Renderer {
+  const problems = [
+    ...handlebarsBounds(compiled.subject).map((p) => ({ ...p, part: "subject" as const })),
+    ...[...htmlBounds(compiled.html), ...handlebarsBounds(compiled.html)].map((p) => ({ ...p, part: "html" as const })),
+  ];
+  if (problems.length > 0) throw new TemplateRejectedError(problems);
+
+  let variables: readonly string[];
+  let subject: HandlebarsTemplateDelegate;
+  let html: HandlebarsTemplateDelegate;
+  let subjectWeights: BlockWeights;
+  let htmlWeights: BlockWeights;
+  try {
+    variables =
+      compiled.variables ??
+      [
+        ...new Set([
+          ...analyzeTemplate(compiled.subject, { allowTripleStash: true }).variables,
+          ...analyzeTemplate(compiled.html, { allowTripleStash: false }).variables,
+        ]),
+      ].sort();
+    // Parsed once, for the block weights and the compile.
+    const subjectAst = Handlebars.parseWithoutProcessing(compiled.subject);
+    const htmlAst = Handlebars.parseWithoutProcessing(compiled.html);
+    subjectWeights = blockWeights(subjectAst);
+    htmlWeights = blockWeights(htmlAst);
+    subject = handlebars.compile(subjectAst, SUBJECT_OPTIONS);
+    html = handlebars.compile(htmlAst, BODY_OPTIONS);
+    // Handlebars compiles lazily on the first call; do it now, once.
+    subject({});
+    html({});
+  } catch (err) {
+    // Content that passed the checks on write compiles; what does not is
+    // rejected for good (the reason is Handlebars' first line, about the template).
+    const message = (err instanceof Error ? err.message : String(err)).split("\n")[0]!.slice(0, 200);
+    throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
+  }
+
+  return (given = {}, builtins = {}) => {
+    const context = mergeVariables(builtinVariables(builtins), given);
+    let renderedHtml: string;
+    let rawSubject: string;
+    const budget: Budget = { iterations: RENDER_LIMITS.eachIterations, evaluations: RENDER_LIMITS.evaluations, weights: htmlWeights, escaped: 0, done: 0, frames: [] };
+    current = budget;
+    try {
+      renderedHtml = html(context);
+      budget.weights = subjectWeights;
+      rawSubject = subject(context);
+    } finally {
+      current = undefined;
+    }
+    // Checked before anything reads the text: its length is known without flattening it.
+    if (renderedHtml.length + rawSubject.length > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
+    const renderedSubject = sanitizeSubject(rawSubject);
+    if (scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
+    return {
+      subject: renderedSubject,
+      html: renderedHtml,
+      text: htmlToText(renderedHtml),
+      missing: variables.filter((name) => isMissing(context, name)),
+    };
+  };
+}
+
+function builtinVariables(builtins: Builtins): Variables {
+  const out: Variables = {};
+  if (builtins.email !== undefined) out.email = builtins.email;
+  if (builtins.metadata !== undefined) out.metadata = builtins.metadata;
+  if (builtins.preference_center_url) out.preference_center_url = builtins.preference_center_url;
+  if (builtins.unsubscribe_url) out.unsubscribe_url = builtins.unsubscribe_url;
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The caller's variables over the built-ins, key by key: `{metadata: {coupon}}`
+ * from the caller keeps the subscriber's other metadata keys, and any value the
+ * caller gives (a string, a list, null) replaces the built-in one.
+ */
+export function mergeVariables(base: Variables, over: Variables): Variables {
+  const out: Variables = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] = isPlainObject(current) && isPlainObject(value) ? mergeVariables(current, value) : value;
+  }
+  return out;
+}
+
+/** A variable is missing when its path does not resolve, or resolves to null. */
+function isMissing(context: Variables, path: string): boolean {
+  let value: unknown = context;
+  for (const part of path.split(".")) {
+    if (value === null || typeof value !== "object" || !Object.prototype.hasOwnProperty.call(value, part)) return true;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value === undefined || value === null;
+}
