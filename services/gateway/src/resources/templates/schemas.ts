@@ -1,3 +1,4 @@
+import { RENDER_LIMITS, TEMPLATE_LIMITS } from "@emailsvc/render";
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
@@ -163,6 +164,9 @@ export const schemas: Record<string, JsonSchema> = {
   },
 };
 
+/** What a version may contain (@emailsvc/render), as create and update enforce it. */
+const LIMITS_TEXT = `A version may nest blocks (\`{{#if}}\`, \`{{#each}}\`, \`{{#unless}}\`, a chained \`{{else if}}\`) at most ${TEMPLATE_LIMITS.blockDepth} deep, hold at most ${TEMPLATE_LIMITS.expressions.toLocaleString("en")} \`{{…}}\` expressions in the subject and as many in the body, nest elements at most ${TEMPLATE_LIMITS.markupDepth} deep, and compile to at most ${TEMPLATE_LIMITS.htmlChars / 1024} Ki characters of HTML; beyond any of these it is a 400 \`template_exceeds_limits\` whose \`errors\` name the field, the line and the limit.`;
+
 export const parameters: Record<string, ParameterObject> = {
   TemplateId: pathParam("id", "The template's id."),
 };
@@ -174,6 +178,7 @@ export const paths: Paths = {
       summary: "Create a template",
       description: [
         "Stores an MJML template as version 1. The MJML is validated strictly and compiled once per version: markup that does not compile is a 400 whose `errors` name the line and the problem.",
+        LIMITS_TEXT,
         "`{{variable_name}}` in the subject and the body are filled per message (HTML-escaped in the body); `variables` lists the ones the template uses.",
         `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here (\`mjml_content\` at most ${MJML_MAX_LENGTH} characters).`,
       ].join("\n\n"),
@@ -207,6 +212,7 @@ export const paths: Paths = {
       description: [
         "Changes any of name, subject, mjml_content and category; the slug cannot change. Two updates at once: one of them may get a 409 `concurrent_update`; retry it.",
         "A change of the subject or the MJML makes a new version (`version` + 1); emails queued before keep the version they were queued with.",
+        LIMITS_TEXT,
         `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here.`,
       ].join("\n\n"),
       tags: ["Templates"],
@@ -231,7 +237,7 @@ export const paths: Paths = {
       operationId: "previewTemplate",
       summary: "Render a template without sending it",
       description:
-        "Renders the current version with the given variables: the HTML, the subject and the plain-text part. Variables the template uses but the call did not give are listed in `missing_variables` (and rendered empty), not silently blank. Nothing is sent.",
+        `Renders the current version with the given variables: the HTML, the subject and the plain-text part. Variables the template uses but the call did not give are listed in \`missing_variables\` (and rendered empty), not silently blank. Nothing is sent.\n\nOne message may take at most ${RENDER_LIMITS.eachIterations.toLocaleString("en")} \`{{#each}}\` iterations, ${RENDER_LIMITS.evaluations.toLocaleString("en")} evaluations and ${RENDER_LIMITS.outputChars / 1024} Ki characters of output, nested ${RENDER_LIMITS.markupDepth} elements deep: variables that would make it larger get a 413 \`render_too_large\`. A template stored before the limits of create and update that exceeds them is a 400 \`template_exceeds_limits\`.`,
       tags: ["Templates"],
       parameters: [param("TemplateId")],
       requestBody: body("TemplatePreviewRequest"),
