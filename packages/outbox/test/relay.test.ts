@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEvent, InProcessEventBus, type EventBus, type OutgoingEvent, type ReceivedEvent } from "@emailsvc/events";
 import { events } from "@emailsvc/proto";
 import { newId } from "@emailsvc/runtime";
-import { CrossTenantCollection, openEmbeddedStore, openMongoStore, type DocumentStore, type TenantCollection } from "@emailsvc/storage";
+import { CrossTenantCollection, type DocumentStore, type TenantCollection } from "@emailsvc/storage";
+import { openTestStore, waitFor, type StoreKind } from "@emailsvc/testing";
 import { newOutbox, OUTBOX_INDEX, OutboxRelay, withOutbox, type OutboxDoc, type OutboxEntry, type OutboxRelayOptions } from "../src/index.js";
 
 // The outbox kit against both storage adapters (the embedded store and the
@@ -18,18 +16,6 @@ interface NoteEntry extends OutboxEntry {
 interface NoteDoc extends OutboxDoc<NoteEntry> {
   body: string;
   deleted: boolean;
-}
-
-type StoreKind = "embedded" | "mongodb";
-
-async function openStoreOf(kind: StoreKind): Promise<{ store: DocumentStore; cleanup: () => void }> {
-  if (kind === "mongodb") {
-    const url = process.env.MONGO_URL;
-    if (!url) throw new Error("MONGO_URL is not set: run through the repository's Jest config, whose globalSetup starts FerretDB");
-    return { store: await openMongoStore({ url, dbName: `outbox_test_${newId("db").slice(3, 20)}` }), cleanup: () => undefined };
-  }
-  const dir = mkdtempSync(join(tmpdir(), "outbox-test-"));
-  return { store: await openEmbeddedStore({ dataDir: dir }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** A bus that can be taken down: publish rejects while `down`. */
@@ -64,7 +50,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
   const relays: Array<OutboxRelay<NoteDoc>> = [];
 
   beforeAll(async () => {
-    ({ store, cleanup } = await openStoreOf(kind));
+    ({ store, cleanup } = await openTestStore(kind, "outbox"));
     bus = new InProcessEventBus({ logger: () => {} });
     flaky = new FlakyBus(bus);
     await bus.ensureTopics(["email.status", "email.send.requested"]);
@@ -118,7 +104,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     const first = entry("queued", 5);
     const doc = await insert(t, [first, entry("sent", 6)]);
     await relay.flush(doc);
-    await waitFor(() => statusesOf(doc._id).length === 2);
+    await until(() => statusesOf(doc._id).length === 2);
     expect(statusesOf(doc._id)).toEqual(["queued", "sent"]);
     const event = received.find((e) => e.key === doc._id)!;
     expect(event.headers).toEqual({ "event-id": first.id, "event-type": "email.status" });
@@ -160,7 +146,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
       },
     });
     await relay.flush(doc);
-    await waitFor(() => statusesOf(doc._id).length === 2);
+    await until(() => statusesOf(doc._id).length === 2);
     await settle();
     expect(statusesOf(doc._id)).toEqual(["one", "two"]);
     expect(effects).toHaveLength(2);
@@ -194,7 +180,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     }
     now += 10_000;
     expect(await relay.sweep()).toBeGreaterThanOrEqual(1);
-    await waitFor(() => statusesOf(doc._id).length === 1);
+    await until(() => statusesOf(doc._id).length === 1);
     expect((await notes.forTenant(t).findOne({ _id: doc._id }))!.outbox_pending).toBe(false);
     // The effect ran before each publish attempt: it may repeat (idempotent by entry id), never be lost.
     expect(effects.length).toBeGreaterThanOrEqual(2);
@@ -209,12 +195,12 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     const young = await insert(a, [entry("in hand")], now - 1000);
     expect(await relay.pending()).toBeGreaterThanOrEqual(3);
     await relay.sweep();
-    await waitFor(() => statusesOf(old._id).length === 1 && statusesOf(other._id).length === 1);
+    await until(() => statusesOf(old._id).length === 1 && statusesOf(other._id).length === 1);
     expect(statusesOf(young._id)).toEqual([]);
     expect((await notes.forTenant(a).findOne({ _id: young._id }))!.outbox_pending).toBe(true);
     now += 5000;
     await relay.sweep();
-    await waitFor(() => statusesOf(young._id).length === 1);
+    await until(() => statusesOf(young._id).length === 1);
     expect(await relay.pending()).toBe(0);
   });
 
@@ -229,7 +215,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     await relay.flush(doc);
     const gone = await notes.forTenant(t).updateOne({ _id: doc._id }, withOutbox<NoteDoc, NoteEntry>({ $set: { deleted: true, body: "" } }, [entry("deleted")], now));
     await relay.flush(gone!);
-    await waitFor(() => statusesOf(doc._id).length === 2);
+    await until(() => statusesOf(doc._id).length === 2);
     expect(statusesOf(doc._id)).toEqual(["created", "deleted"]);
     expect(await notes.forTenant(t).count({ _id: doc._id })).toBe(0);
   });
@@ -239,7 +225,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     const relay = relayOf({ sweepIntervalMs: 10, passes: [{ name: "count", run: async () => void passes++ }] });
     const doc = await insert(tenant(), [entry("swept")], now - 60_000);
     relay.start();
-    await waitFor(() => statusesOf(doc._id).length === 1 && passes >= 2);
+    await until(() => statusesOf(doc._id).length === 1 && passes >= 2);
     await relay.stop();
     const after = passes;
     await new Promise((r) => setTimeout(r, 50));
@@ -247,10 +233,5 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
   });
 });
 
-async function waitFor(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** Until `condition` holds (the kit's waitFor over a boolean). */
+const until = (condition: () => boolean): Promise<true> => waitFor(() => (condition() ? true : undefined), "the outbox to be carried out", 10_000);

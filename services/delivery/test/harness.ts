@@ -1,32 +1,17 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
-import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
-import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
+import { createLogger, createServiceTransport, newId } from "@emailsvc/runtime";
+import type { DocumentStore } from "@emailsvc/storage";
 import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
 import { FakeTemplates } from "./support/fake-templates.js";
 import { compileRenderer } from "@emailsvc/render";
+import { openTestStore, type StoreKind } from "@emailsvc/testing";
 
-export type StoreKind = "embedded" | "mongodb";
-
-export function mongoUrl(): string {
-  const url = process.env.MONGO_URL;
-  if (!url) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
-  return url;
-}
-
-export async function openStoreOf(kind: StoreKind): Promise<{ store: DocumentStore; cleanup: () => void }> {
-  if (kind === "mongodb") {
-    return { store: await openMongoStore({ url: mongoUrl(), dbName: `delivery_test_${newId("db").slice(3, 20)}` }), cleanup: () => undefined };
-  }
-  const dir = mkdtempSync(join(tmpdir(), "delivery-test-"));
-  return { store: await openEmbeddedStore({ dataDir: dir }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
+// The kit's pieces every service's tests share (packages/testing, services.ts).
+export { asCall as as, mongoUrl, testTenant as tenant, waitFor, type StoreKind } from "@emailsvc/testing";
 
 /** What a test may set on the service; the rest is the harness' (store, bus, templates, renderer). */
 export type ServiceOverrides = Partial<Omit<DeliveryServiceOptions, "store" | "bus" | "logger" | "port" | "templatesUrl" | "templatesTransport">>;
@@ -54,7 +39,7 @@ export interface HarnessOptions extends ServiceOverrides {
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const { store: kind = "embedded", bus: givenBus, ...overrides } = options;
-  const { store, cleanup } = await openStoreOf(kind);
+  const { store, cleanup } = await openTestStore(kind, "delivery");
   const bus = givenBus ?? new InProcessEventBus({ backoff: { initialMs: 50, maxMs: 400 }, logger: () => {} });
   const templates = await new FakeTemplates().start();
   const subscribers = await new FakeSubscribers().start();
@@ -109,22 +94,5 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   return h;
 }
 
-export function tenant(mode: "live" | "test" = "test", accountId = newId("acc")): CallContext {
-  return { tenant: { accountId, mode }, actor: "api_key:key_test", requestId: "req_test" };
-}
-
-export function as(call: CallContext) {
-  return { headers: callHeaders(call) };
-}
-
-export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 15000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
