@@ -6,7 +6,7 @@ import { KafkaEventBus, type ReceivedEvent, type Subscription } from "@emailsvc/
 import { events } from "@emailsvc/proto";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
-import { responseChecker, type TestResponse } from "../../services/gateway/test/support/harness";
+import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
 // End to end through the REST API: real gateway, real subscribers service, real
@@ -45,12 +45,7 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
       body = JSON.stringify(opts.body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(platform.gatewayUrl + path, { method, headers, body });
-    const text = await res.text();
-    const parsed = text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
-    const response = { status: res.status, headers: res.headers, body: parsed, text };
-    check(method, path, response);
-    return response;
+    return sendChecked(check, platform.gatewayUrl, method, path, { headers, body });
   }
 
   beforeAll(async () => {

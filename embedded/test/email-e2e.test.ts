@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
-import { responseChecker, type TestResponse } from "../../services/gateway/test/support/harness";
+import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
 import { SmtpSink } from "../../services/delivery/test/support/smtp-sink";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
@@ -54,12 +54,7 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
       body = JSON.stringify(opts.body);
       headers["content-type"] = "application/json";
     }
-    const res = await fetch(platform.gatewayUrl + path, { method, headers, body });
-    const text = await res.text();
-    const parsed = text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
-    const response = { status: res.status, headers: res.headers, body: parsed, text };
-    check(method, path, response);
-    return response;
+    return sendChecked(check, platform.gatewayUrl, method, path, { headers, body });
   }
 
   beforeAll(async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
-import { GENEROUS_RATE_LIMIT_ENV, responseChecker, type TestResponse } from "../../../services/gateway/test/support/harness";
+import { GENEROUS_RATE_LIMIT_ENV, responseChecker, sendChecked, type TestResponse } from "../../../services/gateway/test/support/harness";
 import { startPlatform, type RunningPlatform } from "../../src/platform";
 
 export const ADMIN_TOKEN = "edge-admin-token-0123456789abcdef";
@@ -69,12 +69,7 @@ export async function startTestPlatform(
       headers["content-type"] = "application/json";
     }
     Object.assign(headers, opts.headers);
-    const res = await fetch(platform.gatewayUrl + path, { method, headers, body });
-    const text = await res.text();
-    const parsed = text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
-    const response = { status: res.status, headers: res.headers, body: parsed, text };
-    check(method, path, response);
-    return response;
+    return sendChecked(check, platform.gatewayUrl, method, path, { headers, body });
   };
   const account = await call("POST", "/admin/v1/accounts", { admin: true, body: { name: name } });
   const created = await call("POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { admin: true, body: { mode: "test" } });

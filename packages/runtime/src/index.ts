@@ -6,6 +6,7 @@ export * from "./health.js";
 export * from "./config.js";
 export * from "./catalog.js";
 export * from "./shutdown.js";
+export * from "./listen.js";
 export * from "./grpc/server.js";
 export * from "./grpc/transport.js";
 export * from "./cursor.js";

@@ -1,10 +1,9 @@
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import Koa from "koa";
 import { Router } from "@koa/router";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
-import { createServiceTransport, SERVICE_NAMES, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
+import { createServiceTransport, listen, SERVICE_NAMES, urlHost, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { KeyRing } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
@@ -255,15 +254,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   // A slow client may not hold a request open forever.
   server.requestTimeout = 30_000;
   const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const urlHost = host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  const port = await listen(server, options.port, host);
   const drainTimeoutMs = options.drainTimeoutMs ?? 20_000;
 
   let closing: Promise<void> | undefined;
@@ -289,5 +280,5 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     })());
 
   options.logger.info({ port, host }, "gateway listening");
-  return { port, url: `http://${urlHost}:${port}`, gateway, close };
+  return { port, url: `http://${urlHost(host)}:${port}`, gateway, close };
 }

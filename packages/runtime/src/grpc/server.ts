@@ -16,7 +16,7 @@
 // interceptors, setTrailerStatus for errors), and writes headers, message and
 // trailers through the same Node response API connect-node uses.
 import * as http2 from "node:http2";
-import type { AddressInfo, Socket } from "node:net";
+import type { Socket } from "node:net";
 import { fromBinary, toBinary, type DescMethod } from "@bufbuild/protobuf";
 import {
   Code,
@@ -31,6 +31,7 @@ import {
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { grpcStatusOk, headerGrpcStatus, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { listen, urlHost } from "../listen.js";
 import { toWebHeaders } from "./headers.js";
 
 export interface GrpcServerOptions {
@@ -116,15 +117,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     session.once("close", () => sessions.delete(session));
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const urlHost = host.includes(":") ? `[${host}]` : host;
+  const port = await listen(server, options.port, host);
 
   let closing: Promise<void> | undefined;
   function close(graceMs = defaultGraceMs): Promise<void> {
@@ -145,7 +138,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     return closing;
   }
 
-  return { port, url: `http://${urlHost}:${port}`, close };
+  return { port, url: `http://${urlHost(host)}:${port}`, close };
 }
 
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;

@@ -1,5 +1,5 @@
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listen, urlHost } from "../listen.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 // Prometheus metrics of the process: one registry, served on the service's
@@ -95,17 +95,10 @@ export async function startMetricsServer(options: { port: number; host?: string 
     );
   });
   const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listen(server, options.port, host);
   return {
     port,
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/metrics`,
+    url: `http://${urlHost(host)}:${port}/metrics`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -128,13 +128,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       headers["content-type"] = "application/json";
     }
     Object.assign(headers, opts.headers);
-    const res = await fetch(running.url + path, { method, headers, body });
-    const text = await res.text();
-    const type = res.headers.get("content-type") ?? "";
-    const parsed = text && type.includes("json") ? JSON.parse(text) : text;
-    const response = { status: res.status, headers: res.headers, body: parsed, text };
-    checker(method, path, response);
-    return response;
+    return sendChecked(checker, running.url, method, path, { headers, body });
   };
 
   return {
@@ -161,7 +155,25 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
  * and path must declare the status, the content type must be the declared one,
  * and the body must validate. Responses of unknown routes must be problems.
  */
-export function responseChecker(doc: OpenApiDocument): (method: string, path: string, res: TestResponse) => void {
+export type ResponseCheck = (method: string, path: string, res: TestResponse) => void;
+
+/** Sends one request to `baseUrl + path`, parses a JSON answer, and checks it against the OpenAPI document. */
+export async function sendChecked(
+  check: ResponseCheck,
+  baseUrl: string,
+  method: string,
+  path: string,
+  init: { headers: Record<string, string>; body?: string | Buffer | undefined },
+): Promise<TestResponse> {
+  const res = await fetch(baseUrl + path, { method, headers: init.headers, body: init.body });
+  const text = await res.text();
+  const parsed = text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
+  const response = { status: res.status, headers: res.headers, body: parsed, text };
+  check(method, path, response);
+  return response;
+}
+
+export function responseChecker(doc: OpenApiDocument): ResponseCheck {
   const ajv = createDocumentAjv(doc, { validateFormats: true });
   addFormats(ajv);
   const routes = Object.entries(doc.paths).map(([template, item]) => ({
