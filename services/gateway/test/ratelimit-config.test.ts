@@ -100,6 +100,7 @@ describe("loadRateLimitConfig", () => {
     [{ RATE_LIMIT_STORE_TIMEOUT_MS: "0" }, /RATE_LIMIT_STORE_TIMEOUT_MS must be an integer in 1\.\.10000/],
     [{ RATE_LIMIT_MAX_KEYS: "10" }, /RATE_LIMIT_MAX_KEYS must be an integer/],
     [{ TRUSTED_PROXY_HOPS: "x" }, /TRUSTED_PROXY_HOPS must be an integer in 0\.\.10/],
+    [{ RATE_LIMIT_SENDS: "5/1s" }, /unknown environment variable RATE_LIMIT_SENDS; the rate-limit settings are RATE_LIMIT_READ, .*RATE_LIMIT_SEND,/],
   ])("a bad value stops the start naming the variable: %j", (env, message) => {
     expect(() => loadRateLimitConfig(env)).toThrow(ConfigError);
     expect(() => loadRateLimitConfig(env)).toThrow(message);

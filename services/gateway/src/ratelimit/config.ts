@@ -84,8 +84,16 @@ function policyFrom(env: Env, name: string, fallback: string): Policy | null {
   }
 }
 
+const OTHER_VARIABLES = ["RATE_LIMIT", "RATE_LIMIT_AUTH_FAILURES", "RATE_LIMIT_STORE", "RATE_LIMIT_STORE_TIMEOUT_MS", "RATE_LIMIT_MAX_KEYS"];
+const KNOWN_VARIABLES = new Set([...Object.values(PER_KEY_VARIABLES), ...Object.values(PER_TENANT_VARIABLES), ...OTHER_VARIABLES]);
+
 /** Reads the rate-limit settings; a bad value stops the start, naming the variable. */
 export function loadRateLimitConfig(env: Env = process.env): RateLimitConfig {
+  // A misspelt budget (RATE_LIMIT_SENDS) would otherwise leave the default in force unnoticed.
+  const unknown = Object.keys(env).filter((name) => name.startsWith("RATE_LIMIT") && !KNOWN_VARIABLES.has(name));
+  if (unknown.length > 0) {
+    throw new ConfigError(`unknown environment variable ${unknown.join(", ")}; the rate-limit settings are ${[...KNOWN_VARIABLES].join(", ")}`);
+  }
   const switched = (envOptional("RATE_LIMIT", env) ?? "on").toLowerCase();
   if (switched !== "on" && switched !== "off") {
     throw new ConfigError(`environment variable RATE_LIMIT must be "on" or "off", got "${env.RATE_LIMIT}"`);
