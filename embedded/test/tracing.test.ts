@@ -152,7 +152,9 @@ function printTree(spans: ReceivedSpan[], root: ReceivedSpan): string {
   const kinds = ["", "internal", "server", "client", "producer", "consumer"];
   const lines: string[] = [];
   const walk = (span: ReceivedSpan, depth: number): void => {
-    lines.push(`${"  ".repeat(depth)}${span.name}  [${kinds[span.kind]}, ${span.service}]`);
+    const at = `+${(span.startMs - root.startMs).toFixed(1)} ms`.padStart(11);
+    const took = `${(span.endMs - span.startMs).toFixed(1)} ms`.padStart(9);
+    lines.push(`${at} ${took}  ${"  ".repeat(depth)}${span.name} [${kinds[span.kind]}]`);
     for (const child of spans.filter((s) => s.parentSpanId === span.spanId)) walk(child, depth + 1);
   };
   walk(root, 0);

@@ -15,6 +15,9 @@ export interface ReceivedSpan {
   kind: number;
   attributes: Record<string, string | number | boolean>;
   status: number;
+  /** Start and end, in ms since the epoch (fractional). */
+  startMs: number;
+  endMs: number;
 }
 
 interface OtlpValue {
@@ -35,6 +38,8 @@ interface OtlpSpan {
   kind: number;
   attributes?: OtlpAttribute[];
   status?: { code?: number };
+  startTimeUnixNano?: string;
+  endTimeUnixNano?: string;
 }
 interface OtlpRequest {
   resourceSpans?: Array<{ resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: Array<{ spans?: OtlpSpan[] }> }>;
@@ -77,6 +82,8 @@ export class OtlpReceiver {
                 kind: span.kind,
                 attributes: attributesOf(span.attributes),
                 status: span.status?.code ?? 0,
+                startMs: Number(BigInt(span.startTimeUnixNano ?? "0") / 1000n) / 1000,
+                endMs: Number(BigInt(span.endTimeUnixNano ?? "0") / 1000n) / 1000,
               });
             }
           }
