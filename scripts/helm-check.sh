@@ -13,7 +13,8 @@
 #      bad cross references and an incomplete mail provider (EMAIL_PROVIDER=smtp
 #      without SMTP_URL) must fail the render.
 #
-# Tools are installed on first use into ${XDG_CACHE_HOME:-~/.cache}/emailsvc:
+# Tools are installed on first use into ${EMAILSVC_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/emailsvc}
+# (the cache of the test servers and schemathesis too):
 # helm built from the Go module proxy (needs go; ~5 min cold, instant warm) and
 # kubernetes-validate (JSON schemas of each Kubernetes version) from PyPI.
 # Override with HELM=/path/to/helm. SKIP_KUBE_SCHEMAS=1 skips step 2.
@@ -30,7 +31,7 @@ KUBE_VERSIONS=(1.27.0 1.37.0)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 chart="$root/deploy/helm/emailsvc"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/emailsvc"
+cache="${EMAILSVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/emailsvc}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/helm-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
