@@ -51,7 +51,7 @@ function checkPath(path: string, where: string): void {
   }
 }
 
-const CONDITION_OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists"]);
+const CONDITION_OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$all", "$gt", "$gte", "$lt", "$lte", "$exists"]);
 const RANGE_OPERATORS = new Set(["$gt", "$gte", "$lt", "$lte"]);
 
 export function checkFilter(filter: Filter, where = "filter"): void {
@@ -89,6 +89,12 @@ function checkCondition(path: string, condition: unknown, where: string): void {
     } else if (op === "$in" || op === "$nin") {
       if (!Array.isArray(operand) || !operand.every(isScalar)) {
         throw new TypeError(`${op} on ${path} in ${where} takes an array of strings, numbers, booleans or null`);
+      }
+    } else if (op === "$all") {
+      // MongoDB's $all of nothing matches nothing and NeDB has no $all: keep to
+      // a non-empty list of plain values, translated alike everywhere.
+      if (!Array.isArray(operand) || operand.length === 0 || !operand.every((v) => isScalar(v) && v !== null)) {
+        throw new TypeError(`$all on ${path} in ${where} takes a non-empty array of strings, numbers or booleans`);
       }
     } else if (RANGE_OPERATORS.has(op)) {
       // NeDB compares only strings with strings and numbers with numbers; MongoDB

@@ -424,6 +424,10 @@ function translateCondition(field: string, condition: unknown): NedbQuery[] {
       case "$nin":
         clauses.push({ $not: inList(field, operand as unknown[]) });
         break;
+      case "$all":
+        // Each value its own clause: on an array field NeDB's equality holds when an element equals.
+        for (const value of operand as unknown[]) clauses.push(equals(field, value));
+        break;
       case "$exists":
         clauses.push(operand === true ? { $not: { [field]: { $exists: false } } } : { [field]: { $exists: false } });
         break;

@@ -44,6 +44,11 @@ export type Condition<V extends Scalar = Scalar> =
       $ne?: V | null;
       $in?: Array<V | null>;
       $nin?: Array<V | null>;
+      /**
+       * An array field holding every one of the values (a non-empty list of
+       * strings, numbers or booleans). On a scalar field: the field equals each.
+       */
+      $all?: Array<Exclude<V, null>>;
       /** Range operands are strings or numbers only; a field of another type never matches. */
       $gt?: Extract<V, string | number>;
       $gte?: Extract<V, string | number>;

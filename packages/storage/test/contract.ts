@@ -505,6 +505,17 @@ export function describeDocumentStoreContract(
         await expect(match({ tags: { $nin: ["vip", "news"] } })).resolves.toEqual(["p3", "p5"]);
       });
 
+      test("$all: an array field holding every value, alone and beside $nin", async () => {
+        await expect(match({ tags: { $all: ["vip", "news"] } })).resolves.toEqual(["p1"]);
+        await expect(match({ tags: { $all: ["news"] } })).resolves.toEqual(["p1", "p2"]);
+        await expect(match({ tags: { $all: ["news"], $nin: ["vip"] } })).resolves.toEqual(["p2"]);
+        await expect(match({ tags: { $all: ["vip", "other"] } })).resolves.toEqual([]);
+        await expect(match({ name: { $all: ["ann"] } })).resolves.toEqual(["p1"]);
+        await expect(match({ tenant: "t2", tags: { $all: ["vip"] } })).resolves.toEqual(["p4"]);
+        await expect(c.find({ tags: { $all: [] } })).rejects.toThrow(/\$all on tags in filter takes a non-empty array/);
+        await expect(c.find({ tags: { $all: [null] } } as unknown as Filter)).rejects.toThrow(/non-empty array of strings, numbers or booleans/);
+      });
+
       test("$or, alone and with other conditions", async () => {
         await expect(match({ $or: [{ name: "ann" }, { age: { $gt: 50 } }] })).resolves.toEqual(["p1", "p5"]);
         await expect(match({ tenant: "t1", $or: [{ age: 25 }, { active: true }] })).resolves.toEqual(["p2", "p5"]);
