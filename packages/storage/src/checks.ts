@@ -4,7 +4,7 @@
 // rejected here, in one place, with a message naming the offending part. Errors
 // are TypeErrors: they are programming errors, never a client's fault.
 
-import type { AnyFilter as Filter, AnyUpdate as Update, Doc, FindOptions, IndexSpec } from "./types.js";
+import { MAX_BATCH_DOCUMENTS, type AnyFilter as Filter, type AnyUpdate as Update, type Doc, type FindOptions, type IndexSpec } from "./types.js";
 
 export type PlainObject = Record<string, unknown>;
 
@@ -150,6 +150,35 @@ export function checkDocument<T extends Doc>(doc: T): T {
   if (!isPlainObject(doc)) throw new TypeError("document must be a plain object");
   if (typeof doc._id !== "string" || doc._id.length === 0) throw new TypeError("document needs a non-empty string _id");
   return cleanValue(doc, "document") as T;
+}
+
+/** Checks a batch of documents (insertMany, upsertMany) and returns cleaned copies. */
+export function checkBatch<T extends Doc>(docs: readonly T[], operation: string): T[] {
+  if (!Array.isArray(docs)) throw new TypeError(`${operation} takes an array of documents`);
+  if (docs.length > MAX_BATCH_DOCUMENTS) {
+    throw new TypeError(`${operation} takes at most ${MAX_BATCH_DOCUMENTS} documents, got ${docs.length}`);
+  }
+  return docs.map((doc, i) => {
+    try {
+      return checkDocument(doc);
+    } catch (error) {
+      throw new TypeError(`${operation}: document ${i}: ${(error as Error).message}`);
+    }
+  });
+}
+
+/**
+ * The scope of an upsertMany: equality on scalar fields only, since its
+ * fields also go into each inserted document (as MongoDB's upsert does).
+ */
+export function checkUpsertScope(scope: Filter): Record<string, string | number | boolean> {
+  checkFilter(scope, "upsertMany scope");
+  for (const [field, value] of Object.entries(scope)) {
+    if (field === "_id" || !(typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value)))) {
+      throw new TypeError(`upsertMany scope: ${field} must be a field other than _id equal to a string, number or boolean`);
+    }
+  }
+  return scope as Record<string, string | number | boolean>;
 }
 
 const UPDATE_OPERATORS = new Set(["$set", "$unset", "$inc", "$addToSet", "$pull", "$push"]);

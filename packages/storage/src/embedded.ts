@@ -3,16 +3,20 @@
 // same port as MongoDB so that `npm start` needs no server; the translation below
 // makes NeDB answer as MongoDB would wherever the two languages differ.
 
+/// <reference path="./nedb-model.d.ts" />
 import { mkdir } from "node:fs/promises";
 import * as path from "node:path";
 import { lockDir, type DirLock } from "@emailsvc/dir-lock";
 import Datastore from "@seald-io/nedb";
+import { serialize } from "@seald-io/nedb/lib/model.js";
 import {
+  checkBatch,
   checkCollectionName,
   checkDocument,
   checkFilter,
   checkFindOptions,
   checkIndexSpecs,
+  checkUpsertScope,
   isPlainObject,
   normalizeUpdate,
   type PlainObject,
@@ -27,9 +31,12 @@ import {
   type Filter,
   type FindOptions,
   type IndexSpec,
+  type InsertManyResult,
   type AnyUpdate,
   type Update,
+  type UpsertManyResult,
 } from "./types.js";
+import { GroupAppender } from "./group-append.js";
 
 export interface EmbeddedStoreOptions {
   /** Directory of the datafiles, created if missing; memory only when undefined. */
@@ -167,6 +174,12 @@ interface NedbIndex {
 
 type NedbQuery = PlainObject;
 
+/** The parts of NeDB's persistence we replace or read (not in its typings). */
+interface NedbPersistence {
+  modes: { fileMode: number };
+  persistNewStateAsync(docs: PlainObject[]): Promise<void>;
+}
+
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly db: Datastore<PlainObject>;
   private readonly ready: Promise<void>;
@@ -174,6 +187,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly indexNames = new Map<string, string>([["_id", "_id_"]]);
   /** Tail of the chain that runs this collection's updates one at a time. */
   private updates: Promise<unknown> = Promise.resolve();
+  /** Appends this collection's writes to its datafile, many writes per append (group-append.ts). */
+  private readonly appender: GroupAppender | undefined;
 
   constructor(
     readonly name: string,
@@ -182,6 +197,20 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     private readonly state: StoreState,
   ) {
     this.db = new Datastore<PlainObject>(filename === undefined ? { inMemoryOnly: true } : { filename });
+    if (filename !== undefined) {
+      const persistence = (this.db as unknown as { persistence: NedbPersistence }).persistence;
+      const appender = new GroupAppender(filename, persistence.modes.fileMode, (error) => {
+        console.error(`embedded store: appending to ${filename} failed; writes since are in memory only:`, error);
+      });
+      // NeDB calls this inside each write, before it runs the next one: queue the
+      // lines instead of appending them, and let the write's caller wait (persisted()).
+      persistence.persistNewStateAsync = async (docs) => {
+        let lines = "";
+        for (const doc of docs) lines += `${serialize(doc)}\n`;
+        appender.enqueue(lines);
+      };
+      this.appender = appender;
+    }
     this.ready = this.db.loadDatabaseAsync();
     // A failed load is reported by every operation that awaits `ready`.
     this.ready.catch(() => undefined);
@@ -214,6 +243,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       }
       this.indexNames.set(key, name);
     }
+    await this.persisted();
   }
 
   async insertOne(doc: T): Promise<void> {
@@ -224,6 +254,28 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     } catch (error) {
       throw await this.mapError(error, clean);
     }
+    await this.persisted();
+  }
+
+  async insertMany(docs: readonly T[]): Promise<InsertManyResult> {
+    const clean = checkBatch(docs, "insertMany");
+    await this.open();
+    // One NeDB insert per document (NeDB's array insert is all or nothing on a
+    // clash), queued together so that their lines share the append.
+    const outcomes = await Promise.all(
+      clean.map((doc) =>
+        this.db.insertAsync(doc).then(
+          () => true,
+          async (error: unknown) => {
+            if (isUniqueViolation(error)) return false;
+            throw error;
+          },
+        ),
+      ),
+    );
+    await this.persisted();
+    const duplicates = outcomes.flatMap((inserted, i) => (inserted ? [] : [i]));
+    return { inserted: clean.length - duplicates.length, duplicates };
   }
 
   async findOne(filter: Filter<T>): Promise<T | null> {
@@ -253,9 +305,75 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     const clean = normalizeUpdate(update as AnyUpdate);
     if (clean === null) return this.findOne(filter);
-    const run = this.updates.then(() => this.applyUpdate(filter as AnyFilter, clean));
+    const result = await this.inUpdateChain(() => this.applyUpdate(filter as AnyFilter, clean));
+    await this.persisted();
+    return result;
+  }
+
+  async updateMany(filter: Filter<T>, update: Update<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
+    if (clean === null) return this.count(filter);
+    const matched = await this.inUpdateChain(async () => {
+      await this.open();
+      const query = translateFilter(filter as AnyFilter);
+      if (clean.$pull !== undefined) {
+        // NeDB's $pull throws on a missing field (see applyUpdate): one document at a time.
+        const ids = ((await this.db.findAsync(query, { _id: 1 })) as Array<{ _id: string }>).map((doc) => doc._id);
+        for (const _id of ids) await this.applyUpdate({ _id }, clean);
+        return ids.length;
+      }
+      try {
+        return (await this.db.updateAsync(query, clean as PlainObject, { multi: true, upsert: false })).numAffected;
+      } catch (error) {
+        throw await this.mapError(error, undefined);
+      }
+    });
+    await this.persisted();
+    return matched;
+  }
+
+  async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
+    const clean = checkBatch(docs, "upsertMany");
+    const fixed = checkUpsertScope(scope as AnyFilter);
+    for (const [i, doc] of clean.entries()) {
+      if (Object.keys(doc).length < 2) throw new TypeError(`upsertMany: document ${i} has no field besides _id`);
+    }
+    const outcomes = await this.inUpdateChain(async () => {
+      await this.open();
+      // Queued together, one NeDB update each: their lines share the append.
+      return Promise.all(
+        clean.map((doc) => {
+          const { _id, ...fields } = doc as PlainObject;
+          return this.db.updateAsync({ ...fixed, _id }, { $set: { ...fields, ...fixed } }, { upsert: true }).then(
+            (result) => (result.upsert ? "inserted" : "updated"),
+            (error: unknown) => {
+              if (isUniqueViolation(error)) return "duplicate";
+              throw error;
+            },
+          );
+        }),
+      );
+    });
+    await this.persisted();
+    const duplicates = outcomes.flatMap((outcome, i) => (outcome === "duplicate" ? [i] : []));
+    return {
+      inserted: outcomes.filter((outcome) => outcome === "inserted").length,
+      updated: outcomes.filter((outcome) => outcome === "updated").length,
+      duplicates,
+    };
+  }
+
+  /** Runs `task` after every update queued before it, and before those queued after. */
+  private inUpdateChain<R>(task: () => Promise<R>): Promise<R> {
+    const run = this.updates.then(task);
     this.updates = run.catch(() => undefined);
     return run;
+  }
+
+  /** Waits until this collection's writes so far are in its datafile (immediate in memory). */
+  private persisted(): Promise<void> {
+    return this.appender?.durable() ?? Promise.resolve();
   }
 
   /**
@@ -292,19 +410,25 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async deleteOne(filter: Filter<T>): Promise<boolean> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    return (await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: false })) > 0;
+    const removed = await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: false });
+    await this.persisted();
+    return removed > 0;
   }
 
   async deleteMany(filter: Filter<T>): Promise<number> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    return this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: true });
+    const removed = await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: true });
+    await this.persisted();
+    return removed;
   }
 
   /** Rewrites the datafile without superseded lines; queued after pending writes. */
   async compact(): Promise<void> {
     if (this.filename === undefined) return;
     await this.ready;
+    // Queued lines first, so that the rewrite is not followed by older states.
+    await this.persisted().catch(() => undefined);
     await this.db.compactDatafileAsync();
   }
 

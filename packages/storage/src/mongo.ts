@@ -18,6 +18,7 @@
 //    another way.
 
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoServerError,
   type Collection as DriverCollection,
@@ -26,11 +27,13 @@ import {
   type UpdateFilter,
 } from "mongodb";
 import {
+  checkBatch,
   checkCollectionName,
   checkDocument,
   checkFilter,
   checkFindOptions,
   checkIndexSpecs,
+  checkUpsertScope,
   normalizeUpdate,
 } from "./checks.js";
 import {
@@ -43,8 +46,10 @@ import {
   type Filter,
   type FindOptions,
   type IndexSpec,
+  type InsertManyResult,
   type AnyUpdate,
   type Update,
+  type UpsertManyResult,
 } from "./types.js";
 
 export interface MongoStoreOptions {
@@ -199,6 +204,97 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  async insertMany(docs: readonly T[]): Promise<InsertManyResult> {
+    const clean = checkBatch(docs, "insertMany");
+    if (clean.length === 0) return { inserted: 0, duplicates: [] };
+    try {
+      // Unordered: the server goes on past a clash, and reports each.
+      const result = await this.coll.insertMany(clean, { ordered: false });
+      return { inserted: result.insertedCount, duplicates: [] };
+    } catch (error) {
+      const duplicates = duplicatePositions(error);
+      if (duplicates === undefined) throw await this.mapError(error, {});
+      return { inserted: clean.length - duplicates.length, duplicates };
+    }
+  }
+
+  async updateMany(filter: Filter<T>, update: Update<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
+    if (clean === null) return this.count(filter);
+    const run = async (): Promise<number> => {
+      try {
+        return (await this.coll.updateMany(driverFilter(filter as AnyFilter), clean as UpdateFilter<Doc>)).matchedCount;
+      } catch (error) {
+        throw await this.mapError(error, {});
+      }
+    };
+    return this.chain === undefined ? run() : serialized(this.chain, run);
+  }
+
+  async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
+    const clean = checkBatch(docs, "upsertMany");
+    const fixed = checkUpsertScope(scope as AnyFilter);
+    for (const [i, doc] of clean.entries()) {
+      if (Object.keys(doc).length < 2) throw new TypeError(`upsertMany: document ${i} has no field besides _id`);
+    }
+    if (clean.length === 0) return { inserted: 0, updated: 0, duplicates: [] };
+    // Not one bulkWrite of upserts: FerretDB v1 answers a failed statement of
+    // one with the wrong position and every count zeroed, although the other
+    // statements were applied. Instead: which _ids exist (and in the scope or
+    // not), one bulk update of those in it, one unordered insert of the rest.
+    // A document someone else inserts in between is reported as a duplicate.
+    const run = async (): Promise<UpsertManyResult> => {
+      const existing = await this.coll
+        .find({ _id: { $in: clean.map((doc) => doc._id) } } as DriverFilter<Doc>)
+        .toArray();
+      const inScope = new Set(
+        existing.filter((doc) => Object.entries(fixed).every(([field, value]) => doc[field as keyof Doc] === value)).map((doc) => doc._id),
+      );
+      const outOfScope = new Set(existing.map((doc) => doc._id).filter((id) => !inScope.has(id)));
+      const stamped = clean.map((doc) => ({ ...doc, ...fixed }) as Doc);
+      const positions = (want: (doc: Doc) => boolean) => stamped.flatMap((doc, i) => (want(doc) ? [i] : []));
+      const toUpdate = positions((doc) => inScope.has(doc._id));
+      const toInsert = positions((doc) => !inScope.has(doc._id) && !outOfScope.has(doc._id));
+      const duplicates = positions((doc) => outOfScope.has(doc._id));
+
+      if (toUpdate.length > 0) {
+        const setOf = (i: number) => {
+          const { _id, ...fields } = stamped[i]! as Doc & Record<string, unknown>;
+          return { filter: { ...fixed, _id }, update: { $set: fields } };
+        };
+        try {
+          await this.coll.bulkWrite(toUpdate.map((i) => ({ updateOne: setOf(i) })), { ordered: false });
+        } catch (error) {
+          if (duplicatePositions(error) === undefined && !isDuplicateKey(error)) throw await this.mapError(error, {});
+          // A unique clash (FerretDB gives no usable position): find which, one at a time ($set is idempotent).
+          for (const i of toUpdate) {
+            const { filter, update } = setOf(i);
+            await this.coll.updateOne(filter as DriverFilter<Doc>, update).catch((e: unknown) => {
+              if (!isDuplicateKey(e)) throw e;
+              duplicates.push(i);
+            });
+          }
+        }
+      }
+      let inserted = 0;
+      if (toInsert.length > 0) {
+        try {
+          inserted = (await this.coll.insertMany(toInsert.map((i) => stamped[i]!), { ordered: false })).insertedCount;
+        } catch (error) {
+          const clashes = duplicatePositions(error);
+          if (clashes === undefined) throw await this.mapError(error, {});
+          for (const k of clashes) duplicates.push(toInsert[k]!);
+          inserted = toInsert.length - clashes.length;
+        }
+      }
+      duplicates.sort((a, b) => a - b);
+      const updated = toUpdate.filter((i) => !duplicates.includes(i)).length;
+      return { inserted, updated, duplicates };
+    };
+    return this.chain === undefined ? run() : serialized(this.chain, run);
+  }
+
   async findOne(filter: Filter<T>): Promise<T | null> {
     checkFilter(filter as AnyFilter);
     return (await this.coll.findOne(driverFilter(filter as AnyFilter))) as T | null;
@@ -304,6 +400,25 @@ class MongoCollection<T extends Doc> implements Collection<T> {
 }
 
 const DUPLICATE_KEY = 11000;
+
+/**
+ * The positions of an unordered batch's documents refused for a duplicate key,
+ * when every refusal was one (ascending); undefined for any other failure.
+ */
+function isDuplicateKey(error: unknown): boolean {
+  return (
+    error instanceof MongoServerError &&
+    (error.code === DUPLICATE_KEY || /violates unique constraint/.test(error.message))
+  );
+}
+
+function duplicatePositions(error: unknown): number[] | undefined {
+  if (!(error instanceof MongoBulkWriteError)) return undefined;
+  const writeErrors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+  if (writeErrors.length === 0 || error.writeConcernError !== undefined) return undefined;
+  if (!writeErrors.every((e) => e.code === DUPLICATE_KEY || /duplicate key|violates unique constraint/.test(e.errmsg ?? ""))) return undefined;
+  return writeErrors.map((e) => e.index).sort((a, b) => a - b);
+}
 const NAMESPACE_NOT_FOUND = 26;
 
 function driverFilter(filter: AnyFilter): DriverFilter<Doc> {

@@ -1,4 +1,4 @@
-import type { AnyFilter, Collection, Filter, FindOptions, TenantDoc, Update } from "./types.js";
+import type { AnyFilter, Collection, Filter, FindOptions, InsertManyResult, TenantDoc, Update, UpsertManyResult } from "./types.js";
 
 /** A filter of a tenant's documents: `tenant` is the collection's business, never the caller's. */
 export type TenantFilter<T extends TenantDoc> = Filter<Omit<T, "tenant">>;
@@ -27,6 +27,17 @@ export class TenantCollection<T extends TenantDoc> {
   insertOne(doc: Omit<T, "tenant">): Promise<void> {
     return this.collection.insertOne({ ...doc, tenant: this.tenant } as T);
   }
+  /** See Collection.insertMany; every document is stamped with the tenant. */
+  insertMany(docs: ReadonlyArray<Omit<T, "tenant">>): Promise<InsertManyResult> {
+    return this.collection.insertMany(docs.map((doc) => ({ ...doc, tenant: this.tenant }) as T));
+  }
+  /** See Collection.upsertMany: by `_id` within the tenant; an `_id` of another tenant's document is a duplicate. */
+  upsertMany(docs: ReadonlyArray<Omit<T, "tenant">>): Promise<UpsertManyResult> {
+    return this.collection.upsertMany(
+      docs.map((doc) => ({ ...doc, tenant: this.tenant }) as T),
+      { tenant: this.tenant } as Filter<T>,
+    );
+  }
   findOne(filter: TenantFilter<T>): Promise<T | null> {
     return this.collection.findOne(this.scoped(filter));
   }
@@ -38,6 +49,9 @@ export class TenantCollection<T extends TenantDoc> {
   }
   updateOne(filter: TenantFilter<T>, update: TenantUpdate<T>): Promise<T | null> {
     return this.collection.updateOne(this.scoped(filter), update as Update<T>);
+  }
+  updateMany(filter: TenantFilter<T>, update: TenantUpdate<T>): Promise<number> {
+    return this.collection.updateMany(this.scoped(filter), update as Update<T>);
   }
   deleteOne(filter: TenantFilter<T>): Promise<boolean> {
     return this.collection.deleteOne(this.scoped(filter));

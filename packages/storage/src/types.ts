@@ -167,10 +167,53 @@ export interface Collection<T extends Doc = AnyDoc> {
    * Throws DuplicateKeyError when the update would break a unique index.
    */
   updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null>;
+  /**
+   * Inserts many documents in one round trip (embedded: one append), skipping
+   * every one that clashes with a unique index (or `_id`), whether with a
+   * stored document or one earlier in the batch, and reporting its position:
+   * a batch retried after a crash inserts only what is missing. Not atomic: a
+   * failure other than a clash may leave some inserted. At most
+   * MAX_BATCH_DOCUMENTS documents.
+   */
+  insertMany(docs: readonly T[]): Promise<InsertManyResult>;
+  /**
+   * Applies `update` to every document matching `filter` and returns how many
+   * matched. Each document changes atomically, the set does not (a reader may
+   * see some changed and others not yet). Throws DuplicateKeyError when the
+   * update would break a unique index (documents changed before stay changed).
+   */
+  updateMany(filter: Filter<T>, update: Update<T>): Promise<number>;
+  /**
+   * Per document, by `_id` and the fields of `scope`: inserts it when none
+   * matches, else sets its fields (fields the given document lacks stay as they
+   * are). A few round trips for all (MongoDB: find, bulk update, insert);
+   * each document changes atomically, the set does not. A document that would
+   * break a unique index (an `_id` held outside `scope`, or a value taken) is
+   * skipped and its position reported, and so may be one another writer
+   * inserted in between. At most MAX_BATCH_DOCUMENTS documents.
+   */
+  upsertMany(docs: readonly T[], scope?: Filter<T>): Promise<UpsertManyResult>;
   /** Returns whether a document was deleted. */
   deleteOne(filter: Filter<T>): Promise<boolean>;
   /** Returns how many documents were deleted. */
   deleteMany(filter: Filter<T>): Promise<number>;
+}
+
+/** Most documents one insertMany or upsertMany takes (a page of a fan-out, not a whole audience). */
+export const MAX_BATCH_DOCUMENTS = 10_000;
+
+export interface InsertManyResult {
+  inserted: number;
+  /** Positions (in the given array) of the documents skipped for a unique-index clash, ascending. */
+  duplicates: number[];
+}
+
+export interface UpsertManyResult {
+  inserted: number;
+  /** Documents that existed and had their fields set (changed or not). */
+  updated: number;
+  /** Positions of the documents skipped because their insert clashed with a unique index, ascending. */
+  duplicates: number[];
 }
 
 export interface DocumentStore {

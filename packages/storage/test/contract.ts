@@ -11,6 +11,7 @@ import {
   type DocumentStore,
   type Filter,
   type IndexSpec,
+  MAX_BATCH_DOCUMENTS,
 } from "../src/index.js";
 
 export interface ContractOptions {
@@ -625,7 +626,137 @@ export function describeDocumentStoreContract(
       await expect(c.findOne({ _id: "d0" })).resolves.toStrictEqual({ _id: "d0", kind: "again" });
     });
 
+    describe("batches", () => {
+      const emailIndex: IndexSpec[] = [{ name: "tenant_email", fields: { tenant: 1, email: 1 }, unique: true }];
+
+      test("insertMany inserts every document, skipping and reporting unique clashes by position", async () => {
+        const c = fresh();
+        await c.createIndexes(emailIndex);
+        await c.insertOne({ _id: "a", tenant: "t", email: "a@x" });
+        const result = await c.insertMany([
+          { _id: "b", tenant: "t", email: "b@x" },
+          { _id: "a", tenant: "t", email: "other@x" }, // _id taken
+          { _id: "c", tenant: "t", email: "a@x" }, // email taken
+          { _id: "d", tenant: "t", email: "d@x" },
+          { _id: "e", tenant: "t", email: "d@x" }, // clashes with d, earlier in this batch
+          { _id: "f", tenant: "u", email: "a@x" },
+        ]);
+        expect(result).toEqual({ inserted: 3, duplicates: [1, 2, 4] });
+        expect(ids(await c.find({}, { sort: { _id: 1 } }))).toEqual(["a", "b", "d", "f"]);
+        await expect(c.findOne({ _id: "a" })).resolves.toEqual({ _id: "a", tenant: "t", email: "a@x" });
+        // A retried batch inserts only what is missing.
+        await expect(c.insertMany([{ _id: "b", tenant: "t", email: "b@x" }, { _id: "g", tenant: "t", email: "g@x" }])).resolves.toEqual({
+          inserted: 1,
+          duplicates: [0],
+        });
+        await expect(c.insertMany([])).resolves.toEqual({ inserted: 0, duplicates: [] });
+      });
+
+      test("insertMany of many documents, each readable after", async () => {
+        const c = fresh();
+        const docs = Array.from({ length: 2500 }, (_, i) => ({ _id: `r${String(i).padStart(5, "0")}`, n: i, state: "pending" }));
+        await expect(c.insertMany(docs)).resolves.toEqual({ inserted: 2500, duplicates: [] });
+        await expect(c.count({ state: "pending" })).resolves.toBe(2500);
+        await expect(c.findOne({ _id: "r01234" })).resolves.toEqual({ _id: "r01234", n: 1234, state: "pending" });
+      });
+
+      test("insertMany and upsertMany check every document and the batch size first", async () => {
+        const c = fresh();
+        await expect(c.insertMany([{ _id: "ok" }, { _id: "" } as AnyDoc])).rejects.toThrow(/insertMany: document 1: .*_id/);
+        await expect(c.insertMany([{ _id: "ok", bad: Number.NaN }])).rejects.toThrow(TypeError);
+        await expect(c.insertMany(Array.from({ length: MAX_BATCH_DOCUMENTS + 1 }, (_, i) => ({ _id: `x${i}` })))).rejects.toThrow(
+          /at most 10000 documents/,
+        );
+        await expect(c.upsertMany([{ _id: "only-id" }])).rejects.toThrow(/no field besides _id/);
+        await expect(c.upsertMany([{ _id: "x", a: 1 }], { tenant: { $ne: "t" } } as Filter)).rejects.toThrow(/scope/);
+        // Nothing of a refused batch was written.
+        await expect(c.count({})).resolves.toBe(0);
+      });
+
+      test("updateMany changes every matching document and returns how many matched", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "1", state: "pending", n: 0, tags: ["a"] },
+          { _id: "2", state: "pending", n: 5 },
+          { _id: "3", state: "sent", n: 0, tags: ["a", "b"] },
+        ]);
+        await expect(c.updateMany({ _id: { $in: ["1", "2", "9"] }, state: "pending" }, { $set: { state: "queued" }, $inc: { n: 1 } })).resolves.toBe(2);
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "1", state: "queued", n: 1, tags: ["a"] },
+          { _id: "2", state: "queued", n: 6 },
+          { _id: "3", state: "sent", n: 0, tags: ["a", "b"] },
+        ]);
+        // A guarded batch: only documents still in the expected state move.
+        await expect(c.updateMany({ state: "pending" }, { $set: { state: "queued" } })).resolves.toBe(0);
+        // $pull where some documents lack the field, as updateOne.
+        await expect(c.updateMany({}, { $pull: { tags: "a" } })).resolves.toBe(3);
+        expect((await c.find({}, { sort: { _id: 1 } })).map((d) => d.tags)).toEqual([[], undefined, ["b"]]);
+        // An update that changes nothing still counts the matches.
+        await expect(c.updateMany({ state: "queued" }, { $set: {} })).resolves.toBe(2);
+      });
+
+      test("updateMany that would break a unique index throws DuplicateKeyError", async () => {
+        const c = fresh();
+        await c.createIndexes(emailIndex);
+        await c.insertMany([
+          { _id: "1", tenant: "t", email: "a@x" },
+          { _id: "2", tenant: "t", email: "b@x" },
+        ]);
+        await expectDuplicate(c.updateMany({ tenant: "t" }, { $set: { email: "same@x" } }), "tenant_email");
+      });
+
+      test("upsertMany inserts the missing, sets the fields of the present, within its scope", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "1", tenant: "t", state: "pending", keep: true },
+          { _id: "2", tenant: "u", state: "pending" },
+        ]);
+        const result = await c.upsertMany(
+          [
+            { _id: "1", state: "sent" },
+            { _id: "3", state: "pending", n: 1 },
+            { _id: "2", state: "sent" }, // another tenant's _id
+          ],
+          { tenant: "t" },
+        );
+        expect(result).toEqual({ inserted: 1, updated: 1, duplicates: [2] });
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "1", tenant: "t", state: "sent", keep: true },
+          { _id: "2", tenant: "u", state: "pending" },
+          { _id: "3", tenant: "t", state: "pending", n: 1 },
+        ]);
+        // A document whose new values would break a unique index is skipped too.
+        await c.createIndexes([{ name: "state_unique", fields: { tenant: 1, n: 1 }, unique: true }]);
+        await expect(c.upsertMany([{ _id: "1", n: 1 }, { _id: "4", n: 2 }], { tenant: "t" })).resolves.toEqual({
+          inserted: 1,
+          updated: 0,
+          duplicates: [0],
+        });
+        await expect(c.findOne({ _id: "1" })).resolves.toEqual({ _id: "1", tenant: "t", state: "sent", keep: true });
+        // Without a scope: by _id alone.
+        await expect(c.upsertMany([{ _id: "2", state: "sent" }])).resolves.toEqual({ inserted: 0, updated: 1, duplicates: [] });
+        await expect(c.findOne({ _id: "2" })).resolves.toEqual({ _id: "2", tenant: "u", state: "sent" });
+      });
+    });
+
     if (persistent) {
+      test("batches persist across close and reopen", async () => {
+        const name = freshName("batches");
+        const first = await open();
+        const c1 = first.collection(name);
+        await c1.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: `d${i}`, state: "pending" })));
+        await c1.updateMany({ _id: { $in: ["d1", "d2"] } }, { $set: { state: "sent" } });
+        await c1.upsertMany([{ _id: "d3", state: "failed" }, { _id: "new", state: "pending" }]);
+        await first.close();
+
+        const second = await open();
+        const c2 = second.collection(name);
+        await expect(c2.count({})).resolves.toBe(301);
+        await expect(c2.count({ state: "sent" })).resolves.toBe(2);
+        await expect(c2.findOne({ _id: "d3" })).resolves.toEqual({ _id: "d3", state: "failed" });
+        await second.close();
+      });
+
       test("data and unique indexes persist across close and reopen", async () => {
         const name = freshName("persist");
         const first = await open();

@@ -1,6 +1,7 @@
 // The embedded store (NeDB) against the shared contract, in memory and on files,
 // plus what only it has: datafiles, their lock, compaction and openStore's choice.
 
+import { promises as fsPromises } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -88,6 +89,54 @@ describe("embedded datafiles", () => {
     await expect(c.findOne({})).rejects.toThrow(/closed/);
     expect(() => store.collection("y")).toThrow(/closed/);
     await expect(store.ping()).resolves.toBe(false);
+  });
+});
+
+describe("embedded group append", () => {
+  const lineIds = async (file: string): Promise<string[]> =>
+    (await readFile(file, "utf8"))
+      .split("\n")
+      .filter((line) => line.length > 0)
+      .map((line) => (JSON.parse(line) as { _id?: string })._id ?? "");
+
+  test("a write is in the datafile when it is acknowledged", async () => {
+    const dir = path.join(root, "acked");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("ledger");
+    const file = path.join(dir, "ledger.db");
+    await c.insertOne({ _id: "one", state: "pending" });
+    expect(await lineIds(file)).toContain("one");
+    await c.updateOne({ _id: "one" }, { $set: { state: "sent" } });
+    expect((await readFile(file, "utf8")).trim().split("\n").at(-1)).toContain('"state":"sent"');
+    await c.deleteOne({ _id: "one" });
+    expect((await readFile(file, "utf8")).trim().split("\n").at(-1)).toContain('"$$deleted":true');
+    await store.close();
+  });
+
+  test("concurrent writes share appends, in order, each acknowledged once on disk", async () => {
+    const dir = path.join(root, "grouped");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("ledger");
+    const file = path.join(dir, "ledger.db");
+    await c.insertOne({ _id: "warm" });
+    const appends = jest.spyOn(fsPromises, "appendFile");
+    try {
+      const writes = Array.from({ length: 300 }, (_, i) => c.insertOne({ _id: `d${String(i).padStart(3, "0")}`, n: i }));
+      // Each write, as it is acknowledged, finds its own line in the file.
+      const seen = await Promise.all(writes.map((write, i) => write.then(async () => (await lineIds(file)).includes(`d${String(i).padStart(3, "0")}`))));
+      expect(seen.every(Boolean)).toBe(true);
+      // One append per write would be 300; concurrent writes went out together.
+      expect(appends.mock.calls.length).toBeGreaterThan(0);
+      expect(appends.mock.calls.length).toBeLessThan(30);
+    } finally {
+      appends.mockRestore();
+    }
+    // The file holds the writes in the order they were made.
+    expect((await lineIds(file)).filter((id) => id.startsWith("d"))).toEqual(Array.from({ length: 300 }, (_, i) => `d${String(i).padStart(3, "0")}`));
+    await store.close();
+    const reopened = await openEmbeddedStore({ dataDir: dir });
+    await expect(reopened.collection("ledger").count({})).resolves.toBe(301);
+    await reopened.close();
   });
 });
 

@@ -250,6 +250,9 @@ class FlakyStore implements DocumentStore {
       find: guard(real.find.bind(real)),
       count: guard(real.count.bind(real)),
       updateOne: guard(real.updateOne.bind(real)),
+      insertMany: guard(real.insertMany.bind(real)),
+      updateMany: guard(real.updateMany.bind(real)),
+      upsertMany: guard(real.upsertMany.bind(real)),
       deleteOne: guard(real.deleteOne.bind(real)),
       deleteMany: guard(real.deleteMany.bind(real)),
     };
