@@ -19,6 +19,7 @@ import {
   DEFAULT_BACKOFF,
   assertTopicNames,
   backoffDelay,
+  batchDelivery,
   errorMessage,
   sleep,
   stderrLogger,
@@ -30,8 +31,8 @@ import { partitionOf, type LoggedEvent, type Partition } from "./log/partition.j
 import { checkEvent } from "./log/record.js";
 import type { LogStorage } from "./log/storage.js";
 import type {
+  EventBatchHandler,
   EventBus,
-  EventHandler,
   OutgoingEvent,
   ReceivedEvent,
   SubscribeOptions,
@@ -190,10 +191,11 @@ export class InProcessEventBus implements EventBus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     this.assertOpen();
-    const { group, handler } = options;
+    const { group } = options;
     const topics = [...new Set(options.topics)];
     if (!group) throw new Error("subscribe needs a group");
     if (topics.length === 0) throw new Error("subscribe needs at least one topic");
+    const { deliver, max } = batchDelivery(options);
     const logs = topics.map((topic) => this.topicLog(topic));
 
     const activeTopics = this.active.get(group) ?? new Set<string>();
@@ -239,7 +241,8 @@ export class InProcessEventBus implements EventBus {
             partition,
             log,
             positions: positions[i]!,
-            handler,
+            deliver,
+            max,
             signal: subscription.signal,
           }),
         );
@@ -268,9 +271,10 @@ export class InProcessEventBus implements EventBus {
   }
 
   /**
-   * Delivers one partition of one topic to one group, in order: the next event
-   * only after the handler succeeded on the current one; a failure retries the
-   * same event after a backoff.
+   * Delivers one partition of one topic to one group, in order: the next
+   * events (up to `max`, from what was read ahead) only after the handler
+   * succeeded on the current ones; a failure retries the same events after a
+   * backoff.
    */
   private async consume(c: {
     group: string;
@@ -278,7 +282,8 @@ export class InProcessEventBus implements EventBus {
     partition: number;
     log: Partition;
     positions: number[];
-    handler: EventHandler;
+    deliver: EventBatchHandler;
+    max: number;
     signal: AbortSignal;
   }): Promise<void> {
     const { group, topic, partition, log, positions, signal } = c;
@@ -317,18 +322,23 @@ export class InProcessEventBus implements EventBus {
         }
         if (batch[0]?.offset !== offset || signal.aborted) continue;
       }
-      const stored = batch[next]!;
+      const taken = batch.slice(next, next + c.max);
       try {
-        await c.handler({
-          topic,
-          key: stored.key,
-          // A fresh copy per attempt: a failed attempt may have changed the last one.
-          value: stored.value.slice(),
-          headers: { ...stored.headers },
-        } satisfies ReceivedEvent);
-        positions[partition] = offset + 1; // committed to disk within commitIntervalMs
+        await c.deliver(
+          taken.map(
+            (stored) =>
+              ({
+                topic,
+                key: stored.key,
+                // A fresh copy per attempt: a failed attempt may have changed the last one.
+                value: stored.value.slice(),
+                headers: { ...stored.headers },
+              }) satisfies ReceivedEvent,
+          ),
+        );
+        positions[partition] = offset + taken.length; // committed to disk within commitIntervalMs
         this.storage.positionsChanged(group);
-        next++;
+        next += taken.length;
         failures = 0;
       } catch (error) {
         const delay = backoffDelay(this.backoff, failures++);

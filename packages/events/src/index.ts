@@ -12,6 +12,7 @@ import type { BusLogger } from "./shared.js";
 import type { EventBus } from "./types.js";
 
 export type {
+  EventBatchHandler,
   EventBus,
   EventHandler,
   OutgoingEvent,
@@ -21,6 +22,7 @@ export type {
   TopicLag,
 } from "./types.js";
 export type { Backoff, BusLogEntry, BusLogger } from "./shared.js";
+export { MAX_BATCH_EVENTS } from "./shared.js";
 export {
   DURABLE_DEFAULTS,
   InProcessEventBus,
@@ -36,8 +38,10 @@ export {
   eventHeaders,
   isTopic,
   publishEvents,
+  subscribeEventBatches,
   subscribeEvents,
   withTraceparent,
+  type DecodedBatchEvent,
   type DecodedEvent,
   type EncodedEvent,
   type EventBody,
@@ -45,6 +49,7 @@ export {
   type EventMessage,
   type EventOrigin,
   type ReceivedMeta,
+  type SubscribeEventBatchesOptions,
   type SubscribeEventsOptions,
   type Topic,
   type TopicHandler,

@@ -3,14 +3,17 @@
 // Producer: acks=all, idempotent, one `send` per `publish` (batched sends are
 // some 25 times faster here, see the README), no automatic topic creation.
 // Consumers: one kafkajs consumer per subscription, its group id the
-// subscription's group. A throwing handler gets the same event again after a
-// backoff (100 ms doubling to 5 s), in place, and nothing after it in its
-// partition goes first; an offset is committed only once its handler returned.
+// subscription's group, fed by kafkajs' eachBatch: each fetched batch of a
+// partition goes to the handler one event at a time, or in pieces of up to
+// maxBatch events for a batch handler. A throwing handler gets the same
+// events again after a backoff (100 ms doubling to 5 s), in place, and nothing
+// after them in their partition goes first; an offset is committed only once
+// its handler returned.
 
 import {
   type Admin,
   type Consumer,
-  type EachMessagePayload,
+  type EachBatchPayload,
   type IHeaders,
   type KafkaMessage,
   type LogEntry,
@@ -27,11 +30,13 @@ import {
   DEFAULT_BACKOFF,
   assertTopicNames,
   backoffDelay,
+  batchDelivery,
   errorMessage,
   sleep,
   stderrLogger,
 } from "./shared.js";
 import type {
+  EventBatchHandler,
   EventBus,
   OutgoingEvent,
   ReceivedEvent,
@@ -161,10 +166,11 @@ export class KafkaEventBus implements EventBus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     this.assertOpen();
-    const { group, handler } = options;
+    const { group } = options;
     const topics = [...new Set(options.topics)];
     if (!group) throw new Error("subscribe needs a group");
     if (topics.length === 0) throw new Error("subscribe needs at least one topic");
+    const { deliver, max } = batchDelivery(options);
     await this.assertTopicsExist(topics);
 
     const consumer = this.kafka.consumer({
@@ -185,11 +191,12 @@ export class KafkaEventBus implements EventBus {
       await consumer.connect();
       await consumer.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
       await consumer.run({
-        // kafkajs resolves an offset only after eachMessage returned, and
-        // auto-commit commits resolved offsets only (after each batch and on
-        // stop). An event whose handler never succeeded stays uncommitted.
+        // Offsets are resolved here, after the handler returned on them, and
+        // auto-commit commits resolved offsets only (after each fetched batch
+        // and on stop). An event whose handler never succeeded stays uncommitted.
         autoCommit: true,
-        eachMessage: (payload) => this.deliver(group, handler, payload, subscription.signal),
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => this.deliverBatch(group, deliver, max, payload, subscription.signal),
       });
       await started.promise;
     } catch (error) {
@@ -214,47 +221,58 @@ export class KafkaEventBus implements EventBus {
   }
 
   /**
-   * Calls the handler until it succeeds, waiting a backoff after each failure
-   * (100 ms doubling to 5 s), so that nothing after this event in its
-   * partition is delivered first. Between attempts it heartbeats to keep the
-   * group membership; if the group is rebalancing that throws, kafkajs
-   * re-joins and whoever gets the partition fetches this event again. When the
-   * subscription stops meanwhile, the event is left uncommitted for the next
-   * consumer of the group.
+   * Hands a fetched batch of one partition to the handler in pieces of at most
+   * `max` events, in order. Calls the handler on a piece until it succeeds,
+   * waiting a backoff after each failure (100 ms doubling to 5 s), so that
+   * nothing after it in its partition is delivered first; then resolves its
+   * last offset. Between attempts it heartbeats to keep the group membership;
+   * if the group is rebalancing that throws, kafkajs re-joins and whoever gets
+   * the partition fetches these events again. When the subscription stops
+   * meanwhile, the piece is left uncommitted for the next consumer of the group.
    */
-  private async deliver(
+  private async deliverBatch(
     group: string,
-    handler: SubscribeOptions["handler"],
-    { topic, partition, message, heartbeat }: EachMessagePayload,
+    deliver: EventBatchHandler,
+    max: number,
+    { batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload,
     signal: AbortSignal,
   ): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      if (signal.aborted) throw new SubscriptionStoppingError();
-      let failure: unknown;
-      try {
-        // A fresh copy per attempt: a failed attempt may have changed the last one.
-        await handler(toReceivedEvent(topic, message));
-        return;
-      } catch (error) {
-        failure = error;
+    const { topic, partition, messages } = batch;
+    for (let from = 0; from < messages.length; from += max) {
+      if (!isRunning() || isStale()) return;
+      const piece = messages.slice(from, from + max);
+      const last = piece[piece.length - 1]!;
+      for (let attempt = 0; ; attempt++) {
+        if (signal.aborted) throw new SubscriptionStoppingError();
+        let failure: unknown;
+        try {
+          // A fresh copy per attempt: a failed attempt may have changed the last one.
+          await deliver(piece.map((message) => toReceivedEvent(topic, message)));
+          break;
+        } catch (error) {
+          failure = error;
+        }
+        const delay = backoffDelay(DEFAULT_BACKOFF, attempt);
+        logSafely(this.log, {
+          level: "warn",
+          namespace: "kafka",
+          message: "handler failed; redelivering the same events after a backoff",
+          fields: {
+            group,
+            topic,
+            partition,
+            offset: piece[0]!.offset,
+            events: piece.length,
+            attempt: attempt + 1,
+            delay_ms: delay,
+            error: errorMessage(failure),
+          },
+        });
+        await sleep(delay, signal);
+        if (!signal.aborted) await heartbeat();
       }
-      const delay = backoffDelay(DEFAULT_BACKOFF, attempt);
-      logSafely(this.log, {
-        level: "warn",
-        namespace: "kafka",
-        message: "handler failed; redelivering the same event after a backoff",
-        fields: {
-          group,
-          topic,
-          partition,
-          offset: message.offset,
-          attempt: attempt + 1,
-          delay_ms: delay,
-          error: errorMessage(failure),
-        },
-      });
-      await sleep(delay, signal);
-      if (!signal.aborted) await heartbeat();
+      resolveOffset(last.offset);
+      await heartbeat();
     }
   }
 
@@ -339,7 +357,7 @@ class KafkaSubscription implements Subscription {
 
   stop(): Promise<void> {
     this.abort.abort();
-    // kafkajs' disconnect stops fetching, waits for the in-flight eachMessage,
+    // kafkajs' disconnect stops fetching, waits for the in-flight eachBatch,
     // commits resolved offsets and leaves the group (so a successor joins at once).
     this.stopping ??= this.consumer.disconnect().finally(this.onStopped);
     return this.stopping;
@@ -347,7 +365,7 @@ class KafkaSubscription implements Subscription {
 }
 
 /**
- * Thrown from eachMessage to leave a not yet handled event uncommitted when
+ * Thrown from eachBatch to leave events not yet handled uncommitted when
  * the subscription stops during its redelivery backoff. A retriable KafkaJSError,
  * so that kafkajs neither logs it as a handler error nor crashes the consumer
  * (it is stopping anyway). Thrown for nothing else: kafkajs would stop a

@@ -184,15 +184,8 @@ export async function subscribeEvents(bus: EventBus, options: SubscribeEventsOpt
     topics,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
     handler: async (event) => {
-      const decoded = decodeEvent(event);
-      if (!decoded.ok) {
-        metrics.handled.inc({ topic: event.topic, group, outcome: "skipped" });
-        options.logger.error(
-          { topic: event.topic, key: safeId(event.key), event_id: safeId(event.headers["event-id"] ?? "") },
-          `${decoded.problem} event skipped`,
-        );
-        return;
-      }
+      const decoded = decodeOrSkip(event, group, options.logger, metrics);
+      if (!decoded) return;
       const handler = options.handlers[decoded.meta.topic] as TopicHandler<Topic> | undefined;
       if (!handler) return;
       const started = process.hrtime.bigint();
@@ -220,6 +213,93 @@ export async function subscribeEvents(bus: EventBus, options: SubscribeEventsOpt
   };
 }
 
+/** The topic's events of a batch, decoded and checked, as a batch handler gets them. */
+export interface DecodedBatchEvent<T extends Topic> {
+  message: EventMessage<T>;
+  meta: ReceivedMeta;
+}
+
+export interface SubscribeEventBatchesOptions<T extends Topic> {
+  /** Consumer group: one per service, named after it. */
+  group: string;
+  topic: T;
+  /** Most events one call gets (see SubscribeOptions.maxBatch). */
+  maxBatch: number;
+  /**
+   * Consecutive well-formed events of one partition, in order (malformed ones
+   * are logged and skipped as with subscribeEvents). When it throws, the same
+   * events come again after the bus' backoff, so it must be idempotent per
+   * event, as every handler is.
+   */
+  handler: (events: Array<DecodedBatchEvent<T>>) => Promise<void>;
+  logger: EventLogger;
+  fromBeginning?: boolean;
+}
+
+/**
+ * subscribeEvents for a fan-out: one topic, its events in batches, so that a
+ * handler can write the records of many events at once. One consumer span per
+ * batch (tracing on): the child of its event's trace when it holds one event,
+ * else linked to each event's trace, as OpenTelemetry's messaging conventions
+ * have it.
+ */
+export async function subscribeEventBatches<T extends Topic>(bus: EventBus, options: SubscribeEventBatchesOptions<T>): Promise<Subscription> {
+  const { group, topic } = options;
+  if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
+  const metrics = consumerMetrics();
+  const subscription = await bus.subscribe({
+    group,
+    topics: [topic],
+    maxBatch: options.maxBatch,
+    ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
+    batchHandler: async (received) => {
+      const batch: Array<DecodedBatchEvent<T>> = [];
+      for (const event of received) {
+        const decoded = decodeOrSkip(event, group, options.logger, metrics);
+        if (decoded) batch.push({ message: decoded.message as EventMessage<T>, meta: decoded.meta });
+      }
+      if (batch.length === 0) return;
+      const started = process.hrtime.bigint();
+      let outcome = "handled";
+      try {
+        await inBatchSpan(batch.map((event) => event.meta), group, () => options.handler(batch));
+      } catch (err) {
+        outcome = "failed";
+        throw err;
+      } finally {
+        metrics.handled.inc({ topic, group, outcome }, batch.length);
+        metrics.batchDuration.observe({ topic, group }, Number(process.hrtime.bigint() - started) / 1e9);
+      }
+    },
+  });
+  const stopObserving = metrics.lag.observe(async (gauge) => {
+    for (const { topic: t, lag } of await bus.lag(group, [topic])) gauge.set({ topic: t, group }, lag);
+  });
+  return {
+    stop: async () => {
+      stopObserving();
+      await subscription.stop();
+    },
+  };
+}
+
+/** The decoded event, or undefined when it is malformed (then logged by ids and counted as skipped). */
+function decodeOrSkip(
+  event: ReceivedEvent,
+  group: string,
+  logger: EventLogger,
+  metrics: ReturnType<typeof consumerMetrics>,
+): { message: EventMessage<Topic>; meta: ReceivedMeta } | undefined {
+  const decoded = decodeEvent(event);
+  if (decoded.ok) return decoded;
+  metrics.handled.inc({ topic: event.topic, group, outcome: "skipped" });
+  logger.error(
+    { topic: event.topic, key: safeId(event.key), event_id: safeId(event.headers["event-id"] ?? "") },
+    `${decoded.problem} event skipped`,
+  );
+  return undefined;
+}
+
 function consumerMetrics() {
   return {
     handled: counter("events_handled_total", "Events a consumer group took, by topic and outcome (handled, failed: redelivered, skipped: malformed).", [
@@ -228,6 +308,7 @@ function consumerMetrics() {
       "outcome",
     ]),
     duration: histogram("event_handling_duration_seconds", "Time a handler took on one event.", ["topic", "group"]),
+    batchDuration: histogram("event_batch_handling_duration_seconds", "Time a batch handler took on one batch of events.", ["topic", "group"]),
     lag: observedGauge("event_consumer_lag", "Events of a topic a consumer group has not handled yet.", ["topic", "group"]),
   };
 }
@@ -253,6 +334,39 @@ async function inConsumerSpan(meta: ReceivedMeta, group: string, run: () => Prom
   );
   try {
     await context.with(trace.setSpan(parent, span), run);
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : "error" });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/** The handling of one batch, in one consumer span (tracing on only); see subscribeEventBatches. */
+async function inBatchSpan(metas: ReceivedMeta[], group: string, run: () => Promise<void>): Promise<void> {
+  if (metas.length === 1) return inConsumerSpan(metas[0]!, group, run);
+  if (!tracingEnabled()) return run();
+  const first = metas[0]!;
+  const links = metas.flatMap((meta) => {
+    const spanContext = trace.getSpanContext(extractTraceContext((name) => meta.headers[name]));
+    return spanContext ? [{ context: spanContext }] : [];
+  });
+  const span = tracer().startSpan(
+    `${first.topic} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      links,
+      attributes: {
+        "messaging.operation.type": "process",
+        "messaging.destination.name": first.topic,
+        "messaging.consumer.group.name": group,
+        "messaging.batch.message_count": metas.length,
+      },
+    },
+    context.active(),
+  );
+  try {
+    await context.with(trace.setSpan(context.active(), span), run);
   } catch (err) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : "error" });
     throw err;

@@ -1,5 +1,7 @@
 // Small pieces both adapters share: the logger callback, the redelivery
-// backoff, an abortable sleep and the topic-name rule.
+// backoff, an abortable sleep, the topic-name rule and the batch delivery.
+
+import type { EventBatchHandler, EventHandler, SubscribeOptions } from "./types.js";
 
 /** One warning or error from a bus. Never carries an event's value or headers. */
 export interface BusLogEntry {
@@ -83,4 +85,22 @@ export function assertTopicNames(topics: string[]): void {
       throw new Error(`invalid topic name "${topic}": use 1-249 of [a-zA-Z0-9._-], not "." or ".."`);
     }
   }
+}
+
+/** Most events one batch handler call may take (SubscribeOptions.maxBatch). */
+export const MAX_BATCH_EVENTS = 10_000;
+
+/**
+ * A subscription's handler as both adapters run it: batches of at most `max`
+ * events (1 for a per-event handler). Checks that exactly one kind was given.
+ */
+export function batchDelivery(options: SubscribeOptions): { deliver: EventBatchHandler; max: number } {
+  const { handler, batchHandler } = options as { handler?: EventHandler; batchHandler?: EventBatchHandler; maxBatch?: number };
+  if ((handler === undefined) === (batchHandler === undefined)) throw new Error("subscribe needs either handler or batchHandler");
+  if (handler !== undefined) return { deliver: (events) => handler(events[0]!), max: 1 };
+  const max = (options as { maxBatch?: number }).maxBatch;
+  if (!Number.isInteger(max) || max! < 1 || max! > MAX_BATCH_EVENTS) {
+    throw new RangeError(`maxBatch must be an integer from 1 to ${MAX_BATCH_EVENTS}, got ${String(max)}`);
+  }
+  return { deliver: batchHandler!, max: max! };
 }

@@ -17,17 +17,43 @@ export interface ReceivedEvent {
 }
 
 export type EventHandler = (event: ReceivedEvent) => Promise<void>;
+/** Consecutive events of one partition of one topic, in order. */
+export type EventBatchHandler = (events: ReceivedEvent[]) => Promise<void>;
 
-export interface SubscribeOptions {
+/**
+ * How a subscription hands events over: one at a time (`handler`), or in
+ * batches (`batchHandler`, for fan-outs that write many records at once).
+ */
+export type SubscribeOptions = SubscribeOptionsBase &
+  (
+    | {
+        /**
+         * Called once per event, in order per key. When it throws, the same event is
+         * delivered again after a backoff; nothing after it in its partition is
+         * delivered before it succeeds.
+         */
+        handler: EventHandler;
+        batchHandler?: never;
+      }
+    | {
+        /**
+         * Called with up to `maxBatch` consecutive events of one partition of one
+         * topic, in order (fewer when fewer are waiting: a lone event is not held
+         * back). When it throws, the same events are delivered again after a
+         * backoff, possibly in a batch cut differently; nothing after them in
+         * their partition is delivered before they succeed.
+         */
+        batchHandler: EventBatchHandler;
+        /** Most events one call gets, 1 to 10,000. */
+        maxBatch: number;
+        handler?: never;
+      }
+  );
+
+interface SubscribeOptionsBase {
   /** Consumer group, one per service (its name): each group gets every event once. */
   group: string;
   topics: string[];
-  /**
-   * Called once per event, in order per key. When it throws, the same event is
-   * delivered again after a backoff; nothing after it in its partition is
-   * delivered before it succeeds.
-   */
-  handler: EventHandler;
   /**
    * Where a group that has no committed position yet starts: at the earliest
    * retained event (true, the default) or at the end of the log (false). A group

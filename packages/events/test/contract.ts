@@ -153,6 +153,79 @@ export function describeEventBusContract(name: string, open: () => Promise<Event
       ]);
     });
 
+    describe("batches", () => {
+      it("hands consecutive events of a partition in batches of at most maxBatch, in order per key", async () => {
+        const [topic] = await freshTopics("batches");
+        const keys = ["sub_a", "sub_b", "sub_c"];
+        const events = range(300).map((i) => ({ key: keys[i % keys.length]!, value: text(String(i)) }));
+        // Published before the subscription: the first reads find many waiting.
+        await bus.publish(topic!, events);
+        const batches: ReceivedEvent[][] = [];
+        subscriptions.push(
+          await bus.subscribe({
+            group: unique("group"),
+            topics: [topic!],
+            maxBatch: 40,
+            batchHandler: async (batch) => {
+              batches.push(batch);
+            },
+          }),
+        );
+        await until(() => batches.flat().length >= events.length, "300 events delivered");
+        const received = batches.flat();
+        expect(received).toHaveLength(events.length);
+        expect(batches.every((batch) => batch.length >= 1 && batch.length <= 40)).toBe(true);
+        // Waiting events were not handed over one at a time.
+        expect(batches.some((batch) => batch.length > 1)).toBe(true);
+        for (const key of keys) {
+          expect(received.filter((e) => e.key === key).map(valueText)).toEqual(events.filter((e) => e.key === key).map(valueText));
+        }
+      });
+
+      it("redelivers the events of a batch whose handler threw, before anything after them", async () => {
+        const [topic] = await freshTopics("batch-retry");
+        const calls: { values: string[]; ok: boolean }[] = [];
+        let failed = false;
+        // One key: one partition, so the order of every call is defined.
+        await bus.publish(topic!, range(10).map((i) => ({ key: "sub_one", value: text(`v${i}`) })));
+        subscriptions.push(
+          await bus.subscribe({
+            group: unique("group"),
+            topics: [topic!],
+            maxBatch: 4,
+            batchHandler: async (batch) => {
+              const values = batch.map(valueText);
+              if (values.includes("v5") && !failed) {
+                failed = true;
+                calls.push({ values, ok: false });
+                throw new TypeError("simulated batch failure");
+              }
+              calls.push({ values, ok: true });
+            },
+          }),
+        );
+        await until(() => calls.some((c) => c.ok && c.values.includes("v9")), "every event handled");
+        const failedCall = calls.find((c) => !c.ok)!;
+        const after = calls.slice(calls.indexOf(failedCall) + 1);
+        // The next call starts with the first event of the failed batch again.
+        expect(after[0]!.values[0]).toBe(failedCall.values[0]);
+        // Every event was handled once successfully, in order.
+        expect(calls.filter((c) => c.ok).flatMap((c) => c.values)).toEqual(range(10).map((i) => `v${i}`));
+      });
+
+      it("refuses a subscription with both handlers, neither, or a maxBatch out of range", async () => {
+        const [topic] = await freshTopics("batch-options");
+        const handler = async () => undefined;
+        const base = { group: unique("group"), topics: [topic!] };
+        await expect(bus.subscribe({ ...base, maxBatch: 0, batchHandler: handler })).rejects.toThrow(/maxBatch must be an integer from 1 to 10000/);
+        await expect(bus.subscribe({ ...base, maxBatch: 10_001, batchHandler: handler })).rejects.toThrow(/maxBatch/);
+        await expect(bus.subscribe({ ...base } as unknown as Parameters<EventBus["subscribe"]>[0])).rejects.toThrow(/either handler or batchHandler/);
+        await expect(
+          bus.subscribe({ ...base, handler, batchHandler: handler, maxBatch: 2 } as unknown as Parameters<EventBus["subscribe"]>[0]),
+        ).rejects.toThrow(/either handler or batchHandler/);
+      });
+    });
+
     it("keeps an event whose handler never succeeded for the group's next subscription", async () => {
       const [topic] = await freshTopics("unhandled");
       const group = unique("group");

@@ -7,6 +7,7 @@ import {
   decodeEvent,
   encodeEvent,
   publishEvents,
+  subscribeEventBatches,
   subscribeEvents,
   type EventBus,
   type EventMessage,
@@ -133,6 +134,41 @@ describe("the topic registry", () => {
         { fields: { topic: "email.send.requested", key: emailId, event_id: "evt_bad" }, message: "undecodable event skipped" },
         { fields: { topic: "email.send.requested", key: emailId, event_id: "" }, message: "malformed event skipped" },
       ]);
+    } finally {
+      await subscription.stop();
+      await bus.close();
+    }
+  });
+
+  it("subscribes a batch handler to one topic: decoded events in batches, malformed ones skipped", async () => {
+    const bus = new InProcessEventBus({ logger: () => {} });
+    await bus.ensureTopics(["email.send.requested"]);
+    const logged: string[] = [];
+    const t = tenant();
+    const emailId = newId("eml");
+    // Published before the subscription, one key: the first batch finds them all waiting.
+    await bus.publish("email.send.requested", [{ key: emailId, value: Uint8Array.from([0xff]), headers: { "event-id": "evt_bad" } }]);
+    await publishEvents(
+      bus,
+      Array.from({ length: 7 }, (_, i) => encodeEvent("email.send.requested", { eventId: `evt_${i}`, tenant: t, occurredAt: i }, { emailId })),
+    );
+    const batches: Array<Array<{ emailId: string; eventId: string; tenant: string }>> = [];
+    const subscription = await subscribeEventBatches(bus, {
+      group: "registry-batch-test",
+      topic: "email.send.requested",
+      maxBatch: 3,
+      logger: { error: (_fields, message) => logged.push(message) },
+      handler: async (batch) => {
+        batches.push(batch.map(({ message, meta }) => ({ emailId: message.emailId, eventId: meta.eventId, tenant: meta.tenant })));
+      },
+    });
+    try {
+      await until(() => batches.flat().length === 7);
+      expect(batches.flat().map((e) => e.eventId)).toEqual(["evt_0", "evt_1", "evt_2", "evt_3", "evt_4", "evt_5", "evt_6"]);
+      expect(batches.flat().every((e) => e.emailId === emailId && e.tenant === t)).toBe(true);
+      expect(batches.every((b) => b.length >= 1 && b.length <= 3)).toBe(true);
+      expect(batches.some((b) => b.length > 1)).toBe(true);
+      expect(logged).toEqual(["undecodable event skipped"]);
     } finally {
       await subscription.stop();
       await bus.close();
