@@ -50,6 +50,8 @@ export {
   type EventOrigin,
   type ReceivedMeta,
   type SubscribeEventBatchesOptions,
+  type TopicBatchHandler,
+  type TopicBatchHandlers,
   type SubscribeEventsOptions,
   type Topic,
   type TopicHandler,

@@ -201,16 +201,7 @@ export async function subscribeEvents(bus: EventBus, options: SubscribeEventsOpt
       }
     },
   });
-  // The group's lag, read when Prometheus scrapes.
-  const stopObserving = metrics.lag.observe(async (gauge) => {
-    for (const { topic, lag } of await bus.lag(group, topics)) gauge.set({ topic, group }, lag);
-  });
-  return {
-    stop: async () => {
-      stopObserving();
-      await subscription.stop();
-    },
-  };
+  return observingLag(bus, group, topics, metrics, subscription);
 }
 
 /** The topic's events of a batch, decoded and checked, as a batch handler gets them. */
@@ -219,61 +210,79 @@ export interface DecodedBatchEvent<T extends Topic> {
   meta: ReceivedMeta;
 }
 
-export interface SubscribeEventBatchesOptions<T extends Topic> {
+/** A batch handler of one topic: consecutive well-formed events of one of its partitions, in order. */
+export type TopicBatchHandler<T extends Topic> = (events: Array<DecodedBatchEvent<T>>) => Promise<void>;
+export type TopicBatchHandlers = { [T in Topic]?: TopicBatchHandler<T> };
+
+export interface SubscribeEventBatchesOptions {
   /** Consumer group: one per service, named after it. */
   group: string;
-  topic: T;
   /** Most events one call gets (see SubscribeOptions.maxBatch). */
   maxBatch: number;
   /**
-   * Consecutive well-formed events of one partition, in order (malformed ones
-   * are logged and skipped as with subscribeEvents). When it throws, the same
-   * events come again after the bus' backoff, so it must be idempotent per
-   * event, as every handler is.
+   * One handler per consumed topic; they are the subscription's topics. A
+   * handler gets consecutive well-formed events of one partition of its topic,
+   * in order (malformed ones are logged and skipped as with subscribeEvents).
+   * When it throws, the same events come again after the bus' backoff, so it
+   * must be idempotent per event, as every handler is.
    */
-  handler: (events: Array<DecodedBatchEvent<T>>) => Promise<void>;
+  handlers: TopicBatchHandlers;
   logger: EventLogger;
   fromBeginning?: boolean;
 }
 
 /**
- * subscribeEvents for a fan-out: one topic, its events in batches, so that a
- * handler can write the records of many events at once. One consumer span per
- * batch (tracing on): the child of its event's trace when it holds one event,
- * else linked to each event's trace, as OpenTelemetry's messaging conventions
- * have it.
+ * subscribeEvents for fan-outs: the events of each topic in batches, so that
+ * a handler can write the records of many events at once. One consumer span
+ * per batch (tracing on): the child of its event's trace when it holds one
+ * event, else linked to each event's trace, as OpenTelemetry's messaging
+ * conventions have it.
  */
-export async function subscribeEventBatches<T extends Topic>(bus: EventBus, options: SubscribeEventBatchesOptions<T>): Promise<Subscription> {
-  const { group, topic } = options;
-  if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
+export async function subscribeEventBatches(bus: EventBus, options: SubscribeEventBatchesOptions): Promise<Subscription> {
+  const topics = Object.keys(options.handlers).filter(isTopic);
+  const { group } = options;
   const metrics = consumerMetrics();
   const subscription = await bus.subscribe({
     group,
-    topics: [topic],
+    topics,
     maxBatch: options.maxBatch,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
     batchHandler: async (received) => {
-      const batch: Array<DecodedBatchEvent<T>> = [];
+      // A batch is of one topic (one partition of it), whichever the bus.
+      const topic = received[0]?.topic;
+      const handler = topic !== undefined && isTopic(topic) ? (options.handlers[topic] as TopicBatchHandler<Topic> | undefined) : undefined;
+      const batch: Array<DecodedBatchEvent<Topic>> = [];
       for (const event of received) {
         const decoded = decodeOrSkip(event, group, options.logger, metrics);
-        if (decoded) batch.push({ message: decoded.message as EventMessage<T>, meta: decoded.meta });
+        if (decoded) batch.push(decoded);
       }
-      if (batch.length === 0) return;
+      if (!handler || batch.length === 0) return;
       const started = process.hrtime.bigint();
       let outcome = "handled";
       try {
-        await inBatchSpan(batch.map((event) => event.meta), group, () => options.handler(batch));
+        await inBatchSpan(batch.map((event) => event.meta), group, () => handler(batch));
       } catch (err) {
         outcome = "failed";
         throw err;
       } finally {
-        metrics.handled.inc({ topic, group, outcome }, batch.length);
-        metrics.batchDuration.observe({ topic, group }, Number(process.hrtime.bigint() - started) / 1e9);
+        metrics.handled.inc({ topic: topic!, group, outcome }, batch.length);
+        metrics.batchDuration.observe({ topic: topic!, group }, Number(process.hrtime.bigint() - started) / 1e9);
       }
     },
   });
+  return observingLag(bus, group, topics, metrics, subscription);
+}
+
+/** The subscription, with the group's lag read when Prometheus scrapes, until it stops. */
+function observingLag(
+  bus: EventBus,
+  group: string,
+  topics: Topic[],
+  metrics: ReturnType<typeof consumerMetrics>,
+  subscription: Subscription,
+): Subscription {
   const stopObserving = metrics.lag.observe(async (gauge) => {
-    for (const { topic: t, lag } of await bus.lag(group, [topic])) gauge.set({ topic: t, group }, lag);
+    for (const { topic, lag } of await bus.lag(group, topics)) gauge.set({ topic, group }, lag);
   });
   return {
     stop: async () => {
@@ -289,7 +298,7 @@ function decodeOrSkip(
   group: string,
   logger: EventLogger,
   metrics: ReturnType<typeof consumerMetrics>,
-): { message: EventMessage<Topic>; meta: ReceivedMeta } | undefined {
+): DecodedBatchEvent<Topic> | undefined {
   const decoded = decodeEvent(event);
   if (decoded.ok) return decoded;
   metrics.handled.inc({ topic: event.topic, group, outcome: "skipped" });

@@ -140,10 +140,11 @@ describe("the topic registry", () => {
     }
   });
 
-  it("subscribes a batch handler to one topic: decoded events in batches, malformed ones skipped", async () => {
+  it("subscribes a batch handler per topic: decoded events in batches of one topic, malformed ones skipped", async () => {
     const bus = new InProcessEventBus({ logger: () => {} });
-    await bus.ensureTopics(["email.send.requested"]);
+    await bus.ensureTopics(["email.send.requested", "subscriber.deleted"]);
     const logged: string[] = [];
+    const deleted: string[] = [];
     const t = tenant();
     const emailId = newId("eml");
     // Published before the subscription, one key: the first batch finds them all waiting.
@@ -155,15 +156,22 @@ describe("the topic registry", () => {
     const batches: Array<Array<{ emailId: string; eventId: string; tenant: string }>> = [];
     const subscription = await subscribeEventBatches(bus, {
       group: "registry-batch-test",
-      topic: "email.send.requested",
       maxBatch: 3,
       logger: { error: (_fields, message) => logged.push(message) },
-      handler: async (batch) => {
-        batches.push(batch.map(({ message, meta }) => ({ emailId: message.emailId, eventId: meta.eventId, tenant: meta.tenant })));
+      handlers: {
+        "email.send.requested": async (batch) => {
+          batches.push(batch.map(({ message, meta }) => ({ emailId: message.emailId, eventId: meta.eventId, tenant: meta.tenant })));
+        },
+        "subscriber.deleted": async (batch) => {
+          deleted.push(...batch.map(({ message }) => message.subscriberId));
+        },
       },
     });
     try {
-      await until(() => batches.flat().length === 7);
+      const subscriberId = newId("sub");
+      await publishEvents(bus, [encodeEvent("subscriber.deleted", { eventId: newId("evt"), tenant: t, occurredAt: 1 }, { subscriberId })]);
+      await until(() => batches.flat().length === 7 && deleted.length === 1);
+      expect(deleted).toEqual([subscriberId]);
       expect(batches.flat().map((e) => e.eventId)).toEqual(["evt_0", "evt_1", "evt_2", "evt_3", "evt_4", "evt_5", "evt_6"]);
       expect(batches.flat().every((e) => e.emailId === emailId && e.tenant === t)).toBe(true);
       expect(batches.every((b) => b.length >= 1 && b.length <= 3)).toBe(true);
