@@ -68,8 +68,8 @@ const CONNECTION_TIMEOUT_MS = 3_000;
  */
 const SESSION_TIMEOUT_MS = 10_000;
 /**
- * kafkajs heartbeats between messages (and we between redeliveries), at most
- * this often. One handler call must finish well within the session timeout.
+ * kafkajs heartbeats when asked, at most this often: we ask after each piece
+ * of a batch, between redeliveries and every this often while a handler runs.
  */
 const HEARTBEAT_INTERVAL_MS = 1_000;
 /** How long the group waits for members to re-join during a rebalance. */
@@ -245,12 +245,17 @@ export class KafkaEventBus implements EventBus {
       for (let attempt = 0; ; attempt++) {
         if (signal.aborted) throw new SubscriptionStoppingError();
         let failure: unknown;
+        // Heartbeats while the handler runs: a batch of sends may take longer
+        // than the session timeout, and kafkajs heartbeats only when asked.
+        const beating = setInterval(() => heartbeat().catch(() => undefined), HEARTBEAT_INTERVAL_MS);
         try {
           // A fresh copy per attempt: a failed attempt may have changed the last one.
           await deliver(piece.map((message) => toReceivedEvent(topic, message)));
           break;
         } catch (error) {
           failure = error;
+        } finally {
+          clearInterval(beating);
         }
         const delay = backoffDelay(DEFAULT_BACKOFF, attempt);
         logSafely(this.log, {

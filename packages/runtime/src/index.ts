@@ -7,6 +7,7 @@ export * from "./config.js";
 export * from "./catalog.js";
 export * from "./shutdown.js";
 export * from "./listen.js";
+export * from "./limited.js";
 export * from "./grpc/server.js";
 export * from "./grpc/transport.js";
 export * from "./cursor.js";

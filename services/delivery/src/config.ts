@@ -3,6 +3,7 @@ import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
+import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
 
 /** The delivery service's own settings (the common ones and the URLs are the skeleton's). */
 export interface DeliveryConfig {
@@ -22,6 +23,8 @@ export interface DeliveryConfig {
   publicApiUrl: string;
   /** UNSUBSCRIBE_LINK_TTL_DAYS: how long a link stays valid (default 365). */
   unsubscribeTtlDays: number;
+  /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 16). */
+  sendConcurrency: number;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -51,6 +54,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS", env),
     publicApiUrl: publicApiUrl(envString("PUBLIC_API_URL", DEFAULT_PUBLIC_API_URL, env)),
     unsubscribeTtlDays: envInt("UNSUBSCRIBE_LINK_TTL_DAYS", 365, { min: 1, max: 3650 }, env),
+    sendConcurrency: envInt("DELIVERY_CONCURRENCY", DEFAULT_SEND_CONCURRENCY, { min: 1, max: 256 }, env),
   };
 }
 

@@ -77,6 +77,8 @@ export interface DeliveryServiceOptions {
   stalledAfterMs?: number;
   /** Consumer group of the consumer of email.send.requested and subscriber.deleted (default `delivery`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
+  /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 16). */
+  sendConcurrency?: number;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
 }
@@ -156,6 +158,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     },
     logger,
     options.consumerGroup,
+    options.sendConcurrency,
   );
 
   const { server, health } = await startServiceServer({

@@ -94,6 +94,40 @@ describe("delivery when a send takes longer than its lease", () => {
   });
 });
 
+describe("delivery under many send requests at once", () => {
+  it("hands several emails to the relay at once (up to its pool), each sent once", async () => {
+    const sink = await new SmtpSink().start();
+    // pool=5: the SMTP provider's connections; concurrency 8 lets a batch use them all.
+    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: `${sink.url()}?pool=5`, sendConcurrency: 8 });
+    try {
+      const t = tenant("live");
+      h.templates.put(t, WELCOME);
+      // The relay holds each reply a while, so that sends overlap when they can.
+      sink.dataDelayMs = 250;
+      const ids: string[] = [];
+      for (let i = 0; i < 24; i++) {
+        const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: `many${i}@example.com`, variables: { name: `M${i}` } }, as(t));
+        ids.push(email!.id);
+      }
+      let mostAtOnce = 0;
+      await waitFor(() => {
+        // Arrived at the relay and not yet answered: hand-offs in flight right now.
+        mostAtOnce = Math.max(mostAtOnce, sink.messages.filter((m) => !m.accepted).length);
+        return sink.accepted.length >= ids.length ? true : undefined;
+      }, "every email accepted by the relay", 30_000);
+      // One partition's events one at a time (the in-process bus has 3) would never exceed 3.
+      expect(mostAtOnce).toBeGreaterThanOrEqual(4);
+      expect(mostAtOnce).toBeLessThanOrEqual(5);
+      for (let i = 0; i < ids.length; i++) expect(sink.to(`many${i}@example.com`)).toHaveLength(1);
+      const statuses = await Promise.all(ids.map((id) => statusOf(h, id, t)));
+      expect(statuses.every((e) => e.status === delivery.EmailStatus.SENT && e.attempts === 1)).toBe(true);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});
+
 describe("delivery when a send request was lost", () => {
   it("requests a stalled queued email again and sends it", async () => {
     const h = await startHarness({ store: "embedded", stalledAfterMs: 300 });

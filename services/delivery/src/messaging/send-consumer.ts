@@ -1,11 +1,14 @@
-import { subscribeEvents, type EventBus, type Subscription } from "@emailsvc/events";
-import type { Logger } from "@emailsvc/runtime";
+import { subscribeEventBatches, type EventBus, type Subscription } from "@emailsvc/events";
+import { settleLimited, type Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { deliverEmail, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
+
+/** Default of DELIVERY_CONCURRENCY: emails of one batch in flight at once. */
+export const DEFAULT_SEND_CONCURRENCY = 16;
 
 /**
  * Consumes `email.send.requested` (sends each email) and `subscriber.deleted`
@@ -15,8 +18,18 @@ export const DELIVERY_GROUP = "delivery";
  * partitions to its members whatever each subscribed to, so two subscriptions
  * of one group could each receive the other's topic. Each event's tenant
  * comes from its checked meta: `tenants` is the capability to cross to it.
- * Stopping drains: no new events, the send in flight may finish within the
- * grace; past it the send is aborted and left to its lease (as a crash would).
+ *
+ * Send requests come in batches (up to four times `concurrency` waiting
+ * events of a partition), and up to `concurrency` emails of a batch are sent
+ * at once: each send waits mostly on its provider and on the store, so one
+ * at a time would leave both idle (and the store's group append has nothing
+ * to group). Each email is still claimed by its lease, so a repeated event is
+ * a no-op; an email named twice in one batch is sent once. When any send of a
+ * batch asks to be retried, the batch comes again after the bus' backoff:
+ * the ones already sent are then skipped (final), the others tried again.
+ *
+ * Stopping drains: no new events, the sends in flight may finish within the
+ * grace; past it they are aborted and left to their leases (as a crash would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
@@ -28,17 +41,29 @@ export class SendConsumer {
     private readonly deps: DeliveryDeps,
     private readonly logger: Logger,
     private readonly group: string = DELIVERY_GROUP,
+    private readonly concurrency: number = DEFAULT_SEND_CONCURRENCY,
   ) {}
 
   async start(): Promise<void> {
-    this.subscription = await subscribeEvents(this.bus, {
+    this.subscription = await subscribeEventBatches(this.bus, {
       group: this.group,
       logger: this.logger,
+      maxBatch: this.concurrency * 4,
       handlers: {
-        "email.send.requested": (message, meta) =>
-          deliverEmail(this.deps, this.tenants.forTenant(meta.tenant), message.emailId, this.shutdown.signal),
-        "subscriber.deleted": async (message, meta) => {
-          await eraseSubscriber(this.deps, this.tenants.forTenant(meta.tenant), { subscriberId: message.subscriberId });
+        "email.send.requested": async (batch) => {
+          const emails = new Map<string, string>(); // email id -> tenant, each once
+          for (const { message, meta } of batch) emails.set(message.emailId, meta.tenant);
+          const results = await settleLimited([...emails], this.concurrency, ([emailId, tenant]) =>
+            deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal),
+          );
+          const failed = results.find((result) => result.status === "rejected");
+          if (failed) throw failed.reason;
+        },
+        "subscriber.deleted": async (batch) => {
+          // In order: erasures of one subscriber are idempotent, and few.
+          for (const { message, meta } of batch) {
+            await eraseSubscriber(this.deps, this.tenants.forTenant(meta.tenant), { subscriberId: message.subscriberId });
+          }
         },
       },
     });
