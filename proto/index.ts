@@ -1,8 +1,10 @@
 // One import point for the generated contracts. Regenerate with `npm run generate`.
 export * from "./gen/emailsvc/subscribers/v1/subscribers_pb.js";
 export * from "./gen/emailsvc/subscribers/v1/tags_pb.js";
+export * from "./gen/emailsvc/subscribers/v1/audience_pb.js";
 export * as events from "./events.js";
 export * as health from "./gen/grpc/health/v1/health_pb.js";
 export * from "./gen/emailsvc/common/v1/errors_pb.js";
 export * as templates from "./gen/emailsvc/templates/v1/templates_pb.js";
 export * as delivery from "./gen/emailsvc/delivery/v1/delivery_pb.js";
+export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";

@@ -1,3 +1,4 @@
+import { campaignsService } from "@emailsvc/campaigns";
 import { deliveryService } from "@emailsvc/delivery";
 import type { ServiceName } from "@emailsvc/runtime";
 import type { ServiceModule } from "@emailsvc/service";
@@ -14,6 +15,7 @@ export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> 
   subscribers: subscribersService,
   templates: templatesService,
   delivery: deliveryService,
+  campaigns: campaignsService,
 };
 
 /** Services in an order where each one starts after every service it calls. */

@@ -9,6 +9,7 @@ export const SERVICE_CATALOG = {
   subscribers: { grpcPort: 50051, metricsPort: 9461 },
   templates: { grpcPort: 50052, metricsPort: 9462 },
   delivery: { grpcPort: 50053, metricsPort: 9463 },
+  campaigns: { grpcPort: 50054, metricsPort: 9465 },
 } as const satisfies Record<string, { grpcPort: number; metricsPort: number }>;
 
 /**

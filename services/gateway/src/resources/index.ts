@@ -1,4 +1,5 @@
 import { adminResource } from "./admin/index.js";
+import { campaignsResource } from "./campaigns/index.js";
 import { emailsResource } from "./emails/index.js";
 import type { Resource } from "./resource.js";
 import { subscribersResource } from "./subscribers/index.js";
@@ -19,6 +20,7 @@ export const RESOURCES: readonly Resource[] = [
   tagsResource,
   templatesResource,
   emailsResource,
+  campaignsResource,
   unsubscribeResource,
   adminResource,
   systemResource,

@@ -13,7 +13,7 @@ export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "compla
 
 const status = { type: "string", enum: SUBSCRIBER_STATUSES } as const;
 
-const METADATA_KEY = {
+export const METADATA_KEY = {
   maxLength: 40,
   pattern: "^[A-Za-z0-9_][A-Za-z0-9_-]*$",
   "x-pattern-message": "keys are 1-40 characters of letters, digits, _ and -, not starting with -",

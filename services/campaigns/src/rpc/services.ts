@@ -1,0 +1,74 @@
+import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { AudienceFilterSchema, campaigns } from "@emailsvc/proto";
+import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import type { CampaignStatus, CampaignView } from "../domain/campaign.js";
+import {
+  countRecipients,
+  createCampaign,
+  deleteCampaign,
+  getCampaign,
+  listCampaigns,
+  updateCampaign,
+} from "../usecases/campaigns.js";
+import type { Deps, Scope } from "../usecases/deps.js";
+
+const STATUS_TO_PROTO: Record<CampaignStatus, campaigns.CampaignStatus> = {
+  draft: campaigns.CampaignStatus.DRAFT,
+  scheduled: campaigns.CampaignStatus.SCHEDULED,
+  sending: campaigns.CampaignStatus.SENDING,
+  paused: campaigns.CampaignStatus.PAUSED,
+  sent: campaigns.CampaignStatus.SENT,
+  cancelled: campaigns.CampaignStatus.CANCELLED,
+  failed: campaigns.CampaignStatus.FAILED,
+};
+
+function campaignToProto(view: CampaignView): campaigns.Campaign {
+  return create(campaigns.CampaignSchema, {
+    id: view.id,
+    name: view.name,
+    templateId: view.templateId,
+    tagFilter: fromJson(AudienceFilterSchema, view.tagFilter as JsonValue),
+    status: STATUS_TO_PROTO[view.status],
+    createdAt: timestampFromMs(view.createdAt),
+    updatedAt: timestampFromMs(view.updatedAt),
+  });
+}
+
+/** Registers CampaignService: proto in, use case, proto out. `scopeOf` gives a call its tenant's collections. */
+export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(campaigns.CampaignService, {
+      async createCampaign(req, ctx) {
+        const view = await createCampaign(deps, scopeOf(readCallContext(ctx)), { name: req.name, templateId: req.templateId, tagFilter: req.tagFilter });
+        return { campaign: campaignToProto(view) };
+      },
+      async getCampaign(req, ctx) {
+        return { campaign: campaignToProto(await getCampaign(scopeOf(readCallContext(ctx)), req.id)) };
+      },
+      async listCampaigns(req, ctx) {
+        const page = await listCampaigns(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        return { campaigns: page.items.map(campaignToProto), nextCursor: page.nextCursor };
+      },
+      async updateCampaign(req, ctx) {
+        const view = await updateCampaign(deps, scopeOf(readCallContext(ctx)), {
+          id: req.id,
+          name: req.name,
+          templateId: req.templateId,
+          tagFilter: req.tagFilter,
+        });
+        return { campaign: campaignToProto(view) };
+      },
+      async deleteCampaign(req, ctx) {
+        await deleteCampaign(scopeOf(readCallContext(ctx)), req.id);
+        return {};
+      },
+      async countRecipients(req, ctx) {
+        const scope = scopeOf(readCallContext(ctx));
+        const target = req.target.case === "campaignId" ? { campaignId: req.target.value } : { tagFilter: req.target.value };
+        return { count: BigInt(await countRecipients(deps, scope, target)) };
+      },
+    });
+  };
+}
