@@ -71,7 +71,7 @@ export const SUBSCRIBER_INDEXES = [
   { name: "list_by_id", fields: { tenant: 1, deleted: 1, _id: 1 } },
   { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
   // Tag deletion removes the tag from every member; campaigns count members.
-  { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
+  { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 }, arrayField: "tag_ids" },
   // The outbox relay's sweep for changes whose side effects are not done yet
   // (by this name since before @emailsvc/outbox's OUTBOX_INDEX, which adds
   // updated_at; pending documents are few, so either serves).
