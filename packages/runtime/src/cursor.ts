@@ -36,10 +36,11 @@ export function decodeCursor(cursor: string, idPrefix: string, filter: string): 
 
 export const PAGE = { defaultLimit: 50, maxLimit: 500 } as const;
 
-export function pageLimit(limit: number): number {
-  if (limit === 0) return PAGE.defaultLimit;
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE.maxLimit) {
-    throw invalid(`limit must be between 1 and ${PAGE.maxLimit}`, [{ field: "limit", description: `must be 1-${PAGE.maxLimit}` }]);
+/** A request's page size: 0 means the default; otherwise 1..max (the REST lists' bounds unless given). */
+export function pageLimit(limit: number, bounds: { defaultLimit: number; maxLimit: number } = PAGE): number {
+  if (limit === 0) return bounds.defaultLimit;
+  if (!Number.isInteger(limit) || limit < 1 || limit > bounds.maxLimit) {
+    throw invalid(`limit must be between 1 and ${bounds.maxLimit}`, [{ field: "limit", description: `must be 1-${bounds.maxLimit}` }]);
   }
   return limit;
 }

@@ -282,5 +282,12 @@ export function checkIndexSpecs(specs: readonly IndexSpec[]): void {
     if (spec.unique !== undefined && typeof spec.unique !== "boolean") {
       throw new TypeError(`index ${spec.name}: unique must be a boolean`);
     }
+    if (spec.arrayField !== undefined) {
+      if (typeof spec.arrayField !== "string" || !Object.keys(spec.fields).includes(spec.arrayField)) {
+        throw new TypeError(`index ${spec.name}: arrayField must name one of its fields`);
+      }
+      // NeDB cannot keep a compound key unique over array elements; nothing needs it yet.
+      if (spec.unique === true) throw new TypeError(`index ${spec.name}: an index with an arrayField cannot be unique`);
+    }
   }
 }

@@ -185,6 +185,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly ready: Promise<void>;
   /** Our index names by NeDB's key for them (the sorted field list, comma-joined). */
   private readonly indexNames = new Map<string, string>([["_id", "_id_"]]);
+  /** Fields of the compound indexes created here, with the index's name: they must never hold arrays (IndexSpec.arrayField). */
+  private readonly compoundFields = new Map<string, string>();
   /** Tail of the chain that runs this collection's updates one at a time. */
   private updates: Promise<unknown> = Promise.resolve();
   /** Appends this collection's writes to its datafile, many writes per append (group-append.ts). */
@@ -223,7 +225,18 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     // set of fields: specs sharing one become one index, unique if any of them is.
     const bySet = new Map<string, { fields: string[]; unique: boolean; name: string }>();
     for (const spec of specs) {
-      const fields = Object.keys(spec.fields);
+      let fields = Object.keys(spec.fields);
+      if (spec.arrayField !== undefined && fields.length > 1) {
+        // NeDB keys a compound index by whole values: a document whose field is
+        // an array is never found through it. Index the array field alone (NeDB
+        // indexes each element), and drop the compound one a datafile may keep
+        // from before the field was declared.
+        const compound = [...fields].sort().join(",");
+        if (this.nedbIndexes()[compound] !== undefined) await this.db.removeIndexAsync(compound);
+        fields = [spec.arrayField];
+      } else if (fields.length > 1) {
+        for (const field of fields) this.compoundFields.set(field, spec.name);
+      }
       const key = [...fields].sort().join(",");
       const unique = spec.unique === true;
       const seen = bySet.get(key);
@@ -249,6 +262,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async insertOne(doc: T): Promise<void> {
     const clean = checkDocument(doc);
     await this.open();
+    for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(clean, field));
     try {
       await this.db.insertAsync(clean);
     } catch (error) {
@@ -260,6 +274,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async insertMany(docs: readonly T[]): Promise<InsertManyResult> {
     const clean = checkBatch(docs, "insertMany");
     await this.open();
+    for (const doc of clean) for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
     // One NeDB insert per document (NeDB's array insert is all or nothing on a
     // clash), queued together so that their lines share the append.
     const outcomes = await Promise.all(
@@ -305,6 +320,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     const clean = normalizeUpdate(update as AnyUpdate);
     if (clean === null) return this.findOne(filter);
+    this.refuseArrayUpdates(clean);
     const result = await this.inUpdateChain(() => this.applyUpdate(filter as AnyFilter, clean));
     await this.persisted();
     return result;
@@ -314,6 +330,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     const clean = normalizeUpdate(update as AnyUpdate);
     if (clean === null) return this.count(filter);
+    this.refuseArrayUpdates(clean);
     const matched = await this.inUpdateChain(async () => {
       await this.open();
       const query = translateFilter(filter as AnyFilter);
@@ -338,6 +355,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const fixed = checkUpsertScope(scope as AnyFilter);
     for (const [i, doc] of clean.entries()) {
       if (Object.keys(doc).length < 2) throw new TypeError(`upsertMany: document ${i} has no field besides _id`);
+      for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
     }
     const outcomes = await this.inUpdateChain(async () => {
       await this.open();
@@ -421,6 +439,25 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const removed = await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: true });
     await this.persisted();
     return removed;
+  }
+
+  /** An array in a field of a compound index would make NeDB's lookups through it miss the document (IndexSpec.arrayField). */
+  private refuseArray(field: string, index: string, value: unknown): void {
+    if (Array.isArray(value)) {
+      throw new TypeError(
+        `${this.name}: ${field} holds an array but is a field of compound index ${index}; declare it as that index's arrayField`,
+      );
+    }
+  }
+
+  private refuseArrayUpdates(update: AnyUpdate): void {
+    for (const [field, index] of this.compoundFields) {
+      if (update.$addToSet?.[field] !== undefined || update.$push?.[field] !== undefined) this.refuseArray(field, index, []);
+      for (const [path, value] of Object.entries(update.$set ?? {})) {
+        if (path === field) this.refuseArray(field, index, value);
+        else if (field.startsWith(`${path}.`) && isPlainObject(value)) this.refuseArray(field, index, readPath(value, field.slice(path.length + 1)));
+      }
+    }
   }
 
   /** Rewrites the datafile without superseded lines; queued after pending writes. */

@@ -151,6 +151,16 @@ export interface IndexSpec {
   /** Ordered fields, e.g. `{ tenant: 1, email_key: 1 }`. */
   readonly fields: Readonly<SortSpec>;
   unique?: boolean;
+  /**
+   * The field of a compound index whose documents hold arrays (MongoDB makes
+   * such an index "multikey" by itself and allows one array field per
+   * compound index). It must be declared: the embedded store keys a compound
+   * index by the whole values of its fields, so a query on the array field
+   * through it would miss every document; it indexes that field alone
+   * instead, and refuses a write that puts an array into a field of a
+   * compound index not declared so. Not with `unique`.
+   */
+  arrayField?: string;
 }
 
 export interface Collection<T extends Doc = AnyDoc> {

@@ -219,6 +219,28 @@ export function describeDocumentStoreContract(
         });
       });
 
+      test("a compound index over an array field (arrayField) finds documents by element: equality, $in, $all, $nin", async () => {
+        const c = fresh();
+        await c.createIndexes([
+          { name: "members", fields: { tenant: 1, tags: 1 }, arrayField: "tags" },
+          { name: "members_by_id", fields: { tenant: 1, state: 1, tags: 1, _id: 1 }, arrayField: "tags" },
+        ]);
+        await c.insertOne({ _id: "1", tenant: "t1", state: "on", tags: ["a", "b"] });
+        await c.insertOne({ _id: "2", tenant: "t1", state: "on", tags: ["a"] });
+        await c.insertOne({ _id: "3", tenant: "t1", state: "off", tags: ["a", "b"] });
+        await c.insertOne({ _id: "4", tenant: "t2", state: "on", tags: ["a", "b"] });
+        await c.updateOne({ _id: "2" }, { $addToSet: { tags: { $each: ["c"] } } });
+        const match = async (filter: Filter) => ids(await c.find(filter, { sort: { _id: 1 } }));
+        await expect(match({ tenant: "t1", tags: "a" })).resolves.toEqual(["1", "2", "3"]);
+        await expect(match({ tenant: "t1", state: "on", tags: "b" })).resolves.toEqual(["1"]);
+        await expect(match({ tenant: "t1", state: "on", tags: { $in: ["b", "c"] } })).resolves.toEqual(["1", "2"]);
+        await expect(match({ tenant: "t1", state: "on", tags: { $all: ["a", "b"] } })).resolves.toEqual(["1"]);
+        await expect(match({ tenant: "t1", state: "on", tags: { $all: ["a"], $nin: ["c"] }, _id: { $gt: "0" } })).resolves.toEqual(["1"]);
+        await expect(c.count({ tenant: "t1", tags: "c" })).resolves.toBe(1);
+        await expect(c.createIndexes([{ name: "bad", fields: { tenant: 1, tags: 1 }, arrayField: "other" }])).rejects.toThrow(/arrayField must name one of its fields/);
+        await expect(c.createIndexes([{ name: "bad", fields: { tenant: 1, tags: 1 }, arrayField: "tags", unique: true }])).rejects.toThrow(/cannot be unique/);
+      });
+
       test("a unique index cannot be created over duplicates", async () => {
         const c = fresh();
         await c.insertOne({ _id: "1", code: "same" });

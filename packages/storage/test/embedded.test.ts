@@ -80,6 +80,33 @@ describe("embedded datafiles", () => {
     await store.close();
   });
 
+  test("an array in a field of a compound index not declared arrayField is refused (NeDB's lookups would miss it)", async () => {
+    const store = await openEmbeddedStore({});
+    const c = store.collection("x");
+    await c.createIndexes([{ name: "by_tags", fields: { tenant: 1, tags: 1 } }]);
+    await expect(c.insertOne({ _id: "1", tenant: "t", tags: ["a"] })).rejects.toThrow(
+      /x: tags holds an array but is a field of compound index by_tags; declare it as that index's arrayField/,
+    );
+    await c.insertOne({ _id: "1", tenant: "t", tags: "a" });
+    await expect(c.updateOne({ _id: "1" }, { $set: { tags: ["a"] } })).rejects.toThrow(/by_tags/);
+    await expect(c.updateOne({ _id: "1" }, { $addToSet: { tags: { $each: ["b"] } } })).rejects.toThrow(/by_tags/);
+    await expect(c.findOne({ _id: "1" })).resolves.toEqual({ _id: "1", tenant: "t", tags: "a" });
+    await store.close();
+  });
+
+  test("a compound index kept in a datafile from before its arrayField was declared is replaced", async () => {
+    const dir = path.join(root, "array-field");
+    const before = await openEmbeddedStore({ dataDir: dir });
+    await before.collection("x").createIndexes([{ name: "by_tags", fields: { tenant: 1, tags: 1 } }]);
+    await before.close();
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("x");
+    await c.createIndexes([{ name: "by_tags", fields: { tenant: 1, tags: 1 }, arrayField: "tags" }]);
+    await c.insertOne({ _id: "1", tenant: "t", tags: ["a", "b"] });
+    await expect(c.find({ tenant: "t", tags: "a" })).resolves.toEqual([{ _id: "1", tenant: "t", tags: ["a", "b"] }]);
+    await store.close();
+  });
+
   test("a closed store refuses work", async () => {
     const store = await openEmbeddedStore({ dataDir: path.join(root, "closed") });
     const c = store.collection("x");

@@ -1,5 +1,5 @@
 import type { EventBus } from "@emailsvc/events";
-import { SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
@@ -45,7 +45,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
   });
   const deps: Deps = { relay, logger, now };
   const { server, health } = await startServiceServer({
-    services: [SubscriberService, TagService],
+    services: [SubscriberService, TagService, AudienceService],
     routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
     ready: () => store.ping(),
     logger,

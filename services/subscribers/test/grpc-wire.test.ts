@@ -10,13 +10,14 @@ const protoRoot = join(__dirname, "..", "..", "..", "proto");
 
 function loadClients(url: string) {
   const definition = protoLoader.loadSync(
-    ["emailsvc/subscribers/v1/subscribers.proto", "grpc/health/v1/health.proto"],
+    ["emailsvc/subscribers/v1/subscribers.proto", "emailsvc/subscribers/v1/audience.proto", "grpc/health/v1/health.proto"],
     { includeDirs: [protoRoot], keepCase: true, longs: String, enums: String, defaults: true },
   );
   const pkg = grpc.loadPackageDefinition(definition) as any;
   const address = url.replace(/^http:\/\//, "");
   return {
     subscribers: new pkg.emailsvc.subscribers.v1.SubscriberService(address, grpc.credentials.createInsecure()),
+    audience: new pkg.emailsvc.subscribers.v1.AudienceService(address, grpc.credentials.createInsecure()),
     health: new pkg.grpc.health.v1.Health(address, grpc.credentials.createInsecure()),
   };
 }
@@ -34,6 +35,7 @@ describe("the subscribers service speaks plain gRPC", () => {
   });
   afterAll(async () => {
     clients?.subscribers.close();
+    clients?.audience.close();
     clients?.health.close();
     await h?.close();
   });
@@ -44,6 +46,25 @@ describe("the subscribers service speaks plain gRPC", () => {
     const known = await unary<{ status: string }>(clients.health, "Check", { service: "emailsvc.subscribers.v1.SubscriberService" });
     expect(known.status).toBe("SERVING");
     await expect(unary(clients.health, "Check", { service: "no.such.Service" })).resolves.toEqual({ status: "SERVICE_UNKNOWN" });
+    const audience = await unary<{ status: string }>(clients.health, "Check", { service: "emailsvc.subscribers.v1.AudienceService" });
+    expect(audience.status).toBe("SERVING");
+  });
+
+  it("counts and lists an audience with a metadata filter built from the .proto alone", async () => {
+    const md = new grpc.Metadata();
+    md.set("x-account-id", newId("acc"));
+    md.set("x-key-mode", "test");
+    const created = await unary<any>(clients.subscribers, "CreateSubscriber", { email: "aud@example.com", tags: ["wire"], metadata: { fields: { plan: { stringValue: "pro" } } } }, md);
+    const filter = {
+      include_tags: ["WIRE"],
+      match: "MATCH_ALL",
+      metadata: [{ key: "plan", in: { values: [{ stringValue: "pro" }, { numberValue: 2 }] } }, { key: "gone", exists: false }],
+    };
+    await expect(unary(clients.audience, "CountAudience", { filter }, md)).resolves.toEqual({ count: "1" });
+    await expect(unary(clients.audience, "ListAudience", { filter, limit: 10 }, md)).resolves.toEqual({
+      subscriber_ids: [created.subscriber.id],
+      next_after: "",
+    });
   });
 
   it("creates and reads a subscriber, with the tenant in gRPC metadata", async () => {

@@ -1,6 +1,6 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/events";
-import { SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import { createLogger, createServiceTransport } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox.js";
@@ -18,6 +18,7 @@ export interface Harness {
   received: ReceivedEvent[];
   subscribers: Client<typeof SubscriberService>;
   tags: Client<typeof TagService>;
+  audience: Client<typeof AudienceService>;
   close(): Promise<void>;
 }
 
@@ -49,6 +50,7 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     received,
     subscribers: createClient(SubscriberService, transport),
     tags: createClient(TagService, transport),
+    audience: createClient(AudienceService, transport),
     async close() {
       await service.close();
       await subscription.stop();

@@ -162,6 +162,23 @@ describe.each<StoreKind>(["embedded", "mongodb"])("subscribers service over gRPC
     expect(clash.existingId).toBe(id);
   });
 
+  it("deleting a tag removes it from every member, each removal in the member's audit trail", async () => {
+    const t = tenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await h.subscribers.createSubscriber({ email: `m${i}@example.com`, tags: ["doomed", "kept"] }, as(t))).subscriber!.id);
+    const tag = (await h.tags.listTags({}, as(t))).tags.find((x) => x.name === "doomed")!;
+    await h.tags.deleteTag({ id: tag.id }, as(t));
+    expect(await h.store.collection("subscribers").count({ tag_ids: tag.id })).toBe(0);
+    for (const id of ids) {
+      expect((await h.subscribers.getSubscriber({ id }, as(t))).subscriber!.tags).toEqual(["kept"]);
+      const trail = await waitFor(async () => {
+        const r = await h.subscribers.listSubscriberEvents({ subscriberId: id }, as(t));
+        return r.events.some((e) => e.type === "subscriber.tag_removed") ? r : undefined;
+      }, "the tag_removed audit record");
+      expect(trail.events.find((e) => e.type === "subscriber.tag_removed")!.data).toMatchObject({ tag: "doomed", reason: "tag_deleted" });
+    }
+  });
+
   it("writes every subscription change to the audit trail with time and actor, and no address", async () => {
     const t = tenant();
     const before = Date.now();

@@ -54,6 +54,13 @@ export function isStatus(value: string): value is Status {
 
 const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_\-]*$/;
 
+/** The metadata key rule (safe as a document field name: no `.` or `$`), for metadata and for filters on it. */
+export function isMetadataKey(key: string): boolean {
+  return key.length <= LIMITS.metadataKeyLength && METADATA_KEY.test(key);
+}
+
+export const METADATA_KEY_RULE = `keys are 1-${LIMITS.metadataKeyLength} characters of letters, digits, _ and -`;
+
 /**
  * Checks metadata given on create (`allowNull` false) or as a merge patch on
  * update (`allowNull` true: null removes the key). Keys are restricted so they
@@ -70,8 +77,8 @@ export function validateMetadata(raw: Record<string, unknown>, allowNull: boolea
   for (const key of keys) {
     const value = raw[key];
     const field = `metadata.${key}`;
-    if (key.length > LIMITS.metadataKeyLength || !METADATA_KEY.test(key)) {
-      violations.push({ field, description: `keys are 1-${LIMITS.metadataKeyLength} characters of letters, digits, _ and -` });
+    if (!isMetadataKey(key)) {
+      violations.push({ field, description: METADATA_KEY_RULE });
     } else if (value === null) {
       if (!allowNull) violations.push({ field, description: "null is only allowed on update, to remove a key" });
     } else if (typeof value === "string") {

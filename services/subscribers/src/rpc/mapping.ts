@@ -1,15 +1,19 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import {
+  AudienceFilter_Match,
   SubscriberEventSchema,
   SubscriberSchema,
   SubscriberStatus,
   TagSchema,
+  type AudienceFilter,
   type Subscriber,
   type SubscriberEvent,
   type Tag,
 } from "@emailsvc/proto";
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { AudienceFilterInput, Match, MetadataConditionInput } from "../domain/audience.js";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { AuditDoc } from "../storage/documents.js";
@@ -69,4 +73,60 @@ export function auditToProto(doc: AuditDoc): SubscriberEvent {
     actor: doc.actor,
     data: doc.data as JsonObject,
   });
+}
+
+function matchFromProto(match: AudienceFilter_Match): Match | undefined {
+  switch (match) {
+    case AudienceFilter_Match.UNSPECIFIED:
+    case AudienceFilter_Match.ANY:
+      return "any";
+    case AudienceFilter_Match.ALL:
+      return "all";
+    default:
+      return undefined;
+  }
+}
+
+/** A google.protobuf.Value as the plain value it stands for (lists and objects only as their kind: the domain refuses them). */
+function valueFromProto(value: Value): unknown {
+  switch (value.kind.case) {
+    case "nullValue":
+      return null;
+    case "numberValue":
+    case "stringValue":
+    case "boolValue":
+      return value.kind.value;
+    case "structValue":
+      return {};
+    case "listValue":
+      return [];
+    default:
+      return undefined;
+  }
+}
+
+function listFromProto(list: ListValue): unknown[] {
+  return list.values.map(valueFromProto);
+}
+
+/** The filter of an AudienceService request; undefined when the request has none. */
+export function audienceFilterFromProto(filter: AudienceFilter | undefined): AudienceFilterInput | undefined {
+  if (!filter) return undefined;
+  return {
+    includeTags: filter.includeTags,
+    match: matchFromProto(filter.match),
+    excludeTags: filter.excludeTags,
+    metadata: filter.metadata.map((m): MetadataConditionInput => {
+      switch (m.condition.case) {
+        case "equals":
+          return { key: m.key, kind: "equals", value: valueFromProto(m.condition.value) };
+        case "in":
+          return { key: m.key, kind: "in", values: listFromProto(m.condition.value) };
+        case "exists":
+          return { key: m.key, kind: "exists", exists: m.condition.value };
+        default:
+          return { key: m.key, kind: "none" };
+      }
+    }),
+  };
 }

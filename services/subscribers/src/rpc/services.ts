@@ -1,8 +1,9 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import { createSubscriber } from "../usecases/create-subscriber.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
+import { countAudience, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
 import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
@@ -10,10 +11,10 @@ import { listSubscribers } from "../usecases/list-subscribers.js";
 import { addTags, removeTag } from "../usecases/subscriber-tags.js";
 import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
 import { updateSubscriber } from "../usecases/update-subscriber.js";
-import { auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
+import { audienceFilterFromProto, auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
 
 /**
- * Registers SubscriberService and TagService: proto in, use case, proto out.
+ * Registers SubscriberService, TagService and AudienceService: proto in, use case, proto out.
  * `scopeOf` gives a call its tenant's collections (the tenant of the call's headers).
  */
 export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
@@ -101,6 +102,20 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
       async deleteTag(req, ctx) {
         await deleteTag(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
+      },
+    });
+    router.service(AudienceService, {
+      async countAudience(req, ctx) {
+        const count = await countAudience(scopeOf(readCallContext(ctx)), audienceFilterFromProto(req.filter));
+        return { count: BigInt(count) };
+      },
+      async listAudience(req, ctx) {
+        const page = await listAudience(scopeOf(readCallContext(ctx)), {
+          filter: audienceFilterFromProto(req.filter),
+          after: req.afterSubscriberId,
+          limit: req.limit,
+        });
+        return { subscriberIds: page.subscriberIds, nextAfter: page.nextAfter };
       },
     });
   };

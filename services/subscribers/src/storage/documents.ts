@@ -70,8 +70,12 @@ export const SUBSCRIBER_INDEXES = [
   // List subscribers by id order (cursor pages), with and without a status filter.
   { name: "list_by_id", fields: { tenant: 1, deleted: 1, _id: 1 } },
   { name: "list_by_status", fields: { tenant: 1, deleted: 1, status: 1, _id: 1 } },
-  // Tag deletion removes the tag from every member; campaigns count members.
-  { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 } },
+  // Tag deletion removes the tag from every member.
+  { name: "members_of_tag", fields: { tenant: 1, tag_ids: 1 }, arrayField: "tag_ids" },
+  // Audiences (AudienceService): active subscribers holding a tag ($in, $all),
+  // in id order after a resume point. An audience without include tags walks
+  // list_by_status instead.
+  { name: "audience_by_tag", fields: { tenant: 1, status: 1, tag_ids: 1, _id: 1 }, arrayField: "tag_ids" },
   // The outbox relay's sweep for changes whose side effects are not done yet
   // (by this name since before @emailsvc/outbox's OUTBOX_INDEX, which adds
   // updated_at; pending documents are few, so either serves).

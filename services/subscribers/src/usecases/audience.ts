@@ -1,0 +1,76 @@
+import { pageLimit } from "@emailsvc/runtime";
+import type { TenantFilter } from "@emailsvc/storage";
+import {
+  AUDIENCE_PAGE,
+  unknownTags,
+  validateAfter,
+  validateAudienceFilter,
+  type AudienceFilter,
+  type AudienceFilterInput,
+  type TagRef,
+} from "../domain/audience.js";
+import type { SubscriberDoc } from "../storage/documents.js";
+import type { Scope } from "./deps.js";
+
+// The audience of a filter (AudienceService): who a campaign reaches. Count
+// and list build their query in one place, so they always agree.
+
+/** Active, not deleted subscribers matching the filter, now. */
+export async function countAudience(scope: Scope, input: AudienceFilterInput | undefined): Promise<number> {
+  const filter = validateAudienceFilter(input);
+  return scope.subscribers.count(await audienceQuery(scope, filter));
+}
+
+export interface AudiencePage {
+  subscriberIds: string[];
+  /** The `after` of the next page; "" when this one is the last. */
+  nextAfter: string;
+}
+
+/**
+ * One page of the audience's subscriber ids, ascending, after `after`. One
+ * extra row tells whether a next page exists, so the last page says so and a
+ * caller never needs an empty round trip.
+ */
+export async function listAudience(
+  scope: Scope,
+  input: { filter: AudienceFilterInput | undefined; after: string; limit: number },
+): Promise<AudiencePage> {
+  const filter = validateAudienceFilter(input.filter);
+  const after = validateAfter(input.after);
+  const limit = pageLimit(input.limit, AUDIENCE_PAGE);
+  const query = await audienceQuery(scope, filter);
+  if (after) query._id = { $gt: after };
+  const docs = await scope.subscribers.find(query, { sort: { _id: 1 }, limit: limit + 1 });
+  const page = docs.slice(0, limit).map((d) => d._id);
+  return { subscriberIds: page, nextAfter: docs.length > limit ? page[page.length - 1]! : "" };
+}
+
+/**
+ * The store filter of an audience: tag names resolved to this tenant's tag ids
+ * (one query for both lists; any unknown name is INVALID_ARGUMENT `unknown_tags`),
+ * then conditions on `tag_ids`, `status`, `deleted` and `metadata.<key>`.
+ */
+async function audienceQuery(scope: Scope, filter: AudienceFilter): Promise<TenantFilter<SubscriberDoc>> {
+  const refs = [...filter.include, ...filter.exclude];
+  const idOf = new Map<string, string>();
+  if (refs.length > 0) {
+    const keys = [...new Set(refs.map((r) => r.key))];
+    for (const tag of await scope.tags.find({ name_key: { $in: keys } })) idOf.set(tag.name_key, tag._id);
+  }
+  const unknown = refs.filter((r) => !idOf.has(r.key));
+  if (unknown.length > 0) throw unknownTags(unknown);
+  const ids = (list: TagRef[]) => [...new Set(list.map((r) => idOf.get(r.key)!))];
+
+  const query: TenantFilter<SubscriberDoc> = { status: "active", deleted: false };
+  const tagCondition: { $in?: string[]; $all?: string[]; $nin?: string[] } = {};
+  if (filter.include.length > 0) tagCondition[filter.match === "all" ? "$all" : "$in"] = ids(filter.include);
+  if (filter.exclude.length > 0) tagCondition.$nin = ids(filter.exclude);
+  if (filter.include.length > 0 || filter.exclude.length > 0) query.tag_ids = tagCondition;
+  for (const c of filter.metadata) {
+    // Keys follow the metadata key rule (no "." or "$"), checked in validateAudienceFilter.
+    query[`metadata.${c.key}`] =
+      c.kind === "equals" ? { $eq: c.value } : c.kind === "in" ? { $in: c.values } : { $exists: c.exists };
+  }
+  return query;
+}
