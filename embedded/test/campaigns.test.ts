@@ -95,8 +95,10 @@ describe("campaign drafts", () => {
     });
     expect(unknown.status).toBe(400);
     expect(unknown.body.code).toBe("unknown_tags");
-    expect(JSON.stringify(unknown.body.errors)).toContain("nope");
-    expect(JSON.stringify(unknown.body.errors)).toContain("gone");
+    expect(unknown.body.errors).toEqual([
+      { field: "tag_filter.include_tags[1]", message: 'no tag named "nope"' },
+      { field: "tag_filter.exclude_tags[0]", message: 'no tag named "gone"' },
+    ]);
 
     const missing = await t.call("POST", "/api/v1/campaigns", { body: { name: "x", template_id: "tpl_00000000000000000000000000", tag_filter: {} } });
     expect(missing.status).toBe(404);

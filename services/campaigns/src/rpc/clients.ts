@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AudienceService, templates, type AudienceFilter } from "@emailsvc/proto";
-import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
+import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
 
 // The services campaigns calls, with the caller's tenant in the headers (so
 // another tenant's template or tag is simply unknown).
@@ -36,9 +36,18 @@ export function audienceClient(transport: Transport): AudienceSource {
         const res = await client.countAudience({ filter }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
         return Number(res.count);
       } catch (err) {
-        const ce = ConnectError.from(err);
-        // The caller's mistake, explained by the service that knows the tags: passed on whole.
-        if (ce.code === Code.InvalidArgument) throw ce;
+        // The caller's mistake, explained by the service that knows the tags:
+        // passed on with its code, the fields named as the caller wrote them
+        // (AudienceService's `filter` is a campaign's `tag_filter`).
+        const info = readError(err);
+        if (info.code === Code.InvalidArgument) {
+          throw new AppError("invalid", info.errorCode, info.message, {
+            fieldViolations: info.fieldViolations.map((v) => ({
+              field: v.field.replace(/^filter(?=\.|$)/, "tag_filter"),
+              description: v.description,
+            })),
+          });
+        }
         throw unavailable("subscribers", err);
       }
     },

@@ -68,6 +68,11 @@ const TITLES: Record<string, string> = {
   concurrent_update: "Concurrent update",
   idempotency_key_reused: "Idempotency key reused",
   sandbox_message_not_found: "No sandboxed message",
+  // Codes of the campaigns service (and the subscribers' audiences it asks).
+  unknown_tags: "Unknown tags",
+  campaign_not_draft: "Campaign is not a draft",
+  subscribers_unavailable: "Subscribers service unavailable",
+  templates_unavailable: "Templates service unavailable",
 };
 
 const STATUS_PHRASES: Record<number, string> = {
