@@ -49,6 +49,7 @@ describe("each service from its own script", () => {
   let subscribers: Proc;
   let templates: Proc;
   let delivery: Proc;
+  let campaigns: Proc;
   let gateway: Proc;
   let gatewayUrl: string;
   const metricsPorts: Record<string, number> = {};
@@ -58,8 +59,9 @@ describe("each service from its own script", () => {
     const grpcPort = await freePort();
     const templatesPort = await freePort();
     const deliveryPort = await freePort();
+    const campaignsPort = await freePort();
     const httpPort = await freePort();
-    for (const name of ["subscribers", "templates", "delivery", "gateway"]) metricsPorts[name] = await freePort();
+    for (const name of ["subscribers", "templates", "delivery", "campaigns", "gateway"]) metricsPorts[name] = await freePort();
     const metrics = (name: string) => ({ METRICS_PORT: String(metricsPorts[name]) });
     subscribers = run("services/subscribers/dist/main.js", { GRPC_PORT: String(grpcPort), DATA_DIR: dataDir, ...metrics("subscribers") });
     templates = run("services/templates/dist/main.js", { GRPC_PORT: String(templatesPort), DATA_DIR: dataDir, ...metrics("templates") });
@@ -69,12 +71,20 @@ describe("each service from its own script", () => {
       ...metrics("delivery"),
       TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
     });
+    campaigns = run("services/campaigns/dist/main.js", {
+      GRPC_PORT: String(campaignsPort),
+      DATA_DIR: dataDir,
+      ...metrics("campaigns"),
+      SUBSCRIBERS_URL: `http://127.0.0.1:${grpcPort}`,
+      TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
+    });
     gateway = run("services/gateway/dist/main.js", {
       GATEWAY_PORT: String(httpPort),
       GATEWAY_HOST: "127.0.0.1",
       SUBSCRIBERS_URL: `http://127.0.0.1:${grpcPort}`,
       TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
       DELIVERY_URL: `http://127.0.0.1:${deliveryPort}`,
+      CAMPAIGNS_URL: `http://127.0.0.1:${campaignsPort}`,
       ADMIN_TOKEN: ADMIN,
       DATA_DIR: dataDir,
       ...metrics("gateway"),
@@ -84,7 +94,7 @@ describe("each service from its own script", () => {
   });
 
   afterAll(async () => {
-    for (const p of [gateway, subscribers, templates, delivery]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
+    for (const p of [gateway, subscribers, templates, delivery, campaigns]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -131,6 +141,17 @@ describe("each service from its own script", () => {
     }
     expect(status).toBe("sent");
 
+    // Campaigns, in its own process, asking subscribers and templates in theirs.
+    const templateId = ((await template.json()) as { id: string }).id;
+    const campaign = await fetch(`${gatewayUrl}/api/v1/campaigns`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: "Standalone", template_id: templateId, tag_filter: {} }),
+    });
+    expect(campaign.status).toBe(201);
+    const campaignId = ((await campaign.json()) as { id: string }).id;
+    expect(await (await fetch(`${gatewayUrl}/api/v1/campaigns/${campaignId}/recipient-count`, { headers })).json()).toEqual({ count: 1 });
+
     // Each process's own /metrics: requests by route or method and code, no personal data.
     const scrape = async (name: string) => (await fetch(`http://127.0.0.1:${metricsPorts[name]}/metrics`)).text();
     const scraped = Object.fromEntries(await Promise.all(Object.keys(metricsPorts).map(async (n) => [n, await scrape(n)] as const)));
@@ -140,6 +161,7 @@ describe("each service from its own script", () => {
     expect(scraped.templates).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="CreateTemplate",code="ok"\} 1/);
     expect(scraped.delivery).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.delivery.v1.DeliveryService",rpc_method="SendEmail",code="ok"\} 1/);
     expect(scraped.delivery).toMatch(/rpc_client_duration_seconds_count\{rpc_service="emailsvc.templates.v1.TemplateService",rpc_method="[A-Za-z]+",code="ok"\} [1-9]/);
+    expect(scraped.campaigns).toMatch(/rpc_server_requests_total\{rpc_service="emailsvc.campaigns.v1.CampaignService",rpc_method="CreateCampaign",code="ok"\} 1/);
     expect(scraped.delivery).toMatch(/delivery_emails_total\{status="queued"\} 1/);
     expect(scraped.delivery).toMatch(/delivery_emails_total\{status="sent"\} 1/);
     expect(scraped.delivery).toMatch(/delivery_handoff_duration_seconds_count\{provider="sandbox",outcome="accepted"\} 1/);
@@ -162,17 +184,18 @@ describe("each service from its own script", () => {
     await new Promise((r) => setTimeout(r, 5));
     gateway.child.kill("SIGTERM");
     const statuses = await Promise.all(burst);
-    for (const p of [subscribers, templates, delivery]) p.child.kill("SIGTERM");
+    for (const p of [subscribers, templates, delivery, campaigns]) p.child.kill("SIGTERM");
     expect(await gateway.exited).toBe(0);
     expect(await subscribers.exited).toBe(0);
     expect(await templates.exited).toBe(0);
     expect(await delivery.exited).toBe(0);
+    expect(await campaigns.exited).toBe(0);
 
     // Every request was either completed or never accepted: none failed midway.
     for (const s of statuses) expect([201, "refused"]).toContain(s);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThan(0);
 
-    const logs = [gateway, subscribers, templates, delivery].map((p) => p.output.join("")).join("");
+    const logs = [gateway, subscribers, templates, delivery, campaigns].map((p) => p.output.join("")).join("");
     expect(logs).not.toContain("standalone-person"); // addresses and metadata never
     expect(logs).not.toContain("Zürich-private");
     expect(logs).not.toContain("standalone-recipient");

@@ -44,3 +44,31 @@ export function pageLimit(limit: number, bounds: { defaultLimit: number; maxLimi
   }
   return limit;
 }
+
+/** What a list's page is fetched with: the id range after the cursor, and the order and size. */
+export interface PageQuery {
+  range: { _id?: { $gt: string } | { $lt: string } };
+  options: { sort: { _id: 1 | -1 }; limit: number };
+}
+
+/**
+ * One page of a list in id order, from a request's `limit` and `cursor`:
+ * decodes the cursor (made for this list's `idPrefix` and `filterKey`, else a
+ * 400), fetches one row more than the page (so the last page says it is the
+ * last), and mints the next cursor. `fetch` runs the query, ANDing `range`
+ * with the list's own filter.
+ */
+export async function pageById<D extends { _id: string }>(
+  request: { limit: number; cursor: string },
+  list: { idPrefix: string; filterKey?: string; newestFirst?: boolean },
+  fetch: (query: PageQuery) => Promise<D[]>,
+): Promise<{ docs: D[]; nextCursor: string }> {
+  const limit = pageLimit(request.limit);
+  const filterKey = list.filterKey ?? "";
+  const after = request.cursor ? decodeCursor(request.cursor, list.idPrefix, filterKey) : undefined;
+  const range = after === undefined ? {} : { _id: list.newestFirst ? { $lt: after } : { $gt: after } };
+  const fetched = await fetch({ range, options: { sort: { _id: list.newestFirst ? -1 : 1 }, limit: limit + 1 } });
+  const docs = fetched.slice(0, limit);
+  const last = docs[docs.length - 1];
+  return { docs, nextCursor: fetched.length > limit && last ? encodeCursor(last._id, filterKey) : "" };
+}

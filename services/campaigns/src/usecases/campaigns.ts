@@ -1,6 +1,6 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
-import { decodeCursor, encodeCursor, invalid, newId, notFound, pageLimit } from "@emailsvc/runtime";
+import { invalid, newId, notFound, pageById } from "@emailsvc/runtime";
 import type { TenantFilter } from "@emailsvc/storage";
 import { notDraft, templateNotFound, validateName, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
@@ -78,13 +78,10 @@ export async function getCampaign(scope: Scope, id: string): Promise<CampaignVie
 }
 
 export async function listCampaigns(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<CampaignView>> {
-  const limit = pageLimit(input.limit);
-  const filter: TenantFilter<CampaignDoc> = {};
-  if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "cmp", "") };
-  const docs = await scope.campaigns.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
-  const items = docs.slice(0, limit);
-  const last = items[items.length - 1];
-  return { items: items.map(campaignView), nextCursor: docs.length > limit && last ? encodeCursor(last._id, "") : "" };
+  const page = await pageById(input, { idPrefix: "cmp" }, ({ range, options }) =>
+    scope.campaigns.find(range as TenantFilter<CampaignDoc>, options),
+  );
+  return { items: page.docs.map(campaignView), nextCursor: page.nextCursor };
 }
 
 /** Changes a draft; the update is guarded by the state, so a send that won meanwhile is a 409 too. */

@@ -1,6 +1,6 @@
 import type { TenantFilter } from "@emailsvc/storage";
 import type { SubscriberDoc } from "../storage/documents.js";
-import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/runtime";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import { subscriberViews, type Scope } from "./deps.js";
 
@@ -14,16 +14,10 @@ export async function listSubscribers(
   scope: Scope,
   input: { limit: number; status: Status | undefined; cursor: string },
 ): Promise<Page<SubscriberView>> {
-  const limit = pageLimit(input.limit);
-  const filterKey = input.status ? `status=${input.status}` : "";
   const filter: TenantFilter<SubscriberDoc> = { deleted: false };
   if (input.status) filter.status = input.status;
-  if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "sub", filterKey) };
-  const docs = await scope.subscribers.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
-  const page = docs.slice(0, limit);
-  const last = page[page.length - 1];
-  return {
-    items: await subscriberViews(scope, page),
-    nextCursor: docs.length > limit && last ? encodeCursor(last._id, filterKey) : "",
-  };
+  const page = await pageById(input, { idPrefix: "sub", filterKey: input.status ? `status=${input.status}` : "" }, ({ range, options }) =>
+    scope.subscribers.find({ ...filter, ...range }, options),
+  );
+  return { items: await subscriberViews(scope, page.docs), nextCursor: page.nextCursor };
 }

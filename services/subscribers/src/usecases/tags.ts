@@ -1,7 +1,6 @@
-import { AppError, newId, notFound } from "@emailsvc/runtime";
+import { AppError, newId, notFound, pageById } from "@emailsvc/runtime";
 import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError, type TenantFilter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
 import { outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
@@ -39,13 +38,8 @@ export async function getTag(scope: Scope, id: string): Promise<TagView> {
 }
 
 export async function listTags(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TagView>> {
-  const limit = pageLimit(input.limit);
-  const filter: TenantFilter<TagDoc> = {};
-  if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "tag", "") };
-  const docs = await scope.tags.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
-  const items = docs.slice(0, limit);
-  const last = items[items.length - 1];
-  return { items: items.map(tagView), nextCursor: docs.length > limit && last ? encodeCursor(last._id, "") : "" };
+  const page = await pageById(input, { idPrefix: "tag" }, ({ range, options }) => scope.tags.find(range as TenantFilter<TagDoc>, options));
+  return { items: page.docs.map(tagView), nextCursor: page.nextCursor };
 }
 
 export async function updateTag(

@@ -1,6 +1,5 @@
-import { invalid, notFound } from "@emailsvc/runtime";
+import { invalid, notFound, pageById } from "@emailsvc/runtime";
 import type { Filter } from "@emailsvc/storage";
-import { decodeCursor, encodeCursor, pageLimit } from "@emailsvc/runtime";
 import type { CompiledView, TemplateView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import { loadTemplate, templateView, type Scope } from "./deps.js";
@@ -19,16 +18,8 @@ export async function getTemplate(scope: Scope, id: string): Promise<TemplateVie
  * MJML source (up to 512 KiB each): GetTemplate returns it.
  */
 export async function listTemplates(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TemplateView>> {
-  const limit = pageLimit(input.limit);
-  const filter: Filter = { deleted: false };
-  if (input.cursor) filter._id = { $gt: decodeCursor(input.cursor, "tpl", "") };
-  const docs = await scope.templates.find(filter, { sort: { _id: 1 }, limit: limit + 1 });
-  const items = docs.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items: items.map((d) => ({ ...templateView(d), mjml: "" })),
-    nextCursor: docs.length > limit && last ? encodeCursor(last._id, "") : "",
-  };
+  const page = await pageById(input, { idPrefix: "tpl" }, ({ range, options }) => scope.templates.find({ deleted: false, ...range }, options));
+  return { items: page.docs.map((d) => ({ ...templateView(d), mjml: "" })), nextCursor: page.nextCursor };
 }
 
 export interface CompiledQuery {

@@ -38,7 +38,12 @@ export const TagFilter = {
     include_tags: tagList("Tag names, at most 100."),
     match: { type: "string", enum: ["any", "all"], default: "any" },
     exclude_tags: tagList("Tag names, at most 100: holders of any are left out."),
-    metadata: { type: "array", maxItems: 20, items: metadataCondition, description: "At most 20 conditions, all of which must hold." },
+    metadata: {
+      type: "array",
+      maxItems: 20,
+      items: metadataCondition,
+      description: "At most 20 conditions, one per key, all of which must hold (a second condition on a key is a 400).",
+    },
   },
 } as const;
 export type TagFilterBody = FromSchema<typeof TagFilter>;
@@ -131,7 +136,6 @@ export const paths: Paths = {
       summary: "Count the recipients of a filter",
       description: "The audience of a tag filter without creating a campaign: active subscribers it matches now.",
       tags: ["Campaigns"],
-      "x-rate-limit-class": "read",
       requestBody: body("RecipientCountRequest"),
       responses: { "200": json(ref("RecipientCount"), "How many."), ...errors(...bodyErrors, ...serviceErrors) },
     },
