@@ -8,3 +8,4 @@ export * from "./gen/emailsvc/common/v1/errors_pb.js";
 export * as templates from "./gen/emailsvc/templates/v1/templates_pb.js";
 export * as delivery from "./gen/emailsvc/delivery/v1/delivery_pb.js";
 export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";
+export * as triggers from "./gen/emailsvc/campaigns/v1/triggers_pb.js";

@@ -5,10 +5,22 @@ import { startCampaignsService } from "./server.js";
 /** The campaigns service as the skeleton and the embedded launcher start it. */
 export const campaignsService = defineService({
   name: "campaigns",
-  usesBus: false,
-  // Subscribers: the audience of a filter (and its tags checked). Templates: the template a campaign sends.
-  calls: { subscribers: "required", templates: "required" },
+  // Consumes the subscribers' events (triggers).
+  usesBus: true,
+  // Subscribers: audiences, and who a trigger mails. Templates: what is sent. Delivery: the sending.
+  calls: { subscribers: "required", templates: "required", delivery: "required" },
   loadConfig,
-  start: ({ store, logger, port, host, urls }) =>
-    startCampaignsService({ store, logger, port, host, subscribers: urls.subscribers!, templates: urls.templates! }),
+  start: ({ store, bus, logger, port, host, urls }) => {
+    if (!bus) throw new Error("the campaigns service needs the event bus");
+    return startCampaignsService({
+      store,
+      bus,
+      logger,
+      port,
+      host,
+      subscribers: urls.subscribers!,
+      templates: urls.templates!,
+      delivery: urls.delivery!,
+    });
+  },
 });

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AudienceService, templates, type AudienceFilter } from "@emailsvc/proto";
+import { AudienceService, delivery, SubscriberService, SubscriberStatus, TagService, templates, type AudienceFilter } from "@emailsvc/proto";
 import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
 
 // The services campaigns calls, with the caller's tenant in the headers (so
@@ -65,6 +65,78 @@ export function templateDirectory(transport: Transport): TemplateDirectory {
         const ce = ConnectError.from(err);
         if (ce.code === Code.NotFound || ce.code === Code.InvalidArgument) return false;
         throw unavailable("templates", err);
+      }
+    },
+  };
+}
+
+/** A subscriber as a trigger needs it: where to send, and whether they may get mail. */
+export interface SubscriberContact {
+  email: string;
+  status: string;
+}
+
+/** What firing a trigger asks of other services. */
+export interface FiringServices {
+  /** The subscriber, or undefined when there is none (deleted meanwhile). */
+  subscriber(call: CallContext, subscriberId: string): Promise<SubscriberContact | undefined>;
+  /** The name of a tag, or undefined when it is gone. */
+  tagName(call: CallContext, tagId: string): Promise<string | undefined>;
+  /** The slug of a live template, or undefined when it is gone. */
+  templateSlug(call: CallContext, templateId: string): Promise<string | undefined>;
+  /**
+   * Queues the mail with delivery under `idempotencyKey` (a repeat returns the
+   * same email); resolves to the email id. Rejects with a PermanentSendError
+   * when delivery refuses the request for good.
+   */
+  send(call: CallContext, input: { templateSlug: string; to: string; idempotencyKey: string }): Promise<string>;
+}
+
+/** Delivery refused the request (the template or the recipient is unusable): retrying will not help. */
+export class PermanentSendError extends Error {
+  constructor(readonly code: string) {
+    super(`delivery refused the send: ${code}`);
+    this.name = "PermanentSendError";
+  }
+}
+
+export function firingServices(transports: { subscribers: Transport; templates: Transport; delivery: Transport }): FiringServices {
+  const subscribers = createClient(SubscriberService, transports.subscribers);
+  const tags = createClient(TagService, transports.subscribers);
+  const templatesClient = createClient(templates.TemplateService, transports.templates);
+  const deliveryClient = createClient(delivery.DeliveryService, transports.delivery);
+  const options = (call: CallContext) => ({ headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+  const orUndefined = async <T>(run: () => Promise<T>, service: string): Promise<T | undefined> => {
+    try {
+      return await run();
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      if (ce.code === Code.NotFound) return undefined;
+      throw unavailable(service, err);
+    }
+  };
+  return {
+    subscriber: (call, id) =>
+      orUndefined(async () => {
+        const s = (await subscribers.getSubscriber({ id }, options(call))).subscriber;
+        return s ? { email: s.email, status: SubscriberStatus[s.status].toLowerCase() } : undefined;
+      }, "subscribers"),
+    tagName: (call, id) => orUndefined(async () => (await tags.getTag({ id }, options(call))).tag?.name, "subscribers"),
+    templateSlug: (call, id) => orUndefined(async () => (await templatesClient.getTemplate({ id }, options(call))).template?.slug, "templates"),
+    async send(call, input) {
+      try {
+        const res = await deliveryClient.sendEmail(
+          { templateSlug: input.templateSlug, to: input.to, idempotencyKey: input.idempotencyKey },
+          options(call),
+        );
+        if (!res.email) throw unavailable("delivery", new ConnectError("no email in the answer", Code.Internal));
+        return res.email.id;
+      } catch (err) {
+        const info = readError(err);
+        if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists) {
+          throw new PermanentSendError(info.errorCode);
+        }
+        throw err instanceof AppError ? err : unavailable("delivery", err);
       }
     },
   };

@@ -1,24 +1,59 @@
-import { TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
-import { CAMPAIGN_INDEXES, type CampaignDoc } from "./documents.js";
+import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
+import {
+  CAMPAIGN_INDEXES,
+  FIRE_INDEXES,
+  TRIGGER_INDEXES,
+  type CampaignDoc,
+  type FireDoc,
+  type TriggerDoc,
+} from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
   campaigns: TenantCollection<CampaignDoc>;
+  triggers: TenantCollection<TriggerDoc>;
+  fires: TenantCollection<FireDoc>;
 }
 
-/** The service's collections; only this file holds them raw (see ARCHITECTURE.md, Tenancy). */
+/**
+ * The service's collections; only this file holds them raw (see
+ * ARCHITECTURE.md, Tenancy). The request path gets one tenant's collections;
+ * the two pieces of work that cross tenants get a named capability each.
+ */
 export class CampaignStorage {
   private readonly campaigns: Collection<CampaignDoc>;
+  private readonly triggers: Collection<TriggerDoc>;
+  private readonly fires: Collection<FireDoc>;
 
   constructor(store: DocumentStore) {
     this.campaigns = store.collection<CampaignDoc>("campaigns");
+    this.triggers = store.collection<TriggerDoc>("triggers");
+    this.fires = store.collection<FireDoc>("trigger_fires");
   }
 
   async createIndexes(): Promise<void> {
-    await this.campaigns.createIndexes(CAMPAIGN_INDEXES);
+    await Promise.all([
+      this.campaigns.createIndexes(CAMPAIGN_INDEXES),
+      this.triggers.createIndexes(TRIGGER_INDEXES),
+      this.fires.createIndexes(FIRE_INDEXES),
+    ]);
   }
 
   forTenant(tenant: string): TenantRepositories {
-    return { campaigns: new TenantCollection(this.campaigns, tenant) };
+    return {
+      campaigns: new TenantCollection(this.campaigns, tenant),
+      triggers: new TenantCollection(this.triggers, tenant),
+      fires: new TenantCollection(this.fires, tenant),
+    };
+  }
+
+  /** For the consumer of subscriber events: each event's tenant comes from its checked meta. */
+  eventTenants(): { forTenant(tenant: string): TenantRepositories } {
+    return { forTenant: (tenant) => this.forTenant(tenant) };
+  }
+
+  /** For the firer: pending fires of every tenant that are due. */
+  dueFires(): CrossTenantCollection<FireDoc> {
+    return new CrossTenantCollection(this.fires, "trigger firer: sends the due fires of every tenant");
   }
 }

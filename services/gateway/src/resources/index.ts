@@ -6,6 +6,7 @@ import { subscribersResource } from "./subscribers/index.js";
 import { systemResource } from "./system/index.js";
 import { tagsResource } from "./tags/index.js";
 import { templatesResource } from "./templates/index.js";
+import { triggersResource } from "./triggers/index.js";
 import { unsubscribeResource } from "./unsubscribe/index.js";
 
 export type { Resource, ResourceContext, ServiceName } from "./resource.js";
@@ -21,6 +22,7 @@ export const RESOURCES: readonly Resource[] = [
   templatesResource,
   emailsResource,
   campaignsResource,
+  triggersResource,
   unsubscribeResource,
   adminResource,
   systemResource,

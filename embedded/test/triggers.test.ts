@@ -1,0 +1,161 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@emailsvc/runtime";
+import { startPlatform } from "../src/platform";
+import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
+import { ADMIN_TOKEN, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+
+// Triggers through the real platform: the subscribers service's events reach
+// the campaigns service over the bus, which sends through delivery (sandboxed:
+// test-mode key), on the embedded store and on the MongoDB-compatible server.
+
+const MJML = (text: string) => `<mjml><mj-body><mj-section><mj-column><mj-text>${text}</mj-text></mj-column></mj-section></mj-body></mjml>`;
+
+interface EmailJson {
+  id: string;
+  to: string;
+  template_id: string;
+  status: string;
+}
+
+describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
+  let t: TestPlatform;
+  let welcome: string;
+  let other: string;
+  beforeAll(async () => {
+    t = await startTestPlatform(`triggers-${store}`, undefined, { mongo: store === "mongodb" });
+    const template = async (name: string, text: string) => {
+      const res = await t.call("POST", "/api/v1/templates", { body: { name, subject: `${name} {{metadata.first_name}}`, category: "transactional", mjml_content: MJML(text) } });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    welcome = await template("Welcome", "Hello {{metadata.first_name}}");
+    other = await template("Other", "Something else");
+    for (const name of ["vip", "news"]) expect((await t.call("POST", "/api/v1/tags", { body: { name } })).status).toBe(201);
+  }, 60_000);
+  afterAll(() => t?.close());
+
+  const emails = async () => (await t.call("GET", "/api/v1/emails?limit=500")).body.items as EmailJson[];
+  const emailsTo = async (address: string) => (await emails()).filter((e) => e.to === address);
+  const until = (address: string, n: number) => eventually(() => emailsTo(address), (list) => list.length >= n && list.every((e) => e.status === "sent"));
+  const trigger = async (body: Record<string, unknown>) => {
+    const res = await t.call("POST", "/api/v1/triggers", { body });
+    expect(res.status).toBe(201);
+    return res.body.id as string;
+  };
+  const subscriber = async (email: string, extra: Record<string, unknown> = {}) => {
+    const res = await t.call("POST", "/api/v1/subscribers", { body: { email, ...extra } });
+    expect(res.status).toBe(201);
+    return res.body.id as string;
+  };
+
+  it("lists the event types", async () => {
+    const res = await t.call("GET", "/api/v1/event-types");
+    expect(res.status).toBe(200);
+    expect(res.body.items.map((e: { name: string }) => e.name)).toEqual([
+      "subscriber.created",
+      "subscriber.tag_added",
+      "subscriber.tag_removed",
+      "subscriber.unsubscribed",
+    ]);
+  });
+
+  it("sends the welcome template to each new subscriber, once, with their variables; a disabled trigger sends nothing", async () => {
+    const id = await trigger({ event_type: "subscriber.created", template_id: welcome, description: "Welcome mail" });
+    const read = await t.call("GET", `/api/v1/triggers/${id}`);
+    expect(read.body).toMatchObject({ event_type: "subscriber.created", template_id: welcome, is_active: true, delay_seconds: 0, tag: "" });
+
+    await subscriber("ada@example.com", { metadata: { first_name: "Ada" } });
+    const [mail] = await until("ada@example.com", 1);
+    expect(mail!.template_id).toBe(welcome);
+    const sandboxed = await t.call("GET", `/api/v1/emails/${mail!.id}/sandbox`);
+    expect(sandboxed.body.subject).toBe("Welcome Ada");
+    expect(sandboxed.body.html).toContain("Hello Ada");
+
+    // Disabled: the next subscriber gets nothing from it. A second trigger on the
+    // same event shows that the event was handled.
+    expect((await t.call("PATCH", `/api/v1/triggers/${id}`, { body: { is_active: false } })).body.is_active).toBe(false);
+    const witness = await trigger({ event_type: "subscriber.created", template_id: other });
+    await subscriber("bob@example.com");
+    const bobs = await until("bob@example.com", 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await emailsTo("bob@example.com")).map((e) => e.template_id)).toEqual([other]);
+    expect(bobs).toHaveLength(1);
+    expect(await emailsTo("ada@example.com")).toHaveLength(1);
+    expect((await t.call("DELETE", `/api/v1/triggers/${witness}`)).status).toBe(204);
+    expect((await t.call("DELETE", `/api/v1/triggers/${id}`)).status).toBe(204);
+    expect((await t.call("GET", `/api/v1/triggers/${id}`)).status).toBe(404);
+  });
+
+  it("fires on the tag it names only, and on unsubscribing", async () => {
+    const sub = await subscriber("tagged@example.com");
+    const onVip = await trigger({ event_type: "subscriber.tag_added", template_id: welcome, tag: "VIP" });
+    const onLeave = await trigger({ event_type: "subscriber.unsubscribed", template_id: other });
+    expect((await t.call("POST", `/api/v1/subscribers/${sub}/tags`, { body: { tags: ["news"] } })).status).toBe(200);
+    expect((await t.call("POST", `/api/v1/subscribers/${sub}/tags`, { body: { tags: ["vip"] } })).status).toBe(200);
+    const tagged = await until("tagged@example.com", 1);
+    expect(tagged.map((e) => e.template_id)).toEqual([welcome]);
+    expect((await t.call("PATCH", `/api/v1/subscribers/${sub}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    const after = await until("tagged@example.com", 2);
+    expect(after.map((e) => e.template_id).sort()).toEqual([welcome, other].sort());
+    for (const id of [onVip, onLeave]) await t.call("DELETE", `/api/v1/triggers/${id}`);
+  });
+
+  it("refuses bad triggers with a clear error", async () => {
+    const bad = async (body: Record<string, unknown>, status: number, code?: string) => {
+      const res = await t.call("POST", "/api/v1/triggers", { body });
+      expect({ body, status: res.status, code: code ? res.body.code : undefined }).toEqual({ body, status, code });
+    };
+    await bad({ event_type: "subscriber.exploded", template_id: welcome }, 400);
+    await bad({ event_type: "subscriber.created", template_id: welcome, tag: "vip" }, 400, "validation_failed");
+    await bad({ event_type: "subscriber.tag_added", template_id: welcome, tag: "nope" }, 400, "unknown_tags");
+    await bad({ event_type: "subscriber.created", template_id: "tpl_00000000000000000000000000" }, 404, "template_not_found");
+    await bad({ event_type: "subscriber.created", template_id: welcome, delay_seconds: 2592001 }, 400);
+    expect((await t.call("GET", "/api/v1/triggers?limit=500")).body.items).toEqual([]);
+  });
+});
+
+describe("a delayed trigger", () => {
+  it("sends after its delay, across a restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "trigger-delay-"));
+    const start = () =>
+      startPlatform({
+        dataDir,
+        gatewayPort: 0,
+        gatewayHost: "127.0.0.1",
+        adminToken: ADMIN_TOKEN,
+        logger: createLogger("trigger-delay", "silent"),
+        env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...GENEROUS_RATE_LIMIT_ENV },
+      });
+    let platform = await start();
+    try {
+      const call = async (method: string, path: string, body?: unknown, key?: string) => {
+        const res = await fetch(platform.gatewayUrl + path, {
+          method,
+          headers: { ...(key ? { "x-api-key": key } : { authorization: `Bearer ${ADMIN_TOKEN}` }), "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> & { items?: EmailJson[] } };
+      };
+      const account = (await call("POST", "/admin/v1/accounts", { name: "Delay" })).body.id as string;
+      const key = (await call("POST", `/admin/v1/accounts/${account}/api-keys`, { mode: "test" })).body.key as string;
+      const template = await call("POST", "/api/v1/templates", { name: "Later", subject: "Later", category: "transactional", mjml_content: MJML("Later") }, key);
+      expect((await call("POST", "/api/v1/triggers", { event_type: "subscriber.created", template_id: template.body.id, delay_seconds: 2 }, key)).status).toBe(201);
+      expect((await call("POST", "/api/v1/subscribers", { email: "later@example.com" }, key)).status).toBe(201);
+      // Stopped before the delay ran out: the fire is stored, not in memory.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await call("GET", "/api/v1/emails", undefined, key)).body.items).toEqual([]);
+      await platform.close();
+      platform = await start();
+      const sent = await eventually(
+        async () => (await call("GET", "/api/v1/emails", undefined, key)).body.items ?? [],
+        (items) => items.length === 1 && items[0]!.status === "sent",
+      );
+      expect(sent.map((e) => e.to)).toEqual(["later@example.com"]);
+    } finally {
+      await platform.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

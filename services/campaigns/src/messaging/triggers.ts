@@ -1,0 +1,108 @@
+import { subscribeEventBatches, type DecodedBatchEvent, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
+import type { CrossTenantCollection } from "@emailsvc/storage";
+import type { FireDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../usecases/fire-triggers.js";
+
+/** Consumer group of the campaigns service (one name everywhere). */
+export const CAMPAIGNS_GROUP = "campaigns";
+
+/** The topics triggers fire on. */
+export const TRIGGER_TOPICS = ["subscriber.created", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.status_changed"] as const satisfies readonly Topic[];
+
+/**
+ * Triggers at work: a consumer of the subscribers' events that records the
+ * fires they cause (in batches, through the topic registry), and a firer that
+ * sends the due fires: at once after new fires were recorded, and on a timer
+ * for delayed ones and for fires a crash or an outage left (fires are stored,
+ * so a restart resumes them).
+ */
+export class TriggerWorker {
+  private subscription: Subscription | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private again = false;
+  private busy = false;
+  private stopped = false;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly tenants: { forTenant(tenant: string): TenantRepositories },
+    private readonly due: CrossTenantCollection<FireDoc>,
+    private readonly deps: FiringDeps,
+    private readonly options: { group?: string; intervalMs?: number } = {},
+  ) {}
+
+  async start(): Promise<void> {
+    this.subscription = await subscribeEventBatches(this.bus, {
+      group: this.options.group ?? CAMPAIGNS_GROUP,
+      logger: this.deps.logger,
+      maxBatch: 200,
+      handlers: {
+        "subscriber.created": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.created"))),
+        "subscriber.tag_added": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.tag_added", e.message.tagId))),
+        "subscriber.tag_removed": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
+        "subscriber.status_changed": (batch) =>
+          this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
+      },
+    });
+    this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 1000);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Records the fires of a batch (per tenant), then sends what is due. */
+  private async record(events: SubscriberEvent[]): Promise<void> {
+    const byTenant = new Map<string, SubscriberEvent[]>();
+    for (const event of events) byTenant.set(event.tenant, [...(byTenant.get(event.tenant) ?? []), event]);
+    let recorded = 0;
+    for (const [tenant, list] of byTenant) recorded += await recordFires(this.deps, this.tenants.forTenant(tenant), list);
+    if (recorded > 0) this.kick();
+  }
+
+  /** Runs the firer now, or once more right after the run in progress. */
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.busy) {
+      this.again = true;
+      return;
+    }
+    this.busy = true;
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          // A full page means more may be due: go on at once.
+          while (!this.stopped && (await fireDue(this.deps, this.due, (t) => this.tenants.forTenant(t))) >= 100);
+        } while (this.again && !this.stopped);
+      } catch (err) {
+        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "trigger firer failed; retrying on its timer");
+      } finally {
+        this.busy = false;
+      }
+    })();
+  }
+
+  /** Stops consuming and firing; a fire in flight finishes (or is left to its lease). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.subscription?.stop();
+    await this.running;
+  }
+}
+
+function toEvent(
+  e: DecodedBatchEvent<"subscriber.created" | "subscriber.tag_added" | "subscriber.tag_removed" | "subscriber.status_changed">,
+  type: SubscriberEvent["type"],
+  tagId?: string,
+): SubscriberEvent {
+  return {
+    tenant: e.meta.tenant,
+    eventId: e.meta.eventId,
+    type,
+    subscriberId: e.message.subscriberId,
+    ...(tagId ? { tagId } : {}),
+    occurredAt: e.meta.occurredAt,
+  };
+}

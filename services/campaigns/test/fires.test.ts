@@ -1,0 +1,126 @@
+import { createLogger, newId } from "@emailsvc/runtime";
+import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
+import { PermanentSendError, type FiringServices } from "../src/rpc/clients.js";
+import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
+import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../src/usecases/fire-triggers.js";
+
+// Recording and sending fires on both stores, with the other services faked
+// (what they answer is the input here; the platform tests use the real ones).
+
+class FakeFiring implements FiringServices {
+  readonly sent: Array<{ to: string; key: string }> = [];
+  failNext: Error | undefined;
+  async subscriber(_call: unknown, id: string) {
+    return id === "sub_gone" ? undefined : { email: `${id}@example.com`, status: "active" };
+  }
+  async tagName(_call: unknown, id: string) {
+    return id === "tag_vip" ? "VIP" : "other";
+  }
+  async templateSlug() {
+    return "welcome";
+  }
+  async send(_call: unknown, input: { to: string; idempotencyKey: string }) {
+    if (this.failNext) {
+      const error = this.failNext;
+      this.failNext = undefined;
+      throw error;
+    }
+    this.sent.push({ to: input.to, key: input.idempotencyKey });
+    return newId("eml");
+  }
+}
+
+describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
+  let test: TestStore;
+  let storage: CampaignStorage;
+  let repos: TenantRepositories;
+  let firing: FakeFiring;
+  let clock: number;
+  let deps: FiringDeps;
+  const tenant = `${newId("acc")}:test`;
+
+  beforeEach(async () => {
+    test = await openTestStore(kind, "campaigns");
+    storage = new CampaignStorage(test.store);
+    await storage.createIndexes();
+    repos = storage.forTenant(tenant);
+    firing = new FakeFiring();
+    clock = Date.now();
+    deps = { firing, logger: createLogger("fires-test", "silent"), now: () => clock };
+  });
+  afterEach(async () => {
+    await test.store.close();
+    test.cleanup();
+  });
+
+  const trigger = async (fields: { event_type: SubscriberEvent["type"]; tag?: string; delay_seconds?: number; is_active?: boolean }) => {
+    const doc = { _id: newId("trg"), template_id: newId("tpl"), description: "", is_active: true, delay_seconds: 0, tag: "", created_at: clock, updated_at: clock, ...fields };
+    await repos.triggers.insertOne(doc);
+    return doc._id;
+  };
+  const event = (type: SubscriberEvent["type"], subscriberId = newId("sub"), tagId?: string): SubscriberEvent => ({
+    tenant,
+    eventId: newId("evt"),
+    type,
+    subscriberId,
+    ...(tagId ? { tagId } : {}),
+    occurredAt: clock,
+  });
+  const fireAll = () => fireDue(deps, storage.dueFires(), (t) => storage.forTenant(t));
+
+  it("records one fire per event and active trigger, once however often the event comes", async () => {
+    await trigger({ event_type: "subscriber.created" });
+    await trigger({ event_type: "subscriber.created" });
+    await trigger({ event_type: "subscriber.created", is_active: false });
+    await trigger({ event_type: "subscriber.tag_added" });
+    const created = event("subscriber.created");
+    expect(await recordFires(deps, repos, [created])).toBe(2);
+    expect(await recordFires(deps, repos, [created, created])).toBe(0);
+    await fireAll();
+    await fireAll();
+    expect(firing.sent).toHaveLength(2);
+    expect(new Set(firing.sent.map((s) => s.key)).size).toBe(2);
+    expect(firing.sent.every((s) => s.key.startsWith(`trigger-fire:${created.eventId}:trg_`))).toBe(true);
+    expect(await repos.fires.count({ state: "sent" })).toBe(2);
+  });
+
+  it("fires a tag trigger for its tag only, and another tenant's triggers never", async () => {
+    await trigger({ event_type: "subscriber.tag_added", tag: "vip" });
+    await storage.forTenant(`${newId("acc")}:test`).triggers.insertOne({
+      _id: newId("trg"), template_id: newId("tpl"), description: "", is_active: true, delay_seconds: 0, tag: "", event_type: "subscriber.tag_added", created_at: clock, updated_at: clock,
+    });
+    expect(await recordFires(deps, repos, [event("subscriber.tag_added", newId("sub"), "tag_other")])).toBe(0);
+    expect(await recordFires(deps, repos, [event("subscriber.tag_added", newId("sub"), "tag_vip")])).toBe(1);
+  });
+
+  it("waits for the delay, skips a deleted subscriber or a disabled trigger, and keeps a fire through an outage", async () => {
+    const delayed = await trigger({ event_type: "subscriber.created", delay_seconds: 60 });
+    await recordFires(deps, repos, [event("subscriber.created")]);
+    await fireAll();
+    expect(firing.sent).toHaveLength(0);
+    clock += 61_000;
+    firing.failNext = new Error("delivery unreachable");
+    await fireAll();
+    expect(firing.sent).toHaveLength(0);
+    expect(await repos.fires.count({ state: "pending" })).toBe(1); // retried later
+    clock += 120_000;
+    await fireAll();
+    expect(firing.sent).toHaveLength(1);
+
+    await recordFires(deps, repos, [event("subscriber.created", "sub_gone")]);
+    await repos.triggers.updateOne({ _id: delayed }, { $set: { is_active: false } });
+    await recordFires(deps, repos, [event("subscriber.created")]); // inactive now: no fire
+    clock += 61_000;
+    await fireAll();
+    expect(firing.sent).toHaveLength(1);
+    expect((await repos.fires.find({ state: "skipped" })).map((f) => f.reason)).toEqual(["trigger_inactive"]);
+  });
+
+  it("fails a fire delivery refuses for good, with its code", async () => {
+    await trigger({ event_type: "subscriber.unsubscribed" });
+    await recordFires(deps, repos, [event("subscriber.unsubscribed")]);
+    firing.failNext = new PermanentSendError("recipient_unsubscribed");
+    await fireAll();
+    expect((await repos.fires.find({})).map((f) => [f.state, f.reason])).toEqual([["failed", "recipient_unsubscribed"]]);
+  });
+});
