@@ -2,9 +2,9 @@ import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import { invalid, newId, notFound, pageById } from "@emailsvc/runtime";
 import type { TenantFilter } from "@emailsvc/storage";
-import { notDraft, templateNotFound, validateName, type CampaignView } from "../domain/campaign.js";
+import { notDraft, validateName, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
-import { campaignView, type Deps, type Scope } from "./deps.js";
+import { campaignView, checkReferences, type Deps, type Scope } from "./deps.js";
 
 // Drafts: create, read, list, change, delete; and the size of an audience.
 
@@ -28,22 +28,6 @@ function requireFilter(filter: AudienceFilter | undefined): AudienceFilter {
   return filter;
 }
 
-/**
- * Checks what a draft names before it is stored: the template must be a live
- * template of the tenant (404 otherwise), and the filter must be one the
- * subscribers service can evaluate (its unknown tags are a 400 naming them).
- */
-async function checkReferences(deps: Deps, scope: Scope, templateId: string | undefined, filter: AudienceFilter | undefined): Promise<void> {
-  await Promise.all([
-    templateId === undefined
-      ? undefined
-      : deps.templates.exists(scope.call, templateId).then((found) => {
-          if (!found) throw templateNotFound();
-        }),
-    filter === undefined ? undefined : deps.audiences.count(scope.call, filter),
-  ]);
-}
-
 export async function createCampaign(
   deps: Deps,
   scope: Scope,
@@ -52,7 +36,7 @@ export async function createCampaign(
   const name = validateName(input.name);
   const filter = requireFilter(input.tagFilter);
   if (!input.templateId) throw invalid("template_id is required", [{ field: "template_id", description: "is required" }]);
-  await checkReferences(deps, scope, input.templateId, filter);
+  await checkReferences(deps, scope, { templateId: input.templateId, filter });
   const now = deps.now();
   const doc = {
     _id: newId("cmp"),
@@ -99,7 +83,7 @@ export async function updateCampaign(
     set.template_id = input.templateId;
   }
   if (input.tagFilter !== undefined) set.tag_filter = storedFilter(input.tagFilter);
-  await checkReferences(deps, scope, input.templateId, input.tagFilter);
+  await checkReferences(deps, scope, { templateId: input.templateId, filter: input.tagFilter });
   const doc = await scope.campaigns.updateOne({ _id: input.id, status: "draft" }, { $set: { ...set, updated_at: deps.now() } });
   if (!doc) {
     const now = await load(scope, input.id);

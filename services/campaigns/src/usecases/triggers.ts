@@ -1,12 +1,9 @@
-import { create } from "@bufbuild/protobuf";
-import { AudienceFilterSchema } from "@emailsvc/proto";
 import { newId, notFound, pageById } from "@emailsvc/runtime";
 import type { TenantFilter } from "@emailsvc/storage";
-import { templateNotFound } from "../domain/campaign.js";
 import { validateDelay, validateDescription, validateEventType, validateTagFor, type TriggerView } from "../domain/trigger.js";
 import type { TriggerDoc } from "../storage/documents.js";
 import type { Page } from "./campaigns.js";
-import type { Deps, Scope } from "./deps.js";
+import { checkReferences, type Deps, type Scope } from "./deps.js";
 
 // Triggers: create (active at once), read, list, change, delete.
 
@@ -22,19 +19,6 @@ export function triggerView(doc: TriggerDoc): TriggerView {
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
   };
-}
-
-/** The template must be one of the tenant's, and a tag named must be a tag of the tenant. */
-async function checkReferences(deps: Deps, scope: Scope, templateId: string | undefined, tag: string | undefined): Promise<void> {
-  await Promise.all([
-    templateId === undefined
-      ? undefined
-      : deps.templates.exists(scope.call, templateId).then((found) => {
-          if (!found) throw templateNotFound();
-        }),
-    // A count of the tag's holders: unknown tags are the subscribers service's 400, named.
-    tag ? deps.audiences.count(scope.call, create(AudienceFilterSchema, { includeTags: [tag] })) : undefined,
-  ]);
 }
 
 export async function createTrigger(
@@ -55,7 +39,7 @@ export async function createTrigger(
     created_at: deps.now(),
     updated_at: deps.now(),
   };
-  await checkReferences(deps, scope, input.templateId || "", tag);
+  await checkReferences(deps, scope, { templateId: input.templateId, ...(tag ? { tag } : {}) });
   await scope.triggers.insertOne(doc);
   return triggerView({ ...doc, tenant: scope.triggers.tenant });
 }
@@ -94,7 +78,7 @@ export async function updateTrigger(
   if (input.templateId !== undefined) set.template_id = input.templateId;
   if (input.delaySeconds !== undefined) set.delay_seconds = validateDelay(input.delaySeconds);
   if (input.tag !== undefined) set.tag = validateTagFor(current.event_type, input.tag);
-  await checkReferences(deps, scope, input.templateId, input.tag);
+  await checkReferences(deps, scope, { templateId: input.templateId, ...(input.tag ? { tag: input.tag } : {}) });
   const doc = await scope.triggers.updateOne({ _id: input.id }, { $set: { ...set, updated_at: deps.now() } });
   if (!doc) throw notFound("trigger");
   return triggerView(doc);
