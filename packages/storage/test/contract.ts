@@ -682,6 +682,32 @@ export function describeDocumentStoreContract(
         await expect(c.findOne({ _id: "r01234" })).resolves.toEqual({ _id: "r01234", n: 1234, state: "pending" });
       });
 
+      test("pages in _id order after a cursor, ascending and descending, dense and sparse matches", async () => {
+        const c = fresh();
+        const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: `d${String(i).padStart(5, "0")}`, group: i % 3, rare: i % 1000 === 7 }));
+        // Inserted out of order: the pages follow _id, not insertion.
+        await c.insertMany([...docs].reverse());
+        const walk = async (filter: Filter, direction: 1 | -1, limit: number) => {
+          const seen: string[] = [];
+          for (;;) {
+            const last = seen[seen.length - 1];
+            const bound = last === undefined ? {} : { _id: direction === 1 ? { $gt: last } : { $lt: last } };
+            const page = await c.find({ ...filter, ...bound }, { sort: { _id: direction }, limit });
+            seen.push(...ids(page));
+            if (page.length < limit) return seen;
+          }
+        };
+        const expected = (keep: (d: (typeof docs)[number]) => boolean) => docs.filter(keep).map((d) => d._id);
+        await expect(walk({ group: 1 }, 1, 100)).resolves.toEqual(expected((d) => d.group === 1));
+        await expect(walk({ group: 1 }, -1, 100)).resolves.toEqual(expected((d) => d.group === 1).reverse());
+        await expect(walk({ rare: true }, 1, 2)).resolves.toEqual(expected((d) => d.rare));
+        await expect(walk({}, 1, 700)).resolves.toEqual(expected(() => true));
+        // A page is a copy: changing it changes nothing stored.
+        const [first] = await c.find({}, { sort: { _id: 1 }, limit: 1 });
+        first!.group = 99;
+        await expect(c.findOne({ _id: "d00000" })).resolves.toMatchObject({ group: 0 });
+      });
+
       test("insertMany and upsertMany check every document and the batch size first", async () => {
         const c = fresh();
         await expect(c.insertMany([{ _id: "ok" }, { _id: "" } as AnyDoc])).rejects.toThrow(/insertMany: document 1: .*_id/);
