@@ -268,6 +268,7 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
       const listUnsubscribe = header(mail, "list-unsubscribe") ?? "";
       expect(listUnsubscribe).toMatch(/^<https:\/\/api\.acme\.test\/unsubscribe\?token=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+>$/);
       expect(header(mail, "list-unsubscribe-post")).toBe("List-Unsubscribe=One-Click");
+      expect(header(mail, "list-id")).toMatch(/^<acc_[0-9a-z]{26}\.live\.acme\.test>$/);
       const url = new URL(listUnsubscribe.slice(1, -1));
       // The body's {{unsubscribe_url}} is the same link (Handlebars escapes its `=` in the href).
       expect(String(mail.parsed.html)).toContain(url.searchParams.get("token")!);

@@ -96,7 +96,7 @@ describe("the message", () => {
   });
 
   it("builds headers and parts; a subject never carries a line break", () => {
-    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "transactional", rendered, unsubscribeUrl: "https://u.example/x" });
+    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "transactional", rendered, unsubscribeUrl: "https://u.example/x", tenant: "acc_1:live" });
     expect(m.subject).toBe("Hello Bcc: x@example.com");
     expect(m.headers).toEqual({ From: sender.header, To: "a@example.com", Subject: "Hello Bcc: x@example.com", "Message-ID": "<eml_1@mail.acme.example>" });
     expect(m.html).toBe("<p>Hi</p>");
@@ -105,8 +105,9 @@ describe("the message", () => {
 
   it("adds List-Unsubscribe and the RFC 8058 one-click header to marketing mail when a URL is known", () => {
     const url = "https://prefs.example/unsubscribe?token=abc";
-    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "marketing", rendered, unsubscribeUrl: url });
+    const m = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "marketing", rendered, unsubscribeUrl: url, tenant: "acc_01jd3x0k8m7y6t5r4q3p2n1m0k:live" });
     expect(m.headers["List-Unsubscribe"]).toBe(`<${url}>`);
+    expect(m.headers["List-Id"]).toBe("<acc_01jd3x0k8m7y6t5r4q3p2n1m0k.live.mail.acme.example>");
     expect(m.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
     const none = buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category: "marketing", rendered });
     expect(none.headers["List-Unsubscribe"]).toBeUndefined();

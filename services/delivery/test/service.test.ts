@@ -449,10 +449,12 @@ describe("delivery service with the default provider (sandbox)", () => {
     const newsMessage = (await got(news.id)).message!;
     expect(newsMessage.headers["List-Unsubscribe"]).toBe(`<https://prefs.example/unsubscribe?token=t-${news.id}>`);
     expect(newsMessage.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    expect(newsMessage.headers["List-Id"]).toBe(`<${t.tenant.accountId}.test.localhost>`);
     // The built-in `email` variable is the recipient.
     expect(newsMessage.html).toContain("News for reader@example.com");
     const receiptMessage = (await got(receipt.id)).message!;
     expect(receiptMessage.headers["List-Unsubscribe"]).toBeUndefined();
+    expect(receiptMessage.headers["List-Id"]).toBeUndefined();
     expect(unsubscribeAsked).toEqual([news.id]);
   });
 

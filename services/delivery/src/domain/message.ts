@@ -60,6 +60,16 @@ export interface MessageInput {
   rendered: Rendered;
   /** One-click unsubscribe URL for this recipient, when the platform knows one (marketing only). */
   unsubscribeUrl?: string | undefined;
+  /** The tenant (`<account id>:<mode>`) whose list the mail is from: marketing mail carries its List-Id. */
+  tenant?: string | undefined;
+}
+
+/**
+ * RFC 2919 List-Id of a tenant's marketing mail, `<acc_….live.<sender domain>>`:
+ * mail clients group and filter a list's mail by it, and it names no person.
+ */
+export function listIdFor(tenant: string, sender: Sender): string {
+  return `<${tenant.replace(":", ".")}.${sender.domain}>`;
 }
 
 export function buildMessage(input: MessageInput): OutgoingMessage {
@@ -76,6 +86,7 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
   if (input.category === "marketing" && input.unsubscribeUrl) {
     Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
   }
+  if (input.category === "marketing" && input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from);
   return {
     emailId: input.emailId,
     from: input.from,

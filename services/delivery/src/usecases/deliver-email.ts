@@ -129,6 +129,7 @@ export async function deliverEmail(
       category: prepared.template.category,
       rendered,
       unsubscribeUrl,
+      tenant: claimed.tenant,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
     if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
