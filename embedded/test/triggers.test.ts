@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
+import { openMongoStore } from "@emailsvc/storage";
 import { startPlatform } from "../src/platform";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { ADMIN_TOKEN, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
@@ -102,6 +103,7 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     for (const id of [onVip, onLeave]) await t.call("DELETE", `/api/v1/triggers/${id}`);
   });
 
+
   it("refuses bad triggers with a clear error", async () => {
     const bad = async (body: Record<string, unknown>, status: number, code?: string) => {
       const res = await t.call("POST", "/api/v1/triggers", { body });
@@ -114,6 +116,26 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     await bad({ event_type: "subscriber.created", template_id: welcome, delay_seconds: 2592001 }, 400);
     expect((await t.call("GET", "/api/v1/triggers?limit=500")).body.items).toEqual([]);
   });
+});
+
+describe("erasure and triggers", () => {
+  it("forgets an erased subscriber's fires (read in the campaigns service's own MongoDB database)", async () => {
+    const t = await startTestPlatform("triggers-erasure", undefined, { mongo: true });
+    const db = await openMongoStore({ url: t.mongo!.url, dbName: `${t.mongo!.dbPrefix}campaigns` });
+    try {
+      const template = await t.call("POST", "/api/v1/templates", { body: { name: "Later", subject: "Later", category: "transactional", mjml_content: MJML("Later") } });
+      const trigger = await t.call("POST", "/api/v1/triggers", { body: { event_type: "subscriber.created", template_id: template.body.id, delay_seconds: 3600 } });
+      expect(trigger.status).toBe(201);
+      const sub = (await t.call("POST", "/api/v1/subscribers", { body: { email: "erased@example.com" } })).body.id as string;
+      const fires = () => db.collection("trigger_fires").count({ subscriber_id: sub });
+      expect(await eventually(fires, (n) => n === 1)).toBe(1);
+      expect((await t.call("DELETE", `/api/v1/subscribers/${sub}`)).status).toBe(204);
+      expect(await eventually(fires, (n) => n === 0)).toBe(0);
+    } finally {
+      await db.close();
+      await t.close();
+    }
+  }, 60_000);
 });
 
 describe("a delayed trigger", () => {

@@ -8,7 +8,13 @@ import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../
 export const CAMPAIGNS_GROUP = "campaigns";
 
 /** The topics triggers fire on. */
-export const TRIGGER_TOPICS = ["subscriber.created", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.status_changed"] as const satisfies readonly Topic[];
+export const TRIGGER_TOPICS = [
+  "subscriber.created",
+  "subscriber.tag_added",
+  "subscriber.tag_removed",
+  "subscriber.status_changed",
+  "subscriber.deleted",
+] as const satisfies readonly Topic[];
 
 /**
  * Triggers at work: a consumer of the subscribers' events that records the
@@ -44,6 +50,10 @@ export class TriggerWorker {
         "subscriber.tag_removed": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
         "subscriber.status_changed": (batch) =>
           this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
+        // Erasure: the fires of an erased subscriber go (pending ones would find nobody to send to anyway).
+        "subscriber.deleted": async (batch) => {
+          for (const { message, meta } of batch) await this.tenants.forTenant(meta.tenant).fires.deleteMany({ subscriber_id: message.subscriberId });
+        },
       },
     });
     this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 1000);
