@@ -116,6 +116,17 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     expect((await repos.fires.find({ state: "skipped" })).map((f) => f.reason)).toEqual(["trigger_inactive"]);
   });
 
+  it("counts the delay from the event, not from when the consumer got to it", async () => {
+    await trigger({ event_type: "subscriber.created", delay_seconds: 60 });
+    const late = { ...event("subscriber.created"), occurredAt: clock - 50_000 };
+    await recordFires(deps, repos, [late]);
+    const [fire] = await repos.fires.find({});
+    expect(fire!.due_at).toBe(clock + 10_000);
+    clock += 10_001;
+    await fireAll();
+    expect(firing.sent).toHaveLength(1);
+  });
+
   it("fails a fire delivery refuses for good, with its code", async () => {
     await trigger({ event_type: "subscriber.unsubscribed" });
     await recordFires(deps, repos, [event("subscriber.unsubscribed")]);

@@ -70,7 +70,8 @@ export async function recordFires(deps: FiringDeps, repos: TenantRepositories, e
         state: "pending",
         reason: "",
         email_id: "",
-        due_at: Math.max(event.occurredAt, now - 1) + trigger.delay_seconds * 1000,
+        // The delay counts from the event (a consumer catching up sends what is overdue at once).
+        due_at: (event.occurredAt > 0 ? event.occurredAt : now) + trigger.delay_seconds * 1000,
         lease_until: 0,
         attempts: 0,
         created_at: now,
