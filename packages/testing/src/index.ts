@@ -6,4 +6,4 @@ export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js"
 export { freePort } from "./ports.js";
 export { cacheRoot } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
-export { asCall, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
+export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";

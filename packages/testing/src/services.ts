@@ -3,9 +3,11 @@
 // here instead of one per service's test harness.
 
 import { mkdtempSync, rmSync } from "node:fs";
+import { Writable } from "node:stream";
+import pino from "pino";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { callHeaders, newId, type CallContext } from "@emailsvc/runtime";
+import { callHeaders, newId, type CallContext, type Logger } from "@emailsvc/runtime";
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
 
 /** The two storage adapters every service's tests run on. */
@@ -53,4 +55,16 @@ export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefi
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A pino logger that keeps its lines (parsed) for assertions. */
+export function memoryLogger(service = "test"): { logger: Logger; logs: Array<Record<string, any>> } {
+  const logs: Array<Record<string, any>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split("\n")) if (line) logs.push(JSON.parse(line) as Record<string, any>);
+      done();
+    },
+  });
+  return { logger: pino({ level: "info", base: { service } }, stream) as unknown as Logger, logs };
 }

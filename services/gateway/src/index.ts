@@ -5,6 +5,4 @@ export { buildOpenApiDocument, type OpenApiDocument } from "./openapi.js";
 export { loadConfig, type GatewayConfig } from "./config.js";
 export { loadRateLimitConfig, parsePolicy, RATE_LIMIT_DEFAULTS, type RateClass, type RateLimitConfig } from "./ratelimit/config.js";
 export { RateLimiter, type Verdict } from "./ratelimit/limiter.js";
-export { MemoryCounterStore } from "./ratelimit/memory-store.js";
-export { DocumentCounterStore, type DocumentCounterStoreOptions } from "./ratelimit/document-store.js";
-export type { CounterStore, Outcome } from "./ratelimit/store.js";
+export { DocumentCounterStore, MemoryCounterStore, type CounterStore, type DocumentCounterStoreOptions, type Outcome } from "@emailsvc/ratelimit";

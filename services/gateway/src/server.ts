@@ -18,9 +18,8 @@ import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } 
 import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
-import { DocumentCounterStore } from "./ratelimit/document-store.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
-import { MemoryCounterStore } from "./ratelimit/memory-store.js";
+import { DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */

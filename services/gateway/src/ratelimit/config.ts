@@ -1,6 +1,7 @@
 import { ConfigError, envInt, envOptional, type Env } from "@emailsvc/runtime";
-import type { Policy } from "./gcra.js";
-import { DEFAULT_MAX_KEYS } from "./memory-store.js";
+import { DEFAULT_MAX_KEYS, parsePolicy, type Policy } from "@emailsvc/ratelimit";
+
+export { formatPolicy, parsePolicy } from "@emailsvc/ratelimit";
 
 /**
  * The budget an operation draws from. Every API-key operation has one: GET
@@ -53,27 +54,6 @@ const PER_TENANT_VARIABLES: Record<RateClass, string> = {
   send: "RATE_LIMIT_TENANT_SEND",
 };
 
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
-const MAX_LIMIT = 1_000_000;
-const MAX_WINDOW_MS = 24 * 3_600_000;
-
-/**
- * `"<requests>/<window>"`, e.g. `"300/60s"`, `"20/1s"`, `"1000/1h"`, `"5/m"`
- * (the window in whole s, m or h, 1 s to 24 h); `"off"` is null (no budget).
- * Throws a RangeError saying what is wrong.
- */
-export function parsePolicy(text: string): Policy | null {
-  const value = text.trim();
-  if (value.toLowerCase() === "off") return null;
-  const match = /^(\d+)\s*\/\s*(\d*)\s*([smh])$/i.exec(value);
-  if (!match) throw new RangeError(`must be "<requests>/<window>" such as "300/60s", "20/1s" or "1000/1h", or "off"`);
-  const limit = Number(match[1]);
-  const windowMs = Number(match[2] === "" ? 1 : match[2]) * UNIT_MS[match[3]!.toLowerCase()]!;
-  if (limit < 1 || limit > MAX_LIMIT) throw new RangeError(`the number of requests must be 1 to ${MAX_LIMIT}`);
-  if (windowMs < 1000 || windowMs > MAX_WINDOW_MS) throw new RangeError("the window must be 1 s to 24 h");
-  return { limit, windowMs };
-}
-
 /** The budget of a variable: its value, else the default; errors name the variable and its value. */
 function policyFrom(env: Env, name: string, fallback: string): Policy | null {
   const raw = envOptional(name, env);
@@ -122,13 +102,4 @@ export function loadRateLimitConfig(env: Env = process.env): RateLimitConfig {
     maxKeys: envInt("RATE_LIMIT_MAX_KEYS", DEFAULT_MAX_KEYS, { min: 1000, max: 10_000_000 }, env),
     trustedProxyHops: envInt("TRUSTED_PROXY_HOPS", 0, { min: 0, max: 10 }, env),
   };
-}
-
-/** `100/1s` back, for logs and docs. */
-export function formatPolicy(policy: Policy | null): string {
-  if (policy === null) return "off";
-  const seconds = policy.windowMs / 1000;
-  if (seconds % 3600 === 0) return `${policy.limit}/${seconds / 3600}h`;
-  if (seconds % 60 === 0 && seconds >= 60) return `${policy.limit}/${seconds / 60}m`;
-  return `${policy.limit}/${seconds}s`;
 }

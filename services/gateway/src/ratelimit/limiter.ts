@@ -2,8 +2,7 @@ import { counter } from "@emailsvc/runtime";
 import type { KeyIdentity } from "../http/state.js";
 import { addressBucketId } from "./client-address.js";
 import type { RateClass, RateLimitConfig } from "./config.js";
-import { onGrid, toleranceMs, type Bucket, type BucketState, type Policy } from "./gcra.js";
-import type { CounterStore, Outcome } from "./store.js";
+import { onGrid, toleranceMs, type Bucket, type BucketState, type CounterStore, type Outcome, type Policy } from "@emailsvc/ratelimit";
 
 /** A budget a request draws from, as clients and operators read it. */
 interface Budget {

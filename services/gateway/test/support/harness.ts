@@ -5,12 +5,11 @@
 // declared headers present and valid, and its body must match the declared
 // schema (formats asserted), so every test also tests the document.
 
-import { Writable } from "node:stream";
 import addFormats from "ajv-formats";
-import pino from "pino";
 import { createRouterTransport } from "@connectrpc/connect";
 import { errorInterceptor, type Logger } from "@emailsvc/runtime";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
+import { memoryLogger as kitMemoryLogger } from "@emailsvc/testing";
 import { startGateway, type RunningGateway, type StartGatewayOptions } from "../../src/server";
 import { loadRateLimitConfig } from "../../src/ratelimit/config";
 import { createDocumentAjv, rebaseSchema } from "../../src/http/validation";
@@ -72,17 +71,8 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** A pino logger that keeps its lines for assertions. */
-export function memoryLogger(): { logger: Logger; logs: Array<Record<string, any>> } {
-  const logs: Array<Record<string, any>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line) logs.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: "info", base: { service: "gateway" } }, stream) as unknown as Logger, logs };
-}
+/** A pino logger that keeps its lines for assertions (the testing kit's, as the gateway names itself). */
+export const memoryLogger = () => kitMemoryLogger("gateway");
 
 export interface HarnessOptions extends Partial<StartGatewayOptions> {
   store?: DocumentStore;

@@ -1,8 +1,8 @@
 // The GCRA arithmetic and the memory store, on a clock moved by hand: no
 // sleeping, no timed assertion.
 
-import { decide, emissionMs, stateAt, type Policy } from "../src/ratelimit/gcra";
-import { MemoryCounterStore } from "../src/ratelimit/memory-store";
+import { decide, emissionMs, stateAt, type Policy } from "../src/gcra";
+import { MemoryCounterStore } from "../src/memory-store";
 
 const T0 = 1_700_000_000_000;
 

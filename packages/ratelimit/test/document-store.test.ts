@@ -6,9 +6,9 @@
 
 import { MongoClient } from "mongodb";
 import { openEmbeddedStore, openMongoStore, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
-import { DocumentCounterStore, type DocumentCounterStoreOptions } from "../src/ratelimit/document-store";
-import type { Bucket, Policy } from "../src/ratelimit/gcra";
-import { memoryLogger } from "./support/harness";
+import { DocumentCounterStore, type DocumentCounterStoreOptions } from "../src/document-store";
+import type { Bucket, Policy } from "../src/gcra";
+import { memoryLogger } from "@emailsvc/testing";
 
 const T0 = 1_700_000_000_000;
 const url = process.env.MONGO_URL;
