@@ -33,14 +33,14 @@ import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./typ
 /** One topic: its message and the id events are keyed by (order holds per key). */
 export interface TopicSpec<S extends DescMessage = DescMessage> {
   schema: S;
-  /** Prefix of the key id (`sub`, `eml`): the key must be such an id. */
-  keyKind: string;
+  /** Prefixes the key id may have (`sub`, `eml`): the key must be such an id. */
+  keyKinds: readonly string[];
   /** The key of an event: an id field of its message. */
   key(message: MessageShape<S>): string;
 }
 
-function topic<S extends DescMessage>(schema: S, keyKind: string, key: (message: MessageShape<S>) => string): TopicSpec<S> {
-  return { schema, keyKind, key };
+function topic<S extends DescMessage>(schema: S, keyKind: string | readonly string[], key: (message: MessageShape<S>) => string): TopicSpec<S> {
+  return { schema, keyKinds: typeof keyKind === "string" ? [keyKind] : keyKind, key };
 }
 
 /** Every topic of the platform. Events carry ids only, never personal data (see proto/emailsvc/events). */
@@ -50,7 +50,8 @@ export const TOPICS = {
   "subscriber.tag_added": topic(events.SubscriberTagAddedSchema, "sub", (m) => m.subscriberId),
   "subscriber.tag_removed": topic(events.SubscriberTagRemovedSchema, "sub", (m) => m.subscriberId),
   "subscriber.deleted": topic(events.SubscriberDeletedSchema, "sub", (m) => m.subscriberId),
-  "email.send.requested": topic(events.EmailSendRequestedSchema, "eml", (m) => m.emailId),
+  // A campaign's recipient is keyed by subscriber (their mail stays in order), an email delivery stored by its id.
+  "email.send.requested": topic(events.EmailSendRequestedSchema, ["eml", "sub"], (m) => (m.campaignId ? m.subscriberId : m.emailId)),
   "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
 } as const;
 
@@ -406,7 +407,7 @@ export function decodeEvent(event: ReceivedEvent): DecodedEvent {
     meta.eventId.length > 100 ||
     !isId("acc", meta.accountId) ||
     (meta.mode !== "live" && meta.mode !== "test") ||
-    !isId(spec.keyKind, key)
+    !spec.keyKinds.some((kind) => isId(kind, key))
   ) {
     return { ok: false, problem: "malformed" };
   }

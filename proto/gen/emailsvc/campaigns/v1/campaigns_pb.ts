@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/campaigns/v1/campaigns.proto.
  */
 export const file_emailsvc_campaigns_v1_campaigns: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9jYW1wYWlnbnMvdjEvY2FtcGFpZ25zLnByb3RvEhVlbWFpbHN2Yy5jYW1wYWlnbnMudjEijQIKCENhbXBhaWduEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLdGVtcGxhdGVfaWQYAyABKAkSOwoKdGFnX2ZpbHRlchgEIAEoCzInLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyEjUKBnN0YXR1cxgFIAEoDjIlLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnblN0YXR1cxIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ3ChVDcmVhdGVDYW1wYWlnblJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0ZW1wbGF0ZV9pZBgCIAEoCRI7Cgp0YWdfZmlsdGVyGAMgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiSwoWQ3JlYXRlQ2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiIgChJHZXRDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkiSAoTR2V0Q2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiI1ChRMaXN0Q2FtcGFpZ25zUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiYAoVTGlzdENhbXBhaWduc1Jlc3BvbnNlEjIKCWNhbXBhaWducxgBIAMoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbhITCgtuZXh0X2N1cnNvchgCIAEoCSKmAQoVVXBkYXRlQ2FtcGFpZ25SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIYCgt0ZW1wbGF0ZV9pZBgDIAEoCUgBiAEBEjsKCnRhZ19maWx0ZXIYBCABKAsyJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BdWRpZW5jZUZpbHRlckIHCgVfbmFtZUIOCgxfdGVtcGxhdGVfaWQiSwoWVXBkYXRlQ2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiIjChVEZWxldGVDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlQ2FtcGFpZ25SZXNwb25zZSJ4ChZDb3VudFJlY2lwaWVudHNSZXF1ZXN0EhUKC2NhbXBhaWduX2lkGAEgASgJSAASPQoKdGFnX2ZpbHRlchgCIAEoCzInLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVySABCCAoGdGFyZ2V0IigKF0NvdW50UmVjaXBpZW50c1Jlc3BvbnNlEg0KBWNvdW50GAEgASgDKvkBCg5DYW1wYWlnblN0YXR1cxIfChtDQU1QQUlHTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVDQU1QQUlHTl9TVEFUVVNfRFJBRlQQARIdChlDQU1QQUlHTl9TVEFUVVNfU0NIRURVTEVEEAISGwoXQ0FNUEFJR05fU1RBVFVTX1NFTkRJTkcQAxIaChZDQU1QQUlHTl9TVEFUVVNfUEFVU0VEEAQSGAoUQ0FNUEFJR05fU1RBVFVTX1NFTlQQBRIdChlDQU1QQUlHTl9TVEFUVVNfQ0FOQ0VMTEVEEAYSGgoWQ0FNUEFJR05fU1RBVFVTX0ZBSUxFRBAHMqIFCg9DYW1wYWlnblNlcnZpY2USbQoOQ3JlYXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ3JlYXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNyZWF0ZUNhbXBhaWduUmVzcG9uc2USZAoLR2V0Q2FtcGFpZ24SKS5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuR2V0Q2FtcGFpZ25SZXF1ZXN0GiouZW1haWxzdmMuY2FtcGFpZ25zLnYxLkdldENhbXBhaWduUmVzcG9uc2USagoNTGlzdENhbXBhaWducxIrLmVtYWlsc3ZjLmNhbXBhaWducy52MS5MaXN0Q2FtcGFpZ25zUmVxdWVzdBosLmVtYWlsc3ZjLmNhbXBhaWducy52MS5MaXN0Q2FtcGFpZ25zUmVzcG9uc2USbQoOVXBkYXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuVXBkYXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLlVwZGF0ZUNhbXBhaWduUmVzcG9uc2USbQoORGVsZXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuRGVsZXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkRlbGV0ZUNhbXBhaWduUmVzcG9uc2UScAoPQ291bnRSZWNpcGllbnRzEi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNvdW50UmVjaXBpZW50c1JlcXVlc3QaLi5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ291bnRSZWNpcGllbnRzUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_subscribers_v1_audience, file_google_protobuf_timestamp]);
+  fileDesc("CiVlbWFpbHN2Yy9jYW1wYWlnbnMvdjEvY2FtcGFpZ25zLnByb3RvEhVlbWFpbHN2Yy5jYW1wYWlnbnMudjEihQQKCENhbXBhaWduEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLdGVtcGxhdGVfaWQYAyABKAkSOwoKdGFnX2ZpbHRlchgEIAEoCzInLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyEjUKBnN0YXR1cxgFIAEoDjIlLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnblN0YXR1cxIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW5kX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2CgZjb3VudHMYCSABKAsyJi5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuUmVjaXBpZW50Q291bnRzEi4KCnN0YXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5mYWlsdXJlX3JlYXNvbhgMIAEoCRIYChB0ZW1wbGF0ZV92ZXJzaW9uGA0gASgFIswBCg9SZWNpcGllbnRDb3VudHMSDQoFdG90YWwYASABKAMSDwoHcGVuZGluZxgCIAEoAxIOCgZxdWV1ZWQYAyABKAMSDAoEc2VudBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSDwoHc2tpcHBlZBgGIAEoAxI/ChFza2lwcGVkX2J5X3JlYXNvbhgHIAEoCzIkLmVtYWlsc3ZjLmNhbXBhaWducy52MS5Ta2lwcGVkQ291bnRzEhkKEXNuYXBzaG90X2NvbXBsZXRlGAggASgIIlwKDVNraXBwZWRDb3VudHMSFAoMdW5zdWJzY3JpYmVkGAEgASgDEg4KBmVyYXNlZBgCIAEoAxISCgpzdXBwcmVzc2VkGAMgASgDEhEKCWNhbmNlbGxlZBgEIAEoAyJ3ChVDcmVhdGVDYW1wYWlnblJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0ZW1wbGF0ZV9pZBgCIAEoCRI7Cgp0YWdfZmlsdGVyGAMgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiSwoWQ3JlYXRlQ2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiIgChJHZXRDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkiSAoTR2V0Q2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiI1ChRMaXN0Q2FtcGFpZ25zUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiYAoVTGlzdENhbXBhaWduc1Jlc3BvbnNlEjIKCWNhbXBhaWducxgBIAMoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbhITCgtuZXh0X2N1cnNvchgCIAEoCSKmAQoVVXBkYXRlQ2FtcGFpZ25SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIYCgt0ZW1wbGF0ZV9pZBgDIAEoCUgBiAEBEjsKCnRhZ19maWx0ZXIYBCABKAsyJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BdWRpZW5jZUZpbHRlckIHCgVfbmFtZUIOCgxfdGVtcGxhdGVfaWQiSwoWVXBkYXRlQ2FtcGFpZ25SZXNwb25zZRIxCghjYW1wYWlnbhgBIAEoCzIfLmVtYWlsc3ZjLmNhbXBhaWducy52MS5DYW1wYWlnbiIjChVEZWxldGVDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlQ2FtcGFpZ25SZXNwb25zZSJ4ChZDb3VudFJlY2lwaWVudHNSZXF1ZXN0EhUKC2NhbXBhaWduX2lkGAEgASgJSAASPQoKdGFnX2ZpbHRlchgCIAEoCzInLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVySABCCAoGdGFyZ2V0IigKF0NvdW50UmVjaXBpZW50c1Jlc3BvbnNlEg0KBWNvdW50GAEgASgDIk4KE1NlbmRDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkSKwoHc2VuZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSQoUU2VuZENhbXBhaWduUmVzcG9uc2USMQoIY2FtcGFpZ24YASABKAsyHy5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ2FtcGFpZ24iIgoUUGF1c2VDYW1wYWlnblJlcXVlc3QSCgoCaWQYASABKAkiSgoVUGF1c2VDYW1wYWlnblJlc3BvbnNlEjEKCGNhbXBhaWduGAEgASgLMh8uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNhbXBhaWduIiMKFVJlc3VtZUNhbXBhaWduUmVxdWVzdBIKCgJpZBgBIAEoCSJLChZSZXN1bWVDYW1wYWlnblJlc3BvbnNlEjEKCGNhbXBhaWduGAEgASgLMh8uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNhbXBhaWduIiMKFUNhbmNlbENhbXBhaWduUmVxdWVzdBIKCgJpZBgBIAEoCSJLChZDYW5jZWxDYW1wYWlnblJlc3BvbnNlEjEKCGNhbXBhaWduGAEgASgLMh8uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNhbXBhaWduKvkBCg5DYW1wYWlnblN0YXR1cxIfChtDQU1QQUlHTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVDQU1QQUlHTl9TVEFUVVNfRFJBRlQQARIdChlDQU1QQUlHTl9TVEFUVVNfU0NIRURVTEVEEAISGwoXQ0FNUEFJR05fU1RBVFVTX1NFTkRJTkcQAxIaChZDQU1QQUlHTl9TVEFUVVNfUEFVU0VEEAQSGAoUQ0FNUEFJR05fU1RBVFVTX1NFTlQQBRIdChlDQU1QQUlHTl9TVEFUVVNfQ0FOQ0VMTEVEEAYSGgoWQ0FNUEFJR05fU1RBVFVTX0ZBSUxFRBAHMtUICg9DYW1wYWlnblNlcnZpY2USbQoOQ3JlYXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ3JlYXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNyZWF0ZUNhbXBhaWduUmVzcG9uc2USZAoLR2V0Q2FtcGFpZ24SKS5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuR2V0Q2FtcGFpZ25SZXF1ZXN0GiouZW1haWxzdmMuY2FtcGFpZ25zLnYxLkdldENhbXBhaWduUmVzcG9uc2USagoNTGlzdENhbXBhaWducxIrLmVtYWlsc3ZjLmNhbXBhaWducy52MS5MaXN0Q2FtcGFpZ25zUmVxdWVzdBosLmVtYWlsc3ZjLmNhbXBhaWducy52MS5MaXN0Q2FtcGFpZ25zUmVzcG9uc2USbQoOVXBkYXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuVXBkYXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLlVwZGF0ZUNhbXBhaWduUmVzcG9uc2USbQoORGVsZXRlQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuRGVsZXRlQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkRlbGV0ZUNhbXBhaWduUmVzcG9uc2UScAoPQ291bnRSZWNpcGllbnRzEi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNvdW50UmVjaXBpZW50c1JlcXVlc3QaLi5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ291bnRSZWNpcGllbnRzUmVzcG9uc2USZwoMU2VuZENhbXBhaWduEiouZW1haWxzdmMuY2FtcGFpZ25zLnYxLlNlbmRDYW1wYWlnblJlcXVlc3QaKy5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuU2VuZENhbXBhaWduUmVzcG9uc2USagoNUGF1c2VDYW1wYWlnbhIrLmVtYWlsc3ZjLmNhbXBhaWducy52MS5QYXVzZUNhbXBhaWduUmVxdWVzdBosLmVtYWlsc3ZjLmNhbXBhaWducy52MS5QYXVzZUNhbXBhaWduUmVzcG9uc2USbQoOUmVzdW1lQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuUmVzdW1lQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLlJlc3VtZUNhbXBhaWduUmVzcG9uc2USbQoOQ2FuY2VsQ2FtcGFpZ24SLC5lbWFpbHN2Yy5jYW1wYWlnbnMudjEuQ2FuY2VsQ2FtcGFpZ25SZXF1ZXN0Gi0uZW1haWxzdmMuY2FtcGFpZ25zLnYxLkNhbmNlbENhbXBhaWduUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_subscribers_v1_audience, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.campaigns.v1.Campaign
@@ -60,6 +60,46 @@ export type Campaign = Message<"emailsvc.campaigns.v1.Campaign"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * When a scheduled campaign starts sending; unset unless one was asked for.
+   *
+   * @generated from field: google.protobuf.Timestamp send_at = 8;
+   */
+  sendAt?: Timestamp | undefined;
+
+  /**
+   * Where its recipients stand (all zero for a draft or a scheduled campaign).
+   *
+   * @generated from field: emailsvc.campaigns.v1.RecipientCounts counts = 9;
+   */
+  counts?: RecipientCounts | undefined;
+
+  /**
+   * When sending started and when it ended (sent, cancelled or failed).
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 10;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp finished_at = 11;
+   */
+  finishedAt?: Timestamp | undefined;
+
+  /**
+   * Why a campaign failed (a stable code, e.g. `schedule_missed`); else empty.
+   *
+   * @generated from field: string failure_reason = 12;
+   */
+  failureReason: string;
+
+  /**
+   * The template version pinned when sending started; 0 before.
+   *
+   * @generated from field: int32 template_version = 13;
+   */
+  templateVersion: number;
 };
 
 /**
@@ -68,6 +108,108 @@ export type Campaign = Message<"emailsvc.campaigns.v1.Campaign"> & {
  */
 export const CampaignSchema: GenMessage<Campaign> = /*@__PURE__*/
   messageDesc(file_emailsvc_campaigns_v1_campaigns, 0);
+
+/**
+ * The recipients of a campaign by state. total is fixed once the audience is
+ * snapshotted, and pending + queued + sent + failed + skipped == total at
+ * every moment (pending is what is left: total minus the others). While the
+ * snapshot is still being taken, total grows with it.
+ *
+ * @generated from message emailsvc.campaigns.v1.RecipientCounts
+ */
+export type RecipientCounts = Message<"emailsvc.campaigns.v1.RecipientCounts"> & {
+  /**
+   * @generated from field: int64 total = 1;
+   */
+  total: bigint;
+
+  /**
+   * Not yet handed to delivery.
+   *
+   * @generated from field: int64 pending = 2;
+   */
+  pending: bigint;
+
+  /**
+   * Handed to delivery, no outcome yet.
+   *
+   * @generated from field: int64 queued = 3;
+   */
+  queued: bigint;
+
+  /**
+   * Accepted by the provider.
+   *
+   * @generated from field: int64 sent = 4;
+   */
+  sent: bigint;
+
+  /**
+   * Refused for good by the provider or the template.
+   *
+   * @generated from field: int64 failed = 5;
+   */
+  failed: bigint;
+
+  /**
+   * Not sent, with the reason: unsubscribed meanwhile, erased, suppressed
+   * (bounced or complained), cancelled.
+   *
+   * @generated from field: int64 skipped = 6;
+   */
+  skipped: bigint;
+
+  /**
+   * @generated from field: emailsvc.campaigns.v1.SkippedCounts skipped_by_reason = 7;
+   */
+  skippedByReason?: SkippedCounts | undefined;
+
+  /**
+   * True once the audience snapshot is complete (total is final).
+   *
+   * @generated from field: bool snapshot_complete = 8;
+   */
+  snapshotComplete: boolean;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.RecipientCounts.
+ * Use `create(RecipientCountsSchema)` to create a new message.
+ */
+export const RecipientCountsSchema: GenMessage<RecipientCounts> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 1);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.SkippedCounts
+ */
+export type SkippedCounts = Message<"emailsvc.campaigns.v1.SkippedCounts"> & {
+  /**
+   * @generated from field: int64 unsubscribed = 1;
+   */
+  unsubscribed: bigint;
+
+  /**
+   * @generated from field: int64 erased = 2;
+   */
+  erased: bigint;
+
+  /**
+   * @generated from field: int64 suppressed = 3;
+   */
+  suppressed: bigint;
+
+  /**
+   * @generated from field: int64 cancelled = 4;
+   */
+  cancelled: bigint;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.SkippedCounts.
+ * Use `create(SkippedCountsSchema)` to create a new message.
+ */
+export const SkippedCountsSchema: GenMessage<SkippedCounts> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 2);
 
 /**
  * @generated from message emailsvc.campaigns.v1.CreateCampaignRequest
@@ -101,7 +243,7 @@ export type CreateCampaignRequest = Message<"emailsvc.campaigns.v1.CreateCampaig
  * Use `create(CreateCampaignRequestSchema)` to create a new message.
  */
 export const CreateCampaignRequestSchema: GenMessage<CreateCampaignRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 1);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 3);
 
 /**
  * @generated from message emailsvc.campaigns.v1.CreateCampaignResponse
@@ -118,7 +260,7 @@ export type CreateCampaignResponse = Message<"emailsvc.campaigns.v1.CreateCampai
  * Use `create(CreateCampaignResponseSchema)` to create a new message.
  */
 export const CreateCampaignResponseSchema: GenMessage<CreateCampaignResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 2);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 4);
 
 /**
  * @generated from message emailsvc.campaigns.v1.GetCampaignRequest
@@ -135,7 +277,7 @@ export type GetCampaignRequest = Message<"emailsvc.campaigns.v1.GetCampaignReque
  * Use `create(GetCampaignRequestSchema)` to create a new message.
  */
 export const GetCampaignRequestSchema: GenMessage<GetCampaignRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 3);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 5);
 
 /**
  * @generated from message emailsvc.campaigns.v1.GetCampaignResponse
@@ -152,7 +294,7 @@ export type GetCampaignResponse = Message<"emailsvc.campaigns.v1.GetCampaignResp
  * Use `create(GetCampaignResponseSchema)` to create a new message.
  */
 export const GetCampaignResponseSchema: GenMessage<GetCampaignResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 4);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 6);
 
 /**
  * @generated from message emailsvc.campaigns.v1.ListCampaignsRequest
@@ -174,7 +316,7 @@ export type ListCampaignsRequest = Message<"emailsvc.campaigns.v1.ListCampaignsR
  * Use `create(ListCampaignsRequestSchema)` to create a new message.
  */
 export const ListCampaignsRequestSchema: GenMessage<ListCampaignsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 5);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 7);
 
 /**
  * @generated from message emailsvc.campaigns.v1.ListCampaignsResponse
@@ -198,7 +340,7 @@ export type ListCampaignsResponse = Message<"emailsvc.campaigns.v1.ListCampaigns
  * Use `create(ListCampaignsResponseSchema)` to create a new message.
  */
 export const ListCampaignsResponseSchema: GenMessage<ListCampaignsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 6);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 8);
 
 /**
  * Changes a draft: the fields given replace the draft's; a campaign in any
@@ -235,7 +377,7 @@ export type UpdateCampaignRequest = Message<"emailsvc.campaigns.v1.UpdateCampaig
  * Use `create(UpdateCampaignRequestSchema)` to create a new message.
  */
 export const UpdateCampaignRequestSchema: GenMessage<UpdateCampaignRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 7);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 9);
 
 /**
  * @generated from message emailsvc.campaigns.v1.UpdateCampaignResponse
@@ -252,7 +394,7 @@ export type UpdateCampaignResponse = Message<"emailsvc.campaigns.v1.UpdateCampai
  * Use `create(UpdateCampaignResponseSchema)` to create a new message.
  */
 export const UpdateCampaignResponseSchema: GenMessage<UpdateCampaignResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 8);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 10);
 
 /**
  * Deletes a draft; another state is FAILED_PRECONDITION as for updates.
@@ -271,7 +413,7 @@ export type DeleteCampaignRequest = Message<"emailsvc.campaigns.v1.DeleteCampaig
  * Use `create(DeleteCampaignRequestSchema)` to create a new message.
  */
 export const DeleteCampaignRequestSchema: GenMessage<DeleteCampaignRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 9);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 11);
 
 /**
  * @generated from message emailsvc.campaigns.v1.DeleteCampaignResponse
@@ -284,7 +426,7 @@ export type DeleteCampaignResponse = Message<"emailsvc.campaigns.v1.DeleteCampai
  * Use `create(DeleteCampaignResponseSchema)` to create a new message.
  */
 export const DeleteCampaignResponseSchema: GenMessage<DeleteCampaignResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 10);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 12);
 
 /**
  * How many active subscribers match now: a stored campaign's filter, or a
@@ -316,7 +458,7 @@ export type CountRecipientsRequest = Message<"emailsvc.campaigns.v1.CountRecipie
  * Use `create(CountRecipientsRequestSchema)` to create a new message.
  */
 export const CountRecipientsRequestSchema: GenMessage<CountRecipientsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 11);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 13);
 
 /**
  * @generated from message emailsvc.campaigns.v1.CountRecipientsResponse
@@ -333,7 +475,159 @@ export type CountRecipientsResponse = Message<"emailsvc.campaigns.v1.CountRecipi
  * Use `create(CountRecipientsResponseSchema)` to create a new message.
  */
 export const CountRecipientsResponseSchema: GenMessage<CountRecipientsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_campaigns_v1_campaigns, 12);
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 14);
+
+/**
+ * Starts a draft: without send_at (or with one not in the future) it snapshots
+ * the audience, moves to sending and answers the campaign with its total;
+ * with a future send_at it moves to scheduled (the audience is taken when it
+ * starts). Another state is FAILED_PRECONDITION (`campaign_not_draft`).
+ *
+ * @generated from message emailsvc.campaigns.v1.SendCampaignRequest
+ */
+export type SendCampaignRequest = Message<"emailsvc.campaigns.v1.SendCampaignRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp send_at = 2;
+   */
+  sendAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.SendCampaignRequest.
+ * Use `create(SendCampaignRequestSchema)` to create a new message.
+ */
+export const SendCampaignRequestSchema: GenMessage<SendCampaignRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 15);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.SendCampaignResponse
+ */
+export type SendCampaignResponse = Message<"emailsvc.campaigns.v1.SendCampaignResponse"> & {
+  /**
+   * @generated from field: emailsvc.campaigns.v1.Campaign campaign = 1;
+   */
+  campaign?: Campaign | undefined;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.SendCampaignResponse.
+ * Use `create(SendCampaignResponseSchema)` to create a new message.
+ */
+export const SendCampaignResponseSchema: GenMessage<SendCampaignResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 16);
+
+/**
+ * pause: sending -> paused (nothing more is handed to delivery; what was
+ * handed finishes). resume: paused -> sending. cancel: scheduled, sending or
+ * paused -> cancelled (every recipient not yet handed to the provider is
+ * skipped with reason cancelled). Another state is FAILED_PRECONDITION
+ * (`campaign_state_conflict`, naming the state).
+ *
+ * @generated from message emailsvc.campaigns.v1.PauseCampaignRequest
+ */
+export type PauseCampaignRequest = Message<"emailsvc.campaigns.v1.PauseCampaignRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.PauseCampaignRequest.
+ * Use `create(PauseCampaignRequestSchema)` to create a new message.
+ */
+export const PauseCampaignRequestSchema: GenMessage<PauseCampaignRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 17);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.PauseCampaignResponse
+ */
+export type PauseCampaignResponse = Message<"emailsvc.campaigns.v1.PauseCampaignResponse"> & {
+  /**
+   * @generated from field: emailsvc.campaigns.v1.Campaign campaign = 1;
+   */
+  campaign?: Campaign | undefined;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.PauseCampaignResponse.
+ * Use `create(PauseCampaignResponseSchema)` to create a new message.
+ */
+export const PauseCampaignResponseSchema: GenMessage<PauseCampaignResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 18);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.ResumeCampaignRequest
+ */
+export type ResumeCampaignRequest = Message<"emailsvc.campaigns.v1.ResumeCampaignRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.ResumeCampaignRequest.
+ * Use `create(ResumeCampaignRequestSchema)` to create a new message.
+ */
+export const ResumeCampaignRequestSchema: GenMessage<ResumeCampaignRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 19);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.ResumeCampaignResponse
+ */
+export type ResumeCampaignResponse = Message<"emailsvc.campaigns.v1.ResumeCampaignResponse"> & {
+  /**
+   * @generated from field: emailsvc.campaigns.v1.Campaign campaign = 1;
+   */
+  campaign?: Campaign | undefined;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.ResumeCampaignResponse.
+ * Use `create(ResumeCampaignResponseSchema)` to create a new message.
+ */
+export const ResumeCampaignResponseSchema: GenMessage<ResumeCampaignResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 20);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.CancelCampaignRequest
+ */
+export type CancelCampaignRequest = Message<"emailsvc.campaigns.v1.CancelCampaignRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.CancelCampaignRequest.
+ * Use `create(CancelCampaignRequestSchema)` to create a new message.
+ */
+export const CancelCampaignRequestSchema: GenMessage<CancelCampaignRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 21);
+
+/**
+ * @generated from message emailsvc.campaigns.v1.CancelCampaignResponse
+ */
+export type CancelCampaignResponse = Message<"emailsvc.campaigns.v1.CancelCampaignResponse"> & {
+  /**
+   * @generated from field: emailsvc.campaigns.v1.Campaign campaign = 1;
+   */
+  campaign?: Campaign | undefined;
+};
+
+/**
+ * Describes the message emailsvc.campaigns.v1.CancelCampaignResponse.
+ * Use `create(CancelCampaignResponseSchema)` to create a new message.
+ */
+export const CancelCampaignResponseSchema: GenMessage<CancelCampaignResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_campaigns_v1_campaigns, 22);
 
 /**
  * @generated from enum emailsvc.campaigns.v1.CampaignStatus
@@ -439,6 +733,38 @@ export const CampaignService: GenService<{
     methodKind: "unary";
     input: typeof CountRecipientsRequestSchema;
     output: typeof CountRecipientsResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.campaigns.v1.CampaignService.SendCampaign
+   */
+  sendCampaign: {
+    methodKind: "unary";
+    input: typeof SendCampaignRequestSchema;
+    output: typeof SendCampaignResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.campaigns.v1.CampaignService.PauseCampaign
+   */
+  pauseCampaign: {
+    methodKind: "unary";
+    input: typeof PauseCampaignRequestSchema;
+    output: typeof PauseCampaignResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.campaigns.v1.CampaignService.ResumeCampaign
+   */
+  resumeCampaign: {
+    methodKind: "unary";
+    input: typeof ResumeCampaignRequestSchema;
+    output: typeof ResumeCampaignResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.campaigns.v1.CampaignService.CancelCampaign
+   */
+  cancelCampaign: {
+    methodKind: "unary";
+    input: typeof CancelCampaignRequestSchema;
+    output: typeof CancelCampaignResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_campaigns_v1_campaigns, 0);

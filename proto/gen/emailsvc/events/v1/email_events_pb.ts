@@ -12,11 +12,18 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/email_events.proto.
  */
 export const file_emailsvc_events_v1_email_events: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEiUwoSRW1haWxTZW5kUmVxdWVzdGVkEisKBG1ldGEYASABKAsyHS5lbWFpbHN2Yy5ldmVudHMudjEuRXZlbnRNZXRhEhAKCGVtYWlsX2lkGAIgASgJIo8BChJFbWFpbFN0YXR1c0NoYW5nZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESEAoIZW1haWxfaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhUKDXN1YnNjcmliZXJfaWQYBCABKAkSEwoLY2FtcGFpZ25faWQYBSABKAliBnByb3RvMw", [file_emailsvc_events_v1_subscriber_events]);
+  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUinwEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAliBnByb3RvMw", [file_emailsvc_events_v1_subscriber_events]);
 
 /**
- * Topic email.send.requested, key email_id. The recipient, variables and
- * content stay in delivery's database: the event names the email only.
+ * Topic email.send.requested. Two producers:
+ * - delivery itself, for an email it has stored (SendEmail): only email_id is
+ *   set, key email_id; the recipient, variables and content stay in
+ *   delivery's database.
+ * - campaigns, handing one recipient of a campaign to delivery: every field
+ *   is set, key subscriber_id (a subscriber's mail stays in order). email_id
+ *   is minted by campaigns when the recipient is snapshotted and never
+ *   changes, so a recipient handed over again is the same email (a no-op once
+ *   delivery has it). Ids only: delivery looks the address up itself.
  *
  * @generated from message emailsvc.events.v1.EmailSendRequested
  */
@@ -30,6 +37,28 @@ export type EmailSendRequested = Message<"emailsvc.events.v1.EmailSendRequested"
    * @generated from field: string email_id = 2;
    */
   emailId: string;
+
+  /**
+   * @generated from field: string campaign_id = 3;
+   */
+  campaignId: string;
+
+  /**
+   * @generated from field: string subscriber_id = 4;
+   */
+  subscriberId: string;
+
+  /**
+   * @generated from field: string template_id = 5;
+   */
+  templateId: string;
+
+  /**
+   * The template version pinned when the campaign started sending.
+   *
+   * @generated from field: int32 template_version = 6;
+   */
+  templateVersion: number;
 };
 
 /**
@@ -73,6 +102,14 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
    * @generated from field: string campaign_id = 5;
    */
   campaignId: string;
+
+  /**
+   * For failed: the public error code (e.g. recipient_unsubscribed,
+   * recipient_suppressed, recipient_erased, campaign_cancelled); else empty.
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
 };
 
 /**

@@ -4,15 +4,17 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { SubscriberStatus } from "./subscribers_pb.js";
+import { file_emailsvc_subscribers_v1_subscribers } from "./subscribers_pb.js";
 import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file emailsvc/subscribers/v1/audience.proto.
  */
 export const file_emailsvc_subscribers_v1_audience: GenFile = /*@__PURE__*/
-  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJMu4BCg9BdWRpZW5jZVNlcnZpY2USbgoNQ291bnRBdWRpZW5jZRItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0Gi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ291bnRBdWRpZW5jZVJlc3BvbnNlEmsKDExpc3RBdWRpZW5jZRIsLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RBdWRpZW5jZVJlcXVlc3QaLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0QXVkaWVuY2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJIi4KFEdldFJlY2lwaWVudHNSZXF1ZXN0EhYKDnN1YnNjcmliZXJfaWRzGAEgAygJIpcBCglSZWNpcGllbnQSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJPChVHZXRSZWNpcGllbnRzUmVzcG9uc2USNgoKcmVjaXBpZW50cxgBIAMoCzIiLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlY2lwaWVudDLeAgoPQXVkaWVuY2VTZXJ2aWNlEm4KDUNvdW50QXVkaWVuY2USLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5Db3VudEF1ZGllbmNlUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvdW50QXVkaWVuY2VSZXNwb25zZRJrCgxMaXN0QXVkaWVuY2USLC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0QXVkaWVuY2VSZXF1ZXN0Gi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdEF1ZGllbmNlUmVzcG9uc2USbgoNR2V0UmVjaXBpZW50cxItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFJlY2lwaWVudHNSZXF1ZXN0Gi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_struct]);
 
 /**
  * Which subscribers an audience holds. Every condition given must hold
@@ -252,6 +254,79 @@ export const ListAudienceResponseSchema: GenMessage<ListAudienceResponse> = /*@_
   messageDesc(file_emailsvc_subscribers_v1_audience, 5);
 
 /**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientsRequest
+ */
+export type GetRecipientsRequest = Message<"emailsvc.subscribers.v1.GetRecipientsRequest"> & {
+  /**
+   * 1-1000 subscriber ids (`sub_…`) of the call's tenant.
+   *
+   * @generated from field: repeated string subscriber_ids = 1;
+   */
+  subscriberIds: string[];
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientsRequest.
+ * Use `create(GetRecipientsRequestSchema)` to create a new message.
+ */
+export const GetRecipientsRequestSchema: GenMessage<GetRecipientsRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 6);
+
+/**
+ * Where and how to mail one subscriber.
+ *
+ * @generated from message emailsvc.subscribers.v1.Recipient
+ */
+export type Recipient = Message<"emailsvc.subscribers.v1.Recipient"> & {
+  /**
+   * @generated from field: string subscriber_id = 1;
+   */
+  subscriberId: string;
+
+  /**
+   * @generated from field: string email = 2;
+   */
+  email: string;
+
+  /**
+   * @generated from field: emailsvc.subscribers.v1.SubscriberStatus status = 3;
+   */
+  status: SubscriberStatus;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.Recipient.
+ * Use `create(RecipientSchema)` to create a new message.
+ */
+export const RecipientSchema: GenMessage<Recipient> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 7);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientsResponse
+ */
+export type GetRecipientsResponse = Message<"emailsvc.subscribers.v1.GetRecipientsResponse"> & {
+  /**
+   * One per id that names a subscriber of the tenant, in the order asked; ids
+   * of no subscriber (erased, another tenant's) are left out.
+   *
+   * @generated from field: repeated emailsvc.subscribers.v1.Recipient recipients = 1;
+   */
+  recipients: Recipient[];
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientsResponse.
+ * Use `create(GetRecipientsResponseSchema)` to create a new message.
+ */
+export const GetRecipientsResponseSchema: GenMessage<GetRecipientsResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 8);
+
+/**
  * Count and list the same audience: both apply the filter identically. Not a
  * snapshot: each call (each page) sees the subscribers as they are when it
  * runs, so a subscriber who stops matching between pages is left out of later
@@ -278,6 +353,17 @@ export const AudienceService: GenService<{
     methodKind: "unary";
     input: typeof ListAudienceRequestSchema;
     output: typeof ListAudienceResponseSchema;
+  },
+  /**
+   * The addresses, statuses and metadata of a page of subscribers: what
+   * delivery needs to mail a batch of a campaign's recipients, in one call.
+   *
+   * @generated from rpc emailsvc.subscribers.v1.AudienceService.GetRecipients
+   */
+  getRecipients: {
+    methodKind: "unary";
+    input: typeof GetRecipientsRequestSchema;
+    output: typeof GetRecipientsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_audience, 0);
