@@ -76,6 +76,19 @@ describe("the topic registry", () => {
     expect(check(good({ mode: "prod" }))).toBe("malformed");
     expect(check(good({ eventId: "" }))).toBe("malformed");
     expect(check(good({}, newId("sub")))).toBe("malformed");
+    // A campaign's recipient must be keyed by a subscriber id.
+    const campaignRequest = (subscriberId: string) =>
+      toBinary(
+        events.EmailSendRequestedSchema,
+        create(events.EmailSendRequestedSchema, {
+          meta: { eventId: newId("evt"), accountId: newId("acc"), mode: "live" },
+          emailId: newId("eml"),
+          campaignId: newId("cmp"),
+          subscriberId,
+        }),
+      );
+    expect(check(campaignRequest(newId("sub")))).toBe("ok");
+    expect(check(campaignRequest(newId("eml")))).toBe("malformed");
     expect(check(toBinary(events.EmailSendRequestedSchema, create(events.EmailSendRequestedSchema, { emailId: newId("eml") })))).toBe("malformed");
     expect(check(good({}), "no.such.topic")).toBe("unknown topic");
   });
