@@ -61,6 +61,7 @@ export const TOPICS = {
     (m) => (m.campaignId ? m.subscriberId : m.emailId),
   ),
   "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
+  "campaign.status_changed": topic(events.CampaignStatusChangedSchema, "cmp", (m) => m.campaignId),
 } as const;
 
 export type Topic = keyof typeof TOPICS;

@@ -9,14 +9,13 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
-import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
+import { RecipientsUnavailableError, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 
-/** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 
 /**
  * What the send consumer's use cases need besides the event's tenant's
@@ -45,6 +44,17 @@ export interface DeliveryDeps {
   attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
+}
+
+/**
+ * What the campaign intake already knows about an email of a campaign, so
+ * that a batch costs one recipient lookup rather than one per email.
+ */
+export interface CampaignSend {
+  /** The recipient's subscriber as looked up with the batch; undefined when erased. */
+  recipient: Recipient | undefined;
+  /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
+  cancelled(): Promise<boolean>;
 }
 
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
@@ -78,6 +88,7 @@ export async function deliverEmail(
   scope: TenantRepositories,
   emailId: string,
   shutdown: AbortSignal,
+  campaign?: CampaignSend,
 ): Promise<void> {
   const { emails } = scope;
   const { logger } = deps;
@@ -106,16 +117,34 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-    if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
-    const marketing = prepared.template.category === "marketing";
+    let recipient: Recipient | undefined;
+    if (campaign) {
+      recipient = campaign.recipient;
+      if (!recipient) throw new SendFailure("permanent", "recipient_erased", { detail: "the campaign's recipient is no subscriber any more" });
+      if (recipient.status === "bounced" || recipient.status === "complained") {
+        throw new SendFailure("permanent", "recipient_suppressed", { detail: `recipient's subscriber is ${recipient.status}` });
+      }
+    } else {
+      recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
+      if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    }
+    const marketing = prepared.template.category === "marketing" || campaign !== undefined;
     // Marketing mail goes to active subscribers only: whoever unsubscribed (by
     // the link below, the portal or the API), bounced or complained gets none.
     if (marketing && recipient && recipient.status !== "active") {
       throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
     }
+    // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
+    if (campaign && (await campaign.cancelled())) {
+      throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
+    }
     const unsubscribeUrl = marketing
-      ? deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, subscriberId: recipient?.subscriberId })
+      ? deps.unsubscribeUrl({
+          tenant: claimed.tenant,
+          emailId: claimed._id,
+          subscriberId: recipient?.subscriberId,
+          campaignId: claimed.campaign_id || undefined,
+        })
       : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
@@ -130,6 +159,7 @@ export async function deliverEmail(
       rendered,
       unsubscribeUrl,
       tenant: claimed.tenant,
+      campaignId: claimed.campaign_id || undefined,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
     if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
