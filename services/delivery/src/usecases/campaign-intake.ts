@@ -118,6 +118,17 @@ async function intakeChunk(
     const doc = existing.get(r.emailId);
     return !doc || !isFinal(doc.status);
   });
+  // Handed over again (campaigns had no answer yet): the outcome is said again,
+  // so that a campaign never waits for an answer that was already given.
+  const answered = [...existing.values()].filter((d) => isFinal(d.status));
+  if (answered.length > 0) {
+    const at = deps.now();
+    await deps.publish(
+      answered.map((d) =>
+        encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: at }, statusEvent(d, d.status === "failed" ? "failed" : "sent")),
+      ),
+    );
+  }
   if (open.length === 0) return [];
   if (!deps.recipients) throw new RetryLater("campaign recipients need the subscribers service (SUBSCRIBERS_URL)");
   let recipients: Map<string, AddressedRecipient>;
