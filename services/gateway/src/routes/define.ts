@@ -73,7 +73,11 @@ export function defineRoute(
     validators.path(ctx.params);
     ctx.state.query = validators.query(ctx.query);
     ctx.state.headers = validators.headers(ctx.headers);
-    if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, bodyLimitBytes));
+    if (validators.body) {
+      // No body at all (no length, nothing chunked) where one is optional: validated as {}.
+      const absent = validators.bodyOptional && !ctx.req.headers["transfer-encoding"] && Number(ctx.req.headers["content-length"] ?? 0) === 0;
+      ctx.state.body = validators.body(absent ? {} : await readJsonBody(ctx.req, bodyLimitBytes));
+    }
     await next();
   });
   kit.router.register(path, [method], [...chain, handler], { name: operationId });

@@ -65,6 +65,9 @@ const STATUS: Record<campaigns.CampaignStatus, string> = {
 
 export function campaignJson(c: campaigns.Campaign | undefined) {
   if (!c) throw new Error("the service returned no campaign");
+  const k = c.counts;
+  const n = (value: bigint | undefined) => Number(value ?? 0n);
+  const started = c.startedAt !== undefined;
   return {
     id: c.id,
     name: c.name,
@@ -73,6 +76,27 @@ export function campaignJson(c: campaigns.Campaign | undefined) {
     status: STATUS[c.status],
     created_at: rfc3339(c.createdAt, "created_at"),
     updated_at: rfc3339(c.updatedAt, "updated_at"),
+    send_at: c.sendAt ? rfc3339(c.sendAt, "send_at") : null,
+    started_at: c.startedAt ? rfc3339(c.startedAt, "started_at") : null,
+    finished_at: c.finishedAt ? rfc3339(c.finishedAt, "finished_at") : null,
+    failure_reason: c.failureReason || null,
+    template_version: c.templateVersion || null,
+    total_recipients: started ? n(k?.total) : null,
+    counts: {
+      total: n(k?.total),
+      pending: n(k?.pending),
+      queued: n(k?.queued),
+      sent: n(k?.sent),
+      failed: n(k?.failed),
+      skipped: n(k?.skipped),
+      skipped_by_reason: {
+        unsubscribed: n(k?.skippedByReason?.unsubscribed),
+        erased: n(k?.skippedByReason?.erased),
+        suppressed: n(k?.skippedByReason?.suppressed),
+        cancelled: n(k?.skippedByReason?.cancelled),
+      },
+      snapshot_complete: k?.snapshotComplete ?? false,
+    },
   };
 }
 

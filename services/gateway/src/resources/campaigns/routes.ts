@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { campaigns } from "@emailsvc/proto";
 import { callOptions, requireClient } from "../../routes/calls.js";
@@ -5,7 +6,7 @@ import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
 import { campaignJson, filterFromJson } from "./mapping.js";
-import type { CampaignCreateBody, CampaignUpdateBody, RecipientCountBody } from "./schemas.js";
+import type { CampaignCreateBody, CampaignSendBody, CampaignUpdateBody, RecipientCountBody } from "./schemas.js";
 
 /**
  * /api/v1/campaigns: REST in, CampaignService calls out. Without the service
@@ -65,6 +66,27 @@ export function campaignRoutes(kit: RouteKit, context: ResourceContext): void {
   defineRoute(kit, "delete", "/api/v1/campaigns/:id", "deleteCampaign", async (ctx) => {
     await service().deleteCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
     ctx.status = 204;
+  });
+
+  defineRoute(kit, "post", "/api/v1/campaigns/:id/send", "sendCampaign", async (ctx) => {
+    const body = ctx.state.body as CampaignSendBody;
+    const res = await service().sendCampaign(
+      { id: ctx.params.id ?? "", ...(body.send_at ? { sendAt: timestampFromDate(new Date(body.send_at)) } : {}) },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = campaignJson(res.campaign);
+  });
+
+  defineRoute(kit, "post", "/api/v1/campaigns/:id/pause", "pauseCampaign", async (ctx) => {
+    ctx.body = campaignJson((await service().pauseCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
+  });
+
+  defineRoute(kit, "post", "/api/v1/campaigns/:id/resume", "resumeCampaign", async (ctx) => {
+    ctx.body = campaignJson((await service().resumeCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
+  });
+
+  defineRoute(kit, "post", "/api/v1/campaigns/:id/cancel", "cancelCampaign", async (ctx) => {
+    ctx.body = campaignJson((await service().cancelCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
   });
 
   defineRoute(kit, "get", "/api/v1/campaigns/:id/recipient-count", "countRecipients", async (ctx) => {
