@@ -156,15 +156,19 @@ export class CampaignDispatcher {
           { sort: { _id: 1 }, limit: Math.min(HANDOFF_BATCH, room) },
         );
         if (rows.length === 0) {
-          const open = await repos.recipients.count({ campaign_id: id, state: { $in: ["pending", "queued"] } });
-          if (open === 0) {
-            await reconcile(repos, id);
-            await finishSending(this.deps, repos, doc);
-            log.info({ counts: (await repos.campaigns.findOne({ _id: id }))?.counts }, "campaign sent");
-            return;
+          const counts = doc.counts;
+          if (counts && counts.pending + counts.queued === 0) {
+            // The counts say done; the ledger has the last word (a crash may have left the counts behind).
+            const recounted = await reconcile(repos, id);
+            if (recounted.pending + recounted.queued === 0) {
+              await finishSending(this.deps, repos, doc);
+              log.info({ counts: recounted }, "campaign sent");
+              return;
+            }
           }
           const now = this.deps.now();
-          if (cursor !== "" && (await repos.recipients.count({ campaign_id: id, state: "pending" })) > 0) cursor = "";
+          // Rows still pending behind the walk (a hand-off the rate refused part of): walk again from the start.
+          if (cursor !== "" && (counts?.pending ?? 0) > 0) cursor = "";
           if (now - lastRecheck > STALE_QUEUED_MS) {
             lastRecheck = now;
             await this.handOverAgain(repos, doc, STALE_QUEUED_MS);

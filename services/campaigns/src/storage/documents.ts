@@ -73,8 +73,10 @@ export interface RecipientDoc {
 }
 
 export const RECIPIENT_INDEXES: readonly IndexSpec[] = [
-  // Counts by state (reconciling), and the rows of a state (cancel, republish).
-  { name: "by_campaign_state", fields: { tenant: 1, campaign_id: 1, state: 1 } },
+  // A campaign's rows of a state in id order (the dispatcher's walk, cancel, recounts). With `_id` last each
+  // key is one row: the embedded store keeps the rows of an index key in one array, and a key shared by a
+  // whole campaign made every move of a row cost the length of that array.
+  { name: "by_campaign_state", fields: { tenant: 1, campaign_id: 1, state: 1, _id: 1 } },
   // An unsubscribe or erasure skips the subscriber's rows.
   { name: "by_subscriber", fields: { tenant: 1, subscriber_id: 1 } },
 ];

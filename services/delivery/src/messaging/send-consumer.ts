@@ -1,4 +1,4 @@
-import { publishEvents, subscribeEventBatches, type EventBus, type Subscription } from "@emailsvc/events";
+import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
 import { settleLimited, type Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { CancelledCampaigns, intakeCampaignRequests, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
@@ -77,14 +77,16 @@ export class SendConsumer {
             list.push(message);
             campaignRequests.set(meta.tenant, list);
           }
+          const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published once for the batch
           for (const [tenant, requests] of campaignRequests) {
-            for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal)) {
+            for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
               emails.set(emailId, { tenant, campaign });
             }
           }
           const results = await settleLimited([...emails], this.concurrency, ([emailId, { tenant, campaign }]) =>
             deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal, campaign),
           );
+          if (outcomes.length > 0) await this.intake.publish(outcomes);
           const failed = results.find((result) => result.status === "rejected");
           if (failed) throw failed.reason;
         },

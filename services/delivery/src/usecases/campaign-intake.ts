@@ -1,5 +1,6 @@
 import { encodeEvent, type EncodedEvent } from "@emailsvc/events";
 import { newOutbox } from "@emailsvc/outbox";
+import { randomBytes } from "node:crypto";
 import { isId, newId } from "@emailsvc/runtime";
 import { isFinal } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
@@ -93,6 +94,8 @@ export async function intakeCampaignRequests(
   scope: TenantRepositories,
   requests: readonly CampaignRequest[],
   signal: AbortSignal,
+  /** Where the emails' outcomes go (email.status events), for the caller to publish once the batch is sent. */
+  outcomes: EncodedEvent[],
 ): Promise<IntakeResult[]> {
   const unique = new Map<string, CampaignRequest>();
   for (const r of requests) {
@@ -102,7 +105,7 @@ export async function intakeCampaignRequests(
   const results: IntakeResult[] = [];
   const all = [...unique.values()];
   for (let i = 0; i < all.length; i += RECIPIENTS_PER_CALL) {
-    results.push(...(await intakeChunk(deps, scope, all.slice(i, i + RECIPIENTS_PER_CALL), signal)));
+    results.push(...(await intakeChunk(deps, scope, all.slice(i, i + RECIPIENTS_PER_CALL), signal, outcomes)));
   }
   return results;
 }
@@ -112,6 +115,7 @@ async function intakeChunk(
   scope: TenantRepositories,
   requests: CampaignRequest[],
   signal: AbortSignal,
+  outcomes: EncodedEvent[],
 ): Promise<IntakeResult[]> {
   const existing = new Map((await scope.emails.find({ _id: { $in: requests.map((r) => r.emailId) } })).map((d) => [d._id, d]));
   const open = requests.filter((r) => {
@@ -140,6 +144,8 @@ async function intakeChunk(
   }
 
   const now = deps.now();
+  // Fresh records are stored claimed by this attempt (its lease and token), so sending starts without a claim write.
+  const token = randomBytes(9).toString("base64url");
   const fresh: Array<Omit<EmailDoc, "tenant">> = [];
   const refused: EncodedEvent[] = [];
   const refuse = (r: CampaignRequest, reason: PublicErrorCode) =>
@@ -157,28 +163,37 @@ async function intakeChunk(
     else if (recipient.status === "bounced" || recipient.status === "complained") refuse(r, "recipient_suppressed");
     else if (recipient.status !== "active") refuse(r, "recipient_unsubscribed");
     else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled");
-    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, signal), now));
+    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, signal), now, token));
   }
   if (fresh.length > 0) {
     // Records are stored before anything is sent: a crash from here on finds them queued.
-    await scope.emails.insertMany(fresh);
+    const { duplicates } = await scope.emails.insertMany(fresh);
+    // One stored meanwhile by another attempt (a request handed over twice at once) is not ours to send.
+    for (const i of duplicates.reverse()) fresh.splice(i, 1);
     emailsByStatus.inc({ status: "queued" }, fresh.length);
   }
   if (refused.length > 0) await deps.publish(refused);
 
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
-  const toSend = [...fresh.map((d) => d._id), ...[...existing.values()].filter((d) => !isFinal(d.status)).map((d) => d._id)];
-  return toSend.map((emailId) => {
+  const report = (doc: EmailDoc, status: "sent" | "failed") =>
+    outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
+  const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
     return {
       emailId,
       campaign: {
         recipient: recipients.get(r.subscriberId),
         cancelled: () => deps.cancelledCampaigns.isCancelled(scope, r.campaignId),
+        claimed: claimed && { doc: claimed, token },
+        report,
       },
     };
-  });
+  };
+  return [
+    ...fresh.map((d) => send(d._id, { ...d, tenant: scope.tenant } as EmailDoc)),
+    ...[...existing.values()].filter((d) => !isFinal(d.status)).map((d) => send(d._id)),
+  ];
 }
 
 function emailDoc(
@@ -188,6 +203,7 @@ function emailDoc(
   recipient: AddressedRecipient,
   slug: string,
   now: number,
+  token: string,
 ): Omit<EmailDoc, "tenant"> {
   return {
     _id: r.emailId,
@@ -207,10 +223,10 @@ function emailDoc(
     message_id: "",
     error: "",
     last_error: "",
-    attempts: 0,
+    attempts: 1,
     transient_failures: 0,
-    lease_until: 0,
-    lease_token: "",
+    lease_until: now + deps.leaseMs,
+    lease_token: token,
     queued_at: now,
     sent_at: null,
     failed_at: null,

@@ -55,6 +55,18 @@ export interface CampaignSend {
   recipient: Recipient | undefined;
   /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
   cancelled(): Promise<boolean>;
+  /**
+   * The email as the intake stored it, already claimed with this token (a
+   * fresh record is inserted leased): the attempt starts without a claim write.
+   */
+  claimed?: { doc: EmailDoc; token: string } | undefined;
+  /**
+   * Takes the email's outcome instead of its outbox: the consumer publishes
+   * the batch's outcomes in one go. Safe without an outbox because campaigns
+   * hands an unanswered recipient over again, and the intake answers an email
+   * already settled again (see campaign-intake.ts).
+   */
+  report(doc: EmailDoc, status: "sent" | "failed"): void;
 }
 
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
@@ -92,24 +104,32 @@ export async function deliverEmail(
 ): Promise<void> {
   const { emails } = scope;
   const { logger } = deps;
-  const doc = await emails.findOne({ _id: emailId });
-  if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
-
-  const now = deps.now();
-  const token = randomBytes(9).toString("base64url");
-  const claimed = await emails.updateOne(
-    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
-    { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
-  );
-  if (!claimed) {
-    const current = await emails.findOne({ _id: doc._id });
-    if (!current || isFinal(current.status)) return;
-    // Another attempt holds the lease (or held it and died): try again once it ran out.
-    throw new RetryLater(`email ${doc._id} is leased by another attempt`);
+  let claimed: EmailDoc;
+  let token: string;
+  let now = deps.now();
+  if (campaign?.claimed) {
+    ({ doc: claimed, token } = campaign.claimed);
+  } else {
+    const doc = await emails.findOne({ _id: emailId });
+    if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
+    now = deps.now();
+    token = randomBytes(9).toString("base64url");
+    const won = await emails.updateOne(
+      { _id: doc._id, status: "queued", lease_until: { $lt: now } },
+      { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
+    );
+    if (!won) {
+      const current = await emails.findOne({ _id: doc._id });
+      if (!current || isFinal(current.status)) return;
+      // Another attempt holds the lease (or held it and died): try again once it ran out.
+      throw new RetryLater(`email ${doc._id} is leased by another attempt`);
+    }
+    claimed = won;
   }
+  const doc = claimed;
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  const lease = new Lease(deps, emails, claimed._id, token, now + deps.leaseMs, shutdown);
+  const lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
@@ -179,7 +199,7 @@ export async function deliverEmail(
     const repliedAt = performance.now();
     lease.stop();
     const at = deps.now();
-    await settle(deps, emails, claimed, "sent", at, {
+    await settle(deps, emails, claimed, "sent", at, campaign, {
       $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
     });
     const statusWriteMs = performance.now() - repliedAt;
@@ -225,7 +245,7 @@ export async function deliverEmail(
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
   const at = deps.now();
-  await settle(deps, emails, claimed, "failed", at, {
+  await settle(deps, emails, claimed, "failed", at, campaign, {
     $set: {
       status: "failed",
       failed_at: at,
@@ -377,22 +397,21 @@ async function settle(
   doc: EmailDoc,
   status: "sent" | "failed",
   at: number,
+  campaign: CampaignSend | undefined,
   update: TenantUpdate<EmailDoc>,
 ): Promise<void> {
+  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at } };
   const written = await emails.updateOne(
     { _id: doc._id, status: "queued" },
-    withOutbox<EmailDoc, OutboxEntry>(
-      { $set: { ...update.$set, lease_until: 0, lease_token: "" } },
-      [outboxEntry(at, "email.status", status)],
-      at,
-    ),
+    campaign ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
   );
   if (!written) {
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
   emailsByStatus.inc({ status });
-  await deps.relay.afterWrite(written);
+  if (campaign) campaign.report(written, status);
+  else await deps.relay.afterWrite(written);
 }
 
 /**
