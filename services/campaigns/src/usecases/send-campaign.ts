@@ -53,7 +53,7 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   const current = await load(scope, input.id);
   if (current.status !== "draft") throw notDraft(current.status, "sent");
   const now = deps.now();
-  if (input.sendAt !== undefined && (!Number.isFinite(input.sendAt) || input.sendAt < 0)) {
+  if (input.sendAt !== undefined && !Number.isFinite(input.sendAt)) {
     throw invalid("send_at is not a valid time", [{ field: "send_at", description: "is not a valid time" }]);
   }
   if (input.sendAt !== undefined && input.sendAt > now) {
