@@ -69,11 +69,16 @@ export function defineRoute(
   }
   const validators = kit.validators.for(operationId);
   const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;
+  const bodyRequired = found.operation.requestBody?.required ?? false;
   chain.push(async (ctx, next) => {
     validators.path(ctx.params);
     ctx.state.query = validators.query(ctx.query);
     ctx.state.headers = validators.headers(ctx.headers);
-    if (validators.body) ctx.state.body = validators.body(await readJsonBody(ctx.req, bodyLimitBytes));
+    if (validators.body) {
+      // An optional body left out stays undefined; one that is sent is validated.
+      const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: !bodyRequired });
+      ctx.state.body = value === undefined ? undefined : validators.body(value);
+    }
     await next();
   });
   kit.router.register(path, [method], [...chain, handler], { name: operationId });
