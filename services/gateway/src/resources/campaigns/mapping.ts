@@ -1,7 +1,7 @@
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { AudienceFilter_Match, AudienceFilterSchema, campaigns, MetadataConditionSchema, type AudienceFilter } from "@emailsvc/proto";
-import { rfc3339 } from "../../routes/json.js";
+import { rfc3339, rfc3339OrNull, stringOrNull } from "../../routes/json.js";
 import type { TagFilterBody } from "./schemas.js";
 
 // The REST API's JSON <-> proto Campaign and AudienceFilter.
@@ -63,14 +63,42 @@ const STATUS: Record<campaigns.CampaignStatus, string> = {
   [campaigns.CampaignStatus.FAILED]: "failed",
 };
 
+export function countsJson(counts: campaigns.RecipientCounts | undefined) {
+  const by = counts?.skippedByReason;
+  return {
+    total: Number(counts?.total ?? 0n),
+    pending: Number(counts?.pending ?? 0n),
+    queued: Number(counts?.queued ?? 0n),
+    sent: Number(counts?.sent ?? 0n),
+    failed: Number(counts?.failed ?? 0n),
+    skipped: Number(counts?.skipped ?? 0n),
+    skipped_by_reason: {
+      unsubscribed: Number(by?.unsubscribed ?? 0n),
+      erased: Number(by?.erased ?? 0n),
+      suppressed: Number(by?.suppressed ?? 0n),
+      cancelled: Number(by?.cancelled ?? 0n),
+    },
+    snapshot_complete: counts?.snapshotComplete ?? false,
+  };
+}
+
 export function campaignJson(c: campaigns.Campaign | undefined) {
   if (!c) throw new Error("the service returned no campaign");
+  const counts = countsJson(c.counts);
   return {
     id: c.id,
     name: c.name,
     template_id: c.templateId,
     tag_filter: filterJson(c.tagFilter),
     status: STATUS[c.status],
+    send_at: rfc3339OrNull(c.sendAt),
+    started_at: rfc3339OrNull(c.startedAt),
+    finished_at: rfc3339OrNull(c.finishedAt),
+    failure_reason: stringOrNull(c.failureReason),
+    template_version: c.templateVersion > 0 ? c.templateVersion : null,
+    // The spec's send result; the audience is snapshotted once sending started.
+    total_recipients: c.startedAt ? counts.total : null,
+    counts,
     created_at: rfc3339(c.createdAt, "created_at"),
     updated_at: rfc3339(c.updatedAt, "updated_at"),
   };
