@@ -58,6 +58,8 @@ export {
   type TopicHandlers,
   type TopicSpec,
 } from "./registry.js";
+import { NamespacedEventBus } from "./namespaced.js";
+export { NamespacedEventBus } from "./namespaced.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */
@@ -81,6 +83,8 @@ export interface OpenBusOptions {
   topicPartitions?: number | undefined;
   /** Replication factor of topics this bus creates (`KAFKA_REPLICATION_FACTOR`, default 1; use 3 in production). */
   replicationFactor?: number | undefined;
+  /** Prefix of topics and consumer groups on the cluster (`KAFKA_NAMESPACE`; see NamespacedEventBus). Unset: none. */
+  namespace?: string | undefined;
 }
 
 function positiveIntFromEnv(name: string): number | undefined {
@@ -104,13 +108,15 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
   if (brokers.length > 0) {
     const topicPartitions = options.topicPartitions ?? positiveIntFromEnv("KAFKA_TOPIC_PARTITIONS");
     const replicationFactor = options.replicationFactor ?? positiveIntFromEnv("KAFKA_REPLICATION_FACTOR");
-    return new KafkaEventBus({
+    const kafka = new KafkaEventBus({
       brokers,
       clientId: options.clientId,
       ...logger,
       ...(topicPartitions !== undefined ? { topicPartitions } : {}),
       ...(replicationFactor !== undefined ? { replicationFactor } : {}),
     });
+    const namespace = options.namespace ?? (process.env.KAFKA_NAMESPACE || undefined);
+    return namespace ? new NamespacedEventBus(kafka, namespace) : kafka;
   }
   if (options.dataDir === undefined) return new InProcessEventBus(logger);
   if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(options.clientId)) {

@@ -33,14 +33,18 @@ import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./typ
 /** One topic: its message and the id events are keyed by (order holds per key). */
 export interface TopicSpec<S extends DescMessage = DescMessage> {
   schema: S;
-  /** Prefixes the key id may have (`sub`, `eml`): the key must be such an id. */
-  keyKinds: readonly string[];
+  /** Prefix of the key id (`sub`, `eml`), or of this message's key: the key must be such an id. */
+  keyKind: string | ((message: MessageShape<S>) => string);
   /** The key of an event: an id field of its message. */
   key(message: MessageShape<S>): string;
 }
 
-function topic<S extends DescMessage>(schema: S, keyKind: string | readonly string[], key: (message: MessageShape<S>) => string): TopicSpec<S> {
-  return { schema, keyKinds: typeof keyKind === "string" ? [keyKind] : keyKind, key };
+function topic<S extends DescMessage>(
+  schema: S,
+  keyKind: string | ((message: MessageShape<S>) => string),
+  key: (message: MessageShape<S>) => string,
+): TopicSpec<S> {
+  return { schema, keyKind, key };
 }
 
 /** Every topic of the platform. Events carry ids only, never personal data (see proto/emailsvc/events). */
@@ -51,8 +55,13 @@ export const TOPICS = {
   "subscriber.tag_removed": topic(events.SubscriberTagRemovedSchema, "sub", (m) => m.subscriberId),
   "subscriber.deleted": topic(events.SubscriberDeletedSchema, "sub", (m) => m.subscriberId),
   // A campaign's recipient is keyed by subscriber (their mail stays in order), an email delivery stored by its id.
-  "email.send.requested": topic(events.EmailSendRequestedSchema, ["eml", "sub"], (m) => (m.campaignId ? m.subscriberId : m.emailId)),
+  "email.send.requested": topic(
+    events.EmailSendRequestedSchema,
+    (m) => (m.campaignId ? "sub" : "eml"),
+    (m) => (m.campaignId ? m.subscriberId : m.emailId),
+  ),
   "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
+  "campaign.status_changed": topic(events.CampaignStatusChangedSchema, "cmp", (m) => m.campaignId),
 } as const;
 
 export type Topic = keyof typeof TOPICS;
@@ -407,7 +416,7 @@ export function decodeEvent(event: ReceivedEvent): DecodedEvent {
     meta.eventId.length > 100 ||
     !isId("acc", meta.accountId) ||
     (meta.mode !== "live" && meta.mode !== "test") ||
-    !spec.keyKinds.some((kind) => isId(kind, key))
+    !isId(typeof spec.keyKind === "string" ? spec.keyKind : spec.keyKind(message), key)
   ) {
     return { ok: false, problem: "malformed" };
   }

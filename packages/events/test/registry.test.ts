@@ -44,8 +44,8 @@ describe("the topic registry", () => {
     const origin = { eventId: newId("evt"), tenant: tenant(), occurredAt: 0 };
     // Compiled by `npm test`'s type check, never run.
     const typeErrors = () => {
-      // @ts-expect-error email.send.requested has no subscriberId
-      encodeEvent("email.send.requested", origin, { subscriberId: "sub_x" });
+      // @ts-expect-error subscriber.created has no emailId
+      encodeEvent("subscriber.created", origin, { emailId: "eml_x" });
       // @ts-expect-error no such topic
       encodeEvent("email.nope", origin, {});
       // @ts-expect-error status is a string
@@ -54,6 +54,11 @@ describe("the topic registry", () => {
     void typeErrors;
     expect(() => encodeEvent("email.nope" as "email.status", origin, { emailId: newId("eml") })).toThrow(/unknown topic email.nope/);
     expect(encodeEvent("subscriber.created", origin, { subscriberId: newId("sub"), tagIds: ["tag_a"] }).event.key).toMatch(/^sub_/);
+    // A campaign's recipient is keyed by subscriber, an email delivery stored by its id.
+    const emailId = newId("eml");
+    const subscriberId = newId("sub");
+    expect(encodeEvent("email.send.requested", origin, { emailId }).event.key).toBe(emailId);
+    expect(encodeEvent("email.send.requested", origin, { emailId, campaignId: newId("cmp"), subscriberId, templateId: newId("tpl"), templateVersion: 1 }).event.key).toBe(subscriberId);
   });
 
   it("refuses what does not decode, lacks a well-formed meta, or is keyed by another kind of id", () => {
@@ -71,6 +76,19 @@ describe("the topic registry", () => {
     expect(check(good({ mode: "prod" }))).toBe("malformed");
     expect(check(good({ eventId: "" }))).toBe("malformed");
     expect(check(good({}, newId("sub")))).toBe("malformed");
+    // A campaign's recipient must be keyed by a subscriber id.
+    const campaignRequest = (subscriberId: string) =>
+      toBinary(
+        events.EmailSendRequestedSchema,
+        create(events.EmailSendRequestedSchema, {
+          meta: { eventId: newId("evt"), accountId: newId("acc"), mode: "live" },
+          emailId: newId("eml"),
+          campaignId: newId("cmp"),
+          subscriberId,
+        }),
+      );
+    expect(check(campaignRequest(newId("sub")))).toBe("ok");
+    expect(check(campaignRequest(newId("eml")))).toBe("malformed");
     expect(check(toBinary(events.EmailSendRequestedSchema, create(events.EmailSendRequestedSchema, { emailId: newId("eml") })))).toBe("malformed");
     expect(check(good({}), "no.such.topic")).toBe("unknown topic");
   });

@@ -1,6 +1,6 @@
 import { counter, type Logger } from "@emailsvc/runtime";
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
-import { decide, emissionMs, stateAt, TAT_EPSILON, toleranceMs, type Bucket, type BucketState } from "./gcra.js";
+import { decide, emissionMs, spanMs, stateAt, TAT_EPSILON, type Bucket, type BucketState } from "./gcra.js";
 import { MemoryCounterStore, outcomeOf } from "./memory-store.js";
 import type { CounterStore, Outcome } from "./store.js";
 
@@ -209,7 +209,7 @@ export class DocumentCounterStore implements CounterStore {
       await Promise.all(
         buckets.map(async (bucket, i) => {
           if (!taken[i]!.allowed) return;
-          const emission = emissionMs(bucket.policy);
+          const emission = emissionMs(bucket.policy) * (bucket.cost ?? 1);
           this.stats.operations += 1;
           const doc = await this.collection.updateOne({ _id: bucket.key }, { $inc: { tat: -emission } });
           taken[i] = { allowed: true, tat: doc?.tat ?? taken[i]!.tat - emission };
@@ -221,7 +221,7 @@ export class DocumentCounterStore implements CounterStore {
     return outcomeOf(
       buckets.map((bucket, i) => {
         const { allowed, tat } = taken[i]!;
-        if (refused && !allowed) return decide(bucket.policy, tat, now);
+        if (refused && !allowed) return decide(bucket.policy, tat, now, bucket.cost);
         const state = stateAt(bucket.policy, tat, now);
         return { allowed: true, tat, retryAfterMs: 0, ...state, before: state };
       }),
@@ -231,8 +231,10 @@ export class DocumentCounterStore implements CounterStore {
   /** One request from one bucket: admitted (its new TAT) or refused (its TAT as stored). */
   private async take(bucket: Bucket, now: number): Promise<{ allowed: boolean; tat: number }> {
     const { key, policy } = bucket;
-    const emission = emissionMs(policy);
-    const limitAt = now + toleranceMs(policy) + TAT_EPSILON;
+    const cost = bucket.cost ?? 1;
+    // What the charge adds, and the latest TAT that still has room for it.
+    const emission = emissionMs(policy) * cost;
+    const limitAt = now + spanMs(policy) - emission + TAT_EPSILON;
     const writes: Record<Write, () => Promise<number | undefined>> = {
       // Full (TAT in the past): starts afresh.
       set: async () => (await this.collection.updateOne({ _id: key, tat: { $lte: now } }, { $set: { tat: now + emission } }))?.tat,

@@ -39,6 +39,12 @@ export interface Policy {
 export interface Bucket {
   key: string;
   policy: Policy;
+  /**
+   * Requests one charge counts for (default 1): a campaign charges a batch of
+   * messages at once. Refused when the bucket lacks room for all of them; at
+   * most `policy.limit`.
+   */
+  cost?: number;
 }
 
 /** What a response tells the client about one bucket. */
@@ -92,9 +98,9 @@ export function toleranceMs(policy: Policy): number {
  * The decision for one request at `now` on a bucket whose TAT is `tat`
  * (undefined: never seen, or forgotten because it was full).
  */
-export function decide(policy: Policy, tat: number | undefined, now: number): Decision {
+export function decide(policy: Policy, tat: number | undefined, now: number, cost = 1): Decision {
   const base = Math.max(tat ?? now, now);
-  const next = base + emissionMs(policy);
+  const next = base + cost * emissionMs(policy);
   const allowAt = next - spanMs(policy);
   const before = stateAt(policy, base, now);
   if (now + TAT_EPSILON < allowAt) {

@@ -60,7 +60,7 @@ export class MemoryCounterStore implements CounterStore {
 
   /** consume(), synchronously. */
   consumeNow(buckets: readonly Bucket[], now: number): Outcome {
-    const decisions = buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now));
+    const decisions = buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now, bucket.cost));
     const outcome = outcomeOf(decisions);
     if (outcome.allowed) buckets.forEach((bucket, i) => this.record(bucket.key, decisions[i]!.tat, now));
     return outcome;
@@ -68,7 +68,7 @@ export class MemoryCounterStore implements CounterStore {
 
   /** What consume() would answer, without charging anything. */
   evaluate(buckets: readonly Bucket[], now: number): Outcome {
-    return outcomeOf(buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now)));
+    return outcomeOf(buckets.map((bucket) => decide(bucket.policy, this.tats.get(bucket.key), now, bucket.cost)));
   }
 
   peek(bucket: Bucket, now: number): BucketState {

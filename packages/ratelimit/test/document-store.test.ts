@@ -97,6 +97,20 @@ describe.each(adapters)("shared counter store on %s", (_name, openPair) => {
     expect(await a.consume([bucket()], T0 + 60_000)).toMatchObject({ allowed: true, states: [{ remaining: 4 }] });
   });
 
+  it("charges a cost of many at once: admitted while the room lasts, refused whole with the wait for all of it, shared by replicas", async () => {
+    const [a, b] = await replicas();
+    const ten: Policy = { limit: 10, windowMs: 1000 };
+    const batch = (cost: number): Bucket => ({ key: "c:acc_x:campaign", policy: ten, cost });
+    expect(await a.consume([batch(6)], T0)).toMatchObject({ allowed: true, states: [{ remaining: 4 }] });
+    const refused = await b.consume([batch(5)], T0);
+    expect(refused).toMatchObject({ allowed: false, states: [{ remaining: 4 }] });
+    expect(refused.retryAfterMs).toBeCloseTo(100, 3);
+    expect(await b.consume([batch(4)], T0)).toMatchObject({ allowed: true, states: [{ remaining: 0 }] });
+    expect((await a.consume([batch(1)], T0)).allowed).toBe(false);
+    // Half a window later half the limit is back.
+    expect(await a.consume([batch(5)], T0 + 500)).toMatchObject({ allowed: true, states: [{ remaining: 0 }] });
+  });
+
   it("two replicas share one budget: together they admit the budget, not twice it", async () => {
     const [a, b] = await replicas();
     const admitted = { a: 0, b: 0 };

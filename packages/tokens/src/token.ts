@@ -19,6 +19,8 @@ export interface TokenSubject {
   subscriberId?: string | undefined;
   /** The email the link was minted for (`eml`), when it came in one. */
   emailId?: string | undefined;
+  /** The campaign the email belongs to (`cmp`), when it is one's. */
+  campaignId?: string | undefined;
 }
 
 export interface VerifiedToken extends TokenSubject {
@@ -66,6 +68,7 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const ACCOUNT_ID = /^acc_[0-9a-z]{26}$/;
 const SUBSCRIBER_ID = /^sub_[0-9a-z]{26}$/;
 const EMAIL_ID = /^eml_[0-9a-z]{26}$/;
+const CAMPAIGN_ID = /^cmp_[0-9a-z]{26}$/;
 
 export interface SignOptions {
   /** Seconds the token is valid. */
@@ -87,6 +90,7 @@ export function signToken(ring: KeyRing, subject: TokenSubject, options: SignOpt
     mode: subject.mode,
     ...(subject.subscriberId ? { sub: subject.subscriberId } : {}),
     ...(subject.emailId ? { eml: subject.emailId } : {}),
+    ...(subject.campaignId ? { cmp: subject.campaignId } : {}),
     iat: issuedAt,
     exp: issuedAt + options.ttlSeconds,
   };
@@ -121,7 +125,7 @@ export function verifyToken(ring: KeyRing, token: string, options: VerifyOptions
   // Signed by us from here on; the claims are still checked, never trusted blindly.
   const claims = decodeObject(payloadPart);
   const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000);
-  const { iss, aud, acc, mode, sub, eml, iat, exp } = claims;
+  const { iss, aud, acc, mode, sub, eml, cmp, iat, exp } = claims;
   if (typeof exp !== "number" || typeof iat !== "number" || !Number.isInteger(exp) || !Number.isInteger(iat)) {
     throw new TokenError("invalid_claims");
   }
@@ -133,11 +137,12 @@ export function verifyToken(ring: KeyRing, token: string, options: VerifyOptions
     typeof acc !== "string" ||
     (mode !== "live" && mode !== "test") ||
     (sub !== undefined && typeof sub !== "string") ||
-    (eml !== undefined && typeof eml !== "string")
+    (eml !== undefined && typeof eml !== "string") ||
+    (cmp !== undefined && typeof cmp !== "string")
   ) {
     throw new TokenError("invalid_claims");
   }
-  const subject: TokenSubject = { purpose: options.purpose, accountId: acc, mode, subscriberId: sub, emailId: eml };
+  const subject: TokenSubject = { purpose: options.purpose, accountId: acc, mode, subscriberId: sub, emailId: eml, campaignId: cmp };
   try {
     checkSubject(subject);
   } catch {
@@ -151,6 +156,7 @@ function checkSubject(subject: TokenSubject): void {
   if (subject.mode !== "live" && subject.mode !== "test") throw new TypeError("mode must be live or test");
   if (subject.subscriberId !== undefined && !SUBSCRIBER_ID.test(subject.subscriberId)) throw new TypeError("subscriberId is not a subscriber id");
   if (subject.emailId !== undefined && !EMAIL_ID.test(subject.emailId)) throw new TypeError("emailId is not an email id");
+  if (subject.campaignId !== undefined && !CAMPAIGN_ID.test(subject.campaignId)) throw new TypeError("campaignId is not a campaign id");
   if (subject.subscriberId === undefined && subject.emailId === undefined) throw new TypeError("a token names a subscriber, an email or both");
 }
 

@@ -1,8 +1,27 @@
-import type { Env } from "@emailsvc/runtime";
+import { parsePolicy } from "@emailsvc/ratelimit";
+import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import type { CampaignSettings } from "./usecases/deps.js";
 
-/** The campaigns service's own settings (the common ones and the URLs are the skeleton's); none yet. */
-export type CampaignsConfig = Record<string, never>;
+/** The campaigns service's own settings (the common ones and the URLs are the skeleton's). */
+export type CampaignsConfig = CampaignSettings;
 
-export function loadConfig(_env: Env = process.env): CampaignsConfig {
-  return {};
+export const DEFAULT_MAX_IN_FLIGHT = 5000;
+
+/** Reads the environment once; a bad value stops the start with a message naming the variable. */
+export function loadConfig(env: Env = process.env): CampaignsConfig {
+  let rate;
+  try {
+    rate = parsePolicy(envString("CAMPAIGN_RATE", "off", env));
+  } catch (err) {
+    throw new ConfigError(`CAMPAIGN_RATE ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const daily = envOptional("CAMPAIGN_DAILY_LIMIT", env);
+  return {
+    // Each tenant's messages per window, e.g. "100/1s"; "off": as fast as delivery takes them.
+    rate,
+    dailyLimit: daily === undefined || daily === "off" ? null : envInt("CAMPAIGN_DAILY_LIMIT", 0, { min: 1, max: 100_000_000 }, env),
+    scheduleMaxAgeMs: envInt("CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS", 3600, { min: 0, max: 30 * 24 * 3600 }, env) * 1000,
+    maxInFlight: envInt("CAMPAIGN_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, { min: 1, max: 1_000_000 }, env),
+    snapshotBudgetMs: envInt("CAMPAIGN_SNAPSHOT_BUDGET_MS", 10_000, { min: 0, max: 300_000 }, env),
+  };
 }

@@ -1,14 +1,20 @@
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
-import type { EventBus } from "@emailsvc/events";
+import { encodeEvent, type EventBus } from "@emailsvc/events";
+import { OutboxRelay } from "@emailsvc/outbox";
+import { DocumentCounterStore } from "@emailsvc/ratelimit";
 import { campaigns, triggers } from "@emailsvc/proto";
-import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, newId, startServiceServer, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { TRIGGER_TOPICS, TriggerWorker } from "./messaging/triggers.js";
+import { loadConfig } from "./config.js";
+import { CAMPAIGNS_CONSUMED_TOPICS, CAMPAIGNS_PRODUCED_TOPICS, subscribeCampaignEvents } from "./messaging/consumer.js";
+import { CampaignDispatcher } from "./messaging/dispatcher.js";
+import { TriggerWorker } from "./messaging/triggers.js";
+import type { CampaignDoc } from "./storage/documents.js";
 import { audienceClient, firingServices, templateDirectory, type FiringServices } from "./rpc/clients.js";
 import { campaignRoutes } from "./rpc/services.js";
 import { triggerRoutes } from "./rpc/trigger-routes.js";
 import { CampaignStorage } from "./storage/repositories.js";
-import { scopeOf, type Deps } from "./usecases/deps.js";
+import { scopeOf, type CampaignSettings, type Deps } from "./usecases/deps.js";
 
 export interface CampaignsServiceOptions {
   store: DocumentStore;
@@ -30,6 +36,10 @@ export interface CampaignsServiceOptions {
   consumerGroup?: string;
   /** How often the firer looks for due fires (default 1 s). */
   firerIntervalMs?: number;
+  /** How campaigns are sent (default: CAMPAIGN_* from the environment, see config.ts). */
+  settings?: CampaignSettings;
+  /** How long a dispatcher's lease on a campaign lasts without renewal (default 15 s; tests of a takeover shorten it). */
+  leaseMs?: number;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -49,16 +59,37 @@ function transportOf(target: string | Transport): Transport {
 export async function startCampaignsService(options: CampaignsServiceOptions): Promise<RunningCampaignsService> {
   const { store, logger } = options;
   const storage = new CampaignStorage(store);
-  await Promise.all([storage.createIndexes(), options.bus.ensureTopics([...TRIGGER_TOPICS])]);
+  await Promise.all([storage.createIndexes(), options.bus.ensureTopics([...CAMPAIGNS_CONSUMED_TOPICS, ...CAMPAIGNS_PRODUCED_TOPICS])]);
+  const now = options.now ?? Date.now;
+  const settings = options.settings ?? loadConfig();
+  // Each campaign's change of status goes out on campaign.status_changed (delivery keeps the cancelled ones).
+  const relay = new OutboxRelay<CampaignDoc>({
+    documents: storage.outboxSweep(),
+    bus: options.bus,
+    logger,
+    name: "campaigns",
+    clock: now,
+    events: (doc, entry) => [
+      encodeEvent("campaign.status_changed", { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at }, { campaignId: doc._id, status: entry.status }),
+    ],
+  });
+  // Sending rates are counted in the store: they hold across restarts and replicas.
+  const limiter = settings.rate || settings.dailyLimit ? await DocumentCounterStore.open(store, { collection: "campaign_send_rates", logger, clock: now }) : undefined;
   const deps: Deps = {
     audiences: audienceClient(transportOf(options.subscribers)),
     templates: templateDirectory(transportOf(options.templates)),
     logger,
-    now: options.now ?? Date.now,
+    now,
+    relay,
+    settings,
   };
+  const dispatcher = new CampaignDispatcher(deps, storage.campaignsToDispatch(), storage.eventTenants(), options.bus, limiter, {
+    owner: newId("dsp"),
+    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+  });
+  deps.wake = () => dispatcher.wake();
   const scope = (call: Parameters<typeof scopeOf>[1]) => scopeOf((tenant) => storage.forTenant(tenant), call);
   const worker = new TriggerWorker(
-    options.bus,
     storage.eventTenants(),
     storage.dueFires(),
     {
@@ -72,7 +103,7 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
       logger,
       now: deps.now,
     },
-    { ...(options.consumerGroup ? { group: options.consumerGroup } : {}), ...(options.firerIntervalMs ? { intervalMs: options.firerIntervalMs } : {}) },
+    options.firerIntervalMs ? { intervalMs: options.firerIntervalMs } : {},
   );
   const { server, health } = await startServiceServer({
     services: [campaigns.CampaignService, triggers.TriggerService],
@@ -85,12 +116,22 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
     port: options.port,
     host: options.host,
   });
+  let subscription;
   try {
-    await worker.start();
+    subscription = await subscribeCampaignEvents(options.bus, {
+      ...(options.consumerGroup ? { group: options.consumerGroup } : {}),
+      logger,
+      triggers: worker,
+      tenants: storage.eventTenants(),
+      now,
+    });
   } catch (err) {
     await server.close(0);
     throw err;
   }
+  worker.start();
+  relay.start();
+  dispatcher.start();
   logger.info({ url: server.url }, "campaigns service listening");
   return {
     url: server.url,
@@ -98,7 +139,10 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
     async close() {
       health.setDraining();
       await server.close();
-      await worker.stop();
+      await subscription.stop();
+      await Promise.all([worker.stop(), dispatcher.stop()]);
+      await relay.stop();
+      await limiter?.close();
     },
   };
 }

@@ -371,4 +371,24 @@ describe.each<StoreKind>(["embedded", "mongodb"])("audience of a filter on %s st
     await h.audience.listAudience({ filter: { excludeTags: Array.from({ length: 100 }, () => "known") }, limit: 5000 }, as(t));
     await h.audience.countAudience({ filter: { metadata: Array.from({ length: 20 }, (_, i) => oneOf(`k${i}`, Array.from({ length: 100 }, (_, j) => j))) } }, as(t));
   });
+
+  it("GetRecipients: address, status and metadata of the ids asked, in order; unknown, deleted and other tenants' ids left out", async () => {
+    const owner = tenant("live");
+    const a = await subscriber(owner, "a@example.com", [], { name: "Ann" });
+    const b = await subscriber(owner, "b@example.com", [], {}, SubscriberStatus.UNSUBSCRIBED);
+    const gone = await subscriber(owner, "gone@example.com", []);
+    await h.subscribers.deleteSubscriber({ id: gone }, as(owner));
+    const theirs = await subscriber(tenant("live"), "them@example.com", []);
+    const unknown = newId("sub");
+    const { recipients } = await h.audience.getRecipients({ subscriberIds: [b, unknown, a, theirs, gone] }, as(owner));
+    expect(recipients.map((r) => [r.subscriberId, r.email, r.status])).toEqual([
+      [b, "b@example.com", SubscriberStatus.UNSUBSCRIBED],
+      [a, "a@example.com", SubscriberStatus.ACTIVE],
+    ]);
+    expect(recipients[1]!.metadata).toEqual({ name: "Ann" });
+    const fields = async (ids: string[]) => (await failure(h.audience.getRecipients({ subscriberIds: ids }, as(owner)))).fieldViolations.map((v) => v.field);
+    expect(await fields([])).toEqual(["subscriber_ids"]);
+    expect(await fields(Array.from({ length: 1001 }, () => a))).toEqual(["subscriber_ids"]);
+    expect(await fields([a, "tag_01jabcdefghjkmnpqrstvwxyz0"])).toEqual(["subscriber_ids[1]"]);
+  });
 });

@@ -1,13 +1,10 @@
-import { subscribeEventBatches, type DecodedBatchEvent, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
+import type { DecodedBatchEvent, Topic } from "@emailsvc/events";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../usecases/fire-triggers.js";
 
-/** Consumer group of the campaigns service (one name everywhere). */
-export const CAMPAIGNS_GROUP = "campaigns";
-
-/** The topics triggers fire on. */
+/** The topics triggers fire on (and erasure). */
 export const TRIGGER_TOPICS = [
   "subscriber.created",
   "subscriber.tag_added",
@@ -17,14 +14,13 @@ export const TRIGGER_TOPICS = [
 ] as const satisfies readonly Topic[];
 
 /**
- * Triggers at work: a consumer of the subscribers' events that records the
- * fires they cause (in batches, through the topic registry), and a firer that
- * sends the due fires: at once after new fires were recorded, and on a timer
- * for delayed ones and for fires a crash or an outage left (fires are stored,
- * so a restart resumes them).
+ * Triggers at work: the handlers of the subscribers' events that record the
+ * fires they cause (the service's consumer, messaging/consumer.ts, calls
+ * them), and a firer that sends the due fires: at once after new fires were
+ * recorded, and on a timer for delayed ones and for fires a crash or an
+ * outage left (fires are stored, so a restart resumes them).
  */
 export class TriggerWorker {
-  private subscription: Subscription | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private again = false;
@@ -32,30 +28,29 @@ export class TriggerWorker {
   private stopped = false;
 
   constructor(
-    private readonly bus: EventBus,
     private readonly tenants: { forTenant(tenant: string): TenantRepositories },
     private readonly due: CrossTenantCollection<FireDoc>,
     private readonly deps: FiringDeps,
-    private readonly options: { group?: string; intervalMs?: number } = {},
+    private readonly options: { intervalMs?: number } = {},
   ) {}
 
-  async start(): Promise<void> {
-    this.subscription = await subscribeEventBatches(this.bus, {
-      group: this.options.group ?? CAMPAIGNS_GROUP,
-      logger: this.deps.logger,
-      maxBatch: 200,
-      handlers: {
-        "subscriber.created": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.created"))),
-        "subscriber.tag_added": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.tag_added", e.message.tagId))),
-        "subscriber.tag_removed": (batch) => this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
-        "subscriber.status_changed": (batch) =>
-          this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
-        // Erasure: the fires of an erased subscriber go (pending ones would find nobody to send to anyway).
-        "subscriber.deleted": async (batch) => {
-          for (const { message, meta } of batch) await this.tenants.forTenant(meta.tenant).fires.deleteMany({ subscriber_id: message.subscriberId });
-        },
-      },
-    });
+  /** Handlers of the subscribers' events, by topic. */
+  readonly handlers = {
+    "subscriber.created": (batch: DecodedBatchEvent<"subscriber.created">[]) => this.record(batch.map((e) => toEvent(e, "subscriber.created"))),
+    "subscriber.tag_added": (batch: DecodedBatchEvent<"subscriber.tag_added">[]) =>
+      this.record(batch.map((e) => toEvent(e, "subscriber.tag_added", e.message.tagId))),
+    "subscriber.tag_removed": (batch: DecodedBatchEvent<"subscriber.tag_removed">[]) =>
+      this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
+    "subscriber.status_changed": (batch: DecodedBatchEvent<"subscriber.status_changed">[]) =>
+      this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
+    // Erasure: the fires of an erased subscriber go (pending ones would find nobody to send to anyway).
+    "subscriber.deleted": async (batch: DecodedBatchEvent<"subscriber.deleted">[]) => {
+      for (const { message, meta } of batch) await this.tenants.forTenant(meta.tenant).fires.deleteMany({ subscriber_id: message.subscriberId });
+    },
+  };
+
+  /** Starts the firer's timer (and a first run). */
+  start(): void {
     this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 1000);
     this.timer.unref();
     this.kick();
@@ -93,11 +88,10 @@ export class TriggerWorker {
     })();
   }
 
-  /** Stops consuming and firing; a fire in flight finishes (or is left to its lease). */
+  /** Stops firing; a fire in flight finishes (or is left to its lease). */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.subscription?.stop();
     await this.running;
   }
 }

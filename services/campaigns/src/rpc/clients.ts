@@ -13,12 +13,16 @@ export interface AudienceSource {
    * as it is, so that the caller sees which tag or condition is wrong.
    */
   count(call: CallContext, filter: AudienceFilter): Promise<number>;
+  /** One page of the audience's ids after `after`, ascending; `nextAfter` is "" on the last page. */
+  page(call: CallContext, filter: AudienceFilter, after: string, limit: number): Promise<{ ids: string[]; nextAfter: string }>;
 }
 
 /** Whether a template exists (the templates service). */
 export interface TemplateDirectory {
   /** True for a live template of the call's tenant. */
   exists(call: CallContext, templateId: string): Promise<boolean>;
+  /** The current version of a live template of the call's tenant, or undefined when there is none. */
+  currentVersion(call: CallContext, templateId: string): Promise<number | undefined>;
 }
 
 const TIMEOUT_MS = 10_000;
@@ -31,6 +35,14 @@ function unavailable(service: string, err: unknown): AppError {
 export function audienceClient(transport: Transport): AudienceSource {
   const client = createClient(AudienceService, transport);
   return {
+    async page(call, filter, after, limit) {
+      try {
+        const res = await client.listAudience({ filter, afterSubscriberId: after, limit }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+        return { ids: res.subscriberIds, nextAfter: res.nextAfter };
+      } catch (err) {
+        throw unavailable("subscribers", err);
+      }
+    },
     async count(call, filter) {
       try {
         const res = await client.countAudience({ filter }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
@@ -56,16 +68,20 @@ export function audienceClient(transport: Transport): AudienceSource {
 
 export function templateDirectory(transport: Transport): TemplateDirectory {
   const client = createClient(templates.TemplateService, transport);
+  const currentVersion = async (call: CallContext, templateId: string): Promise<number | undefined> => {
+    try {
+      const res = await client.getTemplate({ id: templateId }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+      return res.template?.version;
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      if (ce.code === Code.NotFound || ce.code === Code.InvalidArgument) return undefined;
+      throw unavailable("templates", err);
+    }
+  };
   return {
+    currentVersion,
     async exists(call, templateId) {
-      try {
-        await client.getTemplate({ id: templateId }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
-        return true;
-      } catch (err) {
-        const ce = ConnectError.from(err);
-        if (ce.code === Code.NotFound || ce.code === Code.InvalidArgument) return false;
-        throw unavailable("templates", err);
-      }
+      return (await currentVersion(call, templateId)) !== undefined;
     },
   };
 }

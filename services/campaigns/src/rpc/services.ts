@@ -1,5 +1,5 @@
 import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceFilterSchema, campaigns } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
@@ -12,6 +12,7 @@ import {
   listCampaigns,
   updateCampaign,
 } from "../usecases/campaigns.js";
+import { changeCampaignState, sendCampaign } from "../usecases/send-campaign.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 
 const STATUS_TO_PROTO: Record<CampaignStatus, campaigns.CampaignStatus> = {
@@ -33,6 +34,26 @@ function campaignToProto(view: CampaignView): campaigns.Campaign {
     status: STATUS_TO_PROTO[view.status],
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
+    ...(view.sendAt !== null ? { sendAt: timestampFromMs(view.sendAt) } : {}),
+    ...(view.startedAt !== null ? { startedAt: timestampFromMs(view.startedAt) } : {}),
+    ...(view.finishedAt !== null ? { finishedAt: timestampFromMs(view.finishedAt) } : {}),
+    failureReason: view.failureReason,
+    templateVersion: view.templateVersion,
+    counts: {
+      total: BigInt(view.counts.total),
+      pending: BigInt(view.counts.pending),
+      queued: BigInt(view.counts.queued),
+      sent: BigInt(view.counts.sent),
+      failed: BigInt(view.counts.failed),
+      skipped: BigInt(Object.values(view.counts.skipped).reduce((a, b) => a + b, 0)),
+      skippedByReason: {
+        unsubscribed: BigInt(view.counts.skipped.unsubscribed),
+        erased: BigInt(view.counts.skipped.erased),
+        suppressed: BigInt(view.counts.skipped.suppressed),
+        cancelled: BigInt(view.counts.skipped.cancelled),
+      },
+      snapshotComplete: view.snapshotComplete,
+    },
   });
 }
 
@@ -63,6 +84,19 @@ export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       async deleteCampaign(req, ctx) {
         await deleteCampaign(scopeOf(readCallContext(ctx)), req.id);
         return {};
+      },
+      async sendCampaign(req, ctx) {
+        const sendAt = req.sendAt ? timestampDate(req.sendAt).getTime() : undefined;
+        return { campaign: campaignToProto(await sendCampaign(deps, scopeOf(readCallContext(ctx)), { id: req.id, sendAt })) };
+      },
+      async pauseCampaign(req, ctx) {
+        return { campaign: campaignToProto(await changeCampaignState(deps, scopeOf(readCallContext(ctx)), { id: req.id, action: "pause" })) };
+      },
+      async resumeCampaign(req, ctx) {
+        return { campaign: campaignToProto(await changeCampaignState(deps, scopeOf(readCallContext(ctx)), { id: req.id, action: "resume" })) };
+      },
+      async cancelCampaign(req, ctx) {
+        return { campaign: campaignToProto(await changeCampaignState(deps, scopeOf(readCallContext(ctx)), { id: req.id, action: "cancel" })) };
       },
       async countRecipients(req, ctx) {
         const scope = scopeOf(readCallContext(ctx));

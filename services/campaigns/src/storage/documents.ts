@@ -1,11 +1,17 @@
+import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry } from "@emailsvc/outbox";
 import type { IndexSpec } from "@emailsvc/storage";
-import type { CampaignStatus } from "../domain/campaign.js";
+import type { CampaignStatus, RecipientCounts, RecipientState, SkipReason } from "../domain/campaign.js";
 import type { EventType } from "../domain/trigger.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index starts with it too, so no query can reach across tenants.
 
-export interface CampaignDoc {
+/** A campaign's change to publish on campaign.status_changed (the outbox of @emailsvc/outbox). */
+export interface CampaignOutboxEntry extends OutboxEntry {
+  status: CampaignStatus;
+}
+
+export interface CampaignDoc extends OutboxDoc<CampaignOutboxEntry> {
   _id: string;
   tenant: string;
   name: string;
@@ -19,11 +25,60 @@ export interface CampaignDoc {
   status: CampaignStatus;
   created_at: number;
   updated_at: number;
+  // The fields below are set when a draft is sent (drafts stored before they existed lack them).
+  /** When a scheduled campaign starts (ms); null when sent at once. */
+  send_at?: number | null;
+  started_at?: number | null;
+  finished_at?: number | null;
+  /** Why the campaign failed (`schedule_missed`, `template_not_found`), else "". */
+  failure_reason?: string;
+  /** Pinned when sending starts: every recipient gets this version. */
+  template_version?: number;
+  /** Where the recipients stand; moved by `$inc` from one bucket to another (see RecipientCounts). */
+  counts?: RecipientCounts;
+  /** The audience snapshot: complete, or the last subscriber id copied into the ledger (to resume after a crash). */
+  snapshot_complete?: boolean;
+  snapshot_after?: string;
+  /** Which dispatcher works on the campaign, until when (ms): renewed while it works; a crashed one's runs out. */
+  lease_owner?: string;
+  lease_until?: number;
 }
 
 export const CAMPAIGN_INDEXES: readonly IndexSpec[] = [
   // Pages of campaigns in id (creation) order.
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
+  // The dispatcher, across tenants: campaigns sending or scheduled.
+  { name: "by_status", fields: { status: 1 } },
+  OUTBOX_INDEX,
+];
+
+/**
+ * One recipient of one campaign: the ledger. `_id` is
+ * `<campaign id>:<subscriber id>`, so the snapshot can be taken again after a
+ * crash without a second row, and the rows of a campaign lie together in id
+ * order. Moved pending -> queued (handed to delivery) -> sent | failed, or
+ * to skipped with a reason; every move is guarded by the state it leaves.
+ */
+export interface RecipientDoc {
+  _id: string;
+  tenant: string;
+  campaign_id: string;
+  subscriber_id: string;
+  /** Minted when the row is made and never changed: a recipient handed over twice is one email. */
+  email_id: string;
+  state: RecipientState;
+  /** skipped: why; failed: delivery's code; else "". */
+  reason: SkipReason | string;
+  updated_at: number;
+}
+
+export const RECIPIENT_INDEXES: readonly IndexSpec[] = [
+  // A campaign's rows of a state in id order (the dispatcher's walk, cancel, recounts). With `_id` last each
+  // key is one row: the embedded store keeps the rows of an index key in one array, and a key shared by a
+  // whole campaign made every move of a row cost the length of that array.
+  { name: "by_campaign_state", fields: { tenant: 1, campaign_id: 1, state: 1, _id: 1 } },
+  // An unsubscribe or erasure skips the subscriber's rows.
+  { name: "by_subscriber", fields: { tenant: 1, subscriber_id: 1 } },
 ];
 
 export interface TriggerDoc {

@@ -2,15 +2,19 @@ import { CrossTenantCollection, TenantCollection, type Collection, type Document
 import {
   CAMPAIGN_INDEXES,
   FIRE_INDEXES,
+  RECIPIENT_INDEXES,
   TRIGGER_INDEXES,
   type CampaignDoc,
   type FireDoc,
+  type RecipientDoc,
   type TriggerDoc,
 } from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
   campaigns: TenantCollection<CampaignDoc>;
+  /** The ledger: one row per recipient of a campaign. */
+  recipients: TenantCollection<RecipientDoc>;
   triggers: TenantCollection<TriggerDoc>;
   fires: TenantCollection<FireDoc>;
 }
@@ -22,11 +26,13 @@ export interface TenantRepositories {
  */
 export class CampaignStorage {
   private readonly campaigns: Collection<CampaignDoc>;
+  private readonly recipients: Collection<RecipientDoc>;
   private readonly triggers: Collection<TriggerDoc>;
   private readonly fires: Collection<FireDoc>;
 
   constructor(store: DocumentStore) {
     this.campaigns = store.collection<CampaignDoc>("campaigns");
+    this.recipients = store.collection<RecipientDoc>("campaign_recipients");
     this.triggers = store.collection<TriggerDoc>("triggers");
     this.fires = store.collection<FireDoc>("trigger_fires");
   }
@@ -34,6 +40,7 @@ export class CampaignStorage {
   async createIndexes(): Promise<void> {
     await Promise.all([
       this.campaigns.createIndexes(CAMPAIGN_INDEXES),
+      this.recipients.createIndexes(RECIPIENT_INDEXES),
       this.triggers.createIndexes(TRIGGER_INDEXES),
       this.fires.createIndexes(FIRE_INDEXES),
     ]);
@@ -42,6 +49,7 @@ export class CampaignStorage {
   forTenant(tenant: string): TenantRepositories {
     return {
       campaigns: new TenantCollection(this.campaigns, tenant),
+      recipients: new TenantCollection(this.recipients, tenant),
       triggers: new TenantCollection(this.triggers, tenant),
       fires: new TenantCollection(this.fires, tenant),
     };
@@ -50,6 +58,16 @@ export class CampaignStorage {
   /** For the consumer of subscriber events: each event's tenant comes from its checked meta. */
   eventTenants(): { forTenant(tenant: string): TenantRepositories } {
     return { forTenant: (tenant) => this.forTenant(tenant) };
+  }
+
+  /** For the dispatcher: campaigns of every tenant that are sending or scheduled. */
+  campaignsToDispatch(): CrossTenantCollection<CampaignDoc> {
+    return new CrossTenantCollection(this.campaigns, "campaign dispatcher: finds sending and scheduled campaigns of every tenant");
+  }
+
+  /** For the outbox relay: campaigns of every tenant whose status change is not published yet. */
+  outboxSweep(): CrossTenantCollection<CampaignDoc> {
+    return new CrossTenantCollection(this.campaigns, "outbox relay: sweeps pending outboxes of every tenant");
   }
 
   /** For the firer: pending fires of every tenant that are due. */

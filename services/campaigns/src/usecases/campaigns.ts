@@ -3,7 +3,8 @@ import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import { invalid, newId, notFound, pageById } from "@emailsvc/runtime";
 import type { TenantFilter } from "@emailsvc/storage";
 import { notDraft, validateName, type CampaignView } from "../domain/campaign.js";
-import type { CampaignDoc } from "../storage/documents.js";
+import { newOutbox } from "@emailsvc/outbox";
+import type { CampaignDoc, CampaignOutboxEntry } from "../storage/documents.js";
 import { campaignView, checkReferences, type Deps, type Scope } from "./deps.js";
 
 // Drafts: create, read, list, change, delete; and the size of an audience.
@@ -46,6 +47,7 @@ export async function createCampaign(
     status: "draft" as const,
     created_at: now,
     updated_at: now,
+    ...newOutbox<CampaignOutboxEntry>([]),
   };
   await scope.campaigns.insertOne(doc);
   return campaignView({ ...doc, tenant: scope.campaigns.tenant });

@@ -1,10 +1,26 @@
 import { create } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
-import { tenantKey, type CallContext, type Logger } from "@emailsvc/runtime";
-import { templateNotFound, type CampaignView } from "../domain/campaign.js";
+import type { OutboxAfterWrite } from "@emailsvc/outbox";
+import type { Policy } from "@emailsvc/ratelimit";
+import { tenantKey, type CallContext, type KeyMode, type Logger } from "@emailsvc/runtime";
+import { emptyCounts, templateNotFound, type CampaignView } from "../domain/campaign.js";
 import type { AudienceSource, TemplateDirectory } from "../rpc/clients.js";
 import type { CampaignDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
+
+/** How campaigns are sent (CAMPAIGN_* settings, see config.ts). */
+export interface CampaignSettings {
+  /** Each tenant's sending rate (messages per window); null: as fast as delivery takes them. */
+  rate: Policy | null;
+  /** Each tenant's messages per 24 h (a sliding window); null: no cap. */
+  dailyLimit: number | null;
+  /** A scheduled campaign found overdue by more than this (the platform was down) fails instead of sending late. */
+  scheduleMaxAgeMs: number;
+  /** Recipients of one campaign handed to delivery and not yet answered, at most: what a pause lets finish. */
+  maxInFlight: number;
+  /** How long SendCampaign copies the audience before it answers (the dispatcher finishes a larger one). */
+  snapshotBudgetMs: number;
+}
 
 /** What every use case needs besides its tenant's collections; built once in server.ts. No collection here. */
 export interface Deps {
@@ -12,6 +28,11 @@ export interface Deps {
   templates: TemplateDirectory;
   logger: Logger;
   now: () => number;
+  /** Publishes a campaign's outbox (campaign.status_changed) right after the write that filled it. */
+  relay?: OutboxAfterWrite<CampaignDoc>;
+  settings?: CampaignSettings;
+  /** Tells the dispatcher there is work now (a campaign started or resumed). */
+  wake?: () => void;
 }
 
 /** One call: its context and its tenant's collections. */
@@ -32,7 +53,20 @@ export function campaignView(doc: CampaignDoc): CampaignView {
     status: doc.status,
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
+    sendAt: doc.send_at ?? null,
+    startedAt: doc.started_at ?? null,
+    finishedAt: doc.finished_at ?? null,
+    failureReason: doc.failure_reason ?? "",
+    templateVersion: doc.template_version ?? 0,
+    counts: doc.counts ?? emptyCounts(),
+    snapshotComplete: doc.snapshot_complete ?? false,
   };
+}
+
+/** The context work on a campaign acts in when no request carries it (the dispatcher): its tenant, as the system. */
+export function campaignCall(doc: Pick<CampaignDoc, "tenant" | "_id">): CallContext {
+  const [accountId, mode] = doc.tenant.split(":") as [string, KeyMode];
+  return { tenant: { accountId, mode }, actor: `campaign:${doc._id}`, requestId: doc._id };
 }
 
 /**

@@ -62,14 +62,17 @@ export interface MessageInput {
   unsubscribeUrl?: string | undefined;
   /** The tenant (`<account id>:<mode>`) whose list the mail is from: marketing mail carries its List-Id. */
   tenant?: string | undefined;
+  /** The campaign the mail belongs to: its List-Id names the campaign within the tenant's list. */
+  campaignId?: string | undefined;
 }
 
 /**
- * RFC 2919 List-Id of a tenant's marketing mail, `<acc_….live.<sender domain>>`:
+ * RFC 2919 List-Id of a tenant's marketing mail, `<acc_….live.<sender domain>>`
+ * (a campaign's: `<cmp_….acc_….live.<sender domain>>`):
  * mail clients group and filter a list's mail by it, and it names no person.
  */
-export function listIdFor(tenant: string, sender: Sender): string {
-  return `<${tenant.replace(":", ".")}.${sender.domain}>`;
+export function listIdFor(tenant: string, sender: Sender, campaignId?: string): string {
+  return `<${campaignId ? `${campaignId}.` : ""}${tenant.replace(":", ".")}.${sender.domain}>`;
 }
 
 export function buildMessage(input: MessageInput): OutgoingMessage {
@@ -86,7 +89,7 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
   if (input.category === "marketing" && input.unsubscribeUrl) {
     Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
   }
-  if (input.category === "marketing" && input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from);
+  if (input.category === "marketing" && input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from, input.campaignId);
   return {
     emailId: input.emailId,
     from: input.from,

@@ -65,6 +65,10 @@ export const PUBLIC_ERRORS = {
   recipient_unsubscribed: "the recipient unsubscribed (or bounced, or complained): marketing mail is not sent to them",
   /** The recipient's subscriber was erased before the email was sent. */
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
+  /** A campaign email whose subscriber bounced or complained: marketing mail is not sent to them. */
+  recipient_suppressed: "the recipient bounced or complained: marketing mail is not sent to them",
+  /** A campaign email whose campaign was cancelled before it was given to the provider. */
+  campaign_cancelled: "the campaign was cancelled before the email was given to the provider",
 } as const;
 
 export type PublicErrorCode = keyof typeof PUBLIC_ERRORS;
@@ -75,7 +79,7 @@ export function publicError(code: PublicErrorCode, reply = ""): string {
 }
 
 /** What a failed attempt is about, before the retry rules decide whether the email fails. */
-export type FailureCode = Exclude<PublicErrorCode, "attempts_exhausted" | "recipient_erased"> | "relay_deferred" | "send_aborted";
+export type FailureCode = Exclude<PublicErrorCode, "attempts_exhausted"> | "relay_deferred" | "send_aborted";
 
 export class SendFailure extends Error {
   /** The relay's reply, without addresses: safe to show (may be ""). */

@@ -12,9 +12,23 @@ export interface Recipient {
   status: string;
 }
 
+/** A subscriber looked up by id: a recipient and the address to mail. */
+export interface AddressedRecipient extends Recipient {
+  email: string;
+}
+
+/** Most ids one `byIds` call takes (AudienceService.GetRecipients). */
+export const RECIPIENTS_PER_CALL = 1000;
+
 export interface RecipientDirectory {
   /** The subscriber with this address in the tenant, or undefined when there is none. Throws RecipientsUnavailableError. */
   lookup(tenant: string, email: string, signal: AbortSignal): Promise<Recipient | undefined>;
+  /**
+   * The tenant's subscribers with these ids (at most RECIPIENTS_PER_CALL), by
+   * id; an id of no subscriber (erased) is absent. A campaign's recipients
+   * are looked up this way, a batch in one call. Throws RecipientsUnavailableError.
+   */
+  byIds(tenant: string, ids: readonly string[], signal: AbortSignal): Promise<Map<string, AddressedRecipient>>;
 }
 
 export class RecipientsUnavailableError extends Error {

@@ -12,6 +12,8 @@ export interface UnsubscribeTarget {
   emailId: string;
   /** The recipient's subscriber, when the recipient is one. */
   subscriberId?: string | undefined;
+  /** The campaign the email belongs to, if any. */
+  campaignId?: string | undefined;
 }
 
 /** The link of one email, or undefined when the platform mints none. */
@@ -26,11 +28,11 @@ export const DEFAULT_UNSUBSCRIBE_TTL_DAYS = 365;
 export function unsubscribeLinks(options: { keys: KeyRing; publicApiUrl: string; ttlDays?: number; now?: () => number }): UnsubscribeUrlSource {
   const base = `${options.publicApiUrl.replace(/\/+$/, "")}/unsubscribe?token=`;
   const ttlSeconds = (options.ttlDays ?? DEFAULT_UNSUBSCRIBE_TTL_DAYS) * 24 * 60 * 60;
-  return ({ tenant, emailId, subscriberId }) => {
+  return ({ tenant, emailId, subscriberId, campaignId }) => {
     const [accountId = "", mode = ""] = tenant.split(":");
     const token = signToken(
       options.keys,
-      { purpose: "unsubscribe", accountId, mode: mode === "live" ? "live" : "test", emailId, subscriberId },
+      { purpose: "unsubscribe", accountId, mode: mode === "live" ? "live" : "test", emailId, subscriberId, ...(campaignId ? { campaignId } : {}) },
       { ttlSeconds, ...(options.now ? { now: options.now() } : {}) },
     );
     return base + token;

@@ -9,9 +9,10 @@ import type { DeliveryStorage } from "../storage/repositories.js";
 export const DELIVERY_PRODUCED_TOPICS = ["email.send.requested", "email.status"] as const satisfies readonly Topic[];
 /**
  * Topics delivery consumes. `subscriber.deleted` is produced by the subscribers
- * service (the registry of @emailsvc/events names it; delivery does not import that service).
+ * service and `campaign.status_changed` by campaigns (the registry of
+ * @emailsvc/events names them; delivery imports neither service).
  */
-export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted"] as const satisfies readonly Topic[];
+export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted", "campaign.status_changed"] as const satisfies readonly Topic[];
 export const DELIVERY_TOPICS: Topic[] = [...new Set<Topic>([...DELIVERY_PRODUCED_TOPICS, ...DELIVERY_CONSUMED_TOPICS])];
 
 export interface DeliveryOutboxOptions {
@@ -45,7 +46,7 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
       return [
         entry.topic === "email.send.requested"
           ? encodeEvent("email.send.requested", origin, { emailId: doc._id })
-          : encodeEvent("email.status", origin, { emailId: doc._id, status: entry.status ?? doc.status }),
+          : encodeEvent("email.status", origin, statusEvent(doc, entry.status ?? doc.status)),
       ];
     },
     sweepIntervalMs: options.sweepIntervalMs,
@@ -58,6 +59,20 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     ],
   });
   return relay;
+}
+
+/** An email.status body: ids, the status and, for a failure, its public code (never the relay's text). */
+export function statusEvent(
+  doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error">,
+  status: string,
+): { emailId: string; status: string; subscriberId: string; campaignId: string; reason: string } {
+  return {
+    emailId: doc._id,
+    status,
+    subscriberId: doc.subscriber_id ?? "",
+    campaignId: doc.campaign_id ?? "",
+    reason: status === "failed" ? (doc.error.split(":")[0] ?? "") : "",
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
-import { subscribeEventBatches, type EventBus, type Subscription } from "@emailsvc/events";
+import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
 import { settleLimited, type Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { deliverEmail, type DeliveryDeps } from "../usecases/deliver-email.js";
+import { CancelledCampaigns, intakeCampaignRequests, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
+import { deliverEmail, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
@@ -28,12 +29,19 @@ export const DEFAULT_SEND_CONCURRENCY = 16;
  * batch asks to be retried, the batch comes again after the bus' backoff:
  * the ones already sent are then skipped (final), the others tried again.
  *
+ * A campaign's recipients arrive as send requests naming the campaign, the
+ * subscriber and the template version (see usecases/campaign-intake.ts): the
+ * batch's records are made first (one lookup, one insert per tenant), then
+ * sent like the others. `campaign.status_changed` keeps the cancelled
+ * campaigns, whose recipients not yet given to the provider are not sent.
+ *
  * Stopping drains: no new events, the sends in flight may finish within the
  * grace; past it they are aborted and left to their leases (as a crash would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
   private readonly shutdown = new AbortController();
+  private readonly intake: IntakeDeps;
 
   constructor(
     private readonly bus: EventBus,
@@ -42,7 +50,13 @@ export class SendConsumer {
     private readonly logger: Logger,
     private readonly group: string = DELIVERY_GROUP,
     private readonly concurrency: number = DEFAULT_SEND_CONCURRENCY,
-  ) {}
+  ) {
+    this.intake = {
+      ...deps,
+      cancelledCampaigns: new CancelledCampaigns(deps.now),
+      publish: (events) => publishEvents(bus, events),
+    };
+  }
 
   async start(): Promise<void> {
     this.subscription = await subscribeEventBatches(this.bus, {
@@ -51,13 +65,37 @@ export class SendConsumer {
       maxBatch: this.concurrency * 4,
       handlers: {
         "email.send.requested": async (batch) => {
-          const emails = new Map<string, string>(); // email id -> tenant, each once
-          for (const { message, meta } of batch) emails.set(message.emailId, meta.tenant);
-          const results = await settleLimited([...emails], this.concurrency, ([emailId, tenant]) =>
-            deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal),
+          // email id -> its tenant (and what the campaign intake learnt), each once
+          const emails = new Map<string, { tenant: string; campaign?: CampaignSend }>();
+          const campaignRequests = new Map<string, CampaignRequest[]>(); // tenant -> requests
+          for (const { message, meta } of batch) {
+            if (!message.campaignId) {
+              emails.set(message.emailId, { tenant: meta.tenant });
+              continue;
+            }
+            const list = campaignRequests.get(meta.tenant) ?? [];
+            list.push(message);
+            campaignRequests.set(meta.tenant, list);
+          }
+          const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published once for the batch
+          for (const [tenant, requests] of campaignRequests) {
+            for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
+              emails.set(emailId, { tenant, campaign });
+            }
+          }
+          const results = await settleLimited([...emails], this.concurrency, ([emailId, { tenant, campaign }]) =>
+            deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal, campaign),
           );
+          if (outcomes.length > 0) await this.intake.publish(outcomes);
           const failed = results.find((result) => result.status === "rejected");
           if (failed) throw failed.reason;
+        },
+        "campaign.status_changed": async (batch) => {
+          for (const { message, meta } of batch) {
+            if (message.status === "cancelled") {
+              await this.intake.cancelledCampaigns.record(this.tenants.forTenant(meta.tenant), message.campaignId, meta.occurredAt || this.deps.now());
+            }
+          }
         },
         "subscriber.deleted": async (batch) => {
           // In order: erasures of one subscriber are idempotent, and few.

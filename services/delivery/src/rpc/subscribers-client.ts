@@ -1,17 +1,35 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { SubscriberService, SubscriberStatus } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
 import { callHeaders } from "@emailsvc/runtime";
-import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
+import { RecipientsUnavailableError, type AddressedRecipient, type RecipientDirectory } from "../domain/recipients.js";
 
-// RecipientDirectory over gRPC: SubscriberService.GetSubscriberByEmail in the
-// email's own tenant (`<account>:<mode>`), acting as the system.
+// RecipientDirectory over gRPC: SubscriberService.GetSubscriberByEmail and
+// AudienceService.GetRecipients in the email's own tenant (`<account>:<mode>`),
+// acting as the system.
 export function subscribersDirectory(transport: Transport, options: { timeoutMs?: number } = {}): RecipientDirectory {
   const client = createClient(SubscriberService, transport);
+  const audience = createClient(AudienceService, transport);
   const timeoutMs = options.timeoutMs ?? 5000;
+  const headersOf = (tenant: string) => {
+    const [accountId = "", mode = ""] = tenant.split(":");
+    return callHeaders({ tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "system", requestId: "" });
+  };
   return {
+    async byIds(tenant, ids, signal) {
+      const found = new Map<string, AddressedRecipient>();
+      if (ids.length === 0) return found;
+      try {
+        const res = await audience.getRecipients({ subscriberIds: [...ids] }, { headers: headersOf(tenant), timeoutMs, signal });
+        for (const r of res.recipients) {
+          found.set(r.subscriberId, { subscriberId: r.subscriberId, email: r.email, metadata: r.metadata ?? {}, status: statusName(r.status) });
+        }
+        return found;
+      } catch {
+        throw new RecipientsUnavailableError();
+      }
+    },
     async lookup(tenant, email, signal) {
-      const [accountId = "", mode = ""] = tenant.split(":");
-      const headers = callHeaders({ tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "system", requestId: "" });
+      const headers = headersOf(tenant);
       try {
         const res = await client.getSubscriberByEmail({ email }, { headers, timeoutMs, signal });
         if (!res.subscriber?.id) return undefined;

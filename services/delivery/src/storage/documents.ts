@@ -30,6 +30,8 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
    * Older records may lack the field.
    */
   subscriber_id?: string;
+  /** The campaign the email belongs to ("" or absent for one sent through SendEmail or a trigger). */
+  campaign_id?: string;
   template_id: string;
   template_slug: string;
   /** The version the email was queued with; it is rendered with that one. */
@@ -92,6 +94,18 @@ export interface SandboxMessageDoc extends Doc {
   headers: Record<string, string>;
   captured_at: number;
 }
+
+/**
+ * A campaign that was cancelled (from campaign.status_changed): its recipients
+ * handed over but not yet given to the provider are not sent. `_id` is the
+ * campaign id.
+ */
+export interface CancelledCampaignDoc extends Doc {
+  tenant: string;
+  cancelled_at: number;
+}
+
+export const CANCELLED_CAMPAIGN_INDEXES = [{ name: "by_tenant", fields: { tenant: 1, _id: 1 } }] as const;
 
 export const EMAIL_INDEXES = [
   // Idempotency: one email per key and tenant; decides concurrent requests with one key.

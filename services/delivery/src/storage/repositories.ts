@@ -1,5 +1,12 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
-import { EMAIL_INDEXES, SANDBOX_INDEXES, type EmailDoc, type SandboxMessageDoc } from "./documents.js";
+import {
+  CANCELLED_CAMPAIGN_INDEXES,
+  EMAIL_INDEXES,
+  SANDBOX_INDEXES,
+  type CancelledCampaignDoc,
+  type EmailDoc,
+  type SandboxMessageDoc,
+} from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
@@ -7,6 +14,7 @@ export interface TenantRepositories {
   tenant: string;
   emails: TenantCollection<EmailDoc>;
   sandbox: TenantCollection<SandboxMessageDoc>;
+  cancelledCampaigns: TenantCollection<CancelledCampaignDoc>;
 }
 
 /**
@@ -17,18 +25,29 @@ export interface TenantRepositories {
 export class DeliveryStorage {
   private readonly emails: Collection<EmailDoc>;
   private readonly sandbox: Collection<SandboxMessageDoc>;
+  private readonly cancelled: Collection<CancelledCampaignDoc>;
 
   constructor(store: DocumentStore) {
     this.emails = store.collection<EmailDoc>("emails");
     this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
+    this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
   }
 
   async createIndexes(): Promise<void> {
-    await Promise.all([this.emails.createIndexes(EMAIL_INDEXES), this.sandbox.createIndexes(SANDBOX_INDEXES)]);
+    await Promise.all([
+      this.emails.createIndexes(EMAIL_INDEXES),
+      this.sandbox.createIndexes(SANDBOX_INDEXES),
+      this.cancelled.createIndexes(CANCELLED_CAMPAIGN_INDEXES),
+    ]);
   }
 
   forTenant(tenant: string): TenantRepositories {
-    return { tenant, emails: new TenantCollection(this.emails, tenant), sandbox: new TenantCollection(this.sandbox, tenant) };
+    return {
+      tenant,
+      emails: new TenantCollection(this.emails, tenant),
+      sandbox: new TenantCollection(this.sandbox, tenant),
+      cancelledCampaigns: new TenantCollection(this.cancelled, tenant),
+    };
   }
 
   /** For the outbox relay: its sweep finds pending outboxes of every tenant. */
@@ -48,7 +67,10 @@ export class DeliveryStorage {
   eventTenants(): { forTenant(tenant: string): TenantRepositories } {
     const emails = new CrossTenantCollection(this.emails, "send consumer: an event's meta names the tenant of its email");
     const sandbox = new CrossTenantCollection(this.sandbox, "send consumer: erasure deletes the kept messages of the event's tenant");
-    return { forTenant: (tenant) => ({ tenant, emails: emails.forTenant(tenant), sandbox: sandbox.forTenant(tenant) }) };
+    const cancelled = new CrossTenantCollection(this.cancelled, "send consumer: a campaign.status_changed event names its tenant");
+    return {
+      forTenant: (tenant) => ({ tenant, emails: emails.forTenant(tenant), sandbox: sandbox.forTenant(tenant), cancelledCampaigns: cancelled.forTenant(tenant) }),
+    };
   }
 
   /** For the sandbox provider: it keeps each message in the tenant of the email being sent. */

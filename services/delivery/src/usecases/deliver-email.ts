@@ -9,14 +9,13 @@ import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from 
 import { RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
-import { RecipientsUnavailableError, type RecipientDirectory } from "../domain/recipients.js";
+import { RecipientsUnavailableError, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 
-/** Who to unsubscribe a marketing recipient with: a one-click URL, or undefined when none is known yet. */
 
 /**
  * What the send consumer's use cases need besides the event's tenant's
@@ -45,6 +44,29 @@ export interface DeliveryDeps {
   attemptTimeoutMs: number;
   logger: Logger;
   now: () => number;
+}
+
+/**
+ * What the campaign intake already knows about an email of a campaign, so
+ * that a batch costs one recipient lookup rather than one per email.
+ */
+export interface CampaignSend {
+  /** The recipient's subscriber as looked up with the batch; undefined when erased. */
+  recipient: Recipient | undefined;
+  /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
+  cancelled(): Promise<boolean>;
+  /**
+   * The email as the intake stored it, already claimed with this token (a
+   * fresh record is inserted leased): the attempt starts without a claim write.
+   */
+  claimed?: { doc: EmailDoc; token: string } | undefined;
+  /**
+   * Takes the email's outcome instead of its outbox: the consumer publishes
+   * the batch's outcomes in one go. Safe without an outbox because campaigns
+   * hands an unanswered recipient over again, and the intake answers an email
+   * already settled again (see campaign-intake.ts).
+   */
+  report(doc: EmailDoc, status: "sent" | "failed"): void;
 }
 
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
@@ -78,27 +100,36 @@ export async function deliverEmail(
   scope: TenantRepositories,
   emailId: string,
   shutdown: AbortSignal,
+  campaign?: CampaignSend,
 ): Promise<void> {
   const { emails } = scope;
   const { logger } = deps;
-  const doc = await emails.findOne({ _id: emailId });
-  if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
-
-  const now = deps.now();
-  const token = randomBytes(9).toString("base64url");
-  const claimed = await emails.updateOne(
-    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
-    { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
-  );
-  if (!claimed) {
-    const current = await emails.findOne({ _id: doc._id });
-    if (!current || isFinal(current.status)) return;
-    // Another attempt holds the lease (or held it and died): try again once it ran out.
-    throw new RetryLater(`email ${doc._id} is leased by another attempt`);
+  let claimed: EmailDoc;
+  let token: string;
+  let now = deps.now();
+  if (campaign?.claimed) {
+    ({ doc: claimed, token } = campaign.claimed);
+  } else {
+    const doc = await emails.findOne({ _id: emailId });
+    if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
+    now = deps.now();
+    token = randomBytes(9).toString("base64url");
+    const won = await emails.updateOne(
+      { _id: doc._id, status: "queued", lease_until: { $lt: now } },
+      { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
+    );
+    if (!won) {
+      const current = await emails.findOne({ _id: doc._id });
+      if (!current || isFinal(current.status)) return;
+      // Another attempt holds the lease (or held it and died): try again once it ran out.
+      throw new RetryLater(`email ${doc._id} is leased by another attempt`);
+    }
+    claimed = won;
   }
+  const doc = claimed;
 
   const log = logger.child({ email_id: doc._id, attempt: claimed.attempts });
-  const lease = new Lease(deps, emails, claimed._id, token, now + deps.leaseMs, shutdown);
+  const lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
@@ -106,16 +137,34 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    const recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-    if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
-    const marketing = prepared.template.category === "marketing";
+    let recipient: Recipient | undefined;
+    if (campaign) {
+      recipient = campaign.recipient;
+      if (!recipient) throw new SendFailure("permanent", "recipient_erased", { detail: "the campaign's recipient is no subscriber any more" });
+      if (recipient.status === "bounced" || recipient.status === "complained") {
+        throw new SendFailure("permanent", "recipient_suppressed", { detail: `recipient's subscriber is ${recipient.status}` });
+      }
+    } else {
+      recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
+      if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
+    }
+    const marketing = prepared.template.category === "marketing" || campaign !== undefined;
     // Marketing mail goes to active subscribers only: whoever unsubscribed (by
     // the link below, the portal or the API), bounced or complained gets none.
     if (marketing && recipient && recipient.status !== "active") {
       throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
     }
+    // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
+    if (campaign && (await campaign.cancelled())) {
+      throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
+    }
     const unsubscribeUrl = marketing
-      ? deps.unsubscribeUrl({ tenant: claimed.tenant, emailId: claimed._id, subscriberId: recipient?.subscriberId })
+      ? deps.unsubscribeUrl({
+          tenant: claimed.tenant,
+          emailId: claimed._id,
+          subscriberId: recipient?.subscriberId,
+          campaignId: claimed.campaign_id || undefined,
+        })
       : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
@@ -130,6 +179,7 @@ export async function deliverEmail(
       rendered,
       unsubscribeUrl,
       tenant: claimed.tenant,
+      campaignId: claimed.campaign_id || undefined,
     });
     const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
     if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
@@ -149,7 +199,7 @@ export async function deliverEmail(
     const repliedAt = performance.now();
     lease.stop();
     const at = deps.now();
-    await settle(deps, emails, claimed, "sent", at, {
+    await settle(deps, emails, claimed, "sent", at, campaign, {
       $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
     });
     const statusWriteMs = performance.now() - repliedAt;
@@ -195,7 +245,7 @@ export async function deliverEmail(
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
   const at = deps.now();
-  await settle(deps, emails, claimed, "failed", at, {
+  await settle(deps, emails, claimed, "failed", at, campaign, {
     $set: {
       status: "failed",
       failed_at: at,
@@ -347,22 +397,21 @@ async function settle(
   doc: EmailDoc,
   status: "sent" | "failed",
   at: number,
+  campaign: CampaignSend | undefined,
   update: TenantUpdate<EmailDoc>,
 ): Promise<void> {
+  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at } };
   const written = await emails.updateOne(
     { _id: doc._id, status: "queued" },
-    withOutbox<EmailDoc, OutboxEntry>(
-      { $set: { ...update.$set, lease_until: 0, lease_token: "" } },
-      [outboxEntry(at, "email.status", status)],
-      at,
-    ),
+    campaign ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
   );
   if (!written) {
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
   emailsByStatus.inc({ status });
-  await deps.relay.afterWrite(written);
+  if (campaign) campaign.report(written, status);
+  else await deps.relay.afterWrite(written);
 }
 
 /**

@@ -63,6 +63,8 @@ export function schemaValidator(ajv: Ajv2020, name: string): ValidateFunction {
 export interface OperationValidators {
   /** Validates (and fills defaults into) the parsed body; undefined when the operation takes none. */
   body?: (value: unknown) => unknown;
+  /** The body may be left out (`requestBody.required: false`): a request without one, or with an empty one, has none (http/body.ts). */
+  bodyOptional?: boolean;
   /** Validates the query string; returns it with numbers coerced and defaults applied. */
   query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;
   /** Validates the declared header parameters; returns them by their declared names (absent ones left out). */
@@ -83,6 +85,7 @@ export class RequestValidators {
       for (const operation of Object.values(item) as OperationObject[]) {
         this.byOperation.set(operation.operationId, {
           body: this.compileBody(bodies, operation),
+          bodyOptional: operation.requestBody !== undefined && !operation.requestBody.required,
           query: this.compileParameters(queries, operation, "query"),
           headers: this.compileParameters(bodies, operation, "header"),
           path: this.compileParameters(bodies, operation, "path"),

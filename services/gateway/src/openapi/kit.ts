@@ -66,6 +66,9 @@ export const bodyErrors: ErrorResponse[] = ["BadRequest", "PayloadTooLarge", "Un
 /** A required JSON body of the component schema `schema`. */
 export const body = (schema: string) => ({ required: true, content: { "application/json": { schema: ref(schema) } } });
 
+/** A JSON body that may be left out (no body, or an empty one; the handler sees none). */
+export const optionalBody = (schema: string) => ({ required: false, content: { "application/json": { schema: ref(schema) } } });
+
 /** A reference to a component parameter. */
 export const param = (name: string) => ({ $ref: `#/components/parameters/${name}` }) as unknown as ParameterObject;
 

@@ -69,14 +69,13 @@ export function defineRoute(
   }
   const validators = kit.validators.for(operationId);
   const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;
-  const bodyRequired = found.operation.requestBody?.required ?? false;
   chain.push(async (ctx, next) => {
     validators.path(ctx.params);
     ctx.state.query = validators.query(ctx.query);
     ctx.state.headers = validators.headers(ctx.headers);
     if (validators.body) {
       // An optional body left out stays undefined; one that is sent is validated.
-      const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: !bodyRequired });
+      const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: validators.bodyOptional });
       ctx.state.body = value === undefined ? undefined : validators.body(value);
     }
     await next();

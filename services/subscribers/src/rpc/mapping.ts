@@ -3,11 +3,13 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import {
   AudienceFilter_Match,
+  RecipientSchema,
   SubscriberEventSchema,
   SubscriberSchema,
   SubscriberStatus,
   TagSchema,
   type AudienceFilter,
+  type Recipient,
   type Subscriber,
   type SubscriberEvent,
   type Tag,
@@ -16,6 +18,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { AudienceFilterInput, Match, MetadataConditionInput } from "../domain/audience.js";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
+import type { RecipientView } from "../usecases/audience.js";
 import type { AuditDoc } from "../storage/documents.js";
 
 // proto <-> domain only; no rules here.
@@ -51,6 +54,15 @@ export function subscriberToProto(view: SubscriberView): Subscriber {
     tags: view.tags,
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
+  });
+}
+
+export function recipientToProto(view: RecipientView): Recipient {
+  return create(RecipientSchema, {
+    subscriberId: view.subscriberId,
+    email: view.email,
+    status: TO_PROTO[view.status],
+    metadata: view.metadata as JsonObject,
   });
 }
 

@@ -3,7 +3,7 @@ import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto"
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import { createSubscriber } from "../usecases/create-subscriber.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
-import { countAudience, listAudience } from "../usecases/audience.js";
+import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
 import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
@@ -11,7 +11,7 @@ import { listSubscribers } from "../usecases/list-subscribers.js";
 import { addTags, removeTag } from "../usecases/subscriber-tags.js";
 import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
 import { updateSubscriber } from "../usecases/update-subscriber.js";
-import { audienceFilterFromProto, auditToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
+import { audienceFilterFromProto, auditToProto, recipientToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
 
 /**
  * Registers SubscriberService, TagService and AudienceService: proto in, use case, proto out.
@@ -116,6 +116,10 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           limit: req.limit,
         });
         return { subscriberIds: page.subscriberIds, nextAfter: page.nextAfter };
+      },
+      async getRecipients(req, ctx) {
+        const found = await getRecipients(scopeOf(readCallContext(ctx)), req.subscriberIds);
+        return { recipients: found.map(recipientToProto) };
       },
     });
   };

@@ -1,4 +1,4 @@
-import { pageLimit } from "@emailsvc/runtime";
+import { invalid, isId, pageLimit } from "@emailsvc/runtime";
 import type { TenantFilter } from "@emailsvc/storage";
 import {
   AUDIENCE_PAGE,
@@ -44,6 +44,35 @@ export async function listAudience(
   const docs = await scope.subscribers.find(query, { sort: { _id: 1 }, limit: limit + 1 });
   const page = docs.slice(0, limit).map((d) => d._id);
   return { subscriberIds: page, nextAfter: docs.length > limit ? page[page.length - 1]! : "" };
+}
+
+/** Most ids one GetRecipients call takes: a batch of delivery's campaign intake. */
+export const RECIPIENTS_MAX = 1000;
+
+export interface RecipientView {
+  subscriberId: string;
+  email: string;
+  status: SubscriberDoc["status"];
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Where and how to mail each of up to RECIPIENTS_MAX subscribers (delivery's
+ * campaign intake): one query by ids. Ids of no (or a deleted) subscriber of
+ * the tenant are left out; the order is the order asked.
+ */
+export async function getRecipients(scope: Scope, ids: readonly string[]): Promise<RecipientView[]> {
+  if (ids.length === 0 || ids.length > RECIPIENTS_MAX) {
+    throw invalid(`subscriber_ids must hold 1 to ${RECIPIENTS_MAX} ids`, [{ field: "subscriber_ids", description: `must hold 1 to ${RECIPIENTS_MAX} ids` }]);
+  }
+  const bad = ids.findIndex((id) => !isId("sub", id));
+  if (bad >= 0) throw invalid("subscriber_ids holds a malformed id", [{ field: `subscriber_ids[${bad}]`, description: "is not a subscriber id" }]);
+  const docs = await scope.subscribers.find({ _id: { $in: [...new Set(ids)] }, deleted: false });
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  return ids.flatMap((id) => {
+    const doc = byId.get(id);
+    return doc ? [{ subscriberId: doc._id, email: doc.email, status: doc.status, metadata: doc.metadata }] : [];
+  });
 }
 
 /**

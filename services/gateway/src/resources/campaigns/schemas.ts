@@ -8,6 +8,7 @@ import {
   lineText,
   noContent,
   nullableTimestamp,
+  optionalBody,
   page,
   param,
   pathParam,
@@ -97,7 +98,7 @@ export const CampaignSend = {
   description: "Optional: no body, `{}` and a `send_at` not in the future all send at once.",
   properties: {
     send_at: dateTimeInput(
-      "When to send, as an RFC 3339 date-time with its offset (e.g. `2026-11-22T09:00:00+01:00`). In the future: the campaign is `scheduled` and starts then (its audience is taken at that moment). Now or in the past: it sends at once. A campaign found overdue by more than the operator's maximum schedule age (one hour unless configured otherwise) fails with `failure_reason` `schedule_missed` instead of sending late.",
+      "When to send, as an RFC 3339 date-time with its offset (e.g. `2026-11-22T09:00:00+01:00`). In the future: the campaign is `scheduled` and starts then (its audience is taken at that moment). Now or in the past: it sends at once. A scheduled campaign found overdue by more than the maximum schedule age (`CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS` of the campaigns service, default one hour; say the platform was down at its time) is not sent late: it fails with `failure_reason` `schedule_missed`.",
     ),
   },
 } as const;
@@ -112,7 +113,7 @@ const STATUS_DESCRIPTION = [
   "`sent` (every recipient has an outcome in `counts`).",
   "A `sending` campaign can be `paused` (nothing more is handed to delivery; what was handed already finishes) and resumed.",
   "A `scheduled`, `sending` or `paused` campaign can be `cancelled`: every recipient not yet handed to the email provider is skipped (reason `cancelled`).",
-  "`failed`: it could not be sent; `failure_reason` says why (`schedule_missed`: a scheduled campaign found overdue by more than the operator's maximum schedule age, one hour unless configured otherwise, which fails rather than sending late).",
+  "`failed`: a scheduled campaign could not start; `failure_reason` says why (`schedule_missed`: found overdue by more than the maximum schedule age, `CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS`, default one hour, it fails rather than sending late).",
   "`sent`, `cancelled` and `failed` are final. Asking for a change the state does not allow is a 409 `campaign_state_conflict` whose detail names the current state.",
 ].join(" ");
 
@@ -285,10 +286,10 @@ export const paths: Paths = {
       operationId: "sendCampaign",
       summary: "Send a draft, now or at a time",
       description:
-        "Starts a `draft`. Without a body, with `{}` or with a `send_at` now or in the past, it sends at once: the template's current version is pinned, the audience is snapshotted (`total_recipients`, `counts.total`) and the campaign answers as `sending`. With a future `send_at` it answers as `scheduled` and starts then. Delivery goes on in the background: follow it with `GET /api/v1/campaigns/{id}` (`counts`, `status`). A campaign that is not a draft is a 409 `campaign_not_draft` naming its state, so a repeated send sends nothing more. The template must still exist (404 `template_not_found`).",
+        "Starts a `draft`. Without a body, with `{}` or with a `send_at` now or in the past, it sends at once: the template's current version is pinned, the audience is snapshotted (`total_recipients`, `counts.total`) and the campaign answers as `sending`. With a future `send_at` it answers as `scheduled` and starts then. Once sending, recipients are handed to delivery in the background, in batches within the account's sending rate, each exactly once whatever crashes or restarts happen: follow it with `GET /api/v1/campaigns/{id}` (`counts`, `status`). A campaign that is not a draft is a 409 `campaign_not_draft` naming its state, so a repeated send sends nothing more. The template must still exist (404 `template_not_found`).",
       tags: ["Campaigns"],
       parameters: [param("CampaignId")],
-      requestBody: { required: false, content: { "application/json": { schema: ref("CampaignSend") } } },
+      requestBody: optionalBody("CampaignSend"),
       responses: {
         "200": json(ref("Campaign"), "The campaign, `sending` (with `total_recipients`) or `scheduled`."),
         ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
@@ -300,7 +301,7 @@ export const paths: Paths = {
       operationId: "pauseCampaign",
       summary: "Pause a sending campaign",
       description:
-        "Stops handing recipients to delivery; mail already handed finishes, so `queued` and `sent` may still move. Only a `sending` campaign can be paused (409 `campaign_state_conflict` naming the state otherwise).",
+        "Stops handing recipients to delivery; mail already handed (at most the service's in-flight bound, `CAMPAIGN_MAX_IN_FLIGHT`) finishes, so `queued` and `sent` may still move. Resume goes on where it stopped: nobody gets the mail twice, nobody is left out. Only a `sending` campaign can be paused (409 `campaign_state_conflict` naming the state otherwise).",
       tags: ["Campaigns"],
       parameters: [param("CampaignId")],
       responses: { "200": json(ref("Campaign"), "The campaign, `paused`."), ...errors("NotFound", "Conflict", ...serviceErrors) },
@@ -321,7 +322,7 @@ export const paths: Paths = {
       operationId: "cancelCampaign",
       summary: "Cancel a campaign",
       description:
-        "Stops a `scheduled`, `sending` or `paused` campaign for good: every recipient not yet handed to the email provider is skipped (`counts.skipped_by_reason.cancelled`); mail the provider already has is not recalled. Another state is a 409 `campaign_state_conflict` naming it (a draft is deleted instead).",
+        "Stops a `scheduled`, `sending` or `paused` campaign for good: every recipient not yet handed to the email provider is skipped (`counts.skipped_by_reason.cancelled`); mail the provider already has is not recalled (one handed to it in the same instant is counted as sent). Cancelling is final. Another state is a 409 `campaign_state_conflict` naming it (a draft is deleted instead).",
       tags: ["Campaigns"],
       parameters: [param("CampaignId")],
       responses: { "200": json(ref("Campaign"), "The campaign, `cancelled`."), ...errors("NotFound", "Conflict", ...serviceErrors) },

@@ -1,0 +1,279 @@
+// Campaign benchmark: one marketing campaign to N subscribers (default
+// 100,000), from `POST /api/v1/campaigns/{id}/send` until every recipient is
+// handed to the provider, with the platform as `npm start` runs it (a child
+// process: embedded store; in-process bus, then Kafka).
+//
+//   npm run bench:campaign -w @emailsvc/bench     (writes bench/results/campaign.json)
+//
+// Rows: recipients per second, lost (recipients with no message at the
+// provider) and duplicates (recipients with more than one email), both of
+// which must be 0, and the peak memory (VmHWM) of the platform's process.
+// The subscribers are written straight into the subscribers service's store
+// while the platform is stopped (setup, not measured: through the API it
+// would take minutes); everything measured goes through the services.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { newId } from "@emailsvc/runtime";
+import { openStore } from "@emailsvc/storage";
+import { ensureKafka, freePort, KAFKA_VERSION } from "@emailsvc/testing";
+import { describeMachine } from "../support/machine.js";
+import { writeResultsBlock } from "../support/readme.js";
+
+const repo = join(__dirname, "..", "..", ".."); // bench/dist/campaign -> repo root
+const ADMIN = "bench-admin-token-0123456789abcdef";
+const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
+
+export const NEWSLETTER = `<mjml><mj-body>
+  <mj-section><mj-column>
+    <mj-text font-size="20px">Hello {{metadata.name}}</mj-text>
+    <mj-text>Here is what is new this week.</mj-text>
+    <mj-button href="https://example.com/news">Read more</mj-button>
+  </mj-column></mj-section>
+</mj-body></mjml>`;
+export const SUBJECT = "News for {{metadata.name}}";
+
+export interface CampaignRow {
+  run: string;
+  recipients: number;
+  seconds: number;
+  recipients_per_s: number;
+  /** From the send request until its answer (the audience snapshot). */
+  snapshot_s: number;
+  lost: number;
+  duplicates: number;
+  peak_rss_mb: number;
+}
+
+interface Platform {
+  child: ChildProcess;
+  url: string;
+  output: string[];
+  exited: Promise<number | null>;
+}
+
+async function startPlatform(dataDir: string, env: Record<string, string>): Promise<Platform> {
+  const port = await freePort();
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile the platform.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, join(repo, "embedded", "dist", "main.js")], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "warn",
+      DATA_DIR: dataDir,
+      GATEWAY_PORT: String(port),
+      METRICS_PORT: "0",
+      ADMIN_TOKEN: ADMIN,
+      RATE_LIMIT: "off",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  child.stdout!.on("data", (d) => output.push(String(d)));
+  child.stderr!.on("data", (d) => output.push(String(d)));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 1200; i++) {
+    if (child.exitCode !== null) throw new Error(`the platform exited:\n${output.join("")}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return { child, url, output, exited };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the platform did not become ready:\n${output.join("")}`);
+}
+
+async function stopPlatform(p: Platform): Promise<void> {
+  if (p.child.exitCode === null) p.child.kill("SIGTERM");
+  await p.exited;
+}
+
+/** Peak resident memory of a process so far (Linux VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+async function api(base: string, key: string, method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN}` } : { "x-api-key": key };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(base + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+export interface Audience {
+  dataDir: string;
+  key: string;
+  accountId: string;
+  templateId: string;
+  /** `r<i>@bench.example` for i < n. */
+  addresses: (i: number) => string;
+}
+
+/**
+ * A data directory with an account (a `mode` key), the newsletter template,
+ * the tag `everyone`, and `n` active subscribers holding it, written straight
+ * into the subscribers service's store.
+ */
+export async function prepareAudience(n: number, mode: "test" | "live", env: Record<string, string> = {}): Promise<Audience> {
+  const dataDir = mkdtempSync(join(tmpdir(), "bench-campaign-"));
+  const first = await startPlatform(dataDir, env);
+  const account = await api(first.url, "", "POST", "/admin/v1/accounts", { name: "Bench" }, true);
+  const key = (await api(first.url, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode }, true)).body.key as string;
+  const tag = await api(first.url, key, "POST", "/api/v1/tags", { name: "everyone" });
+  const template = await api(first.url, key, "POST", "/api/v1/templates", { name: "Newsletter", subject: SUBJECT, category: "marketing", mjml_content: NEWSLETTER });
+  if (tag.status !== 201 || template.status !== 201) throw new Error(`setup failed: ${tag.status} ${template.status}`);
+  await stopPlatform(first);
+
+  const addresses = (i: number) => `r${i}@bench.example`;
+  const store = await openStore({ dataDir, dbName: "subscribers" });
+  const subscribers = store.collection("subscribers");
+  const tenant = `${account.body.id}:${mode}`;
+  const now = Date.now();
+  for (let i = 0; i < n; i += 10_000) {
+    const docs = [];
+    for (let j = i; j < Math.min(n, i + 10_000); j++) {
+      docs.push({
+        _id: newId("sub"),
+        tenant,
+        email: addresses(j),
+        email_key: addresses(j),
+        status: "active",
+        metadata: { name: `Reader ${j}` },
+        tag_ids: [tag.body.id],
+        created_at: now,
+        updated_at: now,
+        deleted: false,
+        version: 1,
+        outbox: [],
+        outbox_pending: false,
+      });
+    }
+    await subscribers.insertMany(docs);
+  }
+  await store.close();
+  return { dataDir, key, accountId: account.body.id, templateId: template.body.id, addresses };
+}
+
+/**
+ * Sends one campaign to everyone on a prepared data directory; resolves the
+ * timings and the platform's peak memory. `verify` counts what the provider
+ * got (after the platform stopped).
+ */
+export async function runCampaign(
+  name: string,
+  audience: Audience,
+  env: Record<string, string>,
+  verify: () => Promise<{ lost: number; duplicates: number }>,
+): Promise<CampaignRow> {
+  const platform = await startPlatform(audience.dataDir, env);
+  try {
+    const created = await api(platform.url, audience.key, "POST", "/api/v1/campaigns", {
+      name: "Bench",
+      template_id: audience.templateId,
+      tag_filter: { include_tags: ["everyone"] },
+    });
+    const t0 = performance.now();
+    const sent = await api(platform.url, audience.key, "POST", `/api/v1/campaigns/${created.body.id}/send`);
+    const snapshot = (performance.now() - t0) / 1000;
+    if (sent.status !== 200) throw new Error(`send: ${sent.status} ${JSON.stringify(sent.body)}`);
+    let campaign = sent.body;
+    let lastLog = 0;
+    while (campaign.status === "sending") {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      campaign = (await api(platform.url, audience.key, "GET", `/api/v1/campaigns/${created.body.id}`)).body;
+      if (performance.now() - lastLog > 5000) {
+        lastLog = performance.now();
+        console.log(`  ${name}: ${((performance.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(campaign.counts)}`);
+      }
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const peak = peakRssMb(platform.child.pid!);
+    if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
+    await stopPlatform(platform);
+    const { lost, duplicates } = await verify();
+    return {
+      run: name,
+      recipients: campaign.counts.total,
+      seconds: round(seconds),
+      recipients_per_s: Math.round(campaign.counts.total / seconds),
+      snapshot_s: round(snapshot),
+      lost,
+      duplicates,
+      peak_rss_mb: peak,
+    };
+  } finally {
+    await stopPlatform(platform);
+  }
+}
+
+/** Lost and duplicate recipients by delivery's records and the sandbox's kept messages. */
+async function sandboxCount(audience: Audience, n: number): Promise<{ lost: number; duplicates: number }> {
+  const store = await openStore({ dataDir: audience.dataDir, dbName: "delivery" });
+  try {
+    const emails = await store.collection("emails").find({ status: "sent" });
+    const perRecipient = new Map<string, number>();
+    for (const e of emails) perRecipient.set(e.to as string, (perRecipient.get(e.to as string) ?? 0) + 1);
+    const kept = await store.collection("sandbox_messages").count({});
+    let lost = 0;
+    for (let i = 0; i < n; i++) if (!perRecipient.has(audience.addresses(i))) lost++;
+    const duplicates = [...perRecipient.values()].filter((c) => c > 1).length + Math.max(0, kept - perRecipient.size);
+    return { lost, duplicates };
+  } finally {
+    await store.close();
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+async function main(): Promise<void> {
+  const machine = describeMachine();
+  const rows: CampaignRow[] = [];
+  console.log(`campaign to ${N} subscribers, sandbox provider`);
+
+  const embedded = await prepareAudience(N, "test");
+  rows.push(await runCampaign("embedded store, in-process bus", embedded, {}, () => sandboxCount(embedded, N)));
+  console.log(rows.at(-1));
+  rmSync(embedded.dataDir, { recursive: true, force: true });
+
+  if (process.env.CAMPAIGN_BENCH_KAFKA === "off") return;
+  const kafka = await ensureKafka();
+  try {
+    const env = { KAFKA_BROKERS: kafka.brokers, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}` };
+    const onKafka = await prepareAudience(N, "test", env);
+    rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
+    console.log(rows.at(-1));
+    rmSync(onKafka.dataDir, { recursive: true, force: true });
+  } finally {
+    await kafka.stop();
+  }
+
+  const results = { machine, recipients: N, rows, at: new Date().toISOString() };
+  const dir = join(repo, "bench", "results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
+  const table = [
+    `Run of ${results.at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} subscribers.`,
+    "",
+    "| run | recipients | s | recipients/s | snapshot s | lost | duplicates | peak RSS MB |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.snapshot_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
+  ].join("\n");
+  writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
+  console.log(table);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,76 @@
+import { subscribeEventBatches, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
+import type { Logger } from "@emailsvc/runtime";
+import type { SkipReason } from "../domain/campaign.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { recordOutcomes, skipSubscriber, type EmailOutcome } from "../usecases/ledger.js";
+import type { TriggerWorker } from "./triggers.js";
+
+/** Consumer group of the campaigns service (one name everywhere). */
+export const CAMPAIGNS_GROUP = "campaigns";
+
+/** Every topic the campaigns service consumes. */
+export const CAMPAIGNS_CONSUMED_TOPICS = [
+  "subscriber.created",
+  "subscriber.tag_added",
+  "subscriber.tag_removed",
+  "subscriber.status_changed",
+  "subscriber.deleted",
+  "email.status",
+] as const satisfies readonly Topic[];
+
+/** Topics it produces: a campaign's hand-offs, and its changes of status. */
+export const CAMPAIGNS_PRODUCED_TOPICS = ["email.send.requested", "campaign.status_changed"] as const satisfies readonly Topic[];
+
+/** Why a subscriber of a new status gets no more campaign mail. */
+const SKIP_FOR_STATUS: Record<string, SkipReason> = { unsubscribed: "unsubscribed", bounced: "suppressed", complained: "suppressed" };
+
+/**
+ * The service's one subscription (group `campaigns`): kafkajs hands a group's
+ * partitions to its members whatever each subscribed to, so the triggers and
+ * the ledger share it. Subscriber events fire triggers and, when a subscriber
+ * stops being mailable, skip their recipients not yet handed over; delivery's
+ * `email.status` of campaign emails moves the ledger.
+ */
+export function subscribeCampaignEvents(
+  bus: EventBus,
+  options: {
+    group?: string;
+    logger: Logger;
+    triggers: TriggerWorker;
+    tenants: { forTenant(tenant: string): TenantRepositories };
+    now: () => number;
+  },
+): Promise<Subscription> {
+  const { triggers, tenants, now } = options;
+  return subscribeEventBatches(bus, {
+    group: options.group ?? CAMPAIGNS_GROUP,
+    logger: options.logger,
+    maxBatch: 500,
+    handlers: {
+      "subscriber.created": triggers.handlers["subscriber.created"],
+      "subscriber.tag_added": triggers.handlers["subscriber.tag_added"],
+      "subscriber.tag_removed": triggers.handlers["subscriber.tag_removed"],
+      "subscriber.status_changed": async (batch) => {
+        await triggers.handlers["subscriber.status_changed"](batch);
+        for (const { message, meta } of batch) {
+          const reason = SKIP_FOR_STATUS[message.toStatus];
+          if (reason) await skipSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, reason, now());
+        }
+      },
+      "subscriber.deleted": async (batch) => {
+        await triggers.handlers["subscriber.deleted"](batch);
+        for (const { message, meta } of batch) await skipSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, "erased", now());
+      },
+      "email.status": async (batch) => {
+        const byTenant = new Map<string, EmailOutcome[]>();
+        for (const { message, meta } of batch) {
+          if (!message.campaignId) continue;
+          const list = byTenant.get(meta.tenant) ?? [];
+          list.push({ campaignId: message.campaignId, subscriberId: message.subscriberId, status: message.status, reason: message.reason });
+          byTenant.set(meta.tenant, list);
+        }
+        for (const [tenant, outcomes] of byTenant) await recordOutcomes(tenants.forTenant(tenant), outcomes, now());
+      },
+    },
+  });
+}

@@ -1,0 +1,260 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { encodeEvent, publishEvents, type EventBus } from "@emailsvc/events";
+import type { Bucket, CounterStore, Policy } from "@emailsvc/ratelimit";
+import { newId } from "@emailsvc/runtime";
+import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
+import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import type { Deps } from "../usecases/deps.js";
+import { moveRows, reconcile, rowRange } from "../usecases/ledger.js";
+import { finishSending, snapshotAudience, startDue } from "../usecases/send-campaign.js";
+
+/** Recipients handed to delivery per step (one ledger write, one publish). */
+const HANDOFF_BATCH = 1000;
+/** A recipient handed over this long ago without an answer is handed over again (delivery ignores a repeat). */
+const STALE_QUEUED_MS = 60_000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface DispatcherOptions {
+  /** Names this process in leases. */
+  owner: string;
+  /** How often campaigns are looked for (default 500 ms); `wake()` looks at once. */
+  intervalMs?: number;
+  /** How long a lease holds a campaign without renewal (default 15 s): a crashed dispatcher's campaign is taken over after it. */
+  leaseMs?: number;
+}
+
+/**
+ * Hands the recipients of sending campaigns to delivery. For each campaign
+ * one dispatcher at a time holds a lease on it (renewed at every step) and
+ * runs it:
+ *
+ * 1. On taking a campaign (at start, or over from a dispatcher that died),
+ *    it hands over again every recipient already handed over and not yet
+ *    answered (a crash may have come between the ledger write and the
+ *    publish; delivery's records make a repeat a no-op), and recounts the
+ *    counts from the ledger.
+ * 2. It finishes the audience snapshot if the send request did not.
+ * 3. It walks the pending rows in id order, a batch at a time within the
+ *    tenant's sending rate and the in-flight bound: rows pending -> queued
+ *    (guarded), then one publish of their `email.send.requested` events,
+ *    keyed by subscriber.
+ * 4. When nothing is pending or queued any more, the campaign is `sent`.
+ *
+ * A pause or cancel is seen at the next step (the campaign is read at each);
+ * a scheduled campaign is started when due.
+ */
+export class CampaignDispatcher {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly running = new Map<string, Promise<void>>();
+  private ticking: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly campaigns: CrossTenantCollection<CampaignDoc>,
+    private readonly tenants: { forTenant(tenant: string): TenantRepositories },
+    private readonly bus: EventBus,
+    private readonly limiter: CounterStore | undefined,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.leaseMs = options.leaseMs ?? 15_000;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.options.intervalMs ?? 500);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Looks for work now (or right after the look in progress). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.tick();
+        } while (this.again && !this.stopped);
+      } catch (err) {
+        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign dispatcher: looking for work failed; retrying on its timer");
+      } finally {
+        this.ticking = undefined;
+      }
+    })();
+  }
+
+  /** Stops taking work; each campaign run ends at its next step and gives its lease back. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking;
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  private async tick(): Promise<void> {
+    const now = this.deps.now();
+    const found = await this.campaigns.find({ status: { $in: ["sending", "scheduled"] } }, { limit: 200 });
+    for (const campaign of found) {
+      if (this.stopped) return;
+      const repos = this.tenants.forTenant(campaign.tenant);
+      let doc: CampaignDoc | null = campaign;
+      if (campaign.status === "scheduled") {
+        if ((campaign.send_at ?? 0) > now) continue;
+        doc = await startDue(this.deps, repos, campaign);
+        if (!doc) continue;
+      }
+      const key = `${doc.tenant}/${doc._id}`;
+      if (this.running.has(key)) continue;
+      const leased = await this.lease(repos, doc);
+      if (!leased) continue;
+      const run = this.run(repos, leased).finally(() => this.running.delete(key));
+      this.running.set(key, run);
+    }
+  }
+
+  /** Takes (or renews) the campaign's lease; null when another dispatcher holds it. */
+  private async lease(repos: TenantRepositories, doc: CampaignDoc): Promise<CampaignDoc | null> {
+    const now = this.deps.now();
+    const set = { $set: { lease_owner: this.options.owner, lease_until: now + this.leaseMs } };
+    return (
+      (await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_owner: this.options.owner }, set)) ??
+      (await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_until: { $lt: now } }, set))
+    );
+  }
+
+  private async run(repos: TenantRepositories, taken: CampaignDoc): Promise<void> {
+    const log = this.deps.logger.child({ campaign_id: taken._id });
+    const id = taken._id;
+    try {
+      await this.handOverAgain(repos, taken, 0);
+      await reconcile(repos, id);
+      let cursor = "";
+      let lastRecheck = this.deps.now();
+      for (;;) {
+        if (this.stopped) return;
+        const doc = await this.lease(repos, taken);
+        if (!doc) return; // paused, cancelled, or the lease lost
+        if (!doc.snapshot_complete) {
+          await snapshotAudience(this.deps, repos, doc, this.deps.now() + 2000);
+          continue;
+        }
+        const inFlight = doc.counts?.queued ?? 0;
+        const room = (this.deps.settings?.maxInFlight ?? 5000) - inFlight;
+        if (room <= 0) {
+          await sleep(20);
+          continue;
+        }
+        const rows = await repos.recipients.find(
+          { campaign_id: id, state: "pending", _id: rowRange(id, cursor) } as TenantFilter<RecipientDoc>,
+          { sort: { _id: 1 }, limit: Math.min(HANDOFF_BATCH, room) },
+        );
+        if (rows.length === 0) {
+          const counts = doc.counts;
+          if (counts && counts.pending + counts.queued === 0) {
+            // The counts say done; the ledger has the last word (a crash may have left the counts behind).
+            const recounted = await reconcile(repos, id);
+            if (recounted.pending + recounted.queued === 0) {
+              await finishSending(this.deps, repos, doc);
+              log.info({ counts: recounted }, "campaign sent");
+              return;
+            }
+          }
+          const now = this.deps.now();
+          // Rows still pending behind the walk (a hand-off the rate refused part of): walk again from the start.
+          if (cursor !== "" && (counts?.pending ?? 0) > 0) cursor = "";
+          if (now - lastRecheck > STALE_QUEUED_MS) {
+            lastRecheck = now;
+            await this.handOverAgain(repos, doc, STALE_QUEUED_MS);
+          }
+          await sleep(100);
+          continue;
+        }
+        const allowed = await this.budget(doc.tenant, rows.length);
+        if (allowed === 0) continue;
+        const batch = rows.slice(0, allowed);
+        cursor = batch[batch.length - 1]!._id;
+        const now = this.deps.now();
+        await moveRows(repos, id, { _id: { $in: batch.map((r) => r._id) } }, "pending", "queued", now);
+        await this.publish(doc, batch, now);
+      }
+    } catch (err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign run failed; it is taken up again");
+    } finally {
+      await repos.campaigns
+        .updateOne({ _id: id, lease_owner: this.options.owner }, { $set: { lease_until: 0 } })
+        .catch(() => undefined);
+    }
+  }
+
+  /** Publishes the send requests of rows handed over (ids only; keyed by subscriber). */
+  private async publish(doc: CampaignDoc, rows: readonly RecipientDoc[], now: number): Promise<void> {
+    if (rows.length === 0) return;
+    await publishEvents(
+      this.bus,
+      rows.map((row) =>
+        encodeEvent(
+          "email.send.requested",
+          { eventId: newId("evt"), tenant: doc.tenant, occurredAt: now },
+          {
+            emailId: row.email_id,
+            campaignId: doc._id,
+            subscriberId: row.subscriber_id,
+            templateId: doc.template_id,
+            templateVersion: doc.template_version ?? 0,
+          },
+        ),
+      ),
+    );
+  }
+
+  /** Hands over again the rows queued at least `olderThanMs` ago (all of them with 0). */
+  private async handOverAgain(repos: TenantRepositories, doc: CampaignDoc, olderThanMs: number): Promise<void> {
+    const before = this.deps.now() - olderThanMs;
+    let after = "";
+    for (;;) {
+      const rows = await repos.recipients.find(
+        { campaign_id: doc._id, state: "queued", _id: rowRange(doc._id, after) } as TenantFilter<RecipientDoc>,
+        { sort: { _id: 1 }, limit: HANDOFF_BATCH },
+      );
+      if (rows.length === 0) return;
+      const stale = olderThanMs > 0 ? rows.filter((r) => r.updated_at <= before) : rows;
+      await this.publish(doc, stale, this.deps.now());
+      if (stale.length > 0) this.deps.logger.info({ campaign_id: doc._id, recipients: stale.length }, "recipients handed to delivery again");
+      after = rows[rows.length - 1]!._id;
+    }
+  }
+
+  /**
+   * How many of `want` messages the tenant may hand over now (CAMPAIGN_RATE
+   * and CAMPAIGN_DAILY_LIMIT, counted in the store, so they hold across
+   * restarts and replicas). 0 after a wait of at most a second, so that a
+   * pause or cancel is seen meanwhile, however far off the budget is.
+   */
+  private async budget(tenant: string, want: number): Promise<number> {
+    const settings = this.deps.settings;
+    const policies: Array<[string, Policy]> = [];
+    if (settings?.rate) policies.push([`campaign-rate:${tenant}`, settings.rate]);
+    if (settings?.dailyLimit) policies.push([`campaign-day:${tenant}`, { limit: settings.dailyLimit, windowMs: DAY_MS }]);
+    if (!this.limiter || policies.length === 0) return want;
+    let cost = Math.min(want, ...policies.map(([, p]) => p.limit));
+    for (let round = 0; round < 4 && cost > 0; round++) {
+      const buckets: Bucket[] = policies.map(([key, policy]) => ({ key, policy, cost }));
+      const outcome = await this.limiter.consume(buckets, this.deps.now());
+      if (outcome.allowed) return cost;
+      const fits = Math.min(...outcome.refusedBy.map((i) => outcome.states[i]!.remaining));
+      if (fits <= 0 || fits >= cost) {
+        await sleep(Math.min(Math.max(outcome.retryAfterMs, 10), 1000));
+        return 0;
+      }
+      cost = fits;
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,271 @@
+import { encodeEvent, type EncodedEvent } from "@emailsvc/events";
+import { newOutbox } from "@emailsvc/outbox";
+import { randomBytes } from "node:crypto";
+import { isId, newId } from "@emailsvc/runtime";
+import { isFinal } from "../domain/email.js";
+import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
+import { RendererCache } from "../domain/renderer.js";
+import { TemplatesUnavailableError } from "../domain/templates.js";
+import type { PublicErrorCode } from "../domain/provider.js";
+import { statusEvent } from "../messaging/outbox.js";
+import type { EmailDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { RetryLater, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { emailsByStatus } from "./metrics.js";
+import { providerForTenant } from "./deps.js";
+
+// Campaign recipients handed over by the campaigns service
+// (`email.send.requested` with a campaign_id): one event per recipient, ids
+// only. A batch of them becomes email records with one recipient lookup, one
+// cancelled-campaign query and one insertMany; the records are then sent one
+// by one like any email (claim, render, hand-off, `sent`).
+
+/** One recipient of a campaign as the event names it. */
+export interface CampaignRequest {
+  emailId: string;
+  campaignId: string;
+  subscriberId: string;
+  templateId: string;
+  templateVersion: number;
+}
+
+/** An email of the batch to send now, with what the intake learnt about it. */
+export interface IntakeResult {
+  emailId: string;
+  campaign: CampaignSend;
+}
+
+/** How long a campaign found not cancelled is believed (ms) before the store is asked again. */
+const CANCEL_CHECK_MS = 250;
+
+/**
+ * Whether campaigns are cancelled, from the `cancelled_campaigns` of one
+ * tenant: asked right before each hand-off, so a cancellation stops the
+ * recipients not yet given to the provider within CANCEL_CHECK_MS of its
+ * event. A cancellation is final, so a "yes" is kept for good.
+ */
+export class CancelledCampaigns {
+  private readonly cancelled = new Set<string>();
+  private readonly checkedAt = new Map<string, number>();
+
+  constructor(private readonly now: () => number) {}
+
+  async isCancelled(scope: TenantRepositories, campaignId: string): Promise<boolean> {
+    const key = `${scope.tenant}/${campaignId}`;
+    if (this.cancelled.has(key)) return true;
+    const at = this.checkedAt.get(key);
+    const now = this.now();
+    if (at !== undefined && now - at < CANCEL_CHECK_MS) return false;
+    const found = await scope.cancelledCampaigns.findOne({ _id: campaignId });
+    if (found) {
+      this.cancelled.add(key);
+      this.checkedAt.delete(key);
+      return true;
+    }
+    if (this.checkedAt.size > 10_000) this.checkedAt.clear();
+    this.checkedAt.set(key, now);
+    return false;
+  }
+
+  /** Records a cancellation (from campaign.status_changed); idempotent. */
+  async record(scope: TenantRepositories, campaignId: string, at: number): Promise<void> {
+    await scope.cancelledCampaigns.upsertMany([{ _id: campaignId, cancelled_at: at }]);
+    this.cancelled.add(`${scope.tenant}/${campaignId}`);
+  }
+}
+
+export interface IntakeDeps extends DeliveryDeps {
+  cancelledCampaigns: CancelledCampaigns;
+  /** Publishes events that no record carries (recipients not stored): lost with a crash, they come again with the redelivered request. */
+  publish(events: EncodedEvent[]): Promise<void>;
+}
+
+/**
+ * Turns one tenant's campaign requests into email records and says which to
+ * send. Idempotent: an email already stored is not stored again (a recipient
+ * handed over twice is one email), and one already sent or failed is left out.
+ *
+ * A recipient that will not be mailed is answered on `email.status` as
+ * `failed` with a reason and not stored: erased (no subscriber any more),
+ * unsubscribed, suppressed (bounced or complained), or its campaign cancelled.
+ */
+export async function intakeCampaignRequests(
+  deps: IntakeDeps,
+  scope: TenantRepositories,
+  requests: readonly CampaignRequest[],
+  signal: AbortSignal,
+  /** Where the emails' outcomes go (email.status events), for the caller to publish once the batch is sent. */
+  outcomes: EncodedEvent[],
+): Promise<IntakeResult[]> {
+  const unique = new Map<string, CampaignRequest>();
+  for (const r of requests) {
+    if (isId("eml", r.emailId) && isId("cmp", r.campaignId) && isId("sub", r.subscriberId) && isId("tpl", r.templateId)) unique.set(r.emailId, r);
+    else deps.logger.warn({ email_id: safe(r.emailId) }, "campaign send request with malformed ids skipped");
+  }
+  const results: IntakeResult[] = [];
+  const all = [...unique.values()];
+  for (let i = 0; i < all.length; i += RECIPIENTS_PER_CALL) {
+    results.push(...(await intakeChunk(deps, scope, all.slice(i, i + RECIPIENTS_PER_CALL), signal, outcomes)));
+  }
+  return results;
+}
+
+async function intakeChunk(
+  deps: IntakeDeps,
+  scope: TenantRepositories,
+  requests: CampaignRequest[],
+  signal: AbortSignal,
+  outcomes: EncodedEvent[],
+): Promise<IntakeResult[]> {
+  const existing = new Map((await scope.emails.find({ _id: { $in: requests.map((r) => r.emailId) } })).map((d) => [d._id, d]));
+  const open = requests.filter((r) => {
+    const doc = existing.get(r.emailId);
+    return !doc || !isFinal(doc.status);
+  });
+  // Handed over again (campaigns had no answer yet): the outcome is said again,
+  // so that a campaign never waits for an answer that was already given.
+  const answered = [...existing.values()].filter((d) => isFinal(d.status));
+  if (answered.length > 0) {
+    const at = deps.now();
+    await deps.publish(
+      answered.map((d) =>
+        encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: at }, statusEvent(d, d.status === "failed" ? "failed" : "sent")),
+      ),
+    );
+  }
+  if (open.length === 0) return [];
+  if (!deps.recipients) throw new RetryLater("campaign recipients need the subscribers service (SUBSCRIBERS_URL)");
+  let recipients: Map<string, AddressedRecipient>;
+  try {
+    recipients = await deps.recipients.byIds(scope.tenant, [...new Set(open.map((r) => r.subscriberId))], signal);
+  } catch (err) {
+    if (err instanceof RecipientsUnavailableError) throw new RetryLater("subscribers service unavailable for a campaign batch");
+    throw err;
+  }
+
+  const now = deps.now();
+  // Fresh records are stored claimed by this attempt (its lease and token), so sending starts without a claim write.
+  const token = randomBytes(9).toString("base64url");
+  const fresh: Array<Omit<EmailDoc, "tenant">> = [];
+  const refused: EncodedEvent[] = [];
+  const refuse = (r: CampaignRequest, reason: PublicErrorCode) =>
+    refused.push(
+      encodeEvent(
+        "email.status",
+        { eventId: newId("evt"), tenant: scope.tenant, occurredAt: now },
+        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason }, "failed"),
+      ),
+    );
+  for (const r of open) {
+    if (existing.has(r.emailId)) continue;
+    const recipient = recipients.get(r.subscriberId);
+    if (!recipient) refuse(r, "recipient_erased");
+    else if (recipient.status === "bounced" || recipient.status === "complained") refuse(r, "recipient_suppressed");
+    else if (recipient.status !== "active") refuse(r, "recipient_unsubscribed");
+    else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled");
+    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, signal), now, token));
+  }
+  if (fresh.length > 0) {
+    // Records are stored before anything is sent: a crash from here on finds them queued.
+    const { duplicates } = await scope.emails.insertMany(fresh);
+    // One stored meanwhile by another attempt (a request handed over twice at once) is not ours to send.
+    for (const i of duplicates.reverse()) fresh.splice(i, 1);
+    emailsByStatus.inc({ status: "queued" }, fresh.length);
+  }
+  if (refused.length > 0) await deps.publish(refused);
+
+
+  const byEmail = new Map(open.map((r) => [r.emailId, r]));
+  const report = (doc: EmailDoc, status: "sent" | "failed") =>
+    outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
+  const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
+    const r = byEmail.get(emailId)!;
+    return {
+      emailId,
+      campaign: {
+        recipient: recipients.get(r.subscriberId),
+        cancelled: () => deps.cancelledCampaigns.isCancelled(scope, r.campaignId),
+        claimed: claimed && { doc: claimed, token },
+        report,
+      },
+    };
+  };
+  return [
+    ...fresh.map((d) => send(d._id, { ...d, tenant: scope.tenant } as EmailDoc)),
+    ...[...existing.values()].filter((d) => !isFinal(d.status)).map((d) => send(d._id)),
+  ];
+}
+
+function emailDoc(
+  deps: DeliveryDeps,
+  tenant: string,
+  r: CampaignRequest,
+  recipient: AddressedRecipient,
+  slug: string,
+  now: number,
+  token: string,
+): Omit<EmailDoc, "tenant"> {
+  return {
+    _id: r.emailId,
+    to: recipient.email,
+    to_key: recipient.email.toLowerCase(),
+    subscriber_id: r.subscriberId,
+    campaign_id: r.campaignId,
+    template_id: r.templateId,
+    template_slug: slug,
+    template_version: r.templateVersion,
+    variables_json: "{}",
+    idempotency_key: "",
+    idem_key: `none:${r.emailId}`,
+    request_hash: "",
+    status: "queued",
+    provider: providerForTenant(tenant, deps.liveProvider),
+    message_id: "",
+    error: "",
+    last_error: "",
+    attempts: 1,
+    transient_failures: 0,
+    lease_until: now + deps.leaseMs,
+    lease_token: token,
+    queued_at: now,
+    sent_at: null,
+    failed_at: null,
+    updated_at: now,
+    // No events: campaigns already counts the recipient as queued.
+    ...newOutbox<EmailDoc["outbox"][number]>([]),
+  };
+}
+
+/**
+ * The slug of the campaign's template version (the email record shows it), from
+ * the renderer cache, which the send right after needs anyway. "" when the
+ * version cannot be had: the send then fails the email with its reason.
+ */
+async function templateSlug(deps: DeliveryDeps, tenant: string, r: CampaignRequest, signal: AbortSignal): Promise<string> {
+  const key = RendererCache.key(tenant, r.templateId, r.templateVersion);
+  const cached = deps.renderers.get(key);
+  if (cached) return cached.template?.slug ?? "";
+  const [accountId = "", mode = ""] = tenant.split(":");
+  try {
+    const template = await deps.templates.byVersion(
+      { tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "service:delivery", requestId: r.emailId },
+      r.templateId,
+      r.templateVersion,
+      signal,
+    );
+    if (!template) return "";
+    try {
+      deps.renderers.put(key, template);
+    } catch {
+      // Not compilable: the send fails the email with template_render_failed.
+    }
+    return template.slug;
+  } catch (err) {
+    if (err instanceof TemplatesUnavailableError) throw new RetryLater("templates service unavailable for a campaign batch");
+    throw err;
+  }
+}
+
+function safe(id: string): string {
+  return /^[a-z]{3}_[0-9a-z]{26}$/.test(id) ? id : "<malformed>";
+}
