@@ -137,6 +137,31 @@ describe("OpenAPI document", () => {
     expect(gateway.openapi.paths["/api/v1/templates/{id}"]!.patch!.description).toMatch(/up to 1024 KiB/);
   });
 
+  it("documents sending a campaign: the states, the counts, pause, cancel, send_at and a missed schedule", () => {
+    const doc = gateway.openapi;
+    const campaign = doc.components.schemas.Campaign as { properties: Record<string, { description?: string }>; required: string[] };
+    const status = campaign.properties.status!.description!;
+    for (const state of ["draft", "scheduled", "sending", "paused", "sent", "cancelled", "failed"]) expect(status).toContain(`\`${state}\``);
+    expect(status).toMatch(/409 `campaign_state_conflict` whose detail names the current state/);
+    expect(campaign.properties.total_recipients!.description).toMatch(/snapshotted when sending started.*null before/);
+    expect(campaign.required).toEqual(expect.arrayContaining(["send_at", "started_at", "finished_at", "failure_reason", "template_version", "total_recipients", "counts"]));
+    expect((doc.components.schemas.RecipientCounts as { description: string }).description).toMatch(/`pending \+ queued \+ sent \+ failed \+ skipped = total`/);
+    const sendAt = (doc.components.schemas.CampaignSend as { properties: { send_at: { description: string } } }).properties.send_at.description;
+    expect(sendAt).toMatch(/Now or in the past: it sends at once/);
+    expect(sendAt).toMatch(/`schedule_missed`/);
+    const send = doc.paths["/api/v1/campaigns/{id}/send"]!.post!;
+    expect(send.requestBody).toMatchObject({ required: false });
+    expect(doc.paths["/api/v1/campaigns/{id}/pause"]!.post!.description).toMatch(/mail already handed .*finishes/);
+    expect(doc.paths["/api/v1/campaigns/{id}/cancel"]!.post!.description).toMatch(/every recipient not yet handed to the email provider is skipped/);
+    for (const action of ["send", "pause", "resume", "cancel"]) {
+      const op = doc.paths[`/api/v1/campaigns/{id}/${action}`]!.post!;
+      expect({ action, statuses: Object.keys(op.responses) }).toEqual({
+        action,
+        statuses: expect.arrayContaining(["200", "400", "401", "404", "409", "429", "500", "503", "504"]),
+      });
+    }
+  });
+
   it("says in PATCH /subscribers/{id} that metadata merges and null removes a key", () => {
     const op = gateway.openapi.paths["/api/v1/subscribers/{id}"]!.patch!;
     expect(op.description).toMatch(/merged/i);

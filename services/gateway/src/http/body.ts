@@ -72,11 +72,25 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
 }
 
 /**
+ * True when the request announces no body: neither `Transfer-Encoding` nor a
+ * `Content-Length` above 0 (RFC 9112, section 6.3: such a request has none).
+ */
+export function announcesNoBody(req: IncomingMessage): boolean {
+  if (req.headers["transfer-encoding"] !== undefined) return false;
+  const length = req.headers["content-length"];
+  return length === undefined || Number(length) === 0;
+}
+
+/**
  * Reads and parses a JSON body: 415 for another content type, 413 when too
  * large, 400 `invalid_json` when it is not UTF-8 JSON, 400 `json_too_deep`
  * when it nests deeper than JSON_MAX_DEPTH (checked on the text, first).
+ * With `optional` (an operation whose body may be left out), a request that
+ * announces no body, whatever its content type, and an empty or blank JSON
+ * body resolve `undefined`; a body that is there is held to every rule above.
  */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limitBytes: number, options: { optional?: boolean } = {}): Promise<unknown> {
+  if (options.optional && announcesNoBody(req)) return undefined;
   if (!isJsonContentType(req.headers["content-type"])) {
     throw new Problem(415, "unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
   }
@@ -87,7 +101,10 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   } catch {
     throw new Problem(400, "invalid_json", "The request body is not valid UTF-8.");
   }
-  if (text.trim() === "") throw new Problem(400, "invalid_json", "The request body is empty; send a JSON object.");
+  if (text.trim() === "") {
+    if (options.optional) return undefined;
+    throw new Problem(400, "invalid_json", "The request body is empty; send a JSON object.");
+  }
   if (exceedsJsonDepth(text, JSON_MAX_DEPTH)) {
     throw new Problem(
       400,

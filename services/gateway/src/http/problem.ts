@@ -71,6 +71,7 @@ const TITLES: Record<string, string> = {
   // Codes of the campaigns service (and the subscribers' audiences it asks).
   unknown_tags: "Unknown tags",
   campaign_not_draft: "Campaign is not a draft",
+  campaign_state_conflict: "Campaign state does not allow this",
   subscribers_unavailable: "Subscribers service unavailable",
   templates_unavailable: "Templates service unavailable",
 };

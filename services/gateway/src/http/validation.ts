@@ -63,7 +63,7 @@ export function schemaValidator(ajv: Ajv2020, name: string): ValidateFunction {
 export interface OperationValidators {
   /** Validates (and fills defaults into) the parsed body; undefined when the operation takes none. */
   body?: (value: unknown) => unknown;
-  /** The body may be left out (`requestBody.required: false`): a request without one is validated as `{}`. */
+  /** The body may be left out (`requestBody.required: false`): a request without one, or with an empty one, has none (http/body.ts). */
   bodyOptional?: boolean;
   /** Validates the query string; returns it with numbers coerced and defaults applied. */
   query: (raw: Record<string, string | string[] | undefined>) => Record<string, unknown>;

@@ -66,7 +66,7 @@ export const bodyErrors: ErrorResponse[] = ["BadRequest", "PayloadTooLarge", "Un
 /** A required JSON body of the component schema `schema`. */
 export const body = (schema: string) => ({ required: true, content: { "application/json": { schema: ref(schema) } } });
 
-/** A JSON body that may be left out (then it is taken as `{}`). */
+/** A JSON body that may be left out (no body, or an empty one; the handler sees none). */
 export const optionalBody = (schema: string) => ({ required: false, content: { "application/json": { schema: ref(schema) } } });
 
 /** A reference to a component parameter. */
@@ -103,3 +103,28 @@ export function lineText(maxLength: number, message: string, forbidden = "") {
     "x-pattern-message": message,
   } as const;
 }
+
+// An RFC 3339 date-time (section 5.6) as a request may give one, written out
+// as a pattern because the gateway treats `format` as an annotation (see
+// http/validation.ts): real calendar dates (30-day months, February 29 only
+// in leap years of the proleptic Gregorian calendar), `T` and `Z` in either
+// case, a leap second :60, 1-9 fractional digits, an offset within ±23:59.
+// Years run to 9998, so that every instant it names, whatever its offset, is
+// one a protobuf Timestamp holds (which ends with 9999-12-31T23:59:59Z).
+const YEAR = "(?:[0-8]\\d{3}|9[0-8]\\d{2}|99[0-8]\\d)";
+const LEAP_YEAR = "(?:\\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)";
+const MONTH_DAY = "(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)";
+const FULL_DATE = `(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29)`;
+const FULL_TIME = "[Tt](?:[01]\\d|2[0-3]):[0-5]\\d:(?:[0-5]\\d|60)(?:\\.\\d{1,9})?(?:[Zz]|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
+export const DATE_TIME_PATTERN = `^${FULL_DATE}${FULL_TIME}$`;
+
+/** A date-time a request gives (RFC 3339 with its offset); see DATE_TIME_PATTERN. */
+export const dateTimeInput = (description: string) =>
+  ({
+    type: "string",
+    format: "date-time",
+    maxLength: 35,
+    pattern: DATE_TIME_PATTERN,
+    "x-pattern-message": "is not an RFC 3339 date-time (e.g. 2026-11-22T10:30:00Z or 2026-11-22T11:30:00+01:00) of a year up to 9998",
+    description,
+  }) as const;

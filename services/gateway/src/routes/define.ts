@@ -74,9 +74,9 @@ export function defineRoute(
     ctx.state.query = validators.query(ctx.query);
     ctx.state.headers = validators.headers(ctx.headers);
     if (validators.body) {
-      // No body at all (no length, nothing chunked) where one is optional: validated as {}.
-      const absent = validators.bodyOptional && !ctx.req.headers["transfer-encoding"] && Number(ctx.req.headers["content-length"] ?? 0) === 0;
-      ctx.state.body = validators.body(absent ? {} : await readJsonBody(ctx.req, bodyLimitBytes));
+      // An optional body left out stays undefined; one that is sent is validated.
+      const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: validators.bodyOptional });
+      ctx.state.body = value === undefined ? undefined : validators.body(value);
     }
     await next();
   });

@@ -1,5 +1,5 @@
-// Starts a gateway on port 0 over fakes of the subscribers, templates and
-// delivery services and an in-memory embedded store, with one account and one
+// Starts a gateway on port 0 over fakes of the subscribers, templates,
+// delivery and campaigns services and an in-memory embedded store, with one account and one
 // test key. Every response that goes through `request` is checked against the
 // OpenAPI document: its status must be declared for the operation, its
 // declared headers present and valid, and its body must match the declared
@@ -14,6 +14,7 @@ import { startGateway, type RunningGateway, type StartGatewayOptions } from "../
 import { loadRateLimitConfig } from "../../src/ratelimit/config";
 import { createDocumentAjv, rebaseSchema } from "../../src/http/validation";
 import { resolveRef, type OpenApiDocument, type OperationObject } from "../../src/openapi";
+import { FakeCampaigns } from "./fake-campaigns";
 import { FakeDelivery } from "./fake-delivery";
 import { FakeSubscribers } from "./fake-subscribers";
 import { FakeTemplates } from "./fake-templates";
@@ -63,6 +64,7 @@ export interface Harness {
   fake: FakeSubscribers;
   templates: FakeTemplates;
   delivery: FakeDelivery;
+  campaigns: FakeCampaigns;
   accountId: string;
   key: string;
   keyId: string;
@@ -77,7 +79,7 @@ export const memoryLogger = () => kitMemoryLogger("gateway");
 export interface HarnessOptions extends Partial<StartGatewayOptions> {
   store?: DocumentStore;
   /** Services the gateway is started without (their routes answer 503). */
-  without?: Array<"templates" | "delivery">;
+  without?: Array<"templates" | "delivery" | "campaigns">;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -86,6 +88,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const fake = new FakeSubscribers();
   const templates = new FakeTemplates();
   const delivery = new FakeDelivery(templates);
+  const campaigns = new FakeCampaigns();
   const { logger, logs } = memoryLogger();
   const serve = (routes: Parameters<typeof createRouterTransport>[0]) =>
     createRouterTransport(routes, { router: { interceptors: [errorInterceptor(logger)] } });
@@ -99,6 +102,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       subscribers: serve(fake.routes()),
       ...(without.includes("templates") ? {} : { templates: serve(templates.routes()) }),
       ...(without.includes("delivery") ? {} : { delivery: serve(delivery.routes()) }),
+      ...(without.includes("campaigns") ? {} : { campaigns: serve(campaigns.routes()) }),
     },
     logger,
   });
@@ -128,6 +132,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     fake,
     templates,
     delivery,
+    campaigns,
     accountId: account.id,
     key: created.key,
     keyId: created.id,

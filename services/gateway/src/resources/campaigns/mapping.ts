@@ -1,7 +1,7 @@
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { AudienceFilter_Match, AudienceFilterSchema, campaigns, MetadataConditionSchema, type AudienceFilter } from "@emailsvc/proto";
-import { rfc3339 } from "../../routes/json.js";
+import { rfc3339, rfc3339OrNull, stringOrNull } from "../../routes/json.js";
 import type { TagFilterBody } from "./schemas.js";
 
 // The REST API's JSON <-> proto Campaign and AudienceFilter.
@@ -63,40 +63,44 @@ const STATUS: Record<campaigns.CampaignStatus, string> = {
   [campaigns.CampaignStatus.FAILED]: "failed",
 };
 
+export function countsJson(counts: campaigns.RecipientCounts | undefined) {
+  const by = counts?.skippedByReason;
+  return {
+    total: Number(counts?.total ?? 0n),
+    pending: Number(counts?.pending ?? 0n),
+    queued: Number(counts?.queued ?? 0n),
+    sent: Number(counts?.sent ?? 0n),
+    failed: Number(counts?.failed ?? 0n),
+    skipped: Number(counts?.skipped ?? 0n),
+    skipped_by_reason: {
+      unsubscribed: Number(by?.unsubscribed ?? 0n),
+      erased: Number(by?.erased ?? 0n),
+      suppressed: Number(by?.suppressed ?? 0n),
+      cancelled: Number(by?.cancelled ?? 0n),
+    },
+    snapshot_complete: counts?.snapshotComplete ?? false,
+  };
+}
+
 export function campaignJson(c: campaigns.Campaign | undefined) {
   if (!c) throw new Error("the service returned no campaign");
-  const k = c.counts;
-  const n = (value: bigint | undefined) => Number(value ?? 0n);
-  const started = c.startedAt !== undefined;
+  const counts = countsJson(c.counts);
   return {
     id: c.id,
     name: c.name,
     template_id: c.templateId,
     tag_filter: filterJson(c.tagFilter),
     status: STATUS[c.status],
+    send_at: rfc3339OrNull(c.sendAt),
+    started_at: rfc3339OrNull(c.startedAt),
+    finished_at: rfc3339OrNull(c.finishedAt),
+    failure_reason: stringOrNull(c.failureReason),
+    template_version: c.templateVersion > 0 ? c.templateVersion : null,
+    // The spec's send result; the audience is snapshotted once sending started.
+    total_recipients: c.startedAt ? counts.total : null,
+    counts,
     created_at: rfc3339(c.createdAt, "created_at"),
     updated_at: rfc3339(c.updatedAt, "updated_at"),
-    send_at: c.sendAt ? rfc3339(c.sendAt, "send_at") : null,
-    started_at: c.startedAt ? rfc3339(c.startedAt, "started_at") : null,
-    finished_at: c.finishedAt ? rfc3339(c.finishedAt, "finished_at") : null,
-    failure_reason: c.failureReason || null,
-    template_version: c.templateVersion || null,
-    total_recipients: started ? n(k?.total) : null,
-    counts: {
-      total: n(k?.total),
-      pending: n(k?.pending),
-      queued: n(k?.queued),
-      sent: n(k?.sent),
-      failed: n(k?.failed),
-      skipped: n(k?.skipped),
-      skipped_by_reason: {
-        unsubscribed: n(k?.skippedByReason?.unsubscribed),
-        erased: n(k?.skippedByReason?.erased),
-        suppressed: n(k?.skippedByReason?.suppressed),
-        cancelled: n(k?.skippedByReason?.cancelled),
-      },
-      snapshot_complete: k?.snapshotComplete ?? false,
-    },
   };
 }
 

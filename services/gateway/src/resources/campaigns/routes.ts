@@ -1,9 +1,10 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create } from "@bufbuild/protobuf";
+import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { campaigns } from "@emailsvc/proto";
 import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
-import { nextCursor } from "../../routes/json.js";
+import { nextCursor, timestampFromRfc3339 } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
 import { campaignJson, filterFromJson } from "./mapping.js";
 import type { CampaignCreateBody, CampaignSendBody, CampaignUpdateBody, RecipientCountBody } from "./schemas.js";
@@ -68,29 +69,43 @@ export function campaignRoutes(kit: RouteKit, context: ResourceContext): void {
     ctx.status = 204;
   });
 
+  defineRoute(kit, "get", "/api/v1/campaigns/:id/recipient-count", "countRecipients", async (ctx) => {
+    const res = await service().countRecipients({ target: { case: "campaignId", value: ctx.params.id ?? "" } }, callOptions(ctx, timeoutMs));
+    ctx.body = { count: Number(res.count) };
+  });
+
   defineRoute(kit, "post", "/api/v1/campaigns/:id/send", "sendCampaign", async (ctx) => {
-    const body = ctx.state.body as CampaignSendBody;
+    // The body is optional: none, `{}` and `{"send_at": …}` are all a send.
+    const body = (ctx.state.body ?? {}) as CampaignSendBody;
     const res = await service().sendCampaign(
-      { id: ctx.params.id ?? "", ...(body.send_at ? { sendAt: timestampFromDate(new Date(body.send_at)) } : {}) },
+      { id: ctx.params.id ?? "", ...(body.send_at !== undefined ? { sendAt: sendAtOf(body.send_at) } : {}) },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = campaignJson(res.campaign);
   });
 
   defineRoute(kit, "post", "/api/v1/campaigns/:id/pause", "pauseCampaign", async (ctx) => {
-    ctx.body = campaignJson((await service().pauseCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
+    const res = await service().pauseCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = campaignJson(res.campaign);
   });
 
   defineRoute(kit, "post", "/api/v1/campaigns/:id/resume", "resumeCampaign", async (ctx) => {
-    ctx.body = campaignJson((await service().resumeCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
+    const res = await service().resumeCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = campaignJson(res.campaign);
   });
 
   defineRoute(kit, "post", "/api/v1/campaigns/:id/cancel", "cancelCampaign", async (ctx) => {
-    ctx.body = campaignJson((await service().cancelCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs))).campaign);
+    const res = await service().cancelCampaign({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = campaignJson(res.campaign);
   });
+}
 
-  defineRoute(kit, "get", "/api/v1/campaigns/:id/recipient-count", "countRecipients", async (ctx) => {
-    const res = await service().countRecipients({ target: { case: "campaignId", value: ctx.params.id ?? "" } }, callOptions(ctx, timeoutMs));
-    ctx.body = { count: Number(res.count) };
-  });
+/**
+ * The instant of a `send_at` (validated against the document). One before
+ * 1970 is past like any other and sends at once, as documented; it goes to
+ * the service as the epoch, since the campaigns service takes no earlier time.
+ */
+function sendAtOf(text: string) {
+  const at = timestampFromRfc3339(text);
+  return at.seconds < 0n ? create(TimestampSchema, { seconds: 0n, nanos: 0 }) : at;
 }

@@ -2,6 +2,7 @@ import type { FromSchema } from "json-schema-to-ts";
 import {
   bodyErrors,
   body,
+  dateTimeInput,
   errors,
   json,
   lineText,
@@ -94,48 +95,27 @@ export type RecipientCountBody = FromSchema<typeof RecipientCountRequest>;
 export const CampaignSend = {
   type: "object",
   additionalProperties: false,
-  description: "Optional: without a body (or without `send_at`) the campaign is sent at once.",
+  description: "Optional: no body, `{}` and a `send_at` not in the future all send at once.",
   properties: {
-    send_at: {
-      type: "string",
-      format: "date-time",
-      description:
-        "When to send (RFC 3339). In the future: the campaign is `scheduled` and starts then; now or in the past: it is sent at once. A scheduled campaign found overdue by more than CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS (default one hour; the platform was down at its time) is not sent late: it fails with `failure_reason` `schedule_missed`.",
-    },
+    send_at: dateTimeInput(
+      "When to send, as an RFC 3339 date-time with its offset (e.g. `2026-11-22T09:00:00+01:00`). In the future: the campaign is `scheduled` and starts then (its audience is taken at that moment). Now or in the past: it sends at once. A scheduled campaign found overdue by more than the maximum schedule age (`CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS` of the campaigns service, default one hour; say the platform was down at its time) is not sent late: it fails with `failure_reason` `schedule_missed`.",
+    ),
   },
 } as const;
 export type CampaignSendBody = FromSchema<typeof CampaignSend>;
 
 const count = (description: string) => ({ type: "integer", minimum: 0, description }) as const;
 
-const RecipientCounts = {
-  type: "object",
-  additionalProperties: false,
-  readOnly: true,
-  required: ["total", "pending", "queued", "sent", "failed", "skipped", "skipped_by_reason", "snapshot_complete"],
-  description:
-    "Where the recipients stand, from the campaign's ledger (one record per recipient). At every read `pending + queued + sent + failed + skipped = total`, and the reasons add up to `skipped`. All zero before sending starts.",
-  properties: {
-    total: count("Recipients snapshotted when sending started: the active subscribers the filter matched then. Final once `snapshot_complete`."),
-    pending: count("Not yet handed to delivery."),
-    queued: count("Handed to delivery, no outcome yet."),
-    sent: count("Accepted by the provider."),
-    failed: count("Refused for good (by the provider, or the template could not be rendered)."),
-    skipped: count("Not sent; see `skipped_by_reason`."),
-    skipped_by_reason: {
-      type: "object",
-      additionalProperties: false,
-      required: ["unsubscribed", "erased", "suppressed", "cancelled"],
-      properties: {
-        unsubscribed: count("Unsubscribed after the snapshot, before their turn."),
-        erased: count("Deleted (erased) after the snapshot."),
-        suppressed: count("Bounced or complained after the snapshot."),
-        cancelled: count("Not handed to the provider before the campaign was cancelled."),
-      },
-    },
-    snapshot_complete: { type: "boolean", description: "False while the audience is still being copied (a very large one); `total` grows until then." },
-  },
-} as const;
+const STATUS_DESCRIPTION = [
+  "Where the campaign is in its life:",
+  "`draft` (being prepared: the only state in which it can be changed or deleted, else 409 `campaign_not_draft`) →",
+  "`scheduled` (sent with a future `send_at`; starts then) or `sending` (its recipients are being handed to delivery) →",
+  "`sent` (every recipient has an outcome in `counts`).",
+  "A `sending` campaign can be `paused` (nothing more is handed to delivery; what was handed already finishes) and resumed.",
+  "A `scheduled`, `sending` or `paused` campaign can be `cancelled`: every recipient not yet handed to the email provider is skipped (reason `cancelled`).",
+  "`failed`: a scheduled campaign could not start; `failure_reason` says why (`schedule_missed`: found overdue by more than the maximum schedule age, `CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS`, default one hour, it fails rather than sending late).",
+  "`sent`, `cancelled` and `failed` are final. Asking for a change the state does not allow is a 409 `campaign_state_conflict` whose detail names the current state.",
+].join(" ");
 
 export const schemas: Record<string, JsonSchema> = {
   TagFilter,
@@ -148,8 +128,6 @@ export const schemas: Record<string, JsonSchema> = {
       "template_id",
       "tag_filter",
       "status",
-      "created_at",
-      "updated_at",
       "send_at",
       "started_at",
       "finished_at",
@@ -157,37 +135,73 @@ export const schemas: Record<string, JsonSchema> = {
       "template_version",
       "total_recipients",
       "counts",
+      "created_at",
+      "updated_at",
     ],
     properties: {
       id: { type: "string", readOnly: true, examples: ["cmp_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       name: { type: "string" },
       template_id: { type: "string" },
       tag_filter: ref("TagFilter"),
-      status: {
-        type: "string",
-        enum: CAMPAIGN_STATUSES,
-        description:
-          "`draft` until sent; only a draft can be changed or deleted (409 `campaign_not_draft` otherwise). Then `scheduled` (a future `send_at`) → `sending` ⇄ `paused` → `sent` (every recipient has an outcome); `cancelled` from scheduled, sending or paused; `failed` when a scheduled campaign could not start (`failure_reason`).",
-      },
-      created_at: timestamp("When the campaign was created (RFC 3339, UTC)."),
-      updated_at: timestamp("When the campaign last changed (RFC 3339, UTC)."),
-      send_at: nullableTimestamp("When a scheduled campaign starts; null when sent at once or not sent."),
-      started_at: nullableTimestamp("When sending started."),
-      finished_at: nullableTimestamp("When it was sent, cancelled or failed."),
+      status: { type: "string", enum: CAMPAIGN_STATUSES, readOnly: true, description: STATUS_DESCRIPTION },
+      send_at: nullableTimestamp(
+        "When a scheduled campaign starts sending (RFC 3339, UTC); null unless the send asked for a time in the future.",
+      ),
+      started_at: nullableTimestamp("When sending started (RFC 3339, UTC); null before."),
+      finished_at: nullableTimestamp("When the campaign became `sent`, `cancelled` or `failed` (RFC 3339, UTC); null before."),
       failure_reason: {
         type: ["string", "null"],
         readOnly: true,
-        description: "Why a campaign `failed`: `schedule_missed` (overdue by more than the allowed age), `template_not_found` (the template was deleted before a scheduled start).",
+        description: "Why a `failed` campaign failed, a stable code: `schedule_missed` (overdue by more than the maximum schedule age), `template_not_found` (its template was deleted before it started). Null otherwise.",
       },
-      template_version: { type: ["integer", "null"], readOnly: true, description: "The template version every recipient gets, pinned when sending started." },
-      total_recipients: { type: ["integer", "null"], minimum: 0, readOnly: true, description: "The recipients snapshotted when sending started (`counts.total`); null before." },
+      template_version: {
+        type: ["integer", "null"],
+        minimum: 1,
+        readOnly: true,
+        description: "The version of the template being sent, pinned when sending started (later template changes do not affect this campaign); null before.",
+      },
+      total_recipients: {
+        type: ["integer", "null"],
+        minimum: 0,
+        readOnly: true,
+        description: "The recipients snapshotted when sending started (= `counts.total`): the active subscribers the filter matched then; null before. Final once `counts.snapshot_complete` is true (for very large audiences the snapshot may finish after the send answers).",
+      },
       counts: ref("RecipientCounts"),
+      created_at: timestamp("When the campaign was created (RFC 3339, UTC)."),
+      updated_at: timestamp("When the campaign last changed (RFC 3339, UTC)."),
     },
   },
-  RecipientCounts,
-  CampaignSend,
+  RecipientCounts: {
+    type: "object",
+    additionalProperties: false,
+    readOnly: true,
+    description:
+      "Where the campaign's recipients stand. At every moment `pending + queued + sent + failed + skipped = total`, and `skipped` is the sum of `skipped_by_reason`. All zero for a draft and a scheduled campaign.",
+    required: ["total", "pending", "queued", "sent", "failed", "skipped", "skipped_by_reason", "snapshot_complete"],
+    properties: {
+      total: count("Recipients snapshotted when sending started; grows while `snapshot_complete` is false, fixed after."),
+      pending: count("Not yet handed to delivery."),
+      queued: count("Handed to delivery, no outcome yet."),
+      sent: count("Accepted by the email provider."),
+      failed: count("Refused for good by the provider, or the message could not be rendered."),
+      skipped: count("Not sent, for one of the reasons in `skipped_by_reason`."),
+      skipped_by_reason: {
+        type: "object",
+        additionalProperties: false,
+        required: ["unsubscribed", "erased", "suppressed", "cancelled"],
+        properties: {
+          unsubscribed: count("Unsubscribed after the snapshot, before their mail went out."),
+          erased: count("Erased after the snapshot."),
+          suppressed: count("Their address bounced or complained."),
+          cancelled: count("Not yet handed to the provider when the campaign was cancelled."),
+        },
+      },
+      snapshot_complete: { type: "boolean", description: "True once the audience snapshot is complete and `total` is final." },
+    },
+  },
   CampaignCreate,
   CampaignUpdate,
+  CampaignSend,
   CampaignPage: page("Campaign", "A page of campaigns, oldest first."),
   RecipientCountRequest,
   RecipientCount: {
@@ -257,50 +271,6 @@ export const paths: Paths = {
       responses: { "204": noContent("Deleted."), ...errors("NotFound", "Conflict", ...serviceErrors) },
     },
   },
-  "/api/v1/campaigns/{id}/send": {
-    post: {
-      operationId: "sendCampaign",
-      summary: "Send a draft, now or at a time",
-      description:
-        "Now: the audience is snapshotted (every active subscriber the filter matches gets one record in the campaign's ledger), the template version pinned, and the campaign is `sending`; the answer carries `total_recipients`. Recipients are handed to delivery in batches within the account's sending rate, each exactly once whatever crashes or restarts happen. With a future `send_at`: `scheduled`. Another state than `draft` is a 409 `campaign_not_draft` naming it.",
-      tags: ["Campaigns"],
-      parameters: [param("CampaignId")],
-      requestBody: optionalBody("CampaignSend"),
-      responses: { "200": json(ref("Campaign"), "The campaign, sending or scheduled."), ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors) },
-    },
-  },
-  "/api/v1/campaigns/{id}/pause": {
-    post: {
-      operationId: "pauseCampaign",
-      summary: "Pause a sending campaign",
-      description:
-        "Nothing more is handed to delivery; what was handed already (at most CAMPAIGN_MAX_IN_FLIGHT recipients) still goes out. Resume goes on where it stopped: nobody gets the mail twice, nobody is left out. Only a `sending` campaign can be paused (409 `campaign_state_conflict` naming the state otherwise).",
-      tags: ["Campaigns"],
-      parameters: [param("CampaignId")],
-      responses: { "200": json(ref("Campaign"), "The paused campaign."), ...errors("NotFound", "Conflict", ...serviceErrors) },
-    },
-  },
-  "/api/v1/campaigns/{id}/resume": {
-    post: {
-      operationId: "resumeCampaign",
-      summary: "Resume a paused campaign",
-      description: "Only a `paused` campaign can be resumed (409 `campaign_state_conflict` naming the state otherwise).",
-      tags: ["Campaigns"],
-      parameters: [param("CampaignId")],
-      responses: { "200": json(ref("Campaign"), "The campaign, sending again."), ...errors("NotFound", "Conflict", ...serviceErrors) },
-    },
-  },
-  "/api/v1/campaigns/{id}/cancel": {
-    post: {
-      operationId: "cancelCampaign",
-      summary: "Cancel a campaign",
-      description:
-        "Stops everything not yet given to the provider: those recipients are `skipped` with reason `cancelled` (one handed to the provider in the same instant is counted as sent). A `scheduled`, `sending` or `paused` campaign can be cancelled (409 `campaign_state_conflict` naming the state otherwise); cancelling is final.",
-      tags: ["Campaigns"],
-      parameters: [param("CampaignId")],
-      responses: { "200": json(ref("Campaign"), "The cancelled campaign."), ...errors("NotFound", "Conflict", ...serviceErrors) },
-    },
-  },
   "/api/v1/campaigns/{id}/recipient-count": {
     get: {
       operationId: "countRecipients",
@@ -309,6 +279,53 @@ export const paths: Paths = {
       tags: ["Campaigns"],
       parameters: [param("CampaignId")],
       responses: { "200": json(ref("RecipientCount"), "How many."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/campaigns/{id}/send": {
+    post: {
+      operationId: "sendCampaign",
+      summary: "Send a draft, now or at a time",
+      description:
+        "Starts a `draft`. Without a body, with `{}` or with a `send_at` now or in the past, it sends at once: the template's current version is pinned, the audience is snapshotted (`total_recipients`, `counts.total`) and the campaign answers as `sending`. With a future `send_at` it answers as `scheduled` and starts then. Once sending, recipients are handed to delivery in the background, in batches within the account's sending rate, each exactly once whatever crashes or restarts happen: follow it with `GET /api/v1/campaigns/{id}` (`counts`, `status`). A campaign that is not a draft is a 409 `campaign_not_draft` naming its state, so a repeated send sends nothing more. The template must still exist (404 `template_not_found`).",
+      tags: ["Campaigns"],
+      parameters: [param("CampaignId")],
+      requestBody: optionalBody("CampaignSend"),
+      responses: {
+        "200": json(ref("Campaign"), "The campaign, `sending` (with `total_recipients`) or `scheduled`."),
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/campaigns/{id}/pause": {
+    post: {
+      operationId: "pauseCampaign",
+      summary: "Pause a sending campaign",
+      description:
+        "Stops handing recipients to delivery; mail already handed (at most the service's in-flight bound, `CAMPAIGN_MAX_IN_FLIGHT`) finishes, so `queued` and `sent` may still move. Resume goes on where it stopped: nobody gets the mail twice, nobody is left out. Only a `sending` campaign can be paused (409 `campaign_state_conflict` naming the state otherwise).",
+      tags: ["Campaigns"],
+      parameters: [param("CampaignId")],
+      responses: { "200": json(ref("Campaign"), "The campaign, `paused`."), ...errors("NotFound", "Conflict", ...serviceErrors) },
+    },
+  },
+  "/api/v1/campaigns/{id}/resume": {
+    post: {
+      operationId: "resumeCampaign",
+      summary: "Resume a paused campaign",
+      description: "Goes on handing the `pending` recipients to delivery. Only a `paused` campaign can be resumed (409 `campaign_state_conflict` naming the state otherwise).",
+      tags: ["Campaigns"],
+      parameters: [param("CampaignId")],
+      responses: { "200": json(ref("Campaign"), "The campaign, `sending`."), ...errors("NotFound", "Conflict", ...serviceErrors) },
+    },
+  },
+  "/api/v1/campaigns/{id}/cancel": {
+    post: {
+      operationId: "cancelCampaign",
+      summary: "Cancel a campaign",
+      description:
+        "Stops a `scheduled`, `sending` or `paused` campaign for good: every recipient not yet handed to the email provider is skipped (`counts.skipped_by_reason.cancelled`); mail the provider already has is not recalled (one handed to it in the same instant is counted as sent). Cancelling is final. Another state is a 409 `campaign_state_conflict` naming it (a draft is deleted instead).",
+      tags: ["Campaigns"],
+      parameters: [param("CampaignId")],
+      responses: { "200": json(ref("Campaign"), "The campaign, `cancelled`."), ...errors("NotFound", "Conflict", ...serviceErrors) },
     },
   },
 };
