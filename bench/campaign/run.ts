@@ -12,7 +12,7 @@
 // while the platform is stopped (setup, not measured: through the API it
 // would take minutes); everything measured goes through the services.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/runtime";
@@ -20,10 +20,15 @@ import { openStore } from "@emailsvc/storage";
 import { ensureKafka, freePort, KAFKA_VERSION } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
+import { LISTMONK_VERSION, runListmonkCampaign } from "./listmonk.js";
+import { peakRssMb } from "./process.js";
+import { CountingSink } from "./sink.js";
 
 const repo = join(__dirname, "..", "..", ".."); // bench/dist/campaign -> repo root
 const ADMIN = "bench-admin-token-0123456789abcdef";
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
+/** Recipients of the side-by-side run through SMTP (ours and listmonk's). */
+const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
 
 export const NEWSLETTER = `<mjml><mj-body>
   <mj-section><mj-column>
@@ -33,6 +38,12 @@ export const NEWSLETTER = `<mjml><mj-body>
   </mj-column></mj-section>
 </mj-body></mjml>`;
 export const SUBJECT = "News for {{metadata.name}}";
+/** The same message as HTML for listmonk, which takes no MJML. */
+const NEWSLETTER_HTML = `<!doctype html><html><body style="font-family:Arial,sans-serif">
+<h1 style="font-size:20px">Hello {{metadata.name}}</h1>
+<p>Here is what is new this week.</p>
+<p><a href="https://example.com/news" style="background:#414141;color:#fff;padding:10px 25px;text-decoration:none">Read more</a></p>
+</body></html>`;
 
 export interface CampaignRow {
   run: string;
@@ -90,13 +101,6 @@ async function startPlatform(dataDir: string, env: Record<string, string>): Prom
 async function stopPlatform(p: Platform): Promise<void> {
   if (p.child.exitCode === null) p.child.kill("SIGTERM");
   await p.exited;
-}
-
-/** Peak resident memory of a process so far (Linux VmHWM), in MB. */
-export function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 1024);
 }
 
 async function api(base: string, key: string, method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
@@ -244,19 +248,58 @@ async function main(): Promise<void> {
   console.log(rows.at(-1));
   rmSync(embedded.dataDir, { recursive: true, force: true });
 
-  if (process.env.CAMPAIGN_BENCH_KAFKA === "off") return;
-  const kafka = await ensureKafka();
-  try {
-    const env = { KAFKA_BROKERS: kafka.brokers, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}` };
-    const onKafka = await prepareAudience(N, "test", env);
-    rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
-    console.log(rows.at(-1));
-    rmSync(onKafka.dataDir, { recursive: true, force: true });
-  } finally {
-    await kafka.stop();
+  if (process.env.CAMPAIGN_BENCH_KAFKA !== "off") {
+    const kafka = await ensureKafka();
+    try {
+      const env = { KAFKA_BROKERS: kafka.brokers, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}` };
+      const onKafka = await prepareAudience(N, "test", env);
+      rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
+      console.log(rows.at(-1));
+      rmSync(onKafka.dataDir, { recursive: true, force: true });
+    } finally {
+      await kafka.stop();
+    }
   }
 
-  const results = { machine, recipients: N, rows, at: new Date().toISOString() };
+  // Side by side through one real SMTP server: ours (embedded store,
+  // in-process bus, EMAIL_PROVIDER=smtp, a live key) and listmonk.
+  const side: CampaignRow[] = [];
+  if (process.env.CAMPAIGN_BENCH_LISTMONK !== "off") {
+    console.log(`side by side through SMTP: ${SMTP_N} subscribers`);
+    const sink = await new CountingSink().start();
+    try {
+      const smtpEnv = { EMAIL_PROVIDER: "smtp", SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=20`, DELIVERY_CONCURRENCY: "32" };
+      const ours = await prepareAudience(SMTP_N, "live", smtpEnv);
+      side.push(await runCampaign("emailsvc (embedded), SMTP", ours, smtpEnv, async () => sink.tally(SMTP_N, ours.addresses)));
+      console.log(side.at(-1));
+      rmSync(ours.dataDir, { recursive: true, force: true });
+      sink.reset();
+      const lm = await runListmonkCampaign({
+        subscribers: SMTP_N,
+        addresses: ours.addresses,
+        smtpPort: sink.port,
+        subject: SUBJECT,
+        html: NEWSLETTER_HTML,
+        delivered: () => sink.accepted,
+      });
+      const { lost, duplicates } = sink.tally(SMTP_N, ours.addresses);
+      side.push({
+        run: `listmonk ${lm.version} (PostgreSQL), SMTP`,
+        recipients: SMTP_N,
+        seconds: round(lm.seconds),
+        recipients_per_s: Math.round(lm.sent / lm.seconds),
+        snapshot_s: 0,
+        lost,
+        duplicates,
+        peak_rss_mb: lm.peakRssMb,
+      });
+      console.log(side.at(-1));
+    } finally {
+      await sink.close();
+    }
+  }
+
+  const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, listmonk: LISTMONK_VERSION, rows: side }, at: new Date().toISOString() };
   const dir = join(repo, "bench", "results");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
@@ -266,6 +309,18 @@ async function main(): Promise<void> {
     "| run | recipients | s | recipients/s | snapshot s | lost | duplicates | peak RSS MB |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.snapshot_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
+    ...(side.length === 2
+      ? [
+          "",
+          `Side by side through one SMTP server (${SMTP_N.toLocaleString("en")} subscribers, the same template; ratio = emailsvc recipients/s ÷ listmonk's):`,
+          "",
+          "| run | recipients | s | recipients/s | lost | duplicates | peak RSS MB |",
+          "|---|---:|---:|---:|---:|---:|---:|",
+          ...side.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
+          "",
+          `Ratio: ${(side[0]!.recipients_per_s / side[1]!.recipients_per_s).toFixed(2)}.`,
+        ]
+      : []),
   ].join("\n");
   writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
   console.log(table);
