@@ -13,3 +13,4 @@ export * from "./grpc/transport.js";
 export * from "./cursor.js";
 export * from "./service-server.js";
 export * from "./telemetry/index.js";
+export * from "./rerun.js";

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { encodeEvent, publishEvents, type EventBus } from "@emailsvc/events";
 import type { Bucket, CounterStore, Policy } from "@emailsvc/ratelimit";
-import { newId } from "@emailsvc/runtime";
+import { newId, Rerunner } from "@emailsvc/runtime";
 import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
 import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
@@ -47,8 +47,10 @@ export interface DispatcherOptions {
 export class CampaignDispatcher {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Map<string, Promise<void>>();
-  private ticking: Promise<void> | undefined;
-  private again = false;
+  private readonly looker = new Rerunner(
+    () => this.tick(),
+    (err) => this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign dispatcher: looking for work failed; retrying on its timer"),
+  );
   private stopped = false;
   private readonly leaseMs: number;
 
@@ -71,30 +73,14 @@ export class CampaignDispatcher {
 
   /** Looks for work now (or right after the look in progress). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    this.ticking = (async () => {
-      try {
-        do {
-          this.again = false;
-          await this.tick();
-        } while (this.again && !this.stopped);
-      } catch (err) {
-        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign dispatcher: looking for work failed; retrying on its timer");
-      } finally {
-        this.ticking = undefined;
-      }
-    })();
+    this.looker.kick();
   }
 
   /** Stops taking work; each campaign run ends at its next step and gives its lease back. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.ticking;
+    await this.looker.stop();
     await Promise.allSettled([...this.running.values()]);
   }
 

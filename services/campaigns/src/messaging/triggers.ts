@@ -1,4 +1,5 @@
 import type { DecodedBatchEvent, Topic } from "@emailsvc/events";
+import { Rerunner } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
@@ -22,10 +23,13 @@ export const TRIGGER_TOPICS = [
  */
 export class TriggerWorker {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> = Promise.resolve();
-  private again = false;
-  private busy = false;
-  private stopped = false;
+  /** The firer: one run at a time; a full page means more may be due, so it goes on at once. */
+  private readonly firer = new Rerunner(
+    async () => {
+      while (!this.firer.isStopped && (await fireDue(this.deps, this.due, (t) => this.tenants.forTenant(t))) >= 100);
+    },
+    (err) => this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "trigger firer failed; retrying on its timer"),
+  );
 
   constructor(
     private readonly tenants: { forTenant(tenant: string): TenantRepositories },
@@ -65,34 +69,14 @@ export class TriggerWorker {
     if (recorded > 0) this.kick();
   }
 
-  /** Runs the firer now, or once more right after the run in progress. */
   private kick(): void {
-    if (this.stopped) return;
-    if (this.busy) {
-      this.again = true;
-      return;
-    }
-    this.busy = true;
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false;
-          // A full page means more may be due: go on at once.
-          while (!this.stopped && (await fireDue(this.deps, this.due, (t) => this.tenants.forTenant(t))) >= 100);
-        } while (this.again && !this.stopped);
-      } catch (err) {
-        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "trigger firer failed; retrying on its timer");
-      } finally {
-        this.busy = false;
-      }
-    })();
+    this.firer.kick();
   }
 
   /** Stops firing; a fire in flight finishes (or is left to its lease). */
   async stop(): Promise<void> {
-    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.firer.stop();
   }
 }
 
