@@ -11,7 +11,9 @@ describe("Rerunner", () => {
       expect(inFlight).toBe(1);
       if (runs === 1) await new Promise<void>((resolve) => (release = resolve));
       inFlight--;
-    }, fail);
+    }, (err) => {
+      throw err;
+    });
     rerunner.kick();
     rerunner.kick();
     rerunner.kick();
