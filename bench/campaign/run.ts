@@ -11,13 +11,12 @@
 // The subscribers are written straight into the subscribers service's store
 // while the platform is stopped (setup, not measured: through the API it
 // would take minutes); everything measured goes through the services.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/runtime";
 import { openStore } from "@emailsvc/storage";
-import { ensureKafka, freePort, KAFKA_VERSION } from "@emailsvc/testing";
+import { ensureKafka, KAFKA_VERSION, startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { LISTMONK_VERSION, runListmonkCampaign } from "./listmonk.js";
@@ -57,50 +56,10 @@ export interface CampaignRow {
   peak_rss_mb: number;
 }
 
-interface Platform {
-  child: ChildProcess;
-  url: string;
-  output: string[];
-  exited: Promise<number | null>;
-}
-
-async function startPlatform(dataDir: string, env: Record<string, string>): Promise<Platform> {
-  const port = await freePort();
-  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile the platform.
+/** The platform as `npm start` runs it, rate limits off (RATE_LIMIT=off); BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles it. */
+function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, join(repo, "embedded", "dist", "main.js")], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      LOG_LEVEL: "warn",
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: String(port),
-      METRICS_PORT: "0",
-      ADMIN_TOKEN: ADMIN,
-      RATE_LIMIT: "off",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const output: string[] = [];
-  child.stdout!.on("data", (d) => output.push(String(d)));
-  child.stderr!.on("data", (d) => output.push(String(d)));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 1200; i++) {
-    if (child.exitCode !== null) throw new Error(`the platform exited:\n${output.join("")}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return { child, url, output, exited };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the platform did not become ready:\n${output.join("")}`);
-}
-
-async function stopPlatform(p: Platform): Promise<void> {
-  if (p.child.exitCode === null) p.child.kill("SIGTERM");
-  await p.exited;
+  return startPlatformProcess(repo, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off", ...env }, { nodeArgs });
 }
 
 async function api(base: string, key: string, method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
@@ -133,7 +92,7 @@ export async function prepareAudience(n: number, mode: "test" | "live", env: Rec
   const tag = await api(first.url, key, "POST", "/api/v1/tags", { name: "everyone" });
   const template = await api(first.url, key, "POST", "/api/v1/templates", { name: "Newsletter", subject: SUBJECT, category: "marketing", mjml_content: NEWSLETTER });
   if (tag.status !== 201 || template.status !== 201) throw new Error(`setup failed: ${tag.status} ${template.status}`);
-  await stopPlatform(first);
+  await first.stop();
 
   const addresses = (i: number) => `r${i}@bench.example`;
   const store = await openStore({ dataDir, dbName: "subscribers" });
@@ -200,7 +159,7 @@ export async function runCampaign(
     const seconds = (performance.now() - t0) / 1000;
     const peak = peakRssMb(platform.child.pid!);
     if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
-    await stopPlatform(platform);
+    await platform.stop();
     const { lost, duplicates } = await verify();
     return {
       run: name,
@@ -213,7 +172,7 @@ export async function runCampaign(
       peak_rss_mb: peak,
     };
   } finally {
-    await stopPlatform(platform);
+    await platform.stop();
   }
 }
 

@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "@emailsvc/testing";
+import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 
 // kill -9 in the middle of a campaign, over real Kafka and the
@@ -16,79 +15,44 @@ const ADMIN = "crash-admin-token-0123456789abcdef";
 const RECIPIENTS = 120;
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
-interface Proc {
-  child: ChildProcess;
-  output: string[];
-  exited: Promise<number | null>;
-}
-
 const kafka = process.env.KAFKA_BROKERS;
 const mongo = process.env.MONGO_URL;
 
 describe("a campaign across kill -9 (Kafka, MongoDB-compatible store)", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "campaign-crash-"));
-  let port = 0;
-  let proc: Proc | undefined;
+  let proc: PlatformProcess | undefined;
   let key = "";
-  const env = () => ({
-    PATH: process.env.PATH ?? "",
-    LOG_LEVEL: "warn",
-    DATA_DIR: dataDir,
-    GATEWAY_PORT: String(port),
-    METRICS_PORT: "0",
-    ADMIN_TOKEN: ADMIN,
-    MONGO_URL: mongo!,
-    KAFKA_BROKERS: kafka!,
-    TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
-    OUTBOX_SWEEP_INTERVAL_MS: "500",
-    // 40 a second: the send lasts about three seconds, time to kill it midway.
-    CAMPAIGN_RATE: "40/1s",
-    ...GENEROUS_RATE_LIMIT_ENV,
-  });
   // Topics and groups of this test alone: other suites share the cluster.
   const namespace = `crash${Date.now().toString(36)}`;
-
-  function start(): Proc {
-    const child = spawn(process.execPath, [join(root, "embedded", "dist", "main.js")], { env: { ...env(), KAFKA_NAMESPACE: namespace }, stdio: ["ignore", "pipe", "pipe"] });
-    const output: string[] = [];
-    child.stdout!.on("data", (d) => output.push(String(d)));
-    child.stderr!.on("data", (d) => output.push(String(d)));
-    return { child, output, exited: new Promise((resolve) => child.on("exit", (code) => resolve(code))) };
-  }
-
-  async function ready(p: Proc): Promise<void> {
-    for (let i = 0; i < 600; i++) {
-      if (p.child.exitCode !== null) throw new Error(`the platform exited:\n${p.output.join("")}`);
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200) return;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`the platform did not become ready:\n${p.output.join("")}`);
-  }
+  const start = () =>
+    startPlatformProcess(root, {
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN: ADMIN,
+      MONGO_URL: mongo!,
+      KAFKA_BROKERS: kafka!,
+      KAFKA_NAMESPACE: namespace,
+      TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
+      OUTBOX_SWEEP_INTERVAL_MS: "500",
+      // 40 a second: the send lasts about three seconds, time to kill it midway.
+      CAMPAIGN_RATE: "40/1s",
+      ...GENEROUS_RATE_LIMIT_ENV,
+    });
 
   async function call(method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
     const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN}` } : { "x-api-key": key };
     if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${proc!.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   }
 
   beforeAll(async () => {
     if (!kafka || !mongo) throw new Error("KAFKA_BROKERS and MONGO_URL are not set: run the tests through `npm test`, whose setup starts Kafka and FerretDB");
-    port = await freePort();
-    proc = start();
-    await ready(proc);
+    proc = await start();
   }, 120_000);
 
   afterAll(async () => {
-    if (proc && proc.child.exitCode === null) {
-      proc.child.kill("SIGTERM");
-      await proc.exited;
-    }
+    await proc?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -117,11 +81,8 @@ describe("a campaign across kill -9 (Kafka, MongoDB-compatible store)", () => {
     }
     expect(counts.sent).toBeGreaterThanOrEqual(20);
     expect(counts.sent).toBeLessThan(RECIPIENTS);
-    proc!.child.kill("SIGKILL");
-    await proc!.exited;
-
-    proc = start();
-    await ready(proc);
+    await proc!.kill();
+    proc = await start();
     let done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
     for (let i = 0; i < 1200 && done.status !== "sent"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -7,3 +7,4 @@ export { freePort } from "./ports.js";
 export { cacheRoot } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
+export { startPlatformProcess, type PlatformProcess } from "./platform-process.js";
