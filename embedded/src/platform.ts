@@ -77,7 +77,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       stores.push(store);
       let bus: EventBus | undefined = sharedBus;
       if (module.usesBus && !bus) {
-        bus = await openBus({ brokers: options.kafkaBrokers, clientId: name, logger: busLogger(loggerFor(name)) });
+        bus = await openBus({
+          brokers: options.kafkaBrokers,
+          clientId: name,
+          logger: busLogger(loggerFor(name)),
+          // KAFKA_NAMESPACE of the services' settings (openBus falls back to the process's own).
+          ...(env.KAFKA_NAMESPACE ? { namespace: env.KAFKA_NAMESPACE } : {}),
+        });
         buses.push(bus);
       }
       const urls = Object.fromEntries(Object.keys(module.calls).map((callee) => [callee, serviceUrls[callee as ServiceName]]));

@@ -2,10 +2,11 @@ import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/har
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Campaigns sent through the real platform (gateway, subscribers, templates,
-// campaigns, delivery; sandboxed: test-mode key), on the embedded store and on
-// the MongoDB-compatible server: the audience exactly, the ledger's counts
-// adding up at every read, unsubscribes during a send, pause and resume,
-// cancel. The crash test over Kafka is campaign-crash.test.ts.
+// campaigns, delivery; sandboxed: test-mode key): on the embedded store with
+// the in-process bus, and on the MongoDB-compatible server with Kafka. The
+// audience exactly, the ledger's counts adding up at every read, unsubscribes
+// during a send, pause and resume, cancel. kill -9 mid-campaign is
+// campaign-crash.test.ts.
 
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
@@ -41,12 +42,13 @@ function checkCounts(c: Counts): void {
   for (const n of [c.pending, c.queued, c.sent, c.failed, c.skipped]) expect(n).toBeGreaterThanOrEqual(0);
 }
 
-describe.each(["embedded", "mongodb"] as const)("campaign sending (%s)", (store) => {
+describe.each(["embedded", "mongodb+kafka"] as const)("campaign sending (%s)", (store) => {
   let t: TestPlatform;
   let template: string;
   beforeAll(async () => {
     // 20 messages a second per tenant, so that a send lasts long enough to act during it.
-    t = await startTestPlatform(`campaign-send-${store}`, { ...GENEROUS_RATE_LIMIT_ENV, CAMPAIGN_RATE: "20/1s" }, { mongo: store === "mongodb" });
+    const real = store === "mongodb+kafka";
+    t = await startTestPlatform(`campaign-send-${real ? "real" : store}`, { ...GENEROUS_RATE_LIMIT_ENV, CAMPAIGN_RATE: "20/1s" }, { mongo: real, kafka: real });
     const res = await t.call("POST", "/api/v1/templates", { body: { name: "Promo", subject: "News for {{metadata.name}}", category: "marketing", mjml_content: MJML } });
     expect(res.status).toBe(201);
     template = res.body.id;

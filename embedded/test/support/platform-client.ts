@@ -40,20 +40,28 @@ export interface TestPlatform {
 export async function startTestPlatform(
   name: string,
   env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV,
-  options: { mongo?: boolean } = {},
+  options: { mongo?: boolean; kafka?: boolean } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
   if (options.mongo && !mongoUrl) throw new Error("MONGO_URL is not set: run the tests through `npm test`, whose setup starts FerretDB");
   const mongo = mongoUrl ? { url: mongoUrl, dbPrefix: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}_` } : undefined;
+  const kafkaBrokers = options.kafka ? process.env.KAFKA_BROKERS : undefined;
+  if (options.kafka && !kafkaBrokers) throw new Error("KAFKA_BROKERS is not set: run the tests through `npm test`, whose setup starts Kafka");
   const platform = await startPlatform({
     dataDir,
     gatewayPort: 0,
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
     logger: createLogger(name, "silent"),
-    env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...env },
+    env: {
+      OUTBOX_SWEEP_INTERVAL_MS: "500",
+      // Topics and groups of this platform alone: other suites share the cluster.
+      ...(kafkaBrokers ? { KAFKA_NAMESPACE: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}` } : {}),
+      ...env,
+    },
     ...(mongo ? { mongoUrl: mongo.url, dbPrefix: mongo.dbPrefix } : {}),
+    ...(kafkaBrokers ? { kafkaBrokers } : {}),
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);
