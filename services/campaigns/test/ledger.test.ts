@@ -1,0 +1,127 @@
+import { createLogger, newId } from "@emailsvc/runtime";
+import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
+import { emptyCounts } from "../src/domain/campaign.js";
+import type { CampaignDoc } from "../src/storage/documents.js";
+import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
+import type { Deps } from "../src/usecases/deps.js";
+import { countLedger, moveRows, recordOutcomes, reconcile, rowId, skipSubscriber } from "../src/usecases/ledger.js";
+import { snapshotAudience, startDue } from "../src/usecases/send-campaign.js";
+
+// The ledger's rules on both stores, with the subscribers and templates
+// services faked (their answers are the input here; the platform tests in
+// embedded/test/campaign-*.test.ts use the real ones): rows and counts move
+// together, outcomes and skips, a snapshot resumed after a crash counts each
+// recipient once, and a schedule missed for longer than the allowed age fails.
+
+describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
+  let test: TestStore;
+  let repos: TenantRepositories;
+  let clock: number;
+  let audience: string[];
+  let deps: Deps;
+  const tenant = `${newId("acc")}:test`;
+
+  beforeEach(async () => {
+    test = await openTestStore(kind, "campaigns");
+    const storage = new CampaignStorage(test.store);
+    await storage.createIndexes();
+    repos = storage.forTenant(tenant);
+    clock = Date.now();
+    audience = Array.from({ length: 12 }, () => newId("sub")).sort();
+    deps = {
+      audiences: {
+        count: async () => audience.length,
+        // Pages of 5: as AudienceService pages by id.
+        page: async (_call, _filter, after, limit) => {
+          const rest = audience.filter((id) => id > after);
+          const ids = rest.slice(0, Math.min(limit, 5));
+          return { ids, nextAfter: rest.length > ids.length ? ids[ids.length - 1]! : "" };
+        },
+      },
+      templates: { exists: async () => true, currentVersion: async () => 3 },
+      logger: createLogger("ledger-test", "silent"),
+      now: () => clock,
+      settings: { rate: null, dailyLimit: null, scheduleMaxAgeMs: 60_000, maxInFlight: 100, snapshotBudgetMs: 10_000 },
+    };
+  });
+  afterEach(async () => {
+    await test.store.close();
+    test.cleanup();
+  });
+
+  async function campaign(fields: Partial<CampaignDoc>): Promise<CampaignDoc> {
+    const doc = {
+      _id: newId("cmp"),
+      name: "Test",
+      template_id: newId("tpl"),
+      tag_filter: {},
+      status: "sending" as const,
+      created_at: clock,
+      updated_at: clock,
+      counts: emptyCounts(),
+      snapshot_complete: false,
+      snapshot_after: "",
+      version: 1,
+      outbox: [],
+      outbox_pending: false,
+      ...fields,
+    };
+    await repos.campaigns.insertOne(doc);
+    return { ...doc, tenant } as CampaignDoc;
+  }
+
+  it("snapshots every recipient once, also when a copy interrupted by a crash is taken up again", async () => {
+    const doc = await campaign({});
+    // A crash after the first page's rows were written, before the resume point and the counts.
+    const firstPage = audience.slice(0, 5);
+    await repos.recipients.insertMany(
+      firstPage.map((sub) => ({ _id: rowId(doc._id, sub), campaign_id: doc._id, subscriber_id: sub, email_id: newId("eml"), state: "pending" as const, reason: "", updated_at: clock })),
+    );
+    const done = await snapshotAudience(deps, repos, doc, clock + 60_000);
+    expect(done?.snapshot_complete).toBe(true);
+    expect(await repos.recipients.count({ campaign_id: doc._id })).toBe(12);
+    // The counts missed the crashed page; a recount from the ledger puts it right.
+    expect(done?.counts?.total).toBe(7);
+    expect(await reconcile(repos, doc._id)).toMatchObject({ total: 12, pending: 12 });
+  });
+
+  it("moves rows and counts together; outcomes, skips and a late sent after a cancel add up", async () => {
+    const doc = await campaign({ snapshot_complete: true });
+    await snapshotAudience(deps, repos, { ...doc, snapshot_complete: false }, clock + 60_000);
+    const [a, b, c, d, e] = audience;
+    const ids = [a, b, c, d].map((s) => rowId(doc._id, s!));
+    expect(await moveRows(repos, doc._id, { _id: { $in: ids } }, "pending", "queued", clock)).toBe(4);
+    // Moving again from pending matches nothing: guarded by the state left.
+    expect(await moveRows(repos, doc._id, { _id: { $in: ids } }, "pending", "queued", clock)).toBe(0);
+    await recordOutcomes(
+      repos,
+      [
+        { campaignId: doc._id, subscriberId: a!, status: "sent", reason: "" },
+        { campaignId: doc._id, subscriberId: b!, status: "failed", reason: "recipient_rejected" },
+        { campaignId: doc._id, subscriberId: c!, status: "failed", reason: "recipient_unsubscribed" },
+        // Repeated: changes nothing more.
+        { campaignId: doc._id, subscriberId: a!, status: "sent", reason: "" },
+      ],
+      clock,
+    );
+    expect(await skipSubscriber(repos, e!, "unsubscribed", clock)).toBe(1);
+    // A cancel skips the rest; d's email was already with the provider and is sent after all.
+    await moveRows(repos, doc._id, {}, "pending", "skipped.cancelled", clock);
+    await moveRows(repos, doc._id, {}, "queued", "skipped.cancelled", clock);
+    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: d!, status: "sent", reason: "" }], clock);
+    const counts = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
+    expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 2, failed: 1, skipped: { unsubscribed: 2, erased: 0, suppressed: 0, cancelled: 7 } });
+    expect(await countLedger(repos.recipients, doc._id)).toEqual(counts);
+  });
+
+  it("starts a scheduled campaign that is due, and fails one overdue by more than the allowed age", async () => {
+    const due = await campaign({ status: "scheduled", send_at: clock - 30_000 });
+    const started = await startDue(deps, repos, due);
+    expect(started).toMatchObject({ status: "sending", template_version: 3, snapshot_complete: false });
+    const missed = await campaign({ status: "scheduled", send_at: clock - 61_000 });
+    expect(await startDue(deps, repos, missed)).toBeNull();
+    expect(await repos.campaigns.findOne({ _id: missed._id })).toMatchObject({ status: "failed", failure_reason: "schedule_missed" });
+    // Its change is in its outbox for campaign.status_changed.
+    expect((await repos.campaigns.findOne({ _id: missed._id }))!.outbox).toEqual([expect.objectContaining({ status: "failed" })]);
+  });
+});
