@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
-import { SmtpSink } from "../../services/delivery/test/support/smtp-sink";
+import { SmtpSink } from "@emailsvc/testing";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
 // Templates and transactional sending end to end, as an integrator does it:

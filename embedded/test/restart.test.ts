@@ -3,8 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
-import { freePort } from "@emailsvc/testing";
-import { SmtpSink } from "../../services/delivery/test/support/smtp-sink";
+import { freePort, SmtpSink } from "@emailsvc/testing";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
 // Issue 6, defect 3: in the default mode (`npm start`: embedded store,

@@ -4,7 +4,8 @@ export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type Mon
 export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
 export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js";
 export { freePort } from "./ports.js";
-export { cacheRoot } from "./cache.js";
+export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } from "./smtp-sink.js";
+export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
 export { startPlatformProcess, type PlatformProcess } from "./platform-process.js";

@@ -7,7 +7,7 @@ import { delivery } from "@emailsvc/proto";
 import { createServiceTransport, newId } from "@emailsvc/runtime";
 import { as, tenant } from "./harness.js";
 import { FakeTemplates } from "./support/fake-templates.js";
-import { SmtpSink } from "./support/smtp-sink.js";
+import { SmtpSink } from "@emailsvc/testing";
 
 // Issue 6, defect 3 (delivery's part): after kill -9 mid-send, queued mail
 // must go out within seconds of the next start, and only the messages whose

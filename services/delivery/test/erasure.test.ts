@@ -5,7 +5,7 @@ import { delivery, events } from "@emailsvc/proto";
 import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
 import type { EmailDoc, SandboxMessageDoc } from "../src/storage/documents.js";
 import { as, sleep, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
-import { SmtpSink } from "./support/smtp-sink.js";
+import { SmtpSink } from "@emailsvc/testing";
 
 // GDPR erasure: subscriber.deleted (published on the bus as the subscribers
 // service does) erases the emails linked to that subscriber.

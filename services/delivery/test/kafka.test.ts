@@ -3,7 +3,7 @@ import { KafkaEventBus } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
 import { newId } from "@emailsvc/runtime";
 import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
-import { SmtpSink } from "./support/smtp-sink.js";
+import { SmtpSink } from "@emailsvc/testing";
 
 // One run on the production parts: Kafka (KAFKA_BROKERS, started by the Jest
 // global setup when unset) and MongoDB (FerretDB), with a real SMTP relay.

@@ -3,7 +3,7 @@ import { delivery } from "@emailsvc/proto";
 import { newId } from "@emailsvc/runtime";
 import type { EmailDoc } from "../src/storage/documents.js";
 import { as, sleep, startHarness, tenant, waitFor, type Harness } from "./harness.js";
-import { SmtpSink } from "./support/smtp-sink.js";
+import { SmtpSink } from "@emailsvc/testing";
 
 const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
 

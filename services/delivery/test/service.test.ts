@@ -4,7 +4,7 @@ import { Code } from "@connectrpc/connect";
 import { delivery, events } from "@emailsvc/proto";
 import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
 import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
-import { SmtpSink } from "./support/smtp-sink.js";
+import { SmtpSink } from "@emailsvc/testing";
 
 const FROM = "Acme Billing <billing@acme.example>";
 const WELCOME = {

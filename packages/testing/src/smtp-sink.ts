@@ -2,8 +2,11 @@ import type { AddressInfo } from "node:net";
 import { simpleParser, type ParsedMail } from "mailparser";
 import { SMTPServer, type SMTPServerSession } from "smtp-server";
 
-// A real SMTP server for the tests (npm smtp-server), with what arrived parsed
-// by mailparser. Behaviours a relay can have are switched on per test:
+// A real SMTP server for tests and benchmarks (npm smtp-server). By default
+// every message that arrives is kept, raw and parsed by mailparser; with
+// `{ keep: false }` (benchmarks: 100,000 messages and more) nothing is parsed
+// or kept and only the counts are, which is enough to tell lost and duplicate
+// messages apart. Behaviours a relay can have are switched on per test:
 // temporary (4xx) or permanent (5xx) replies, a slow reply to DATA.
 
 export interface ArrivedMessage {
@@ -24,11 +27,30 @@ export interface SinkReply {
   text: string;
 }
 
+export interface SmtpSinkOptions {
+  /**
+   * Keep every message, raw and parsed (default true). False is the
+   * benchmarks' counting mode: the data is read and dropped, `messages`
+   * stays empty, and only `acceptedCount` and `recipientCounts` grow.
+   */
+  keep?: boolean;
+}
+
 export class SmtpSink {
   private server: SMTPServer | undefined;
+  private readonly keep: boolean;
   private readonly closedSessions = new Set<string>();
-  /** Every message whose DATA arrived in full, accepted or not. */
+  /** Every message whose DATA arrived in full, accepted or not (empty with `keep: false`). */
   readonly messages: ArrivedMessage[] = [];
+  /** Messages accepted (250 to DATA on a connection still open), in either mode. */
+  acceptedCount = 0;
+  /**
+   * Accepted messages per envelope recipient (lower case), in either mode: a
+   * count above 1 is a duplicate, an address missing is a lost message.
+   */
+  readonly recipientCounts = new Map<string, number>();
+  /** Waiters of whenAccepted(), resolved as acceptedCount reaches their count. */
+  private acceptedWaiters: Array<{ count: number; wake: () => void }> = [];
   /** Replies to DATA for the next messages to an address (lower case), used up one per message (e.g. two 451s). */
   readonly dataReplies = new Map<string, SinkReply[]>();
   /** RCPT TO of these addresses (lower case) is refused with the reply (e.g. 550 user unknown). */
@@ -40,6 +62,10 @@ export class SmtpSink {
   /** Replies held back by dataDelayMs; close() answers them at once. */
   private readonly delays = new Set<() => void>();
   port = 0;
+
+  constructor(options: SmtpSinkOptions = {}) {
+    this.keep = options.keep ?? true;
+  }
 
   get accepted(): ArrivedMessage[] {
     return this.messages.filter((m) => m.accepted);
@@ -73,6 +99,11 @@ export class SmtpSink {
         callback();
       },
       onData: (stream, session, callback) => {
+        if (!this.keep) {
+          stream.on("end", () => void this.finishData(undefined, session, callback));
+          stream.resume(); // read and dropped
+          return;
+        }
         const chunks: Buffer[] = [];
         stream.on("data", (c: Buffer) => chunks.push(c));
         stream.on("end", () => {
@@ -91,23 +122,31 @@ export class SmtpSink {
     return this;
   }
 
-  private async finishData(raw: string, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void): Promise<void> {
-    const parsed = await simpleParser(raw);
+  private async finishData(
+    raw: string | undefined,
+    session: SMTPServerSession,
+    callback: (err?: Error | null, message?: string) => void,
+  ): Promise<void> {
     const reply = session.envelope.rcptTo.map((r) => this.dataReplies.get(r.address.toLowerCase())?.shift()).find((r) => r !== undefined);
-    const message: ArrivedMessage = {
-      raw,
-      parsed,
-      envelope: {
-        from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
-        to: session.envelope.rcptTo.map((r) => r.address),
-      },
-      accepted: false,
-      user: typeof session.user === "string" ? session.user : undefined,
-    };
-    this.messages.push(message);
-    const waiting = this.dataArrived;
-    this.dataArrived = [];
-    waiting.forEach((wake) => wake());
+    let message: ArrivedMessage | undefined;
+    if (raw !== undefined) {
+      message = {
+        raw,
+        parsed: await simpleParser(raw),
+        envelope: {
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
+          to: session.envelope.rcptTo.map((r) => r.address),
+        },
+        accepted: false,
+        user: typeof session.user === "string" ? session.user : undefined,
+      };
+      this.messages.push(message);
+    }
+    if (this.dataArrived.length > 0) {
+      const waiting = this.dataArrived;
+      this.dataArrived = [];
+      waiting.forEach((wake) => wake());
+    }
     if (this.dataDelayMs > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -125,8 +164,31 @@ export class SmtpSink {
       callback(Object.assign(new Error(reply.text), { responseCode: reply.code }));
       return;
     }
-    message.accepted = !this.closedSessions.has(session.id);
+    const accepted = !this.closedSessions.has(session.id);
+    if (message) message.accepted = accepted;
+    if (accepted) this.count(session);
     callback(null, "OK: queued");
+  }
+
+  private count(session: SMTPServerSession): void {
+    this.acceptedCount += 1;
+    for (const r of session.envelope.rcptTo) {
+      const key = r.address.toLowerCase();
+      this.recipientCounts.set(key, (this.recipientCounts.get(key) ?? 0) + 1);
+    }
+    if (this.acceptedWaiters.length > 0) {
+      const due = this.acceptedWaiters.filter((w) => w.count <= this.acceptedCount);
+      if (due.length > 0) {
+        this.acceptedWaiters = this.acceptedWaiters.filter((w) => w.count > this.acceptedCount);
+        due.forEach((w) => w.wake());
+      }
+    }
+  }
+
+  /** Resolves once `count` messages in all have been accepted (at once if they have). */
+  whenAccepted(count: number): Promise<void> {
+    if (this.acceptedCount >= count) return Promise.resolve();
+    return new Promise((resolve) => this.acceptedWaiters.push({ count, wake: resolve }));
   }
 
   /** Answers every DATA held back by dataDelayMs now (after a client was killed mid-hand-off). */
