@@ -8,6 +8,8 @@
 // "This module version is not available"), so v1.1.0 (2021) is what runs. Its
 // sending path (a manager that fetches subscribers in batches and hands each
 // message to a pool of SMTP connections) is the one later releases still have.
+// Note: v1.1.0 looks for running campaigns every 5 s (hard-coded), so up to
+// 5 s of its time is that wait; at 100,000 it hardly matters.
 import { execFile } from "node:child_process";
 import { spawn, type ChildProcess } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
