@@ -194,7 +194,10 @@ describe("delivery when the relay is unreachable", () => {
       const e = await statusOf(h!, id, t);
       return e.status === delivery.EmailStatus.SENT ? e : undefined;
     }, "sent once the relay is up");
-    expect(sent.attempts).toBeGreaterThanOrEqual(5);
+    // More attempts than maxAttempts (2): refusals did not use them up. At
+    // least 4, not 5: the fourth attempt may still have been connecting when
+    // the relay came up, and then it is the one that sends.
+    expect(sent.attempts).toBeGreaterThanOrEqual(4);
     await sleep(300);
     expect(sink.to("patient@example.com")).toHaveLength(1);
   });
