@@ -11,12 +11,13 @@
 // The subscribers are written straight into the subscribers service's store
 // while the platform is stopped (setup, not measured: through the API it
 // would take minutes); everything measured goes through the services.
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/runtime";
 import { openStore } from "@emailsvc/storage";
-import { ensureKafka, KAFKA_VERSION, SmtpSink, startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
+import { ensureKafka, freePort, KAFKA_VERSION, SmtpSink, startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { LISTMONK_VERSION, runListmonkCampaign } from "./listmonk.js";
@@ -128,13 +129,79 @@ export async function prepareAudience(n: number, mode: "test" | "live", env: Rec
  * timings and the platform's peak memory. `verify` counts what the provider
  * got (after the platform stopped).
  */
+/** A running platform as the campaign run needs it: its gateway, its processes' peak memory, a drain. */
+interface Running {
+  url: string;
+  peakRssMb(): number;
+  stop(): Promise<void>;
+}
+
+/** `npm start`: every service in one process. */
+async function oneProcess(dataDir: string, env: Record<string, string>): Promise<Running> {
+  const p = await startPlatform(dataDir, env);
+  return { url: p.url, peakRssMb: () => peakRssMb(p.child.pid!), stop: () => p.stop() };
+}
+
+/**
+ * Every service in its own process, as a deployment runs them (each from its
+ * own script, on the same DATA_DIR: one store folder per service), over Kafka.
+ * Peak memory is the sum of the processes' peaks.
+ */
+async function processPerService(dataDir: string, env: Record<string, string>): Promise<Running> {
+  const ports = { subscribers: await freePort(), templates: await freePort(), delivery: await freePort(), campaigns: await freePort(), gateway: await freePort() };
+  const urls = {
+    SUBSCRIBERS_URL: `http://127.0.0.1:${ports.subscribers}`,
+    TEMPLATES_URL: `http://127.0.0.1:${ports.templates}`,
+    DELIVERY_URL: `http://127.0.0.1:${ports.delivery}`,
+    CAMPAIGNS_URL: `http://127.0.0.1:${ports.campaigns}`,
+  };
+  const children: ChildProcess[] = [];
+  const start = (service: string, own: Record<string, string>) => {
+    const child = spawn(process.execPath, [join(repo, "services", service, "dist", "main.js")], {
+      env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", METRICS_PORT: "0", DATA_DIR: dataDir, ...urls, ...env, ...own },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    children.push(child);
+  };
+  start("subscribers", { GRPC_PORT: String(ports.subscribers) });
+  start("templates", { GRPC_PORT: String(ports.templates) });
+  start("delivery", { GRPC_PORT: String(ports.delivery) });
+  start("campaigns", { GRPC_PORT: String(ports.campaigns) });
+  start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" });
+  const url = `http://127.0.0.1:${ports.gateway}`;
+  const stop = async () => {
+    await Promise.all(
+      children.map((c) => {
+        if (c.exitCode !== null || c.signalCode !== null) return undefined;
+        const exited = new Promise((resolve) => c.once("exit", resolve));
+        c.kill("SIGTERM");
+        return exited;
+      }),
+    );
+  };
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 600 || children.some((c) => c.exitCode !== null)) {
+      await stop();
+      throw new Error("the services did not become ready");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url, peakRssMb: () => children.reduce((sum, c) => sum + peakRssMb(c.pid!), 0), stop };
+}
+
 export async function runCampaign(
   name: string,
   audience: Audience,
   env: Record<string, string>,
   verify: () => Promise<{ lost: number; duplicates: number }>,
+  launch: (dataDir: string, env: Record<string, string>) => Promise<Running> = oneProcess,
 ): Promise<CampaignRow> {
-  const platform = await startPlatform(audience.dataDir, env);
+  const platform = await launch(audience.dataDir, env);
   try {
     const created = await api(platform.url, audience.key, "POST", "/api/v1/campaigns", {
       name: "Bench",
@@ -156,7 +223,7 @@ export async function runCampaign(
       }
     }
     const seconds = (performance.now() - t0) / 1000;
-    const peak = peakRssMb(platform.child.pid!);
+    const peak = platform.peakRssMb();
     if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
     await platform.stop();
     const { lost, duplicates } = await verify();
@@ -214,6 +281,12 @@ async function main(): Promise<void> {
       rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
       console.log(rows.at(-1));
       rmSync(onKafka.dataDir, { recursive: true, force: true });
+      // As deployed: one process per service (each its own store), the same Kafka.
+      const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
+      const apart = await prepareAudience(N, "test", split);
+      rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), processPerService));
+      console.log(rows.at(-1));
+      rmSync(apart.dataDir, { recursive: true, force: true });
     } finally {
       await kafka.stop();
     }
@@ -271,7 +344,7 @@ async function main(): Promise<void> {
   const table = [
     `Run of ${results.at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} subscribers.`,
     "",
-    "| run | recipients | s | recipients/s | snapshot s | lost | duplicates | peak RSS MB |",
+    "| run | recipients | s | recipients/s | snapshot s | lost | duplicates | peak RSS MB (all processes) |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.snapshot_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
     ...(side.length === 2
