@@ -27,6 +27,16 @@ export function tenantKey(tenant: Tenant): string {
   return `${tenant.accountId}:${tenant.mode}`;
 }
 
+/**
+ * The tenant of a tenant key (what stored documents and events carry), for
+ * work that acts for a tenant without a request: a mode other than `live`
+ * reads as `test`, the one that can never reach a real recipient.
+ */
+export function tenantOfKey(key: string): Tenant {
+  const [accountId = "", mode = ""] = key.split(":");
+  return { accountId, mode: mode === "live" ? "live" : "test" };
+}
+
 export class MissingTenantError extends Error {}
 
 const ACCOUNT_ID = /^acc_[0-9a-z]{26}$/;

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { Policy } from "@emailsvc/ratelimit";
-import { tenantKey, type CallContext, type KeyMode, type Logger } from "@emailsvc/runtime";
+import { tenantKey, tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
 import { emptyCounts, templateNotFound, type CampaignView } from "../domain/campaign.js";
 import type { AudienceSource, TemplateDirectory } from "../rpc/clients.js";
 import type { CampaignDoc } from "../storage/documents.js";
@@ -65,8 +65,7 @@ export function campaignView(doc: CampaignDoc): CampaignView {
 
 /** The context work on a campaign acts in when no request carries it (the dispatcher): its tenant, as the system. */
 export function campaignCall(doc: Pick<CampaignDoc, "tenant" | "_id">): CallContext {
-  const [accountId, mode] = doc.tenant.split(":") as [string, KeyMode];
-  return { tenant: { accountId, mode }, actor: `campaign:${doc._id}`, requestId: doc._id };
+  return { tenant: tenantOfKey(doc.tenant), actor: `campaign:${doc._id}`, requestId: doc._id };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { settleLimited, type CallContext, type KeyMode, type Logger } from "@emailsvc/runtime";
+import { settleLimited, tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { EventType } from "../domain/trigger.js";
 import { PermanentSendError, type FiringServices } from "../rpc/clients.js";
@@ -35,8 +35,7 @@ const FIRE_CONCURRENCY = 8;
 
 /** The context a fire acts in: its tenant, as the trigger (for audit and logs). */
 export function fireCall(fire: Pick<FireDoc, "tenant" | "trigger_id" | "_id">): CallContext {
-  const [accountId, mode] = fire.tenant.split(":") as [string, KeyMode];
-  return { tenant: { accountId, mode }, actor: `trigger:${fire.trigger_id}`, requestId: fire._id };
+  return { tenant: tenantOfKey(fire.tenant), actor: `trigger:${fire.trigger_id}`, requestId: fire._id };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { tenantOfKey } from "@emailsvc/runtime";
 import { signToken, type KeyRing } from "@emailsvc/tokens";
 
 // The one-click unsubscribe link of a marketing email (RFC 8058): the
@@ -29,10 +30,9 @@ export function unsubscribeLinks(options: { keys: KeyRing; publicApiUrl: string;
   const base = `${options.publicApiUrl.replace(/\/+$/, "")}/unsubscribe?token=`;
   const ttlSeconds = (options.ttlDays ?? DEFAULT_UNSUBSCRIBE_TTL_DAYS) * 24 * 60 * 60;
   return ({ tenant, emailId, subscriberId, campaignId }) => {
-    const [accountId = "", mode = ""] = tenant.split(":");
     const token = signToken(
       options.keys,
-      { purpose: "unsubscribe", accountId, mode: mode === "live" ? "live" : "test", emailId, subscriberId, ...(campaignId ? { campaignId } : {}) },
+      { purpose: "unsubscribe", ...tenantOfKey(tenant), emailId, subscriberId, ...(campaignId ? { campaignId } : {}) },
       { ttlSeconds, ...(options.now ? { now: options.now() } : {}) },
     );
     return base + token;

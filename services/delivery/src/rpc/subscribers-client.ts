@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AudienceService, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
-import { callHeaders } from "@emailsvc/runtime";
+import { callHeaders, tenantOfKey } from "@emailsvc/runtime";
 import { RecipientsUnavailableError, type AddressedRecipient, type RecipientDirectory } from "../domain/recipients.js";
 
 // RecipientDirectory over gRPC: SubscriberService.GetSubscriberByEmail and
@@ -11,8 +11,7 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
   const audience = createClient(AudienceService, transport);
   const timeoutMs = options.timeoutMs ?? 5000;
   const headersOf = (tenant: string) => {
-    const [accountId = "", mode = ""] = tenant.split(":");
-    return callHeaders({ tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "system", requestId: "" });
+    return callHeaders({ tenant: tenantOfKey(tenant), actor: "system", requestId: "" });
   };
   return {
     async byIds(tenant, ids, signal) {
