@@ -4,13 +4,12 @@ import { randomBytes } from "node:crypto";
 import { isId, newId } from "@emailsvc/runtime";
 import { isFinal } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
-import { RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
-import type { PublicErrorCode } from "../domain/provider.js";
+import { SendFailure, type PublicErrorCode } from "../domain/provider.js";
 import { statusEvent } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { RetryLater, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { RetryLater, templateVersion, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
 
@@ -100,7 +99,7 @@ export async function intakeCampaignRequests(
   const unique = new Map<string, CampaignRequest>();
   for (const r of requests) {
     if (isId("eml", r.emailId) && isId("cmp", r.campaignId) && isId("sub", r.subscriberId) && isId("tpl", r.templateId)) unique.set(r.emailId, r);
-    else deps.logger.warn({ email_id: safe(r.emailId) }, "campaign send request with malformed ids skipped");
+    else deps.logger.warn("campaign send request with malformed ids skipped");
   }
   const results: IntakeResult[] = [];
   const all = [...unique.values()];
@@ -163,7 +162,7 @@ async function intakeChunk(
     else if (recipient.status === "bounced" || recipient.status === "complained") refuse(r, "recipient_suppressed");
     else if (recipient.status !== "active") refuse(r, "recipient_unsubscribed");
     else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled");
-    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, signal), now, token));
+    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, recipient.email, signal), now, token));
   }
   if (fresh.length > 0) {
     // Records are stored before anything is sent: a crash from here on finds them queued.
@@ -237,35 +236,17 @@ function emailDoc(
 }
 
 /**
- * The slug of the campaign's template version (the email record shows it), from
- * the renderer cache, which the send right after needs anyway. "" when the
- * version cannot be had: the send then fails the email with its reason.
+ * The slug of the campaign's template version (the email record shows it),
+ * from the renderer cache, which the send right after needs anyway. "" when
+ * the version cannot be had: the send then fails the email with its reason.
  */
-async function templateSlug(deps: DeliveryDeps, tenant: string, r: CampaignRequest, signal: AbortSignal): Promise<string> {
-  const key = RendererCache.key(tenant, r.templateId, r.templateVersion);
-  const cached = deps.renderers.get(key);
-  if (cached) return cached.template?.slug ?? "";
-  const [accountId = "", mode = ""] = tenant.split(":");
+async function templateSlug(deps: DeliveryDeps, tenant: string, r: CampaignRequest, to: string, signal: AbortSignal): Promise<string> {
   try {
-    const template = await deps.templates.byVersion(
-      { tenant: { accountId, mode: mode === "live" ? "live" : "test" }, actor: "service:delivery", requestId: r.emailId },
-      r.templateId,
-      r.templateVersion,
-      signal,
-    );
-    if (!template) return "";
-    try {
-      deps.renderers.put(key, template);
-    } catch {
-      // Not compilable: the send fails the email with template_render_failed.
-    }
-    return template.slug;
+    const prepared = await templateVersion(deps, { _id: r.emailId, tenant, to, template_id: r.templateId, template_version: r.templateVersion }, signal);
+    return prepared.template.slug;
   } catch (err) {
+    if (err instanceof SendFailure) return "";
     if (err instanceof TemplatesUnavailableError) throw new RetryLater("templates service unavailable for a campaign batch");
     throw err;
   }
-}
-
-function safe(id: string): string {
-  return /^[a-z]{3}_[0-9a-z]{26}$/.test(id) ? id : "<malformed>";
 }

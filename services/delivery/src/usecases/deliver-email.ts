@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { withOutbox } from "@emailsvc/outbox";
-import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
+import { inSpan, SpanKind, tenantOfKey, type Logger } from "@emailsvc/runtime";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { isFinal } from "../domain/email.js";
@@ -335,8 +335,7 @@ type Renderable = Extract<PreparedTemplate, { render: unknown }>;
  * the next message.
  */
 async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<Renderable> {
-  const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
-  const prepared = deps.renderers.get(key) ?? (await fetchAndCompile(deps, doc, key, signal));
+  const prepared = await templateVersion(deps, doc, signal);
   if (prepared.rejected) {
     throw new SendFailure("permanent", "template_render_failed", {
       detail: `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`,
@@ -345,13 +344,21 @@ async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortS
   return prepared;
 }
 
-async function fetchAndCompile(deps: DeliveryDeps, doc: EmailDoc, key: string, signal: AbortSignal): Promise<PreparedTemplate> {
-  const [accountId = "", mode = ""] = doc.tenant.split(":");
-  const call = {
-    tenant: { accountId, mode: mode === "live" ? ("live" as const) : ("test" as const) },
-    actor: "service:delivery",
-    requestId: doc._id,
-  };
+/**
+ * An email's template version, from the renderer cache or fetched from
+ * TemplateService and compiled (and cached). Throws SendFailure when the
+ * version no longer exists or does not compile, TemplatesUnavailableError
+ * when the service does not answer.
+ */
+export async function templateVersion(
+  deps: Pick<DeliveryDeps, "renderers" | "templates">,
+  doc: Pick<EmailDoc, "_id" | "tenant" | "to" | "template_id" | "template_version">,
+  signal: AbortSignal,
+): Promise<PreparedTemplate> {
+  const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
+  const cached = deps.renderers.get(key);
+  if (cached) return cached;
+  const call = { tenant: tenantOfKey(doc.tenant), actor: "service:delivery", requestId: doc._id };
   const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
   if (!template || template.version !== doc.template_version) {
     throw new SendFailure("permanent", "template_unavailable", { detail: `template ${doc.template_id} version ${doc.template_version} no longer exists` });
