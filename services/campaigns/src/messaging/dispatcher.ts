@@ -115,6 +115,19 @@ export class CampaignDispatcher {
     );
   }
 
+  /**
+   * The campaign as it is now, for the next step of its run; null when the
+   * run must end (no longer sending, or the lease is another's). The lease is
+   * renewed once a third of it has passed, not at every step: a run waiting
+   * for room in flight steps every few milliseconds.
+   */
+  private async step(repos: TenantRepositories, taken: CampaignDoc): Promise<CampaignDoc | null> {
+    const doc = await repos.campaigns.findOne({ _id: taken._id });
+    if (!doc || doc.status !== "sending" || doc.lease_owner !== this.options.owner) return null;
+    if ((doc.lease_until ?? 0) - this.deps.now() > (this.leaseMs * 2) / 3) return doc;
+    return this.lease(repos, doc);
+  }
+
   private async run(repos: TenantRepositories, taken: CampaignDoc): Promise<void> {
     const log = this.deps.logger.child({ campaign_id: taken._id });
     const id = taken._id;
@@ -125,7 +138,7 @@ export class CampaignDispatcher {
       let lastRecheck = this.deps.now();
       for (;;) {
         if (this.stopped) return;
-        const doc = await this.lease(repos, taken);
+        const doc = await this.step(repos, taken);
         if (!doc) return; // paused, cancelled, or the lease lost
         if (!doc.snapshot_complete) {
           await snapshotAudience(this.deps, repos, doc, this.deps.now() + 2000);

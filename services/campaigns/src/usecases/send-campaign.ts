@@ -187,26 +187,19 @@ export async function changeCampaignState(deps: Deps, scope: Scope, input: { id:
 /** A scheduled campaign that is due: started, or failed when it is overdue by more than the allowed age. */
 export async function startDue(deps: Deps, repos: TenantRepositories, campaign: CampaignDoc): Promise<CampaignDoc | null> {
   const now = deps.now();
+  const fail = async (reason: string) => {
+    const doc = await repos.campaigns.updateOne({ _id: campaign._id, status: "scheduled" }, statusUpdate("failed", now, { failure_reason: reason, finished_at: now }));
+    if (doc) await published(deps, doc);
+    return null;
+  };
   const maxAge = deps.settings?.scheduleMaxAgeMs ?? 3_600_000;
   const overdue = now - (campaign.send_at ?? now);
   if (overdue > maxAge) {
     deps.logger.warn({ campaign_id: campaign._id, overdue_ms: overdue }, "scheduled campaign missed its time by more than the allowed age; failed");
-    const doc = await repos.campaigns.updateOne(
-      { _id: campaign._id, status: "scheduled" },
-      statusUpdate("failed", now, { failure_reason: "schedule_missed", finished_at: now }),
-    );
-    if (doc) await published(deps, doc);
-    return null;
+    return fail("schedule_missed");
   }
   const version = await deps.templates.currentVersion(campaignCall(campaign), campaign.template_id);
-  if (version === undefined) {
-    const doc = await repos.campaigns.updateOne(
-      { _id: campaign._id, status: "scheduled" },
-      statusUpdate("failed", now, { failure_reason: "template_not_found", finished_at: now }),
-    );
-    if (doc) await published(deps, doc);
-    return null;
-  }
+  if (version === undefined) return fail("template_not_found");
   return startSending(deps, repos, campaign, version, "scheduled");
 }
 
