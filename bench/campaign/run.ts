@@ -11,13 +11,12 @@
 // The subscribers are written straight into the subscribers service's store
 // while the platform is stopped (setup, not measured: through the API it
 // would take minutes); everything measured goes through the services.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/runtime";
 import { openStore } from "@emailsvc/storage";
-import { ensureKafka, freePort, KAFKA_VERSION, SmtpSink, startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
+import { ensureKafka, freePort, KAFKA_VERSION, SmtpSink, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { LISTMONK_VERSION, runListmonkCampaign } from "./listmonk.js";
@@ -155,43 +154,21 @@ async function processPerService(dataDir: string, env: Record<string, string>): 
     DELIVERY_URL: `http://127.0.0.1:${ports.delivery}`,
     CAMPAIGNS_URL: `http://127.0.0.1:${ports.campaigns}`,
   };
-  const children: ChildProcess[] = [];
-  const start = (service: string, own: Record<string, string>) => {
-    const child = spawn(process.execPath, [join(repo, "services", service, "dist", "main.js")], {
-      env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", METRICS_PORT: "0", DATA_DIR: dataDir, ...urls, ...env, ...own },
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    children.push(child);
-  };
-  start("subscribers", { GRPC_PORT: String(ports.subscribers) });
-  start("templates", { GRPC_PORT: String(ports.templates) });
-  start("delivery", { GRPC_PORT: String(ports.delivery) });
-  start("campaigns", { GRPC_PORT: String(ports.campaigns) });
-  start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" });
-  const url = `http://127.0.0.1:${ports.gateway}`;
+  const started: NodeProcess[] = [];
   const stop = async () => {
-    await Promise.all(
-      children.map((c) => {
-        if (c.exitCode !== null || c.signalCode !== null) return undefined;
-        const exited = new Promise((resolve) => c.once("exit", resolve));
-        c.kill("SIGTERM");
-        return exited;
-      }),
-    );
+    await Promise.all(started.map((p) => p.stop()));
   };
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (i > 600 || children.some((c) => c.exitCode !== null)) {
-      await stop();
-      throw new Error("the services did not become ready");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  const url = `http://127.0.0.1:${ports.gateway}`;
+  try {
+    const start = async (service: string, own: Record<string, string>, readyUrl?: string) =>
+      started.push(await startNodeProcess(repo, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...env, ...own }, readyUrl ? { readyUrl } : {}));
+    for (const service of ["subscribers", "templates", "delivery", "campaigns"] as const) await start(service, { GRPC_PORT: String(ports[service]) });
+    await start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" }, `${url}/readyz`);
+  } catch (err) {
+    await stop();
+    throw err;
   }
-  return { url, peakRssMb: () => children.reduce((sum, c) => sum + peakRssMb(c.pid!), 0), stop };
+  return { url, peakRssMb: () => started.reduce((sum, p) => sum + peakRssMb(p.child.pid!), 0), stop };
 }
 
 export async function runCampaign(

@@ -8,4 +8,4 @@ export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } f
 export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
-export { startPlatformProcess, type PlatformProcess } from "./platform-process.js";
+export { startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "./platform-process.js";

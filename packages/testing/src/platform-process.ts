@@ -2,11 +2,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { freePort } from "./ports.js";
 
-/** `npm start` (embedded/dist/main.js) running as a child process, as an operator runs it. */
-export interface PlatformProcess {
+/** A Node.js script of the repository running as a child process, as an operator runs it. */
+export interface NodeProcess {
   child: ChildProcess;
-  /** The gateway, `http://127.0.0.1:<GATEWAY_PORT>`. */
-  url: string;
   /** Its stdout and stderr so far. */
   output: string[];
   exited: Promise<number | null>;
@@ -16,20 +14,25 @@ export interface PlatformProcess {
   kill(): Promise<void>;
 }
 
+/** `npm start` (embedded/dist/main.js) as a child process. */
+export interface PlatformProcess extends NodeProcess {
+  /** The gateway, `http://127.0.0.1:<GATEWAY_PORT>`. */
+  url: string;
+}
+
 /**
- * Starts the platform from the repository's built `embedded/dist/main.js`
- * with `env` (PATH, LOG_LEVEL=warn and METRICS_PORT=0 added; GATEWAY_PORT a
- * free port unless given) and resolves once its gateway answers /readyz.
- * `nodeArgs` go before the script (e.g. `--cpu-prof`).
+ * Starts `script` (a path under `repoRoot`) with `env` (PATH, LOG_LEVEL=warn
+ * and METRICS_PORT=0 added) and, given `readyUrl`, resolves once that answers
+ * 200. `nodeArgs` go before the script (e.g. `--cpu-prof`).
  */
-export async function startPlatformProcess(
+export async function startNodeProcess(
   repoRoot: string,
+  script: string,
   env: Record<string, string>,
-  options: { nodeArgs?: readonly string[]; readyAttempts?: number } = {},
-): Promise<PlatformProcess> {
-  const port = env.GATEWAY_PORT ?? String(await freePort());
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(repoRoot, "embedded", "dist", "main.js")], {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", METRICS_PORT: "0", ...env, GATEWAY_PORT: port },
+  options: { nodeArgs?: readonly string[]; readyUrl?: string; readyAttempts?: number } = {},
+): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(repoRoot, script)], {
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", METRICS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
@@ -40,17 +43,33 @@ export async function startPlatformProcess(
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
   };
-  const url = `http://127.0.0.1:${port}`;
-  const platform: PlatformProcess = { child, url, output, exited, stop: () => end("SIGTERM"), kill: () => end("SIGKILL") };
+  const proc: NodeProcess = { child, output, exited, stop: () => end("SIGTERM"), kill: () => end("SIGKILL") };
+  if (!options.readyUrl) return proc;
   for (let i = 0; i < (options.readyAttempts ?? 1200); i++) {
-    if (child.exitCode !== null) throw new Error(`the platform exited:\n${output.join("")}`);
+    if (child.exitCode !== null) throw new Error(`${script} exited:\n${output.join("")}`);
     try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return platform;
+      if ((await fetch(options.readyUrl)).status === 200) return proc;
     } catch {
       // not listening yet
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  await platform.kill();
-  throw new Error(`the platform did not become ready:\n${output.join("")}`);
+  await proc.kill();
+  throw new Error(`${script} did not become ready:\n${output.join("")}`);
+}
+
+/**
+ * Starts the platform from the repository's built `embedded/dist/main.js`
+ * (GATEWAY_PORT a free port unless given) and resolves once its gateway
+ * answers /readyz.
+ */
+export async function startPlatformProcess(
+  repoRoot: string,
+  env: Record<string, string>,
+  options: { nodeArgs?: readonly string[]; readyAttempts?: number } = {},
+): Promise<PlatformProcess> {
+  const port = env.GATEWAY_PORT ?? String(await freePort());
+  const url = `http://127.0.0.1:${port}`;
+  const proc = await startNodeProcess(repoRoot, join("embedded", "dist", "main.js"), { ...env, GATEWAY_PORT: port }, { ...options, readyUrl: `${url}/readyz` });
+  return { ...proc, url };
 }
