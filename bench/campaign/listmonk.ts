@@ -12,11 +12,11 @@
 // 5 s of its time is that wait; at 100,000 it hardly matters.
 import { execFile } from "node:child_process";
 import { spawn, type ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { cacheRoot, freePort, startPostgres } from "@emailsvc/testing";
+import { ensureCachedDir, freePort, startPostgres } from "@emailsvc/testing";
 import { peakRssMb } from "./process.js";
 
 const run = promisify(execFile);
@@ -24,35 +24,32 @@ const run = promisify(execFile);
 export const LISTMONK_VERSION = "v1.1.0";
 const MODULE = "github.com/knadh/listmonk";
 
-/** Builds listmonk once (about a minute cold), then reuses the cached binary. */
+/** Builds listmonk once (about a minute cold) into the cache (the testing kit's ensureCachedDir), then reuses it. */
 export async function prepareListmonk(log: (line: string) => void = console.log): Promise<{ binary: string; dir: string }> {
-  const home = join(cacheRoot(), `listmonk-${LISTMONK_VERSION}`);
-  const dir = join(home, "src");
-  const binary = join(home, "listmonk");
-  if (existsSync(binary)) return { binary, dir };
-  log(`building listmonk ${LISTMONK_VERSION} from the Go module proxy into ${home}`);
-  const scratch = mkdtempSync(join(tmpdir(), "listmonk-mod-"));
-  try {
-    await run("go", ["mod", "init", "fetch"], { cwd: scratch });
-    const { stdout } = await run("go", ["mod", "download", "-json", `${MODULE}@${LISTMONK_VERSION}`], { cwd: scratch, maxBuffer: 1 << 20 });
-    const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(`go mod download ${MODULE}@${LISTMONK_VERSION}: ${info.Error ?? "no directory"}`);
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(home, { recursive: true });
-    cpSync(info.Dir, dir, { recursive: true });
-    chmodSync(dir, 0o755);
-    await run("chmod", ["-R", "u+w", dir]);
-    // The module holds the admin app's sources, not its build; listmonk loads
-    // the build's files at start (from the working directory when none are
-    // stuffed into the binary). The API does not need them: placeholders.
-    mkdirSync(join(dir, "frontend", "dist", "frontend"), { recursive: true });
-    writeFileSync(join(dir, "frontend", "dist", "favicon.png"), "");
-    writeFileSync(join(dir, "frontend", "dist", "frontend", "index.html"), "<!doctype html><title>listmonk</title>");
-    await run("go", ["build", "-o", binary, "./cmd"], { cwd: dir, env: { ...process.env, GOFLAGS: "-mod=mod" }, maxBuffer: 16 << 20 });
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
-  return { binary, dir };
+  const { dir: home } = await ensureCachedDir(`listmonk-${LISTMONK_VERSION}`, async (tmp) => {
+    log(`building listmonk ${LISTMONK_VERSION} from the Go module proxy`);
+    const scratch = mkdtempSync(join(tmpdir(), "listmonk-mod-"));
+    try {
+      await run("go", ["mod", "init", "fetch"], { cwd: scratch });
+      const { stdout } = await run("go", ["mod", "download", "-json", `${MODULE}@${LISTMONK_VERSION}`], { cwd: scratch, maxBuffer: 1 << 20 });
+      const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
+      if (!info.Dir) throw new Error(`go mod download ${MODULE}@${LISTMONK_VERSION}: ${info.Error ?? "no directory"}`);
+      const src = join(tmp, "src");
+      cpSync(info.Dir, src, { recursive: true });
+      // The module cache is read-only.
+      await run("chmod", ["-R", "u+w", src]);
+      // The module holds the admin app's sources, not its build; listmonk loads
+      // the build's files at start (from the working directory when none are
+      // stuffed into the binary). The API does not need them: placeholders.
+      mkdirSync(join(src, "frontend", "dist", "frontend"), { recursive: true });
+      writeFileSync(join(src, "frontend", "dist", "favicon.png"), "");
+      writeFileSync(join(src, "frontend", "dist", "frontend", "index.html"), "<!doctype html><title>listmonk</title>");
+      await run("go", ["build", "-o", join(tmp, "listmonk"), "./cmd"], { cwd: src, env: { ...process.env, GOFLAGS: "-mod=mod" }, maxBuffer: 16 << 20 });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+  return { binary: join(home, "listmonk"), dir: join(home, "src") };
 }
 
 export interface ListmonkResult {
