@@ -107,7 +107,10 @@ describe("a send, traced", () => {
     let root: ReceivedSpan | undefined;
     await until(async () => {
       root = receiver.spans.find((s) => s.kind === SERVER && s.name === "POST /api/v1/emails/send");
-      return root !== undefined && receiver.spans.some((s) => s.traceId === root!.traceId && s.name === "sandbox send");
+      // A parent span ends (and is exported) after its children, possibly in a later export batch:
+      // wait for the consumer span that encloses the hand-off as well as the hand-off itself.
+      const names = new Set(receiver.spans.filter((s) => s.traceId === root?.traceId).map((s) => s.name));
+      return root !== undefined && names.has("sandbox send") && names.has("email.send.requested process");
     }, "the spans of the send, down to the hand-off");
     const trace = receiver.spans.filter((s) => s.traceId === root!.traceId);
     const byId = new Map(trace.map((s) => [s.spanId, s]));
