@@ -3,7 +3,7 @@ import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emails
 import { createLogger, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
-import { loadKeyRing, type KeyRing } from "@emailsvc/tokens";
+import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
 import { SERVICE_MODULES, startOrder } from "./services.js";
 
 export interface PlatformOptions {
@@ -118,6 +118,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...(env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       tokenKeys,
+      preferenceLinks: loadPreferenceLinkSettings(env),
       rateLimit,
     });
     closers.push(() => gateway.close());

@@ -1,5 +1,6 @@
 import { campaignsService } from "@emailsvc/campaigns";
 import { deliveryService } from "@emailsvc/delivery";
+import { portalService } from "@emailsvc/portal";
 import type { ServiceName } from "@emailsvc/runtime";
 import type { ServiceModule } from "@emailsvc/service";
 import { subscribersService } from "@emailsvc/subscribers";
@@ -16,6 +17,7 @@ export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> 
   templates: templatesService,
   delivery: deliveryService,
   campaigns: campaignsService,
+  portal: portalService,
 };
 
 /** Services in an order where each one starts after every service it calls. */

@@ -10,6 +10,7 @@ export const SERVICE_CATALOG = {
   templates: { grpcPort: 50052, metricsPort: 9462 },
   delivery: { grpcPort: 50053, metricsPort: 9463 },
   campaigns: { grpcPort: 50054, metricsPort: 9465 },
+  portal: { grpcPort: 50055, metricsPort: 9466 },
 } as const satisfies Record<string, { grpcPort: number; metricsPort: number }>;
 
 /**

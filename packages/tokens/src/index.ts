@@ -1,4 +1,5 @@
 // @emailsvc/tokens: signed tokens for links a subscriber follows (one-click
-// unsubscribe now, preference links next), with key rotation.
+// unsubscribe, preference links), with key rotation.
 export * from "./keys.js";
 export * from "./token.js";
+export * from "./preference-link.js";

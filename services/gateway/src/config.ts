@@ -8,7 +8,7 @@ import {
   serviceUrlVariable,
   type ServiceName,
 } from "@emailsvc/runtime";
-import { KeyConfigError, loadKeyRing, type KeyRing } from "@emailsvc/tokens";
+import { KeyConfigError, loadKeyRing, loadPreferenceLinkSettings, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { loadRateLimitConfig, type RateLimitConfig } from "./ratelimit/config.js";
 
 // Read once at start; a bad value stops the process naming the variable.
@@ -39,6 +39,8 @@ export interface GatewayConfig {
    * store a development key is kept under DATA_DIR.
    */
   tokenKeys: KeyRing;
+  /** PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS: the links POST /subscribers/{id}/preference-token hands out. */
+  preferenceLinks: PreferenceLinkSettings;
   /** METRICS_PORT (default 9460) and METRICS_HOST (default GATEWAY_HOST): Prometheus metrics at /metrics. */
   metricsPort: number;
   metricsHost: string;
@@ -59,6 +61,7 @@ export function loadConfig(): GatewayConfig {
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),
     tokenKeys: tokenKeysFromEnv(),
+    preferenceLinks: loadPreferenceLinkSettings(),
     metricsPort: envInt("METRICS_PORT", GATEWAY_METRICS_PORT, { min: 0, max: 65535 }),
     metricsHost: envString("METRICS_HOST", envString("GATEWAY_HOST", "0.0.0.0")),
     rateLimit: loadRateLimitConfig(process.env),

@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     callTimeoutMs: config.callTimeoutMs,
     keyCache: { ttlMs: config.apiKeyCacheMs },
     tokenKeys: config.tokenKeys,
+    preferenceLinks: config.preferenceLinks,
     rateLimit: config.rateLimit,
   });
   exitOnSignal(logger, async () => {

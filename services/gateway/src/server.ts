@@ -5,10 +5,10 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
 import { createServiceTransport, listen, SERVICE_NAMES, urlHost, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import type { KeyRing } from "@emailsvc/tokens";
+import { loadPreferenceLinkSettings, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
-import { requireAdmin, requireApiKey } from "./http/auth.js";
+import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
 import { problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { InFlight, requestContext } from "./http/request-context.js";
@@ -19,6 +19,7 @@ import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
+import { clientAddress } from "./ratelimit/client-address.js";
 import { DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {
@@ -47,6 +48,8 @@ export interface GatewayDeps {
    * the same the delivery service signs with). Without them /unsubscribe answers 503.
    */
   tokenKeys?: KeyRing;
+  /** Where preference links point and how long they work (PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS); default the page of `npm start`, 7 days. */
+  preferenceLinks?: PreferenceLinkSettings;
   /**
    * Rate limits (loadRateLimitConfig, from RATE_LIMIT_* and TRUSTED_PROXY_HOPS).
    * Default: the defaults, on, counted in memory. With `store: "mongo"` the
@@ -106,6 +109,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
   const limiter = await buildRateLimiter(deps);
+  const trustedProxyHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
   const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;
 
   const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
@@ -114,7 +118,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     router,
     doc,
     validators: new RequestValidators(doc),
-    auth: { ApiKey: requireApiKey(authenticator, guard), AdminToken: requireAdmin(admin, guard) },
+    auth: {
+      ApiKey: requireApiKey(authenticator, guard),
+      AdminToken: requireAdmin(admin, guard),
+      PreferenceToken: requirePreferenceToken(deps.tokenKeys, guard),
+    },
     bodyLimitBytes: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     limiter,
   };
@@ -149,6 +157,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     authenticator,
     ready,
     tokenKeys: deps.tokenKeys,
+    preferenceLinks: deps.preferenceLinks ?? loadPreferenceLinkSettings({}),
+    clientAddress: (ctx) => clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), trustedProxyHops),
   };
   for (const resource of RESOURCES) resource.routes(kit, context);
 

@@ -1,4 +1,5 @@
 import type { Middleware } from "koa";
+import { TokenError, verifyToken, type KeyRing } from "@emailsvc/tokens";
 import type { AdminTokenVerifier, ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import { Problem } from "./problem.js";
 import { NO_AUTH_GUARD, type AuthFailureGuard } from "./rate-limit.js";
@@ -48,5 +49,43 @@ export function requireAdmin(verifier: AdminTokenVerifier, guard: AuthFailureGua
       throw new Problem(401, "invalid_admin_token", "The admin token is not valid.", { headers: { ...ADMIN_CHALLENGE, ...limits } });
     }
     await next();
+  };
+}
+
+const PREFERENCE_CHALLENGE = 'Bearer realm="emailsvc-preferences"';
+
+/**
+ * Requires `Authorization: Bearer <preference token>` (purpose `preferences`,
+ * naming a subscriber); sets `ctx.state.preference`. The problem says why a
+ * token was refused (expired, tampered, another key...) without repeating it.
+ * Whether its subscriber still exists is the portal's check: an erased
+ * subscriber's tokens all die with them.
+ */
+export function requirePreferenceToken(keys: KeyRing | undefined, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    guard.before(ctx);
+    const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
+    if (!match) {
+      throw new Problem(401, "missing_preference_token", "Send the preference token as `Authorization: Bearer <token>`.", {
+        headers: { "WWW-Authenticate": PREFERENCE_CHALLENGE },
+      });
+    }
+    if (!keys) throw new Problem(503, "service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    let reason: string;
+    try {
+      const token = verifyToken(keys, match[1]!, { purpose: "preferences" });
+      if (token.subscriberId) {
+        ctx.state.preference = { accountId: token.accountId, mode: token.mode, subscriberId: token.subscriberId };
+        return next();
+      }
+      reason = "the token names no subscriber";
+    } catch (err) {
+      if (!(err instanceof TokenError)) throw err;
+      reason = err.message;
+    }
+    const limits = await guard.failed(ctx);
+    throw new Problem(401, "invalid_preference_token", `The preference token is not valid: ${reason}. Ask for a new link.`, {
+      headers: { "WWW-Authenticate": `${PREFERENCE_CHALLENGE}, error="invalid_token"`, ...limits },
+    });
   };
 }

@@ -9,11 +9,20 @@ export interface KeyIdentity {
   keyId: string;
 }
 
+/** Whose preferences a request may see and change, as established by a preference token. */
+export interface PreferenceIdentity {
+  accountId: string;
+  mode: KeyMode;
+  subscriberId: string;
+}
+
 /** What the middleware learns about a request, in `ctx.state`. */
 export interface GatewayState {
   requestId: string;
   /** Set by the API-key middleware. */
   auth?: KeyIdentity;
+  /** Set by the preference-token middleware (the portal API). */
+  preference?: PreferenceIdentity;
   /** The validated JSON body (operations with a request body). */
   body?: unknown;
   /** The validated query, with defaults applied and numbers coerced. */

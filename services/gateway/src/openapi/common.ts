@@ -146,4 +146,9 @@ export const headers: Record<string, unknown> = {
 export const securitySchemes: Record<string, unknown> = {
   ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "An account's API key." },
   AdminToken: { type: "http", scheme: "bearer", description: "The operator token (`ADMIN_TOKEN`)." },
+  PreferenceToken: {
+    type: "http",
+    scheme: "bearer",
+    description: "A subscriber's preference token (POST /api/v1/subscribers/{id}/preference-token, or the link in their mail): acts on that subscriber only.",
+  },
 };

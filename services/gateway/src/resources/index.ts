@@ -1,6 +1,7 @@
 import { adminResource } from "./admin/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { emailsResource } from "./emails/index.js";
+import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
 import { subscribersResource } from "./subscribers/index.js";
 import { systemResource } from "./system/index.js";
@@ -23,6 +24,7 @@ export const RESOURCES: readonly Resource[] = [
   emailsResource,
   campaignsResource,
   triggersResource,
+  preferenceCenterResource,
   unsubscribeResource,
   adminResource,
   systemResource,

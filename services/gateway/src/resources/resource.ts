@@ -1,9 +1,10 @@
 import type { Transport } from "@connectrpc/connect";
 import type { ServiceName } from "@emailsvc/runtime";
-import type { KeyRing } from "@emailsvc/tokens";
+import type { KeyRing, PreferenceLinkSettings } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import type { AccountStore } from "../accounts/store.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
+import type { GatewayRouterContext } from "../http/state.js";
 import type { RouteKit } from "../routes/define.js";
 
 /** The services the gateway may be connected to: the platform's catalog (packages/runtime). */
@@ -15,6 +16,10 @@ export interface ResourceContext {
   transport(service: ServiceName): Transport | undefined;
   /** Keys that verify signed link tokens (TOKEN_SIGNING_KEYS); undefined: the link routes answer 503. */
   tokenKeys: KeyRing | undefined;
+  /** The client's address, as the rate limits see it (X-Forwarded-For only behind TRUSTED_PROXY_HOPS proxies). */
+  clientAddress(ctx: GatewayRouterContext): string;
+  /** Where the preference links the API hands out point, and how long they work. */
+  preferenceLinks: PreferenceLinkSettings;
   /** Deadline of each service call. */
   timeoutMs: number;
   /** The gateway's own accounts and API keys. */

@@ -21,7 +21,7 @@ export interface RouteKit {
   doc: OpenApiDocument;
   validators: RequestValidators;
   /** Middleware per security scheme of the document. */
-  auth: { ApiKey: Middleware<GatewayState>; AdminToken: Middleware<GatewayState> };
+  auth: { ApiKey: Middleware<GatewayState>; AdminToken: Middleware<GatewayState>; PreferenceToken: Middleware<GatewayState> };
   bodyLimitBytes: number;
   /** Budgets of API-key operations; undefined when rate limiting is off. */
   limiter: RateLimiter | undefined;

@@ -46,7 +46,7 @@ export function statusFromJson(value: unknown): SubscriberStatus {
   return status;
 }
 
-function statusToJson(status: SubscriberStatus): string {
+export function statusToJson(status: SubscriberStatus): string {
   const value = STATUS_TO_JSON[status];
   if (value === undefined) throw new Error(`the service returned subscriber status ${status}`);
   return value;

@@ -1,0 +1,99 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { portal, SubscriberService } from "@emailsvc/proto";
+import { mintPreferenceLink } from "@emailsvc/tokens";
+import { Problem } from "../../http/problem.js";
+import type { GatewayRouterContext } from "../../http/state.js";
+import { callOptions, callOptionsAs, requireClient } from "../../routes/calls.js";
+import { defineRoute, type RouteKit } from "../../routes/define.js";
+import type { ResourceContext } from "../resource.js";
+import { statusToJson } from "../subscribers/mapping.js";
+
+/** The audit trail's actor of every change made through a preference token. */
+export const PORTAL_ACTOR = "portal";
+
+function preferencesJson(p: portal.Preferences | undefined) {
+  if (!p) throw new Error("the service returned no preferences");
+  const tag = (t: portal.PortalTag) => ({ id: t.id, name: t.name, description: t.description });
+  return { email: p.email, status: statusToJson(p.status), subscribed_tags: p.subscribedTags.map(tag), available_tags: p.availableTags.map(tag) };
+}
+
+/**
+ * POST /api/v1/subscribers/{id}/preference-token (API key), and the
+ * /api/v1/preference-center API (preference token): REST in,
+ * PreferenceCenterService (of the portal service) out.
+ */
+export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext): void {
+  const subscribersTransport = context.transport("subscribers");
+  if (!subscribersTransport) throw new Error("the preference-center routes need the subscribers service");
+  const subscribers = createClient(SubscriberService, subscribersTransport);
+  const portalTransport = context.transport("portal");
+  const client = portalTransport && createClient(portal.PreferenceCenterService, portalTransport);
+  const service = () => requireClient(client, "portal");
+  const { timeoutMs } = context;
+
+  defineRoute(kit, "post", "/api/v1/subscribers/:id/preference-token", "createPreferenceToken", async (ctx) => {
+    if (!context.tokenKeys) throw new Problem(503, "service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    const auth = ctx.state.auth!;
+    // Only a subscriber of this tenant gets a token (another tenant's id is a 404 like any other).
+    const found = await subscribers.getSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    const link = mintPreferenceLink(context.tokenKeys, { accountId: auth.accountId, mode: auth.mode, subscriberId: found.subscriber!.id }, context.preferenceLinks);
+    ctx.status = 201;
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = { token: link.token, expires_at: new Date(link.expiresAt).toISOString(), url: link.url };
+  });
+
+  /** The token's subscriber and tenant, acting as `portal`, with the client for the audit trail. */
+  function portalCall(ctx: GatewayRouterContext) {
+    const who = ctx.state.preference;
+    if (!who) throw new Error("portal call without a verified preference token");
+    const options = callOptionsAs(ctx, { tenant: { accountId: who.accountId, mode: who.mode }, actor: PORTAL_ACTOR, requestId: ctx.state.requestId }, timeoutMs);
+    return {
+      options,
+      subscriberId: who.subscriberId,
+      client: { ip: context.clientAddress(ctx), userAgent: ctx.get("user-agent").slice(0, 512) },
+    };
+  }
+
+  /** A subscriber erased meanwhile: their token died with them. */
+  async function asPortal<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (ConnectError.from(err).code === Code.Unauthenticated) {
+        throw new Problem(401, "invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
+          headers: { "WWW-Authenticate": 'Bearer realm="emailsvc-preferences", error="invalid_token"' },
+        });
+      }
+      throw err;
+    }
+  }
+
+  defineRoute(kit, "get", "/api/v1/preference-center", "getPreferenceCenter", async (ctx) => {
+    const { options, subscriberId } = portalCall(ctx);
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = preferencesJson((await asPortal(() => service().getPreferences({ subscriberId }, options))).preferences);
+  });
+
+  defineRoute(kit, "post", "/api/v1/preference-center/tags/:tag_id/subscribe", "subscribePreferenceTag", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    const res = await asPortal(() => service().subscribeTag({ subscriberId, tagId: ctx.params.tag_id ?? "", client }, options));
+    ctx.body = preferencesJson(res.preferences);
+  });
+
+  defineRoute(kit, "post", "/api/v1/preference-center/tags/:tag_id/unsubscribe", "unsubscribePreferenceTag", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    const res = await asPortal(() => service().unsubscribeTag({ subscriberId, tagId: ctx.params.tag_id ?? "", client }, options));
+    ctx.body = preferencesJson(res.preferences);
+  });
+
+  defineRoute(kit, "post", "/api/v1/preference-center/unsubscribe-all", "unsubscribeAllPreferences", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    ctx.body = preferencesJson((await asPortal(() => service().unsubscribeAll({ subscriberId, client }, options))).preferences);
+  });
+
+  defineRoute(kit, "delete", "/api/v1/preference-center/account", "deletePreferenceAccount", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    await asPortal(() => service().eraseAccount({ subscriberId, client }, options));
+    ctx.status = 204;
+  });
+}

@@ -1,0 +1,120 @@
+import { errors, json, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+
+// The preference portal's part of the OpenAPI document: the token an
+// integrator mints for a subscriber, and the API that token opens.
+
+const PREFERENCE_TOKEN = [{ PreferenceToken: [] }];
+
+const portalTag: JsonSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "name", "description"],
+  properties: {
+    id: { type: "string", examples: ["tag_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+    name: { type: "string" },
+    description: { type: "string" },
+  },
+};
+
+export const schemas: Record<string, JsonSchema> = {
+  PreferenceToken: {
+    type: "object",
+    additionalProperties: false,
+    required: ["token", "expires_at", "url"],
+    properties: {
+      token: { type: "string", description: "Bearer token of the preference-center API; acts on this one subscriber only." },
+      expires_at: timestamp("When the token stops working (PREFERENCE_TOKEN_TTL_SECONDS after it was made, 7 days by default)."),
+      url: { type: "string", format: "uri", description: "The subscriber's preference page with this token: `{PREFERENCES_URL}/preferences?token=…`." },
+    },
+  },
+  PortalTag: portalTag,
+  PreferenceCenter: {
+    type: "object",
+    additionalProperties: false,
+    required: ["email", "status", "subscribed_tags", "available_tags"],
+    properties: {
+      email: { type: "string" },
+      status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
+      subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
+      available_tags: {
+        type: "array",
+        items: ref("PortalTag"),
+        description: "Every public tag, held or not. Private and deleted tags are never listed.",
+      },
+    },
+  },
+};
+
+export const parameters: Record<string, ParameterObject> = {
+  PortalTagId: pathParam("tag_id", "The id of a tag (from `available_tags` or `subscribed_tags`)."),
+};
+
+const portalErrors = errors("Unauthorized", "InternalError", "Unavailable", "Timeout");
+
+export const paths: Paths = {
+  "/api/v1/subscribers/{id}/preference-token": {
+    post: {
+      operationId: "createPreferenceToken",
+      summary: "Mint a preference link for a subscriber",
+      description:
+        "A short-lived token for the subscriber's preference page and API, signed (HS256, with the key's id so keys rotate without downtime), bound to your account, this mode and this subscriber. Erasing the subscriber ends every token of theirs at once. Put `url` in a mail, or hand the token to your own page.",
+      tags: ["Preference center"],
+      parameters: [param("SubscriberId")],
+      responses: { "201": json(ref("PreferenceToken"), "The token and the page's URL."), ...errors("NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/preference-center": {
+    get: {
+      operationId: "getPreferenceCenter",
+      summary: "The subscriber's subscriptions",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      responses: { "200": json(ref("PreferenceCenter"), "What the subscriber holds and may join."), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/tags/{tag_id}/subscribe": {
+    post: {
+      operationId: "subscribePreferenceTag",
+      summary: "Join a public tag",
+      description:
+        "Joins a public tag (a private, deleted or unknown one is a 404 `tag_not_found`). A subscriber who had unsubscribed from everything is active again: they opted in themself. Written to the audit trail as a portal change.",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      parameters: [param("PortalTagId")],
+      responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...errors("NotFound"), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/tags/{tag_id}/unsubscribe": {
+    post: {
+      operationId: "unsubscribePreferenceTag",
+      summary: "Leave a tag",
+      description: "Leaves a tag the subscriber holds; leaving one not held changes nothing. Written to the audit trail as a portal change.",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      parameters: [param("PortalTagId")],
+      responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...errors("NotFound"), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/unsubscribe-all": {
+    post: {
+      operationId: "unsubscribeAllPreferences",
+      summary: "Unsubscribe from everything",
+      description: "The subscriber becomes `unsubscribed` and gets no marketing mail at all (transactional mail still arrives). Joining a tag later subscribes them again.",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/account": {
+    delete: {
+      operationId: "deletePreferenceAccount",
+      summary: "Erase the subscriber",
+      description:
+        "Permanent erasure (GDPR Art. 17, revDSG Art. 32): the subscriber, their tags, audit trail, emails and campaign records are removed from every service. Every preference token of theirs stops working.",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      responses: { "204": noContent("Erased."), ...portalErrors },
+    },
+  },
+};

@@ -1,0 +1,2 @@
+export { startPortalService, type PortalServiceOptions, type RunningPortalService } from "./server.js";
+export { portalService } from "./service.js";

@@ -1,0 +1,80 @@
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
+import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
+
+// What the portal asks of the subscribers service, always with the tenant and
+// the subscriber of a verified preference token. The subscribers service
+// stays the one owner of subscribers, tags and the audit trail: the portal
+// holds no copy of any of it.
+
+const TIMEOUT_MS = 10_000;
+/** Tags are listed in pages of this many (the most ListTags gives). */
+const TAG_PAGE = 500;
+/** A tenant with more tags than this shows the first ones only: a page, not a crawl. */
+const MAX_TAGS = 5_000;
+
+export interface SubscriberDirectory {
+  /** The subscriber, or undefined when unknown or erased (the token is then dead). */
+  get(call: CallContext, id: string): Promise<Subscriber | undefined>;
+  /** The tag, or undefined when unknown or deleted. */
+  tag(call: CallContext, id: string): Promise<Tag | undefined>;
+  /** Every tag of the tenant, in id order. */
+  tags(call: CallContext): Promise<Tag[]>;
+  addTag(call: CallContext, subscriberId: string, tagName: string): Promise<Subscriber>;
+  removeTag(call: CallContext, subscriberId: string, tagName: string): Promise<Subscriber>;
+  setStatus(call: CallContext, subscriberId: string, status: SubscriberStatus): Promise<Subscriber>;
+  erase(call: CallContext, subscriberId: string): Promise<void>;
+}
+
+/** Passes the subscribers service's own answers (NOT_FOUND, INVALID_ARGUMENT) on; anything else is a 503. */
+function passOn(err: unknown): never {
+  const ce = ConnectError.from(err);
+  if (ce.code === Code.NotFound) throw new AppError("not_found", "not_found", "subscriber not found");
+  throw new AppError("unavailable", "subscribers_unavailable", `the subscribers service is unavailable (${Code[ce.code]}); try again`);
+}
+
+function notFoundAsUndefined(err: unknown): undefined {
+  if (ConnectError.from(err).code === Code.NotFound) return undefined;
+  return passOn(err);
+}
+
+export function subscriberDirectory(transport: Transport): SubscriberDirectory {
+  const subscribers = createClient(SubscriberService, transport);
+  const tags = createClient(TagService, transport);
+  const options = (call: CallContext) => ({ headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+  return {
+    async get(call, id) {
+      const res = await subscribers.getSubscriber({ id }, options(call)).catch(notFoundAsUndefined);
+      return res?.subscriber;
+    },
+    async tag(call, id) {
+      const res = await tags.getTag({ id }, options(call)).catch(notFoundAsUndefined);
+      return res?.tag;
+    },
+    async tags(call) {
+      const all: Tag[] = [];
+      let cursor = "";
+      do {
+        const res = await tags.listTags({ limit: TAG_PAGE, cursor }, options(call)).catch(passOn);
+        all.push(...res.tags);
+        cursor = res.nextCursor;
+      } while (cursor !== "" && all.length < MAX_TAGS);
+      return all;
+    },
+    async addTag(call, subscriberId, tagName) {
+      const res = await subscribers.addTags({ subscriberId, tags: [tagName] }, options(call)).catch(passOn);
+      return res.subscriber!;
+    },
+    async removeTag(call, subscriberId, tagName) {
+      const res = await subscribers.removeTag({ subscriberId, tagName }, options(call)).catch(passOn);
+      return res.subscriber!;
+    },
+    async setStatus(call, subscriberId, status) {
+      const res = await subscribers.updateSubscriber({ id: subscriberId, status }, options(call)).catch(passOn);
+      return res.subscriber!;
+    },
+    async erase(call, subscriberId) {
+      await subscribers.deleteSubscriber({ id: subscriberId }, options(call)).catch(notFoundAsUndefined);
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import type { ConnectRouter, Transport } from "@connectrpc/connect";
+import { portal } from "@emailsvc/proto";
+import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import { subscriberDirectory } from "./rpc/clients.js";
+import { preferenceCenterRoutes } from "./rpc/routes.js";
+import type { PortalDeps } from "./usecases/preferences.js";
+
+export interface PortalServiceOptions {
+  logger: Logger;
+  /** gRPC port; 0 picks a free one (tests, the embedded mode). */
+  port: number;
+  host?: string;
+  /** The subscribers service: its URL or a ready transport. */
+  subscribers: string | Transport;
+}
+
+export interface RunningPortalService {
+  url: string;
+  port: number;
+  /** Drains: NOT_SERVING, in-flight calls finish. */
+  close(): Promise<void>;
+}
+
+function transportOf(target: string | Transport): Transport {
+  return typeof target === "string" ? createServiceTransport(target) : target;
+}
+
+export async function startPortalService(options: PortalServiceOptions): Promise<RunningPortalService> {
+  const { logger } = options;
+  const deps: PortalDeps = { subscribers: subscriberDirectory(transportOf(options.subscribers)) };
+  const { server, health } = await startServiceServer({
+    services: [portal.PreferenceCenterService],
+    routes: (router: ConnectRouter) => preferenceCenterRoutes(deps)(router),
+    // The portal keeps nothing of its own yet: it is ready when it listens.
+    ready: async () => true,
+    logger,
+    port: options.port,
+    host: options.host,
+  });
+  logger.info({ url: server.url }, "portal service listening");
+  return {
+    url: server.url,
+    port: server.port,
+    async close() {
+      health.setDraining();
+      await server.close();
+    },
+  };
+}

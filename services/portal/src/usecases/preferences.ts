@@ -1,0 +1,107 @@
+import { SubscriberStatus, type Subscriber, type Tag } from "@emailsvc/proto";
+import { AppError, type CallContext } from "@emailsvc/runtime";
+import type { SubscriberDirectory } from "../rpc/clients.js";
+
+// What a subscriber may do about themself, on the subscriber of a verified
+// preference token. Shared by the REST API (through PreferenceCenterService)
+// and the portal page, so both behave alike.
+
+export interface PortalTagView {
+  id: string;
+  name: string;
+  description: string;
+}
+
+export interface PreferencesView {
+  subscriberId: string;
+  email: string;
+  status: SubscriberStatus;
+  /** Public tags the subscriber holds. */
+  subscribedTags: PortalTagView[];
+  /** Every public tag. */
+  availableTags: PortalTagView[];
+}
+
+export interface PortalDeps {
+  subscribers: SubscriberDirectory;
+}
+
+/** One portal request: the tenant and actor (`portal`) and the token's subscriber. */
+export interface PortalCall {
+  call: CallContext;
+  subscriberId: string;
+}
+
+/**
+ * The answer for a subscriber that no longer exists: the same as for a bad
+ * token, since erasure ends every token of the subscriber at once.
+ */
+export const tokenSubjectGone = () =>
+  new AppError("unauthenticated", "invalid_preference_token", "This preference link is no longer valid; ask for a new one.");
+
+const tagNotFound = () => new AppError("not_found", "tag_not_found", "No public tag has this id.");
+
+function tagView(tag: Tag): PortalTagView {
+  return { id: tag.id, name: tag.name, description: tag.description };
+}
+
+async function subscriberOf(deps: PortalDeps, portal: PortalCall): Promise<Subscriber> {
+  const subscriber = await deps.subscribers.get(portal.call, portal.subscriberId);
+  if (!subscriber) throw tokenSubjectGone();
+  return subscriber;
+}
+
+function view(subscriber: Subscriber, tags: Tag[]): PreferencesView {
+  const held = new Set(subscriber.tags);
+  // Private tags are the integrator's business (segments, imports): never shown, never changed here.
+  const visible = tags.filter((t) => t.isPublic);
+  return {
+    subscriberId: subscriber.id,
+    email: subscriber.email,
+    status: subscriber.status,
+    subscribedTags: visible.filter((t) => held.has(t.name)).map(tagView),
+    availableTags: visible.map(tagView),
+  };
+}
+
+export async function getPreferences(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
+  const [subscriber, tags] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tags(portal.call)]);
+  return view(subscriber, tags);
+}
+
+/**
+ * Joins a public tag. A subscriber who had unsubscribed from everything and
+ * now joins a list has opted in again, by their own hand: active again. A
+ * bounced or complained address stays as it is (that is the mail system's
+ * verdict, not a preference).
+ */
+export async function subscribeTag(deps: PortalDeps, portal: PortalCall, tagId: string): Promise<PreferencesView> {
+  const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
+  if (!tag || !tag.isPublic) throw tagNotFound();
+  let current = subscriber;
+  if (!current.tags.includes(tag.name)) current = await deps.subscribers.addTag(portal.call, portal.subscriberId, tag.name);
+  if (current.status === SubscriberStatus.UNSUBSCRIBED) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.ACTIVE);
+  return view(current, await deps.subscribers.tags(portal.call));
+}
+
+/** Leaves a tag the subscriber holds (public or not: a subscriber may always leave); not held is a no-op. */
+export async function unsubscribeTag(deps: PortalDeps, portal: PortalCall, tagId: string): Promise<PreferencesView> {
+  const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
+  if (!tag) throw tagNotFound();
+  let current = subscriber;
+  if (current.tags.includes(tag.name)) current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, tag.name);
+  return view(current, await deps.subscribers.tags(portal.call));
+}
+
+/** No more marketing mail: unsubscribed (bounced and complained stay, they receive none either). */
+export async function unsubscribeAll(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
+  let current = await subscriberOf(deps, portal);
+  if (current.status === SubscriberStatus.ACTIVE) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.UNSUBSCRIBED);
+  return view(current, await deps.subscribers.tags(portal.call));
+}
+
+/** Erasure: the subscribers service wipes the subscriber and tells every other service (subscriber.deleted). */
+export async function eraseAccount(deps: PortalDeps, portal: PortalCall): Promise<void> {
+  await subscriberOf(deps, portal);
+  await deps.subscribers.erase(portal.call, portal.subscriberId);
+}
