@@ -89,7 +89,7 @@ async function startPlatform(env: Record<string, string>): Promise<{ child: Chil
     // RATE_LIMIT=off: one key from one address sends far more than the default
     // budgets admit (100 reads, 50 writes, 20 sends a second); this measures the
     // platform, and bench/ratelimit the limiter's own cost.
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), GATEWAY_HOST: "127.0.0.1", METRICS_PORT: "0", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, RATE_LIMIT: "off", ...env },
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), PORTAL_PORT: "0", GATEWAY_HOST: "127.0.0.1", METRICS_PORT: "0", ADMIN_TOKEN: ADMIN, DATA_DIR: dataDir, RATE_LIMIT: "off", ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const base = new URL(`http://127.0.0.1:${port}`);

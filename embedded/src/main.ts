@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     logger,
   });
   logger.info(
-    { gateway: platform.gatewayUrl, metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off", storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
+    { gateway: platform.gatewayUrl, portal: platform.portalUrl, metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off", storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },
     "email platform started",
   );
   if (platform.development) {

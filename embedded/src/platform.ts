@@ -29,6 +29,8 @@ export interface PlatformOptions {
 
 export interface RunningPlatform {
   gatewayUrl: string;
+  /** The portal page (PORTAL_PORT), e.g. http://localhost:8081. */
+  portalUrl: string | undefined;
   /** Base URL of each service's gRPC API, on loopback. */
   serviceUrls: Record<ServiceName, string>;
   /** The keys links are signed and verified with. */
@@ -71,6 +73,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // shared store, when asked for, is the gateway's own MongoDB database.
     const rateLimit = loadRateLimitConfig({ ...env, MONGO_URL: options.mongoUrl });
     const serviceUrls = {} as Record<ServiceName, string>;
+    const publicUrls: Partial<Record<ServiceName, string>> = {};
     for (const name of order) {
       const module = SERVICE_MODULES[name];
       const store = await open(name);
@@ -103,9 +106,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         configs.get(name),
       );
       serviceUrls[name] = service.url;
+      if (service.publicUrl) publicUrls[name] = service.publicUrl;
       closers.push(() => service.close());
     }
 
+    const links = loadPreferenceLinkSettings(env);
     const gatewayStore = await open("gateway");
     stores.push(gatewayStore);
     const development = options.adminToken ? undefined : await bootstrapDevelopment(gatewayStore);
@@ -118,7 +123,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...(env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       tokenKeys,
-      preferenceLinks: loadPreferenceLinkSettings(env),
+      // Links point at the page this process serves unless PREFERENCES_URL says where subscribers reach it.
+      preferenceLinks: { ...links, baseUrl: env.PREFERENCES_URL ? links.baseUrl : (publicUrls.portal ?? links.baseUrl) },
       rateLimit,
     });
     closers.push(() => gateway.close());
@@ -131,6 +137,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     };
     return {
       gatewayUrl: gateway.url,
+      portalUrl: publicUrls.portal,
       serviceUrls,
       tokenKeys,
       development,

@@ -156,6 +156,7 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
         PATH: process.env.PATH ?? "",
         DATA_DIR: dataDir,
         GATEWAY_PORT: String(gatewayPort),
+        PORTAL_PORT: "0",
         GATEWAY_HOST: "127.0.0.1",
         METRICS_PORT: "0",
         ADMIN_TOKEN: ADMIN,

@@ -37,6 +37,7 @@ beforeAll(async () => {
       PATH: process.env.PATH ?? "",
       DATA_DIR: dataDir,
       GATEWAY_PORT: String(port),
+      PORTAL_PORT: "0",
       GATEWAY_HOST: "127.0.0.1",
       METRICS_PORT: "0",
       ADMIN_TOKEN: ADMIN,

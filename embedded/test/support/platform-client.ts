@@ -56,6 +56,8 @@ export async function startTestPlatform(
     logger: createLogger(name, "silent"),
     env: {
       OUTBOX_SWEEP_INTERVAL_MS: "500",
+      // Suites run side by side: each portal page on a free port.
+      PORTAL_PORT: "0",
       // Topics and groups of this platform alone: other suites share the cluster.
       ...(kafkaBrokers ? { KAFKA_NAMESPACE: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}` } : {}),
       ...env,

@@ -6,3 +6,4 @@ export * from "./policy.js";
 export type { CounterStore, Outcome } from "./store.js";
 export { DEFAULT_MAX_KEYS, MemoryCounterStore, outcomeOf } from "./memory-store.js";
 export { DocumentCounterStore, type DocumentCounterStats, type DocumentCounterStoreOptions } from "./document-store.js";
+export * from "./client-address.js";

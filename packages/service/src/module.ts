@@ -33,6 +33,8 @@ export interface ServiceDeps {
 export interface RunningService {
   url: string;
   port: number;
+  /** Base URL of what it serves over plain HTTP to the public, if anything (the portal's page). */
+  publicUrl?: string | undefined;
   /** Drains (NOT_SERVING, calls and consumers finish); leaves store and bus open. */
   close(): Promise<void>;
 }

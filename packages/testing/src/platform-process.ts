@@ -18,6 +18,8 @@ export interface NodeProcess {
 export interface PlatformProcess extends NodeProcess {
   /** The gateway, `http://127.0.0.1:<GATEWAY_PORT>`. */
   url: string;
+  /** The portal page, `http://127.0.0.1:<PORTAL_PORT>`. */
+  portalUrl: string;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function startNodeProcess(
 
 /**
  * Starts the platform from the repository's built `embedded/dist/main.js`
- * (GATEWAY_PORT a free port unless given) and resolves once its gateway
+ * (GATEWAY_PORT and PORTAL_PORT free ports unless given) and resolves once its gateway
  * answers /readyz.
  */
 export async function startPlatformProcess(
@@ -70,6 +72,12 @@ export async function startPlatformProcess(
 ): Promise<PlatformProcess> {
   const port = env.GATEWAY_PORT ?? String(await freePort());
   const url = `http://127.0.0.1:${port}`;
-  const proc = await startNodeProcess(repoRoot, join("embedded", "dist", "main.js"), { ...env, GATEWAY_PORT: port }, { ...options, readyUrl: `${url}/readyz` });
-  return { ...proc, url };
+  const portalPort = env.PORTAL_PORT ?? String(await freePort());
+  const proc = await startNodeProcess(
+    repoRoot,
+    join("embedded", "dist", "main.js"),
+    { ...env, GATEWAY_PORT: port, PORTAL_PORT: portalPort },
+    { ...options, readyUrl: `${url}/readyz` },
+  );
+  return { ...proc, url, portalUrl: `http://127.0.0.1:${portalPort}` };
 }

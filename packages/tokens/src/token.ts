@@ -9,7 +9,7 @@ import type { KeyRing } from "./keys.js";
 // links sit in mailboxes and proxy logs, so no address or metadata goes in.
 
 /** What a token may be used for; a token of one purpose is refused for another. */
-export type TokenPurpose = "unsubscribe" | "preferences";
+export type TokenPurpose = "unsubscribe" | "preferences" | "portal_session";
 
 export interface TokenSubject {
   purpose: TokenPurpose;
@@ -185,4 +185,32 @@ function decodeObject(segment: string): Record<string, unknown> {
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TokenError("malformed");
   return value as Record<string, unknown>;
+}
+
+/**
+ * A secret bound to one token: the HMAC, under the key that signed the token,
+ * of `label` and the token's signature. The portal page puts it in its forms
+ * (`label` "csrf"): a form posted from elsewhere cannot know it, and it needs
+ * no cookie, so it also works in an iframe where third-party cookies are
+ * blocked. Undefined when the token's key is not in the ring.
+ */
+export function tokenBoundSecret(ring: KeyRing, token: string, label: string): string | undefined {
+  const parts = token.split(".");
+  if (parts.length !== 3) return undefined;
+  let header: Record<string, unknown>;
+  try {
+    header = decodeObject(parts[0]!);
+  } catch {
+    return undefined;
+  }
+  const key = typeof header.kid === "string" ? ring.find(header.kid) : undefined;
+  if (!key) return undefined;
+  return mac(key.secret, `${label}.${parts[2]}`).toString("base64url");
+}
+
+/** Compares two secrets in constant time. */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -19,7 +19,7 @@ import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
-import { clientAddress } from "./ratelimit/client-address.js";
+import { clientAddress } from "@emailsvc/ratelimit";
 import { DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {

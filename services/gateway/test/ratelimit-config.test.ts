@@ -2,7 +2,7 @@
 // failure budget counts.
 
 import { ConfigError } from "@emailsvc/runtime";
-import { addressBucketId, addressUnit, clientAddress } from "../src/ratelimit/client-address";
+import { addressBucketId, addressUnit, clientAddress } from "@emailsvc/ratelimit";
 import { formatPolicy, loadRateLimitConfig, parsePolicy } from "../src/ratelimit/config";
 
 describe("parsePolicy", () => {

@@ -1,5 +1,4 @@
-import { envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
-import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 
 /** The portal's own settings (the common ones and the URLs are the skeleton's). */
 export interface PortalConfig {
@@ -7,8 +6,10 @@ export interface PortalConfig {
   pagePort: number;
   /** PORTAL_HOST: its address (default 127.0.0.1; 0.0.0.0 in a container). */
   pageHost: string;
-  /** PREFERENCES_URL and PREFERENCE_TOKEN_TTL_SECONDS: the links the page hands out (a fresh one on request). */
-  links: PreferenceLinkSettings;
+  /** PORTAL_FRAME_ANCESTORS: the CSP frame-ancestors of the page, default `*` (any site may embed it). */
+  frameAncestors: string;
+  /** TRUSTED_PROXY_HOPS: proxies in front whose X-Forwarded-For is trusted for the audit trail's IP (default 0). */
+  trustedProxyHops: number;
   /** TOKEN_SIGNING_KEYS as set: verifies preference tokens and signs page sessions (required on MongoDB; see packages/tokens). */
   tokenSigningKeys: string | undefined;
 }
@@ -18,7 +19,18 @@ export function loadConfig(env: Env = process.env): PortalConfig {
   return {
     pagePort,
     pageHost: envString("PORTAL_HOST", "127.0.0.1", env),
-    links: loadPreferenceLinkSettings(env),
+    frameAncestors: frameAncestors(envString("PORTAL_FRAME_ANCESTORS", "*", env)),
+    trustedProxyHops: envInt("TRUSTED_PROXY_HOPS", 0, { min: 0, max: 10 }, env),
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS", env),
   };
+}
+
+/** `*`, `'self'`, `'none'` or a space-separated list of origins (https://shop.example.com, https://*.example.com). */
+function frameAncestors(value: string): string {
+  const sources = value.trim().split(/\s+/);
+  const source = /^(\*|'self'|'none'|https?:\/\/(\*\.)?[a-z0-9.-]+(:\d{1,5})?)$/i;
+  if (sources.length === 0 || sources.length > 32 || !sources.every((s) => source.test(s)) || (sources.includes("'none'") && sources.length > 1)) {
+    throw new ConfigError(`PORTAL_FRAME_ANCESTORS must be *, 'self', 'none' or origins separated by spaces, got "${value}"`);
+  }
+  return sources.join(" ");
 }

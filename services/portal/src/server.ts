@@ -1,6 +1,7 @@
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
 import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import { startPageServer, type PageServerOptions, type RunningPageServer } from "./page/server.js";
 import { subscriberDirectory } from "./rpc/clients.js";
 import { preferenceCenterRoutes } from "./rpc/routes.js";
 import type { PortalDeps } from "./usecases/preferences.js";
@@ -12,11 +13,15 @@ export interface PortalServiceOptions {
   host?: string;
   /** The subscribers service: its URL or a ready transport. */
   subscribers: string | Transport;
+  /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
+  page?: Omit<PageServerOptions, "deps" | "logger">;
 }
 
 export interface RunningPortalService {
   url: string;
   port: number;
+  /** The portal page's base URL, when it runs. */
+  publicUrl: string | undefined;
   /** Drains: NOT_SERVING, in-flight calls finish. */
   close(): Promise<void>;
 }
@@ -37,13 +42,21 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     port: options.port,
     host: options.host,
   });
+  let page: RunningPageServer | undefined;
+  try {
+    page = options.page && (await startPageServer({ ...options.page, deps, logger }));
+  } catch (err) {
+    await server.close(0);
+    throw err;
+  }
   logger.info({ url: server.url }, "portal service listening");
   return {
     url: server.url,
     port: server.port,
+    publicUrl: page?.url,
     async close() {
       health.setDraining();
-      await server.close();
+      await Promise.all([server.close(), page?.close()]);
     },
   };
 }

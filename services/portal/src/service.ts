@@ -1,4 +1,6 @@
 import { defineService } from "@emailsvc/service";
+import { ConfigError } from "@emailsvc/runtime";
+import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { startPortalService } from "./server.js";
 
@@ -9,5 +11,27 @@ export const portalService = defineService({
   // Subscribers: the subscriber, their tags, their changes and their erasure.
   calls: { subscribers: "required" },
   loadConfig,
-  start: ({ logger, port, host, urls }) => startPortalService({ logger, port, host, subscribers: urls.subscribers! }),
+  start: ({ logger, port, host, urls, developmentSecretsDir }, config) => {
+    let keys;
+    try {
+      // The page verifies the links delivery and the gateway sign, and signs its own page sessions.
+      keys = loadKeyRing({ value: config.tokenSigningKeys, developmentDir: developmentSecretsDir });
+    } catch (err) {
+      if (err instanceof KeyConfigError) throw new ConfigError(err.message);
+      throw err;
+    }
+    return startPortalService({
+      logger,
+      port,
+      host,
+      subscribers: urls.subscribers!,
+      page: {
+        keys,
+        port: config.pagePort,
+        host: config.pageHost,
+        frameAncestors: config.frameAncestors,
+        trustedProxyHops: config.trustedProxyHops,
+      },
+    });
+  },
 });

@@ -1,5 +1,5 @@
 import type { Middleware } from "koa";
-import { clientAddress } from "../ratelimit/client-address.js";
+import { clientAddress } from "@emailsvc/ratelimit";
 import type { RateClass } from "../ratelimit/config.js";
 import type { RateLimiter, Verdict } from "../ratelimit/limiter.js";
 import { Problem } from "./problem.js";

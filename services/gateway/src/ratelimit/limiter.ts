@@ -1,6 +1,6 @@
 import { counter } from "@emailsvc/runtime";
 import type { KeyIdentity } from "../http/state.js";
-import { addressBucketId } from "./client-address.js";
+import { addressBucketId } from "@emailsvc/ratelimit";
 import type { RateClass, RateLimitConfig } from "./config.js";
 import { onGrid, toleranceMs, type Bucket, type BucketState, type CounterStore, type Outcome, type Policy } from "@emailsvc/ratelimit";
 

@@ -32,27 +32,32 @@ function checkedId(value: string, prefix: string, field: string): string {
 /** Registers PreferenceCenterService: proto in, use case, proto out. The actor of every change is `portal`. */
 export function preferenceCenterRoutes(deps: PortalDeps): (router: ConnectRouter) => void {
   return (router) => {
-    const portalCall = (subscriberId: string, ctx: Parameters<typeof readCallContext>[0]): PortalCall => ({
+    const portalCall = (
+      subscriberId: string,
+      ctx: Parameters<typeof readCallContext>[0],
+      client?: { ip: string; userAgent: string },
+    ): PortalCall => ({
       call: { ...readCallContext(ctx), actor: "portal" },
       subscriberId: checkedId(subscriberId, "sub", "subscriber_id"),
+      client: { ip: (client?.ip ?? "").slice(0, 64), userAgent: (client?.userAgent ?? "").slice(0, 512) },
     });
     router.service(portal.PreferenceCenterService, {
       async getPreferences(req, ctx) {
         return { preferences: preferencesToProto(await getPreferences(deps, portalCall(req.subscriberId, ctx))) };
       },
       async subscribeTag(req, ctx) {
-        const view = await subscribeTag(deps, portalCall(req.subscriberId, ctx), checkedId(req.tagId, "tag", "tag_id"));
+        const view = await subscribeTag(deps, portalCall(req.subscriberId, ctx, req.client), checkedId(req.tagId, "tag", "tag_id"));
         return { preferences: preferencesToProto(view) };
       },
       async unsubscribeTag(req, ctx) {
-        const view = await unsubscribeTag(deps, portalCall(req.subscriberId, ctx), checkedId(req.tagId, "tag", "tag_id"));
+        const view = await unsubscribeTag(deps, portalCall(req.subscriberId, ctx, req.client), checkedId(req.tagId, "tag", "tag_id"));
         return { preferences: preferencesToProto(view) };
       },
       async unsubscribeAll(req, ctx) {
-        return { preferences: preferencesToProto(await unsubscribeAll(deps, portalCall(req.subscriberId, ctx))) };
+        return { preferences: preferencesToProto(await unsubscribeAll(deps, portalCall(req.subscriberId, ctx, req.client))) };
       },
       async eraseAccount(req, ctx) {
-        await eraseAccount(deps, portalCall(req.subscriberId, ctx));
+        await eraseAccount(deps, portalCall(req.subscriberId, ctx, req.client));
         return {};
       },
     });

@@ -30,6 +30,8 @@ export interface PortalDeps {
 export interface PortalCall {
   call: CallContext;
   subscriberId: string;
+  /** The subscriber's client, for the audit trail (personal data: erased with the subscriber). */
+  client: { ip: string; userAgent: string };
 }
 
 /**

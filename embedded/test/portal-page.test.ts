@@ -1,0 +1,155 @@
+import { signToken } from "@emailsvc/tokens";
+import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+
+// The portal page over HTTP, as a browser without JavaScript uses it: the link
+// is traded for a page session, forms post back with a secret bound to that
+// session, and nothing changes without it. (Browser tests click the same page.)
+
+let t: TestPlatform;
+let portalUrl: string;
+beforeAll(async () => {
+  t = await startTestPlatform("portal-page");
+  portalUrl = t.platform.portalUrl!;
+});
+afterAll(() => t?.close());
+
+let news: string;
+let offers: string;
+beforeAll(async () => {
+  news = (await t.call("POST", "/api/v1/tags", { body: { name: "News & <Updates>", is_public: true, description: "Weekly" } })).body.id;
+  offers = (await t.call("POST", "/api/v1/tags", { body: { name: "offers", is_public: true } })).body.id;
+  await t.call("POST", "/api/v1/tags", { body: { name: "internal-segment", is_public: false } });
+});
+
+async function subscriber(email: string, tags: string[] = []): Promise<string> {
+  const res = await t.call("POST", "/api/v1/subscribers", { body: { email, tags } });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${portalUrl}${path}`, { redirect: "manual", headers });
+const post = (path: string, fields: Record<string, string>, type = "application/x-www-form-urlencoded") =>
+  fetch(`${portalUrl}${path}`, { method: "POST", redirect: "manual", headers: { "content-type": type }, body: new URLSearchParams(fields).toString() });
+
+/** Opens the subscriber's link; answers the session page's path and its HTML. */
+async function open(id: string, headers: Record<string, string> = {}): Promise<{ path: string; html: string; csrf: string }> {
+  const link = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body;
+  expect(link.url.startsWith(`${portalUrl}/preferences?token=`)).toBe(true);
+  const first = await get(link.url.slice(portalUrl.length), headers);
+  expect(first.status).toBe(303);
+  const path = first.headers.get("location")!.split("?")[0]!;
+  expect(path).toMatch(/^\/preferences\/s\//);
+  // The mail's token leaves the address bar: the session URL is another token.
+  expect(first.headers.get("location")).not.toContain(link.token);
+  const page = await get(path, headers);
+  expect(page.status).toBe(200);
+  const html = await page.text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+  return { path, html, csrf };
+}
+
+const tagsOf = async (id: string) => (await t.call("GET", `/api/v1/subscribers/${id}`)).body.tags as string[];
+
+describe("the portal page", () => {
+  it("is small, self-contained HTML with a strict policy, showing public tags only", async () => {
+    const id = await subscriber("page@example.com", ["offers", "internal-segment"]);
+    const { path, html } = await open(id);
+    const res = await get(path);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const csp = res.headers.get("content-security-policy")!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("form-action 'self'");
+    expect(csp).toContain("frame-ancestors *");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("x-frame-options")).toBeNull();
+    expect(Buffer.byteLength(html)).toBeLessThan(30 * 1024);
+    expect(html).toContain('<html lang="en">');
+    expect(html).not.toMatch(/<script|src="http|href="http/);
+    // Names are escaped; the private tag never shows.
+    expect(html).toContain("News &#38; &#60;Updates&#62;");
+    expect(html).not.toContain("internal-segment");
+    expect(html).toContain("page@example.com");
+  });
+
+  it("speaks the browser's language, or the one picked", async () => {
+    const id = await subscriber("sprache@example.com");
+    const german = await open(id, { "accept-language": "fr-CH;q=0.5, de-CH, en;q=0.8" });
+    expect(german.html).toContain('<html lang="de">');
+    expect(german.html).toContain("Ihre E-Mail-Einstellungen");
+    const italian = await (await get(`${german.path}?lang=it`)).text();
+    expect(italian).toContain('<html lang="it">');
+    expect(italian).toContain("Le tue preferenze e-mail");
+    const fallback = await (await get(german.path, { "accept-language": "ja, es;q=0.9" })).text();
+    expect(fallback).toContain('<html lang="en">');
+  });
+
+  it("joins and leaves through forms with the session's secret, and changes nothing without it", async () => {
+    const id = await subscriber("forms@example.com");
+    const { path, csrf } = await open(id);
+    const joined = await post(`${path}/tags/${offers}/subscribe`, { csrf, lang: "de" });
+    expect(joined.status).toBe(303);
+    const back = joined.headers.get("location")!;
+    expect(back).toBe(`${path}?lang=de&done=joined&tag=${offers}`);
+    expect(await tagsOf(id)).toEqual(["offers"]);
+    expect(await (await get(back)).text()).toContain("Sie haben offers abonniert.");
+
+    // Without the secret, with another session's, or as another type: refused, nothing changed.
+    const other = await open(await subscriber("other@example.com"));
+    for (const fields of [{}, { csrf: "forged" }, { csrf: other.csrf }] as Array<Record<string, string>>) {
+      expect((await post(`${path}/tags/${news}/subscribe`, fields)).status).toBe(403);
+    }
+    expect((await post(`${path}/tags/${news}/subscribe`, { csrf }, "text/plain")).status).toBe(415);
+    expect(await tagsOf(id)).toEqual(["offers"]);
+
+    expect((await post(`${path}/tags/${offers}/unsubscribe`, { csrf })).status).toBe(303);
+    expect(await tagsOf(id)).toEqual([]);
+    const events = (await t.call("GET", `/api/v1/subscribers/${id}/events`)).body.items as Array<{ type: string; actor: string }>;
+    expect(events.filter((e) => e.type.startsWith("subscriber.tag")).map((e) => e.actor)).toEqual(["portal", "portal"]);
+  });
+
+  it("unsubscribes from everything", async () => {
+    const id = await subscriber("stop@example.com", ["offers"]);
+    const { path, csrf } = await open(id);
+    const res = await post(`${path}/unsubscribe-all`, { csrf });
+    expect(res.status).toBe(303);
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.status).toBe("unsubscribed");
+    expect(await (await get(res.headers.get("location")!)).text()).toContain("You are unsubscribed from all marketing email.");
+  });
+
+  it("asks before deleting, then erases, and the page is gone", async () => {
+    const id = await subscriber("delete-me@example.com", ["offers"]);
+    const { path, csrf } = await open(id);
+    const confirm = await get(`${path}/delete`);
+    expect(confirm.status).toBe(200);
+    const confirmHtml = await confirm.text();
+    expect(confirmHtml).toContain("Delete your account?");
+    expect(await tagsOf(id)).toEqual(["offers"]);
+    const deleted = await post(`${path}/delete`, { csrf });
+    expect(deleted.status).toBe(200);
+    expect(await deleted.text()).toContain("Your account has been deleted");
+    await eventually(
+      async () => (await t.call("GET", `/api/v1/subscribers/${id}`)).status,
+      (status) => status === 404,
+    );
+    const after = await get(path);
+    expect(after.status).toBe(403);
+    expect(await after.text()).toContain("This link does not work");
+  });
+
+  it("explains an expired or broken link", async () => {
+    const id = await subscriber("expired@example.com");
+    const expired = signToken(t.platform.tokenKeys, { purpose: "preferences", accountId: t.accountId, mode: "test", subscriberId: id }, { ttlSeconds: 60, now: Date.now() - 120_000 });
+    const res = await get(`/preferences?token=${expired}`);
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain("The link has expired.");
+    const broken = await get("/preferences?token=abc.def.ghi");
+    expect(await broken.text()).toContain("The link is not valid.");
+    // A link token is no page session, and an unsubscribe token is no preference link.
+    const link = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body.token as string;
+    expect((await get(`/preferences/s/${link}`)).status).toBe(403);
+    const unsubscribe = signToken(t.platform.tokenKeys, { purpose: "unsubscribe", accountId: t.accountId, mode: "test", subscriberId: id }, { ttlSeconds: 60 });
+    expect((await get(`/preferences?token=${unsubscribe}`)).status).toBe(403);
+    expect((await get("/elsewhere")).status).toBe(404);
+  });
+});
