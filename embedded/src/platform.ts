@@ -110,7 +110,6 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       closers.push(() => service.close());
     }
 
-    const links = loadPreferenceLinkSettings(env);
     const gatewayStore = await open("gateway");
     stores.push(gatewayStore);
     const development = options.adminToken ? undefined : await bootstrapDevelopment(gatewayStore);
@@ -123,8 +122,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...(env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {}),
       ...(options.adminToken ? { adminToken: options.adminToken } : {}),
       tokenKeys,
-      // Links point at the page this process serves unless PREFERENCES_URL says where subscribers reach it.
-      preferenceLinks: { ...links, baseUrl: env.PREFERENCES_URL ? links.baseUrl : (publicUrls.portal ?? links.baseUrl) },
+      // As delivery mints them: PREFERENCES_URL, else this process's page at localhost:PORTAL_PORT.
+      preferenceLinks: loadPreferenceLinkSettings(env),
       rateLimit,
     });
     closers.push(() => gateway.close());

@@ -34,8 +34,9 @@ const post = (path: string, fields: Record<string, string>, type = "application/
 /** Opens the subscriber's link; answers the session page's path and its HTML. */
 async function open(id: string, headers: Record<string, string> = {}): Promise<{ path: string; html: string; csrf: string }> {
   const link = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body;
-  expect(link.url.startsWith(`${portalUrl}/preferences?token=`)).toBe(true);
-  const first = await get(link.url.slice(portalUrl.length), headers);
+  // The link names localhost:PORTAL_PORT, where this page listens.
+  expect(link.url.startsWith(`${portalUrl.replace("127.0.0.1", "localhost")}/preferences?token=`)).toBe(true);
+  const first = await get(link.url.slice(link.url.indexOf("/preferences")), headers);
   expect(first.status).toBe(303);
   const path = first.headers.get("location")!.split("?")[0]!;
   expect(path).toMatch(/^\/preferences\/s\//);

@@ -51,7 +51,8 @@ describe("preference token", () => {
     const res = await t.call("POST", `/api/v1/subscribers/${id}/preference-token`);
     expect(res.status).toBe(201);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(res.body.url).toBe(`http://localhost:8081/preferences?token=${encodeURIComponent(res.body.token as string)}`);
+    // The page this platform serves (PREFERENCES_URL when set).
+    expect(res.body.url).toBe(`${t.platform.portalUrl!.replace("127.0.0.1", "localhost")}/preferences?token=${encodeURIComponent(res.body.token as string)}`);
     const expires = Date.parse(res.body.expires_at as string);
     expect(expires).toBeGreaterThan(before + 7 * 24 * 3600 * 1000 - 5000);
     expect(expires).toBeLessThan(before + 7 * 24 * 3600 * 1000 + 5000);
@@ -137,6 +138,36 @@ describe("preference-center API", () => {
       expect(res.status).toBe(401);
       expect(res.body.code).toBe("invalid_preference_token");
     }
+  });
+});
+
+describe("preference link in mail", () => {
+  it("fills {{preference_center_url}} per message, and the link opens the subscriber's own preferences", async () => {
+    const id = await subscriber("footer@example.com", ["news"]);
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: {
+        name: "Footer",
+        slug: "footer",
+        subject: "Hello",
+        category: "transactional",
+        mjml_content: '<mjml><mj-body><mj-section><mj-column><mj-text><a href="{{preference_center_url}}">Preferences</a></mj-text></mj-column></mj-section></mj-body></mjml>',
+      },
+    });
+    expect(template.status).toBe(201);
+    const sent = await t.call("POST", "/api/v1/emails/send", { body: { template_slug: "footer", to: "footer@example.com" } });
+    expect(sent.status).toBe(202);
+    const message = await eventually(
+      async () => t.call("GET", `/api/v1/emails/${sent.body.id}/sandbox`),
+      (res) => res.status === 200,
+    );
+    // Handlebars escapes `=` in the href (valid HTML: a browser reads it as `=`).
+    const link = /href="(http:\/\/localhost:\d+\/preferences\?token(?:=|&#x3D;)[^"]+)"/.exec(message.body.html as string)?.[1];
+    expect(link?.startsWith(`${t.platform.portalUrl!.replace("127.0.0.1", "localhost")}/preferences?token`)).toBe(true);
+    const token = new URL(link!.replace(/&#x3D;/g, "=")).searchParams.get("token")!;
+    const res = await portal(token, "GET", "");
+    expect(res.status).toBe(200);
+    expect(res.body.email).toBe("footer@example.com");
+    expect(names(res.body.subscribed_tags)).toEqual(["news"]);
   });
 });
 

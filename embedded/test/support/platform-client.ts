@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
+import { freePort } from "@emailsvc/testing";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
 import { GENEROUS_RATE_LIMIT_ENV, responseChecker, sendChecked, type TestResponse } from "../../../services/gateway/test/support/harness";
 import { startPlatform, type RunningPlatform } from "../../src/platform";
@@ -56,8 +57,8 @@ export async function startTestPlatform(
     logger: createLogger(name, "silent"),
     env: {
       OUTBOX_SWEEP_INTERVAL_MS: "500",
-      // Suites run side by side: each portal page on a free port.
-      PORTAL_PORT: "0",
+      // Suites run side by side: each portal page on a free port (known before the start, so mail links point at it).
+      PORTAL_PORT: String(await freePort()),
       // Topics and groups of this platform alone: other suites share the cluster.
       ...(kafkaBrokers ? { KAFKA_NAMESPACE: `${name.replace(/\W/g, "_")}_${Date.now().toString(36)}` } : {}),
       ...env,

@@ -1,4 +1,5 @@
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
@@ -23,6 +24,8 @@ export interface DeliveryConfig {
   publicApiUrl: string;
   /** UNSUBSCRIBE_LINK_TTL_DAYS: how long a link stays valid (default 365). */
   unsubscribeTtlDays: number;
+  /** PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS: `{{preference_center_url}}` in every mail to a subscriber. */
+  preferenceLinks: PreferenceLinkSettings;
   /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 16). */
   sendConcurrency: number;
 }
@@ -54,6 +57,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS", env),
     publicApiUrl: publicApiUrl(envString("PUBLIC_API_URL", DEFAULT_PUBLIC_API_URL, env)),
     unsubscribeTtlDays: envInt("UNSUBSCRIBE_LINK_TTL_DAYS", 365, { min: 1, max: 3650 }, env),
+    preferenceLinks: loadPreferenceLinkSettings(env),
     sendConcurrency: envInt("DELIVERY_CONCURRENCY", DEFAULT_SEND_CONCURRENCY, { min: 1, max: 256 }, env),
   };
 }

@@ -2,7 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
-import { createServiceTransport, startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, startServiceServer, tenantKey, tenantOfKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
@@ -18,7 +18,7 @@ import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/render";
-import type { KeyRing } from "@emailsvc/tokens";
+import { mintPreferenceLink, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -61,6 +61,8 @@ export interface DeliveryServiceOptions {
   unsubscribeTtlDays?: number;
   /** Replaces the links made from tokenKeys (tests). */
   unsubscribeUrl?: UnsubscribeUrlSource;
+  /** Where preference links point and how long they work (PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS); minted with tokenKeys. */
+  preferenceLinks?: PreferenceLinkSettings;
   /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
   retry?: Partial<RetryPolicy>;
   /**
@@ -149,6 +151,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
               ...(options.unsubscribeTtlDays !== undefined ? { ttlDays: options.unsubscribeTtlDays } : {}),
             })
           : () => undefined),
+      preferenceUrl: preferenceLinkSource(options.tokenKeys, options.preferenceLinks),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,
@@ -194,4 +197,11 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       return closing;
     },
   };
+}
+
+/** `{{preference_center_url}}` of a subscriber's mail: a fresh preference link per message. */
+function preferenceLinkSource(keys: KeyRing | undefined, settings: PreferenceLinkSettings | undefined) {
+  if (!keys || !settings) return undefined;
+  return ({ tenant, subscriberId }: { tenant: string; subscriberId: string }) =>
+    mintPreferenceLink(keys, { ...tenantOfKey(tenant), subscriberId }, settings).url;
 }

@@ -37,6 +37,7 @@ export const deliveryService = defineService({
       tokenKeys,
       publicApiUrl: config.publicApiUrl,
       unsubscribeTtlDays: config.unsubscribeTtlDays,
+      preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
     });
     if (config.provider === "smtp" && config.smtp) logger.info({ relay: describeSmtp(config.smtp) }, "sending live mail through SMTP");

@@ -31,6 +31,8 @@ export interface DeliveryDeps {
   liveProvider: ProviderName;
   sender: Sender;
   unsubscribeUrl: UnsubscribeUrlSource;
+  /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
+  preferenceUrl?: (target: { tenant: string; subscriberId: string }) => string | undefined;
   /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
@@ -166,10 +168,13 @@ export async function deliverEmail(
           campaignId: claimed.campaign_id || undefined,
         })
       : undefined;
+    // Every mail to a subscriber may link their preference page (a template footer's {{preference_center_url}}).
+    const preferenceUrl = recipient?.subscriberId ? deps.preferenceUrl?.({ tenant: claimed.tenant, subscriberId: recipient.subscriberId }) : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),
       ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
+      ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
     });
     const message = buildMessage({
       emailId: claimed._id,
