@@ -9,3 +9,22 @@ export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
 export { startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "./platform-process.js";
+export {
+  axeViolations,
+  CHROMIUM_ARGS,
+  chromiumPath,
+  DEFAULT_CHROMIUM_PATH,
+  expectFitsViewport,
+  expectNoAxeViolations,
+  formatAxeViolations,
+  launchChromium,
+  launchChromiumProfile,
+  openInCrossSiteFrame,
+  tabUntilFocused,
+  WCAG_TAGS,
+  type AxeCheckOptions,
+  type AxeViolation,
+  type ChromiumLaunchOptions,
+  type ChromiumProfileOptions,
+  type CrossSiteFrame,
+} from "./browser.js";
