@@ -154,3 +154,71 @@ describe("the portal page", () => {
     expect((await get("/elsewhere")).status).toBe(404);
   });
 });
+
+describe("a new link, on request", () => {
+  beforeAll(async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: {
+        name: "Your preference link",
+        slug: "preference-link",
+        subject: "Your link",
+        category: "transactional",
+        mjml_content: '<mjml><mj-body><mj-section><mj-column><mj-text><a href="{{preference_center_url}}">Manage your email</a></mj-text></mj-column></mj-section></mj-body></mjml>',
+      },
+    });
+    expect(template.status).toBe(201);
+  });
+
+  const expiredLinkOf = (id: string) =>
+    signToken(t.platform.tokenKeys, { purpose: "preferences", accountId: t.accountId, mode: "test", subscriberId: id }, { ttlSeconds: 60, now: Date.now() - 3_600_000 });
+
+  const emailsTo = async (address: string) => {
+    const list = await t.call("GET", "/api/v1/emails?limit=500");
+    return (list.body.items as Array<{ id: string; to: string }>).filter((e) => e.to === address);
+  };
+
+  it("is offered on an expired link's page, answers alike for known and unknown addresses, and mails only a subscriber", async () => {
+    const id = await subscriber("renew@example.com");
+    const old = expiredLinkOf(id);
+    const page = await (await get(`/preferences?token=${old}`)).text();
+    expect(page).toContain('action="/preferences/new-link"');
+    expect(page).toContain('<label for="email">Email address</label>');
+
+    const known = await post("/preferences/new-link", { t: old, email: "Renew@Example.com", lang: "en" });
+    const unknown = await post("/preferences/new-link", { t: old, email: "nobody@example.com", lang: "en" });
+    expect(known.status).toBe(200);
+    expect(unknown.status).toBe(200);
+    const [knownHtml, unknownHtml] = [await known.text(), await unknown.text()];
+    expect(knownHtml).toBe(unknownHtml);
+    expect(knownHtml).toContain("If this address is on our list");
+
+    // The subscriber gets the account's preference-link template, with a fresh link that works.
+    const [mail] = await eventually(() => emailsTo("renew@example.com"), (found) => found.length === 1);
+    const message = await eventually(
+      async () => t.call("GET", `/api/v1/emails/${mail!.id}/sandbox`),
+      (res) => res.status === 200,
+    );
+    const link = /href="http:\/\/localhost:\d+(\/preferences\?token(?:=|&#x3D;)[^"]+)"/.exec(message.body.html as string)![1]!.replace(/&#x3D;/g, "=");
+    expect((await get(link)).status).toBe(303);
+    // Nobody else got anything.
+    expect(await emailsTo("nobody@example.com")).toEqual([]);
+  });
+
+  it("is limited per address asked for", async () => {
+    const id = await subscriber("often@example.com");
+    const old = expiredLinkOf(id);
+    for (let i = 0; i < 3; i++) expect((await post("/preferences/new-link", { t: old, email: "often@example.com" })).status).toBe(200);
+    const refused = await post("/preferences/new-link", { t: old, email: "OFTEN@example.com" });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await refused.text()).toContain("Too many requests");
+  });
+
+  it("needs a link we signed, and an address", async () => {
+    const id = await subscriber("forged-renew@example.com");
+    expect((await post("/preferences/new-link", { t: "abc.def.ghi", email: "forged-renew@example.com" })).status).toBe(403);
+    const unsubscribe = signToken(t.platform.tokenKeys, { purpose: "unsubscribe", accountId: t.accountId, mode: "test", subscriberId: id }, { ttlSeconds: 60 });
+    expect((await post("/preferences/new-link", { t: unsubscribe, email: "forged-renew@example.com" })).status).toBe(403);
+    expect((await post("/preferences/new-link", { t: expiredLinkOf(id), email: "" })).status).toBe(400);
+  });
+});

@@ -1,3 +1,4 @@
+import { parsePolicy, type Policy } from "@emailsvc/ratelimit";
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 
 /** The portal's own settings (the common ones and the URLs are the skeleton's). */
@@ -10,6 +11,11 @@ export interface PortalConfig {
   frameAncestors: string;
   /** TRUSTED_PROXY_HOPS: proxies in front whose X-Forwarded-For is trusted for the audit trail's IP (default 0). */
   trustedProxyHops: number;
+  /** PORTAL_LINK_TEMPLATE: the slug of the account's template a fresh link is mailed with (default preference-link). */
+  linkTemplate: string;
+  /** PORTAL_LINK_REQUEST_RATE_IP, PORTAL_LINK_REQUEST_RATE_ADDRESS: "send me a new link" per client address and per address asked for. */
+  linkRequestsPerIp: Policy;
+  linkRequestsPerAddress: Policy;
   /** TOKEN_SIGNING_KEYS as set: verifies preference tokens and signs page sessions (required on MongoDB; see packages/tokens). */
   tokenSigningKeys: string | undefined;
 }
@@ -22,6 +28,9 @@ export function loadConfig(env: Env = process.env): PortalConfig {
     frameAncestors: frameAncestors(envString("PORTAL_FRAME_ANCESTORS", "*", env)),
     trustedProxyHops: envInt("TRUSTED_PROXY_HOPS", 0, { min: 0, max: 10 }, env),
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS", env),
+    linkTemplate: envString("PORTAL_LINK_TEMPLATE", "preference-link", env),
+    linkRequestsPerIp: policy("PORTAL_LINK_REQUEST_RATE_IP", "10/1h", env),
+    linkRequestsPerAddress: policy("PORTAL_LINK_REQUEST_RATE_ADDRESS", "3/1h", env),
   };
 }
 
@@ -33,4 +42,15 @@ function frameAncestors(value: string): string {
     throw new ConfigError(`PORTAL_FRAME_ANCESTORS must be *, 'self', 'none' or origins separated by spaces, got "${value}"`);
   }
   return sources.join(" ");
+}
+
+function policy(name: string, fallback: string, env: Env): Policy {
+  let parsed;
+  try {
+    parsed = parsePolicy(envString(name, fallback, env));
+  } catch (err) {
+    throw new ConfigError(`${name} ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (!parsed) throw new ConfigError(`${name} cannot be off: the page must not mail links without a limit`);
+  return parsed;
 }

@@ -2,7 +2,8 @@ import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
 import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
 import { startPageServer, type PageServerOptions, type RunningPageServer } from "./page/server.js";
-import { subscriberDirectory } from "./rpc/clients.js";
+import { linkMailer, subscriberDirectory } from "./rpc/clients.js";
+import type { Policy } from "@emailsvc/ratelimit";
 import { preferenceCenterRoutes } from "./rpc/routes.js";
 import type { PortalDeps } from "./usecases/preferences.js";
 
@@ -14,7 +15,9 @@ export interface PortalServiceOptions {
   /** The subscribers service: its URL or a ready transport. */
   subscribers: string | Transport;
   /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
-  page?: Omit<PageServerOptions, "deps" | "logger">;
+  page?: Omit<PageServerOptions, "deps" | "logger" | "newLink">;
+  /** "Send me a new link" on the page: mailed through delivery with the tenant's template `template`. */
+  newLinks?: { delivery: string | Transport; template: string; perIp: Policy; perAddress: Policy };
 }
 
 export interface RunningPortalService {
@@ -44,7 +47,12 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   });
   let page: RunningPageServer | undefined;
   try {
-    page = options.page && (await startPageServer({ ...options.page, deps, logger }));
+    const newLink = options.newLinks && {
+      deps: { subscribers: deps.subscribers, mailer: linkMailer(transportOf(options.newLinks.delivery), options.newLinks.template), logger, now: Date.now },
+      perIp: options.newLinks.perIp,
+      perAddress: options.newLinks.perAddress,
+    };
+    page = options.page && (await startPageServer({ ...options.page, deps, logger, ...(newLink ? { newLink } : {}) }));
   } catch (err) {
     await server.close(0);
     throw err;

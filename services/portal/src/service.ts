@@ -9,7 +9,8 @@ export const portalService = defineService({
   name: "portal",
   usesBus: false,
   // Subscribers: the subscriber, their tags, their changes and their erasure.
-  calls: { subscribers: "required" },
+  // Delivery (optional): mails a fresh link on request.
+  calls: { subscribers: "required", delivery: "optional" },
   loadConfig,
   start: ({ logger, port, host, urls, developmentSecretsDir }, config) => {
     let keys;
@@ -32,6 +33,9 @@ export const portalService = defineService({
         frameAncestors: config.frameAncestors,
         trustedProxyHops: config.trustedProxyHops,
       },
+      ...(urls.delivery
+        ? { newLinks: { delivery: urls.delivery, template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress } }
+        : {}),
     });
   },
 });

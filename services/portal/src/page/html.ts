@@ -30,7 +30,8 @@ button,.button{display:inline-block;min-height:44px;padding:.5rem 1rem;border:2p
 button.secondary{background:#fff;color:#0a58ca}
 .danger{background:#b02a37;border-color:#b02a37;color:#fff}
 a{color:#0a58ca}
-button:focus-visible,a:focus-visible{outline:3px solid #1f2328;outline-offset:2px}
+input{font:inherit;min-height:44px;width:100%;max-width:24rem;box-sizing:border-box;padding:.4rem .5rem;border:1px solid #57606a;border-radius:.375rem}
+button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #1f2328;outline-offset:2px}
 .notice{border-left:4px solid #1a7f37;background:#f0fff4;padding:.5rem .75rem}
 .warning{border-left:4px solid #9a6700;background:#fff8c5;padding:.5rem .75rem}
 nav ul{display:flex;flex-wrap:wrap;gap:.75rem;padding-top:1rem;border-top:1px solid #d0d7de;margin-top:2rem}
@@ -147,13 +148,35 @@ export function deletedPage(ctx: PageContext): string {
   return document(ctx, t(ctx.locale, "deleted_title"), `<p>${t(ctx.locale, "deleted_text")}</p>`, false);
 }
 
-export function invalidLinkPage(ctx: PageContext, reason: "expired" | "invalid" | "session_expired"): string {
+/**
+ * A link that no longer works. `renewWith`: the old link's token (signed by
+ * us, its time up), when a fresh link may be asked for: the form names the
+ * address, the token only which account to look in.
+ */
+export function invalidLinkPage(ctx: PageContext, reason: "expired" | "invalid" | "session_expired", renewWith?: string): string {
   const { locale } = ctx;
-  const body =
+  let body =
     reason === "session_expired"
       ? `<p>${t(locale, "session_expired")}</p>`
       : `<p>${t(locale, reason === "expired" ? "invalid_expired" : "invalid_other")}</p><p>${t(locale, "invalid_hint")}</p>`;
+  if (renewWith) {
+    body +=
+      `<section aria-labelledby="renew"><h2 id="renew">${t(locale, "new_link_heading")}</h2><p>${t(locale, "new_link_text")}</p>` +
+      `<form method="post" action="/preferences/new-link"><input type="hidden" name="t" value="${escapeHtml(renewWith)}">` +
+      `<input type="hidden" name="lang" value="${locale}"><p><label for="email">${t(locale, "email_label")}</label><br>` +
+      `<input id="email" name="email" type="email" autocomplete="email" required maxlength="254"></p>` +
+      `<button type="submit">${t(locale, "new_link_button")}</button></form></section>`;
+  }
   return document(ctx, t(locale, "invalid_title"), body);
+}
+
+/** The same answer whether or not the address is known. */
+export function newLinkSentPage(ctx: PageContext): string {
+  return document(ctx, t(ctx.locale, "new_link_sent_title"), `<p role="status">${t(ctx.locale, "new_link_sent_text")}</p>`);
+}
+
+export function tooManyRequestsPage(ctx: PageContext): string {
+  return document(ctx, t(ctx.locale, "invalid_title"), `<p>${t(ctx.locale, "too_many_requests")}</p>`);
 }
 
 export function errorPage(ctx: PageContext): string {

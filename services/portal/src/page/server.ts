@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { clientAddress } from "@emailsvc/ratelimit";
+import { createHash } from "node:crypto";
+import { addressBucketId, clientAddress, MemoryCounterStore, type Policy } from "@emailsvc/ratelimit";
 import { AppError, listen, urlHost, type Logger } from "@emailsvc/runtime";
 import { sameSecret, signToken, tokenBoundSecret, TokenError, verifyToken, type KeyRing, type VerifiedToken } from "@emailsvc/tokens";
 import {
@@ -11,7 +12,18 @@ import {
   type PortalCall,
   type PortalDeps,
 } from "../usecases/preferences.js";
-import { confirmDeletePage, deletedPage, errorPage, invalidLinkPage, preferencesPage, STYLE_HASH, type PageContext } from "./html.js";
+import { mailNewLink, type NewLinkDeps } from "../usecases/new-link.js";
+import {
+  confirmDeletePage,
+  deletedPage,
+  errorPage,
+  invalidLinkPage,
+  newLinkSentPage,
+  preferencesPage,
+  STYLE_HASH,
+  tooManyRequestsPage,
+  type PageContext,
+} from "./html.js";
 import { isLocale, pickLocale, type Locale } from "./messages/index.js";
 
 // The portal page (`GET {PREFERENCES_URL}/preferences?token=…`). The link's
@@ -34,6 +46,13 @@ export interface PageServerOptions {
   trustedProxyHops?: number;
   /** How long a page session lasts (default 1 hour). */
   sessionTtlSeconds?: number;
+  /** "Send me a new link" on an expired link's page; left out, the page only explains. */
+  newLink?: {
+    deps: NewLinkDeps;
+    /** Requests per client address, and per address asked for (PORTAL_LINK_REQUEST_RATE_IP, _ADDRESS). */
+    perIp: Policy;
+    perAddress: Policy;
+  };
 }
 
 export interface RunningPageServer {
@@ -50,14 +69,21 @@ class PageError extends Error {
   constructor(
     readonly status: number,
     readonly reason: "expired" | "invalid" | "session_expired" | "bad_request" | "not_found",
+    /** For an expired link: its token, with which a fresh one may be asked for. */
+    readonly renewWith?: string,
   ) {
     super(reason);
   }
 }
 
+/** Longest address a new-link request may name (RFC 5321's path limit). */
+const MAX_ADDRESS_LENGTH = 254;
+
 export async function startPageServer(options: PageServerOptions): Promise<RunningPageServer> {
   const { deps, keys, logger } = options;
   const sessionTtl = options.sessionTtlSeconds ?? 3600;
+  // New-link requests are counted in this process (a replica each: the budgets are per replica).
+  const requestCounters = new MemoryCounterStore({ maxKeys: 100_000 });
   const csp = [
     "default-src 'none'",
     `style-src ${STYLE_HASH}`,
@@ -93,15 +119,20 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     }
   }
 
-  function portalCall(token: VerifiedToken, req: IncomingMessage): PortalCall {
+  /** The subscriber's client, for the audit trail and the request budgets. */
+  function clientOf(req: IncomingMessage): PortalCall["client"] {
     const forwarded = req.headers["x-forwarded-for"];
+    return {
+      ip: clientAddress(req.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(",") : forwarded, options.trustedProxyHops ?? 0),
+      userAgent: String(req.headers["user-agent"] ?? "").slice(0, 512),
+    };
+  }
+
+  function portalCall(token: VerifiedToken, req: IncomingMessage): PortalCall {
     return {
       call: { tenant: { accountId: token.accountId, mode: token.mode }, actor: "portal", requestId: "" },
       subscriberId: token.subscriberId!,
-      client: {
-        ip: clientAddress(req.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(",") : forwarded, options.trustedProxyHops ?? 0),
-        userAgent: String(req.headers["user-agent"] ?? "").slice(0, 512),
-      },
+      client: clientOf(req),
     };
   }
 
@@ -127,11 +158,13 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       if (url.pathname === "/preferences" && req.method === "GET") {
         // The link from the mail: check it, then trade it for a page session.
         let token: VerifiedToken;
+        const raw = url.searchParams.get("token") ?? "";
         try {
-          token = verifyToken(keys, url.searchParams.get("token") ?? "", { purpose: "preferences" });
+          token = verifyToken(keys, raw, { purpose: "preferences" });
         } catch (err) {
-          if (err instanceof TokenError) throw new PageError(403, err.reason === "expired" ? "expired" : "invalid");
-          throw err;
+          if (!(err instanceof TokenError)) throw err;
+          if (err.reason === "expired") throw new PageError(403, "expired", options.newLink ? raw : undefined);
+          throw new PageError(403, "invalid");
         }
         if (!token.subscriberId) throw new PageError(403, "invalid");
         const sessionToken = signToken(
@@ -140,6 +173,12 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
           { ttlSeconds: sessionTtl },
         );
         return redirect(res, `/preferences/s/${sessionToken}${isLocale(asked) ? `?lang=${asked}` : ""}`);
+      }
+      if (url.pathname === "/preferences/new-link" && req.method === "POST" && options.newLink) {
+        return await newLinkRequest(req, res, options.newLink, (lang) => {
+          if (isLocale(lang)) locale = lang;
+          return ctx();
+        });
       }
       const match = SESSION_PATH.exec(url.pathname);
       if (!match) throw new PageError(404, "not_found");
@@ -200,7 +239,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       throw new PageError(404, "not_found");
     } catch (err) {
       if (err instanceof PageError) {
-        if (err.reason === "expired" || err.reason === "invalid" || err.reason === "session_expired") return send(res, err.status, invalidLinkPage(ctx(), err.reason));
+        if (err.reason === "expired" || err.reason === "invalid" || err.reason === "session_expired") {
+          return send(res, err.status, invalidLinkPage(ctx(), err.reason, err.renewWith));
+        }
         return send(res, err.status, errorPage(ctx()));
       }
       if (err instanceof AppError && err.kind === "unauthenticated") return send(res, 403, invalidLinkPage(ctx(), "invalid"));
@@ -208,6 +249,51 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       logger.error({ err: err instanceof Error ? err.message : String(err) }, "portal page failed");
       return send(res, 500, errorPage(ctx()));
     }
+  }
+
+  /**
+   * "Send me a new link": the old link (signed by us, its time up) says which
+   * tenant to look in; the address says whom. Counted per client address and
+   * per address asked for; answered alike whether the address is known or not,
+   * before the lookup and the mail (which run on without the request).
+   */
+  async function newLinkRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    newLink: NonNullable<PageServerOptions["newLink"]>,
+    context: (lang: string | null) => PageContext,
+  ): Promise<void> {
+    const form = await readForm(req);
+    const ctx = context(form.get("lang"));
+    let token: VerifiedToken;
+    try {
+      token = verifyToken(keys, form.get("t") ?? "", { purpose: "preferences", ignoreExpiry: true });
+    } catch (err) {
+      if (err instanceof TokenError) return send(res, 403, invalidLinkPage(ctx, "invalid"));
+      throw err;
+    }
+    const email = (form.get("email") ?? "").trim();
+    if (email === "" || email.length > MAX_ADDRESS_LENGTH || !email.includes("@")) {
+      return send(res, 400, invalidLinkPage(ctx, "expired", form.get("t") ?? undefined));
+    }
+    const tenant = `${token.accountId}:${token.mode}`;
+    const { ip } = clientOf(req);
+    // Hashed keys: the counters hold no address.
+    const addressKey = createHash("sha256").update(`${tenant}\n${email.toLowerCase()}`).digest("base64url").slice(0, 22);
+    const outcome = await requestCounters.consume(
+      [
+        { key: `ip:${addressBucketId(ip)}`, policy: newLink.perIp },
+        { key: `address:${addressKey}`, policy: newLink.perAddress },
+      ],
+      Date.now(),
+    );
+    if (!outcome.allowed) {
+      res.setHeader("retry-after", String(Math.ceil(outcome.retryAfterMs / 1000)));
+      return send(res, 429, tooManyRequestsPage(ctx));
+    }
+    const call = { tenant: { accountId: token.accountId, mode: token.mode }, actor: "portal", requestId: "" };
+    void mailNewLink(newLink.deps, call, email);
+    return send(res, 200, newLinkSentPage(ctx));
   }
 
   const server: Server = createServer((req, res) => {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
+import { delivery, SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
 import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
 
 // What the portal asks of the subscribers service, always with the tenant and
@@ -16,6 +16,8 @@ const MAX_TAGS = 5_000;
 export interface SubscriberDirectory {
   /** The subscriber, or undefined when unknown or erased (the token is then dead). */
   get(call: CallContext, id: string): Promise<Subscriber | undefined>;
+  /** The subscriber with this address (any case), or undefined. */
+  byEmail(call: CallContext, email: string): Promise<Subscriber | undefined>;
   /** The tag, or undefined when unknown or deleted. */
   tag(call: CallContext, id: string): Promise<Tag | undefined>;
   /** Every tag of the tenant, in id order. */
@@ -47,6 +49,14 @@ export function subscriberDirectory(transport: Transport): SubscriberDirectory {
       const res = await subscribers.getSubscriber({ id }, options(call)).catch(notFoundAsUndefined);
       return res?.subscriber;
     },
+    async byEmail(call, email) {
+      const res = await subscribers.getSubscriberByEmail({ email }, options(call)).catch((err: unknown) => {
+        // An address the subscribers service refuses as malformed is no subscriber either.
+        if (ConnectError.from(err).code === Code.InvalidArgument) return undefined;
+        return notFoundAsUndefined(err);
+      });
+      return res?.subscriber;
+    },
     async tag(call, id) {
       const res = await tags.getTag({ id }, options(call)).catch(notFoundAsUndefined);
       return res?.tag;
@@ -75,6 +85,22 @@ export function subscriberDirectory(transport: Transport): SubscriberDirectory {
     },
     async erase(call, subscriberId) {
       await subscribers.deleteSubscriber({ id: subscriberId }, options(call)).catch(notFoundAsUndefined);
+    },
+  };
+}
+
+/** Mails a subscriber a fresh preference link, through delivery (the only service that sends). */
+export interface LinkMailer {
+  /** Sends the tenant's template `slug` to `email`; `idempotencyKey` makes a double submit one mail. */
+  send(call: CallContext, email: string, idempotencyKey: string): Promise<void>;
+}
+
+export function linkMailer(transport: Transport, slug: string): LinkMailer {
+  const emails = createClient(delivery.DeliveryService, transport);
+  return {
+    async send(call, email, idempotencyKey) {
+      // delivery fills {{preference_center_url}} with a fresh link for the recipient subscriber.
+      await emails.sendEmail({ templateSlug: slug, to: email, idempotencyKey }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
     },
   };
 }

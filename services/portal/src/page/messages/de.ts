@@ -38,5 +38,12 @@ export const de: Messages = {
   invalid_other: "Der Link ist ungültig.",
   invalid_hint: "Öffnen Sie den Link in Ihrer neuesten E-Mail von uns erneut.",
   session_expired: "Diese Seite ist abgelaufen. Öffnen Sie den Link in Ihrer E-Mail erneut.",
+  new_link_heading: "Neuen Link anfordern",
+  new_link_text: "Geben Sie Ihre E-Mail-Adresse ein, und wir senden Ihnen einen neuen Link.",
+  email_label: "E-Mail-Adresse",
+  new_link_button: "Neuen Link senden",
+  new_link_sent_title: "Sehen Sie in Ihrem Posteingang nach",
+  new_link_sent_text: "Wenn diese Adresse auf unserer Liste steht, ist ein neuer Link unterwegs. Das kann einige Minuten dauern.",
+  too_many_requests: "Zu viele Anfragen. Bitte versuchen Sie es später noch einmal.",
   error_text: "Etwas ist schiefgelaufen. Bitte versuchen Sie es gleich noch einmal.",
 };

@@ -38,6 +38,13 @@ export const en = {
   invalid_other: "The link is not valid.",
   invalid_hint: "Open the link in your most recent email from us again.",
   session_expired: "This page has expired. Open the link in your email again.",
+  new_link_heading: "Get a new link",
+  new_link_text: "Enter your email address and we will send a new link to it.",
+  email_label: "Email address",
+  new_link_button: "Send me a new link",
+  new_link_sent_title: "Check your inbox",
+  new_link_sent_text: "If this address is on our list, a new link is on its way to it. It can take a few minutes.",
+  too_many_requests: "Too many requests. Please try again later.",
   error_text: "Something went wrong. Please try again in a moment.",
 } as const;
 

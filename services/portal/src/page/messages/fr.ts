@@ -38,5 +38,12 @@ export const fr: Messages = {
   invalid_other: "Le lien n’est pas valide.",
   invalid_hint: "Ouvrez à nouveau le lien de notre e-mail le plus récent.",
   session_expired: "Cette page a expiré. Ouvrez à nouveau le lien de votre e-mail.",
+  new_link_heading: "Obtenir un nouveau lien",
+  new_link_text: "Saisissez votre adresse e-mail et nous y enverrons un nouveau lien.",
+  email_label: "Adresse e-mail",
+  new_link_button: "M’envoyer un nouveau lien",
+  new_link_sent_title: "Consultez votre boîte de réception",
+  new_link_sent_text: "Si cette adresse figure sur notre liste, un nouveau lien est en route. Cela peut prendre quelques minutes.",
+  too_many_requests: "Trop de demandes. Veuillez réessayer plus tard.",
   error_text: "Une erreur s’est produite. Veuillez réessayer dans un instant.",
 };

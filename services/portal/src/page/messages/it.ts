@@ -38,5 +38,12 @@ export const it: Messages = {
   invalid_other: "Il link non è valido.",
   invalid_hint: "Apri di nuovo il link nella nostra e-mail più recente.",
   session_expired: "Questa pagina è scaduta. Apri di nuovo il link nella tua e-mail.",
+  new_link_heading: "Ricevi un nuovo link",
+  new_link_text: "Inserisci il tuo indirizzo e-mail e ti invieremo un nuovo link.",
+  email_label: "Indirizzo e-mail",
+  new_link_button: "Inviami un nuovo link",
+  new_link_sent_title: "Controlla la tua casella di posta",
+  new_link_sent_text: "Se questo indirizzo è nella nostra lista, un nuovo link è in arrivo. Può richiedere qualche minuto.",
+  too_many_requests: "Troppe richieste. Riprova più tardi.",
   error_text: "Qualcosa è andato storto. Riprova tra un momento.",
 };
