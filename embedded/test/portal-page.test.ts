@@ -222,3 +222,29 @@ describe("a new link, on request", () => {
     expect((await post("/preferences/new-link", { t: expiredLinkOf(id), email: "" })).status).toBe(400);
   });
 });
+
+describe("portal settings", () => {
+  it("let an account say who may embed its page", async () => {
+    const before = await t.call("GET", "/api/v1/portal-settings");
+    expect(before.status).toBe(200);
+    expect(before.body).toEqual({ frame_ancestors: [], updated_at: null });
+    const id = await subscriber("framed@example.com");
+    const { path } = await open(id);
+    expect((await get(path)).headers.get("content-security-policy")).toContain("frame-ancestors *");
+
+    const changed = await t.call("PATCH", "/api/v1/portal-settings", { body: { frame_ancestors: ["https://shop.example.com", "https://*.example.org"] } });
+    expect(changed.status).toBe(200);
+    expect(changed.body.frame_ancestors).toEqual(["https://shop.example.com", "https://*.example.org"]);
+    expect(Date.parse(changed.body.updated_at)).toBeGreaterThan(Date.now() - 60_000);
+    expect((await get(path)).headers.get("content-security-policy")).toMatch(/frame-ancestors https:\/\/shop\.example\.com https:\/\/\*\.example\.org$/);
+
+    for (const bad of [["javascript:alert(1)"], ["https://a.example; script-src *"], ["'none'", "https://shop.example.com"]]) {
+      const res = await t.call("PATCH", "/api/v1/portal-settings", { body: { frame_ancestors: bad } });
+      expect(res.status).toBe(400);
+    }
+    expect((await t.call("GET", "/api/v1/portal-settings")).body.frame_ancestors).toEqual(["https://shop.example.com", "https://*.example.org"]);
+    // Back to the platform's default.
+    expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { frame_ancestors: [] } })).status).toBe(200);
+    expect((await get(path)).headers.get("content-security-policy")).toContain("frame-ancestors *");
+  });
+});

@@ -4,10 +4,15 @@ import { createServiceTransport, startServiceServer, type Logger } from "@emails
 import { startPageServer, type PageServerOptions, type RunningPageServer } from "./page/server.js";
 import { linkMailer, subscriberDirectory } from "./rpc/clients.js";
 import type { Policy } from "@emailsvc/ratelimit";
-import { preferenceCenterRoutes } from "./rpc/routes.js";
+import { portalSettingsRoutes, preferenceCenterRoutes } from "./rpc/routes.js";
+import { PortalStorage } from "./storage/settings.js";
+import { FrameAncestorsCache, type SettingsDeps } from "./usecases/settings.js";
+import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
 
 export interface PortalServiceOptions {
+  /** The portal's own database (the accounts' page settings). */
+  store: DocumentStore;
   logger: Logger;
   /** gRPC port; 0 picks a free one (tests, the embedded mode). */
   port: number;
@@ -15,7 +20,10 @@ export interface PortalServiceOptions {
   /** The subscribers service: its URL or a ready transport. */
   subscribers: string | Transport;
   /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
-  page?: Omit<PageServerOptions, "deps" | "logger" | "newLink">;
+  page?: Omit<PageServerOptions, "deps" | "logger" | "newLink" | "frameAncestors"> & {
+    /** The page's frame-ancestors where an account set none (PORTAL_FRAME_ANCESTORS). */
+    defaultFrameAncestors: readonly string[];
+  };
   /** "Send me a new link" on the page: mailed through delivery with the tenant's template `template`. */
   newLinks?: { delivery: string | Transport; template: string; perIp: Policy; perAddress: Policy };
 }
@@ -36,11 +44,16 @@ function transportOf(target: string | Transport): Transport {
 export async function startPortalService(options: PortalServiceOptions): Promise<RunningPortalService> {
   const { logger } = options;
   const deps: PortalDeps = { subscribers: subscriberDirectory(transportOf(options.subscribers)) };
+  const storage = new PortalStorage(options.store);
+  await storage.createIndexes();
+  const settingsDeps: SettingsDeps = { storage, now: Date.now };
   const { server, health } = await startServiceServer({
-    services: [portal.PreferenceCenterService],
-    routes: (router: ConnectRouter) => preferenceCenterRoutes(deps)(router),
-    // The portal keeps nothing of its own yet: it is ready when it listens.
-    ready: async () => true,
+    services: [portal.PreferenceCenterService, portal.PortalSettingsService],
+    routes: (router: ConnectRouter) => {
+      preferenceCenterRoutes(deps)(router);
+      portalSettingsRoutes(settingsDeps)(router);
+    },
+    ready: () => options.store.ping(),
     logger,
     port: options.port,
     host: options.host,
@@ -52,7 +65,12 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       perIp: options.newLinks.perIp,
       perAddress: options.newLinks.perAddress,
     };
-    page = options.page && (await startPageServer({ ...options.page, deps, logger, ...(newLink ? { newLink } : {}) }));
+    if (options.page) {
+      const { defaultFrameAncestors, ...pageOptions } = options.page;
+      const frameAncestors = new FrameAncestorsCache(settingsDeps, defaultFrameAncestors);
+      settingsDeps.changed = (tenant) => frameAncestors.forget(tenant);
+      page = await startPageServer({ ...pageOptions, deps, logger, frameAncestors, ...(newLink ? { newLink } : {}) });
+    }
   } catch (err) {
     await server.close(0);
     throw err;

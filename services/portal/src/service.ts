@@ -12,7 +12,7 @@ export const portalService = defineService({
   // Delivery (optional): mails a fresh link on request.
   calls: { subscribers: "required", delivery: "optional" },
   loadConfig,
-  start: ({ logger, port, host, urls, developmentSecretsDir }, config) => {
+  start: ({ store, logger, port, host, urls, developmentSecretsDir }, config) => {
     let keys;
     try {
       // The page verifies the links delivery and the gateway sign, and signs its own page sessions.
@@ -22,6 +22,7 @@ export const portalService = defineService({
       throw err;
     }
     return startPortalService({
+      store,
       logger,
       port,
       host,
@@ -30,7 +31,7 @@ export const portalService = defineService({
         keys,
         port: config.pagePort,
         host: config.pageHost,
-        frameAncestors: config.frameAncestors,
+        defaultFrameAncestors: config.frameAncestors,
         trustedProxyHops: config.trustedProxyHops,
       },
       ...(urls.delivery

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
 import { addressBucketId, clientAddress, MemoryCounterStore, type Policy } from "@emailsvc/ratelimit";
-import { AppError, listen, urlHost, type Logger } from "@emailsvc/runtime";
+import { AppError, listen, urlHost, type CallContext, type Logger } from "@emailsvc/runtime";
+import { frameAncestorsDirective } from "../domain/frame-ancestors.js";
 import { sameSecret, signToken, tokenBoundSecret, TokenError, verifyToken, type KeyRing, type VerifiedToken } from "@emailsvc/tokens";
 import {
   eraseAccount,
@@ -40,8 +41,10 @@ export interface PageServerOptions {
   logger: Logger;
   port: number;
   host: string;
-  /** CSP frame-ancestors: who may embed the page; default `*` (any site: the portal is meant for iframes). */
-  frameAncestors?: string;
+  /** CSP frame-ancestors of each account's pages: who may embed them (the account's settings, else the platform's). */
+  frameAncestors: { forTenant(call: CallContext): Promise<readonly string[]> };
+  /** Where no account is known yet (a broken link): default `*`. */
+  defaultFrameAncestors?: readonly string[];
   /** Proxies in front whose X-Forwarded-For is trusted (TRUSTED_PROXY_HOPS). */
   trustedProxyHops?: number;
   /** How long a page session lasts (default 1 hour). */
@@ -84,18 +87,15 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
   const sessionTtl = options.sessionTtlSeconds ?? 3600;
   // New-link requests are counted in this process (a replica each: the budgets are per replica).
   const requestCounters = new MemoryCounterStore({ maxKeys: 100_000 });
-  const csp = [
-    "default-src 'none'",
-    `style-src ${STYLE_HASH}`,
-    "form-action 'self'",
-    "base-uri 'none'",
-    `frame-ancestors ${options.frameAncestors ?? "*"}`,
-  ].join("; ");
+  const cspOf = (frameAncestors: readonly string[]) =>
+    ["default-src 'none'", `style-src ${STYLE_HASH}`, "form-action 'self'", "base-uri 'none'", `frame-ancestors ${frameAncestorsDirective(frameAncestors)}`].join("; ");
+  const defaultCsp = cspOf(options.defaultFrameAncestors ?? ["*"]);
 
-  function send(res: ServerResponse, status: number, html: string): void {
+  /** `embedders`: the frame-ancestors of the account the page belongs to, when one is known. */
+  function send(res: ServerResponse, status: number, html: string, embedders?: readonly string[]): void {
     res.writeHead(status, {
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": csp,
+      "content-security-policy": embedders ? cspOf(embedders) : defaultCsp,
       "referrer-policy": "no-referrer",
       "x-content-type-options": "nosniff",
       "cache-control": "no-store",
@@ -188,6 +188,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       const base = `/preferences/s/${raw}`;
       const csrf = tokenBoundSecret(keys, raw, "csrf")!;
       const portal = portalCall(token, req);
+      const embedders = await options.frameAncestors.forTenant(portal.call);
 
       if (req.method === "GET" && action === "") {
         const view = await getPreferences(deps, portal);
@@ -211,9 +212,10 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
                     ? { key: "done_unsubscribed_all" }
                     : undefined,
           }),
+          embedders,
         );
       }
-      if (req.method === "GET" && action === "/delete") return send(res, 200, confirmDeletePage(ctx(), base, csrf));
+      if (req.method === "GET" && action === "/delete") return send(res, 200, confirmDeletePage(ctx(), base, csrf), embedders);
       if (req.method !== "POST") throw new PageError(404, "not_found");
 
       const form = await readForm(req);
@@ -234,7 +236,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       }
       if (action === "/delete") {
         await eraseAccount(deps, portal);
-        return send(res, 200, deletedPage(ctx()));
+        return send(res, 200, deletedPage(ctx()), embedders);
       }
       throw new PageError(404, "not_found");
     } catch (err) {

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
 import { invalid, isId, readCallContext } from "@emailsvc/runtime";
@@ -12,6 +13,7 @@ import {
   type PortalDeps,
   type PreferencesView,
 } from "../usecases/preferences.js";
+import { getPortalSettings, updatePortalSettings, type PortalSettingsView, type SettingsDeps } from "../usecases/settings.js";
 
 
 function preferencesToProto(view: PreferencesView): portal.Preferences {
@@ -59,6 +61,27 @@ export function preferenceCenterRoutes(deps: PortalDeps): (router: ConnectRouter
       async eraseAccount(req, ctx) {
         await eraseAccount(deps, portalCall(req.subscriberId, ctx, req.client));
         return {};
+      },
+    });
+  };
+}
+
+function settingsToProto(view: PortalSettingsView): portal.PortalSettings {
+  return create(portal.PortalSettingsSchema, {
+    frameAncestors: view.frameAncestors,
+    ...(view.updatedAt !== undefined ? { updatedAt: timestampFromMs(view.updatedAt) } : {}),
+  });
+}
+
+/** Registers PortalSettingsService: an account's settings of its page. */
+export function portalSettingsRoutes(deps: SettingsDeps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(portal.PortalSettingsService, {
+      async getPortalSettings(_req, ctx) {
+        return { settings: settingsToProto(await getPortalSettings(deps, readCallContext(ctx))) };
+      },
+      async updatePortalSettings(req, ctx) {
+        return { settings: settingsToProto(await updatePortalSettings(deps, readCallContext(ctx), req.frameAncestors)) };
       },
     });
   };

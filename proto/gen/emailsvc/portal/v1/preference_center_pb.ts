@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { SubscriberStatus } from "../../subscribers/v1/subscribers_pb.js";
 import { file_emailsvc_subscribers_v1_subscribers } from "../../subscribers/v1/subscribers_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file emailsvc/portal/v1/preference_center.proto.
  */
 export const file_emailsvc_portal_v1_preference_center: GenFile = /*@__PURE__*/
-  fileDesc("CiplbWFpbHN2Yy9wb3J0YWwvdjEvcHJlZmVyZW5jZV9jZW50ZXIucHJvdG8SEmVtYWlsc3ZjLnBvcnRhbC52MSIuCgxQb3J0YWxDbGllbnQSCgoCaXAYASABKAkSEgoKdXNlcl9hZ2VudBgCIAEoCSI6CglQb3J0YWxUYWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSLdAQoLUHJlZmVyZW5jZXMSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEjYKD3N1YnNjcmliZWRfdGFncxgEIAMoCzIdLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxUYWcSNQoOYXZhaWxhYmxlX3RhZ3MYBSADKAsyHS5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsVGFnIi4KFUdldFByZWZlcmVuY2VzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJIk4KFkdldFByZWZlcmVuY2VzUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMibgoTU3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IkwKFFN1YnNjcmliZVRhZ1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzInAKFVVuc3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50Ik4KFlVuc3Vic2NyaWJlVGFnUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMiYAoVVW5zdWJzY3JpYmVBbGxSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSMAoGY2xpZW50GAIgASgLMiAuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbENsaWVudCJOChZVbnN1YnNjcmliZUFsbFJlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzIl4KE0VyYXNlQWNjb3VudFJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIwCgZjbGllbnQYAiABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IhYKFEVyYXNlQWNjb3VudFJlc3BvbnNlMpoEChdQcmVmZXJlbmNlQ2VudGVyU2VydmljZRJnCg5HZXRQcmVmZXJlbmNlcxIpLmVtYWlsc3ZjLnBvcnRhbC52MS5HZXRQcmVmZXJlbmNlc1JlcXVlc3QaKi5lbWFpbHN2Yy5wb3J0YWwudjEuR2V0UHJlZmVyZW5jZXNSZXNwb25zZRJhCgxTdWJzY3JpYmVUYWcSJy5lbWFpbHN2Yy5wb3J0YWwudjEuU3Vic2NyaWJlVGFnUmVxdWVzdBooLmVtYWlsc3ZjLnBvcnRhbC52MS5TdWJzY3JpYmVUYWdSZXNwb25zZRJnCg5VbnN1YnNjcmliZVRhZxIpLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZVRhZ1JlcXVlc3QaKi5lbWFpbHN2Yy5wb3J0YWwudjEuVW5zdWJzY3JpYmVUYWdSZXNwb25zZRJnCg5VbnN1YnNjcmliZUFsbBIpLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZUFsbFJlcXVlc3QaKi5lbWFpbHN2Yy5wb3J0YWwudjEuVW5zdWJzY3JpYmVBbGxSZXNwb25zZRJhCgxFcmFzZUFjY291bnQSJy5lbWFpbHN2Yy5wb3J0YWwudjEuRXJhc2VBY2NvdW50UmVxdWVzdBooLmVtYWlsc3ZjLnBvcnRhbC52MS5FcmFzZUFjY291bnRSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_subscribers_v1_subscribers]);
+  fileDesc("CiplbWFpbHN2Yy9wb3J0YWwvdjEvcHJlZmVyZW5jZV9jZW50ZXIucHJvdG8SEmVtYWlsc3ZjLnBvcnRhbC52MSIuCgxQb3J0YWxDbGllbnQSCgoCaXAYASABKAkSEgoKdXNlcl9hZ2VudBgCIAEoCSI6CglQb3J0YWxUYWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSLdAQoLUHJlZmVyZW5jZXMSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEjYKD3N1YnNjcmliZWRfdGFncxgEIAMoCzIdLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxUYWcSNQoOYXZhaWxhYmxlX3RhZ3MYBSADKAsyHS5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsVGFnIi4KFUdldFByZWZlcmVuY2VzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJIk4KFkdldFByZWZlcmVuY2VzUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMibgoTU3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IkwKFFN1YnNjcmliZVRhZ1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzInAKFVVuc3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50Ik4KFlVuc3Vic2NyaWJlVGFnUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMiYAoVVW5zdWJzY3JpYmVBbGxSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSMAoGY2xpZW50GAIgASgLMiAuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbENsaWVudCJOChZVbnN1YnNjcmliZUFsbFJlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzIl4KE0VyYXNlQWNjb3VudFJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIwCgZjbGllbnQYAiABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IhYKFEVyYXNlQWNjb3VudFJlc3BvbnNlIlkKDlBvcnRhbFNldHRpbmdzEhcKD2ZyYW1lX2FuY2VzdG9ycxgBIAMoCRIuCgp1cGRhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIaChhHZXRQb3J0YWxTZXR0aW5nc1JlcXVlc3QiUQoZR2V0UG9ydGFsU2V0dGluZ3NSZXNwb25zZRI0CghzZXR0aW5ncxgBIAEoCzIiLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxTZXR0aW5ncyI2ChtVcGRhdGVQb3J0YWxTZXR0aW5nc1JlcXVlc3QSFwoPZnJhbWVfYW5jZXN0b3JzGAEgAygJIlQKHFVwZGF0ZVBvcnRhbFNldHRpbmdzUmVzcG9uc2USNAoIc2V0dGluZ3MYASABKAsyIi5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsU2V0dGluZ3MymgQKF1ByZWZlcmVuY2VDZW50ZXJTZXJ2aWNlEmcKDkdldFByZWZlcmVuY2VzEikuZW1haWxzdmMucG9ydGFsLnYxLkdldFByZWZlcmVuY2VzUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5HZXRQcmVmZXJlbmNlc1Jlc3BvbnNlEmEKDFN1YnNjcmliZVRhZxInLmVtYWlsc3ZjLnBvcnRhbC52MS5TdWJzY3JpYmVUYWdSZXF1ZXN0GiguZW1haWxzdmMucG9ydGFsLnYxLlN1YnNjcmliZVRhZ1Jlc3BvbnNlEmcKDlVuc3Vic2NyaWJlVGFnEikuZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZVRhZ1Jlc3BvbnNlEmcKDlVuc3Vic2NyaWJlQWxsEikuZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlQWxsUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZUFsbFJlc3BvbnNlEmEKDEVyYXNlQWNjb3VudBInLmVtYWlsc3ZjLnBvcnRhbC52MS5FcmFzZUFjY291bnRSZXF1ZXN0GiguZW1haWxzdmMucG9ydGFsLnYxLkVyYXNlQWNjb3VudFJlc3BvbnNlMoQCChVQb3J0YWxTZXR0aW5nc1NlcnZpY2UScAoRR2V0UG9ydGFsU2V0dGluZ3MSLC5lbWFpbHN2Yy5wb3J0YWwudjEuR2V0UG9ydGFsU2V0dGluZ3NSZXF1ZXN0Gi0uZW1haWxzdmMucG9ydGFsLnYxLkdldFBvcnRhbFNldHRpbmdzUmVzcG9uc2USeQoUVXBkYXRlUG9ydGFsU2V0dGluZ3MSLy5lbWFpbHN2Yy5wb3J0YWwudjEuVXBkYXRlUG9ydGFsU2V0dGluZ3NSZXF1ZXN0GjAuZW1haWxzdmMucG9ydGFsLnYxLlVwZGF0ZVBvcnRhbFNldHRpbmdzUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
 
 /**
  * The client of the portal request, for the audit trail (personal data:
@@ -307,6 +309,101 @@ export const EraseAccountResponseSchema: GenMessage<EraseAccountResponse> = /*@_
   messageDesc(file_emailsvc_portal_v1_preference_center, 12);
 
 /**
+ * An account's settings of its portal page (per tenant: live and test apart).
+ *
+ * @generated from message emailsvc.portal.v1.PortalSettings
+ */
+export type PortalSettings = Message<"emailsvc.portal.v1.PortalSettings"> & {
+  /**
+   * Who may embed the page in an iframe (CSP frame-ancestors): "*", "'self'",
+   * "'none'" or origins such as "https://shop.example.com" and
+   * "https://*.example.com". Empty: the platform's default
+   * (PORTAL_FRAME_ANCESTORS, any site unless the operator says otherwise).
+   *
+   * @generated from field: repeated string frame_ancestors = 1;
+   */
+  frameAncestors: string[];
+
+  /**
+   * Unset while nothing was ever set.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 2;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.PortalSettings.
+ * Use `create(PortalSettingsSchema)` to create a new message.
+ */
+export const PortalSettingsSchema: GenMessage<PortalSettings> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 13);
+
+/**
+ * @generated from message emailsvc.portal.v1.GetPortalSettingsRequest
+ */
+export type GetPortalSettingsRequest = Message<"emailsvc.portal.v1.GetPortalSettingsRequest"> & {
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.GetPortalSettingsRequest.
+ * Use `create(GetPortalSettingsRequestSchema)` to create a new message.
+ */
+export const GetPortalSettingsRequestSchema: GenMessage<GetPortalSettingsRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 14);
+
+/**
+ * @generated from message emailsvc.portal.v1.GetPortalSettingsResponse
+ */
+export type GetPortalSettingsResponse = Message<"emailsvc.portal.v1.GetPortalSettingsResponse"> & {
+  /**
+   * @generated from field: emailsvc.portal.v1.PortalSettings settings = 1;
+   */
+  settings?: PortalSettings | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.GetPortalSettingsResponse.
+ * Use `create(GetPortalSettingsResponseSchema)` to create a new message.
+ */
+export const GetPortalSettingsResponseSchema: GenMessage<GetPortalSettingsResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 15);
+
+/**
+ * @generated from message emailsvc.portal.v1.UpdatePortalSettingsRequest
+ */
+export type UpdatePortalSettingsRequest = Message<"emailsvc.portal.v1.UpdatePortalSettingsRequest"> & {
+  /**
+   * @generated from field: repeated string frame_ancestors = 1;
+   */
+  frameAncestors: string[];
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.UpdatePortalSettingsRequest.
+ * Use `create(UpdatePortalSettingsRequestSchema)` to create a new message.
+ */
+export const UpdatePortalSettingsRequestSchema: GenMessage<UpdatePortalSettingsRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 16);
+
+/**
+ * @generated from message emailsvc.portal.v1.UpdatePortalSettingsResponse
+ */
+export type UpdatePortalSettingsResponse = Message<"emailsvc.portal.v1.UpdatePortalSettingsResponse"> & {
+  /**
+   * @generated from field: emailsvc.portal.v1.PortalSettings settings = 1;
+   */
+  settings?: PortalSettings | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.UpdatePortalSettingsResponse.
+ * Use `create(UpdatePortalSettingsResponseSchema)` to create a new message.
+ */
+export const UpdatePortalSettingsResponseSchema: GenMessage<UpdatePortalSettingsResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 17);
+
+/**
  * @generated from service emailsvc.portal.v1.PreferenceCenterService
  */
 export const PreferenceCenterService: GenService<{
@@ -360,4 +457,29 @@ export const PreferenceCenterService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_portal_v1_preference_center, 0);
+
+/**
+ * @generated from service emailsvc.portal.v1.PortalSettingsService
+ */
+export const PortalSettingsService: GenService<{
+  /**
+   * @generated from rpc emailsvc.portal.v1.PortalSettingsService.GetPortalSettings
+   */
+  getPortalSettings: {
+    methodKind: "unary";
+    input: typeof GetPortalSettingsRequestSchema;
+    output: typeof GetPortalSettingsResponseSchema;
+  },
+  /**
+   * Replaces the settings; an invalid source is INVALID_ARGUMENT naming it.
+   *
+   * @generated from rpc emailsvc.portal.v1.PortalSettingsService.UpdatePortalSettings
+   */
+  updatePortalSettings: {
+    methodKind: "unary";
+    input: typeof UpdatePortalSettingsRequestSchema;
+    output: typeof UpdatePortalSettingsResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_emailsvc_portal_v1_preference_center, 1);
 

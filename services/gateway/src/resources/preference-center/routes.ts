@@ -7,6 +7,8 @@ import { callOptions, callOptionsAs, requireClient } from "../../routes/calls.js
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { statusToJson } from "../subscribers/mapping.js";
+import { rfc3339 } from "../../routes/json.js";
+import type { PortalSettingsUpdateBody } from "./schemas.js";
 
 /** The audit trail's actor of every change made through a preference token. */
 export const PORTAL_ACTOR = "portal";
@@ -67,6 +69,22 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
       throw err;
     }
   }
+
+  const settingsClient = portalTransport && createClient(portal.PortalSettingsService, portalTransport);
+  const settingsService = () => requireClient(settingsClient, "portal");
+  const settingsJson = (s: portal.PortalSettings | undefined) => ({
+    frame_ancestors: s?.frameAncestors ?? [],
+    updated_at: s?.updatedAt ? rfc3339(s.updatedAt, "updated_at") : null,
+  });
+
+  defineRoute(kit, "get", "/api/v1/portal-settings", "getPortalSettings", async (ctx) => {
+    ctx.body = settingsJson((await settingsService().getPortalSettings({}, callOptions(ctx, timeoutMs))).settings);
+  });
+
+  defineRoute(kit, "patch", "/api/v1/portal-settings", "updatePortalSettings", async (ctx) => {
+    const body = ctx.state.body as PortalSettingsUpdateBody;
+    ctx.body = settingsJson((await settingsService().updatePortalSettings({ frameAncestors: body.frame_ancestors }, callOptions(ctx, timeoutMs))).settings);
+  });
 
   defineRoute(kit, "get", "/api/v1/preference-center", "getPreferenceCenter", async (ctx) => {
     const { options, subscriberId } = portalCall(ctx);

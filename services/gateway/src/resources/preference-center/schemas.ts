@@ -1,4 +1,5 @@
-import { errors, json, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import type { FromSchema } from "json-schema-to-ts";
+import { body, bodyErrors, errors, json, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // The preference portal's part of the OpenAPI document: the token an
@@ -17,7 +18,33 @@ const portalTag: JsonSchema = {
   },
 };
 
+const frameAncestors = {
+  type: "array",
+  maxItems: 32,
+  items: { type: "string", minLength: 1, maxLength: 253 },
+  description:
+    "Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`).",
+} as const;
+
+export const PortalSettingsUpdate = {
+  type: "object",
+  additionalProperties: false,
+  required: ["frame_ancestors"],
+  properties: { frame_ancestors: frameAncestors },
+} as const;
+export type PortalSettingsUpdateBody = FromSchema<typeof PortalSettingsUpdate>;
+
 export const schemas: Record<string, JsonSchema> = {
+  PortalSettings: {
+    type: "object",
+    additionalProperties: false,
+    required: ["frame_ancestors", "updated_at"],
+    properties: {
+      frame_ancestors: frameAncestors,
+      updated_at: { ...timestamp("When they were last changed (RFC 3339, UTC); null while never set."), type: ["string", "null"] },
+    },
+  },
+  PortalSettingsUpdate,
   PreferenceToken: {
     type: "object",
     additionalProperties: false,
@@ -53,6 +80,23 @@ export const parameters: Record<string, ParameterObject> = {
 const portalErrors = errors("Unauthorized", "InternalError", "Unavailable", "Timeout");
 
 export const paths: Paths = {
+  "/api/v1/portal-settings": {
+    get: {
+      operationId: "getPortalSettings",
+      summary: "Your portal page's settings",
+      description: "Settings of this account's preference page, in this key's mode (live and test are apart).",
+      tags: ["Preference center"],
+      responses: { "200": json(ref("PortalSettings"), "The settings."), ...errors(...serviceErrors) },
+    },
+    patch: {
+      operationId: "updatePortalSettings",
+      summary: "Change your portal page's settings",
+      description: "Replaces `frame_ancestors`. The page uses the new value within 30 seconds.",
+      tags: ["Preference center"],
+      requestBody: body("PortalSettingsUpdate"),
+      responses: { "200": json(ref("PortalSettings"), "The settings after the change."), ...errors(...bodyErrors, ...serviceErrors) },
+    },
+  },
   "/api/v1/subscribers/{id}/preference-token": {
     post: {
       operationId: "createPreferenceToken",

@@ -1,0 +1,25 @@
+import { TenantCollection, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
+
+/** One account-and-mode's portal settings; `_id` is the tenant (one document each). */
+export interface PortalSettingsDoc extends Doc {
+  tenant: string;
+  frame_ancestors: string[];
+  updated_at: number;
+}
+
+/** The portal's own database: what accounts set for their page. */
+export class PortalStorage {
+  private readonly settings: Collection<PortalSettingsDoc>;
+
+  constructor(store: DocumentStore) {
+    this.settings = store.collection<PortalSettingsDoc>("portal_settings");
+  }
+
+  async createIndexes(): Promise<void> {
+    // `_id` is the tenant: its own index serves every read.
+  }
+
+  forTenant(tenant: string): { settings: TenantCollection<PortalSettingsDoc> } {
+    return { settings: new TenantCollection(this.settings, tenant) };
+  }
+}
