@@ -26,7 +26,7 @@ ul{list-style:none;margin:0;padding:0}
 .tag strong{display:block}
 .desc,.state{display:block;color:#57606a;font-size:.95rem}
 form{margin:0}
-button,.button{display:inline-block;min-height:44px;padding:.5rem 1rem;border:2px solid #0a58ca;border-radius:.375rem;background:#0a58ca;color:#fff;font:inherit;text-decoration:none;cursor:pointer}
+button,.button{display:inline-flex;align-items:center;box-sizing:border-box;min-height:44px;padding:.5rem 1rem;border:2px solid #0a58ca;border-radius:.375rem;background:#0a58ca;color:#fff;font:inherit;text-decoration:none;cursor:pointer}
 button.secondary{background:#fff;color:#0a58ca}
 .danger{background:#b02a37;border-color:#b02a37;color:#fff}
 a{color:#0a58ca}
