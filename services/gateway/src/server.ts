@@ -19,6 +19,7 @@ import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
+import { auditIp, clientAddress } from "./ratelimit/client-address.js";
 import { DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {
@@ -106,6 +107,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
   const limiter = await buildRateLimiter(deps);
+  const trustedHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
   const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;
 
   const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
@@ -145,6 +147,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const context: ResourceContext = {
     transport: (service) => transports[service],
     timeoutMs,
+    clientIp: (ctx) => auditIp(clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), trustedHops)),
     accounts,
     authenticator,
     ready,

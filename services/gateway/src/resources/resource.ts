@@ -2,6 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { ServiceName } from "@emailsvc/runtime";
 import type { KeyRing } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
+import type { GatewayContext } from "../http/state.js";
 import type { AccountStore } from "../accounts/store.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
 import type { RouteKit } from "../routes/define.js";
@@ -17,6 +18,11 @@ export interface ResourceContext {
   tokenKeys: KeyRing | undefined;
   /** Deadline of each service call. */
   timeoutMs: number;
+  /**
+   * The client's IP address as the gateway can trust it (the peer, or the
+   * X-Forwarded-For entry TRUSTED_PROXY_HOPS names): for the audit trail.
+   */
+  clientIp(ctx: GatewayContext): string;
   /** The gateway's own accounts and API keys. */
   accounts: AccountStore;
   authenticator: ApiKeyAuthenticator;

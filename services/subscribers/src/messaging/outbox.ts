@@ -49,6 +49,9 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
           type: entry.type,
           occurred_at: entry.at,
           actor: entry.actor,
+          source: entry.source ?? "",
+          ip: entry.ip ?? "",
+          user_agent: entry.user_agent ?? "",
           data: entry.audit,
         });
       } catch (err) {

@@ -1,6 +1,7 @@
 import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
-import type { Metadata, Status } from "../domain/subscriber.js";
+import type { AuditSource } from "../domain/audit.js";
+import type { Locale, Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index starts with it too, so no query can reach across tenants.
@@ -21,6 +22,10 @@ export type SubscriberTopic =
 export interface OutboxEntry extends KitOutboxEntry {
   type: string;
   actor: string;
+  /** How the change came, and the request's IP address and user agent (see domain/audit.ts); absent in older entries. */
+  source?: AuditSource | "";
+  ip?: string;
+  user_agent?: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
   /** Bus event, by ids only; null when the change is not published. */
@@ -33,6 +38,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
   email_key: string;
   status: Status;
+  /** The subscriber's language ("" or absent: not set). */
+  locale?: Locale;
   metadata: Metadata;
   tag_ids: string[];
   created_at: number;
@@ -61,6 +68,11 @@ export interface AuditDoc extends Doc {
   type: string;
   occurred_at: number;
   actor: string;
+  /** How the change came (api, portal, one_click, import; "" when not said); absent in older records. */
+  source?: AuditSource | "";
+  /** The request's IP address and user agent: personal data, erased with the trail. */
+  ip?: string;
+  user_agent?: string;
   data: Record<string, unknown>;
 }
 

@@ -5,6 +5,7 @@ import {
   checkMetadataSize,
   emailKey,
   validateEmail,
+  validateLocale,
   validateMetadata,
   type Metadata,
   type Status,
@@ -20,6 +21,8 @@ export interface CreateSubscriberInput {
   tags: unknown[];
   metadata: Record<string, unknown> | undefined;
   status: Status | undefined;
+  /** "" or absent: not set. */
+  locale?: unknown;
 }
 
 export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSubscriberInput): Promise<SubscriberView> {
@@ -27,6 +30,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
   const tagNames = validateTagNames(input.tags);
   const metadata = validateMetadata(input.metadata ?? {}, false) as Metadata;
   checkMetadataSize(metadata);
+  const locale = validateLocale(input.locale ?? "");
   const key = emailKey(email);
 
   // Fail early on a known duplicate, before creating tags for nothing.
@@ -42,13 +46,14 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     email,
     email_key: key,
     status,
+    locale,
     metadata,
     tag_ids: tagIds,
     created_at: now,
     updated_at: now,
     deleted: false,
     ...newOutbox([
-      outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
+      outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name), tag_ids: tagIds }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
       }),

@@ -1,6 +1,7 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
+import { NO_AUDIT, type AuditInfo } from "../domain/audit.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
@@ -20,6 +21,8 @@ export interface Deps {
 /** One call: its context and its tenant's collections (the only ones a use case gets). */
 export interface Scope extends TenantRepositories {
   call: CallContext;
+  /** How the call's request came (its AuditContext); every change it makes is audited with it. */
+  origin?: AuditInfo;
 }
 
 export function outboxEntry(
@@ -29,7 +32,8 @@ export function outboxEntry(
   audit: OutboxEntry["audit"],
   bus: OutboxEntry["bus"],
 ): OutboxEntry {
-  return { id: newId("evt"), type, at, actor: scope.call.actor, audit, bus };
+  const how = scope.origin ?? NO_AUDIT;
+  return { id: newId("evt"), type, at, actor: scope.call.actor, source: how.source, ip: how.ip, user_agent: how.userAgent, audit, bus };
 }
 
 /** A live (not deleted) subscriber of the tenant, or 404. */
@@ -61,6 +65,7 @@ export async function subscriberViews(scope: Scope, docs: SubscriberDoc[]): Prom
     id: d._id,
     email: d.email,
     status: d.status,
+    locale: d.locale ?? "",
     metadata: d.metadata,
     tags: d.tag_ids.flatMap((id) => names.get(id) ?? []).sort((a, b) => a.localeCompare(b)),
     createdAt: d.created_at,

@@ -5,6 +5,7 @@ import {
   emailKey,
   mergeMetadata,
   validateEmail,
+  validateLocale,
   validateMetadata,
   type Status,
   type SubscriberView,
@@ -18,15 +19,18 @@ export interface UpdateSubscriberInput {
   email: unknown;
   status: Status | undefined;
   metadata: Record<string, unknown> | undefined;
+  /** Absent: unchanged; "" unsets it. */
+  locale?: unknown;
 }
 
 export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSubscriberInput): Promise<SubscriberView> {
   const email = input.email === undefined ? undefined : validateEmail(input.email);
   const patch = input.metadata === undefined ? undefined : validateMetadata(input.metadata, true);
+  const locale = input.locale === undefined ? undefined : validateLocale(input.locale);
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status">> = {};
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale">> = {};
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
@@ -41,6 +45,10 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
       set.metadata = merged;
       changed.push("metadata");
     }
+  }
+  if (locale !== undefined && locale !== (current.locale ?? "")) {
+    set.locale = locale;
+    changed.push("locale");
   }
   if (changed.length > 0) {
     // Names the fields only: the audit trail holds no address or metadata values.

@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditContext } from "../../common/v1/audit_pb.js";
+import { file_emailsvc_common_v1_audit } from "../../common/v1/audit_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/subscribers.proto.
  */
 export const file_emailsvc_subscribers_v1_subscribers: GenFile = /*@__PURE__*/
-  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi+wEKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKcAQoXQ3JlYXRlU3Vic2NyaWJlclJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEdGFncxgCIAMoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOQoGc3RhdHVzGAQgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cyJTChhDcmVhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiIgoUR2V0U3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkiUAoVR2V0U3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiwKG0dldFN1YnNjcmliZXJCeUVtYWlsUmVxdWVzdBINCgVlbWFpbBgBIAEoCSJXChxHZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyInIKFkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QSDQoFbGltaXQYASABKAUSOQoGc3RhdHVzGAIgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIOCgZjdXJzb3IYAyABKAkiaAoXTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USOAoLc3Vic2NyaWJlcnMYASADKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyEhMKC25leHRfY3Vyc29yGAIgASgJIqkBChdVcGRhdGVTdWJzY3JpYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRISCgVlbWFpbBgCIAEoCUgAiAEBEjkKBnN0YXR1cxgDIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9lbWFpbCJTChhVcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiJQoXRGVsZXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkiGgoYRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlIjUKDkFkZFRhZ3NSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDAoEdGFncxgCIAMoCSJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiOwoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJIkwKEVJlbW92ZVRhZ1Jlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIpIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJKrgBChBTdWJzY3JpYmVyU3RhdHVzEiEKHVNVQlNDUklCRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYU1VCU0NSSUJFUl9TVEFUVVNfQUNUSVZFEAESIgoeU1VCU0NSSUJFUl9TVEFUVVNfVU5TVUJTQ1JJQkVEEAISHQoZU1VCU0NSSUJFUl9TVEFUVVNfQk9VTkNFRBADEiAKHFNVQlNDUklCRVJfU1RBVFVTX0NPTVBMQUlORUQQBDKyCAoRU3Vic2NyaWJlclNlcnZpY2USdwoQQ3JlYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEm4KDUdldFN1YnNjcmliZXISLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFN1YnNjcmliZXJSZXNwb25zZRKDAQoUR2V0U3Vic2NyaWJlckJ5RW1haWwSNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEnQKD0xpc3RTdWJzY3JpYmVycxIvLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRJ3ChBVcGRhdGVTdWJzY3JpYmVyEjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QaMS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USdwoQRGVsZXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlElwKB0FkZFRhZ3MSJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVxdWVzdBooLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZFRhZ3NSZXNwb25zZRJiCglSZW1vdmVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZW1vdmVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVzcG9uc2USgwEKFExpc3RTdWJzY3JpYmVyRXZlbnRzEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAki3QEKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCSJTChhDcmVhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiIgoUR2V0U3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkiUAoVR2V0U3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiwKG0dldFN1YnNjcmliZXJCeUVtYWlsUmVxdWVzdBINCgVlbWFpbBgBIAEoCSJXChxHZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyInIKFkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QSDQoFbGltaXQYASABKAUSOQoGc3RhdHVzGAIgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIOCgZjdXJzb3IYAyABKAkiaAoXTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USOAoLc3Vic2NyaWJlcnMYASADKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyEhMKC25leHRfY3Vyc29yGAIgASgJIvoBChdVcGRhdGVTdWJzY3JpYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRISCgVlbWFpbBgCIAEoCUgAiAEBEjkKBnN0YXR1cxgDIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KBWF1ZGl0GAUgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dBITCgZsb2NhbGUYBiABKAlIAYgBAUIICgZfZW1haWxCCQoHX2xvY2FsZSJTChhVcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiVgoXRGVsZXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSLwoFYXVkaXQYAiABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0IhoKGERlbGV0ZVN1YnNjcmliZXJSZXNwb25zZSJmCg5BZGRUYWdzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEgwKBHRhZ3MYAiADKAkSLwoFYXVkaXQYAyABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0IkoKD0FkZFRhZ3NSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJsChBSZW1vdmVUYWdSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSEAoIdGFnX25hbWUYAiABKAkSLwoFYXVkaXQYAyABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0IkwKEVJlbW92ZVRhZ1Jlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIsIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAYgASgJEgoKAmlwGAcgASgJEhIKCnVzZXJfYWdlbnQYCCABKAkiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJKrgBChBTdWJzY3JpYmVyU3RhdHVzEiEKHVNVQlNDUklCRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYU1VCU0NSSUJFUl9TVEFUVVNfQUNUSVZFEAESIgoeU1VCU0NSSUJFUl9TVEFUVVNfVU5TVUJTQ1JJQkVEEAISHQoZU1VCU0NSSUJFUl9TVEFUVVNfQk9VTkNFRBADEiAKHFNVQlNDUklCRVJfU1RBVFVTX0NPTVBMQUlORUQQBDKyCAoRU3Vic2NyaWJlclNlcnZpY2USdwoQQ3JlYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEm4KDUdldFN1YnNjcmliZXISLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFN1YnNjcmliZXJSZXNwb25zZRKDAQoUR2V0U3Vic2NyaWJlckJ5RW1haWwSNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEnQKD0xpc3RTdWJzY3JpYmVycxIvLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRJ3ChBVcGRhdGVTdWJzY3JpYmVyEjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QaMS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USdwoQRGVsZXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlElwKB0FkZFRhZ3MSJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVxdWVzdBooLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZFRhZ3NSZXNwb25zZRJiCglSZW1vdmVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZW1vdmVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVzcG9uc2USgwEKFExpc3RTdWJzY3JpYmVyRXZlbnRzEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.subscribers.v1.Subscriber
@@ -54,6 +56,13 @@ export type Subscriber = Message<"emailsvc.subscribers.v1.Subscriber"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The language the subscriber reads: `en`, `de`, `fr`, `it`, or empty (not set).
+   *
+   * @generated from field: string locale = 8;
+   */
+  locale: string;
 };
 
 /**
@@ -88,6 +97,20 @@ export type CreateSubscriberRequest = Message<"emailsvc.subscribers.v1.CreateSub
    * @generated from field: emailsvc.subscribers.v1.SubscriberStatus status = 4;
    */
   status: SubscriberStatus;
+
+  /**
+   * How the request came (audit trail).
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 5;
+   */
+  audit?: AuditContext | undefined;
+
+  /**
+   * `en`, `de`, `fr`, `it`, or empty (not set).
+   *
+   * @generated from field: string locale = 6;
+   */
+  locale: string;
 };
 
 /**
@@ -262,6 +285,18 @@ export type UpdateSubscriberRequest = Message<"emailsvc.subscribers.v1.UpdateSub
    * @generated from field: google.protobuf.Struct metadata = 4;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 5;
+   */
+  audit?: AuditContext | undefined;
+
+  /**
+   * `en`, `de`, `fr`, `it`, or empty to unset; absent: unchanged.
+   *
+   * @generated from field: optional string locale = 6;
+   */
+  locale?: string | undefined;
 };
 
 /**
@@ -296,6 +331,11 @@ export type DeleteSubscriberRequest = Message<"emailsvc.subscribers.v1.DeleteSub
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 2;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -331,6 +371,11 @@ export type AddTagsRequest = Message<"emailsvc.subscribers.v1.AddTagsRequest"> &
    * @generated from field: repeated string tags = 2;
    */
   tags: string[];
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 3;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -370,6 +415,11 @@ export type RemoveTagRequest = Message<"emailsvc.subscribers.v1.RemoveTagRequest
    * @generated from field: string tag_name = 2;
    */
   tagName: string;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 3;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -421,7 +471,7 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
   occurredAt?: Timestamp | undefined;
 
   /**
-   * Who made the change: "api_key:<key id>", "admin", "portal", "system".
+   * Who made the change: "api_key:<key id>", "admin", "portal", "one_click", "system".
    *
    * @generated from field: string actor = 4;
    */
@@ -433,6 +483,24 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
    * @generated from field: google.protobuf.Struct data = 5;
    */
   data?: JsonObject | undefined;
+
+  /**
+   * How the change came (`api`, `portal`, `one_click`, `import`; empty when the
+   * caller did not say), and the request's IP address and user agent.
+   *
+   * @generated from field: string source = 6;
+   */
+  source: string;
+
+  /**
+   * @generated from field: string ip = 7;
+   */
+  ip: string;
+
+  /**
+   * @generated from field: string user_agent = 8;
+   */
+  userAgent: string;
 };
 
 /**

@@ -1,0 +1,86 @@
+import { Code } from "@connectrpc/connect";
+import { SubscriberStatus } from "@emailsvc/proto";
+import { readError } from "@emailsvc/runtime";
+import { as, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
+
+// What GDPR and DSG ask of the subscribers service: an audit trail that says
+// how, when and from where every subscription change came, the subscriber's
+// language, and (below, as they come) suppression, export and erasure.
+
+const fail = (promise: Promise<unknown>) => promise.then(() => { throw new Error("expected the call to fail"); }, readError);
+
+describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers service on %s storage", (kind) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(kind);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("audits every subscription change with its source, IP address and user agent", async () => {
+    const t = tenant();
+    const api = { source: "api", ip: "203.0.113.7", userAgent: "curl/8.5.0" };
+    const portal = { source: "portal", ip: "2001:db8::42", userAgent: "Mozilla/5.0 (X11; Linux x86_64)" };
+    const oneClick = { source: "one_click", ip: "198.51.100.9", userAgent: "" };
+    const { subscriber } = await h.subscribers.createSubscriber({ email: "how@example.com", tags: ["t1"], audit: api }, as(t));
+    const id = subscriber!.id;
+    await h.subscribers.addTags({ subscriberId: id, tags: ["t2"], audit: portal }, as(t));
+    await h.subscribers.removeTag({ subscriberId: id, tagName: "t1", audit: portal }, as(t));
+    await h.subscribers.updateSubscriber({ id, status: SubscriberStatus.UNSUBSCRIBED, audit: oneClick }, as(t));
+    await h.subscribers.updateSubscriber({ id, locale: "de", audit: { source: "import", ip: "", userAgent: "" } }, as(t));
+    const t2 = (await h.tags.listTags({}, as(t))).tags.find((tag) => tag.name === "t2")!;
+    await h.tags.deleteTag({ id: t2.id, audit: api }, as(t));
+    // Without an AuditContext the change is still audited, its source empty.
+    await h.subscribers.addTags({ subscriberId: id, tags: ["t3"] }, as(t));
+
+    const trail = (await h.subscribers.listSubscriberEvents({ subscriberId: id }, as(t))).events;
+    expect(trail.map((e) => [e.type, e.source, e.ip, e.userAgent])).toEqual([
+      ["subscriber.created", "api", "203.0.113.7", "curl/8.5.0"],
+      ["subscriber.tag_added", "portal", "2001:db8::42", "Mozilla/5.0 (X11; Linux x86_64)"],
+      ["subscriber.tag_removed", "portal", "2001:db8::42", "Mozilla/5.0 (X11; Linux x86_64)"],
+      ["subscriber.status_changed", "one_click", "198.51.100.9", ""],
+      ["subscriber.updated", "import", "", ""],
+      ["subscriber.tag_removed", "api", "203.0.113.7", "curl/8.5.0"],
+      ["subscriber.tag_added", "", "", ""],
+    ]);
+    expect(trail[4]!.data).toEqual({ fields: ["locale"] });
+    expect(trail[5]!.data).toMatchObject({ tag: "t2", reason: "tag_deleted" });
+    // The trail's data holds no address.
+    expect(JSON.stringify(trail.map((e) => e.data))).not.toContain("how@example.com");
+  });
+
+  it("refuses an AuditContext it cannot keep, and changes nothing", async () => {
+    const t = tenant();
+    const bad = [
+      [{ source: "web", ip: "", userAgent: "" }, "audit.source"],
+      [{ source: "api", ip: "not-an-ip", userAgent: "" }, "audit.ip"],
+      [{ source: "api", ip: "", userAgent: "x".repeat(513) }, "audit.user_agent"],
+      [{ source: "api", ip: "", userAgent: "a\nb" }, "audit.user_agent"],
+    ] as const;
+    for (const [audit, field] of bad) {
+      const info = await fail(h.subscribers.createSubscriber({ email: "bad-audit@example.com", audit }, as(t)));
+      expect(info.code).toBe(Code.InvalidArgument);
+      expect(info.fieldViolations.map((v) => v.field)).toEqual([field]);
+    }
+    expect((await h.subscribers.listSubscribers({}, as(t))).subscribers).toEqual([]);
+  });
+
+  it("keeps a locale (en, de, fr, it, or none), set on create and changed or unset on update", async () => {
+    const t = tenant();
+    const { subscriber } = await h.subscribers.createSubscriber({ email: "lang@example.com", locale: "fr" }, as(t));
+    expect(subscriber!.locale).toBe("fr");
+    expect((await h.subscribers.createSubscriber({ email: "nolang@example.com" }, as(t))).subscriber!.locale).toBe("");
+    expect((await h.subscribers.updateSubscriber({ id: subscriber!.id, locale: "it" }, as(t))).subscriber!.locale).toBe("it");
+    // Absent: unchanged.
+    expect((await h.subscribers.updateSubscriber({ id: subscriber!.id, metadata: { a: 1 } }, as(t))).subscriber!.locale).toBe("it");
+    expect((await h.subscribers.updateSubscriber({ id: subscriber!.id, locale: "" }, as(t))).subscriber!.locale).toBe("");
+    for (const locale of ["es", "EN", "de-CH"]) {
+      const info = await fail(h.subscribers.createSubscriber({ email: "badlang@example.com", locale }, as(t)));
+      expect(info.code).toBe(Code.InvalidArgument);
+      expect(info.fieldViolations.map((v) => v.field)).toEqual(["locale"]);
+      expect((await fail(h.subscribers.updateSubscriber({ id: subscriber!.id, locale }, as(t)))).code).toBe(Code.InvalidArgument);
+    }
+    expect((await h.subscribers.getSubscriber({ id: subscriber!.id }, as(t))).subscriber!.locale).toBe("");
+  });
+});
