@@ -1,4 +1,4 @@
-import { HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
+import { AppError, HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
 import { startHarness, type Harness } from "./support/harness";
 
 let h: Harness;
@@ -157,6 +157,37 @@ describe("subscribers", () => {
       expect(res.status).toBe(400);
       expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual(["locale"]);
     }
+  });
+
+  it("passes resubscribe and its reason on create; the document requires the reason with the flag and refuses it without", async () => {
+    const ok = await h.request("POST", "/api/v1/subscribers", { body: { email: "back@example.com", resubscribe: true, resubscribe_reason: "opted in again at the fair" } });
+    expect(ok.status).toBe(201);
+    expect(h.fake.lastCall!.request).toMatchObject({ resubscribe: true, resubscribeReason: "opted in again at the fair" });
+    const calls = h.fake.calls.length;
+    for (const body of [
+      { resubscribe: true },
+      { resubscribe: true, resubscribe_reason: "" },
+      { resubscribe: true, resubscribe_reason: "   " },
+      { resubscribe: true, resubscribe_reason: "x".repeat(501) },
+      { resubscribe: true, resubscribe_reason: "line\nbreak" },
+      { resubscribe: false, resubscribe_reason: "why" },
+      { resubscribe_reason: "why" },
+    ]) {
+      const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "back2@example.com", ...body } });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("validation_failed");
+    }
+    expect(h.fake.calls.length).toBe(calls);
+  });
+
+  it("answers a suppressed address with 409 problem+json subscriber_suppressed", async () => {
+    h.fake.failNext = new AppError("conflict", "subscriber_suppressed", "this address was erased at its owner's request", {
+      fieldViolations: [{ field: "email", description: "is suppressed after an erasure" }],
+    });
+    const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "erased@example.com" } });
+    expect(res.status).toBe(409);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ code: "subscriber_suppressed", title: "Email address suppressed after an erasure", errors: [{ field: "email" }] });
   });
 
   describe("list", () => {

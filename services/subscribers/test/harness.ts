@@ -6,6 +6,7 @@ import type { DocumentStore } from "@emailsvc/storage";
 import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox.js";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
 import { openTestStore, type StoreKind } from "@emailsvc/testing";
+import { generateKeyText, parseKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // The kit's pieces every service's tests share (packages/testing, services.ts).
 export { asCall as as, mongoUrl, testTenant as tenant, waitFor, type StoreKind } from "@emailsvc/testing";
@@ -21,6 +22,9 @@ export interface Harness {
   audience: Client<typeof AudienceService>;
   close(): Promise<void>;
 }
+
+/** The harness's SUPPRESSION_KEYS. */
+export const SUPPRESSION_KEYS: KeyRing = parseKeyRing(generateKeyText("test"));
 
 export async function startHarness(kind: StoreKind): Promise<Harness> {
   const { store, cleanup } = await openTestStore(kind, "subscribers");
@@ -41,6 +45,7 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     port: 0,
     sweepIntervalMs: 50,
     sweepGraceMs: 100,
+    suppressionKeys: SUPPRESSION_KEYS,
   });
   const transport = createServiceTransport(service.url);
   return {

@@ -1,7 +1,10 @@
 import { Code } from "@connectrpc/connect";
 import { SubscriberStatus } from "@emailsvc/proto";
 import { readError } from "@emailsvc/runtime";
-import { as, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
+import { createHmac } from "node:crypto";
+import { parseKeyRing } from "@emailsvc/tokens";
+import { suppressionHashes } from "../src/domain/suppression.js";
+import { as, startHarness, SUPPRESSION_KEYS, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // What GDPR and DSG ask of the subscribers service: an audit trail that says
 // how, when and from where every subscription change came, the subscriber's
@@ -82,5 +85,72 @@ describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers se
       expect((await fail(h.subscribers.updateSubscriber({ id: subscriber!.id, locale }, as(t)))).code).toBe(Code.InvalidArgument);
     }
     expect((await h.subscribers.getSubscriber({ id: subscriber!.id }, as(t))).subscriber!.locale).toBe("");
+  });
+
+  it("suppresses an erased address: a create is 409 subscriber_suppressed unless resubscribe with a reason, which lifts it and is audited", async () => {
+    const t = tenant();
+    const { subscriber } = await h.subscribers.createSubscriber({ email: "Erased.Person@Example.com", metadata: { crm: "c-1" } }, as(t));
+    await h.subscribers.deleteSubscriber({ id: subscriber!.id, audit: { source: "api", ip: "203.0.113.7", userAgent: "ua" } }, as(t));
+    await waitFor(async () => ((await h.store.collection("subscribers").count({ _id: subscriber!.id })) === 0 ? true : undefined), "tombstone removal");
+
+    // Only a keyed hash of tenant and address is kept: not the address, not the id.
+    const markers = await h.store.collection("suppressions").find({ tenant: `${t.tenant.accountId}:test` });
+    const key = SUPPRESSION_KEYS.current;
+    const expected = createHmac("sha256", key.secret).update(`${t.tenant.accountId}:test\nerased.person@example.com`).digest("base64url");
+    expect(markers).toEqual([{ _id: expected, tenant: `${t.tenant.accountId}:test`, key_id: key.id, created_at: expect.any(Number) }]);
+    expect(JSON.stringify(markers).toLowerCase()).not.toMatch(/erased\.person|sub_/);
+
+    // Any case of the address, any way of creating it.
+    for (const email of ["erased.person@example.com", "ERASED.PERSON@EXAMPLE.COM"]) {
+      const info = await fail(h.subscribers.createSubscriber({ email, tags: ["fresh"] }, as(t)));
+      expect(info.code).toBe(Code.AlreadyExists);
+      expect(info.errorCode).toBe("subscriber_suppressed");
+      expect(info.fieldViolations.map((v) => v.field)).toEqual(["email"]);
+    }
+    // Nothing was made for the refused creates.
+    expect((await h.tags.listTags({}, as(t))).tags).toEqual([]);
+    // Changing another subscriber's address to it is refused too.
+    const other = (await h.subscribers.createSubscriber({ email: "other@example.com" }, as(t))).subscriber!;
+    expect((await fail(h.subscribers.updateSubscriber({ id: other.id, email: "erased.person@example.com" }, as(t)))).errorCode).toBe("subscriber_suppressed");
+    // Another tenant (the account's live mode too) knows nothing of it.
+    const live = tenant("live", t.tenant.accountId);
+    expect((await h.subscribers.createSubscriber({ email: "erased.person@example.com" }, as(live))).subscriber!.email).toBe("erased.person@example.com");
+
+    // resubscribe needs a reason, bounded; a reason needs resubscribe.
+    for (const [req, field] of [
+      [{ resubscribe: true, resubscribeReason: "" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "   " }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "x".repeat(501) }, "resubscribe_reason"],
+      [{ resubscribe: false, resubscribeReason: "why not" }, "resubscribe_reason"],
+    ] as const) {
+      const info = await fail(h.subscribers.createSubscriber({ email: "erased.person@example.com", ...req }, as(t)));
+      expect(info.code).toBe(Code.InvalidArgument);
+      expect(info.fieldViolations.map((v) => v.field)).toEqual([field]);
+    }
+
+    const back = await h.subscribers.createSubscriber(
+      { email: "erased.person@example.com", resubscribe: true, resubscribeReason: "double opt-in confirmed on 2026-11-20", audit: { source: "import", ip: "", userAgent: "" } },
+      as(t),
+    );
+    expect(back.subscriber!.id).not.toBe(subscriber!.id);
+    expect(await h.store.collection("suppressions").count({ _id: expected })).toBe(0);
+    const trail = (await h.subscribers.listSubscriberEvents({ subscriberId: back.subscriber!.id }, as(t))).events;
+    expect(trail[0]!.type).toBe("subscriber.created");
+    expect(trail[0]!.source).toBe("import");
+    expect(trail[0]!.data).toMatchObject({ resubscribe: true, resubscribe_reason: "double opt-in confirmed on 2026-11-20" });
+    // Not suppressed any more: erased again, suppressed again.
+    await h.subscribers.deleteSubscriber({ id: back.subscriber!.id }, as(t));
+    expect((await fail(h.subscribers.createSubscriber({ email: "erased.person@example.com" }, as(t)))).errorCode).toBe("subscriber_suppressed");
+  });
+});
+
+describe("suppression hashes", () => {
+  it("are one per key of SUPPRESSION_KEYS (the first writes, all find: a key can be rotated), differ per tenant, and hide the address", () => {
+    const ring = parseKeyRing(`new:${Buffer.alloc(32, 1).toString("base64")},old:${Buffer.alloc(32, 2).toString("base64")}`);
+    const hashes = suppressionHashes(ring, "acc_1:live", "ada@example.com");
+    expect(hashes.map((h) => h.keyId)).toEqual(["new", "old"]);
+    expect(hashes[1]!.hash).toBe(createHmac("sha256", Buffer.alloc(32, 2)).update("acc_1:live\nada@example.com").digest("base64url"));
+    expect(suppressionHashes(ring, "acc_1:test", "ada@example.com")[0]!.hash).not.toBe(hashes[0]!.hash);
+    expect(hashes[0]!.hash).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 });

@@ -32,6 +32,8 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           metadata: req.metadata,
           status: statusFromProto(req.status),
           locale: req.locale,
+          resubscribe: req.resubscribe,
+          resubscribeReason: req.resubscribeReason,
         });
         return { subscriber: subscriberToProto(view) };
       },

@@ -76,6 +76,23 @@ export interface AuditDoc extends Doc {
   data: Record<string, unknown>;
 }
 
+/**
+ * The suppression marker of an erased address (domain/suppression.ts):
+ * `_id` is the keyed hash itself (of the tenant and the address, so unique
+ * across tenants); nothing else about the person is kept.
+ */
+export interface SuppressionDoc extends Doc {
+  tenant: string;
+  /** Which key of SUPPRESSION_KEYS made the hash. */
+  key_id: string;
+  created_at: number;
+}
+
+export const SUPPRESSION_INDEXES = [
+  // A create looks its address up by hash (_id) within its tenant.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+] as const;
+
 export const SUBSCRIBER_INDEXES = [
   // Create and lookup by email; uniqueness per tenant, case-insensitive.
   { name: "email_per_tenant", fields: { tenant: 1, email_key: 1 }, unique: true },

@@ -1,11 +1,22 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
-import { AUDIT_INDEXES, SUBSCRIBER_INDEXES, TAG_INDEXES, type AuditDoc, type SubscriberDoc, type TagDoc } from "./documents.js";
+import {
+  AUDIT_INDEXES,
+  SUBSCRIBER_INDEXES,
+  SUPPRESSION_INDEXES,
+  TAG_INDEXES,
+  type AuditDoc,
+  type SubscriberDoc,
+  type SuppressionDoc,
+  type TagDoc,
+} from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
   subscribers: TenantCollection<SubscriberDoc>;
   tags: TenantCollection<TagDoc>;
   audit: TenantCollection<AuditDoc>;
+  /** Keyed hashes of erased addresses. */
+  suppressions: TenantCollection<SuppressionDoc>;
 }
 
 /**
@@ -17,11 +28,13 @@ export class SubscriberStorage {
   private readonly subscribers: Collection<SubscriberDoc>;
   private readonly tags: Collection<TagDoc>;
   private readonly audit: Collection<AuditDoc>;
+  private readonly suppressions: Collection<SuppressionDoc>;
 
   constructor(store: DocumentStore) {
     this.subscribers = store.collection<SubscriberDoc>("subscribers");
     this.tags = store.collection<TagDoc>("tags");
     this.audit = store.collection<AuditDoc>("subscriber_events");
+    this.suppressions = store.collection<SuppressionDoc>("suppressions");
   }
 
   async createIndexes(): Promise<void> {
@@ -29,6 +42,7 @@ export class SubscriberStorage {
       this.subscribers.createIndexes(SUBSCRIBER_INDEXES),
       this.tags.createIndexes(TAG_INDEXES),
       this.audit.createIndexes(AUDIT_INDEXES),
+      this.suppressions.createIndexes(SUPPRESSION_INDEXES),
     ]);
   }
 
@@ -37,6 +51,7 @@ export class SubscriberStorage {
       subscribers: new TenantCollection(this.subscribers, tenant),
       tags: new TenantCollection(this.tags, tenant),
       audit: new TenantCollection(this.audit, tenant),
+      suppressions: new TenantCollection(this.suppressions, tenant),
     };
   }
 

@@ -1,7 +1,9 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
+import type { KeyRing } from "@emailsvc/tokens";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
 import { NO_AUDIT, type AuditInfo } from "../domain/audit.js";
+import { suppressionHashes } from "../domain/suppression.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
@@ -14,6 +16,8 @@ import type { TenantRepositories } from "../storage/repositories.js";
 export interface Deps {
   /** Carries out a change's outbox right after its write (@emailsvc/outbox). */
   relay: OutboxAfterWrite<SubscriberDoc>;
+  /** SUPPRESSION_KEYS: the keys of the hashes erased addresses are suppressed by (domain/suppression.ts). */
+  suppressionKeys: KeyRing;
   logger: Logger;
   now: () => number;
 }
@@ -78,3 +82,13 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
+
+/** The suppression markers an address may have in the scope's tenant (one per key). */
+export function markersOf(deps: Deps, scope: Scope, emailKey: string): string[] {
+  return suppressionHashes(deps.suppressionKeys, scope.suppressions.tenant, emailKey).map((h) => h.hash);
+}
+
+/** Whether an address is suppressed in the scope's tenant (erased at its owner's request, not opted in again). */
+export async function isSuppressed(deps: Deps, scope: Scope, emailKey: string): Promise<boolean> {
+  return (await scope.suppressions.count({ _id: { $in: markersOf(deps, scope, emailKey) } })) > 0;
+}

@@ -12,7 +12,8 @@ import {
 } from "../domain/subscriber.js";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { suppressed } from "../domain/suppression.js";
+import { isSuppressed, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
@@ -34,7 +35,11 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
-    if (emailKey(email) !== current.email_key) await rejectTaken(scope, emailKey(email), current._id);
+    if (emailKey(email) !== current.email_key) {
+      await rejectTaken(scope, emailKey(email), current._id);
+      // An erased address comes back only by a create that says the person opted in again.
+      if (await isSuppressed(deps, scope, emailKey(email))) throw suppressed();
+    }
     set.email = email;
     set.email_key = emailKey(email);
     changed.push("email");

@@ -27,6 +27,8 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
         metadata: body.metadata as JsonObject | undefined,
         status: statusFromJson(body.status),
         locale: body.locale ?? "",
+        resubscribe: body.resubscribe ?? false,
+        resubscribeReason: body.resubscribe_reason ?? "",
         audit: audit(ctx),
       },
       callOptions(ctx, timeoutMs),

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
@@ -55,7 +55,20 @@ export const SubscriberCreate = {
     metadata,
     status: { ...status, description: "Defaults to `active`." },
     locale,
+    resubscribe: {
+      type: "boolean",
+      description:
+        "The person opted in again. An address erased at its owner's request is suppressed: creating it is a 409 `subscriber_suppressed` unless this is true, with `resubscribe_reason`; then the suppression is lifted and the reason goes into the new subscriber's audit trail. No effect on an address that is not suppressed.",
+    },
+    resubscribe_reason: {
+      ...lineText(500, "is 1-500 characters, not blank, without control characters"),
+      description: "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters, not blank, no control characters. Required with `resubscribe: true`, refused without it.",
+    },
   },
+  // A reason with `resubscribe: true` only, and always with it.
+  if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
+  then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
+  else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
 } as const;
 export type SubscriberCreateBody = FromSchema<typeof SubscriberCreate>;
 
@@ -158,7 +171,8 @@ export const paths: Paths = {
     post: {
       operationId: "createSubscriber",
       summary: "Create a subscriber",
-      description: "Tags that do not exist yet are created. Emails are unique per account and mode, compared case-insensitively.",
+      description:
+        "Tags that do not exist yet are created. Emails are unique per account and mode, compared case-insensitively (409 `email_taken`). An address erased at its owner's request (`DELETE /api/v1/subscribers/{id}`) is suppressed: 409 `subscriber_suppressed` unless the body says `\"resubscribe\": true` with a `resubscribe_reason`.",
       tags: ["Subscribers"],
       requestBody: body("SubscriberCreate"),
       responses: {

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createClient, type CallOptions } from "@connectrpc/connect";
 import { delivery, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
+import { readError } from "@emailsvc/runtime";
 import { TokenError, verifyToken, type VerifiedToken } from "@emailsvc/tokens";
 import { readBody } from "../../http/body.js";
 import { Problem } from "../../http/problem.js";
@@ -79,8 +80,11 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
         await subscribers.createSubscriber({ email, status: SubscriberStatus.UNSUBSCRIBED, audit }, options);
         return;
       } catch (err) {
+        const info = readError(err);
+        // Erased at its owner's request: suppressed already, nothing to keep.
+        if (info.errorCode === "subscriber_suppressed") return;
         // Created meanwhile (by an import, say): look it up again.
-        if (ConnectError.from(err).code !== Code.AlreadyExists) throw err;
+        if (info.code !== Code.AlreadyExists) throw err;
       }
     }
   }
