@@ -2,6 +2,8 @@ import { Code } from "@connectrpc/connect";
 import { SubscriberStatus } from "@emailsvc/proto";
 import { readError } from "@emailsvc/runtime";
 import { createHmac } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseKeyRing } from "@emailsvc/tokens";
 import { suppressionHashes } from "../src/domain/suppression.js";
 import { as, startHarness, SUPPRESSION_KEYS, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
@@ -142,7 +144,130 @@ describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers se
     await h.subscribers.deleteSubscriber({ id: back.subscriber!.id }, as(t));
     expect((await fail(h.subscribers.createSubscriber({ email: "erased.person@example.com" }, as(t)))).errorCode).toBe("subscriber_suppressed");
   });
+
+  it("exports the subscriber's part: profile, tags with when and how joined, the whole audit trail, consent records", async () => {
+    const t = tenant();
+    const api = { source: "api", ip: "203.0.113.7", userAgent: "curl/8.5.0" };
+    const portal = { source: "portal", ip: "2001:db8::42", userAgent: "Mozilla/5.0" };
+    const { subscriber } = await h.subscribers.createSubscriber(
+      { email: "Export.Me@example.com", tags: ["news"], metadata: { plan: "pro", seats: 3 }, locale: "de", audit: api },
+      as(t),
+    );
+    const id = subscriber!.id;
+    await h.subscribers.addTags({ subscriberId: id, tags: ["vip"], audit: portal }, as(t));
+    await h.subscribers.updateSubscriber({ id, status: SubscriberStatus.UNSUBSCRIBED, audit: { source: "one_click", ip: "198.51.100.9", userAgent: "" } }, as(t));
+    await h.subscribers.updateSubscriber({ id, status: SubscriberStatus.ACTIVE, audit: portal }, as(t));
+    // Someone else in the tenant, whose data must not appear.
+    await h.subscribers.createSubscriber({ email: "someone.else@example.com", tags: ["news"], metadata: { plan: "other-plan" } }, as(t));
+
+    const res = await h.subscribers.exportSubscriberData({ subscriberId: id, audit: portal }, as(t));
+    const part = JSON.parse(res.json);
+    expect(Object.keys(part)).toEqual(["profile", "tags", "audit_trail", "consent"]);
+    expect(part.profile).toEqual({
+      id,
+      email: "Export.Me@example.com",
+      status: "active",
+      locale: "de",
+      metadata: { plan: "pro", seats: 3 },
+      created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+      updated_at: expect.stringMatching(/Z$/),
+    });
+    expect(part.tags).toEqual([
+      { id: expect.stringMatching(/^tag_/), name: "news", joined_at: part.profile.created_at, joined_via: "api" },
+      { id: expect.stringMatching(/^tag_/), name: "vip", joined_at: expect.stringMatching(/Z$/), joined_via: "portal" },
+    ]);
+    expect(part.audit_trail.map((e: { type: string; source: string; ip: string; user_agent: string | null }) => [e.type, e.source, e.ip, e.user_agent])).toEqual([
+      ["subscriber.created", "api", "203.0.113.7", "curl/8.5.0"],
+      ["subscriber.tag_added", "portal", "2001:db8::42", "Mozilla/5.0"],
+      ["subscriber.status_changed", "one_click", "198.51.100.9", null],
+      ["subscriber.status_changed", "portal", "2001:db8::42", "Mozilla/5.0"],
+    ]);
+    expect(part.audit_trail[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), actor: "api_key:key_test", occurred_at: expect.stringMatching(/Z$/) });
+    expect(part.consent.map((c: { action: string; scope: string; tag: string | null; source: string }) => [c.action, c.scope, c.tag, c.source])).toEqual([
+      ["opt_in", "all", null, "api"],
+      ["opt_in", "tag", "vip", "portal"],
+      ["opt_out", "all", null, "one_click"],
+      ["opt_in", "all", null, "portal"],
+    ]);
+    expect(part.consent[2]).toMatchObject({ ip: "198.51.100.9", user_agent: null, reason: null, event_id: part.audit_trail[2].id });
+    expect(res.json).not.toContain("someone.else");
+    expect(res.json).not.toContain("other-plan");
+
+    // Unknown, another tenant's, or erased: NOT_FOUND.
+    expect((await fail(h.subscribers.exportSubscriberData({ subscriberId: "sub_00000000000000000000000000" }, as(t)))).code).toBe(Code.NotFound);
+    expect((await fail(h.subscribers.exportSubscriberData({ subscriberId: id }, as(tenant())))).code).toBe(Code.NotFound);
+    await h.subscribers.deleteSubscriber({ id }, as(t));
+    expect((await fail(h.subscribers.exportSubscriberData({ subscriberId: id }, as(t)))).code).toBe(Code.NotFound);
+  });
+
+  it("logs every export and erasure request (who, when, how, outcome) without the address, the id or the IP address", async () => {
+    const t = tenant();
+    const tenantKey = `${t.tenant.accountId}:test`;
+    const portal = { source: "portal", ip: "2001:db8::99", userAgent: "Mozilla/5.0 Secret-UA" };
+    const { subscriber } = await h.subscribers.createSubscriber({ email: "logged@example.com" }, as(t));
+    const id = subscriber!.id;
+    await h.subscribers.exportSubscriberData({ subscriberId: id, audit: { source: "api", ip: "203.0.113.1", userAgent: "x" } }, as(t));
+    await h.subscribers.exportSubscriberData({ subscriberId: id, audit: portal }, as({ ...t, actor: "portal" }));
+    await fail(h.subscribers.exportSubscriberData({ subscriberId: "sub_00000000000000000000000000" }, as(t)));
+    await h.subscribers.deleteSubscriber({ id, audit: portal }, as({ ...t, actor: "portal" }));
+    await fail(h.subscribers.deleteSubscriber({ id, audit: { source: "api", ip: "", userAgent: "" } }, as(t)));
+
+    const log = await waitFor(async () => {
+      const docs = await h.store.collection("privacy_requests").find({ tenant: tenantKey }, { sort: { _id: 1 } });
+      return docs.length === 5 && docs[3]!.outcome === "erased" ? docs : undefined;
+    }, "the erasure marked done");
+    expect(log.map((r) => [r.kind, r.requested_by, r.source, r.outcome, r.completed_at !== null])).toEqual([
+      ["export", "api_key:key_test", "api", "exported", true],
+      ["export", "subscriber", "portal", "exported", true],
+      ["export", "api_key:key_test", "", "not_found", true],
+      ["erasure", "subscriber", "portal", "erased", true],
+      ["erasure", "api_key:key_test", "api", "not_found", true],
+    ]);
+    for (const r of log) expect(Object.keys(r).sort()).toEqual(["_id", "completed_at", "kind", "outcome", "requested_at", "requested_by", "source", "tenant"]);
+    const text = JSON.stringify(log);
+    for (const secret of ["logged@example.com", id, "2001:db8::99", "203.0.113.1", "Secret-UA"]) expect(text).not.toContain(secret);
+  });
+
+  it("erasure leaves nothing of the subscriber in its database: not the address, the id, a metadata value, an IP address or a user agent", async () => {
+    const t = tenant();
+    const email = `Erase.Everything.${Date.now().toString(36)}@Example.com`;
+    const metadata = { crm_id: "crm-7f3a9", city: "Winterthur-Seen", vip_score: 987654.321 };
+    const ip = "198.51.100.213";
+    const ua = "EraseTestAgent/4.2 (unique-ua-4f1c)";
+    const audit = { source: "api", ip, userAgent: ua };
+    const { subscriber } = await h.subscribers.createSubscriber({ email, tags: ["erase-tag"], metadata, locale: "it", audit }, as(t));
+    const id = subscriber!.id;
+    // Earlier values too: the embedded store appends every state of a document.
+    await h.subscribers.updateSubscriber({ id, metadata: { city: "Winterthur-Seen" }, status: SubscriberStatus.UNSUBSCRIBED, audit }, as(t));
+    await h.subscribers.addTags({ subscriberId: id, tags: ["erase-tag-2"], audit }, as(t));
+    await h.subscribers.removeTag({ subscriberId: id, tagName: "erase-tag", audit }, as(t));
+    await h.subscribers.exportSubscriberData({ subscriberId: id, audit }, as(t));
+    // Someone else stays, whole.
+    const other = (await h.subscribers.createSubscriber({ email: "stays@example.com", metadata: { keep: "kept-value" } }, as(t))).subscriber!;
+
+    await h.subscribers.deleteSubscriber({ id, audit }, as(t));
+    const secrets = [email, email.toLowerCase(), id, ...Object.values(metadata).map(String), ip, ua];
+    const found = (text: string) => secrets.filter((secret) => text.includes(secret));
+    const remains = await waitFor(async () => {
+      const text = await everything(h);
+      return found(text).length === 0 ? text : undefined;
+    }, "nothing of the subscriber left");
+    expect(found(remains)).toEqual([]);
+    expect(remains).toContain("kept-value");
+    expect((await h.subscribers.getSubscriber({ id: other.id }, as(t))).subscriber!.metadata).toEqual({ keep: "kept-value" });
+  });
 });
+
+/** Every byte the service's database holds: the embedded store's datafiles, or every document of its collections on MongoDB. */
+async function everything(h: Harness): Promise<string> {
+  if (h.dataDir) {
+    const files = readdirSync(h.dataDir).filter((name) => name !== ".lock");
+    return files.map((name) => readFileSync(join(h.dataDir!, name), "latin1")).join("\n");
+  }
+  const names = ["subscribers", "tags", "subscriber_events", "suppressions", "privacy_requests"];
+  const docs = await Promise.all(names.map((name) => h.store.collection(name).find({})));
+  return JSON.stringify(docs);
+}
 
 describe("suppression hashes", () => {
   it("are one per key of SUPPRESSION_KEYS (the first writes, all find: a key can be rotated), differ per tenant, and hide the address", () => {

@@ -6,6 +6,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { validateAudit } from "../domain/audit.js";
 import { createSubscriber } from "../usecases/create-subscriber.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
+import { exportSubscriberData } from "../usecases/export-subscriber.js";
 import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
@@ -80,6 +81,9 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           cursor: req.cursor,
         });
         return { events: page.items.map(auditToProto), nextCursor: page.nextCursor };
+      },
+      async exportSubscriberData(req, ctx) {
+        return { json: await exportSubscriberData(deps, audited(ctx, req.audit), req.subscriberId) };
       },
     });
     router.service(TagService, {

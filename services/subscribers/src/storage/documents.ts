@@ -49,6 +49,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
    * removes the tombstone.
    */
   deleted: boolean;
+  /** On a tombstone: the privacy request log's record of this erasure, marked done when the tombstone goes. */
+  erasure_request?: string;
 }
 
 export interface TagDoc extends Doc {
@@ -87,6 +89,37 @@ export interface SuppressionDoc extends Doc {
   key_id: string;
   created_at: number;
 }
+
+/** What a privacy request asked for. */
+export type PrivacyRequestKind = "export" | "erasure";
+
+/**
+ * The log of export and erasure requests, so that an operator can show they
+ * handled them: who asked (`api_key:<key id>`, `subscriber` through the
+ * portal, or the caller's actor), when, how (the AuditContext's source) and
+ * what came of it. Never the address, the subscriber's id, an IP address or
+ * a user agent: the log outlives the subscriber.
+ */
+export interface PrivacyRequestDoc extends Doc {
+  tenant: string;
+  kind: PrivacyRequestKind;
+  requested_by: string;
+  /** api, portal, … ("" when the caller did not say). */
+  source: string;
+  requested_at: number;
+  /**
+   * export: `exported` | `not_found` | `too_large`; erasure: `erasing` (the
+   * subscriber is wiped, its tombstone not yet gone) → `erased`, or `not_found`.
+   */
+  outcome: string;
+  /** When the request was done (export answered, erasure's tombstone gone); null while it runs. */
+  completed_at: number | null;
+}
+
+export const PRIVACY_REQUEST_INDEXES = [
+  // A tenant's requests in id (time) order.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+] as const;
 
 export const SUPPRESSION_INDEXES = [
   // A create looks its address up by hash (_id) within its tenant.
