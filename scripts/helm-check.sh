@@ -212,6 +212,8 @@ for comp in deps:
     env = env_of(comp)
     if ("ADMIN_TOKEN" in env) != (comp == "gateway"):
         err(deps[comp], "ADMIN_TOKEN is for the gateway alone" if comp != "gateway" else "no ADMIN_TOKEN")
+    if ("SUPPRESSION_KEYS" in env) != (comp == "subscribers"):
+        err(deps[comp], "SUPPRESSION_KEYS is for the subscribers service alone" if comp != "subscribers" else "no SUPPRESSION_KEYS")
     provider = env.get("EMAIL_PROVIDER", {}).get("value")
     if comp == "delivery" and provider not in ("sandbox", "smtp"): err(deps[comp], f"EMAIL_PROVIDER is {provider!r}")
     smtp = env.get("SMTP_URL", {}).get("valueFrom", {}).get("secretKeyRef")
@@ -365,6 +367,9 @@ check "secretEnv not in the Secret fails" \
 check "delivery without the templates service fails" \
   must_fail 'components\.delivery needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.templates.enabled=false
+check "subscribers without SUPPRESSION_KEYS fails" \
+  must_fail 'components\.subscribers\.secretEnv must list SUPPRESSION_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.subscribers.secretEnv={MONGO_URL}'
 check "delivery without TOKEN_SIGNING_KEYS fails" \
   must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.delivery.secretEnv={MONGO_URL}'

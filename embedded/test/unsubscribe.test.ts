@@ -43,7 +43,7 @@ describe("one-click unsubscribe", () => {
     expect(await statusOf(id)).toBe("active");
   });
 
-  it("unsubscribes on the RFC 8058 POST, once, with the actor in the audit trail", async () => {
+  it("unsubscribes on the RFC 8058 POST, once, with the actor, source one_click, IP and user agent in the audit trail", async () => {
     const id = await subscriber("oneclick@example.com");
     const link = linkFor({ subscriberId: id });
     const res = await oneClick(link);
@@ -53,7 +53,7 @@ describe("one-click unsubscribe", () => {
     expect((await oneClick(link)).status).toBe(200);
     const events = (await t.call("GET", `/api/v1/subscribers/${id}/events`)).body.items as Array<{ type: string; actor: string }>;
     expect(events.filter((e) => e.type === "subscriber.status_changed")).toEqual([
-      expect.objectContaining({ type: "subscriber.status_changed", actor: "one_click" }),
+      expect.objectContaining({ type: "subscriber.status_changed", actor: "one_click", source: "one_click", ip: "127.0.0.1", user_agent: "node" }),
     ]);
   });
 

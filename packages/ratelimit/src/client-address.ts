@@ -68,3 +68,15 @@ function expandIPv6(address: string): string[] {
 export function addressBucketId(address: string): string {
   return createHash("sha256").update(addressUnit(address)).digest("base64url").slice(0, 22);
 }
+
+/**
+ * An address as the audit trail keeps it: IPv4-mapped IPv6 (how a dual-stack
+ * socket reports IPv4 peers) as plain IPv4, an IPv6 zone dropped, and ""
+ * for anything that is no IP address (no peer).
+ */
+export function auditIp(address: string): string {
+  const zoneless = address.replace(/%.*$/, "");
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(zoneless);
+  if (mapped) return mapped[1]!;
+  return isIP(zoneless) ? zoneless : "";
+}

@@ -269,6 +269,7 @@ class FlakyStore implements DocumentStore {
       upsertMany: guard(real.upsertMany.bind(real)),
       deleteOne: guard(real.deleteOne.bind(real)),
       deleteMany: guard(real.deleteMany.bind(real)),
+      compact: guard(real.compact.bind(real)),
     };
   }
 

@@ -212,6 +212,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private updates: Promise<unknown> = Promise.resolve();
   /** Appends this collection's writes to its datafile, many writes per append (group-append.ts). */
   private readonly appender: GroupAppender | undefined;
+  /** The rewrite of the datafile running now, and the one asked for while it runs (compact()). */
+  private compacting: Promise<void> | undefined;
+  private compactNext: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
@@ -514,9 +517,34 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
-  /** Rewrites the datafile without superseded lines; queued after pending writes. */
-  async compact(): Promise<void> {
-    if (this.filename === undefined) return;
+  /**
+   * Rewrites the datafile from the live documents (Collection.compact), after
+   * the writes queued before the call. One rewrite at a time: a call while one
+   * runs waits for the next, which every call made meanwhile shares (a burst
+   * of erasures costs two rewrites, not one each).
+   */
+  compact(): Promise<void> {
+    if (this.filename === undefined) return Promise.resolve();
+    if (this.compacting === undefined) {
+      const run = this.compactNow().finally(() => {
+        if (this.compacting === run) this.compacting = undefined;
+      });
+      this.compacting = run;
+      return run;
+    }
+    if (this.compactNext === undefined) {
+      const next = this.compacting
+        .catch(() => undefined)
+        .then(() => {
+          this.compactNext = undefined;
+          return this.compact();
+        });
+      this.compactNext = next;
+    }
+    return this.compactNext;
+  }
+
+  private async compactNow(): Promise<void> {
     await this.ready;
     // Queued lines first, so that the rewrite is not followed by older states.
     await this.persisted().catch(() => undefined);

@@ -345,6 +345,9 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     return (await this.coll.deleteMany(driverFilter(filter as AnyFilter))).deletedCount;
   }
 
+  /** Nothing to do: a deleted or updated document is gone from what the server serves (Collection.compact). */
+  async compact(): Promise<void> {}
+
   private async listIndexes(): Promise<IndexInfo[]> {
     try {
       return (await this.coll.listIndexes().toArray()) as IndexInfo[];

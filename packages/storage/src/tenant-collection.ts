@@ -59,6 +59,14 @@ export class TenantCollection<T extends TenantDoc> {
   deleteMany(filter: TenantFilter<T>): Promise<number> {
     return this.collection.deleteMany(this.scoped(filter));
   }
+  /**
+   * See Collection.compact: after an erasure, so that what was deleted is gone
+   * from the files too. It rewrites the whole collection (every tenant's
+   * documents, unchanged); it reads and changes no data.
+   */
+  compact(): Promise<void> {
+    return this.collection.compact();
+  }
 }
 
 /**
@@ -90,5 +98,9 @@ export class CrossTenantCollection<T extends TenantDoc> {
   /** How many documents of every tenant match (backlogs, metrics). */
   count(filter: Filter<T>): Promise<number> {
     return this.collection.count(filter);
+  }
+  /** See Collection.compact. */
+  compact(): Promise<void> {
+    return this.collection.compact();
   }
 }

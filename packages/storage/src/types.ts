@@ -207,6 +207,16 @@ export interface Collection<T extends Doc = AnyDoc> {
   deleteOne(filter: Filter<T>): Promise<boolean>;
   /** Returns how many documents were deleted. */
   deleteMany(filter: Filter<T>): Promise<number>;
+  /**
+   * Makes what was deleted or overwritten in this collection gone from the
+   * store's files, for erasure. The embedded store only appends to its
+   * datafile, so deleted documents and earlier values stay in it until it is
+   * rewritten: this rewrites it from the live documents, after the writes
+   * queued before the call (calls made while a rewrite runs share the one
+   * right after it). A no-op on MongoDB, which keeps no history of documents
+   * in its collections.
+   */
+  compact(): Promise<void>;
 }
 
 /** Most documents one insertMany or upsertMany takes (a page of a fan-out, not a whole audience). */

@@ -67,6 +67,17 @@ export function describeDocumentStoreContract(
         await expect(store.ping()).resolves.toBe(true);
       });
 
+      test("compact() keeps every live document as it is and can be asked for many times at once", async () => {
+        const c = fresh();
+        await c.insertMany([{ _id: "a", v: 1 }, { _id: "b", v: 2 }, { _id: "c", v: 3 }]);
+        await c.deleteOne({ _id: "b" });
+        await c.updateOne({ _id: "c" }, { $set: { v: 4 } });
+        await Promise.all([c.compact(), c.compact(), c.compact()]);
+        await c.insertOne({ _id: "d", v: 5 });
+        await c.compact();
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([{ _id: "a", v: 1 }, { _id: "c", v: 4 }, { _id: "d", v: 5 }]);
+      });
+
       test("a document round-trips exactly: numbers, strings, booleans, nulls, nested objects, arrays", async () => {
         const c = fresh();
         const doc = {

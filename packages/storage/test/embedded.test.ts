@@ -38,6 +38,37 @@ describe("embedded datafiles", () => {
     expect(lines.map((line) => JSON.parse(line) as unknown)).toContainEqual({ _id: "1", email: "a@x", n: 5 });
   });
 
+  test("compact() removes deleted documents and earlier values from the datafile while the store is open; concurrent calls share rewrites", async () => {
+    const dir = path.join(root, "compact");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("subscribers");
+    await c.insertOne({ _id: "gone", email: "erase.me@example.com", meta: "secret-value" });
+    await c.insertOne({ _id: "kept", email: "old@example.com" });
+    await c.updateOne({ _id: "kept" }, { $set: { email: "new@example.com" } });
+    await c.deleteOne({ _id: "gone" });
+    const file = path.join(dir, "subscribers.db");
+    // NeDB only appends: the deleted document and the old value are still in the file.
+    expect(await readFile(file, "utf8")).toContain("erase.me@example.com");
+    expect(await readFile(file, "utf8")).toContain("old@example.com");
+
+    const rewrites: unknown[] = [];
+    const db = (c as unknown as { db: { compactDatafileAsync(): Promise<void> } }).db;
+    const original = db.compactDatafileAsync.bind(db);
+    db.compactDatafileAsync = () => {
+      rewrites.push(1);
+      return original();
+    };
+    await Promise.all(Array.from({ length: 10 }, () => c.compact()));
+    // The first call's rewrite, and one more for every call made while it ran.
+    expect(rewrites).toHaveLength(2);
+    const text = await readFile(file, "utf8");
+    expect(text).not.toContain("erase.me@example.com");
+    expect(text).not.toContain("secret-value");
+    expect(text).not.toContain("old@example.com");
+    expect(text).toContain("new@example.com");
+    await store.close();
+  });
+
   test("a directory used by another live process is refused; a stale lock is taken over", async () => {
     const dir = path.join(root, "locked");
     const first = await openEmbeddedStore({ dataDir: dir });

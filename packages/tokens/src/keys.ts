@@ -83,8 +83,15 @@ export function generateKeyText(id = `k${new Date().toISOString().slice(0, 10).r
 }
 
 export interface LoadKeyRingOptions {
-  /** `TOKEN_SIGNING_KEYS` as set (empty or undefined: not set). */
+  /** The variable as set (empty or undefined: not set). */
   value: string | undefined;
+  /**
+   * Which variable this is (default `TOKEN_SIGNING_KEYS`), for messages and
+   * for the development file's name (`<dir>/secrets/<variable in kebab case>`).
+   * `SUPPRESSION_KEYS` (the subscribers service's keyed hashes of erased
+   * addresses) is read the same way.
+   */
+  variable?: string;
   /**
    * Where a development key may be kept when the variable is not set: the
    * embedded store's DATA_DIR. Undefined (a deployment on MongoDB) makes the
@@ -100,14 +107,16 @@ export interface LoadKeyRingOptions {
  * process signs and verifies with the same key.
  */
 export function loadKeyRing(options: LoadKeyRingOptions): KeyRing {
-  if (options.value !== undefined && options.value.trim() !== "") return parseKeyRing(options.value);
+  const variable = options.variable ?? "TOKEN_SIGNING_KEYS";
+  if (!/^[A-Z][A-Z0-9_]*$/.test(variable)) throw new KeyConfigError(`"${variable}" is no variable name`);
+  if (options.value !== undefined && options.value.trim() !== "") return parseKeyRing(options.value, variable);
   if (options.developmentDir === undefined) {
     throw new KeyConfigError(
-      "TOKEN_SIGNING_KEYS is required (e.g. k1:$(openssl rand -base64 32)); every replica of every service needs the same value",
+      `${variable} is required (e.g. k1:$(openssl rand -base64 32)); every replica of every service needs the same value`,
     );
   }
   const dir = join(options.developmentDir, "secrets");
-  const file = join(dir, "token-signing-keys");
+  const file = join(dir, variable.toLowerCase().replace(/_/g, "-"));
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Written beside and hard-linked into place: of two processes starting at
   // once, one key wins and neither ever reads a half-written file.

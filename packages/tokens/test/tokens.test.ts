@@ -176,4 +176,19 @@ describe("key rings", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("reads another variable the same way, with its own development file and messages", () => {
+    expect(() => loadKeyRing({ value: undefined, variable: "SUPPRESSION_KEYS" })).toThrow(/^SUPPRESSION_KEYS is required/);
+    expect(() => loadKeyRing({ value: "nocolon", variable: "SUPPRESSION_KEYS" })).toThrow(/^SUPPRESSION_KEYS:/);
+    const dir = mkdtempSync(join(tmpdir(), "tokens-"));
+    try {
+      const signing = loadKeyRing({ value: undefined, developmentDir: dir });
+      const suppression = loadKeyRing({ value: undefined, developmentDir: dir, variable: "SUPPRESSION_KEYS" });
+      expect(suppression.current.secret.equals(signing.current.secret)).toBe(false);
+      expect(statSync(join(dir, "secrets", "suppression-keys")).mode & 0o777).toBe(0o600);
+      expect(loadKeyRing({ value: "", developmentDir: dir, variable: "SUPPRESSION_KEYS" }).current.secret.equals(suppression.current.secret)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

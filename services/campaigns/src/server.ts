@@ -124,6 +124,7 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
       triggers: worker,
       tenants: storage.eventTenants(),
       now,
+      compactAfterErasure: () => storage.compactAfterErasure(),
     });
   } catch (err) {
     await server.close(0);

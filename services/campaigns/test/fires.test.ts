@@ -116,6 +116,16 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     expect((await repos.fires.find({ state: "skipped" })).map((f) => f.reason)).toEqual(["trigger_inactive"]);
   });
 
+  it("drops the fire of a subscriber erased before it was sent (no trace of them stays), and records the event type", async () => {
+    await trigger({ event_type: "subscriber.created" });
+    await recordFires(deps, repos, [event("subscriber.created", "sub_gone"), event("subscriber.created")]);
+    expect((await repos.fires.find({})).map((f) => f.event_type)).toEqual(["subscriber.created", "subscriber.created"]);
+    await fireAll();
+    expect(firing.sent).toHaveLength(1);
+    expect(await repos.fires.count({ subscriber_id: "sub_gone" })).toBe(0);
+    expect(await repos.fires.count({ state: "sent" })).toBe(1);
+  });
+
   it("counts the delay from the event, not from when the consumer got to it", async () => {
     await trigger({ event_type: "subscriber.created", delay_seconds: 60 });
     const late = { ...event("subscriber.created"), occurredAt: clock - 50_000 };

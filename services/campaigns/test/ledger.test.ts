@@ -4,8 +4,9 @@ import { emptyCounts } from "../src/domain/campaign.js";
 import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
-import { countLedger, moveRows, recordOutcomes, reconcile, rowId, skipSubscriber } from "../src/usecases/ledger.js";
+import { countLedger, eraseSubscriberRows, moveRows, recordOutcomes, reconcile, rowId, skipSubscriber } from "../src/usecases/ledger.js";
 import { snapshotAudience, startDue } from "../src/usecases/send-campaign.js";
+import { exportSubscriberCampaigns } from "../src/usecases/export-subscriber.js";
 
 // The ledger's rules on both stores, with the subscribers and templates
 // services faked (their answers are the input here; the platform tests in
@@ -111,7 +112,75 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: d!, status: "sent", reason: "" }], clock);
     const counts = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
     expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 2, failed: 1, skipped: { unsubscribed: 2, erased: 0, suppressed: 0, cancelled: 7 } });
-    expect(await countLedger(repos.recipients, doc._id)).toEqual(counts);
+    expect(await countLedger(repos, doc._id)).toEqual(counts);
+  });
+
+  it("erasure removes a subscriber's rows from every campaign; the counts keep them anonymously and add up, also after a crash mid-way", async () => {
+    const doc = await campaign({});
+    await snapshotAudience(deps, repos, doc, clock + 60_000);
+    const other = await campaign({});
+    await snapshotAudience(deps, repos, other, clock + 60_000);
+    const [a, b, c, d] = audience;
+    // a: sent in both; b: queued (in flight); c: pending; d: erased while a crash is mid-way.
+    for (const id of [doc._id, other._id]) {
+      await moveRows(repos, id, { _id: { $in: [rowId(id, a!), rowId(id, b!)] } }, "pending", "queued", clock);
+      await recordOutcomes(repos, [{ campaignId: id, subscriberId: a!, status: "sent", reason: "" }], clock);
+    }
+    const before = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
+    expect(before).toMatchObject({ total: 12, pending: 10, queued: 1, sent: 1 });
+
+    for (const s of [a!, b!, c!]) expect(await eraseSubscriberRows(repos, s, clock)).toBe(2);
+    // A crash after d's row was counted and before it was deleted: a recount takes it once.
+    const row = (await repos.recipients.findOne({ _id: rowId(doc._id, d!) }))!;
+    await moveRows(repos, doc._id, { _id: row._id }, "pending", "skipped.erased", clock);
+    await repos.campaigns.updateOne({ _id: doc._id }, { $inc: { "erased_rows.skipped.erased": 1 }, $addToSet: { erasing: { $each: [row.email_id] } } } as never);
+    expect(await countLedger(repos, doc._id)).toEqual((await repos.campaigns.findOne({ _id: doc._id }))!.counts);
+    // The redelivered event finishes the job, and a repeat changes nothing.
+    expect(await eraseSubscriberRows(repos, d!, clock)).toBe(2);
+    expect(await eraseSubscriberRows(repos, d!, clock)).toBe(0);
+
+    for (const id of [doc._id, other._id]) {
+      const stored = (await repos.campaigns.findOne({ _id: id }))!;
+      expect(stored.counts).toEqual({ total: 12, pending: 8, queued: 0, sent: 1, failed: 0, skipped: { unsubscribed: 0, erased: 3, suppressed: 0, cancelled: 0 } });
+      expect(await reconcile(repos, id)).toEqual(stored.counts);
+      expect(stored.erasing).toEqual([]);
+      expect(JSON.stringify(stored)).not.toMatch(new RegExp([a, b, c, d].join("|")));
+    }
+    expect(await repos.recipients.count({ subscriber_id: { $in: [a!, b!, c!, d!] } })).toBe(0);
+    expect(await repos.recipients.count({})).toBe(16);
+  });
+
+  it("exports a subscriber's campaign memberships and trigger sends, nobody else's", async () => {
+    const doc = await campaign({ name: "Autumn news" });
+    await snapshotAudience(deps, repos, doc, clock + 60_000);
+    const [a, b] = audience;
+    await moveRows(repos, doc._id, { _id: { $in: [rowId(doc._id, a!), rowId(doc._id, b!)] } }, "pending", "queued", clock);
+    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: a!, status: "failed", reason: "recipient_rejected" }], clock);
+    const fire = { _id: `${newId("evt")}:trg_1`, trigger_id: "trg_1", event_id: "evt_1", subscriber_id: a!, template_id: "tpl_1", event_type: "subscriber.created" as const, reason: "", email_id: newId("eml"), due_at: clock, lease_until: 0, attempts: 1, created_at: clock, updated_at: clock };
+    await repos.fires.insertMany([{ ...fire, state: "sent" as const }, { ...fire, _id: `${newId("evt")}:trg_2`, trigger_id: "trg_2", state: "pending" as const }]);
+    const scope = { ...repos, call: { tenant: { accountId: tenant.split(":")[0]!, mode: "test" as const }, actor: "api_key:k", requestId: "r" } };
+    const part = JSON.parse(await exportSubscriberCampaigns(scope, a!));
+    expect(part).toEqual({
+      campaign_memberships: [{ campaign_id: doc._id, campaign_name: "Autumn news", state: "failed", reason: null, updated_at: new Date(clock).toISOString() }],
+      trigger_sends: [{ trigger_id: "trg_1", event_type: "subscriber.created", fired_at: new Date(clock).toISOString() }],
+    });
+    expect(JSON.stringify(part)).not.toContain(b!);
+    expect(JSON.parse(await exportSubscriberCampaigns(scope, "sub_unknown"))).toEqual({ campaign_memberships: [], trigger_sends: [] });
+  });
+
+  it("a snapshot resume point on an erased subscriber moves to the row before; a complete snapshot keeps none", async () => {
+    const done = await snapshotAudience(deps, repos, await campaign({}), clock + 60_000);
+    expect(done!.snapshot_after).toBe("");
+    const doc = await campaign({});
+    // Stopped after the first page of 5.
+    const first = await snapshotAudience(deps, repos, doc, clock - 1);
+    expect(first!.snapshot_after).toBe(audience[4]);
+    await eraseSubscriberRows(repos, audience[4]!, clock);
+    expect((await repos.campaigns.findOne({ _id: doc._id }))!.snapshot_after).toBe(audience[3]);
+    const finished = await snapshotAudience(deps, repos, (await repos.campaigns.findOne({ _id: doc._id }))!, clock + 60_000);
+    expect(finished!.snapshot_complete).toBe(true);
+    // The erased subscriber is in the fake audience still (the real one no longer lists them): taken again, once.
+    expect(await reconcile(repos, doc._id)).toMatchObject({ total: 13, pending: 12, skipped: { erased: 1 } });
   });
 
   it("starts a scheduled campaign that is due, and fails one overdue by more than the allowed age", async () => {

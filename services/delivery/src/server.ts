@@ -156,6 +156,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60_000,
+      compactAfterErasure: () => storage.compactAfterErasure(),
       logger,
       now,
     },

@@ -2,7 +2,10 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
 import { createLogger, createServiceTransport, newId } from "@emailsvc/runtime";
-import type { DocumentStore } from "@emailsvc/storage";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openEmbeddedStore, type DocumentStore } from "@emailsvc/storage";
 import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
@@ -19,6 +22,8 @@ export type ServiceOverrides = Partial<Omit<DeliveryServiceOptions, "store" | "b
 export interface Harness {
   service: RunningDeliveryService;
   store: DocumentStore;
+  /** The embedded store's directory (its datafiles); undefined on MongoDB. */
+  dataDir: string | undefined;
   bus: EventBus;
   templates: FakeTemplates;
   /** The SubscriberService delivery looks recipients up in (unless a test passes its own). */
@@ -39,7 +44,11 @@ export interface HarnessOptions extends ServiceOverrides {
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const { store: kind = "embedded", bus: givenBus, ...overrides } = options;
-  const { store, cleanup } = await openTestStore(kind, "delivery");
+  // The embedded store in a directory of our own, so that tests can read its datafiles.
+  const dataDir = kind === "embedded" ? mkdtempSync(join(tmpdir(), "delivery-test-")) : undefined;
+  const { store, cleanup } = dataDir
+    ? { store: await openEmbeddedStore({ dataDir }), cleanup: () => rmSync(dataDir, { recursive: true, force: true }) }
+    : await openTestStore(kind, "delivery");
   const bus = givenBus ?? new InProcessEventBus({ backoff: { initialMs: 50, maxMs: 400 }, logger: () => {} });
   const templates = await new FakeTemplates().start();
   const subscribers = await new FakeSubscribers().start();
@@ -71,6 +80,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const h: Harness = {
     service,
     store,
+    dataDir,
     bus,
     templates,
     subscribers,

@@ -19,8 +19,7 @@ import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
 import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
-import { clientAddress } from "@emailsvc/ratelimit";
-import { DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
+import { auditIp, clientAddress, DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {
   /** The gateway's own store (accounts, API keys). Owned by the caller: not closed by the gateway. */
@@ -109,7 +108,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
   const limiter = await buildRateLimiter(deps);
-  const trustedProxyHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
+  const trustedHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
   const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;
 
   const doc = buildOpenApiDocument({ serverUrl: deps.publicUrl });
@@ -153,12 +152,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const context: ResourceContext = {
     transport: (service) => transports[service],
     timeoutMs,
+    clientIp: (ctx) => auditIp(clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), trustedHops)),
     accounts,
     authenticator,
     ready,
     tokenKeys: deps.tokenKeys,
     preferenceLinks: deps.preferenceLinks ?? loadPreferenceLinkSettings({}),
-    clientAddress: (ctx) => clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), trustedProxyHops),
   };
   for (const resource of RESOURCES) resource.routes(kit, context);
 

@@ -176,6 +176,7 @@ describe("response checker used by every test", () => {
     id: "sub_1",
     email: "a@example.com",
     status: "active",
+    locale: null,
     metadata: {},
     tags: [],
     created_at: "2026-01-01T00:00:00.000Z",

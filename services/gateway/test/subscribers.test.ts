@@ -1,4 +1,4 @@
-import { HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
+import { AppError, HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
 import { startHarness, type Harness } from "./support/harness";
 
 let h: Harness;
@@ -20,6 +20,7 @@ describe("subscribers", () => {
       id: expect.stringMatching(/^sub_/),
       email: "ada@example.com",
       status: "active",
+      locale: null,
       metadata: { plan: "pro", seats: 3 },
       tags: ["beta", "news"],
       created_at: expect.stringMatching(RFC3339_UTC),
@@ -98,17 +99,95 @@ describe("subscribers", () => {
   });
 
   it("reads the audit trail with actor and UTC timestamps", async () => {
-    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "e@example.com" } })).body;
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "e@example.com" }, headers: { "user-agent": "test-agent/1.0" } })).body;
     await h.request("POST", `/api/v1/subscribers/${created.id}/tags`, { body: { tags: ["x"] } });
     const res = await h.request("GET", `/api/v1/subscribers/${created.id}/events?limit=1`);
     expect(res.status).toBe(200);
     expect(res.body.items).toEqual([
-      { id: expect.any(String), type: "subscriber.created", occurred_at: expect.stringMatching(RFC3339_UTC), actor: `api_key:${h.keyId}`, data: {} },
+      {
+        id: expect.any(String),
+        type: "subscriber.created",
+        occurred_at: expect.stringMatching(RFC3339_UTC),
+        actor: `api_key:${h.keyId}`,
+        source: "api",
+        ip: "127.0.0.1",
+        user_agent: "test-agent/1.0",
+        data: {},
+      },
     ]);
     expect(res.body.next_cursor).toEqual(expect.any(String));
     const next = await h.request("GET", `/api/v1/subscribers/${created.id}/events?limit=1&cursor=${res.body.next_cursor}`);
     expect(next.body.items[0].type).toBe("subscriber.tag_added");
     expect(next.body.next_cursor).toBeNull();
+  });
+
+  it("tells the service how every change came: source api, the client's address and its user agent (cut to 512 characters)", async () => {
+    const ua = "Mozilla/5.0 " + "x".repeat(600);
+    const headers = { "user-agent": ua };
+    const created = (await h.request("POST", "/api/v1/subscribers", { body: { email: "how@example.com" }, headers })).body;
+    const expected = { source: "api", ip: "127.0.0.1", userAgent: ua.slice(0, 512) };
+    const auditOf = () => (h.fake.lastCall!.request as { audit?: unknown }).audit;
+    expect(auditOf()).toMatchObject(expected);
+    await h.request("PATCH", `/api/v1/subscribers/${created.id}`, { body: { status: "unsubscribed" }, headers });
+    expect(auditOf()).toMatchObject(expected);
+    await h.request("POST", `/api/v1/subscribers/${created.id}/tags`, { body: { tags: ["x"] }, headers });
+    expect(auditOf()).toMatchObject(expected);
+    await h.request("DELETE", `/api/v1/subscribers/${created.id}/tags/x`, { headers });
+    expect(auditOf()).toMatchObject(expected);
+    await h.request("DELETE", `/api/v1/subscribers/${created.id}`, { headers });
+    expect(h.fake.lastCall!.method).toBe("deleteSubscriber");
+    expect(auditOf()).toMatchObject(expected);
+    // X-Forwarded-For is not believed without TRUSTED_PROXY_HOPS.
+    await h.request("POST", "/api/v1/subscribers", { body: { email: "fwd@example.com" }, headers: { "x-forwarded-for": "203.0.113.9" } });
+    expect(auditOf()).toMatchObject({ source: "api", ip: "127.0.0.1" });
+  });
+
+  it("takes a locale on create and update (null or an empty string removes it) and refuses others", async () => {
+    const created = await h.request("POST", "/api/v1/subscribers", { body: { email: "lang@example.com", locale: "de" } });
+    expect(created.status).toBe(201);
+    expect(created.body.locale).toBe("de");
+    const changed = await h.request("PATCH", `/api/v1/subscribers/${created.body.id}`, { body: { locale: "it" } });
+    expect(changed.body.locale).toBe("it");
+    expect((await h.request("PATCH", `/api/v1/subscribers/${created.body.id}`, { body: { locale: null } })).body.locale).toBeNull();
+    expect((h.fake.lastCall!.request as { locale?: string }).locale).toBe("");
+    await h.request("PATCH", `/api/v1/subscribers/${created.body.id}`, { body: { status: "active" } });
+    expect((h.fake.lastCall!.request as { locale?: string }).locale).toBeUndefined();
+    for (const locale of ["es", "DE", 1]) {
+      const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "lang2@example.com", locale } });
+      expect(res.status).toBe(400);
+      expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual(["locale"]);
+    }
+  });
+
+  it("passes resubscribe and its reason on create; the document requires the reason with the flag and refuses it without", async () => {
+    const ok = await h.request("POST", "/api/v1/subscribers", { body: { email: "back@example.com", resubscribe: true, resubscribe_reason: "opted in again at the fair" } });
+    expect(ok.status).toBe(201);
+    expect(h.fake.lastCall!.request).toMatchObject({ resubscribe: true, resubscribeReason: "opted in again at the fair" });
+    const calls = h.fake.calls.length;
+    for (const body of [
+      { resubscribe: true },
+      { resubscribe: true, resubscribe_reason: "" },
+      { resubscribe: true, resubscribe_reason: "   " },
+      { resubscribe: true, resubscribe_reason: "x".repeat(501) },
+      { resubscribe: true, resubscribe_reason: "line\nbreak" },
+      { resubscribe: false, resubscribe_reason: "why" },
+      { resubscribe_reason: "why" },
+    ]) {
+      const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "back2@example.com", ...body } });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("validation_failed");
+    }
+    expect(h.fake.calls.length).toBe(calls);
+  });
+
+  it("answers a suppressed address with 409 problem+json subscriber_suppressed", async () => {
+    h.fake.failNext = new AppError("conflict", "subscriber_suppressed", "this address was erased at its owner's request", {
+      fieldViolations: [{ field: "email", description: "is suppressed after an erasure" }],
+    });
+    const res = await h.request("POST", "/api/v1/subscribers", { body: { email: "erased@example.com" } });
+    expect(res.status).toBe(409);
+    expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ code: "subscriber_suppressed", title: "Email address suppressed after an erasure", errors: [{ field: "email" }] });
   });
 
   describe("list", () => {

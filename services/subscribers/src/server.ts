@@ -3,6 +3,7 @@ import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto"
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
+import type { KeyRing } from "@emailsvc/tokens";
 import { SUBSCRIBER_TOPICS, subscriberOutbox } from "./messaging/outbox.js";
 import { subscriberRoutes } from "./rpc/services.js";
 import type { SubscriberDoc } from "./storage/documents.js";
@@ -16,6 +17,8 @@ export interface SubscribersServiceOptions {
   /** 0 picks a free port (tests, the embedded mode). */
   port: number;
   host?: string;
+  /** SUPPRESSION_KEYS, loaded: the keys of the hashes that suppress erased addresses. */
+  suppressionKeys: KeyRing;
   /** Outbox sweep period; tests shorten it. */
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
@@ -43,7 +46,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
   });
-  const deps: Deps = { relay, logger, now };
+  const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys };
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService],
     routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),

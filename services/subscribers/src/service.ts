@@ -1,4 +1,6 @@
+import { ConfigError } from "@emailsvc/runtime";
 import { defineService } from "@emailsvc/service";
+import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { startSubscribersService } from "./server.js";
 
@@ -8,8 +10,14 @@ export const subscribersService = defineService({
   usesBus: true,
   calls: {},
   loadConfig,
-  start: ({ store, bus, logger, port, host }, config) => {
+  start: ({ store, bus, logger, port, host, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the subscribers service needs the event bus");
-    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs });
+    let suppressionKeys;
+    try {
+      suppressionKeys = loadKeyRing({ value: config.suppressionKeys, developmentDir: developmentSecretsDir, variable: "SUPPRESSION_KEYS" });
+    } catch (err) {
+      throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
+    }
+    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys });
   },
 });

@@ -2,10 +2,14 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/events";
 import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import { createLogger, createServiceTransport } from "@emailsvc/runtime";
-import type { DocumentStore } from "@emailsvc/storage";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openEmbeddedStore, type DocumentStore } from "@emailsvc/storage";
 import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox.js";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
 import { openTestStore, type StoreKind } from "@emailsvc/testing";
+import { generateKeyText, parseKeyRing, type KeyRing } from "@emailsvc/tokens";
 
 // The kit's pieces every service's tests share (packages/testing, services.ts).
 export { asCall as as, mongoUrl, testTenant as tenant, waitFor, type StoreKind } from "@emailsvc/testing";
@@ -13,6 +17,8 @@ export { asCall as as, mongoUrl, testTenant as tenant, waitFor, type StoreKind }
 export interface Harness {
   service: RunningSubscribersService;
   store: DocumentStore;
+  /** The embedded store's directory (its datafiles); undefined on MongoDB. */
+  dataDir: string | undefined;
   bus: EventBus;
   /** Every event the bus carried, in arrival order. */
   received: ReceivedEvent[];
@@ -22,8 +28,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** The harness's SUPPRESSION_KEYS. */
+export const SUPPRESSION_KEYS: KeyRing = parseKeyRing(generateKeyText("test"));
+
 export async function startHarness(kind: StoreKind): Promise<Harness> {
-  const { store, cleanup } = await openTestStore(kind, "subscribers");
+  // The embedded store in a directory of our own, so that tests can read its datafiles.
+  const dataDir = kind === "embedded" ? mkdtempSync(join(tmpdir(), "subscribers-test-")) : undefined;
+  const { store, cleanup } = dataDir
+    ? { store: await openEmbeddedStore({ dataDir }), cleanup: () => rmSync(dataDir, { recursive: true, force: true }) }
+    : await openTestStore(kind, "subscribers");
   const bus = new InProcessEventBus();
   const received: ReceivedEvent[] = [];
   await bus.ensureTopics([...SUBSCRIBER_TOPICS]);
@@ -41,11 +54,13 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     port: 0,
     sweepIntervalMs: 50,
     sweepGraceMs: 100,
+    suppressionKeys: SUPPRESSION_KEYS,
   });
   const transport = createServiceTransport(service.url);
   return {
     service,
     store,
+    dataDir,
     bus,
     received,
     subscribers: createClient(SubscriberService, transport),

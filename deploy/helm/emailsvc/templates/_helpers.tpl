@@ -152,6 +152,24 @@ in the cluster (upgrades keep it: links in mail stay valid), else one new key.
 {{- end }}
 
 {{/*
+SUPPRESSION_KEYS of the chart's Secret: the value given, else the one already
+in the cluster (upgrades keep it: erased addresses stay suppressed), else one new key.
+*/}}
+{{- define "emailsvc.suppressionKeys" -}}
+{{- if .Values.secrets.suppressionKeys }}
+{{- .Values.secrets.suppressionKeys }}
+{{- else }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "emailsvc.secretName" .) }}
+{{- $data := dig "data" (dict) $existing }}
+{{- if hasKey $data "SUPPRESSION_KEYS" }}
+{{- index $data "SUPPRESSION_KEYS" | b64dec }}
+{{- else }}
+{{- printf "s1:%s" (randBytes 32) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 PUBLIC_API_URL: config.publicApiUrl, else the first ingress host.
 */}}
 {{- define "emailsvc.publicApiUrl" -}}

@@ -2,7 +2,7 @@ import { subscribeEventBatches, type EventBus, type Subscription, type Topic } f
 import type { Logger } from "@emailsvc/runtime";
 import type { SkipReason } from "../domain/campaign.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { recordOutcomes, skipSubscriber, type EmailOutcome } from "../usecases/ledger.js";
+import { eraseSubscriberRows, recordOutcomes, skipSubscriber, type EmailOutcome } from "../usecases/ledger.js";
 import type { TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
@@ -39,6 +39,8 @@ export function subscribeCampaignEvents(
     triggers: TriggerWorker;
     tenants: { forTenant(tenant: string): TenantRepositories };
     now: () => number;
+    /** Rewrites the datafiles an erasure deleted from (CampaignStorage.compactAfterErasure). */
+    compactAfterErasure?: () => Promise<void>;
   },
 ): Promise<Subscription> {
   const { triggers, tenants, now } = options;
@@ -58,8 +60,12 @@ export function subscribeCampaignEvents(
         }
       },
       "subscriber.deleted": async (batch) => {
+        // Erasure: the subscriber's fires and ledger rows go (the counts keep them as numbers).
         await triggers.handlers["subscriber.deleted"](batch);
-        for (const { message, meta } of batch) await skipSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, "erased", now());
+        for (const { message, meta } of batch) await eraseSubscriberRows(tenants.forTenant(meta.tenant), message.subscriberId, now());
+        // The erased lines leave the embedded store's datafiles (also after a redelivery that
+        // found nothing left, in case a crash came before this); nothing on MongoDB.
+        await options.compactAfterErasure?.();
       },
       "email.status": async (batch) => {
         const byTenant = new Map<string, EmailOutcome[]>();

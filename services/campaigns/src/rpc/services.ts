@@ -13,6 +13,7 @@ import {
   updateCampaign,
 } from "../usecases/campaigns.js";
 import { changeCampaignState, sendCampaign } from "../usecases/send-campaign.js";
+import { exportSubscriberCampaigns } from "../usecases/export-subscriber.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 
 const STATUS_TO_PROTO: Record<CampaignStatus, campaigns.CampaignStatus> = {
@@ -102,6 +103,9 @@ export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
         const scope = scopeOf(readCallContext(ctx));
         const target = req.target.case === "campaignId" ? { campaignId: req.target.value } : { tagFilter: req.target.value };
         return { count: BigInt(await countRecipients(deps, scope, target)) };
+      },
+      async exportSubscriberData(req, ctx) {
+        return { json: await exportSubscriberCampaigns(scopeOf(readCallContext(ctx)), req.subscriberId) };
       },
     });
   };

@@ -42,6 +42,15 @@ export interface CampaignDoc extends OutboxDoc<CampaignOutboxEntry> {
   /** Which dispatcher works on the campaign, until when (ms): renewed while it works; a crashed one's runs out. */
   lease_owner?: string;
   lease_until?: number;
+  /**
+   * Recipients whose ledger rows an erasure removed (their subscribers were
+   * erased), by the bucket the row was in (always a final one: sent, failed,
+   * skipped.<reason>): the counts keep them, anonymously, the ledger does not
+   * (usecases/ledger.ts, eraseRows).
+   */
+  erased_rows?: { sent?: number; failed?: number; skipped?: Partial<Record<SkipReason, number>> };
+  /** Email ids of rows an erasure has counted in `erased_rows` and not yet removed (a crash in between is finished by the next pass). */
+  erasing?: string[];
 }
 
 export const CAMPAIGN_INDEXES: readonly IndexSpec[] = [
@@ -108,6 +117,8 @@ export interface FireDoc {
   event_id: string;
   subscriber_id: string;
   template_id: string;
+  /** The trigger's event type when the fire was recorded (for the subscriber's export); absent in older fires. */
+  event_type?: EventType;
   state: "pending" | "sent" | "skipped" | "failed";
   /** Why it was skipped or failed (a stable code), else "". */
   reason: string;

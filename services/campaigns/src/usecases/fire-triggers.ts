@@ -66,6 +66,7 @@ export async function recordFires(deps: FiringDeps, repos: TenantRepositories, e
         event_id: event.eventId,
         subscriber_id: event.subscriberId,
         template_id: trigger.template_id,
+        event_type: trigger.event_type,
         state: "pending",
         reason: "",
         email_id: "",
@@ -129,7 +130,9 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
       deps.firing.subscriber(call, claimed.subscriber_id),
       deps.firing.templateSlug(call, claimed.template_id),
     ]);
-    if (!subscriber) return void (await finish("skipped", "subscriber_deleted"));
+    // Erased meanwhile (or before this fire was recorded: events of two topics come in no fixed
+    // order): the fire goes, as the erasure's; nothing of the subscriber is kept.
+    if (!subscriber) return void (await repos.fires.deleteOne({ _id: claimed._id }));
     if (!slug) return void (await finish("failed", "template_not_found"));
     const emailId = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
     await finish("sent", "", emailId);

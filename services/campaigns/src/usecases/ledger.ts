@@ -50,8 +50,8 @@ export async function moveRows(
   return moved;
 }
 
-/** The counts of a campaign recounted from its ledger (one count per bucket). */
-export async function countLedger(recipients: TenantCollection<RecipientDoc>, campaignId: string): Promise<RecipientCounts> {
+/** The rows of a campaign by bucket, as the ledger holds them. */
+async function countRows(recipients: TenantCollection<RecipientDoc>, campaignId: string): Promise<RecipientCounts> {
   const count = (state: RecipientState, reason?: string) => recipients.count({ campaign_id: campaignId, state, ...(reason ? { reason } : {}) });
   const [pending, queued, sent, failed, ...skipped] = await Promise.all([
     count("pending"),
@@ -61,13 +61,49 @@ export async function countLedger(recipients: TenantCollection<RecipientDoc>, ca
     ...SKIP_REASONS.map((reason) => count("skipped", reason)),
   ]);
   const bySkip = Object.fromEntries(SKIP_REASONS.map((reason, i) => [reason, skipped[i] ?? 0])) as Record<SkipReason, number>;
-  const total = pending! + queued! + sent! + failed! + skipped.reduce((a, b) => a + b, 0);
-  return { total, pending: pending!, queued: queued!, sent: sent!, failed: failed!, skipped: bySkip };
+  return { total: 0, pending: pending!, queued: queued!, sent: sent!, failed: failed!, skipped: bySkip };
+}
+
+/** Adds `n` recipients of `bucket` to counts (total apart). */
+function addTo(counts: RecipientCounts, bucket: Bucket, n: number): void {
+  const [state, reason] = bucket.split(".") as [RecipientState, SkipReason?];
+  if (state === "skipped") counts.skipped[reason!] += n;
+  else counts[state] += n;
+}
+
+/** The bucket a row is in. */
+export function bucketOf(row: Pick<RecipientDoc, "state" | "reason">): Bucket {
+  return row.state === "skipped" ? (`skipped.${row.reason as SkipReason}` as Bucket) : (row.state as Bucket);
+}
+
+/**
+ * The counts of a campaign recounted from its ledger (one count per bucket),
+ * with the rows erasures removed (`erased_rows`; rows counted there and not
+ * yet removed are taken once). Read again when an erasure moved meanwhile.
+ */
+export async function countLedger(repos: Pick<TenantRepositories, "campaigns" | "recipients">, campaignId: string): Promise<RecipientCounts> {
+  for (let attempt = 0; ; attempt++) {
+    const before = await repos.campaigns.findOne({ _id: campaignId });
+    const counts = await countRows(repos.recipients, campaignId);
+    const after = await repos.campaigns.findOne({ _id: campaignId });
+    const erasures = (doc: CampaignDoc | null) => JSON.stringify([doc?.erased_rows ?? {}, doc?.erasing ?? []]);
+    if (erasures(before) !== erasures(after) && attempt < 5) continue;
+    const erased = after?.erased_rows ?? {};
+    counts.sent += erased.sent ?? 0;
+    counts.failed += erased.failed ?? 0;
+    for (const reason of SKIP_REASONS) counts.skipped[reason] += erased.skipped?.[reason] ?? 0;
+    const erasing = after?.erasing ?? [];
+    if (erasing.length > 0) {
+      for (const row of await repos.recipients.find({ campaign_id: campaignId, email_id: { $in: erasing } })) addTo(counts, bucketOf(row), -1);
+    }
+    counts.total = counts.pending + counts.queued + counts.sent + counts.failed + SKIP_REASONS.reduce((sum, r) => sum + counts.skipped[r], 0);
+    return counts;
+  }
 }
 
 /** Sets a campaign's counts to what its ledger says. */
 export async function reconcile(repos: Pick<TenantRepositories, "campaigns" | "recipients">, campaignId: string): Promise<RecipientCounts> {
-  const counts = await countLedger(repos.recipients, campaignId);
+  const counts = await countLedger(repos, campaignId);
   await repos.campaigns.updateOne({ _id: campaignId }, { $set: { counts } });
   return counts;
 }
@@ -120,7 +156,66 @@ export async function recordOutcomes(repos: TenantRepositories, outcomes: readon
     if (moved < ids.length && to === "sent") {
       await moveRows(repos, campaignId, { _id: { $in: ids } }, "skipped.cancelled", "sent", now);
     }
+    // Delivery found the recipient erased (an erasure this service had not seen
+    // yet, or a row the snapshot took just before it): the row goes as the erasure's.
+    if (to === "skipped.erased") await eraseRows(repos, await repos.recipients.find({ _id: { $in: ids }, state: "skipped", reason: "erased" }), now);
   }
+}
+
+/**
+ * Erasure of a subscriber's part of the ledger (`subscriber.deleted`): rows
+ * not yet handed to delivery, and those handed over, are skipped as `erased`
+ * (delivery finds nobody to send to), then every row of the subscriber, in
+ * every campaign, is removed (eraseRows): the campaigns' counts keep them as
+ * anonymous numbers. A snapshot that stopped at the subscriber resumes from
+ * the row before. Idempotent. Returns how many rows went.
+ */
+export async function eraseSubscriberRows(repos: TenantRepositories, subscriberId: string, now: number): Promise<number> {
+  await skipSubscriber(repos, subscriberId, "erased", now);
+  let erased = 0;
+  for (;;) {
+    const rows = await repos.recipients.find({ subscriber_id: subscriberId }, { limit: 500 });
+    if (rows.length === 0) break;
+    erased += await eraseRows(repos, rows, now);
+  }
+  // The resume point of a snapshot still being taken: the id of the row before (an id that
+  // no longer exists resumes as well; this one names nobody erased).
+  for (const campaign of await repos.campaigns.find({ snapshot_after: subscriberId })) {
+    const [before] = await repos.recipients.find(
+      { campaign_id: campaign._id, _id: { $gt: `${campaign._id}:`, $lt: rowId(campaign._id, subscriberId) } } as TenantFilter<RecipientDoc>,
+      { sort: { _id: -1 }, limit: 1 },
+    );
+    await repos.campaigns.updateOne({ _id: campaign._id, snapshot_after: subscriberId }, { $set: { snapshot_after: before?.subscriber_id ?? "" } });
+  }
+  return erased;
+}
+
+/**
+ * Removes rows from the ledger, keeping their campaigns' counts: a row still
+ * pending or queued is first skipped as `erased` (a row in flight would
+ * otherwise be counted as queued for ever); then, per row, its bucket is
+ * counted in the campaign's `erased_rows` with its email id in `erasing` (one
+ * write, guarded by that id not being there yet), the row deleted, and the id
+ * pulled. A crash anywhere in between is finished by the next pass, and a
+ * recount (countLedger) takes a row counted and not yet deleted once.
+ */
+export async function eraseRows(repos: Pick<TenantRepositories, "campaigns" | "recipients">, rows: readonly RecipientDoc[], now: number): Promise<number> {
+  let erased = 0;
+  for (const found of rows) {
+    let row: RecipientDoc | null = found;
+    while (row && (row.state === "pending" || row.state === "queued")) {
+      await moveRows(repos, row.campaign_id, { _id: row._id }, row.state, "skipped.erased", now);
+      row = await repos.recipients.findOne({ _id: found._id });
+    }
+    if (!row) continue;
+    await repos.campaigns.updateOne(
+      { _id: row.campaign_id, erasing: { $ne: row.email_id } },
+      { $inc: { [`erased_rows.${bucketOf(row)}`]: 1 }, $addToSet: { erasing: { $each: [row.email_id] } } } as unknown as TenantUpdate<CampaignDoc>,
+    );
+    if (await repos.recipients.deleteOne({ _id: row._id })) erased++;
+    await repos.campaigns.updateOne({ _id: row.campaign_id }, { $pull: { erasing: row.email_id } });
+  }
+  return erased;
 }
 
 /**

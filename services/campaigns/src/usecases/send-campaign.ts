@@ -145,7 +145,8 @@ export async function snapshotAudience(
     }));
     const { inserted } = rows.length > 0 ? await repos.recipients.insertMany(rows) : { inserted: 0 };
     const next = await repos.campaigns.updateOne({ _id: campaign._id, status: { $in: ["sending", "paused"] } }, {
-      $set: { snapshot_after: page.ids.at(-1) ?? doc.snapshot_after ?? "", snapshot_complete: page.nextAfter === "", updated_at: now },
+      // A complete snapshot keeps no resume point: it would name a subscriber for as long as the campaign exists.
+      $set: { snapshot_after: page.nextAfter === "" ? "" : (page.ids.at(-1) ?? doc.snapshot_after ?? ""), snapshot_complete: page.nextAfter === "", updated_at: now },
       $inc: { "counts.total": inserted, "counts.pending": inserted },
     } as unknown as TenantUpdate<CampaignDoc>);
     if (!next) {

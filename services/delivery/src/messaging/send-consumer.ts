@@ -102,6 +102,9 @@ export class SendConsumer {
           for (const { message, meta } of batch) {
             await eraseSubscriber(this.deps, this.tenants.forTenant(meta.tenant), { subscriberId: message.subscriberId });
           }
+          // The erased lines leave the embedded store's datafiles (once per batch; also after
+          // a redelivery that found nothing left to erase, in case a crash came before this).
+          await this.deps.compactAfterErasure?.();
         },
       },
     });

@@ -5,6 +5,7 @@ import type { Deps, Scope } from "../usecases/deps.js";
 import { getEmail, getSandboxMessage } from "../usecases/get-email.js";
 import { listEmails } from "../usecases/list-emails.js";
 import { sendEmail } from "../usecases/send-email.js";
+import { exportSubscriberEmails } from "../usecases/export-subscriber.js";
 import { emailToProto, sandboxMessageToProto } from "./mapping.js";
 
 /**
@@ -33,6 +34,9 @@ export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       },
       async getSandboxMessage(req, ctx) {
         return { message: sandboxMessageToProto(await getSandboxMessage(scopeOf(readCallContext(ctx)), req.emailId)) };
+      },
+      async exportSubscriberData(req, ctx) {
+        return { json: await exportSubscriberEmails(scopeOf(readCallContext(ctx)), req.subscriberId) };
       },
     });
   };

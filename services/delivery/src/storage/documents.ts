@@ -26,10 +26,12 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   /**
    * The subscriber the recipient was when the email was queued or sent ("" if
    * none, or not known yet): `subscriber.deleted` erases the emails linked here.
-   * Set once (at SendEmail, else at the first send attempt) and never changed.
-   * Older records may lack the field.
+   * Set once (at SendEmail, else at the first send attempt) and removed only
+   * by the erasure. Older records may lack the field.
    */
   subscriber_id?: string;
+  /** The subject as rendered, kept when the email is sent (for the subscriber's export); absent before, and once erased. */
+  subject?: string;
   /** The campaign the email belongs to ("" or absent for one sent through SendEmail or a trigger). */
   campaign_id?: string;
   template_id: string;
@@ -41,15 +43,15 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
    * nested arrays, which MongoDB/FerretDB refuse as stored fields. "{}" once erased.
    */
   variables_json: string;
-  /** The key as given, or "" without one. */
+  /** The key as given, or "" without one (and once erased: the caller's key may name the person). */
   idempotency_key: string;
   /**
    * Unique per tenant: `key:<idempotency key>`, or `none:<email id>` when the
    * request had no key (a missing field would count as null in a unique index,
-   * and every keyless email would collide).
+   * and every keyless email would collide), or once erased.
    */
   idem_key: string;
-  /** sha256 of the canonical request; a replay must match it. */
+  /** sha256 of the canonical request (address and variables included); a replay must match it. "" once erased. */
   request_hash: string;
   status: EmailStatus;
   /** The provider that sent it (or will: test-mode emails always use the sandbox). */

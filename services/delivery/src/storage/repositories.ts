@@ -73,6 +73,15 @@ export class DeliveryStorage {
     };
   }
 
+  /**
+   * After an erasure: rewrites the datafiles of the emails and the sandboxed
+   * messages so that the erased lines leave them (Collection.compact; nothing
+   * on MongoDB).
+   */
+  async compactAfterErasure(): Promise<void> {
+    await Promise.all([this.emails.compact(), this.sandbox.compact()]);
+  }
+
   /** For the sandbox provider: it keeps each message in the tenant of the email being sent. */
   sandboxKeeper(): CrossTenantCollection<SandboxMessageDoc> {
     return new CrossTenantCollection(this.sandbox, "sandbox provider: keeps a message in the tenant of its email");

@@ -44,6 +44,8 @@ export interface DeliveryDeps {
   leaseMs: number;
   /** The longest one attempt may take (ms), renewals included; then it is cut off. */
   attemptTimeoutMs: number;
+  /** Rewrites the datafiles an erasure deleted from (the embedded store; nothing on MongoDB). */
+  compactAfterErasure?: () => Promise<void>;
   logger: Logger;
   now: () => number;
 }
@@ -205,7 +207,7 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "" },
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject: rendered.subject },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);

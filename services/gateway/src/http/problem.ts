@@ -52,6 +52,7 @@ const TITLES: Record<string, string> = {
   not_found: "Not found",
   method_not_allowed: "Method not allowed",
   email_taken: "Email address already in use",
+  subscriber_suppressed: "Email address suppressed after an erasure",
   internal: "Internal error",
   unavailable: "Service unavailable",
   deadline_exceeded: "Upstream timeout",

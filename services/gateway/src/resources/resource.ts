@@ -2,6 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { ServiceName } from "@emailsvc/runtime";
 import type { KeyRing, PreferenceLinkSettings } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
+import type { GatewayContext } from "../http/state.js";
 import type { AccountStore } from "../accounts/store.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
 import type { GatewayRouterContext } from "../http/state.js";
@@ -16,12 +17,15 @@ export interface ResourceContext {
   transport(service: ServiceName): Transport | undefined;
   /** Keys that verify signed link tokens (TOKEN_SIGNING_KEYS); undefined: the link routes answer 503. */
   tokenKeys: KeyRing | undefined;
-  /** The client's address, as the rate limits see it (X-Forwarded-For only behind TRUSTED_PROXY_HOPS proxies). */
-  clientAddress(ctx: GatewayRouterContext): string;
   /** Where the preference links the API hands out point, and how long they work. */
   preferenceLinks: PreferenceLinkSettings;
   /** Deadline of each service call. */
   timeoutMs: number;
+  /**
+   * The client's IP address as the gateway can trust it (the peer, or the
+   * X-Forwarded-For entry TRUSTED_PROXY_HOPS names): for the audit trail.
+   */
+  clientIp(ctx: GatewayContext): string;
   /** The gateway's own accounts and API keys. */
   accounts: AccountStore;
   authenticator: ApiKeyAuthenticator;

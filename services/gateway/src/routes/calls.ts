@@ -1,4 +1,6 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
+import type { AuditContextSchema } from "@emailsvc/proto";
 import { callHeaders, type CallContext } from "@emailsvc/runtime";
 import { Problem } from "../http/problem.js";
 import type { GatewayRouterContext } from "../http/state.js";
@@ -45,4 +47,20 @@ export function requireClient<T>(client: T | undefined, service: string): T {
     throw new Problem(503, "service_unavailable", `This gateway is not connected to the ${service} service; retry later.`);
   }
   return client;
+}
+
+/** How a change reached the platform, as the audit trail records it (emailsvc.common.v1.AuditContext). */
+export type AuditSource = "api" | "portal" | "one_click" | "import";
+
+/** What the services keep of a user agent (longer ones are cut, control characters dropped). */
+export const USER_AGENT_MAX = 512;
+
+/**
+ * The AuditContext of a request: its source, the client's IP address (as
+ * `clientIp` trusts it) and its User-Agent, cut to what the services keep.
+ */
+export function requestAudit(ctx: GatewayRouterContext, source: AuditSource, clientIp: (ctx: GatewayRouterContext) => string): MessageInitShape<typeof AuditContextSchema> {
+  // eslint-disable-next-line no-control-regex
+  const userAgent = (ctx.get("user-agent") || "").replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, "").slice(0, USER_AGENT_MAX);
+  return { source, ip: clientIp(ctx), userAgent };
 }

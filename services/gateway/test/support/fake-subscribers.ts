@@ -15,6 +15,7 @@ import {
   SubscriberStatus,
   TagSchema,
   TagService,
+  type AuditContext,
   type Subscriber,
   type SubscriberEvent,
   type Tag,
@@ -28,6 +29,8 @@ export interface RecordedCall {
   /** Whether the gateway gave the call a deadline. */
   hasDeadline: boolean;
   signal: AbortSignal;
+  /** The request message as the fake received it (fakes that keep it). */
+  request?: unknown;
 }
 
 interface Tenant {
@@ -71,34 +74,36 @@ export class FakeSubscribers {
               id: newId("sub"),
               email,
               status: req.status || SubscriberStatus.ACTIVE,
+              locale: req.locale,
               metadata: req.metadata ?? {},
               tags: [...new Set(req.tags)].sort(),
               createdAt: now,
               updatedAt: now,
             });
             t.subscribers.push(subscriber);
-            this.event(t, subscriber.id, "subscriber.created", call.actor, {});
+            this.event(t, subscriber.id, "subscriber.created", call.actor, {}, req.audit);
             return { subscriber };
-          }),
-        getSubscriber: (req, ctx) => this.handle("getSubscriber", ctx, (t) => ({ subscriber: this.find(t, req.id) })),
+          }, req),
+        getSubscriber: (req, ctx) => this.handle("getSubscriber", ctx, (t) => ({ subscriber: this.find(t, req.id) }), req),
         getSubscriberByEmail: (req, ctx) =>
           this.handle("getSubscriberByEmail", ctx, (t) => {
             const subscriber = t.subscribers.find((s) => s.email.toLowerCase() === req.email.toLowerCase());
             if (!subscriber) throw notFound("subscriber");
             return { subscriber };
-          }),
+          }, req),
         listSubscribers: (req, ctx) =>
           this.handle("listSubscribers", ctx, (t) => {
             const all = t.subscribers.filter((s) => !req.status || s.status === req.status);
             const { items, nextCursor } = paginate(all, req.limit, req.cursor);
             return { subscribers: items, nextCursor };
-          }),
+          }, req),
         updateSubscriber: (req, ctx) =>
           this.handle("updateSubscriber", ctx, (t, call) => {
             const subscriber = this.find(t, req.id);
             if (req.email !== undefined) subscriber.email = req.email;
+            if (req.locale !== undefined) subscriber.locale = req.locale;
             if (req.status && req.status !== subscriber.status) {
-              this.event(t, subscriber.id, "subscriber.status_changed", call.actor, { to: SubscriberStatus[req.status] });
+              this.event(t, subscriber.id, "subscriber.status_changed", call.actor, { to: SubscriberStatus[req.status] }, req.audit);
               subscriber.status = req.status;
             }
             if (req.metadata) {
@@ -111,14 +116,14 @@ export class FakeSubscribers {
             }
             subscriber.updatedAt = timestampFromDate(new Date());
             return { subscriber };
-          }),
+          }, req),
         deleteSubscriber: (req, ctx) =>
           this.handle("deleteSubscriber", ctx, (t) => {
             const subscriber = this.find(t, req.id);
             t.subscribers = t.subscribers.filter((s) => s !== subscriber);
             t.events.delete(subscriber.id);
             return {};
-          }),
+          }, req),
         addTags: (req, ctx) =>
           this.handle("addTags", ctx, (t, call) => {
             const subscriber = this.find(t, req.subscriberId);
@@ -126,26 +131,26 @@ export class FakeSubscribers {
               this.ensureTag(t, name);
               if (!subscriber.tags.includes(name)) {
                 subscriber.tags.push(name);
-                this.event(t, subscriber.id, "subscriber.tag_added", call.actor, { tag: name });
+                this.event(t, subscriber.id, "subscriber.tag_added", call.actor, { tag: name }, req.audit);
               }
             }
             subscriber.tags.sort();
             return { subscriber };
-          }),
+          }, req),
         removeTag: (req, ctx) =>
           this.handle("removeTag", ctx, (t, call) => {
             const subscriber = this.find(t, req.subscriberId);
             if (!subscriber.tags.includes(req.tagName)) throw notFound("tag on subscriber");
             subscriber.tags = subscriber.tags.filter((n) => n !== req.tagName);
-            this.event(t, subscriber.id, "subscriber.tag_removed", call.actor, { tag: req.tagName });
+            this.event(t, subscriber.id, "subscriber.tag_removed", call.actor, { tag: req.tagName }, req.audit);
             return { subscriber };
-          }),
+          }, req),
         listSubscriberEvents: (req, ctx) =>
           this.handle("listSubscriberEvents", ctx, (t) => {
             this.find(t, req.subscriberId);
             const { items, nextCursor } = paginate(t.events.get(req.subscriberId) ?? [], req.limit, req.cursor);
             return { events: items, nextCursor };
-          }),
+          }, req),
       });
       router.service(TagService, {
         createTag: (req, ctx) =>
@@ -155,13 +160,13 @@ export class FakeSubscribers {
             tag.description = req.description;
             tag.isPublic = req.isPublic;
             return { tag };
-          }),
-        getTag: (req, ctx) => this.handle("getTag", ctx, (t) => ({ tag: this.findTag(t, req.id) })),
+          }, req),
+        getTag: (req, ctx) => this.handle("getTag", ctx, (t) => ({ tag: this.findTag(t, req.id) }), req),
         listTags: (req, ctx) =>
           this.handle("listTags", ctx, (t) => {
             const { items, nextCursor } = paginate(t.tags, req.limit, req.cursor);
             return { tags: items, nextCursor };
-          }),
+          }, req),
         updateTag: (req, ctx) =>
           this.handle("updateTag", ctx, (t) => {
             const tag = this.findTag(t, req.id);
@@ -169,13 +174,13 @@ export class FakeSubscribers {
             if (req.description !== undefined) tag.description = req.description;
             if (req.isPublic !== undefined) tag.isPublic = req.isPublic;
             return { tag };
-          }),
+          }, req),
         deleteTag: (req, ctx) =>
           this.handle("deleteTag", ctx, (t) => {
             const tag = this.findTag(t, req.id);
             t.tags = t.tags.filter((x) => x !== tag);
             return {};
-          }),
+          }, req),
       });
       router.service(health.Health, {
         check: async () => ({
@@ -192,9 +197,9 @@ export class FakeSubscribers {
   }
 
   /** Records the call, applies injected delay/failure, runs `work` in the caller's tenant. */
-  private async handle<T>(method: string, ctx: HandlerContext, work: (tenant: Tenant, call: CallContext) => T): Promise<T> {
+  private async handle<T>(method: string, ctx: HandlerContext, work: (tenant: Tenant, call: CallContext) => T, request?: unknown): Promise<T> {
     const call = readCallContext(ctx);
-    this.calls.push({ method, context: call, headers: ctx.requestHeader, hasDeadline: ctx.timeoutMs() !== undefined, signal: ctx.signal });
+    this.calls.push({ method, context: call, headers: ctx.requestHeader, hasDeadline: ctx.timeoutMs() !== undefined, signal: ctx.signal, request });
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (this.failNext !== undefined) {
       const failure = this.failNext;
@@ -231,9 +236,20 @@ export class FakeSubscribers {
     return tag;
   }
 
-  private event(t: Tenant, subscriberId: string, type: string, actor: string, data: JsonObject): void {
+  private event(t: Tenant, subscriberId: string, type: string, actor: string, data: JsonObject, audit?: AuditContext): void {
     const list = t.events.get(subscriberId) ?? [];
-    list.push(create(SubscriberEventSchema, { id: newId("evt"), type, occurredAt: timestampFromDate(new Date()), actor, data }));
+    list.push(
+      create(SubscriberEventSchema, {
+        id: newId("evt"),
+        type,
+        occurredAt: timestampFromDate(new Date()),
+        actor,
+        data,
+        source: audit?.source ?? "",
+        ip: audit?.ip ?? "",
+        userAgent: audit?.userAgent ?? "",
+      }),
+    );
     t.events.set(subscriberId, list);
   }
 }

@@ -6,6 +6,10 @@ import { AppError, invalid, type Violation } from "@emailsvc/runtime";
 export const STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
 export type Status = (typeof STATUSES)[number];
 
+/** The languages subscribers can choose (the portal's); "" is "not set". */
+export const LOCALES = ["en", "de", "fr", "it"] as const;
+export type Locale = (typeof LOCALES)[number] | "";
+
 export type MetadataValue = string | number | boolean;
 export type Metadata = Record<string, MetadataValue>;
 
@@ -14,6 +18,7 @@ export interface SubscriberView {
   id: string;
   email: string;
   status: Status;
+  locale: Locale;
   metadata: Metadata;
   tags: string[];
   createdAt: number;
@@ -46,6 +51,12 @@ export function validateEmail(raw: unknown, field = "email"): string {
 /** The form used for uniqueness and lookup: addresses compare case-insensitively. */
 export function emailKey(email: string): string {
   return email.trim().toLowerCase();
+}
+
+/** A locale given on create or update: one of LOCALES, or "" (not set). */
+export function validateLocale(raw: unknown, field = "locale"): Locale {
+  if (raw === "" || (typeof raw === "string" && (LOCALES as readonly string[]).includes(raw))) return raw as Locale;
+  throw invalid("locale is not supported", [{ field, description: `one of ${LOCALES.join(", ")}, or empty to unset` }]);
 }
 
 export function isStatus(value: string): value is Status {

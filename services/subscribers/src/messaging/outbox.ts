@@ -32,6 +32,7 @@ export interface SubscriberOutboxOptions {
  */
 export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<SubscriberDoc> {
   const audit = options.storage.auditOfChanges();
+  const erasures = options.storage.erasureRequests();
   return new OutboxRelay<SubscriberDoc>({
     documents: options.storage.outboxSweep(),
     bus: options.bus,
@@ -49,6 +50,9 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
           type: entry.type,
           occurred_at: entry.at,
           actor: entry.actor,
+          source: entry.source ?? "",
+          ip: entry.ip ?? "",
+          user_agent: entry.user_agent ?? "",
           data: entry.audit,
         });
       } catch (err) {
@@ -58,7 +62,20 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
     async complete(doc, documents: TenantCollection<SubscriberDoc>) {
       if (!doc.deleted) return clearOutbox(doc, documents);
       await audit.forTenant(doc.tenant).deleteMany({ subscriber_id: doc._id });
-      return documents.deleteOne({ _id: doc._id, version: doc.version });
+      const gone = await documents.deleteOne({ _id: doc._id, version: doc.version });
+      if (!gone) return false;
+      if (doc.erasure_request) {
+        await erasures
+          .forTenant(doc.tenant)
+          .updateOne({ _id: doc.erasure_request, outcome: "erasing" }, { $set: { outcome: "erased", completed_at: options.clock() } });
+      }
+      // The embedded store keeps deleted lines in its datafiles until they are
+      // rewritten: rewrite them now (shared with other erasures meanwhile), in
+      // the background; on MongoDB this does nothing.
+      options.storage.compactAfterErasure().catch((err: unknown) => {
+        options.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "compaction after an erasure failed; the periodic one follows");
+      });
+      return true;
     },
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,

@@ -50,6 +50,7 @@ export function subscriberToProto(view: SubscriberView): Subscriber {
     id: view.id,
     email: view.email,
     status: TO_PROTO[view.status],
+    locale: view.locale,
     metadata: view.metadata as JsonObject,
     tags: view.tags,
     createdAt: timestampFromMs(view.createdAt),
@@ -84,6 +85,9 @@ export function auditToProto(doc: AuditDoc): SubscriberEvent {
     occurredAt: timestampFromMs(doc.occurred_at),
     actor: doc.actor,
     data: doc.data as JsonObject,
+    source: doc.source ?? "",
+    ip: doc.ip ?? "",
+    userAgent: doc.user_agent ?? "",
   });
 }
 

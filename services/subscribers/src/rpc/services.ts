@@ -1,8 +1,12 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
+import type { AuditContext } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import type { HandlerContext } from "@connectrpc/connect";
+import { validateAudit } from "../domain/audit.js";
 import { createSubscriber } from "../usecases/create-subscriber.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
+import { exportSubscriberData } from "../usecases/export-subscriber.js";
 import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
@@ -18,15 +22,19 @@ import { audienceFilterFromProto, auditToProto, recipientToProto, statusFromProt
  * `scopeOf` gives a call its tenant's collections (the tenant of the call's headers).
  */
 export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
+  /** The call's scope with how its request came (a change's audit record carries it). */
+  const audited = (ctx: HandlerContext, audit: AuditContext | undefined): Scope => ({ ...scopeOf(readCallContext(ctx)), origin: validateAudit(audit) });
   return (router) => {
     router.service(SubscriberService, {
       async createSubscriber(req, ctx) {
-        const scope = scopeOf(readCallContext(ctx));
-        const view = await createSubscriber(deps, scope, {
+        const view = await createSubscriber(deps, audited(ctx, req.audit), {
           email: req.email,
           tags: req.tags,
           metadata: req.metadata,
           status: statusFromProto(req.status),
+          locale: req.locale,
+          resubscribe: req.resubscribe,
+          resubscribeReason: req.resubscribeReason,
         });
         return { subscriber: subscriberToProto(view) };
       },
@@ -45,24 +53,25 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { subscribers: page.items.map(subscriberToProto), nextCursor: page.nextCursor };
       },
       async updateSubscriber(req, ctx) {
-        const view = await updateSubscriber(deps, scopeOf(readCallContext(ctx)), {
+        const view = await updateSubscriber(deps, audited(ctx, req.audit), {
           id: req.id,
           email: req.email,
           status: statusFromProto(req.status),
           metadata: req.metadata,
+          locale: req.locale,
         });
         return { subscriber: subscriberToProto(view) };
       },
       async deleteSubscriber(req, ctx) {
-        await deleteSubscriber(deps, scopeOf(readCallContext(ctx)), req.id);
+        await deleteSubscriber(deps, audited(ctx, req.audit), req.id);
         return {};
       },
       async addTags(req, ctx) {
-        const view = await addTags(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tags);
+        const view = await addTags(deps, audited(ctx, req.audit), req.subscriberId, req.tags);
         return { subscriber: subscriberToProto(view) };
       },
       async removeTag(req, ctx) {
-        const view = await removeTag(deps, scopeOf(readCallContext(ctx)), req.subscriberId, req.tagName);
+        const view = await removeTag(deps, audited(ctx, req.audit), req.subscriberId, req.tagName);
         return { subscriber: subscriberToProto(view) };
       },
       async listSubscriberEvents(req, ctx) {
@@ -72,6 +81,9 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           cursor: req.cursor,
         });
         return { events: page.items.map(auditToProto), nextCursor: page.nextCursor };
+      },
+      async exportSubscriberData(req, ctx) {
+        return { json: await exportSubscriberData(deps, audited(ctx, req.audit), req.subscriberId) };
       },
     });
     router.service(TagService, {
@@ -100,7 +112,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { tag: tagToProto(view) };
       },
       async deleteTag(req, ctx) {
-        await deleteTag(deps, scopeOf(readCallContext(ctx)), req.id);
+        await deleteTag(deps, audited(ctx, req.audit), req.id);
         return {};
       },
     });

@@ -1,6 +1,7 @@
 import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
-import type { Metadata, Status } from "../domain/subscriber.js";
+import type { AuditSource } from "../domain/audit.js";
+import type { Locale, Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index starts with it too, so no query can reach across tenants.
@@ -21,6 +22,10 @@ export type SubscriberTopic =
 export interface OutboxEntry extends KitOutboxEntry {
   type: string;
   actor: string;
+  /** How the change came, and the request's IP address and user agent (see domain/audit.ts); absent in older entries. */
+  source?: AuditSource | "";
+  ip?: string;
+  user_agent?: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
   /** Bus event, by ids only; null when the change is not published. */
@@ -33,6 +38,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   /** Lower-cased address: unique per tenant, used for lookup (no collation on FerretDB). */
   email_key: string;
   status: Status;
+  /** The subscriber's language ("" or absent: not set). */
+  locale?: Locale;
   metadata: Metadata;
   tag_ids: string[];
   created_at: number;
@@ -42,6 +49,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
    * removes the tombstone.
    */
   deleted: boolean;
+  /** On a tombstone: the privacy request log's record of this erasure, marked done when the tombstone goes. */
+  erasure_request?: string;
 }
 
 export interface TagDoc extends Doc {
@@ -61,8 +70,61 @@ export interface AuditDoc extends Doc {
   type: string;
   occurred_at: number;
   actor: string;
+  /** How the change came (api, portal, one_click, import; "" when not said); absent in older records. */
+  source?: AuditSource | "";
+  /** The request's IP address and user agent: personal data, erased with the trail. */
+  ip?: string;
+  user_agent?: string;
   data: Record<string, unknown>;
 }
+
+/**
+ * The suppression marker of an erased address (domain/suppression.ts):
+ * `_id` is the keyed hash itself (of the tenant and the address, so unique
+ * across tenants); nothing else about the person is kept.
+ */
+export interface SuppressionDoc extends Doc {
+  tenant: string;
+  /** Which key of SUPPRESSION_KEYS made the hash. */
+  key_id: string;
+  created_at: number;
+}
+
+/** What a privacy request asked for. */
+export type PrivacyRequestKind = "export" | "erasure";
+
+/**
+ * The log of export and erasure requests, so that an operator can show they
+ * handled them: who asked (`api_key:<key id>`, `subscriber` through the
+ * portal, or the caller's actor), when, how (the AuditContext's source) and
+ * what came of it. Never the address, the subscriber's id, an IP address or
+ * a user agent: the log outlives the subscriber.
+ */
+export interface PrivacyRequestDoc extends Doc {
+  tenant: string;
+  kind: PrivacyRequestKind;
+  requested_by: string;
+  /** api, portal, … ("" when the caller did not say). */
+  source: string;
+  requested_at: number;
+  /**
+   * export: `exported` | `not_found` | `too_large`; erasure: `erasing` (the
+   * subscriber is wiped, its tombstone not yet gone) → `erased`, or `not_found`.
+   */
+  outcome: string;
+  /** When the request was done (export answered, erasure's tombstone gone); null while it runs. */
+  completed_at: number | null;
+}
+
+export const PRIVACY_REQUEST_INDEXES = [
+  // A tenant's requests in id (time) order.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+] as const;
+
+export const SUPPRESSION_INDEXES = [
+  // A create looks its address up by hash (_id) within its tenant.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+] as const;
 
 export const SUBSCRIBER_INDEXES = [
   // Create and lookup by email; uniqueness per tenant, case-insensitive.

@@ -1,11 +1,26 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
-import { AUDIT_INDEXES, SUBSCRIBER_INDEXES, TAG_INDEXES, type AuditDoc, type SubscriberDoc, type TagDoc } from "./documents.js";
+import {
+  AUDIT_INDEXES,
+  PRIVACY_REQUEST_INDEXES,
+  SUBSCRIBER_INDEXES,
+  SUPPRESSION_INDEXES,
+  TAG_INDEXES,
+  type AuditDoc,
+  type PrivacyRequestDoc,
+  type SubscriberDoc,
+  type SuppressionDoc,
+  type TagDoc,
+} from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
   subscribers: TenantCollection<SubscriberDoc>;
   tags: TenantCollection<TagDoc>;
   audit: TenantCollection<AuditDoc>;
+  /** Keyed hashes of erased addresses. */
+  suppressions: TenantCollection<SuppressionDoc>;
+  /** The log of export and erasure requests (no personal data). */
+  privacyRequests: TenantCollection<PrivacyRequestDoc>;
 }
 
 /**
@@ -17,11 +32,15 @@ export class SubscriberStorage {
   private readonly subscribers: Collection<SubscriberDoc>;
   private readonly tags: Collection<TagDoc>;
   private readonly audit: Collection<AuditDoc>;
+  private readonly suppressions: Collection<SuppressionDoc>;
+  private readonly privacyRequests: Collection<PrivacyRequestDoc>;
 
   constructor(store: DocumentStore) {
     this.subscribers = store.collection<SubscriberDoc>("subscribers");
     this.tags = store.collection<TagDoc>("tags");
     this.audit = store.collection<AuditDoc>("subscriber_events");
+    this.suppressions = store.collection<SuppressionDoc>("suppressions");
+    this.privacyRequests = store.collection<PrivacyRequestDoc>("privacy_requests");
   }
 
   async createIndexes(): Promise<void> {
@@ -29,6 +48,8 @@ export class SubscriberStorage {
       this.subscribers.createIndexes(SUBSCRIBER_INDEXES),
       this.tags.createIndexes(TAG_INDEXES),
       this.audit.createIndexes(AUDIT_INDEXES),
+      this.suppressions.createIndexes(SUPPRESSION_INDEXES),
+      this.privacyRequests.createIndexes(PRIVACY_REQUEST_INDEXES),
     ]);
   }
 
@@ -37,12 +58,28 @@ export class SubscriberStorage {
       subscribers: new TenantCollection(this.subscribers, tenant),
       tags: new TenantCollection(this.tags, tenant),
       audit: new TenantCollection(this.audit, tenant),
+      suppressions: new TenantCollection(this.suppressions, tenant),
+      privacyRequests: new TenantCollection(this.privacyRequests, tenant),
     };
   }
 
   /** For the outbox relay: its sweep finds pending outboxes of every tenant. */
   outboxSweep(): CrossTenantCollection<SubscriberDoc> {
     return new CrossTenantCollection(this.subscribers, "outbox relay: sweeps pending outboxes of every tenant");
+  }
+
+  /** For the outbox relay: an erasure's log record is marked done in the erased subscriber's tenant. */
+  erasureRequests(): CrossTenantCollection<PrivacyRequestDoc> {
+    return new CrossTenantCollection(this.privacyRequests, "outbox relay: marks an erasure done in the erased subscriber's tenant");
+  }
+
+  /**
+   * After an erasure: rewrites the datafiles that held the subscriber (the
+   * document with its earlier states, its audit trail) so that no deleted
+   * bytes stay in them (Collection.compact; nothing on MongoDB).
+   */
+  async compactAfterErasure(): Promise<void> {
+    await Promise.all([this.subscribers.compact(), this.audit.compact()]);
   }
 
   /** For the outbox relay: a change's audit records go to the changed subscriber's tenant, named by the document. */

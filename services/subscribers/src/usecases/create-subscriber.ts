@@ -5,21 +5,28 @@ import {
   checkMetadataSize,
   emailKey,
   validateEmail,
+  validateLocale,
   validateMetadata,
   type Metadata,
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
+import { suppressed, validateResubscribe } from "../domain/suppression.js";
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
 import { ensureTags, } from "./ensure-tags.js";
-import { outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { markersOf, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface CreateSubscriberInput {
   email: unknown;
   tags: unknown[];
   metadata: Record<string, unknown> | undefined;
   status: Status | undefined;
+  /** "" or absent: not set. */
+  locale?: unknown;
+  /** The person opted in again: lifts the suppression of an erased address (with a reason, audited). */
+  resubscribe?: boolean;
+  resubscribeReason?: string;
 }
 
 export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSubscriberInput): Promise<SubscriberView> {
@@ -27,10 +34,16 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
   const tagNames = validateTagNames(input.tags);
   const metadata = validateMetadata(input.metadata ?? {}, false) as Metadata;
   checkMetadataSize(metadata);
+  const locale = validateLocale(input.locale ?? "");
+  const resubscribe = validateResubscribe(input.resubscribe ?? false, input.resubscribeReason ?? "");
   const key = emailKey(email);
 
   // Fail early on a known duplicate, before creating tags for nothing.
   await rejectTaken(scope, key);
+  // An address erased at its owner's request comes back only when the person opted in again.
+  const markers = markersOf(deps, scope, key);
+  const wasSuppressed = (await scope.suppressions.count({ _id: { $in: markers } })) > 0;
+  if (wasSuppressed && !resubscribe) throw suppressed();
   const tags = await ensureTags(deps, scope, tagNames);
 
   const now = deps.now();
@@ -42,13 +55,19 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     email,
     email_key: key,
     status,
+    locale,
     metadata,
     tag_ids: tagIds,
     created_at: now,
     updated_at: now,
     deleted: false,
     ...newOutbox([
-      outboxEntry(scope, now, "subscriber.created", { status, tags: tags.map((t) => t.name) }, {
+      outboxEntry(scope, now, "subscriber.created", {
+        status,
+        tags: tags.map((t) => t.name),
+        tag_ids: tagIds,
+        ...(wasSuppressed && resubscribe ? { resubscribe: true, resubscribe_reason: resubscribe.reason } : {}),
+      }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
       }),
@@ -61,6 +80,8 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     if (err instanceof DuplicateKeyError) await rejectTaken(scope, key);
     throw err;
   }
+  // The suppression goes once the subscriber it made way for exists (a failed create keeps it).
+  if (wasSuppressed) await scope.suppressions.deleteMany({ _id: { $in: markers } });
   const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
   await deps.relay.afterWrite(stored);
   return subscriberView(scope, stored);

@@ -1,6 +1,9 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
+import type { KeyRing } from "@emailsvc/tokens";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
+import { NO_AUDIT, type AuditInfo } from "../domain/audit.js";
+import { suppressionHashes } from "../domain/suppression.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
@@ -13,6 +16,8 @@ import type { TenantRepositories } from "../storage/repositories.js";
 export interface Deps {
   /** Carries out a change's outbox right after its write (@emailsvc/outbox). */
   relay: OutboxAfterWrite<SubscriberDoc>;
+  /** SUPPRESSION_KEYS: the keys of the hashes erased addresses are suppressed by (domain/suppression.ts). */
+  suppressionKeys: KeyRing;
   logger: Logger;
   now: () => number;
 }
@@ -20,6 +25,8 @@ export interface Deps {
 /** One call: its context and its tenant's collections (the only ones a use case gets). */
 export interface Scope extends TenantRepositories {
   call: CallContext;
+  /** How the call's request came (its AuditContext); every change it makes is audited with it. */
+  origin?: AuditInfo;
 }
 
 export function outboxEntry(
@@ -29,7 +36,8 @@ export function outboxEntry(
   audit: OutboxEntry["audit"],
   bus: OutboxEntry["bus"],
 ): OutboxEntry {
-  return { id: newId("evt"), type, at, actor: scope.call.actor, audit, bus };
+  const how = scope.origin ?? NO_AUDIT;
+  return { id: newId("evt"), type, at, actor: scope.call.actor, source: how.source, ip: how.ip, user_agent: how.userAgent, audit, bus };
 }
 
 /** A live (not deleted) subscriber of the tenant, or 404. */
@@ -61,6 +69,7 @@ export async function subscriberViews(scope: Scope, docs: SubscriberDoc[]): Prom
     id: d._id,
     email: d.email,
     status: d.status,
+    locale: d.locale ?? "",
     metadata: d.metadata,
     tags: d.tag_ids.flatMap((id) => names.get(id) ?? []).sort((a, b) => a.localeCompare(b)),
     createdAt: d.created_at,
@@ -73,3 +82,13 @@ export async function subscriberView(scope: Scope, doc: SubscriberDoc): Promise<
   return view!;
 }
 
+
+/** The suppression markers an address may have in the scope's tenant (one per key). */
+export function markersOf(deps: Deps, scope: Scope, emailKey: string): string[] {
+  return suppressionHashes(deps.suppressionKeys, scope.suppressions.tenant, emailKey).map((h) => h.hash);
+}
+
+/** Whether an address is suppressed in the scope's tenant (erased at its owner's request, not opted in again). */
+export async function isSuppressed(deps: Deps, scope: Scope, emailKey: string): Promise<boolean> {
+  return (await scope.suppressions.count({ _id: { $in: markersOf(deps, scope, emailKey) } })) > 0;
+}

@@ -5,32 +5,41 @@ import {
   emailKey,
   mergeMetadata,
   validateEmail,
+  validateLocale,
   validateMetadata,
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { rejectTaken } from "./create-subscriber.js";
-import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
+import { suppressed } from "../domain/suppression.js";
+import { isSuppressed, loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateSubscriberInput {
   id: string;
   email: unknown;
   status: Status | undefined;
   metadata: Record<string, unknown> | undefined;
+  /** Absent: unchanged; "" unsets it. */
+  locale?: unknown;
 }
 
 export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSubscriberInput): Promise<SubscriberView> {
   const email = input.email === undefined ? undefined : validateEmail(input.email);
   const patch = input.metadata === undefined ? undefined : validateMetadata(input.metadata, true);
+  const locale = input.locale === undefined ? undefined : validateLocale(input.locale);
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status">> = {};
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale">> = {};
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
-    if (emailKey(email) !== current.email_key) await rejectTaken(scope, emailKey(email), current._id);
+    if (emailKey(email) !== current.email_key) {
+      await rejectTaken(scope, emailKey(email), current._id);
+      // An erased address comes back only by a create that says the person opted in again.
+      if (await isSuppressed(deps, scope, emailKey(email))) throw suppressed();
+    }
     set.email = email;
     set.email_key = emailKey(email);
     changed.push("email");
@@ -41,6 +50,10 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
       set.metadata = merged;
       changed.push("metadata");
     }
+  }
+  if (locale !== undefined && locale !== (current.locale ?? "")) {
+    set.locale = locale;
+    changed.push("locale");
   }
   if (changed.length > 0) {
     // Names the fields only: the audit trail holds no address or metadata values.

@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditContext } from "../../common/v1/audit_pb.js";
+import { file_emailsvc_common_v1_audit } from "../../common/v1/audit_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/delivery/v1/delivery.proto.
  */
 export const file_emailsvc_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiswMKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiegoQU2VuZEVtYWlsUmVxdWVzdBIVCg10ZW1wbGF0ZV9zbHVnGAEgASgJEgoKAnRvGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlEKEVNlbmRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEAoIcmVwbGF5ZWQYAiABKAgiHQoPR2V0RW1haWxSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEEdldEVtYWlsUmVzcG9uc2USKgoFZW1haWwYASABKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbCIyChFMaXN0RW1haWxzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiVgoSTGlzdEVtYWlsc1Jlc3BvbnNlEisKBmVtYWlscxgBIAMoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhMKC25leHRfY3Vyc29yGAIgASgJIo4CCg5TYW5kYm94TWVzc2FnZRIQCghlbWFpbF9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEg8KB3N1YmplY3QYBCABKAkSDAoEaHRtbBgFIAEoCRIMCgR0ZXh0GAYgASgJEkIKB2hlYWRlcnMYByADKAsyMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZS5IZWFkZXJzRW50cnkSLwoLY2FwdHVyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiwKGEdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBIQCghlbWFpbF9pZBgBIAEoCSJSChlHZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEjUKB21lc3NhZ2UYASABKAsyJC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZSqqAQoLRW1haWxTdGF0dXMSHAoYRU1BSUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTRU1BSUxfU1RBVFVTX1FVRVVFRBABEhUKEUVNQUlMX1NUQVRVU19TRU5UEAISFwoTRU1BSUxfU1RBVFVTX0ZBSUxFRBADEhgKFEVNQUlMX1NUQVRVU19CT1VOQ0VEEAQSGgoWRU1BSUxfU1RBVFVTX0RFTElWRVJFRBAFMqEDCg9EZWxpdmVyeVNlcnZpY2USXAoJU2VuZEVtYWlsEiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVxdWVzdBonLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlElkKCEdldEVtYWlsEiUuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXF1ZXN0GiYuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXNwb25zZRJfCgpMaXN0RW1haWxzEicuZW1haWxzdmMuZGVsaXZlcnkudjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVzcG9uc2USdAoRR2V0U2FuZGJveE1lc3NhZ2USLi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlcXVlc3QaLy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiswMKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiegoQU2VuZEVtYWlsUmVxdWVzdBIVCg10ZW1wbGF0ZV9zbHVnGAEgASgJEgoKAnRvGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIlEKEVNlbmRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEAoIcmVwbGF5ZWQYAiABKAgiHQoPR2V0RW1haWxSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEEdldEVtYWlsUmVzcG9uc2USKgoFZW1haWwYASABKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbCIyChFMaXN0RW1haWxzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiVgoSTGlzdEVtYWlsc1Jlc3BvbnNlEisKBmVtYWlscxgBIAMoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhMKC25leHRfY3Vyc29yGAIgASgJIo4CCg5TYW5kYm94TWVzc2FnZRIQCghlbWFpbF9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEg8KB3N1YmplY3QYBCABKAkSDAoEaHRtbBgFIAEoCRIMCgR0ZXh0GAYgASgJEkIKB2hlYWRlcnMYByADKAsyMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZS5IZWFkZXJzRW50cnkSLwoLY2FwdHVyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiwKGEdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBIQCghlbWFpbF9pZBgBIAEoCSJSChlHZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEjUKB21lc3NhZ2UYASABKAsyJC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZSJlChtFeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiLAocRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRIMCgRqc29uGAEgASgJKqoBCgtFbWFpbFN0YXR1cxIcChhFTUFJTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNFTUFJTF9TVEFUVVNfUVVFVUVEEAESFQoRRU1BSUxfU1RBVFVTX1NFTlQQAhIXChNFTUFJTF9TVEFUVVNfRkFJTEVEEAMSGAoURU1BSUxfU1RBVFVTX0JPVU5DRUQQBBIaChZFTUFJTF9TVEFUVVNfREVMSVZFUkVEEAUyoAQKD0RlbGl2ZXJ5U2VydmljZRJcCglTZW5kRW1haWwSJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxSZXF1ZXN0GicuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVzcG9uc2USWQoIR2V0RW1haWwSJS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlcXVlc3QaJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlc3BvbnNlEl8KCkxpc3RFbWFpbHMSJy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVxdWVzdBooLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkxpc3RFbWFpbHNSZXNwb25zZRJ0ChFHZXRTYW5kYm94TWVzc2FnZRIuLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBovLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USfQoURXhwb3J0U3Vic2NyaWJlckRhdGESMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QaMi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.delivery.v1.Email
@@ -334,6 +336,54 @@ export const GetSandboxMessageResponseSchema: GenMessage<GetSandboxMessageRespon
   messageDesc(file_emailsvc_delivery_v1_delivery, 9);
 
 /**
+ * Delivery's part of a subscriber's data export: the emails linked to them.
+ *
+ * @generated from message emailsvc.delivery.v1.ExportSubscriberDataRequest
+ */
+export type ExportSubscriberDataRequest = Message<"emailsvc.delivery.v1.ExportSubscriberDataRequest"> & {
+  /**
+   * @generated from field: string subscriber_id = 1;
+   */
+  subscriberId: string;
+
+  /**
+   * Not used by delivery (the subscribers service logs the request).
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 2;
+   */
+  audit?: AuditContext | undefined;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.ExportSubscriberDataRequest.
+ * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
+ */
+export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
+
+/**
+ * @generated from message emailsvc.delivery.v1.ExportSubscriberDataResponse
+ */
+export type ExportSubscriberDataResponse = Message<"emailsvc.delivery.v1.ExportSubscriberDataResponse"> & {
+  /**
+   * A JSON object: `emails` [{id, template_id, template_version, subject (as
+   * rendered; null when not known), status, created_at, sent_at, campaign_id}],
+   * oldest first; `{"emails": []}` for an unknown subscriber. RESOURCE_EXHAUSTED
+   * (`export_too_large`) beyond the bound in the service's README.
+   *
+   * @generated from field: string json = 1;
+   */
+  json: string;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.ExportSubscriberDataResponse.
+ * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
+ */
+export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
+
+/**
  * @generated from enum emailsvc.delivery.v1.EmailStatus
  */
 export enum EmailStatus {
@@ -409,6 +459,14 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof GetSandboxMessageRequestSchema;
     output: typeof GetSandboxMessageResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.delivery.v1.DeliveryService.ExportSubscriberData
+   */
+  exportSubscriberData: {
+    methodKind: "unary";
+    input: typeof ExportSubscriberDataRequestSchema;
+    output: typeof ExportSubscriberDataResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_delivery_v1_delivery, 0);

@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditContext } from "../../common/v1/audit_pb.js";
+import { file_emailsvc_common_v1_audit } from "../../common/v1/audit_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/subscribers.proto.
  */
 export const file_emailsvc_subscribers_v1_subscribers: GenFile = /*@__PURE__*/
-  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi+wEKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKcAQoXQ3JlYXRlU3Vic2NyaWJlclJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEdGFncxgCIAMoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOQoGc3RhdHVzGAQgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cyJTChhDcmVhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiIgoUR2V0U3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkiUAoVR2V0U3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiwKG0dldFN1YnNjcmliZXJCeUVtYWlsUmVxdWVzdBINCgVlbWFpbBgBIAEoCSJXChxHZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyInIKFkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QSDQoFbGltaXQYASABKAUSOQoGc3RhdHVzGAIgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIOCgZjdXJzb3IYAyABKAkiaAoXTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USOAoLc3Vic2NyaWJlcnMYASADKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyEhMKC25leHRfY3Vyc29yGAIgASgJIqkBChdVcGRhdGVTdWJzY3JpYmVyUmVxdWVzdBIKCgJpZBgBIAEoCRISCgVlbWFpbBgCIAEoCUgAiAEBEjkKBnN0YXR1cxgDIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9lbWFpbCJTChhVcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiJQoXRGVsZXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkiGgoYRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlIjUKDkFkZFRhZ3NSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDAoEdGFncxgCIAMoCSJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIiOwoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJIkwKEVJlbW92ZVRhZ1Jlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIpIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJKrgBChBTdWJzY3JpYmVyU3RhdHVzEiEKHVNVQlNDUklCRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYU1VCU0NSSUJFUl9TVEFUVVNfQUNUSVZFEAESIgoeU1VCU0NSSUJFUl9TVEFUVVNfVU5TVUJTQ1JJQkVEEAISHQoZU1VCU0NSSUJFUl9TVEFUVVNfQk9VTkNFRBADEiAKHFNVQlNDUklCRVJfU1RBVFVTX0NPTVBMQUlORUQQBDKyCAoRU3Vic2NyaWJlclNlcnZpY2USdwoQQ3JlYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEm4KDUdldFN1YnNjcmliZXISLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFN1YnNjcmliZXJSZXNwb25zZRKDAQoUR2V0U3Vic2NyaWJlckJ5RW1haWwSNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEnQKD0xpc3RTdWJzY3JpYmVycxIvLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRJ3ChBVcGRhdGVTdWJzY3JpYmVyEjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QaMS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USdwoQRGVsZXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlElwKB0FkZFRhZ3MSJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVxdWVzdBooLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZFRhZ3NSZXNwb25zZRJiCglSZW1vdmVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZW1vdmVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVzcG9uc2USgwEKFExpc3RTdWJzY3JpYmVyRXZlbnRzEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAkijgIKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCRITCgtyZXN1YnNjcmliZRgHIAEoCBIaChJyZXN1YnNjcmliZV9yZWFzb24YCCABKAkiUwoYQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiIKFEdldFN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJIlAKFUdldFN1YnNjcmliZXJSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciIsChtHZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiVwocR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJyChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEjkKBnN0YXR1cxgCIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSDgoGY3Vyc29yGAMgASgJImgKF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjgKC3N1YnNjcmliZXJzGAEgAygLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchITCgtuZXh0X2N1cnNvchgCIAEoCSL6AQoXVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgVhdWRpdBgFIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQSEwoGbG9jYWxlGAYgASgJSAGIAQFCCAoGX2VtYWlsQgkKB19sb2NhbGUiUwoYVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIlYKF0RlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIaChhEZWxldGVTdWJzY3JpYmVyUmVzcG9uc2UiZgoOQWRkVGFnc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIMCgR0YWdzGAIgAygJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIibAoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJMChFSZW1vdmVUYWdSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciLCAQoPU3Vic2NyaWJlckV2ZW50EgoKAmlkGAEgASgJEgwKBHR5cGUYAiABKAkSLwoLb2NjdXJyZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWFjdG9yGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgGIAEoCRIKCgJpcBgHIAEoCRISCgp1c2VyX2FnZW50GAggASgJIlMKG0xpc3RTdWJzY3JpYmVyRXZlbnRzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJtChxMaXN0U3Vic2NyaWJlckV2ZW50c1Jlc3BvbnNlEjgKBmV2ZW50cxgBIAMoCzIoLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJFdmVudBITCgtuZXh0X2N1cnNvchgCIAEoCSJlChtFeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiLAocRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRIMCgRqc29uGAEgASgJKrgBChBTdWJzY3JpYmVyU3RhdHVzEiEKHVNVQlNDUklCRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYU1VCU0NSSUJFUl9TVEFUVVNfQUNUSVZFEAESIgoeU1VCU0NSSUJFUl9TVEFUVVNfVU5TVUJTQ1JJQkVEEAISHQoZU1VCU0NSSUJFUl9TVEFUVVNfQk9VTkNFRBADEiAKHFNVQlNDUklCRVJfU1RBVFVTX0NPTVBMQUlORUQQBDK4CQoRU3Vic2NyaWJlclNlcnZpY2USdwoQQ3JlYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEm4KDUdldFN1YnNjcmliZXISLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFN1YnNjcmliZXJSZXNwb25zZRKDAQoUR2V0U3Vic2NyaWJlckJ5RW1haWwSNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEnQKD0xpc3RTdWJzY3JpYmVycxIvLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRJ3ChBVcGRhdGVTdWJzY3JpYmVyEjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QaMS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USdwoQRGVsZXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlElwKB0FkZFRhZ3MSJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVxdWVzdBooLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZFRhZ3NSZXNwb25zZRJiCglSZW1vdmVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZW1vdmVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVzcG9uc2USgwEKFExpc3RTdWJzY3JpYmVyRXZlbnRzEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXNwb25zZRKDAQoURXhwb3J0U3Vic2NyaWJlckRhdGESNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.subscribers.v1.Subscriber
@@ -54,6 +56,13 @@ export type Subscriber = Message<"emailsvc.subscribers.v1.Subscriber"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The language the subscriber reads: `en`, `de`, `fr`, `it`, or empty (not set).
+   *
+   * @generated from field: string locale = 8;
+   */
+  locale: string;
 };
 
 /**
@@ -88,6 +97,35 @@ export type CreateSubscriberRequest = Message<"emailsvc.subscribers.v1.CreateSub
    * @generated from field: emailsvc.subscribers.v1.SubscriberStatus status = 4;
    */
   status: SubscriberStatus;
+
+  /**
+   * How the request came (audit trail).
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 5;
+   */
+  audit?: AuditContext | undefined;
+
+  /**
+   * `en`, `de`, `fr`, `it`, or empty (not set).
+   *
+   * @generated from field: string locale = 6;
+   */
+  locale: string;
+
+  /**
+   * An address erased at its owner's request is suppressed: creating it again
+   * is ALREADY_EXISTS (`subscriber_suppressed`) unless the caller says the
+   * person opted in again (`resubscribe` with a reason of 1-500 characters,
+   * kept in the new subscriber's audit trail), which lifts the suppression.
+   *
+   * @generated from field: bool resubscribe = 7;
+   */
+  resubscribe: boolean;
+
+  /**
+   * @generated from field: string resubscribe_reason = 8;
+   */
+  resubscribeReason: string;
 };
 
 /**
@@ -262,6 +300,18 @@ export type UpdateSubscriberRequest = Message<"emailsvc.subscribers.v1.UpdateSub
    * @generated from field: google.protobuf.Struct metadata = 4;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 5;
+   */
+  audit?: AuditContext | undefined;
+
+  /**
+   * `en`, `de`, `fr`, `it`, or empty to unset; absent: unchanged.
+   *
+   * @generated from field: optional string locale = 6;
+   */
+  locale?: string | undefined;
 };
 
 /**
@@ -296,6 +346,11 @@ export type DeleteSubscriberRequest = Message<"emailsvc.subscribers.v1.DeleteSub
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 2;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -331,6 +386,11 @@ export type AddTagsRequest = Message<"emailsvc.subscribers.v1.AddTagsRequest"> &
    * @generated from field: repeated string tags = 2;
    */
   tags: string[];
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 3;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -370,6 +430,11 @@ export type RemoveTagRequest = Message<"emailsvc.subscribers.v1.RemoveTagRequest
    * @generated from field: string tag_name = 2;
    */
   tagName: string;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 3;
+   */
+  audit?: AuditContext | undefined;
 };
 
 /**
@@ -421,7 +486,7 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
   occurredAt?: Timestamp | undefined;
 
   /**
-   * Who made the change: "api_key:<key id>", "admin", "portal", "system".
+   * Who made the change: "api_key:<key id>", "admin", "portal", "one_click", "system".
    *
    * @generated from field: string actor = 4;
    */
@@ -433,6 +498,24 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
    * @generated from field: google.protobuf.Struct data = 5;
    */
   data?: JsonObject | undefined;
+
+  /**
+   * How the change came (`api`, `portal`, `one_click`, `import`; empty when the
+   * caller did not say), and the request's IP address and user agent.
+   *
+   * @generated from field: string source = 6;
+   */
+  source: string;
+
+  /**
+   * @generated from field: string ip = 7;
+   */
+  ip: string;
+
+  /**
+   * @generated from field: string user_agent = 8;
+   */
+  userAgent: string;
 };
 
 /**
@@ -490,6 +573,58 @@ export type ListSubscriberEventsResponse = Message<"emailsvc.subscribers.v1.List
  */
 export const ListSubscriberEventsResponseSchema: GenMessage<ListSubscriberEventsResponse> = /*@__PURE__*/
   messageDesc(file_emailsvc_subscribers_v1_subscribers, 19);
+
+/**
+ * The subscriber's part of a data export (GDPR Art. 15 and 20, revDSG Art. 25).
+ *
+ * @generated from message emailsvc.subscribers.v1.ExportSubscriberDataRequest
+ */
+export type ExportSubscriberDataRequest = Message<"emailsvc.subscribers.v1.ExportSubscriberDataRequest"> & {
+  /**
+   * @generated from field: string subscriber_id = 1;
+   */
+  subscriberId: string;
+
+  /**
+   * How the export was asked for (`api` or `portal`): the request is logged
+   * (who, when, how, outcome; no personal data) in the subscribers service.
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 2;
+   */
+  audit?: AuditContext | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.ExportSubscriberDataRequest.
+ * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
+ */
+export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 20);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.ExportSubscriberDataResponse
+ */
+export type ExportSubscriberDataResponse = Message<"emailsvc.subscribers.v1.ExportSubscriberDataResponse"> & {
+  /**
+   * A JSON object (snake_case keys, RFC 3339 timestamps): `profile` {id, email,
+   * status, locale, metadata, created_at, updated_at}, `tags` [{id, name,
+   * joined_at, joined_via}], `audit_trail` [{id, type, occurred_at, actor,
+   * source, ip, user_agent, data}], `consent` [{event_id, action, scope, tag,
+   * at, actor, source, ip, user_agent, reason}]. NOT_FOUND for an unknown or
+   * erased subscriber; RESOURCE_EXHAUSTED (`export_too_large`) beyond the
+   * bounds in the service's README.
+   *
+   * @generated from field: string json = 1;
+   */
+  json: string;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.ExportSubscriberDataResponse.
+ * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
+ */
+export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 21);
 
 /**
  * @generated from enum emailsvc.subscribers.v1.SubscriberStatus
@@ -602,6 +737,14 @@ export const SubscriberService: GenService<{
     methodKind: "unary";
     input: typeof ListSubscriberEventsRequestSchema;
     output: typeof ListSubscriberEventsResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.subscribers.v1.SubscriberService.ExportSubscriberData
+   */
+  exportSubscriberData: {
+    methodKind: "unary";
+    input: typeof ExportSubscriberDataRequestSchema;
+    output: typeof ExportSubscriberDataResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_subscribers, 0);

@@ -52,7 +52,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
     return {
       options,
       subscriberId: who.subscriberId,
-      client: { ip: context.clientAddress(ctx), userAgent: ctx.get("user-agent").slice(0, 512) },
+      client: { ip: context.clientIp(ctx), userAgent: ctx.get("user-agent").slice(0, 512) },
     };
   }
 

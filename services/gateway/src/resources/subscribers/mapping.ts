@@ -9,6 +9,7 @@ export interface SubscriberJson {
   id: string;
   email: string;
   status: string;
+  locale: string | null;
   metadata: JsonObject;
   tags: string[];
   created_at: string;
@@ -20,6 +21,9 @@ export interface SubscriberEventJson {
   type: string;
   occurred_at: string;
   actor: string;
+  source: string | null;
+  ip: string | null;
+  user_agent: string | null;
   data: JsonObject;
 }
 
@@ -58,6 +62,7 @@ export function subscriberJson(s: Subscriber | undefined): SubscriberJson {
     id: s.id,
     email: s.email,
     status: statusToJson(s.status),
+    locale: s.locale || null,
     metadata: s.metadata ?? {},
     tags: s.tags,
     created_at: rfc3339(s.createdAt, "created_at"),
@@ -71,6 +76,9 @@ export function subscriberEventJson(e: SubscriberEvent): SubscriberEventJson {
     type: e.type,
     occurred_at: rfc3339(e.occurredAt, "occurred_at"),
     actor: e.actor,
+    source: e.source || null,
+    ip: e.ip || null,
+    user_agent: e.userAgent || null,
     data: e.data ?? {},
   };
 }

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { SubscriberService } from "@emailsvc/proto";
-import { callOptions } from "../../routes/calls.js";
+import { callOptions, requestAudit } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
@@ -15,11 +15,22 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
   if (!transport) throw new Error("the subscriber routes need the subscribers service");
   const subscribers = createClient(SubscriberService, transport);
   const { timeoutMs } = context;
+  // Every change made through these routes is audited as coming from the API, with the client's address and user agent.
+  const audit = (ctx: Parameters<typeof callOptions>[0]) => requestAudit(ctx, "api", context.clientIp);
 
   defineRoute(kit, "post", "/api/v1/subscribers", "createSubscriber", async (ctx) => {
     const body = ctx.state.body as SubscriberCreateBody;
     const res = await subscribers.createSubscriber(
-      { email: body.email, tags: body.tags ?? [], metadata: body.metadata as JsonObject | undefined, status: statusFromJson(body.status) },
+      {
+        email: body.email,
+        tags: body.tags ?? [],
+        metadata: body.metadata as JsonObject | undefined,
+        status: statusFromJson(body.status),
+        locale: body.locale ?? "",
+        resubscribe: body.resubscribe ?? false,
+        resubscribeReason: body.resubscribe_reason ?? "",
+        audit: audit(ctx),
+      },
       callOptions(ctx, timeoutMs),
     );
     ctx.status = 201;
@@ -55,6 +66,9 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
         email: body.email,
         status: statusFromJson(body.status),
         metadata: body.metadata as JsonObject | undefined,
+        // null and "" both unset it; absent leaves it.
+        locale: body.locale === null ? "" : body.locale,
+        audit: audit(ctx),
       },
       callOptions(ctx, timeoutMs),
     );
@@ -62,19 +76,19 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
   });
 
   defineRoute(kit, "delete", "/api/v1/subscribers/:id", "deleteSubscriber", async (ctx) => {
-    await subscribers.deleteSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    await subscribers.deleteSubscriber({ id: ctx.params.id ?? "", audit: audit(ctx) }, callOptions(ctx, timeoutMs));
     ctx.status = 204;
   });
 
   defineRoute(kit, "post", "/api/v1/subscribers/:id/tags", "addSubscriberTags", async (ctx) => {
     const body = ctx.state.body as SubscriberTagsAddBody;
-    const res = await subscribers.addTags({ subscriberId: ctx.params.id ?? "", tags: body.tags }, callOptions(ctx, timeoutMs));
+    const res = await subscribers.addTags({ subscriberId: ctx.params.id ?? "", tags: body.tags, audit: audit(ctx) }, callOptions(ctx, timeoutMs));
     ctx.body = subscriberJson(res.subscriber);
   });
 
   defineRoute(kit, "delete", "/api/v1/subscribers/:id/tags/:tag_name", "removeSubscriberTag", async (ctx) => {
     const res = await subscribers.removeTag(
-      { subscriberId: ctx.params.id ?? "", tagName: ctx.params.tag_name ?? "" },
+      { subscriberId: ctx.params.id ?? "", tagName: ctx.params.tag_name ?? "", audit: audit(ctx) },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = subscriberJson(res.subscriber);

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
@@ -31,6 +31,15 @@ const metadata = {
 
 const email = emailAddress;
 
+/** The languages a subscriber can read the preference portal in. */
+export const LOCALES = ["en", "de", "fr", "it"] as const;
+
+const locale = {
+  type: ["string", "null"],
+  enum: [...LOCALES, "", null],
+  description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) for none.",
+} as const;
+
 export const SubscriberCreate = {
   type: "object",
   additionalProperties: false,
@@ -45,7 +54,21 @@ export const SubscriberCreate = {
     },
     metadata,
     status: { ...status, description: "Defaults to `active`." },
+    locale,
+    resubscribe: {
+      type: "boolean",
+      description:
+        "The person opted in again. An address erased at its owner's request is suppressed: creating it is a 409 `subscriber_suppressed` unless this is true, with `resubscribe_reason`; then the suppression is lifted and the reason goes into the new subscriber's audit trail. No effect on an address that is not suppressed.",
+    },
+    resubscribe_reason: {
+      ...lineText(500, "is 1-500 characters, not blank, without control characters"),
+      description: "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters, not blank, no control characters. Required with `resubscribe: true`, refused without it.",
+    },
   },
+  // A reason with `resubscribe: true` only, and always with it.
+  if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
+  then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
+  else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
 } as const;
 export type SubscriberCreateBody = FromSchema<typeof SubscriberCreate>;
 
@@ -57,6 +80,7 @@ export const SubscriberUpdate = {
   properties: {
     email,
     status,
+    locale: { ...locale, description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) removes it." },
     metadata: {
       type: "object",
       maxProperties: 50,
@@ -91,11 +115,12 @@ export const schemas: Record<string, JsonSchema> = {
   Subscriber: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "email", "status", "metadata", "tags", "created_at", "updated_at"],
+    required: ["id", "email", "status", "locale", "metadata", "tags", "created_at", "updated_at"],
     properties: {
       id: { type: "string", readOnly: true, examples: ["sub_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       email: { type: "string", format: "email", description: "Unique per account and mode, compared case-insensitively." },
       status: ref("SubscriberStatus"),
+      locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "The subscriber's language; null when not set." },
       metadata: ref("Metadata"),
       tags: { type: "array", items: { type: "string" }, description: "Tag names, sorted." },
       created_at: timestamp("When the subscriber was created (RFC 3339, UTC)."),
@@ -109,8 +134,9 @@ export const schemas: Record<string, JsonSchema> = {
   SubscriberEvent: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "type", "occurred_at", "actor", "data"],
-    description: "One entry of the subscriber's audit trail.",
+    required: ["id", "type", "occurred_at", "actor", "source", "ip", "user_agent", "data"],
+    description:
+      "One entry of the subscriber's audit trail: what changed, when, who made the change, how it came and from where. The trail is deleted with the subscriber.",
     properties: {
       id: { type: "string", readOnly: true },
       type: {
@@ -119,8 +145,18 @@ export const schemas: Record<string, JsonSchema> = {
           "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`.",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
-      actor: { type: "string", description: "Who made the change: `api_key:<key id>`, `admin`, `portal` or `system`." },
-      data: { type: "object", additionalProperties: true, description: "What changed, by ids and names." },
+      actor: {
+        type: "string",
+        description: "Who made the change: `api_key:<key id>`, `admin`, `portal`, `one_click` (an unsubscribe link), `trigger:<id>` or `system`.",
+      },
+      source: {
+        type: ["string", "null"],
+        enum: ["api", "portal", "one_click", "import", null],
+        description: "How the change came: this API, the preference portal, a one-click unsubscribe link, or an import; null when not recorded.",
+      },
+      ip: { type: ["string", "null"], description: "The IP address the request came from (IPv4 or IPv6); null when not known." },
+      user_agent: { type: ["string", "null"], maxLength: 512, description: "The request's User-Agent header (at most 512 characters); null when none." },
+      data: { type: "object", additionalProperties: true, description: "What changed, by ids and names (never the address or metadata values)." },
     },
   },
   SubscriberEventPage: page("SubscriberEvent", "A page of audit-trail entries, oldest first."),
@@ -135,7 +171,8 @@ export const paths: Paths = {
     post: {
       operationId: "createSubscriber",
       summary: "Create a subscriber",
-      description: "Tags that do not exist yet are created. Emails are unique per account and mode, compared case-insensitively.",
+      description:
+        "Tags that do not exist yet are created. Emails are unique per account and mode, compared case-insensitively (409 `email_taken`). An address erased at its owner's request (`DELETE /api/v1/subscribers/{id}`) is suppressed: 409 `subscriber_suppressed` unless the body says `\"resubscribe\": true` with a `resubscribe_reason`.",
       tags: ["Subscribers"],
       requestBody: body("SubscriberCreate"),
       responses: {
@@ -226,7 +263,8 @@ export const paths: Paths = {
     get: {
       operationId: "listSubscriberEvents",
       summary: "Read a subscriber's audit trail",
-      description: "Every subscription change, with a UTC timestamp and who made it.",
+      description:
+        "Every subscription change (created, status changed, tag added or removed, fields updated), with a UTC timestamp, who made it, how it came (`api`, `portal`, `one_click`, `import`) and the request's IP address and user agent. Deleted with the subscriber.",
       tags: ["Subscribers"],
       parameters: [param("SubscriberId"), param("Limit"), param("Cursor")],
       responses: {

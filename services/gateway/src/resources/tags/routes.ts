@@ -1,6 +1,6 @@
 import { createClient } from "@connectrpc/connect";
 import { TagService } from "@emailsvc/proto";
-import { callOptions } from "../../routes/calls.js";
+import { callOptions, requestAudit } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
@@ -45,7 +45,8 @@ export function tagRoutes(kit: RouteKit, context: ResourceContext): void {
   });
 
   defineRoute(kit, "delete", "/api/v1/tags/:id", "deleteTag", async (ctx) => {
-    await tags.deleteTag({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
+    // Deleting a tag removes it from its members: each removal is audited as coming from the API.
+    await tags.deleteTag({ id: ctx.params.id ?? "", audit: requestAudit(ctx, "api", context.clientIp) }, callOptions(ctx, timeoutMs));
     ctx.status = 204;
   });
 }

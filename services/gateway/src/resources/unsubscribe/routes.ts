@@ -1,10 +1,11 @@
 import { Code, ConnectError, createClient, type CallOptions } from "@connectrpc/connect";
 import { delivery, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
+import { readError } from "@emailsvc/runtime";
 import { TokenError, verifyToken, type VerifiedToken } from "@emailsvc/tokens";
 import { readBody } from "../../http/body.js";
 import { Problem } from "../../http/problem.js";
 import type { GatewayRouterContext } from "../../http/state.js";
-import { callOptionsAs, requireClient } from "../../routes/calls.js";
+import { callOptionsAs, requestAudit, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { confirmPage, donePage, invalidLinkPage } from "./pages.js";
@@ -51,39 +52,45 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
       { tenant: { accountId: token.accountId, mode: token.mode }, actor: ONE_CLICK_ACTOR, requestId: ctx.state.requestId },
       timeoutMs,
     );
+    const audit = requestAudit(ctx, "one_click", context.clientIp);
     if (token.subscriberId) {
-      await unsubscribeSubscriber(token.subscriberId, options);
+      await unsubscribeSubscriber(token.subscriberId, options, audit);
     } else if (token.emailId) {
       // The mail went to an address that was no subscriber: find it through the email.
       const res = await requireClient(emails, "delivery").getEmail({ id: token.emailId }, options).catch(notFoundAsUndefined);
       const to = res?.email?.to ?? "";
-      if (to !== "") await unsubscribeAddress(to, options);
+      if (to !== "") await unsubscribeAddress(to, options, audit);
     }
     donePage(ctx);
   });
 
   /** Active becomes unsubscribed; bounced, complained and unsubscribed stay; an erased subscriber is done already. */
-  async function unsubscribeSubscriber(id: string, options: CallOptions): Promise<void> {
+  async function unsubscribeSubscriber(id: string, options: CallOptions, audit: Audit): Promise<void> {
     const found = await subscribers.getSubscriber({ id }, options).catch(notFoundAsUndefined);
     if (found?.subscriber?.status !== SubscriberStatus.ACTIVE) return;
-    await subscribers.updateSubscriber({ id, status: SubscriberStatus.UNSUBSCRIBED }, options).catch(notFoundAsUndefined);
+    await subscribers.updateSubscriber({ id, status: SubscriberStatus.UNSUBSCRIBED, audit }, options).catch(notFoundAsUndefined);
   }
 
-  async function unsubscribeAddress(email: string, options: CallOptions): Promise<void> {
+  async function unsubscribeAddress(email: string, options: CallOptions, audit: Audit): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const found = await subscribers.getSubscriberByEmail({ email }, options).catch(notFoundAsUndefined);
-      if (found?.subscriber) return unsubscribeSubscriber(found.subscriber.id, options);
+      if (found?.subscriber) return unsubscribeSubscriber(found.subscriber.id, options, audit);
       try {
         // Kept as an unsubscribed subscriber: the suppression that stops later marketing mail.
-        await subscribers.createSubscriber({ email, status: SubscriberStatus.UNSUBSCRIBED }, options);
+        await subscribers.createSubscriber({ email, status: SubscriberStatus.UNSUBSCRIBED, audit }, options);
         return;
       } catch (err) {
+        const info = readError(err);
+        // Erased at its owner's request: suppressed already, nothing to keep.
+        if (info.errorCode === "subscriber_suppressed") return;
         // Created meanwhile (by an import, say): look it up again.
-        if (ConnectError.from(err).code !== Code.AlreadyExists) throw err;
+        if (info.code !== Code.AlreadyExists) throw err;
       }
     }
   }
 }
+
+type Audit = ReturnType<typeof requestAudit>;
 
 function notFoundAsUndefined(err: unknown): undefined {
   if (ConnectError.from(err).code === Code.NotFound) return undefined;

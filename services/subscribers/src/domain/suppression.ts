@@ -1,0 +1,64 @@
+import { createHmac } from "node:crypto";
+import type { KeyRing } from "@emailsvc/tokens";
+import { AppError, invalid } from "@emailsvc/runtime";
+
+// Suppression of erased addresses. Erasure keeps nothing of a subscriber but
+// a keyed hash of their address: HMAC-SHA256 under a key from the environment
+// (SUPPRESSION_KEYS) of the tenant and the lower-cased address, so the marker
+// cannot be reversed or matched against a list of addresses without the key,
+// and the same address in two tenants gives two unrelated markers. A create
+// (or an import) of a suppressed address is refused unless the integrator
+// says the person opted in again. Pure rules, no I/O.
+
+/** The marker of an address under one key. */
+export interface SuppressionHash {
+  keyId: string;
+  hash: string;
+}
+
+/**
+ * The markers an address may have in a tenant: one per key of the ring (the
+ * first key writes new ones, every key listed still finds old ones, so a key
+ * can be rotated: put the new one first and keep the old one listed).
+ */
+export function suppressionHashes(ring: KeyRing, tenant: string, emailKey: string): SuppressionHash[] {
+  return ring.keys.map((key) => ({
+    keyId: key.id,
+    hash: createHmac("sha256", key.secret).update(`${tenant}\n${emailKey}`).digest("base64url"),
+  }));
+}
+
+/** Longest reason for a resubscribe. */
+export const RESUBSCRIBE_REASON_MAX = 500;
+
+/**
+ * `resubscribe` with its reason as given on create: a reason of 1-500
+ * characters without control characters is required with the flag, and
+ * refused without it. Undefined when the flag is not set.
+ */
+export function validateResubscribe(resubscribe: boolean, rawReason: string): { reason: string } | undefined {
+  const reason = rawReason.trim();
+  if (!resubscribe) {
+    if (reason !== "") throw invalid("resubscribe_reason is only taken with resubscribe: true", [{ field: "resubscribe_reason", description: "only with resubscribe: true" }]);
+    return undefined;
+  }
+  if (reason === "") throw invalid("resubscribe needs a reason", [{ field: "resubscribe_reason", description: "is required with resubscribe: true" }]);
+  if (reason.length > RESUBSCRIBE_REASON_MAX) {
+    throw invalid("resubscribe_reason is too long", [{ field: "resubscribe_reason", description: `at most ${RESUBSCRIBE_REASON_MAX} characters` }]);
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(reason)) {
+    throw invalid("resubscribe_reason holds control characters", [{ field: "resubscribe_reason", description: "no control characters" }]);
+  }
+  return { reason };
+}
+
+/** 409 `subscriber_suppressed`: the address was erased at its owner's request. */
+export function suppressed(): AppError {
+  return new AppError(
+    "conflict",
+    "subscriber_suppressed",
+    "this address was erased at its owner's request; create it again only if the person opted in again (resubscribe: true with a resubscribe_reason)",
+    { fieldViolations: [{ field: "email", description: "is suppressed after an erasure" }] },
+  );
+}
