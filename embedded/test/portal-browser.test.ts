@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expectFitsViewport, expectNoAxeViolations, launchChromium, launchChromiumProfile, openInCrossSiteFrame, tabUntilFocused } from "@emailsvc/testing";
 import { signToken } from "@emailsvc/tokens";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -15,7 +16,7 @@ let phone: BrowserContext;
 beforeAll(async () => {
   t = await startTestPlatform("portal-browser");
   browser = await launchChromium();
-  phone = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
+  phone = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true, acceptDownloads: true });
 });
 afterAll(async () => {
   await browser?.close();
@@ -80,6 +81,21 @@ describe("the preference page in Chromium", () => {
     expect((await subscriberNow(id)).status).toBe("unsubscribed");
     await expectNoAxeViolations(page);
     await expectFitsViewport(page);
+    await page.close();
+  });
+
+  it("downloads the subscriber's data and saves their language", async () => {
+    const id = await subscriber("download@example.com", ["News"]);
+    const page = await open(phone, await linkFor(id));
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download my data" }).click()]);
+    expect(download.suggestedFilename()).toBe("my-data.json");
+    const data = JSON.parse(readFileSync((await download.path())!, "utf8"));
+    expect(data.profile.email).toBe("download@example.com");
+    await page.getByRole("combobox", { name: "Your language" }).selectOption("de");
+    await page.getByRole("button", { name: "Save language" }).click();
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Ihre Sprache ist gespeichert.");
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.locale).toBe("de");
+    await expectNoAxeViolations(page);
     await page.close();
   });
 

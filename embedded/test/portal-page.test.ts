@@ -109,6 +109,26 @@ describe("the portal page", () => {
     expect(events.filter((e) => e.type.startsWith("subscriber.tag")).map((e) => e.actor)).toEqual(["portal", "portal"]);
   });
 
+  it("downloads the subscriber's data and saves their language", async () => {
+    const id = await subscriber("mydata@example.com", ["offers"]);
+    const { path, csrf } = await open(id);
+    const download = await post(`${path}/export`, { csrf });
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(download.headers.get("content-disposition")).toBe('attachment; filename="my-data.json"');
+    const data = JSON.parse(await download.text());
+    expect(data.profile).toMatchObject({ id, email: "mydata@example.com" });
+    expect((await post(`${path}/export`, { csrf: "forged" })).status).toBe(403);
+
+    const saved = await post(`${path}/locale`, { csrf, locale: "it" });
+    expect(saved.status).toBe(303);
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.locale).toBe("it");
+    // The stored language wins over the browser's from now on.
+    const page = await (await get(path, { "accept-language": "de" })).text();
+    expect(page).toContain('<html lang="it">');
+    expect((await post(`${path}/locale`, { csrf, locale: "xx" })).status).toBe(400);
+  });
+
   it("unsubscribes from everything", async () => {
     const id = await subscriber("stop@example.com", ["offers"]);
     const { path, csrf } = await open(id);

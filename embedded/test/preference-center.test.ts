@@ -141,6 +141,54 @@ describe("preference-center API", () => {
   });
 });
 
+describe("export and language", () => {
+  it("exports every service's part, for the subscriber and for the integrator, and logs where changes came from", async () => {
+    const id = await subscriber("export@example.com", ["news", "vip"]);
+    const token = await tokenFor(id);
+    // A change through the API of the token, with its client.
+    const joined = await t.call("POST", `/api/v1/preference-center/tags/${offers}/subscribe`, {
+      key: null,
+      headers: { authorization: `Bearer ${token}`, "user-agent": "ExportTest/1.0" },
+    });
+    expect(joined.status).toBe(200);
+    const res = await portal(token, "GET", "/export");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-disposition")).toContain("attachment");
+    const data = res.body;
+    expect(data.export).toMatchObject({ format_version: 1, subscriber_id: id });
+    expect(data.profile).toMatchObject({ id, email: "export@example.com", status: "active" });
+    // Private tags too: the export holds everything.
+    expect((data.tags as Array<{ name: string }>).map((x) => x.name).sort()).toEqual(["news", "offers", "vip"]);
+    expect(Array.isArray(data.emails)).toBe(true);
+    expect(Array.isArray(data.campaign_memberships)).toBe(true);
+    expect(Array.isArray(data.trigger_sends)).toBe(true);
+    expect(data.about_this_data.rights.length).toBeGreaterThan(3);
+    const portalChange = (data.audit_trail as Array<Record<string, unknown>>).find((e) => e.type === "subscriber.tag_added" && e.source === "portal");
+    expect(portalChange).toMatchObject({ actor: "portal", user_agent: "ExportTest/1.0" });
+    expect(portalChange!.ip).toMatch(/^127\.0\.0\.1$|^::1$/);
+
+    // The integrator's copy of the same document.
+    const theirs = await t.call("GET", `/api/v1/subscribers/${id}/export`);
+    expect(theirs.status).toBe(200);
+    expect(theirs.body.profile.email).toBe("export@example.com");
+    expect((await t.call("GET", "/api/v1/subscribers/sub_00000000000000000000000000/export")).status).toBe(404);
+    expect((await t.call("GET", `/api/v1/subscribers/${id}/export`, { key: null })).status).toBe(401);
+  });
+
+  it("sets and clears the subscriber's language", async () => {
+    const id = await subscriber("sprache2@example.com");
+    const token = await tokenFor(id);
+    const put = (locale: unknown) =>
+      t.call("PUT", "/api/v1/preference-center/locale", { key: null, headers: { authorization: `Bearer ${token}` }, body: { locale } });
+    const res = await put("de");
+    expect(res.status).toBe(200);
+    expect(res.body.locale).toBe("de");
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.locale).toBe("de");
+    expect((await put("es")).status).toBe(400);
+    expect((await put(null)).body.locale).toBeNull();
+  });
+});
+
 describe("preference link in mail", () => {
   it("fills {{preference_center_url}} per message, and the link opens the subscriber's own preferences", async () => {
     const id = await subscriber("footer@example.com", ["news"]);

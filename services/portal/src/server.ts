@@ -2,7 +2,8 @@ import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
 import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
 import { startPageServer, type PageServerOptions, type RunningPageServer } from "./page/server.js";
-import { linkMailer, subscriberDirectory } from "./rpc/clients.js";
+import { exportSources, linkMailer, subscriberDirectory } from "./rpc/clients.js";
+import type { ExportDeps } from "./usecases/export.js";
 import type { Policy } from "@emailsvc/ratelimit";
 import { portalSettingsRoutes, preferenceCenterRoutes } from "./rpc/routes.js";
 import { PortalStorage } from "./storage/settings.js";
@@ -19,13 +20,16 @@ export interface PortalServiceOptions {
   host?: string;
   /** The subscribers service: its URL or a ready transport. */
   subscribers: string | Transport;
+  /** Delivery and campaigns: their parts of a subscriber's export. */
+  delivery: string | Transport;
+  campaigns: string | Transport;
   /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
-  page?: Omit<PageServerOptions, "deps" | "logger" | "newLink" | "frameAncestors"> & {
+  page?: Omit<PageServerOptions, "deps" | "exportDeps" | "logger" | "newLink" | "frameAncestors"> & {
     /** The page's frame-ancestors where an account set none (PORTAL_FRAME_ANCESTORS). */
     defaultFrameAncestors: readonly string[];
   };
   /** "Send me a new link" on the page: mailed through delivery with the tenant's template `template`. */
-  newLinks?: { delivery: string | Transport; template: string; perIp: Policy; perAddress: Policy };
+  newLinks?: { template: string; perIp: Policy; perAddress: Policy };
 }
 
 export interface RunningPortalService {
@@ -47,10 +51,18 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   const storage = new PortalStorage(options.store);
   await storage.createIndexes();
   const settingsDeps: SettingsDeps = { storage, now: Date.now };
+  const exportDeps: ExportDeps = {
+    sources: exportSources({
+      subscribers: transportOf(options.subscribers),
+      delivery: transportOf(options.delivery),
+      campaigns: transportOf(options.campaigns),
+    }),
+    now: Date.now,
+  };
   const { server, health } = await startServiceServer({
     services: [portal.PreferenceCenterService, portal.PortalSettingsService],
     routes: (router: ConnectRouter) => {
-      preferenceCenterRoutes(deps)(router);
+      preferenceCenterRoutes(deps, exportDeps)(router);
       portalSettingsRoutes(settingsDeps)(router);
     },
     ready: () => options.store.ping(),
@@ -61,7 +73,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   let page: RunningPageServer | undefined;
   try {
     const newLink = options.newLinks && {
-      deps: { subscribers: deps.subscribers, mailer: linkMailer(transportOf(options.newLinks.delivery), options.newLinks.template), logger, now: Date.now },
+      deps: { subscribers: deps.subscribers, mailer: linkMailer(transportOf(options.delivery), options.newLinks.template), logger, now: Date.now },
       perIp: options.newLinks.perIp,
       perAddress: options.newLinks.perAddress,
     };
@@ -69,7 +81,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       const { defaultFrameAncestors, ...pageOptions } = options.page;
       const frameAncestors = new FrameAncestorsCache(settingsDeps, defaultFrameAncestors);
       settingsDeps.changed = (tenant) => frameAncestors.forget(tenant);
-      page = await startPageServer({ ...pageOptions, deps, logger, frameAncestors, ...(newLink ? { newLink } : {}) });
+      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, frameAncestors, ...(newLink ? { newLink } : {}) });
     }
   } catch (err) {
     await server.close(0);

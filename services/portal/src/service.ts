@@ -9,8 +9,8 @@ export const portalService = defineService({
   name: "portal",
   usesBus: false,
   // Subscribers: the subscriber, their tags, their changes and their erasure.
-  // Delivery (optional): mails a fresh link on request.
-  calls: { subscribers: "required", delivery: "optional" },
+  // Delivery and campaigns: their parts of the export (a part missing fails it); delivery also mails a fresh link.
+  calls: { subscribers: "required", delivery: "required", campaigns: "required" },
   loadConfig,
   start: ({ store, logger, port, host, urls, developmentSecretsDir }, config) => {
     let keys;
@@ -27,6 +27,8 @@ export const portalService = defineService({
       port,
       host,
       subscribers: urls.subscribers!,
+      delivery: urls.delivery!,
+      campaigns: urls.campaigns!,
       page: {
         keys,
         port: config.pagePort,
@@ -34,9 +36,7 @@ export const portalService = defineService({
         defaultFrameAncestors: config.frameAncestors,
         trustedProxyHops: config.trustedProxyHops,
       },
-      ...(urls.delivery
-        ? { newLinks: { delivery: urls.delivery, template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress } }
-        : {}),
+      newLinks: { template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress },
     });
   },
 });

@@ -30,6 +30,8 @@ button,.button{display:inline-flex;align-items:center;box-sizing:border-box;min-
 button.secondary{background:#fff;color:#0a58ca}
 .danger{background:#b02a37;border-color:#b02a37;color:#fff}
 a{color:#0a58ca}
+select{font:inherit;min-height:44px;padding:.4rem .5rem;border:1px solid #57606a;border-radius:.375rem;background:#fff;color:#1f2328}
+select:focus-visible{outline:3px solid #1f2328;outline-offset:2px}
 input{font:inherit;min-height:44px;width:100%;max-width:24rem;box-sizing:border-box;padding:.4rem .5rem;border:1px solid #57606a;border-radius:.375rem}
 button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #1f2328;outline-offset:2px}
 .notice{border-left:4px solid #1a7f37;background:#f0fff4;padding:.5rem .75rem}
@@ -84,7 +86,7 @@ export interface PreferencesPage {
   base: string;
   csrf: string;
   /** What the last action did, to confirm it. */
-  done?: { key: "done_joined" | "done_left" | "done_unsubscribed_all"; tag?: string } | undefined;
+  done?: { key: "done_joined" | "done_left" | "done_unsubscribed_all" | "done_locale"; tag?: string } | undefined;
   /** Whether the export is offered. */
   canExport: boolean;
 }
@@ -124,6 +126,20 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
         "</section>",
     );
   }
+  const options = LOCALES.map(
+    (code) => `<option value="${code}" lang="${code}"${code === locale ? " selected" : ""}>${escapeHtml(CATALOGUES[code].language_name)}</option>`,
+  ).join("");
+  parts.push(
+    `<section aria-labelledby="language"><h2 id="language">${t(locale, "locale_heading")}</h2><p id="language-hint">${t(locale, "locale_text")}</p>` +
+      form(
+        `${base}/locale`,
+        csrf,
+        locale,
+        `<p><select id="locale" name="locale" aria-labelledby="language" aria-describedby="language-hint">${options}</select></p>` +
+          `<button type="submit" class="secondary">${t(locale, "save_button")}</button>`,
+      ) +
+      "</section>",
+  );
   parts.push(`<section aria-labelledby="data"><h2 id="data">${t(locale, "data_heading")}</h2>`);
   if (page.canExport) {
     parts.push(`<p>${t(locale, "export_text")}</p>` + form(`${base}/export`, csrf, locale, `<button type="submit" class="secondary">${t(locale, "export_button")}</button>`));

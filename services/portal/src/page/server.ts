@@ -10,10 +10,12 @@ import {
   subscribeTag,
   unsubscribeAll,
   unsubscribeTag,
+  setLocale,
   type PortalCall,
   type PortalDeps,
 } from "../usecases/preferences.js";
 import { mailNewLink, type NewLinkDeps } from "../usecases/new-link.js";
+import { exportData, type ExportDeps } from "../usecases/export.js";
 import {
   confirmDeletePage,
   deletedPage,
@@ -37,6 +39,8 @@ import { isLocale, pickLocale, type Locale } from "./messages/index.js";
 
 export interface PageServerOptions {
   deps: PortalDeps;
+  /** The export's sources ("download my data"). */
+  exportDeps: ExportDeps;
   keys: KeyRing;
   logger: Logger;
   port: number;
@@ -192,6 +196,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
 
       if (req.method === "GET" && action === "") {
         const view = await getPreferences(deps, portal);
+        // The language asked for, else the one the subscriber chose, else the browser's.
+        locale = pickLocale(asked, view.locale, req.headers["accept-language"]);
         const done = url.searchParams.get("done");
         const tagId = url.searchParams.get("tag");
         const tagName = view.availableTags.find((tag) => tag.id === tagId)?.name;
@@ -202,7 +208,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
             view,
             base,
             csrf,
-            canExport: false,
+            canExport: true,
             done:
               done === "joined" && tagName
                 ? { key: "done_joined", tag: tagName }
@@ -210,7 +216,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
                   ? { key: "done_left", tag: tagName }
                   : done === "unsubscribed_all"
                     ? { key: "done_unsubscribed_all" }
-                    : undefined,
+                    : done === "locale"
+                      ? { key: "done_locale" }
+                      : undefined,
           }),
           embedders,
         );
@@ -229,6 +237,26 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         const [, tagId, verb] = tagAction as unknown as [string, string, "subscribe" | "unsubscribe"];
         await (verb === "subscribe" ? subscribeTag(deps, portal, tagId) : unsubscribeTag(deps, portal, tagId));
         return back(`&done=${verb === "subscribe" ? "joined" : "left"}&tag=${tagId}`);
+      }
+      if (action === "/locale") {
+        const chosen = form.get("locale");
+        if (!isLocale(chosen)) throw new PageError(400, "bad_request");
+        await setLocale(deps, portal, chosen);
+        locale = chosen;
+        return back("&done=locale");
+      }
+      if (action === "/export") {
+        const json = await exportData(options.exportDeps, portal, { source: "portal", ip: portal.client.ip, userAgent: portal.client.userAgent });
+        res.writeHead(200, {
+          "content-type": "application/json; charset=utf-8",
+          "content-disposition": 'attachment; filename="my-data.json"',
+          "content-security-policy": "default-src 'none'; sandbox",
+          "referrer-policy": "no-referrer",
+          "x-content-type-options": "nosniff",
+          "cache-control": "no-store",
+        });
+        res.end(json);
+        return;
       }
       if (action === "/unsubscribe-all") {
         await unsubscribeAll(deps, portal);

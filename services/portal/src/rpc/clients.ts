@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { delivery, SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
+import { campaigns, delivery, SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
 import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
 
 // What the portal asks of the subscribers service, always with the tenant and
@@ -13,6 +13,12 @@ const TAG_PAGE = 500;
 /** A tenant with more tags than this shows the first ones only: a page, not a crawl. */
 const MAX_TAGS = 5_000;
 
+/** The client of a portal request, as the audit trail keeps it. */
+export interface Client {
+  ip: string;
+  userAgent: string;
+}
+
 export interface SubscriberDirectory {
   /** The subscriber, or undefined when unknown or erased (the token is then dead). */
   get(call: CallContext, id: string): Promise<Subscriber | undefined>;
@@ -22,10 +28,12 @@ export interface SubscriberDirectory {
   tag(call: CallContext, id: string): Promise<Tag | undefined>;
   /** Every tag of the tenant, in id order. */
   tags(call: CallContext): Promise<Tag[]>;
-  addTag(call: CallContext, subscriberId: string, tagName: string): Promise<Subscriber>;
-  removeTag(call: CallContext, subscriberId: string, tagName: string): Promise<Subscriber>;
-  setStatus(call: CallContext, subscriberId: string, status: SubscriberStatus): Promise<Subscriber>;
-  erase(call: CallContext, subscriberId: string): Promise<void>;
+  // Changes: each is in the subscriber's audit trail as the portal's (source `portal`, the client's IP and user agent).
+  addTag(call: CallContext, subscriberId: string, tagName: string, client: Client): Promise<Subscriber>;
+  removeTag(call: CallContext, subscriberId: string, tagName: string, client: Client): Promise<Subscriber>;
+  setStatus(call: CallContext, subscriberId: string, status: SubscriberStatus, client: Client): Promise<Subscriber>;
+  setLocale(call: CallContext, subscriberId: string, locale: string, client: Client): Promise<Subscriber>;
+  erase(call: CallContext, subscriberId: string, client: Client): Promise<void>;
 }
 
 /** Passes the subscribers service's own answers (NOT_FOUND, INVALID_ARGUMENT) on; anything else is a 503. */
@@ -33,6 +41,10 @@ function passOn(err: unknown): never {
   const ce = ConnectError.from(err);
   if (ce.code === Code.NotFound) throw new AppError("not_found", "not_found", "subscriber not found");
   throw new AppError("unavailable", "subscribers_unavailable", `the subscribers service is unavailable (${Code[ce.code]}); try again`);
+}
+
+function portalAudit(client: Client) {
+  return { source: "portal", ip: client.ip, userAgent: client.userAgent };
 }
 
 function notFoundAsUndefined(err: unknown): undefined {
@@ -71,20 +83,24 @@ export function subscriberDirectory(transport: Transport): SubscriberDirectory {
       } while (cursor !== "" && all.length < MAX_TAGS);
       return all;
     },
-    async addTag(call, subscriberId, tagName) {
-      const res = await subscribers.addTags({ subscriberId, tags: [tagName] }, options(call)).catch(passOn);
+    async addTag(call, subscriberId, tagName, client) {
+      const res = await subscribers.addTags({ subscriberId, tags: [tagName], audit: portalAudit(client) }, options(call)).catch(passOn);
       return res.subscriber!;
     },
-    async removeTag(call, subscriberId, tagName) {
-      const res = await subscribers.removeTag({ subscriberId, tagName }, options(call)).catch(passOn);
+    async removeTag(call, subscriberId, tagName, client) {
+      const res = await subscribers.removeTag({ subscriberId, tagName, audit: portalAudit(client) }, options(call)).catch(passOn);
       return res.subscriber!;
     },
-    async setStatus(call, subscriberId, status) {
-      const res = await subscribers.updateSubscriber({ id: subscriberId, status }, options(call)).catch(passOn);
+    async setStatus(call, subscriberId, status, client) {
+      const res = await subscribers.updateSubscriber({ id: subscriberId, status, audit: portalAudit(client) }, options(call)).catch(passOn);
       return res.subscriber!;
     },
-    async erase(call, subscriberId) {
-      await subscribers.deleteSubscriber({ id: subscriberId }, options(call)).catch(notFoundAsUndefined);
+    async setLocale(call, subscriberId, locale, client) {
+      const res = await subscribers.updateSubscriber({ id: subscriberId, locale, audit: portalAudit(client) }, options(call)).catch(passOn);
+      return res.subscriber!;
+    },
+    async erase(call, subscriberId, client) {
+      await subscribers.deleteSubscriber({ id: subscriberId, audit: portalAudit(client) }, options(call)).catch(notFoundAsUndefined);
     },
   };
 }
@@ -101,6 +117,46 @@ export function linkMailer(transport: Transport, slug: string): LinkMailer {
     async send(call, email, idempotencyKey) {
       // delivery fills {{preference_center_url}} with a fresh link for the recipient subscriber.
       await emails.sendEmail({ templateSlug: slug, to: email, idempotencyKey }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+    },
+  };
+}
+
+/** Each service's part of a subscriber's export (its ExportSubscriberData), as JSON text. */
+export interface ExportSources {
+  /** The subscribers service's part; undefined when the subscriber is unknown or erased. */
+  subscribers(call: CallContext, subscriberId: string, audit: AuditContextInit): Promise<string | undefined>;
+  delivery(call: CallContext, subscriberId: string): Promise<string>;
+  campaigns(call: CallContext, subscriberId: string): Promise<string>;
+}
+
+export type AuditContextInit = { source: string; ip: string; userAgent: string };
+
+/** A part that did not come fails the whole export: never a partial one without saying so. */
+function partMissing(service: string, err: unknown): never {
+  const ce = ConnectError.from(err);
+  throw new AppError("unavailable", "export_incomplete", `the ${service} service did not give its part of the export (${Code[ce.code]}); nothing was exported, try again`);
+}
+
+export function exportSources(transports: { subscribers: Transport; delivery: Transport; campaigns: Transport }): ExportSources {
+  const subscribers = createClient(SubscriberService, transports.subscribers);
+  const emails = createClient(delivery.DeliveryService, transports.delivery);
+  const campaignsClient = createClient(campaigns.CampaignService, transports.campaigns);
+  // An export reads every record of the subscriber: more time than a page view.
+  const options = (call: CallContext) => ({ headers: callHeaders(call), timeoutMs: 30_000 });
+  return {
+    async subscribers(call, subscriberId, audit) {
+      try {
+        return (await subscribers.exportSubscriberData({ subscriberId, audit }, options(call))).json;
+      } catch (err) {
+        if (ConnectError.from(err).code === Code.NotFound) return undefined;
+        return partMissing("subscribers", err);
+      }
+    },
+    async delivery(call, subscriberId) {
+      return (await emails.exportSubscriberData({ subscriberId }, options(call)).catch((err: unknown) => partMissing("delivery", err))).json;
+    },
+    async campaigns(call, subscriberId) {
+      return (await campaignsClient.exportSubscriberData({ subscriberId }, options(call)).catch((err: unknown) => partMissing("campaigns", err))).json;
     },
   };
 }

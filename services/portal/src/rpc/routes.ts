@@ -6,6 +6,7 @@ import { invalid, isId, readCallContext } from "@emailsvc/runtime";
 import {
   eraseAccount,
   getPreferences,
+  setLocale,
   subscribeTag,
   unsubscribeAll,
   unsubscribeTag,
@@ -13,6 +14,7 @@ import {
   type PortalDeps,
   type PreferencesView,
 } from "../usecases/preferences.js";
+import { exportData, type ExportDeps } from "../usecases/export.js";
 import { getPortalSettings, updatePortalSettings, type PortalSettingsView, type SettingsDeps } from "../usecases/settings.js";
 
 
@@ -21,6 +23,7 @@ function preferencesToProto(view: PreferencesView): portal.Preferences {
     subscriberId: view.subscriberId,
     email: view.email,
     status: view.status,
+    locale: view.locale,
     subscribedTags: view.subscribedTags,
     availableTags: view.availableTags,
   });
@@ -32,7 +35,7 @@ function checkedId(value: string, prefix: string, field: string): string {
 }
 
 /** Registers PreferenceCenterService: proto in, use case, proto out. The actor of every change is `portal`. */
-export function preferenceCenterRoutes(deps: PortalDeps): (router: ConnectRouter) => void {
+export function preferenceCenterRoutes(deps: PortalDeps, exportDeps: ExportDeps): (router: ConnectRouter) => void {
   return (router) => {
     const portalCall = (
       subscriberId: string,
@@ -57,6 +60,24 @@ export function preferenceCenterRoutes(deps: PortalDeps): (router: ConnectRouter
       },
       async unsubscribeAll(req, ctx) {
         return { preferences: preferencesToProto(await unsubscribeAll(deps, portalCall(req.subscriberId, ctx, req.client))) };
+      },
+      async setLocale(req, ctx) {
+        const locale = req.locale;
+        if (locale !== "" && !["en", "de", "fr", "it"].includes(locale)) {
+          throw invalid("locale is not supported", [{ field: "locale", description: "one of en, de, fr, it, or empty to unset" }]);
+        }
+        return { preferences: preferencesToProto(await setLocale(deps, portalCall(req.subscriberId, ctx, req.client), locale)) };
+      },
+      async exportData(req, ctx) {
+        const source = req.audit?.source === "api" ? "api" : "portal";
+        const audit = { source, ip: (req.audit?.ip ?? "").slice(0, 64), userAgent: (req.audit?.userAgent ?? "").slice(0, 512) };
+        const call = readCallContext(ctx);
+        const json = await exportData(
+          exportDeps,
+          { call: source === "portal" ? { ...call, actor: "portal" } : call, subscriberId: checkedId(req.subscriberId, "sub", "subscriber_id") },
+          audit,
+        );
+        return { json };
       },
       async eraseAccount(req, ctx) {
         await eraseAccount(deps, portalCall(req.subscriberId, ctx, req.client));

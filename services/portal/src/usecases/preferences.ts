@@ -16,6 +16,8 @@ export interface PreferencesView {
   subscriberId: string;
   email: string;
   status: SubscriberStatus;
+  /** en, de, fr, it; "" while unset. */
+  locale: string;
   /** Public tags the subscriber holds. */
   subscribedTags: PortalTagView[];
   /** Every public tag. */
@@ -61,6 +63,7 @@ function view(subscriber: Subscriber, tags: Tag[]): PreferencesView {
     subscriberId: subscriber.id,
     email: subscriber.email,
     status: subscriber.status,
+    locale: subscriber.locale,
     subscribedTags: visible.filter((t) => held.has(t.name)).map(tagView),
     availableTags: visible.map(tagView),
   };
@@ -81,8 +84,8 @@ export async function subscribeTag(deps: PortalDeps, portal: PortalCall, tagId: 
   const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
   if (!tag || !tag.isPublic) throw tagNotFound();
   let current = subscriber;
-  if (!current.tags.includes(tag.name)) current = await deps.subscribers.addTag(portal.call, portal.subscriberId, tag.name);
-  if (current.status === SubscriberStatus.UNSUBSCRIBED) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.ACTIVE);
+  if (!current.tags.includes(tag.name)) current = await deps.subscribers.addTag(portal.call, portal.subscriberId, tag.name, portal.client);
+  if (current.status === SubscriberStatus.UNSUBSCRIBED) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.ACTIVE, portal.client);
   return view(current, await deps.subscribers.tags(portal.call));
 }
 
@@ -91,19 +94,26 @@ export async function unsubscribeTag(deps: PortalDeps, portal: PortalCall, tagId
   const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
   if (!tag) throw tagNotFound();
   let current = subscriber;
-  if (current.tags.includes(tag.name)) current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, tag.name);
+  if (current.tags.includes(tag.name)) current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, tag.name, portal.client);
   return view(current, await deps.subscribers.tags(portal.call));
 }
 
 /** No more marketing mail: unsubscribed (bounced and complained stay, they receive none either). */
 export async function unsubscribeAll(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
   let current = await subscriberOf(deps, portal);
-  if (current.status === SubscriberStatus.ACTIVE) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.UNSUBSCRIBED);
+  if (current.status === SubscriberStatus.ACTIVE) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.UNSUBSCRIBED, portal.client);
   return view(current, await deps.subscribers.tags(portal.call));
 }
 
 /** Erasure: the subscribers service wipes the subscriber and tells every other service (subscriber.deleted). */
 export async function eraseAccount(deps: PortalDeps, portal: PortalCall): Promise<void> {
   await subscriberOf(deps, portal);
-  await deps.subscribers.erase(portal.call, portal.subscriberId);
+  await deps.subscribers.erase(portal.call, portal.subscriberId, portal.client);
+}
+
+/** The language the subscriber reads (the page, and mail in their language): en, de, fr, it, or "" to unset. */
+export async function setLocale(deps: PortalDeps, portal: PortalCall, locale: string): Promise<PreferencesView> {
+  await subscriberOf(deps, portal);
+  const current = await deps.subscribers.setLocale(portal.call, portal.subscriberId, locale, portal.client);
+  return view(current, await deps.subscribers.tags(portal.call));
 }

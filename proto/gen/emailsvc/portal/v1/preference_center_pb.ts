@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AuditContext } from "../../common/v1/audit_pb.js";
+import { file_emailsvc_common_v1_audit } from "../../common/v1/audit_pb.js";
 import type { SubscriberStatus } from "../../subscribers/v1/subscribers_pb.js";
 import { file_emailsvc_subscribers_v1_subscribers } from "../../subscribers/v1/subscribers_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/portal/v1/preference_center.proto.
  */
 export const file_emailsvc_portal_v1_preference_center: GenFile = /*@__PURE__*/
-  fileDesc("CiplbWFpbHN2Yy9wb3J0YWwvdjEvcHJlZmVyZW5jZV9jZW50ZXIucHJvdG8SEmVtYWlsc3ZjLnBvcnRhbC52MSIuCgxQb3J0YWxDbGllbnQSCgoCaXAYASABKAkSEgoKdXNlcl9hZ2VudBgCIAEoCSI6CglQb3J0YWxUYWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSLdAQoLUHJlZmVyZW5jZXMSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEjYKD3N1YnNjcmliZWRfdGFncxgEIAMoCzIdLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxUYWcSNQoOYXZhaWxhYmxlX3RhZ3MYBSADKAsyHS5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsVGFnIi4KFUdldFByZWZlcmVuY2VzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJIk4KFkdldFByZWZlcmVuY2VzUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMibgoTU3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IkwKFFN1YnNjcmliZVRhZ1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzInAKFVVuc3Vic2NyaWJlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg4KBnRhZ19pZBgCIAEoCRIwCgZjbGllbnQYAyABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50Ik4KFlVuc3Vic2NyaWJlVGFnUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMiYAoVVW5zdWJzY3JpYmVBbGxSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSMAoGY2xpZW50GAIgASgLMiAuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbENsaWVudCJOChZVbnN1YnNjcmliZUFsbFJlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzIl4KE0VyYXNlQWNjb3VudFJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIwCgZjbGllbnQYAiABKAsyIC5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsQ2xpZW50IhYKFEVyYXNlQWNjb3VudFJlc3BvbnNlIlkKDlBvcnRhbFNldHRpbmdzEhcKD2ZyYW1lX2FuY2VzdG9ycxgBIAMoCRIuCgp1cGRhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIaChhHZXRQb3J0YWxTZXR0aW5nc1JlcXVlc3QiUQoZR2V0UG9ydGFsU2V0dGluZ3NSZXNwb25zZRI0CghzZXR0aW5ncxgBIAEoCzIiLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxTZXR0aW5ncyI2ChtVcGRhdGVQb3J0YWxTZXR0aW5nc1JlcXVlc3QSFwoPZnJhbWVfYW5jZXN0b3JzGAEgAygJIlQKHFVwZGF0ZVBvcnRhbFNldHRpbmdzUmVzcG9uc2USNAoIc2V0dGluZ3MYASABKAsyIi5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsU2V0dGluZ3MymgQKF1ByZWZlcmVuY2VDZW50ZXJTZXJ2aWNlEmcKDkdldFByZWZlcmVuY2VzEikuZW1haWxzdmMucG9ydGFsLnYxLkdldFByZWZlcmVuY2VzUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5HZXRQcmVmZXJlbmNlc1Jlc3BvbnNlEmEKDFN1YnNjcmliZVRhZxInLmVtYWlsc3ZjLnBvcnRhbC52MS5TdWJzY3JpYmVUYWdSZXF1ZXN0GiguZW1haWxzdmMucG9ydGFsLnYxLlN1YnNjcmliZVRhZ1Jlc3BvbnNlEmcKDlVuc3Vic2NyaWJlVGFnEikuZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZVRhZ1Jlc3BvbnNlEmcKDlVuc3Vic2NyaWJlQWxsEikuZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlQWxsUmVxdWVzdBoqLmVtYWlsc3ZjLnBvcnRhbC52MS5VbnN1YnNjcmliZUFsbFJlc3BvbnNlEmEKDEVyYXNlQWNjb3VudBInLmVtYWlsc3ZjLnBvcnRhbC52MS5FcmFzZUFjY291bnRSZXF1ZXN0GiguZW1haWxzdmMucG9ydGFsLnYxLkVyYXNlQWNjb3VudFJlc3BvbnNlMoQCChVQb3J0YWxTZXR0aW5nc1NlcnZpY2UScAoRR2V0UG9ydGFsU2V0dGluZ3MSLC5lbWFpbHN2Yy5wb3J0YWwudjEuR2V0UG9ydGFsU2V0dGluZ3NSZXF1ZXN0Gi0uZW1haWxzdmMucG9ydGFsLnYxLkdldFBvcnRhbFNldHRpbmdzUmVzcG9uc2USeQoUVXBkYXRlUG9ydGFsU2V0dGluZ3MSLy5lbWFpbHN2Yy5wb3J0YWwudjEuVXBkYXRlUG9ydGFsU2V0dGluZ3NSZXF1ZXN0GjAuZW1haWxzdmMucG9ydGFsLnYxLlVwZGF0ZVBvcnRhbFNldHRpbmdzUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
+  fileDesc("CiplbWFpbHN2Yy9wb3J0YWwvdjEvcHJlZmVyZW5jZV9jZW50ZXIucHJvdG8SEmVtYWlsc3ZjLnBvcnRhbC52MSIuCgxQb3J0YWxDbGllbnQSCgoCaXAYASABKAkSEgoKdXNlcl9hZ2VudBgCIAEoCSI6CglQb3J0YWxUYWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSLtAQoLUHJlZmVyZW5jZXMSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEjYKD3N1YnNjcmliZWRfdGFncxgEIAMoCzIdLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxUYWcSNQoOYXZhaWxhYmxlX3RhZ3MYBSADKAsyHS5lbWFpbHN2Yy5wb3J0YWwudjEuUG9ydGFsVGFnEg4KBmxvY2FsZRgGIAEoCSIuChVHZXRQcmVmZXJlbmNlc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCSJOChZHZXRQcmVmZXJlbmNlc1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzIm4KE1N1YnNjcmliZVRhZ1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIOCgZ0YWdfaWQYAiABKAkSMAoGY2xpZW50GAMgASgLMiAuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbENsaWVudCJMChRTdWJzY3JpYmVUYWdSZXNwb25zZRI0CgtwcmVmZXJlbmNlcxgBIAEoCzIfLmVtYWlsc3ZjLnBvcnRhbC52MS5QcmVmZXJlbmNlcyJwChVVbnN1YnNjcmliZVRhZ1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIOCgZ0YWdfaWQYAiABKAkSMAoGY2xpZW50GAMgASgLMiAuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbENsaWVudCJOChZVbnN1YnNjcmliZVRhZ1Jlc3BvbnNlEjQKC3ByZWZlcmVuY2VzGAEgASgLMh8uZW1haWxzdmMucG9ydGFsLnYxLlByZWZlcmVuY2VzImAKFVVuc3Vic2NyaWJlQWxsUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEjAKBmNsaWVudBgCIAEoCzIgLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxDbGllbnQiTgoWVW5zdWJzY3JpYmVBbGxSZXNwb25zZRI0CgtwcmVmZXJlbmNlcxgBIAEoCzIfLmVtYWlsc3ZjLnBvcnRhbC52MS5QcmVmZXJlbmNlcyJrChBTZXRMb2NhbGVSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDgoGbG9jYWxlGAIgASgJEjAKBmNsaWVudBgDIAEoCzIgLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxDbGllbnQiSQoRU2V0TG9jYWxlUmVzcG9uc2USNAoLcHJlZmVyZW5jZXMYASABKAsyHy5lbWFpbHN2Yy5wb3J0YWwudjEuUHJlZmVyZW5jZXMiWwoRRXhwb3J0RGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiIgoSRXhwb3J0RGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkiXgoTRXJhc2VBY2NvdW50UmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEjAKBmNsaWVudBgCIAEoCzIgLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxDbGllbnQiFgoURXJhc2VBY2NvdW50UmVzcG9uc2UiWQoOUG9ydGFsU2V0dGluZ3MSFwoPZnJhbWVfYW5jZXN0b3JzGAEgAygJEi4KCnVwZGF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIhoKGEdldFBvcnRhbFNldHRpbmdzUmVxdWVzdCJRChlHZXRQb3J0YWxTZXR0aW5nc1Jlc3BvbnNlEjQKCHNldHRpbmdzGAEgASgLMiIuZW1haWxzdmMucG9ydGFsLnYxLlBvcnRhbFNldHRpbmdzIjYKG1VwZGF0ZVBvcnRhbFNldHRpbmdzUmVxdWVzdBIXCg9mcmFtZV9hbmNlc3RvcnMYASADKAkiVAocVXBkYXRlUG9ydGFsU2V0dGluZ3NSZXNwb25zZRI0CghzZXR0aW5ncxgBIAEoCzIiLmVtYWlsc3ZjLnBvcnRhbC52MS5Qb3J0YWxTZXR0aW5nczLRBQoXUHJlZmVyZW5jZUNlbnRlclNlcnZpY2USZwoOR2V0UHJlZmVyZW5jZXMSKS5lbWFpbHN2Yy5wb3J0YWwudjEuR2V0UHJlZmVyZW5jZXNSZXF1ZXN0GiouZW1haWxzdmMucG9ydGFsLnYxLkdldFByZWZlcmVuY2VzUmVzcG9uc2USYQoMU3Vic2NyaWJlVGFnEicuZW1haWxzdmMucG9ydGFsLnYxLlN1YnNjcmliZVRhZ1JlcXVlc3QaKC5lbWFpbHN2Yy5wb3J0YWwudjEuU3Vic2NyaWJlVGFnUmVzcG9uc2USZwoOVW5zdWJzY3JpYmVUYWcSKS5lbWFpbHN2Yy5wb3J0YWwudjEuVW5zdWJzY3JpYmVUYWdSZXF1ZXN0GiouZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlVGFnUmVzcG9uc2USZwoOVW5zdWJzY3JpYmVBbGwSKS5lbWFpbHN2Yy5wb3J0YWwudjEuVW5zdWJzY3JpYmVBbGxSZXF1ZXN0GiouZW1haWxzdmMucG9ydGFsLnYxLlVuc3Vic2NyaWJlQWxsUmVzcG9uc2USWAoJU2V0TG9jYWxlEiQuZW1haWxzdmMucG9ydGFsLnYxLlNldExvY2FsZVJlcXVlc3QaJS5lbWFpbHN2Yy5wb3J0YWwudjEuU2V0TG9jYWxlUmVzcG9uc2USWwoKRXhwb3J0RGF0YRIlLmVtYWlsc3ZjLnBvcnRhbC52MS5FeHBvcnREYXRhUmVxdWVzdBomLmVtYWlsc3ZjLnBvcnRhbC52MS5FeHBvcnREYXRhUmVzcG9uc2USYQoMRXJhc2VBY2NvdW50EicuZW1haWxzdmMucG9ydGFsLnYxLkVyYXNlQWNjb3VudFJlcXVlc3QaKC5lbWFpbHN2Yy5wb3J0YWwudjEuRXJhc2VBY2NvdW50UmVzcG9uc2UyhAIKFVBvcnRhbFNldHRpbmdzU2VydmljZRJwChFHZXRQb3J0YWxTZXR0aW5ncxIsLmVtYWlsc3ZjLnBvcnRhbC52MS5HZXRQb3J0YWxTZXR0aW5nc1JlcXVlc3QaLS5lbWFpbHN2Yy5wb3J0YWwudjEuR2V0UG9ydGFsU2V0dGluZ3NSZXNwb25zZRJ5ChRVcGRhdGVQb3J0YWxTZXR0aW5ncxIvLmVtYWlsc3ZjLnBvcnRhbC52MS5VcGRhdGVQb3J0YWxTZXR0aW5nc1JlcXVlc3QaMC5lbWFpbHN2Yy5wb3J0YWwudjEuVXBkYXRlUG9ydGFsU2V0dGluZ3NSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_common_v1_audit, file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
 
 /**
  * The client of the portal request, for the audit trail (personal data:
@@ -103,6 +105,13 @@ export type Preferences = Message<"emailsvc.portal.v1.Preferences"> & {
    * @generated from field: repeated emailsvc.portal.v1.PortalTag available_tags = 5;
    */
   availableTags: PortalTag[];
+
+  /**
+   * The subscriber's language (en, de, fr, it); empty while unset.
+   *
+   * @generated from field: string locale = 6;
+   */
+  locale: string;
 };
 
 /**
@@ -274,6 +283,96 @@ export const UnsubscribeAllResponseSchema: GenMessage<UnsubscribeAllResponse> = 
   messageDesc(file_emailsvc_portal_v1_preference_center, 10);
 
 /**
+ * @generated from message emailsvc.portal.v1.SetLocaleRequest
+ */
+export type SetLocaleRequest = Message<"emailsvc.portal.v1.SetLocaleRequest"> & {
+  /**
+   * @generated from field: string subscriber_id = 1;
+   */
+  subscriberId: string;
+
+  /**
+   * en, de, fr or it; empty removes it.
+   *
+   * @generated from field: string locale = 2;
+   */
+  locale: string;
+
+  /**
+   * @generated from field: emailsvc.portal.v1.PortalClient client = 3;
+   */
+  client?: PortalClient | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.SetLocaleRequest.
+ * Use `create(SetLocaleRequestSchema)` to create a new message.
+ */
+export const SetLocaleRequestSchema: GenMessage<SetLocaleRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 11);
+
+/**
+ * @generated from message emailsvc.portal.v1.SetLocaleResponse
+ */
+export type SetLocaleResponse = Message<"emailsvc.portal.v1.SetLocaleResponse"> & {
+  /**
+   * @generated from field: emailsvc.portal.v1.Preferences preferences = 1;
+   */
+  preferences?: Preferences | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.SetLocaleResponse.
+ * Use `create(SetLocaleResponseSchema)` to create a new message.
+ */
+export const SetLocaleResponseSchema: GenMessage<SetLocaleResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 12);
+
+/**
+ * @generated from message emailsvc.portal.v1.ExportDataRequest
+ */
+export type ExportDataRequest = Message<"emailsvc.portal.v1.ExportDataRequest"> & {
+  /**
+   * @generated from field: string subscriber_id = 1;
+   */
+  subscriberId: string;
+
+  /**
+   * Who asked, how (`portal` for the subscriber, `api` for the integrator), from where.
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 2;
+   */
+  audit?: AuditContext | undefined;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.ExportDataRequest.
+ * Use `create(ExportDataRequestSchema)` to create a new message.
+ */
+export const ExportDataRequestSchema: GenMessage<ExportDataRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 13);
+
+/**
+ * @generated from message emailsvc.portal.v1.ExportDataResponse
+ */
+export type ExportDataResponse = Message<"emailsvc.portal.v1.ExportDataResponse"> & {
+  /**
+   * One JSON document: every datum every service holds about the subscriber,
+   * and what GDPR Art. 15 and revDSG Art. 25 ask to be told.
+   *
+   * @generated from field: string json = 1;
+   */
+  json: string;
+};
+
+/**
+ * Describes the message emailsvc.portal.v1.ExportDataResponse.
+ * Use `create(ExportDataResponseSchema)` to create a new message.
+ */
+export const ExportDataResponseSchema: GenMessage<ExportDataResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_portal_v1_preference_center, 14);
+
+/**
  * @generated from message emailsvc.portal.v1.EraseAccountRequest
  */
 export type EraseAccountRequest = Message<"emailsvc.portal.v1.EraseAccountRequest"> & {
@@ -293,7 +392,7 @@ export type EraseAccountRequest = Message<"emailsvc.portal.v1.EraseAccountReques
  * Use `create(EraseAccountRequestSchema)` to create a new message.
  */
 export const EraseAccountRequestSchema: GenMessage<EraseAccountRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 11);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 15);
 
 /**
  * @generated from message emailsvc.portal.v1.EraseAccountResponse
@@ -306,7 +405,7 @@ export type EraseAccountResponse = Message<"emailsvc.portal.v1.EraseAccountRespo
  * Use `create(EraseAccountResponseSchema)` to create a new message.
  */
 export const EraseAccountResponseSchema: GenMessage<EraseAccountResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 12);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 16);
 
 /**
  * An account's settings of its portal page (per tenant: live and test apart).
@@ -337,7 +436,7 @@ export type PortalSettings = Message<"emailsvc.portal.v1.PortalSettings"> & {
  * Use `create(PortalSettingsSchema)` to create a new message.
  */
 export const PortalSettingsSchema: GenMessage<PortalSettings> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 13);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 17);
 
 /**
  * @generated from message emailsvc.portal.v1.GetPortalSettingsRequest
@@ -350,7 +449,7 @@ export type GetPortalSettingsRequest = Message<"emailsvc.portal.v1.GetPortalSett
  * Use `create(GetPortalSettingsRequestSchema)` to create a new message.
  */
 export const GetPortalSettingsRequestSchema: GenMessage<GetPortalSettingsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 14);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 18);
 
 /**
  * @generated from message emailsvc.portal.v1.GetPortalSettingsResponse
@@ -367,7 +466,7 @@ export type GetPortalSettingsResponse = Message<"emailsvc.portal.v1.GetPortalSet
  * Use `create(GetPortalSettingsResponseSchema)` to create a new message.
  */
 export const GetPortalSettingsResponseSchema: GenMessage<GetPortalSettingsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 15);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 19);
 
 /**
  * @generated from message emailsvc.portal.v1.UpdatePortalSettingsRequest
@@ -384,7 +483,7 @@ export type UpdatePortalSettingsRequest = Message<"emailsvc.portal.v1.UpdatePort
  * Use `create(UpdatePortalSettingsRequestSchema)` to create a new message.
  */
 export const UpdatePortalSettingsRequestSchema: GenMessage<UpdatePortalSettingsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 16);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 20);
 
 /**
  * @generated from message emailsvc.portal.v1.UpdatePortalSettingsResponse
@@ -401,7 +500,7 @@ export type UpdatePortalSettingsResponse = Message<"emailsvc.portal.v1.UpdatePor
  * Use `create(UpdatePortalSettingsResponseSchema)` to create a new message.
  */
 export const UpdatePortalSettingsResponseSchema: GenMessage<UpdatePortalSettingsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_portal_v1_preference_center, 17);
+  messageDesc(file_emailsvc_portal_v1_preference_center, 21);
 
 /**
  * @generated from service emailsvc.portal.v1.PreferenceCenterService
@@ -444,6 +543,25 @@ export const PreferenceCenterService: GenService<{
     methodKind: "unary";
     input: typeof UnsubscribeAllRequestSchema;
     output: typeof UnsubscribeAllResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.portal.v1.PreferenceCenterService.SetLocale
+   */
+  setLocale: {
+    methodKind: "unary";
+    input: typeof SetLocaleRequestSchema;
+    output: typeof SetLocaleResponseSchema;
+  },
+  /**
+   * Asks every service for its part; one that does not answer fails the
+   * export (UNAVAILABLE) rather than leaving its part out.
+   *
+   * @generated from rpc emailsvc.portal.v1.PreferenceCenterService.ExportData
+   */
+  exportData: {
+    methodKind: "unary";
+    input: typeof ExportDataRequestSchema;
+    output: typeof ExportDataResponseSchema;
   },
   /**
    * Erasure, as DeleteSubscriber of the subscribers service.

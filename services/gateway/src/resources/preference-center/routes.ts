@@ -3,7 +3,7 @@ import { portal, SubscriberService } from "@emailsvc/proto";
 import { mintPreferenceLink } from "@emailsvc/tokens";
 import { Problem } from "../../http/problem.js";
 import type { GatewayRouterContext } from "../../http/state.js";
-import { callOptions, callOptionsAs, requireClient } from "../../routes/calls.js";
+import { callOptions, callOptionsAs, requestAudit, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { statusToJson } from "../subscribers/mapping.js";
@@ -16,7 +16,13 @@ export const PORTAL_ACTOR = "portal";
 function preferencesJson(p: portal.Preferences | undefined) {
   if (!p) throw new Error("the service returned no preferences");
   const tag = (t: portal.PortalTag) => ({ id: t.id, name: t.name, description: t.description });
-  return { email: p.email, status: statusToJson(p.status), subscribed_tags: p.subscribedTags.map(tag), available_tags: p.availableTags.map(tag) };
+  return {
+    email: p.email,
+    status: statusToJson(p.status),
+    locale: p.locale === "" ? null : p.locale,
+    subscribed_tags: p.subscribedTags.map(tag),
+    available_tags: p.availableTags.map(tag),
+  };
 }
 
 /**
@@ -102,6 +108,39 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
     const { options, subscriberId, client } = portalCall(ctx);
     const res = await asPortal(() => service().unsubscribeTag({ subscriberId, tagId: ctx.params.tag_id ?? "", client }, options));
     ctx.body = preferencesJson(res.preferences);
+  });
+
+  defineRoute(kit, "put", "/api/v1/preference-center/locale", "setPreferenceLocale", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    const body = ctx.state.body as { locale: string | null };
+    ctx.body = preferencesJson((await asPortal(() => service().setLocale({ subscriberId, locale: body.locale ?? "", client }, options))).preferences);
+  });
+
+  /** The export as the portal assembles it; `Content-Disposition` makes a browser save it. */
+  function sendExport(ctx: GatewayRouterContext, json: string): void {
+    ctx.set("Cache-Control", "no-store");
+    ctx.set("Content-Disposition", 'attachment; filename="subscriber-export.json"');
+    ctx.type = "application/json";
+    ctx.body = json;
+  }
+
+  defineRoute(kit, "get", "/api/v1/preference-center/export", "exportPreferenceData", async (ctx) => {
+    const { options, subscriberId, client } = portalCall(ctx);
+    const res = await asPortal(() => service().exportData({ subscriberId, audit: { source: "portal", ip: client.ip, userAgent: client.userAgent } }, options));
+    sendExport(ctx, res.json);
+  });
+
+  defineRoute(kit, "get", "/api/v1/subscribers/:id/export", "exportSubscriber", async (ctx) => {
+    const id = ctx.params.id ?? "";
+    if (!/^sub_[0-9a-hjkmnp-tv-z]{26}$/.test(id)) throw new Problem(404, "not_found", "subscriber not found");
+    try {
+      const res = await service().exportData({ subscriberId: id, audit: requestAudit(ctx, "api", context.clientIp) }, callOptions(ctx, timeoutMs));
+      sendExport(ctx, res.json);
+    } catch (err) {
+      // The portal answers an unknown subscriber as a dead token; to an integrator it is a 404.
+      if (ConnectError.from(err).code === Code.Unauthenticated) throw new Problem(404, "not_found", "subscriber not found");
+      throw err;
+    }
   });
 
   defineRoute(kit, "post", "/api/v1/preference-center/unsubscribe-all", "unsubscribeAllPreferences", async (ctx) => {

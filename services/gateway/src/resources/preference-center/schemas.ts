@@ -45,6 +45,33 @@ export const schemas: Record<string, JsonSchema> = {
     },
   },
   PortalSettingsUpdate,
+  PreferenceLocale: {
+    type: "object",
+    additionalProperties: false,
+    required: ["locale"],
+    properties: { locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "null removes it." } },
+  },
+  SubscriberExport: {
+    type: "object",
+    description:
+      "Every datum every service holds about the subscriber, and what GDPR Art. 15 and revDSG Art. 25 ask to be told. A service that does not answer fails the export (503 `export_incomplete`) rather than leaving its part out.",
+    required: ["export", "profile", "tags", "audit_trail", "consent", "emails", "campaign_memberships", "trigger_sends", "about_this_data"],
+    properties: {
+      export: {
+        type: "object",
+        required: ["format_version", "generated_at", "subscriber_id"],
+        properties: { format_version: { type: "integer" }, generated_at: { type: "string", format: "date-time" }, subscriber_id: { type: "string" } },
+      },
+      profile: { type: "object", description: "id, email, status, locale, metadata, created_at, updated_at." },
+      tags: { type: "array", items: { type: "object" }, description: "Every tag held (private ones too), with when and how it was joined." },
+      audit_trail: { type: "array", items: { type: "object" }, description: "Every change, with time, actor, source, IP and user agent." },
+      consent: { type: "array", items: { type: "object" }, description: "Opt-ins, resubscriptions and unsubscribes." },
+      emails: { type: "array", items: { type: "object" }, description: "Emails sent: template, subject, time, status, campaign." },
+      campaign_memberships: { type: "array", items: { type: "object" } },
+      trigger_sends: { type: "array", items: { type: "object" } },
+      about_this_data: { type: "object", description: "Controller, purposes, categories, recipients, retention, source, automated decisions, rights." },
+    },
+  },
   PreferenceToken: {
     type: "object",
     additionalProperties: false,
@@ -59,10 +86,11 @@ export const schemas: Record<string, JsonSchema> = {
   PreferenceCenter: {
     type: "object",
     additionalProperties: false,
-    required: ["email", "status", "subscribed_tags", "available_tags"],
+    required: ["email", "status", "locale", "subscribed_tags", "available_tags"],
     properties: {
       email: { type: "string" },
       status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
+      locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "The subscriber's language; null while unset." },
       subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
       available_tags: {
         type: "array",
@@ -138,6 +166,36 @@ export const paths: Paths = {
       security: PREFERENCE_TOKEN,
       parameters: [param("PortalTagId")],
       responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...errors("NotFound"), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/locale": {
+    put: {
+      operationId: "setPreferenceLocale",
+      summary: "Set the subscriber's language",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      requestBody: body("PreferenceLocale"),
+      responses: { "200": json(ref("PreferenceCenter"), "The preferences after the change."), ...errors(...bodyErrors), ...portalErrors },
+    },
+  },
+  "/api/v1/preference-center/export": {
+    get: {
+      operationId: "exportPreferenceData",
+      summary: "Download everything stored about the subscriber",
+      description: "One JSON document (data portability). The request is logged without personal data.",
+      tags: ["Preference center"],
+      security: PREFERENCE_TOKEN,
+      responses: { "200": json(ref("SubscriberExport"), "The export."), ...portalErrors },
+    },
+  },
+  "/api/v1/subscribers/{id}/export": {
+    get: {
+      operationId: "exportSubscriber",
+      summary: "Export everything stored about a subscriber",
+      description: "The same document the subscriber downloads from their preference page, for a request that reached you (GDPR Art. 15, revDSG Art. 25). The request is logged (who, when, how) without personal data.",
+      tags: ["Preference center"],
+      parameters: [param("SubscriberId")],
+      responses: { "200": json(ref("SubscriberExport"), "The export."), ...errors("NotFound", ...serviceErrors) },
     },
   },
   "/api/v1/preference-center/unsubscribe-all": {

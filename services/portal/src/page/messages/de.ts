@@ -45,5 +45,9 @@ export const de: Messages = {
   new_link_sent_title: "Sehen Sie in Ihrem Posteingang nach",
   new_link_sent_text: "Wenn diese Adresse auf unserer Liste steht, ist ein neuer Link unterwegs. Das kann einige Minuten dauern.",
   too_many_requests: "Zu viele Anfragen. Bitte versuchen Sie es später noch einmal.",
+  locale_heading: "Ihre Sprache",
+  locale_text: "Die Sprache dieser Seite und, wo der Absender sie anbietet, Ihrer E-Mails.",
+  save_button: "Sprache speichern",
+  done_locale: "Ihre Sprache ist gespeichert.",
   error_text: "Etwas ist schiefgelaufen. Bitte versuchen Sie es gleich noch einmal.",
 };

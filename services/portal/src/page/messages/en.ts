@@ -45,6 +45,10 @@ export const en = {
   new_link_sent_title: "Check your inbox",
   new_link_sent_text: "If this address is on our list, a new link is on its way to it. It can take a few minutes.",
   too_many_requests: "Too many requests. Please try again later.",
+  locale_heading: "Your language",
+  locale_text: "The language of this page and, where the sender offers it, of your email.",
+  save_button: "Save language",
+  done_locale: "Your language is saved.",
   error_text: "Something went wrong. Please try again in a moment.",
 } as const;
 

@@ -45,5 +45,9 @@ export const it: Messages = {
   new_link_sent_title: "Controlla la tua casella di posta",
   new_link_sent_text: "Se questo indirizzo è nella nostra lista, un nuovo link è in arrivo. Può richiedere qualche minuto.",
   too_many_requests: "Troppe richieste. Riprova più tardi.",
+  locale_heading: "La tua lingua",
+  locale_text: "La lingua di questa pagina e, se il mittente la offre, delle tue e-mail.",
+  save_button: "Salva la lingua",
+  done_locale: "La tua lingua è stata salvata.",
   error_text: "Qualcosa è andato storto. Riprova tra un momento.",
 };

@@ -1,0 +1,70 @@
+import type { ExportSources, AuditContextInit } from "../rpc/clients.js";
+import { tokenSubjectGone, type PortalCall } from "./preferences.js";
+
+// The subscriber's export (GDPR Art. 15 and 20, revDSG Art. 25 and 28): one
+// JSON document with every service's part, asked of each service over gRPC,
+// and what the law asks the person to be told about the processing. A part
+// that does not come fails the export (ExportSources): never a partial one.
+
+/** What the person is told besides their data. The account (the sender of the mail) is the controller. */
+const ABOUT_THIS_DATA = {
+  controller: "The organisation that sent you email through this platform (the account holder) decides why and how your data is used; this platform processes it on their behalf.",
+  purposes: [
+    "Sending you the email you subscribed to or that concerns you (transactional mail such as receipts).",
+    "Keeping your subscription choices and honouring an unsubscribe.",
+    "Keeping a record of changes to your subscriptions (the audit trail), so that consent can be shown.",
+  ],
+  categories: ["email address", "subscription status", "language", "attributes the sender stored about you (metadata)", "lists you joined", "emails sent to you", "changes to your subscriptions, with the IP address and browser they came from"],
+  recipients: [
+    "The account holder (the sender).",
+    "The email relay that delivers the sender's mail (SMTP provider), for mail sent to you.",
+  ],
+  retention:
+    "Kept while you are subscribed or the sender keeps you as a contact. Erasure removes everything; only a keyed hash of your address is kept so that you are not imported again without a new consent.",
+  source: "Given by you (a form, this page) or by the sender (their systems, an import); each entry of the audit trail says how it came.",
+  automated_decisions: "None: no automated decision with legal or similarly significant effects is made about you.",
+  rights: [
+    "Access and a copy (this export).",
+    "Rectification: ask the sender to correct your data.",
+    "Erasure: delete your account on the preference page, or ask the sender.",
+    "Objection and withdrawal of consent: unsubscribe on the preference page; it takes effect at once.",
+    "Data portability: this export is machine-readable JSON.",
+    "A complaint to a supervisory authority: in Switzerland the FDPIC (EDÖB), in the EU the authority of your country.",
+  ],
+} as const;
+
+export const EXPORT_FORMAT_VERSION = 1;
+
+export interface ExportDeps {
+  sources: ExportSources;
+  now: () => number;
+}
+
+function parsePart(service: string, json: string): Record<string, unknown> {
+  const value: unknown = JSON.parse(json);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error(`the ${service} service's export part is no JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** The export as JSON text. `audit` says who asked and how (`portal` or `api`); the subscribers service logs the request. */
+export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "call" | "subscriberId">, audit: AuditContextInit): Promise<string> {
+  // The subscribers service first: an erased (or never known) subscriber has nothing to export.
+  const own = await deps.sources.subscribers(portal.call, portal.subscriberId, audit);
+  if (own === undefined) throw tokenSubjectGone();
+  const [emails, campaigns] = await Promise.all([
+    deps.sources.delivery(portal.call, portal.subscriberId),
+    deps.sources.campaigns(portal.call, portal.subscriberId),
+  ]);
+  const document = {
+    export: {
+      format_version: EXPORT_FORMAT_VERSION,
+      generated_at: new Date(deps.now()).toISOString(),
+      subscriber_id: portal.subscriberId,
+    },
+    ...parsePart("subscribers", own),
+    ...parsePart("delivery", emails),
+    ...parsePart("campaigns", campaigns),
+    about_this_data: ABOUT_THIS_DATA,
+  };
+  return JSON.stringify(document, null, 2);
+}
