@@ -28,6 +28,8 @@ export interface TestPlatform {
   /** With `mongo`: the server and the prefix of every service's database (`<prefix>templates`, …). */
   mongo?: { url: string; dbPrefix: string } | undefined;
   url: string;
+  /** DATA_DIR of the platform (the embedded stores, the bus' log, the development secrets). */
+  dataDir: string;
   accountId: string;
   key: string;
   call(method: string, path: string, options?: CallOptions): Promise<TestResponse>;
@@ -89,6 +91,7 @@ export async function startTestPlatform(
     platform,
     mongo,
     url: platform.gatewayUrl,
+    dataDir,
     accountId: account.body.id,
     key,
     call,

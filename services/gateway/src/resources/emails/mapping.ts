@@ -6,7 +6,8 @@ import { rfc3339, rfc3339OrNull, stringOrNull } from "../../routes/json.js";
 export interface EmailJson {
   id: string;
   status: string;
-  to: string;
+  /** null once erased. */
+  to: string | null;
   template_id: string;
   template_slug: string;
   template_version: number;
@@ -62,7 +63,7 @@ export function emailJson(e: delivery.Email | undefined): EmailJson {
   return {
     id: e.id,
     status: emailStatusToJson(e.status),
-    to: e.to,
+    to: stringOrNull(e.to),
     template_id: e.templateId,
     template_slug: e.templateSlug,
     template_version: e.templateVersion,

@@ -102,7 +102,11 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       id: emailId(),
       status: ref("EmailStatus"),
-      to: { type: "string", format: "email" },
+      to: {
+        type: ["string", "null"],
+        format: "email",
+        description: "The recipient; null once erased (its subscriber was deleted: the record stays, anonymous, for the account's statistics).",
+      },
       template_id: { type: "string" },
       template_slug: { type: "string" },
       template_version: {
