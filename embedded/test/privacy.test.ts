@@ -218,6 +218,47 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
     expect(JSON.stringify(log)).not.toMatch(new RegExp([id, unique, "127.0.0.1"].join("|")));
   }, 180_000);
 
+  it("erases through the subscriber's own preference page just as completely, and logs it as theirs", async () => {
+    const address = `Portal.Person.${unique}@Example.com`;
+    const secret = `Qwertz${unique}`;
+    const agent = `PortalAgent/2.0 (${unique})`;
+    expect((await t.call("POST", "/api/v1/tags", { body: { name: `public-${unique}`, is_public: true } })).status).toBe(201);
+    const created = await t.call("POST", "/api/v1/subscribers", { body: { email: address, tags: [`public-${unique}`], metadata: { nickname: secret } } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const link = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body as { token: string; url: string };
+    const bearer = { key: null, headers: { authorization: `Bearer ${link.token}`, "user-agent": agent } };
+    // The subscriber changes something, downloads their data, then deletes their account.
+    const tagId = (await t.call("GET", "/api/v1/preference-center", bearer)).body.subscribed_tags[0].id as string;
+    expect((await t.call("POST", `/api/v1/preference-center/tags/${tagId}/unsubscribe`, bearer)).status).toBe(200);
+    const exported = await t.call("GET", "/api/v1/preference-center/export", bearer);
+    expect(exported.status).toBe(200);
+    expect(exported.body.profile).toMatchObject({ email: address, metadata: { nickname: secret } });
+    const before = await databases();
+    expect(before.stores).toContain(secret);
+    expect(before.stores).toContain(id);
+    // The portal's change is in the audit trail with the subscriber's browser.
+    expect(before.stores).toContain(agent);
+
+    expect((await t.call("DELETE", "/api/v1/preference-center/account", bearer)).status).toBe(204);
+    const after = await eventually(
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return databases();
+      },
+      (found) => !found.stores.includes(id) && !found.stores.includes(secret) && !found.stores.includes(address.toLowerCase()),
+      150,
+    );
+    expect([address, address.toLowerCase(), secret, id, agent].filter((s) => after.stores.includes(s))).toEqual([]);
+    // The link is dead.
+    expect((await t.call("GET", "/api/v1/preference-center", bearer)).status).toBe(401);
+    const log = (await privacyRequests()).slice(-2);
+    expect(log.map((r) => [r.kind, r.requested_by, r.source, r.outcome])).toEqual([
+      ["export", "subscriber", "portal", "exported"],
+      ["erasure", "subscriber", "portal", "erased"],
+    ]);
+  }, 120_000);
+
   /** The subscribers service's log of privacy requests, oldest first. */
   async function privacyRequests(): Promise<Array<Record<string, unknown>>> {
     if (mongo) return mongo.db(`${t.mongo!.dbPrefix}subscribers`).collection("privacy_requests").find({}).sort({ _id: 1 }).toArray();
