@@ -133,7 +133,11 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
     expect((await call("DELETE", `/api/v1/subscribers/${id}`)).status).toBe(204);
     expect((await call("GET", `/api/v1/subscribers/${id}`)).status).toBe(404);
     expect((await call("GET", `/api/v1/subscribers/${id}/events`)).status).toBe(404);
-    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } })).status).toBe(201);
+    // Erasure keeps the address suppressed (a keyed hash only): back only with the person's new opt-in.
+    const again = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("subscriber_suppressed");
+    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "signed up again" } })).status).toBe(201);
   });
 
   it("manages tags: create (private by default), read, list, update, delete", async () => {

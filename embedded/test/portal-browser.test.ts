@@ -141,6 +141,33 @@ describe("the preference page in Chromium", () => {
     await page.close();
   });
 
+  it("sends a new link from an expired link's page, by the address alone", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: {
+        name: "Preference link",
+        slug: "preference-link",
+        subject: "Your link",
+        category: "transactional",
+        mjml_content: '<mjml><mj-body><mj-section><mj-column><mj-text><a href="{{preference_center_url}}">Manage your email</a></mj-text></mj-column></mj-section></mj-body></mjml>',
+      },
+    });
+    expect(template.status).toBe(201);
+    const id = await subscriber("lost-mail@example.com");
+    const expired = signToken(t.platform.tokenKeys, { purpose: "preferences", accountId: t.accountId, mode: "test", subscriberId: id }, { ttlSeconds: 60, now: Date.now() - 3_600_000 });
+    const page = await open(phone, `${t.platform.portalUrl}/preferences?token=${expired}`, 403);
+    await page.getByLabel("Email address").fill("lost-mail@example.com");
+    await page.getByRole("button", { name: "Send me a new link" }).click();
+    await expect(page.title()).resolves.toBe("Check your inbox");
+    await expectNoAxeViolations(page);
+    await expectFitsViewport(page);
+    const sent = await eventually(
+      async () => ((await t.call("GET", "/api/v1/emails?limit=500")).body.items as Array<{ to: string; template_id: string }>).filter((e) => e.to === "lost-mail@example.com"),
+      (found) => found.length === 1,
+    );
+    expect(sent[0]!.template_id).toBe(template.body.id);
+    await page.close();
+  });
+
   it("speaks German to a German browser, and switches language on request", async () => {
     const german = await browser.newContext({ locale: "de-CH", viewport: { width: 360, height: 740 }, isMobile: true });
     try {

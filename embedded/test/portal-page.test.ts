@@ -258,7 +258,7 @@ describe("portal settings", () => {
     expect(Date.parse(changed.body.updated_at)).toBeGreaterThan(Date.now() - 60_000);
     expect((await get(path)).headers.get("content-security-policy")).toMatch(/frame-ancestors https:\/\/shop\.example\.com https:\/\/\*\.example\.org$/);
 
-    for (const bad of [["javascript:alert(1)"], ["https://a.example; script-src *"], ["'none'", "https://shop.example.com"]]) {
+    for (const bad of [["javascript:alert(1)"], ["https://a.example; script-src *"], ["https://shop.example.com/path"]]) {
       const res = await t.call("PATCH", "/api/v1/portal-settings", { body: { frame_ancestors: bad } });
       expect(res.status).toBe(400);
     }

@@ -10,7 +10,7 @@ export function frameAncestorsProblem(sources: readonly string[]): string | unde
   if (sources.length > MAX_FRAME_ANCESTORS) return `at most ${MAX_FRAME_ANCESTORS} sources`;
   const bad = sources.find((source) => source.length > 253 || !SOURCE.test(source));
   if (bad !== undefined) return `"${bad.slice(0, 100)}" is not *, 'self', 'none' or an origin such as https://shop.example.com`;
-  if (sources.includes("'none'") && sources.length > 1) return "'none' stands alone";
+  // 'none' beside other sources is ignored by browsers (CSP): allowed, as the document says.
   return undefined;
 }
 

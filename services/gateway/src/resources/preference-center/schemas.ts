@@ -21,7 +21,12 @@ const portalTag: JsonSchema = {
 const frameAncestors = {
   type: "array",
   maxItems: 32,
-  items: { type: "string", minLength: 1, maxLength: 253 },
+  items: {
+    type: "string",
+    minLength: 1,
+    maxLength: 253,
+    pattern: "^(\\*|'self'|'none'|https?://(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[0-9]{1,5})?)$",
+  },
   description:
     "Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`).",
 } as const;
