@@ -11,7 +11,7 @@ import type { Scope } from "./deps.js";
 /** Rows read per query. */
 const PAGE = 500;
 /** Most ledger rows, and most fires, one export takes; beyond, RESOURCE_EXHAUSTED (`export_too_large`). */
-export const EXPORT_MAX_ROWS = 50_000;
+export const EXPORT_MAX_ROWS = 20_000;
 
 const time = (ms: number) => new Date(ms).toISOString();
 

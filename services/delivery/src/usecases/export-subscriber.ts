@@ -10,7 +10,7 @@ import type { Scope } from "./deps.js";
 /** Emails read per query (the erasure's index: tenant, subscriber_id, _id). */
 const PAGE = 500;
 /** Most emails one export takes; beyond, RESOURCE_EXHAUSTED (`export_too_large`). */
-export const EXPORT_MAX_EMAILS = 50_000;
+export const EXPORT_MAX_EMAILS = 20_000;
 
 const time = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
