@@ -165,24 +165,39 @@ export function deletedPage(ctx: PageContext): string {
 }
 
 /**
- * A link that no longer works. `renewWith`: the old link's token (signed by
- * us, its time up), when a fresh link may be asked for: the form names the
- * address, the token only which account to look in.
+ * Where a "send me a new link" form looks: the old link's token (`t`: signed
+ * by us, its time up) or an account's id (`account`: the link on the
+ * sender's own site). Either only says which account to look in; the
+ * address entered says whom.
  */
-export function invalidLinkPage(ctx: PageContext, reason: "expired" | "invalid" | "session_expired", renewWith?: string): string {
+export interface RenewWith {
+  field: "t" | "account";
+  value: string;
+}
+
+function newLinkForm(locale: Locale, renew: RenewWith, heading: boolean): string {
+  return (
+    `<section aria-labelledby="renew">${heading ? `<h2 id="renew">${t(locale, "new_link_heading")}</h2>` : ""}<p${heading ? "" : ' id="renew"'}>${t(locale, "new_link_text")}</p>` +
+    `<form method="post" action="/preferences/new-link"><input type="hidden" name="${renew.field}" value="${escapeHtml(renew.value)}">` +
+    `<input type="hidden" name="lang" value="${locale}"><p><label for="email">${t(locale, "email_label")}</label><br>` +
+    `<input id="email" name="email" type="email" autocomplete="email" required maxlength="254"></p>` +
+    `<button type="submit">${t(locale, "new_link_button")}</button></form></section>`
+  );
+}
+
+/** "Get a new link" for an account: the page the sender links from their own site. */
+export function linkRequestPage(ctx: PageContext, accountId: string): string {
+  return document(ctx, t(ctx.locale, "new_link_heading"), newLinkForm(ctx.locale, { field: "account", value: accountId }, false));
+}
+
+/** A link that no longer works; with `renewWith`, the form that asks for a fresh one. */
+export function invalidLinkPage(ctx: PageContext, reason: "expired" | "invalid" | "session_expired", renewWith?: RenewWith): string {
   const { locale } = ctx;
   let body =
     reason === "session_expired"
       ? `<p>${t(locale, "session_expired")}</p>`
       : `<p>${t(locale, reason === "expired" ? "invalid_expired" : "invalid_other")}</p><p>${t(locale, "invalid_hint")}</p>`;
-  if (renewWith) {
-    body +=
-      `<section aria-labelledby="renew"><h2 id="renew">${t(locale, "new_link_heading")}</h2><p>${t(locale, "new_link_text")}</p>` +
-      `<form method="post" action="/preferences/new-link"><input type="hidden" name="t" value="${escapeHtml(renewWith)}">` +
-      `<input type="hidden" name="lang" value="${locale}"><p><label for="email">${t(locale, "email_label")}</label><br>` +
-      `<input id="email" name="email" type="email" autocomplete="email" required maxlength="254"></p>` +
-      `<button type="submit">${t(locale, "new_link_button")}</button></form></section>`;
-  }
+  if (renewWith) body += newLinkForm(locale, renewWith, true);
   return document(ctx, t(locale, "invalid_title"), body);
 }
 

@@ -21,11 +21,13 @@ import {
   deletedPage,
   errorPage,
   invalidLinkPage,
+  linkRequestPage,
   newLinkSentPage,
   preferencesPage,
   STYLE_HASH,
   tooManyRequestsPage,
   type PageContext,
+  type RenewWith,
 } from "./html.js";
 import { isLocale, pickLocale, type Locale } from "./messages/index.js";
 
@@ -77,11 +79,13 @@ class PageError extends Error {
     readonly status: number,
     readonly reason: "expired" | "invalid" | "session_expired" | "bad_request" | "not_found",
     /** For an expired link: its token, with which a fresh one may be asked for. */
-    readonly renewWith?: string,
+    readonly renewWith?: RenewWith,
   ) {
     super(reason);
   }
 }
+
+const ACCOUNT_ID = /^acc_[0-9a-hjkmnp-tv-z]{26}$/;
 
 /** Longest address a new-link request may name (RFC 5321's path limit). */
 const MAX_ADDRESS_LENGTH = 254;
@@ -161,13 +165,19 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     try {
       if (url.pathname === "/preferences" && req.method === "GET") {
         // The link from the mail: check it, then trade it for a page session.
+        // No link, an account: "manage your subscription" on the sender's own site, where one asks for a link.
+        const account = url.searchParams.get("account");
+        if (account !== null && !url.searchParams.has("token") && options.newLink) {
+          if (!ACCOUNT_ID.test(account)) throw new PageError(404, "not_found");
+          return send(res, 200, linkRequestPage(ctx(), account));
+        }
         let token: VerifiedToken;
         const raw = url.searchParams.get("token") ?? "";
         try {
           token = verifyToken(keys, raw, { purpose: "preferences" });
         } catch (err) {
           if (!(err instanceof TokenError)) throw err;
-          if (err.reason === "expired") throw new PageError(403, "expired", options.newLink ? raw : undefined);
+          if (err.reason === "expired") throw new PageError(403, "expired", options.newLink ? { field: "t", value: raw } : undefined);
           throw new PageError(403, "invalid");
         }
         if (!token.subscriberId) throw new PageError(403, "invalid");
@@ -295,18 +305,29 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
   ): Promise<void> {
     const form = await readForm(req);
     const ctx = context(form.get("lang"));
-    let token: VerifiedToken;
-    try {
-      token = verifyToken(keys, form.get("t") ?? "", { purpose: "preferences", ignoreExpiry: true });
-    } catch (err) {
-      if (err instanceof TokenError) return send(res, 403, invalidLinkPage(ctx, "invalid"));
-      throw err;
+    // Which tenant to look in: the old link's (signed by us), or a live account named on the sender's site.
+    let tenantOf: { accountId: string; mode: "live" | "test" };
+    let renew: RenewWith;
+    const account = form.get("account");
+    if (account !== null) {
+      if (!ACCOUNT_ID.test(account)) return send(res, 400, errorPage(ctx));
+      tenantOf = { accountId: account, mode: "live" };
+      renew = { field: "account", value: account };
+    } else {
+      try {
+        const token = verifyToken(keys, form.get("t") ?? "", { purpose: "preferences", ignoreExpiry: true });
+        tenantOf = { accountId: token.accountId, mode: token.mode };
+        renew = { field: "t", value: form.get("t")! };
+      } catch (err) {
+        if (err instanceof TokenError) return send(res, 403, invalidLinkPage(ctx, "invalid"));
+        throw err;
+      }
     }
     const email = (form.get("email") ?? "").trim();
     if (email === "" || email.length > MAX_ADDRESS_LENGTH || !email.includes("@")) {
-      return send(res, 400, invalidLinkPage(ctx, "expired", form.get("t") ?? undefined));
+      return send(res, 400, renew.field === "account" ? linkRequestPage(ctx, renew.value) : invalidLinkPage(ctx, "expired", renew));
     }
-    const tenant = `${token.accountId}:${token.mode}`;
+    const tenant = `${tenantOf.accountId}:${tenantOf.mode}`;
     const { ip } = clientOf(req);
     // Hashed keys: the counters hold no address.
     const addressKey = createHash("sha256").update(`${tenant}\n${email.toLowerCase()}`).digest("base64url").slice(0, 22);
@@ -321,7 +342,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       res.setHeader("retry-after", String(Math.ceil(outcome.retryAfterMs / 1000)));
       return send(res, 429, tooManyRequestsPage(ctx));
     }
-    const call = { tenant: { accountId: token.accountId, mode: token.mode }, actor: "portal", requestId: "" };
+    const call = { tenant: tenantOf, actor: "portal", requestId: "" };
     void mailNewLink(newLink.deps, call, email);
     return send(res, 200, newLinkSentPage(ctx));
   }
