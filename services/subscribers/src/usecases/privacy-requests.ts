@@ -4,11 +4,11 @@ import type { Deps, Scope } from "./deps.js";
 
 /**
  * Who asked, as the log keeps it: `subscriber` for the subscriber themself
- * (through the preference portal), else the call's actor (`api_key:<key id>`,
- * `admin`, …). Never the subscriber's id.
+ * (through the preference portal: source or actor `portal`), else the call's
+ * actor (`api_key:<key id>`, `admin`, …). Never the subscriber's id.
  */
 export function requestedBy(scope: Scope): string {
-  return scope.origin?.source === "portal" ? "subscriber" : scope.call.actor;
+  return scope.origin?.source === "portal" || scope.call.actor === "portal" ? "subscriber" : scope.call.actor;
 }
 
 /**
