@@ -224,23 +224,10 @@ describe("a new link, on request", () => {
     expect(await emailsTo("nobody@example.com")).toEqual([]);
   });
 
-  it("is offered for an account without any link (the sender's own site), in live mode", async () => {
+  it("is offered for an account without any link (the sender's own site), in live mode, with a template the portal creates", async () => {
     const live = (await t.call("POST", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true, body: { mode: "live" } })).body.key as string;
     const asLive = { key: live };
-    expect(
-      (
-        await t.call("POST", "/api/v1/templates", {
-          ...asLive,
-          body: {
-            name: "Your preference link",
-            slug: "preference-link",
-            subject: "Your link",
-            category: "transactional",
-            mjml_content: '<mjml><mj-body><mj-section><mj-column><mj-text><a href="{{preference_center_url}}">Manage</a></mj-text></mj-column></mj-section></mj-body></mjml>',
-          },
-        })
-      ).status,
-    ).toBe(201);
+    // No preference-link template in live mode: the portal creates its default one in the account.
     expect((await t.call("POST", "/api/v1/subscribers", { ...asLive, body: { email: "site-visitor@example.com" } })).status).toBe(201);
     const page = await get(`/preferences?account=${t.accountId}`);
     expect(page.status).toBe(200);
@@ -250,10 +237,14 @@ describe("a new link, on request", () => {
     const asked = await post("/preferences/new-link", { account: t.accountId, email: "site-visitor@example.com" });
     expect(asked.status).toBe(200);
     expect(await asked.text()).toContain("If this address is on our list");
-    await eventually(
-      async () => ((await t.call("GET", "/api/v1/emails?limit=100", asLive)).body.items as Array<{ to: string }>).filter((e) => e.to === "site-visitor@example.com"),
-      (found) => found.length === 1,
+    const [mail] = await eventually(
+      async () => ((await t.call("GET", "/api/v1/emails?limit=100", asLive)).body.items as Array<{ id: string; to: string; status: string }>).filter((e) => e.to === "site-visitor@example.com"),
+      (found) => found.length === 1 && found[0]!.status === "sent",
     );
+    const created = (await t.call("GET", "/api/v1/templates", asLive)).body.items as Array<{ slug: string; name: string }>;
+    expect(created.map((x) => [x.slug, x.name])).toEqual([["preference-link", "Preference link (created by the portal)"]]);
+    const message = await t.call("GET", `/api/v1/emails/${mail!.id}/sandbox`, asLive);
+    expect(message.body.html).toMatch(/href="http:\/\/localhost:\d+\/preferences\?token/);
     expect((await get("/preferences?account=acc_not-an-account")).status).toBe(404);
     expect((await post("/preferences/new-link", { account: "acc_bad", email: "x@example.com" })).status).toBe(400);
   });

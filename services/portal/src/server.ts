@@ -23,6 +23,8 @@ export interface PortalServiceOptions {
   /** Delivery and campaigns: their parts of a subscriber's export. */
   delivery: string | Transport;
   campaigns: string | Transport;
+  /** Templates: the default template of a fresh link, created in an account that has none. */
+  templates: string | Transport;
   /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
   page?: Omit<PageServerOptions, "deps" | "exportDeps" | "logger" | "newLink" | "frameAncestors"> & {
     /** The page's frame-ancestors where an account set none (PORTAL_FRAME_ANCESTORS). */
@@ -73,7 +75,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   let page: RunningPageServer | undefined;
   try {
     const newLink = options.newLinks && {
-      deps: { subscribers: deps.subscribers, mailer: linkMailer(transportOf(options.delivery), options.newLinks.template), logger, now: Date.now },
+      deps: { subscribers: deps.subscribers, mailer: linkMailer({ delivery: transportOf(options.delivery), templates: transportOf(options.templates) }, options.newLinks.template), logger, now: Date.now },
       perIp: options.newLinks.perIp,
       perAddress: options.newLinks.perAddress,
     };

@@ -9,8 +9,9 @@ export const portalService = defineService({
   name: "portal",
   usesBus: false,
   // Subscribers: the subscriber, their tags, their changes and their erasure.
-  // Delivery and campaigns: their parts of the export (a part missing fails it); delivery also mails a fresh link.
-  calls: { subscribers: "required", delivery: "required", campaigns: "required" },
+  // Delivery and campaigns: their parts of the export (a part missing fails it); delivery also mails a fresh link,
+  // with a template the portal creates in the account (templates) when it has none.
+  calls: { subscribers: "required", delivery: "required", campaigns: "required", templates: "required" },
   loadConfig,
   start: ({ store, logger, port, host, urls, developmentSecretsDir }, config) => {
     let keys;
@@ -29,6 +30,7 @@ export const portalService = defineService({
       subscribers: urls.subscribers!,
       delivery: urls.delivery!,
       campaigns: urls.campaigns!,
+      templates: urls.templates!,
       page: {
         keys,
         port: config.pagePort,

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { campaigns, delivery, SubscriberService, SubscriberStatus, TagService, type Subscriber, type Tag } from "@emailsvc/proto";
+import { campaigns, delivery, SubscriberService, SubscriberStatus, TagService, templates, type Subscriber, type Tag } from "@emailsvc/proto";
+import { DEFAULT_LINK_TEMPLATE } from "../domain/link-template.js";
 import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
 
 // What the portal asks of the subscribers service, always with the tenant and
@@ -111,12 +112,29 @@ export interface LinkMailer {
   send(call: CallContext, email: string, idempotencyKey: string): Promise<void>;
 }
 
-export function linkMailer(transport: Transport, slug: string): LinkMailer {
-  const emails = createClient(delivery.DeliveryService, transport);
+export function linkMailer(transports: { delivery: Transport; templates: Transport }, slug: string): LinkMailer {
+  const emails = createClient(delivery.DeliveryService, transports.delivery);
+  const templateService = createClient(templates.TemplateService, transports.templates);
   return {
     async send(call, email, idempotencyKey) {
+      const options = { headers: callHeaders(call), timeoutMs: TIMEOUT_MS };
       // delivery fills {{preference_center_url}} with a fresh link for the recipient subscriber.
-      await emails.sendEmail({ templateSlug: slug, to: email, idempotencyKey }, { headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
+      const send = () => emails.sendEmail({ templateSlug: slug, to: email, idempotencyKey }, options);
+      try {
+        await send();
+      } catch (err) {
+        if (ConnectError.from(err).code !== Code.NotFound) throw err;
+        // The account has no such template yet: create the default one (or find one made meanwhile), then send.
+        await templateService
+          .createTemplate(
+            { name: DEFAULT_LINK_TEMPLATE.name, slug, subject: DEFAULT_LINK_TEMPLATE.subject, mjmlContent: DEFAULT_LINK_TEMPLATE.mjml, category: templates.TemplateCategory.TRANSACTIONAL },
+            options,
+          )
+          .catch((createErr: unknown) => {
+            if (ConnectError.from(createErr).code !== Code.AlreadyExists) throw createErr;
+          });
+        await send();
+      }
     },
   };
 }

@@ -28,7 +28,7 @@ export async function mailNewLink(deps: NewLinkDeps, call: CallContext, email: s
   } catch (err) {
     deps.logger.warn(
       { account_id: call.tenant.accountId, mode: call.tenant.mode, code: Code[ConnectError.from(err).code] },
-      "a new preference link could not be mailed (does the account have a template with the slug PORTAL_LINK_TEMPLATE?)",
+      "a new preference link could not be mailed",
     );
   }
 }
