@@ -250,6 +250,17 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const bySet = new Map<string, { fields: string[]; unique: boolean; name: string }>();
     for (const spec of specs) {
       let fields = Object.keys(spec.fields);
+      // NeDB picks a compound index only for a query naming every field with
+      // equality, and a query with `_id` equality always takes the `_id` index
+      // first: a compound index with `_id` in it is never used, and unique
+      // through `_id` anyway. Kept, it costs every write a walk of its tree
+      // (compared field by field), for nothing. Served here by the `_id` walk
+      // of findPage and by scans; MongoDB builds it as declared.
+      if (fields.length > 1 && fields.includes("_id")) {
+        const stale = [...fields].sort().join(",");
+        if (this.nedbIndexes()[stale] !== undefined) await this.db.removeIndexAsync(stale);
+        continue;
+      }
       if (spec.arrayField !== undefined && fields.length > 1) {
         // NeDB keys a compound index by whole values: a document whose field is
         // an array is never found through it. Index the array field alone (NeDB
