@@ -13,7 +13,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureKafka, ensureMongo, freePort, KAFKA_VERSION } from "@emailsvc/testing";
+import { ensureKafka, ensureMongo, freePort, KAFKA_VERSION, npmStartNodeArgs } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 
 const repo = join(__dirname, "..", "..", ".."); // bench/dist/api -> repo root
@@ -85,7 +85,8 @@ async function load(op: (i: number) => Promise<boolean>): Promise<{ latencies: n
 async function startPlatform(env: Record<string, string>): Promise<{ child: ChildProcess; base: URL; dataDir: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), "bench-api-"));
-  const child = spawn(process.execPath, [join(repo, "embedded", "dist", "main.js")], {
+  // As `npm start` runs it: its Node flags too.
+  const child = spawn(process.execPath, [...npmStartNodeArgs(repo), join(repo, "embedded", "dist", "main.js")], {
     // RATE_LIMIT=off: one key from one address sends far more than the default
     // budgets admit (100 reads, 50 writes, 20 sends a second); this measures the
     // platform, and bench/ratelimit the limiter's own cost.

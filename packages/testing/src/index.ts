@@ -8,7 +8,7 @@ export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } f
 export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
-export { startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "./platform-process.js";
+export { npmStartNodeArgs, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "./platform-process.js";
 export {
   axeViolations,
   CHROMIUM_ARGS,

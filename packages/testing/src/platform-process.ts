@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "./ports.js";
 
@@ -61,9 +62,22 @@ export async function startNodeProcess(
 }
 
 /**
+ * The Node flags of `npm start` (the root package.json's start script, e.g.
+ * `--max-semi-space-size=64`), so that a platform started here runs as
+ * `npm start` runs it.
+ */
+export function npmStartNodeArgs(repoRoot: string): string[] {
+  const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {};
+  const match = /\bnode((?:\s+--\S+)*)\s+embedded\/dist\/main\.js/.exec(scripts.start ?? "");
+  if (!match) throw new Error("the root package.json's start script does not run node … embedded/dist/main.js");
+  return match[1]!.trim().split(/\s+/).filter(Boolean);
+}
+
+/**
  * Starts the platform from the repository's built `embedded/dist/main.js`
- * (GATEWAY_PORT and PORTAL_PORT free ports unless given) and resolves once its gateway
- * answers /readyz.
+ * with `npm start`'s Node flags (then `options.nodeArgs`), GATEWAY_PORT and
+ * PORTAL_PORT free ports unless given, and resolves once its gateway answers
+ * /readyz.
  */
 export async function startPlatformProcess(
   repoRoot: string,
@@ -77,7 +91,7 @@ export async function startPlatformProcess(
     repoRoot,
     join("embedded", "dist", "main.js"),
     { ...env, GATEWAY_PORT: port, PORTAL_PORT: portalPort },
-    { ...options, readyUrl: `${url}/readyz` },
+    { ...options, nodeArgs: [...npmStartNodeArgs(repoRoot), ...(options.nodeArgs ?? [])], readyUrl: `${url}/readyz` },
   );
   return { ...proc, url, portalUrl: `http://127.0.0.1:${portalPort}` };
 }
