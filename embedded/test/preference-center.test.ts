@@ -1,4 +1,7 @@
 import { createHmac } from "node:crypto";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { portal as portalApi } from "@emailsvc/proto";
+import { callHeaders, createServiceTransport } from "@emailsvc/runtime";
 import { KeyRing, signToken } from "@emailsvc/tokens";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
@@ -186,6 +189,12 @@ describe("export and language", () => {
     expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.locale).toBe("de");
     expect((await put("es")).status).toBe(400);
     expect((await put(null)).body.locale).toBeNull();
+    // Behind the REST schema, the portal passes the subscribers service's verdict on as INVALID_ARGUMENT (not as an outage).
+    const portalService = createClient(portalApi.PreferenceCenterService, createServiceTransport(t.platform.serviceUrls.portal));
+    const call = { tenant: { accountId: t.accountId, mode: "test" as const }, actor: "portal", requestId: "" };
+    const refused = await portalService.setLocale({ subscriberId: id, locale: "xx" }, { headers: callHeaders(call) }).catch((err: unknown) => ConnectError.from(err));
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect((refused as ConnectError).code).toBe(Code.InvalidArgument);
   });
 });
 

@@ -51,7 +51,6 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   const { logger } = options;
   const deps: PortalDeps = { subscribers: subscriberDirectory(transportOf(options.subscribers)) };
   const storage = new PortalStorage(options.store);
-  await storage.createIndexes();
   const settingsDeps: SettingsDeps = { storage, now: Date.now };
   const exportDeps: ExportDeps = {
     sources: exportSources({

@@ -52,7 +52,8 @@ export function requireAdmin(verifier: AdminTokenVerifier, guard: AuthFailureGua
   };
 }
 
-const PREFERENCE_CHALLENGE = 'Bearer realm="emailsvc-preferences"';
+/** The challenge of a refused preference token (the portal API). */
+export const PREFERENCE_CHALLENGE = 'Bearer realm="emailsvc-preferences"';
 
 /**
  * Requires `Authorization: Bearer <preference token>` (purpose `preferences`,

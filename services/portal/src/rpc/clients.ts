@@ -1,7 +1,8 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { campaigns, delivery, SubscriberService, SubscriberStatus, TagService, templates, type Subscriber, type Tag } from "@emailsvc/proto";
+import { campaigns, delivery, SubscriberService, type AuditContextSchema, SubscriberStatus, TagService, templates, type Subscriber, type Tag } from "@emailsvc/proto";
 import { DEFAULT_LINK_TEMPLATE } from "../domain/link-template.js";
-import { AppError, callHeaders, type CallContext } from "@emailsvc/runtime";
+import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
 
 // What the portal asks of the subscribers service, always with the tenant and
 // the subscriber of a verified preference token. The subscribers service
@@ -41,6 +42,11 @@ export interface SubscriberDirectory {
 function passOn(err: unknown): never {
   const ce = ConnectError.from(err);
   if (ce.code === Code.NotFound) throw new AppError("not_found", "not_found", "subscriber not found");
+  if (ce.code === Code.InvalidArgument) {
+    // The subscribers service's verdict on a value (e.g. an unsupported locale), with its field errors.
+    const { errorCode, message, fieldViolations } = readError(err);
+    throw new AppError("invalid", errorCode, message, { fieldViolations: fieldViolations.map((v) => ({ field: v.field, description: v.description })) });
+  }
   throw new AppError("unavailable", "subscribers_unavailable", `the subscribers service is unavailable (${Code[ce.code]}); try again`);
 }
 
@@ -147,7 +153,7 @@ export interface ExportSources {
   campaigns(call: CallContext, subscriberId: string): Promise<string>;
 }
 
-export type AuditContextInit = { source: string; ip: string; userAgent: string };
+export type AuditContextInit = MessageInitShape<typeof AuditContextSchema>;
 
 /** A part that did not come fails the whole export: never a partial one without saying so. */
 function partMissing(service: string, err: unknown): never {

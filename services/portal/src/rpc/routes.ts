@@ -62,11 +62,8 @@ export function preferenceCenterRoutes(deps: PortalDeps, exportDeps: ExportDeps)
         return { preferences: preferencesToProto(await unsubscribeAll(deps, portalCall(req.subscriberId, ctx, req.client))) };
       },
       async setLocale(req, ctx) {
-        const locale = req.locale;
-        if (locale !== "" && !["en", "de", "fr", "it"].includes(locale)) {
-          throw invalid("locale is not supported", [{ field: "locale", description: "one of en, de, fr, it, or empty to unset" }]);
-        }
-        return { preferences: preferencesToProto(await setLocale(deps, portalCall(req.subscriberId, ctx, req.client), locale)) };
+        // The subscribers service judges the value (INVALID_ARGUMENT, passed on).
+        return { preferences: preferencesToProto(await setLocale(deps, portalCall(req.subscriberId, ctx, req.client), req.locale)) };
       },
       async exportData(req, ctx) {
         const source = req.audit?.source === "api" ? "api" : "portal";

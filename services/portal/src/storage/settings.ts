@@ -7,16 +7,12 @@ export interface PortalSettingsDoc extends Doc {
   updated_at: number;
 }
 
-/** The portal's own database: what accounts set for their page. */
+/** The portal's own database: what accounts set for their page. `_id` is the tenant, so its own index serves every read. */
 export class PortalStorage {
   private readonly settings: Collection<PortalSettingsDoc>;
 
   constructor(store: DocumentStore) {
     this.settings = store.collection<PortalSettingsDoc>("portal_settings");
-  }
-
-  async createIndexes(): Promise<void> {
-    // `_id` is the tenant: its own index serves every read.
   }
 
   forTenant(tenant: string): { settings: TenantCollection<PortalSettingsDoc> } {

@@ -1,7 +1,9 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { portal, SubscriberService } from "@emailsvc/proto";
 import { mintPreferenceLink } from "@emailsvc/tokens";
+import { PREFERENCE_CHALLENGE } from "../../http/auth.js";
 import { Problem } from "../../http/problem.js";
+import { isId } from "@emailsvc/runtime";
 import type { GatewayRouterContext } from "../../http/state.js";
 import { callOptions, callOptionsAs, requestAudit, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
@@ -69,7 +71,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
     } catch (err) {
       if (ConnectError.from(err).code === Code.Unauthenticated) {
         throw new Problem(401, "invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
-          headers: { "WWW-Authenticate": 'Bearer realm="emailsvc-preferences", error="invalid_token"' },
+          headers: { "WWW-Authenticate": `${PREFERENCE_CHALLENGE}, error="invalid_token"` },
         });
       }
       throw err;
@@ -132,7 +134,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
 
   defineRoute(kit, "get", "/api/v1/subscribers/:id/export", "exportSubscriber", async (ctx) => {
     const id = ctx.params.id ?? "";
-    if (!/^sub_[0-9a-hjkmnp-tv-z]{26}$/.test(id)) throw new Problem(404, "not_found", "subscriber not found");
+    if (!isId("sub", id)) throw new Problem(404, "not_found", "subscriber not found");
     try {
       const res = await service().exportData({ subscriberId: id, audit: requestAudit(ctx, "api", context.clientIp) }, callOptions(ctx, timeoutMs));
       sendExport(ctx, res.json);
