@@ -10,6 +10,7 @@ import {
   telemetrySettings,
 } from "@emailsvc/runtime";
 import { startPlatform } from "./platform.js";
+import { threadedServices } from "./services.js";
 
 // `npm start`: every service in one process, on embedded defaults unless
 // MONGO_URL / KAFKA_BROKERS say otherwise.
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
     // in mail point at this gateway unless PUBLIC_API_URL says otherwise.
     env: { PUBLIC_API_URL: `http://localhost:${gatewayPort}`, ...process.env },
     logger,
+    threads: threadedServices(process.env),
   });
   logger.info(
     { gateway: platform.gatewayUrl, portal: platform.portalUrl, metrics: metrics.url, tracing: telemetry.exporting ? "otlp" : "off", storage: process.env.MONGO_URL ? "mongodb" : "embedded", events: process.env.KAFKA_BROKERS ? "kafka" : "in-process (durable, DATA_DIR/bus/embedded)", email: process.env.EMAIL_PROVIDER ?? "sandbox" },

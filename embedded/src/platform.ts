@@ -5,6 +5,7 @@ import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
 import { SERVICE_MODULES, startOrder } from "./services.js";
+import { startServiceThread } from "./threads.js";
 
 export interface PlatformOptions {
   dataDir: string;
@@ -25,6 +26,14 @@ export interface PlatformOptions {
    * start` passes the process's environment; default none (each default).
    */
   env?: Env;
+  /**
+   * Services to run each in a worker thread of its own (EMBEDDED_THREADS), so
+   * that the process uses more than one core; the rest share the main
+   * thread. Default none.
+   */
+  threads?: readonly ServiceName[];
+  /** A service thread died on its own; default: log and end the process, as a crash of a lone service would. */
+  onThreadCrash?: (name: ServiceName, error: Error) => void;
 }
 
 export interface RunningPlatform {
@@ -74,8 +83,33 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const rateLimit = loadRateLimitConfig({ ...env, MONGO_URL: options.mongoUrl });
     const serviceUrls = {} as Record<ServiceName, string>;
     const publicUrls: Partial<Record<ServiceName, string>> = {};
+    const threaded = new Set(options.threads ?? []);
     for (const name of order) {
       const module = SERVICE_MODULES[name];
+      const urls = Object.fromEntries(Object.keys(module.calls).map((callee) => [callee, serviceUrls[callee as ServiceName]]));
+      if (threaded.has(name)) {
+        const service = await startServiceThread({
+          name,
+          dataDir: options.dataDir,
+          dbName: `${options.dbPrefix ?? ""}${name}`,
+          mongoUrl: options.mongoUrl,
+          kafkaBrokers: options.kafkaBrokers,
+          sharedBus: module.usesBus ? sharedBus : undefined,
+          urls,
+          env,
+          onCrash:
+            options.onThreadCrash !== undefined
+              ? (error) => options.onThreadCrash!(name, error)
+              : (error) => {
+                  loggerFor(name).fatal({ err: error.message }, "service thread died; stopping the process");
+                  process.exit(1);
+                },
+        });
+        serviceUrls[name] = service.url;
+        if (service.publicUrl) publicUrls[name] = service.publicUrl;
+        closers.push(() => service.close());
+        continue;
+      }
       const store = await open(name);
       stores.push(store);
       let bus: EventBus | undefined = sharedBus;
@@ -89,7 +123,6 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         });
         buses.push(bus);
       }
-      const urls = Object.fromEntries(Object.keys(module.calls).map((callee) => [callee, serviceUrls[callee as ServiceName]]));
       const service: RunningService = await module.start(
         {
           store,

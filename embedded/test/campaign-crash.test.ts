@@ -4,11 +4,13 @@ import { join } from "node:path";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 
-// kill -9 in the middle of a campaign, over real Kafka and the
-// MongoDB-compatible server: the platform process (campaigns and delivery in
-// it) dies without a chance to write anything, starts again, and every
+// kill -9 in the middle of a campaign: the platform process (campaigns and
+// delivery in it, each in a worker thread of its own as `npm start` runs
+// them) dies without a chance to write anything, starts again, and every
 // recipient gets the campaign exactly once (one email record and one message
-// at the provider per recipient; the ledger says sent for each).
+// at the provider per recipient; the ledger says sent for each). Twice: over
+// real Kafka and the MongoDB-compatible server, and on `npm start`'s
+// defaults (embedded store, durable in-process bus shared across threads).
 
 const root = join(__dirname, "..", "..");
 const ADMIN = "crash-admin-token-0123456789abcdef";
@@ -18,7 +20,10 @@ const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.na
 const kafka = process.env.KAFKA_BROKERS;
 const mongo = process.env.MONGO_URL;
 
-describe("a campaign across kill -9 (Kafka, MongoDB-compatible store)", () => {
+describe.each([
+  { setup: "Kafka, MongoDB-compatible store", servers: true },
+  { setup: "embedded store, in-process bus", servers: false },
+])("a campaign across kill -9 ($setup)", ({ servers }) => {
   const dataDir = mkdtempSync(join(tmpdir(), "campaign-crash-"));
   let proc: PlatformProcess | undefined;
   let key = "";
@@ -28,9 +33,7 @@ describe("a campaign across kill -9 (Kafka, MongoDB-compatible store)", () => {
     startPlatformProcess(root, {
       DATA_DIR: dataDir,
       ADMIN_TOKEN: ADMIN,
-      MONGO_URL: mongo!,
-      KAFKA_BROKERS: kafka!,
-      KAFKA_NAMESPACE: namespace,
+      ...(servers ? { MONGO_URL: mongo!, KAFKA_BROKERS: kafka!, KAFKA_NAMESPACE: namespace } : {}),
       TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
       OUTBOX_SWEEP_INTERVAL_MS: "500",
       // 40 a second: the send lasts about three seconds, time to kill it midway.
@@ -47,7 +50,7 @@ describe("a campaign across kill -9 (Kafka, MongoDB-compatible store)", () => {
   }
 
   beforeAll(async () => {
-    if (!kafka || !mongo) throw new Error("KAFKA_BROKERS and MONGO_URL are not set: run the tests through `npm test`, whose setup starts Kafka and FerretDB");
+    if (servers && (!kafka || !mongo)) throw new Error("KAFKA_BROKERS and MONGO_URL are not set: run the tests through `npm test`, whose setup starts Kafka and FerretDB");
     proc = await start();
   }, 120_000);
 

@@ -133,3 +133,4 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
 export function busDir(dataDir: string, clientId: string): string {
   return path.join(dataDir, "bus", clientId);
 }
+export { exposeBus, PortEventBus } from "./port-bus.js";

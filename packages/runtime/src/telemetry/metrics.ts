@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import { listen, urlHost } from "../listen.js";
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from "prom-client";
 
 // Prometheus metrics of the process: one registry, served on the service's
 // own port (METRICS_PORT) at /metrics. Labels are routes, methods, codes,
@@ -75,6 +75,32 @@ export function observedGauge<L extends string>(
   };
 }
 
+/** Metrics of this thread's registry, as another thread's metrics server merges them (addMetricsSource). */
+export type MetricsSnapshot = Array<MetricObjectWithValues<MetricValue<string>>>;
+
+export function metricsSnapshot(): Promise<MetricsSnapshot> {
+  return registry.getMetricsAsJSON() as Promise<MetricsSnapshot>;
+}
+
+/**
+ * Registries of other threads of this process (services `npm start` runs in
+ * worker threads), served with this one's: a scrape sees the whole process.
+ */
+const otherThreads = new Set<() => Promise<MetricsSnapshot>>();
+
+/** Adds a thread's metrics to what /metrics serves; returns its removal. */
+export function addMetricsSource(source: () => Promise<MetricsSnapshot>): () => void {
+  otherThreads.add(source);
+  return () => otherThreads.delete(source);
+}
+
+async function processMetrics(): Promise<string> {
+  if (otherThreads.size === 0) return registry.metrics();
+  // Counters and histograms of one name from several threads add up (prom-client's aggregation, meant for cluster workers).
+  const snapshots = await Promise.all([metricsSnapshot(), ...[...otherThreads].map((source) => source().catch(() => [] as MetricsSnapshot))]);
+  return AggregatorRegistry.aggregate(snapshots).metrics();
+}
+
 export interface MetricsServer {
   port: number;
   url: string;
@@ -89,7 +115,7 @@ export async function startMetricsServer(options: { port: number; host?: string 
       res.writeHead(404, { "content-type": "text/plain" }).end("only GET /metrics here\n");
       return;
     }
-    registry.metrics().then(
+    processMetrics().then(
       (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
       () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics failed\n"),
     );
