@@ -18,6 +18,6 @@ export {
   type Renderer,
   type Variables,
 } from "./renderer.js";
-export { htmlToText } from "./text.js";
+export { compileTextTemplate, htmlToText, type TextTemplate } from "./text.js";
 export { RendererCache, type PreparedTemplate, type RendererCacheOptions } from "./cache.js";
 export { templateAtLimits, type AtLimits } from "./fixtures.js";

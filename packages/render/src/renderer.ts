@@ -3,7 +3,7 @@ import { handlebarsBounds, htmlBounds, type TemplateProblem } from "./bounds.js"
 import { RENDER_LIMITS, type RenderLimit } from "./limits.js";
 import { scanMarkup } from "./scan.js";
 import { analyzeTemplate } from "./syntax.js";
-import { htmlToText } from "./text.js";
+import { compileTextTemplate, htmlToText } from "./text.js";
 
 // Per-message rendering of a compiled template version: Handlebars fills the
 // {{variables}} of the subject and of the HTML (which MJML compiled once, on
@@ -264,6 +264,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
   let html: HandlebarsTemplateDelegate;
   let subjectWeights: BlockWeights;
   let htmlWeights: BlockWeights;
+  let text: ReturnType<typeof compileTextTemplate>;
   try {
     variables =
       compiled.variables ??
@@ -283,6 +284,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     // Handlebars compiles lazily on the first call; do it now, once.
     subject({});
     html({});
+    text = compileTextTemplate(compiled.html, (context) => html(context));
   } catch (err) {
     // Content that passed the checks on write compiles; what does not is
     // rejected for good (the reason is Handlebars' first line, about the template).
@@ -310,7 +312,8 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     return {
       subject: renderedSubject,
       html: renderedHtml,
-      text: htmlToText(renderedHtml),
+      // The text part compiled with the version when it could be; else derived from this message's HTML.
+      text: text ? text(context) : htmlToText(renderedHtml),
       missing: variables.filter((name) => isMissing(context, name)),
     };
   };
