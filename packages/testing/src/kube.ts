@@ -51,7 +51,11 @@ export interface KubeCluster {
    * and out; never throws for an HTTP status, so that tests can assert 403s.
    */
   request<T = any>(method: string, path: string, options?: KubeRequestOptions): Promise<KubeResponse<T>>;
-  /** Server-side apply of one object (PATCH application/apply-patch+yaml, force); returns the response. */
+  /**
+   * Server-side apply of one object (PATCH application/apply-patch+yaml,
+   * force); returns the response. The kind's resource comes from discovery; a
+   * namespaced object needs metadata.namespace, a cluster-scoped one has it dropped.
+   */
   apply<T = any>(object: KubeObject, options?: { token?: string; fieldManager?: string }): Promise<KubeResponse<T>>;
   /** Whether the controller manager runs (startKubeCluster({controllerManager: true})). */
   readonly controllerManager: boolean;
@@ -73,6 +77,8 @@ export interface KubeResponse<T = any> {
   status: number;
   /** Parsed JSON, or the text when the body is no JSON. */
   body: T;
+  /** The texts of the response's Warning headers (e.g. PodSecurity in `warn` mode, deprecated APIs). */
+  warnings: string[];
 }
 
 /** The least an object needs for {@link KubeCluster.apply}. */
@@ -247,12 +253,17 @@ function call(
   method: string,
   headers: Record<string, string>,
   body?: string,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; warnings: string[] }> {
   return new Promise((resolvePromise, reject) => {
     const req = httpsRequest(url, { method, agent, headers, timeout: 30_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      // rawHeaders keeps each Warning header apart (headers.warning would join them with commas).
+      const warnings: string[] = [];
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+        if (res.rawHeaders[i]!.toLowerCase() === "warning") warnings.push(res.rawHeaders[i + 1]!.replace(/^299 - "(.*)"$/, "$1"));
+      }
+      res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), warnings }));
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`${method} ${url} timed out`)));
@@ -385,7 +396,7 @@ export async function startKubeCluster(opts: { controllerManager?: boolean } = {
       } catch {
         // not JSON (e.g. /readyz): keep the text
       }
-      return { status: res.status, body: parsed as T };
+      return { status: res.status, body: parsed as T, warnings: res.warnings };
     };
 
     await waitUntilReady(
@@ -528,7 +539,13 @@ export async function startKubeCluster(opts: { controllerManager?: boolean } = {
       object: KubeObject,
       options: { token?: string; fieldManager?: string } = {},
     ): Promise<KubeResponse<T>> => {
-      const path = `${await resolvedPath(object)}/${encodeURIComponent(object.metadata.name)}`;
+      const collection = await resolvedPath(object);
+      if (!collection.includes("/namespaces/") && object.metadata.namespace !== undefined) {
+        // Cluster-scoped (ClusterIssuer, ClusterRole...): a namespace in the body would be refused.
+        const { namespace: _ignored, ...metadata } = object.metadata;
+        object = { ...object, metadata: metadata as KubeObject["metadata"] };
+      }
+      const path = `${collection}/${encodeURIComponent(object.metadata.name)}`;
       const query = `?fieldManager=${encodeURIComponent(options.fieldManager ?? FIELD_MANAGER)}&force=true`;
       return request<T>("PATCH", `${path}${query}`, {
         token: options.token ?? adminToken,
