@@ -18,8 +18,8 @@ const VALUES = join(CHART, "ci", "custom-domains.yaml");
 const RELEASE = "emailsvc";
 const NS = "email";
 const OTHER_NS = "elsewhere";
-// The first run may build Helm (~2 min) and the control plane (~7 min) on cold Go caches.
-const SETUP_TIMEOUT = 25 * 60_000;
+// The first run may build Helm (~2 min) and the control plane (7 to 15 min) on cold Go caches.
+const SETUP_TIMEOUT = 50 * 60_000; // the kit caps the Go build at 40 min
 
 function run(command: string, args: string[]): Promise<string> {
   return new Promise((resolvePromise, reject) => {

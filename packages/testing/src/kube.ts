@@ -145,13 +145,13 @@ func main() { os.Exit(cli.Run(app.${constructor}())) }
  * Builds kube-apiserver and kube-controller-manager (once) into
  * `<cache>/kubernetes-<version>/bin`. Both main packages live in one module and
  * one `go build`, so they share the compile of the ~2,000 packages they have in
- * common. About 6 minutes on a cold Go cache with 2 cores; the binaries are
- * ~130 MB and ~120 MB.
+ * common. About 10 CPU minutes with cold Go caches (402 to 914 s of wall
+ * clock measured on 2 shared cores); the binaries are ~129 MB and ~121 MB.
  */
 async function prepareKubeBinaries(): Promise<{ bin: string; built: boolean; ms: number }> {
   const started = Date.now();
   const { dir, built } = await ensureCachedDir(KUBE_CACHE_NAME, async (tmp) => {
-    info(`building kube-apiserver and kube-controller-manager ${KUBE_VERSION} into the cache (first run only; ~6 min on a cold Go cache)`);
+    info(`building kube-apiserver and kube-controller-manager ${KUBE_VERSION} into the cache (first run only; 7 to 15 min on 2 cores with cold Go caches)`);
     const src = join(tmp, "src");
     await mkdir(join(src, "cmd", "kube-apiserver"), { recursive: true });
     await mkdir(join(src, "cmd", "kube-controller-manager"), { recursive: true });
