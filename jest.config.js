@@ -4,7 +4,8 @@
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: "node",
-  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/proto", "<rootDir>/embedded"],
+  // deploy: the Helm chart applied to a real Kubernetes API server (deploy/helm/test).
+  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/proto", "<rootDir>/embedded", "<rootDir>/deploy"],
   testMatch: ["**/test/**/*.test.ts", "**/src/**/*.test.ts"],
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
   transform: {

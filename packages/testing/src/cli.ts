@@ -2,31 +2,46 @@ import { spawn } from "node:child_process";
 import { cacheRoot } from "./cache.js";
 import { prepareFerretDB } from "./ferretdb.js";
 import { prepareKafka } from "./kafka.js";
+import { KUBE_VERSION, prepareKube } from "./kube.js";
 import { findPostgres } from "./postgres.js";
 import { seconds } from "./log.js";
 import { ensureServers } from "./servers.js";
 
 const USAGE = `usage:
-  prepare            build FerretDB and download the Kafka jars into the cache, find PostgreSQL, print timings
+  prepare            build FerretDB, download the Kafka jars, build kube-apiserver and kube-controller-manager
+                     and fetch cert-manager's CRDs into the cache, find PostgreSQL and etcd, print timings
+  prepare --no-kube  the same without the Kubernetes parts
   start              start both servers, print MONGO_URL=... KAFKA_BROKERS=..., run until SIGINT/SIGTERM
   run -- <command>   start both servers, run <command> with MONGO_URL and KAFKA_BROKERS set, stop them`;
 
 /**
  * Builds the local servers into the cache without starting them, so CI can
  * warm the cache in its own step (and show how long that took).
- * Both run at once: the Go build is CPU-bound, the Maven download mostly waits on the network.
+ * All run at once: the Maven download mostly waits on the network; the two Go
+ * builds (FerretDB, the Kubernetes control plane) share the cores, which takes
+ * about as long as one after the other, and no longer.
  * PostgreSQL (FerretDB's backend) comes from the system; it is only looked for,
  * so that a missing install fails here, with what to do, rather than in the tests.
+ * etcd (the Kubernetes API server's store) is looked for, and installed from
+ * Debian's etcd-server when missing (scripts/etcd/install.sh).
  */
-async function prepare(): Promise<void> {
+async function prepare(withKube: boolean): Promise<void> {
   const started = Date.now();
   const postgres = findPostgres();
-  const [ferret, kafka] = await Promise.all([prepareFerretDB(), prepareKafka()]);
+  const [ferret, kafka, kube] = await Promise.all([
+    prepareFerretDB(),
+    prepareKafka(),
+    withKube ? prepareKube() : Promise.resolve(undefined),
+  ]);
   const state = (built: boolean): string => (built ? "built" : "already cached");
   console.log(`cache: ${cacheRoot()}`);
   console.log(`postgresql: ${postgres} (from the system)`);
   console.log(`ferretdb: ${ferret.binary} (${state(ferret.built)}, ${seconds(ferret.ms)})`);
   console.log(`kafka: ${kafka.libs} (${state(kafka.built)}, ${seconds(kafka.ms)})`);
+  if (kube) {
+    console.log(`etcd: ${kube.etcd}`);
+    console.log(`kubernetes ${KUBE_VERSION}: ${kube.bin} (${state(kube.built)}, ${seconds(kube.ms)}); cert-manager CRDs: ${kube.crds}`);
+  }
   console.log(`total: ${seconds(Date.now() - started)}`);
 }
 
@@ -81,7 +96,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     switch (command) {
       case "prepare":
-        await prepare();
+        if (rest.length > 0 && !(rest.length === 1 && rest[0] === "--no-kube")) {
+          console.error(USAGE);
+          return 2;
+        }
+        await prepare(rest[0] !== "--no-kube");
         return 0;
       case "start":
         if (rest.length > 0) {

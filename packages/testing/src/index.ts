@@ -4,6 +4,17 @@ export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type Mon
 export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
 export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js";
 export { freePort } from "./ports.js";
+export {
+  CERT_MANAGER_VERSION,
+  KUBE_VERSION,
+  prepareKube,
+  startKubeCluster,
+  type KubeCluster,
+  type KubeObject,
+  type KubePrepared,
+  type KubeRequestOptions,
+  type KubeResponse,
+} from "./kube.js";
 export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } from "./smtp-sink.js";
 export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";

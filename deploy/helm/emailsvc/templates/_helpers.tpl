@@ -184,3 +184,61 @@ PUBLIC_API_URL: config.publicApiUrl, else the first ingress host.
 {{- printf "%s://%s" (ternary "https" "http" $tls) $host }}
 {{- end }}
 {{- end }}
+
+{{/*
+Host of the portal's own Ingress: portal.ingress.host, else the host (without
+a port) of config.env.PREFERENCES_URL.
+*/}}
+{{- define "emailsvc.portalHost" -}}
+{{- if .Values.portal.ingress.host }}
+{{- .Values.portal.ingress.host }}
+{{- else }}
+{{- with index (.Values.config.env | default dict) "PREFERENCES_URL" }}
+{{- regexReplaceAll ":[0-9]+$" (urlParse (toString .)).host "" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of the cert-manager issuer of the portal's certificates: portal.issuer.name,
+else "<fullname>-acme" when the chart creates it, else empty.
+*/}}
+{{- define "emailsvc.issuerName" -}}
+{{- if .Values.portal.issuer.name }}
+{{- .Values.portal.issuer.name }}
+{{- else if .Values.portal.issuer.create }}
+{{- printf "%s-acme" (include "emailsvc.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+CUSTOM_DOMAIN_TARGET: portal.customDomains.target, else config.env.CUSTOM_DOMAIN_TARGET.
+*/}}
+{{- define "emailsvc.customDomainTarget" -}}
+{{- .Values.portal.customDomains.target | default (index (.Values.config.env | default dict) "CUSTOM_DOMAIN_TARGET") | default "" }}
+{{- end }}
+
+{{/*
+Labels of every object the portal creates for a custom domain (Certificate,
+Ingress); it lists and deletes with the same selector, so it never touches
+objects it did not create, nor another release's.
+*/}}
+{{- define "emailsvc.customDomainSelector" -}}
+{{- printf "app.kubernetes.io/managed-by=emailsvc-portal,app.kubernetes.io/instance=%s" .Release.Name }}
+{{- end }}
+
+{{/*
+Environment of the portal with custom domains on, as NAME: EnvVar-source YAML
+(the names services/portal reads; README "Custom domains").
+*/}}
+{{- define "emailsvc.customDomainEnv" -}}
+CUSTOM_DOMAINS_ENABLED: { value: "true" }
+CUSTOM_DOMAIN_TARGET: { value: {{ include "emailsvc.customDomainTarget" . | quote }} }
+CUSTOM_DOMAIN_NAMESPACE: { valueFrom: { fieldRef: { fieldPath: metadata.namespace } } }
+CUSTOM_DOMAIN_ISSUER_NAME: { value: {{ include "emailsvc.issuerName" . | quote }} }
+CUSTOM_DOMAIN_ISSUER_KIND: { value: {{ .Values.portal.issuer.kind | quote }} }
+CUSTOM_DOMAIN_INGRESS_CLASS: { value: {{ .Values.portal.customDomains.ingressClassName | default .Values.portal.ingress.className | quote }} }
+CUSTOM_DOMAIN_SERVICE_NAME: { value: {{ include "emailsvc.componentFullname" (dict "root" . "name" "portal") | quote }} }
+CUSTOM_DOMAIN_SERVICE_PORT: { value: {{ dig "components" "portal" "ports" "http" "port" "" .Values.AsMap | toString | quote }} }
+CUSTOM_DOMAIN_LABEL_SELECTOR: { value: {{ include "emailsvc.customDomainSelector" . | quote }} }
+{{- end }}
