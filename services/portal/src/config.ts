@@ -100,7 +100,7 @@ function customDomainConfig(env: Env, pagePort: number): CustomDomainConfig {
       ingressClass: envOptional("CUSTOM_DOMAIN_INGRESS_CLASS", env),
       serviceName: required("CUSTOM_DOMAIN_SERVICE_NAME"),
       servicePort,
-      instance: envString("CUSTOM_DOMAIN_INSTANCE", "emailsvc", env),
+      instance: instanceOf(env),
     },
     issueRate: policy("CUSTOM_DOMAIN_ISSUE_RATE", "50/1h", env),
     timing: {
@@ -122,6 +122,19 @@ function frameAncestors(value: string): string[] {
   const problem = sources.length === 0 ? "no source given" : frameAncestorsProblem(sources);
   if (problem) throw new ConfigError(`PORTAL_FRAME_ANCESTORS: ${problem}`);
   return sources;
+}
+
+/**
+ * app.kubernetes.io/instance of the objects: CUSTOM_DOMAIN_INSTANCE, else the
+ * instance named in CUSTOM_DOMAIN_LABEL_SELECTOR (the chart's selector of our
+ * objects), else "emailsvc".
+ */
+function instanceOf(env: Env): string {
+  const given = envOptional("CUSTOM_DOMAIN_INSTANCE", env);
+  const fromSelector = /(?:^|,)\s*app\.kubernetes\.io\/instance\s*=\s*([A-Za-z0-9._-]{1,63})\s*(?:,|$)/.exec(envOptional("CUSTOM_DOMAIN_LABEL_SELECTOR", env) ?? "")?.[1];
+  const instance = given ?? fromSelector ?? "emailsvc";
+  if (!/^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(instance)) throw new ConfigError(`CUSTOM_DOMAIN_INSTANCE must be a label value (63 characters: letters, digits, - _ .), got "${instance}"`);
+  return instance;
 }
 
 function policy(name: string, fallback: string, env: Env): Policy {
