@@ -23,6 +23,8 @@ export interface CustomDomainConfig {
   dnsServers: string[] | undefined;
   /** CUSTOM_DOMAIN_RECONCILE_INTERVAL_MS: how often the reconciler looks for due work (default 5000). */
   reconcileIntervalMs: number;
+  /** How the Kubernetes API is reached: in a Pod (KUBERNETES_SERVICE_HOST set) its ServiceAccount, else KUBECONFIG. */
+  kubeAccess: { inCluster: boolean; kubeconfig: string | undefined };
 }
 
 /** The portal's own settings (the common ones and the URLs are the skeleton's). */
@@ -113,6 +115,7 @@ function customDomainConfig(env: Env, pagePort: number): CustomDomainConfig {
     },
     dnsServers: dnsServers && dnsServers.length > 0 ? dnsServers : undefined,
     reconcileIntervalMs: envInt("CUSTOM_DOMAIN_RECONCILE_INTERVAL_MS", 5000, { min: 10, max: 600_000 }, env),
+    kubeAccess: { inCluster: envOptional("KUBERNETES_SERVICE_HOST", env) !== undefined, kubeconfig: envOptional("KUBECONFIG", env) },
   };
 }
 

@@ -101,7 +101,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     budget = await DocumentCounterStore.open(options.store, { collection: "custom_domain_budget", timeoutMs: 2000, logger });
     reconciler = new DomainReconciler({
       storage: domainStorage,
-      routing: domains.routing ?? KubernetesDomainRouting.fromEnvironment(domains.kube),
+      routing: domains.routing ?? KubernetesDomainRouting.fromEnvironment(domains.kube, domains.kubeAccess),
       resolveCname: domains.resolveCname ?? systemCnameResolver(domains.dnsServers),
       budget,
       issueRate: domains.issueRate,

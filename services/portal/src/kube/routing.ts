@@ -80,11 +80,11 @@ export class KubernetesDomainRouting implements DomainRouting {
     this.timeoutMs = settings.requestTimeoutMs ?? 15_000;
   }
 
-  /** In a Pod (KUBERNETES_SERVICE_HOST set): its ServiceAccount; else KUBECONFIG (or ~/.kube/config). */
-  static fromEnvironment(settings: KubeRoutingSettings, env: NodeJS.ProcessEnv = process.env): KubernetesDomainRouting {
+  /** In a Pod (KUBERNETES_SERVICE_HOST set): its ServiceAccount; else the KUBECONFIG file (or ~/.kube/config). */
+  static fromEnvironment(settings: KubeRoutingSettings, access: { inCluster: boolean; kubeconfig: string | undefined }): KubernetesDomainRouting {
     const kc = new (loadClient().KubeConfig)();
-    if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-    else if (env.KUBECONFIG) kc.loadFromFile(env.KUBECONFIG);
+    if (access.inCluster) kc.loadFromCluster();
+    else if (access.kubeconfig) kc.loadFromFile(access.kubeconfig);
     else kc.loadFromDefault();
     return new KubernetesDomainRouting(kc, settings);
   }
