@@ -97,11 +97,12 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   let reconciler: DomainReconciler | undefined;
   let budget: DocumentCounterStore | undefined;
   if (domains?.enabled) {
+    const routing = domains.routing ?? KubernetesDomainRouting.fromEnvironment(domains.kube, domains.kubeAccess);
     // Certificates asked for are counted in the portal's database: the budget holds across replicas and restarts.
     budget = await DocumentCounterStore.open(options.store, { collection: "custom_domain_budget", timeoutMs: 2000, logger });
     reconciler = new DomainReconciler({
       storage: domainStorage,
-      routing: domains.routing ?? KubernetesDomainRouting.fromEnvironment(domains.kube, domains.kubeAccess),
+      routing,
       resolveCname: domains.resolveCname ?? systemCnameResolver(domains.dnsServers),
       budget,
       issueRate: domains.issueRate,

@@ -1,4 +1,7 @@
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import type * as K8s from "@kubernetes/client-node";
 import { certificateVerdict, type CertificateStatus } from "../domain/domain-states.js";
 import type { DomainRouting, DomainTarget } from "../usecases/custom-domains.js";
@@ -80,12 +83,18 @@ export class KubernetesDomainRouting implements DomainRouting {
     this.timeoutMs = settings.requestTimeoutMs ?? 15_000;
   }
 
-  /** In a Pod (KUBERNETES_SERVICE_HOST set): its ServiceAccount; else the KUBECONFIG file (or ~/.kube/config). */
+  /** In a Pod (KUBERNETES_SERVICE_HOST set): its ServiceAccount; else the KUBECONFIG file, else ~/.kube/config, else an error. */
   static fromEnvironment(settings: KubeRoutingSettings, access: { inCluster: boolean; kubeconfig: string | undefined }): KubernetesDomainRouting {
     const kc = new (loadClient().KubeConfig)();
     if (access.inCluster) kc.loadFromCluster();
     else if (access.kubeconfig) kc.loadFromFile(access.kubeconfig);
-    else kc.loadFromDefault();
+    else {
+      // Fail at start, not at the first domain: custom domains on without a cluster is a setting's mistake
+      // (the client's loadFromDefault would quietly pick http://localhost:8080).
+      const file = join(homedir(), ".kube", "config");
+      if (!existsSync(file)) throw new Error("custom domains need the Kubernetes API: run the portal in a Pod (its ServiceAccount) or set KUBECONFIG");
+      kc.loadFromFile(file);
+    }
     return new KubernetesDomainRouting(kc, settings);
   }
 
