@@ -16,8 +16,11 @@
 #   docker run --rm -p 8080:8080 -e SUBSCRIBERS_URL=... -e MONGO_URL=... emailsvc
 #
 # Needs BuildKit (cache and bind mounts). Pin the base image by digest for
-# reproducible builds: --build-arg NODE_IMAGE=node:22-bookworm-slim@sha256:...
-ARG NODE_IMAGE=node:22-bookworm-slim
+# reproducible builds: --build-arg NODE_IMAGE=node:24-bookworm-slim@sha256:...
+# Node 24 is the active LTS (Node 22 is in maintenance until April 2027 and
+# still works: --build-arg NODE_IMAGE=node:22-bookworm-slim); the code is kept
+# runnable on 20.19+, 22 and 24.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 WORKDIR /app

@@ -30,9 +30,13 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
+let helmPath: Promise<string> | undefined;
+/** The Helm that scripts/helm-check.sh uses, built into the cache on first use. */
+const helm = (): Promise<string> =>
+  (helmPath ??= run("bash", [join(ROOT, "scripts", "helm", "install.sh")]).then((out) => out.trim().split("\n").pop()!));
+
 async function render(): Promise<KubeObject[]> {
-  const helm = (await run("bash", [join(ROOT, "scripts", "helm", "install.sh")])).trim().split("\n").pop()!;
-  const yaml = await run(helm, ["template", RELEASE, CHART, "--namespace", NS, "-f", VALUES]);
+  const yaml = await run(await helm(), ["template", RELEASE, CHART, "--namespace", NS, "-f", VALUES]);
   return parseAllDocuments(yaml)
     .map((doc) => doc.toJS() as KubeObject | null)
     .filter((o): o is KubeObject => o !== null)
@@ -267,6 +271,21 @@ describe("the chart on a real Kubernetes API server (ci/custom-domains.yaml)", (
         expect({ path, status: res.status }).toEqual({ path, status: 403 });
       }
     });
+  });
+
+  it("installs and upgrades with helm itself, keeping the generated secrets (lookup)", async () => {
+    const ns = "helm-install";
+    await kube.createNamespace(ns, { "pod-security.kubernetes.io/enforce": "restricted" });
+    const kubeconfig = await kube.kubeconfigFile(undefined, ns);
+    const args = [RELEASE, CHART, "--kubeconfig", kubeconfig, "--namespace", ns, "-f", join(CHART, "ci", "default-values.yaml")];
+    const secret = async (): Promise<Record<string, string>> =>
+      (await kube.request("GET", `/api/v1/namespaces/${ns}/secrets/${RELEASE}-secrets`)).body.data;
+    // No --wait: without nodes no pod gets ready. kubeVersion (>=1.27) is checked against the server's v1.31.4.
+    await run(await helm(), ["install", ...args]);
+    const first = await secret();
+    expect(Object.keys(first).sort()).toEqual(["ADMIN_TOKEN", "MONGO_URL", "SUPPRESSION_KEYS", "TOKEN_SIGNING_KEYS"]);
+    await run(await helm(), ["upgrade", ...args]);
+    expect(await secret()).toEqual(first);
   });
 
   it("gives the other services' ServiceAccounts no rights to Certificates or Ingresses", async () => {

@@ -275,6 +275,7 @@ function call(
 /** The self-signed CA among the PEM certificates of the serving certificate file. */
 function caOf(pemBundle: string): string {
   const pems = pemBundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (pems.length === 0) return "";
   const ca = pems.find((pem) => {
     const cert = new X509Certificate(pem);
     return cert.ca && cert.subject === cert.issuer;
@@ -370,10 +371,19 @@ export async function startKubeCluster(opts: { controllerManager?: boolean } = {
     procs.push(apiserver);
 
     // The serving certificate is written before the port opens; its CA is what clients trust.
+    // Written as two files: wait until both are there and the certificate file is complete.
     const servingCert = join(certDir, "apiserver.crt");
-    await waitUntilReady("kube-apiserver (serving certificate)", apiserver, async () => existsSync(servingCert), 60_000);
-    await sleep(100); // the key and the certificate are two writes
-    const caData = caOf(await readFile(servingCert, "utf8"));
+    let caData = "";
+    await waitUntilReady(
+      "kube-apiserver (serving certificate)",
+      apiserver,
+      async () => {
+        if (!existsSync(join(certDir, "apiserver.key")) || !existsSync(servingCert)) return false;
+        caData = caOf(await readFile(servingCert, "utf8"));
+        return caData.includes("END CERTIFICATE");
+      },
+      60_000,
+    );
     await writeFile(join(runDir, "ca.crt"), caData);
     agent = new Agent({ ca: caData, keepAlive: true });
     const server = `https://127.0.0.1:${apiPort}`;

@@ -85,6 +85,13 @@ describe("startKubeCluster", () => {
       spec: { secretName: "c1-tls", dnsNames: ["a.example.com"], issuerRef: { name: "x", kind: "ClusterIssuer" } },
     });
     expect(res.status).toBe(201);
+    // No cert-manager controller runs: a test plays it by writing the status subresource.
+    const ready = await kube.request("PATCH", "/apis/cert-manager.io/v1/namespaces/kit-c/certificates/c1/status", {
+      body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Ready", message: "issued", lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }] } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(ready.status).toBe(200);
+    expect(ready.body.status.conditions[0]).toMatchObject({ type: "Ready", status: "True" });
     // The CRD's schema is enforced: with strict field validation, an unknown field is refused.
     const bad = await kube.request("POST", "/apis/cert-manager.io/v1/namespaces/kit-c/certificates?fieldValidation=Strict", {
       body: { apiVersion: "cert-manager.io/v1", kind: "Certificate", metadata: { name: "c2" }, spec: { secretName: "s", issuerRef: { name: "x" }, bogus: 1 } },
