@@ -10,7 +10,14 @@ module.exports = {
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
   transform: {
     "^.+\\.ts$": ["@swc/jest", { jsc: { target: "es2022", parser: { syntax: "typescript" } }, module: { type: "commonjs" } }],
+    // ESM-only dependencies (below), compiled to CommonJS for Jest's CJS mode.
+    // Node itself loads them with require(esm) (Node >= 20.19), as the built services do.
+    "^.+\\.m?js$": ["@swc/jest", { jsc: { target: "es2022", parser: { syntax: "ecmascript" } }, module: { type: "commonjs" } }],
   },
+  // Everything in node_modules runs as shipped, except the ESM-only packages
+  // of @kubernetes/client-node (the portal's custom domains), which Jest 30
+  // cannot require on Node 20 (require(esm) in Jest needs Node >= 24.9).
+  transformIgnorePatterns: ["/node_modules/(?!(@kubernetes/client-node|openid-client|oauth4webapi|jose)/)", "^(?:(?!/node_modules/).)*/dist/"],
   moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
   // Real servers (MongoDB-compatible and Kafka) are found or started once for
   // the whole run; see packages/testing.

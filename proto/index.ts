@@ -10,4 +10,4 @@ export * as templates from "./gen/emailsvc/templates/v1/templates_pb.js";
 export * as delivery from "./gen/emailsvc/delivery/v1/delivery_pb.js";
 export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";
 export * as triggers from "./gen/emailsvc/campaigns/v1/triggers_pb.js";
-export * as portal from "./gen/emailsvc/portal/v1/preference_center_pb.js";
+export * as portal from "./portal.js";

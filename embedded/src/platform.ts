@@ -4,8 +4,21 @@ import { createLogger, type Env, type Logger, type ServiceName } from "@emailsvc
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
+import { createServer } from "node:net";
 import { SERVICE_MODULES, startOrder } from "./services.js";
 import { startServiceThread } from "./threads.js";
+
+/** A port free on loopback right now (closed again; the service binds it moments later). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
 
 export interface PlatformOptions {
   dataDir: string;
@@ -84,9 +97,25 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const serviceUrls = {} as Record<ServiceName, string>;
     const publicUrls: Partial<Record<ServiceName, string>> = {};
     const threaded = new Set(options.threads ?? []);
+    // A service called optionally by one that starts before it (delivery -> portal) listens on a
+    // port picked now, so that its caller can be given the address at start.
+    const ports = new Map<ServiceName, number>();
+    for (const [index, name] of order.entries()) {
+      for (const [callee, kind] of Object.entries(SERVICE_MODULES[name].calls) as Array<[ServiceName, string]>) {
+        if (kind === "optional" && order.indexOf(callee) > index && !ports.has(callee)) {
+          const port = await freePort();
+          ports.set(callee, port);
+          serviceUrls[callee] = `http://127.0.0.1:${port}`;
+        }
+      }
+    }
     for (const name of order) {
       const module = SERVICE_MODULES[name];
-      const urls = Object.fromEntries(Object.keys(module.calls).map((callee) => [callee, serviceUrls[callee as ServiceName]]));
+      const urls = Object.fromEntries(
+        Object.keys(module.calls)
+          .filter((callee) => serviceUrls[callee as ServiceName] !== undefined)
+          .map((callee) => [callee, serviceUrls[callee as ServiceName]]),
+      );
       if (threaded.has(name)) {
         const service = await startServiceThread({
           name,
@@ -95,6 +124,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           mongoUrl: options.mongoUrl,
           kafkaBrokers: options.kafkaBrokers,
           sharedBus: module.usesBus ? sharedBus : undefined,
+          port: ports.get(name) ?? 0,
           urls,
           env,
           onCrash:
@@ -128,7 +158,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           store,
           bus: module.usesBus ? bus : undefined,
           logger: loggerFor(name),
-          port: 0,
+          port: ports.get(name) ?? 0,
           host: "127.0.0.1",
           urls,
           dataDir: options.dataDir,

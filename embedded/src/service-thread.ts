@@ -39,7 +39,7 @@ async function start(): Promise<{ service: RunningService; bus: EventBus | undef
         store,
         bus,
         logger,
-        port: 0,
+        port: data.port,
         host: "127.0.0.1",
         urls: data.urls,
         dataDir: data.dataDir,

@@ -20,7 +20,12 @@ export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> 
   portal: portalService,
 };
 
-/** Services in an order where each one starts after every service it calls. */
+/**
+ * Services in an order where each one starts after every service it calls as
+ * `required`. Optional calls do not order the start (delivery calls the
+ * portal optionally, the portal calls delivery as required): the launcher
+ * gives such a caller the callee's address before the callee listens.
+ */
 export function startOrder(modules: Readonly<Record<ServiceName, Pick<ServiceModule, "calls">>>): ServiceName[] {
   const order: ServiceName[] = [];
   const state = new Map<ServiceName, "visiting" | "done">();
@@ -28,7 +33,9 @@ export function startOrder(modules: Readonly<Record<ServiceName, Pick<ServiceMod
     if (state.get(name) === "done") return;
     if (state.get(name) === "visiting") throw new Error(`services call each other in a cycle: ${[...path, name].join(" -> ")}`);
     state.set(name, "visiting");
-    for (const callee of Object.keys(modules[name].calls) as ServiceName[]) visit(callee, [...path, name]);
+    for (const [callee, kind] of Object.entries(modules[name].calls) as Array<[ServiceName, string]>) {
+      if (kind === "required") visit(callee, [...path, name]);
+    }
     state.set(name, "done");
     order.push(name);
   };

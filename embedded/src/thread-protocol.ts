@@ -11,6 +11,8 @@ export interface ThreadData {
   kafkaBrokers: string | undefined;
   /** The process's in-process bus, served by the main thread; unset with Kafka. */
   busPort: MessagePort | undefined;
+  /** gRPC port; 0 picks a free one (the launcher may have reserved one for its callers). */
+  port: number;
   urls: Partial<Record<ServiceName, string>>;
   env: Env;
 }

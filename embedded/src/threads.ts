@@ -28,6 +28,7 @@ export async function startServiceThread(options: ThreadedServiceOptions): Promi
     mongoUrl: options.mongoUrl,
     kafkaBrokers: options.kafkaBrokers,
     busPort: channel?.port2,
+    port: options.port,
     urls: options.urls,
     env: options.env,
   };

@@ -18,7 +18,7 @@ import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/render";
-import { mintPreferenceLink, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -63,6 +63,13 @@ export interface DeliveryServiceOptions {
   unsubscribeUrl?: UnsubscribeUrlSource;
   /** Where preference links point and how long they work (PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS); minted with tokenKeys. */
   preferenceLinks?: PreferenceLinkSettings;
+  /**
+   * The portal's DomainService (PORTAL_URL; optional): a tenant whose custom
+   * domain is active gets links on it (cached 30 s per account; without an
+   * answer, PREFERENCES_URL). See packages/tokens, preference-host.ts.
+   */
+  portalUrl?: string;
+  portalTransport?: Transport;
   /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
   retry?: Partial<RetryPolicy>;
   /**
@@ -123,6 +130,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     stalledAfterMs: options.stalledAfterMs,
   });
   const templates = templatesClient(transport);
+  const portalTransport = options.portalTransport ?? (options.portalUrl ? createServiceTransport(options.portalUrl) : undefined);
   const subscribersTransport =
     options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
@@ -151,7 +159,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
               ...(options.unsubscribeTtlDays !== undefined ? { ttlDays: options.unsubscribeTtlDays } : {}),
             })
           : () => undefined),
-      preferenceUrl: preferenceLinkSource(options.tokenKeys, options.preferenceLinks),
+      preferenceUrl: preferenceLinkSource(options.tokenKeys, options.preferenceLinks, portalTransport, logger),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,
@@ -200,9 +208,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   };
 }
 
-/** `{{preference_center_url}}` of a subscriber's mail: a fresh preference link per message. */
-function preferenceLinkSource(keys: KeyRing | undefined, settings: PreferenceLinkSettings | undefined) {
+/** `{{preference_center_url}}` of a subscriber's mail: a fresh preference link per message, on the account's custom domain once active. */
+function preferenceLinkSource(keys: KeyRing | undefined, settings: PreferenceLinkSettings | undefined, portal: Transport | undefined, logger: Logger) {
   if (!keys || !settings) return undefined;
-  return ({ tenant, subscriberId }: { tenant: string; subscriberId: string }) =>
-    mintPreferenceLink(keys, { ...tenantOfKey(tenant), subscriberId }, settings).url;
+  const bases = new PreferenceLinkBase(settings, portal ? portalDomainLookup(portal) : undefined, {
+    onError: (accountId, err) => logger.warn({ account_id: accountId, err: err instanceof Error ? err.message : String(err) }, "custom domain lookup failed; links use PREFERENCES_URL"),
+  });
+  return async ({ tenant, subscriberId }: { tenant: string; subscriberId: string }) => {
+    const subject = { ...tenantOfKey(tenant), subscriberId };
+    const baseUrl = await bases.forAccount(subject.accountId);
+    return mintPreferenceLink(keys, subject, { ...settings, baseUrl }).url;
+  };
 }

@@ -10,8 +10,10 @@ export const deliveryService = defineService({
   name: "delivery",
   usesBus: true,
   // Templates: compiled versions (cannot send without). Subscribers: the
-  // recipient's metadata and the link erasure follows (optional).
-  calls: { templates: "required", subscribers: "optional" },
+  // recipient's metadata and the link erasure follows (optional). Portal: the
+  // account's active custom domain for preference links (optional: the
+  // portal calls delivery, so this edge must not hold delivery's start).
+  calls: { templates: "required", subscribers: "optional", portal: "optional" },
   loadConfig,
   start: async ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");
@@ -29,6 +31,7 @@ export const deliveryService = defineService({
       host,
       templatesUrl: urls.templates!,
       ...(urls.subscribers ? { subscribersUrl: urls.subscribers } : {}),
+      ...(urls.portal ? { portalUrl: urls.portal } : {}),
       provider: config.provider,
       ...(config.smtp ? { smtp: config.smtp } : {}),
       from: config.from,

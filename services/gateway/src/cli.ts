@@ -13,6 +13,9 @@ Commands:
   keys create --account ACCOUNT_ID --mode test|live [--name NAME]
   keys list --account ACCOUNT_ID
   keys revoke --account ACCOUNT_ID --key KEY_ID
+  domains set --account ACCOUNT_ID --domain HOST   (professional plan; then create HOST CNAME <dns_record.target>)
+  domains get --account ACCOUNT_ID                 (state: pending_dns, issuing, active or failed, and why)
+  domains delete --account ACCOUNT_ID
 
 Environment:
   EMAILSVC_URL   the gateway (default http://localhost:8080)
@@ -90,6 +93,20 @@ async function dispatch(argv: string[], env: NodeJS.ProcessEnv): Promise<unknown
       const key = required(values.key, "--key");
       return api.call("DELETE", `/admin/v1/accounts/${encodeURIComponent(account)}/api-keys/${encodeURIComponent(key)}`);
     }
+    case "domains set": {
+      const account = required(values.account, "--account");
+      const domain = required(values.domain, "--domain");
+      return api.call("PUT", `/admin/v1/accounts/${encodeURIComponent(account)}/custom-domain`, { domain });
+    }
+    case "domains get": {
+      const account = required(values.account, "--account");
+      return api.call("GET", `/admin/v1/accounts/${encodeURIComponent(account)}/custom-domain`);
+    }
+    case "domains delete": {
+      const account = required(values.account, "--account");
+      await api.call("DELETE", `/admin/v1/accounts/${encodeURIComponent(account)}/custom-domain`);
+      return { deleted: true };
+    }
     case "":
       throw usageError("no command given");
     default:
@@ -109,6 +126,7 @@ function parseArgsOrExplain(argv: string[]) {
         account: { type: "string" },
         mode: { type: "string" },
         key: { type: "string" },
+        domain: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });

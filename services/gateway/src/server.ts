@@ -5,7 +5,7 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
 import { createServiceTransport, listen, SERVICE_NAMES, urlHost, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { loadPreferenceLinkSettings, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { loadPreferenceLinkSettings, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
@@ -149,6 +149,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     return isReady;
   };
 
+  const preferenceLinks = deps.preferenceLinks ?? loadPreferenceLinkSettings({});
   const context: ResourceContext = {
     transport: (service) => transports[service],
     timeoutMs,
@@ -157,7 +158,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     authenticator,
     ready,
     tokenKeys: deps.tokenKeys,
-    preferenceLinks: deps.preferenceLinks ?? loadPreferenceLinkSettings({}),
+    preferenceLinks,
+    // The portal is asked for an account's active custom domain (optional: without it, PREFERENCES_URL).
+    preferenceLinkBase: new PreferenceLinkBase(preferenceLinks, transports.portal ? portalDomainLookup(transports.portal) : undefined, {
+      onError: (accountId, err) => logger.warn({ account_id: accountId, err: err instanceof Error ? err.message : String(err) }, "custom domain lookup failed; links use PREFERENCES_URL"),
+    }),
   };
   for (const resource of RESOURCES) resource.routes(kit, context);
 

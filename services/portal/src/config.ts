@@ -1,6 +1,31 @@
 import { parsePolicy, type Policy } from "@emailsvc/ratelimit";
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { frameAncestorsProblem } from "./domain/frame-ancestors.js";
+import { hostOf } from "./domain/custom-domain.js";
+import { DEFAULT_TIMING, type Timing } from "./domain/domain-states.js";
+import type { KubeRoutingSettings } from "./kube/routing.js";
+
+/** Custom portal domains (CUSTOM_DOMAIN*): off unless CUSTOM_DOMAINS_ENABLED=true. */
+export interface CustomDomainConfig {
+  enabled: boolean;
+  /** CUSTOM_DOMAIN_TARGET's host: what customers point their CNAME at. */
+  target: string;
+  /** The hosts of PUBLIC_API_URL, PREFERENCES_URL and CUSTOM_DOMAIN_TARGET: never a customer's. */
+  platformHosts: string[];
+  /** PREFERENCES_URL's host: the page answers on it and on active custom domains only. */
+  preferencesHost: string;
+  /** The Kubernetes objects' settings (CUSTOM_DOMAIN_NAMESPACE, _ISSUER_NAME, _ISSUER_KIND, _INGRESS_CLASS, _SERVICE_NAME, _SERVICE_PORT, _INSTANCE). */
+  kube: KubeRoutingSettings;
+  /** CUSTOM_DOMAIN_ISSUE_RATE: new Certificates per window, all replicas together (default 50/1h). */
+  issueRate: Policy;
+  timing: Timing;
+  /** CUSTOM_DOMAIN_DNS_SERVERS: resolvers to ask (comma-separated ip[:port]); unset: the system's. */
+  dnsServers: string[] | undefined;
+  /** CUSTOM_DOMAIN_RECONCILE_INTERVAL_MS: how often the reconciler looks for due work (default 5000). */
+  reconcileIntervalMs: number;
+  /** How the Kubernetes API is reached: in a Pod (KUBERNETES_SERVICE_HOST set) its ServiceAccount, else KUBECONFIG. */
+  kubeAccess: { inCluster: boolean; kubeconfig: string | undefined };
+}
 
 /** The portal's own settings (the common ones and the URLs are the skeleton's). */
 export interface PortalConfig {
@@ -19,6 +44,7 @@ export interface PortalConfig {
   linkRequestsPerAddress: Policy;
   /** TOKEN_SIGNING_KEYS as set: verifies preference tokens and signs page sessions (required on MongoDB; see packages/tokens). */
   tokenSigningKeys: string | undefined;
+  customDomains: CustomDomainConfig;
 }
 
 export function loadConfig(env: Env = process.env): PortalConfig {
@@ -32,6 +58,64 @@ export function loadConfig(env: Env = process.env): PortalConfig {
     linkTemplate: envString("PORTAL_LINK_TEMPLATE", "preference-link", env),
     linkRequestsPerIp: policy("PORTAL_LINK_REQUEST_RATE_IP", "10/1h", env),
     linkRequestsPerAddress: policy("PORTAL_LINK_REQUEST_RATE_ADDRESS", "3/1h", env),
+    customDomains: customDomainConfig(env, pagePort),
+  };
+}
+
+function customDomainConfig(env: Env, pagePort: number): CustomDomainConfig {
+  const flag = (envOptional("CUSTOM_DOMAINS_ENABLED", env) ?? "false").toLowerCase();
+  if (flag !== "true" && flag !== "false") throw new ConfigError(`CUSTOM_DOMAINS_ENABLED must be true or false, got "${flag}"`);
+  const enabled = flag === "true";
+  const preferencesHost = hostOf(envOptional("PREFERENCES_URL", env) ?? `http://localhost:${pagePort}`) ?? "localhost";
+  const targetSetting = envOptional("CUSTOM_DOMAIN_TARGET", env);
+  const target = hostOf(targetSetting);
+  if (targetSetting !== undefined && !target) throw new ConfigError(`CUSTOM_DOMAIN_TARGET must be a host name, got "${targetSetting}"`);
+  if (enabled && !target) throw new ConfigError("CUSTOM_DOMAIN_TARGET is required with CUSTOM_DOMAINS_ENABLED=true: the host customers point their CNAME at");
+  const required = (name: string): string => {
+    const value = envOptional(name, env);
+    if (enabled && !value) throw new ConfigError(`${name} is required with CUSTOM_DOMAINS_ENABLED=true`);
+    return value ?? "";
+  };
+  const issuerKind = envString("CUSTOM_DOMAIN_ISSUER_KIND", "ClusterIssuer", env);
+  if (issuerKind !== "Issuer" && issuerKind !== "ClusterIssuer") throw new ConfigError(`CUSTOM_DOMAIN_ISSUER_KIND must be Issuer or ClusterIssuer, got "${issuerKind}"`);
+  const portSetting = envString("CUSTOM_DOMAIN_SERVICE_PORT", String(pagePort || 8081), env);
+  const servicePort = /^[0-9]+$/.test(portSetting) ? Number(portSetting) : portSetting;
+  if (typeof servicePort === "number" ? servicePort < 1 || servicePort > 65535 : !/^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/.test(servicePort)) {
+    throw new ConfigError(`CUSTOM_DOMAIN_SERVICE_PORT must be a port number or a port name, got "${portSetting}"`);
+  }
+  const seconds = (name: string, fallbackMs: number, min: number, max: number) => envInt(name, Math.round(fallbackMs / 1000), { min, max }, env) * 1000;
+  const dnsServers = envOptional("CUSTOM_DOMAIN_DNS_SERVERS", env)?.split(",").map((s) => s.trim()).filter(Boolean);
+  const platformHosts = [
+    hostOf(envOptional("PUBLIC_API_URL", env)),
+    preferencesHost,
+    target,
+  ].filter((host): host is string => host !== undefined && host !== "localhost" && !/^[0-9.]+$|:/.test(host));
+  return {
+    enabled,
+    target: target ?? "",
+    platformHosts: [...new Set(platformHosts)],
+    preferencesHost,
+    kube: {
+      namespace: required("CUSTOM_DOMAIN_NAMESPACE"),
+      issuerName: required("CUSTOM_DOMAIN_ISSUER_NAME"),
+      issuerKind,
+      ingressClass: envOptional("CUSTOM_DOMAIN_INGRESS_CLASS", env),
+      serviceName: required("CUSTOM_DOMAIN_SERVICE_NAME"),
+      servicePort,
+      instance: instanceOf(env),
+    },
+    issueRate: policy("CUSTOM_DOMAIN_ISSUE_RATE", "50/1h", env),
+    timing: {
+      ...DEFAULT_TIMING,
+      recheckBaseMs: envInt("CUSTOM_DOMAIN_RECHECK_BASE_MS", DEFAULT_TIMING.recheckBaseMs, { min: 10, max: 3_600_000 }, env),
+      dnsTimeoutMs: seconds("CUSTOM_DOMAIN_DNS_TIMEOUT_SECONDS", DEFAULT_TIMING.dnsTimeoutMs, 60, 30 * 24 * 3600),
+      issueTimeoutMs: seconds("CUSTOM_DOMAIN_ISSUE_TIMEOUT_SECONDS", DEFAULT_TIMING.issueTimeoutMs, 60, 7 * 24 * 3600),
+      retryBaseMs: seconds("CUSTOM_DOMAIN_RETRY_BASE_SECONDS", DEFAULT_TIMING.retryBaseMs, 1, 24 * 3600),
+      maxIssuanceAttempts: envInt("CUSTOM_DOMAIN_MAX_ATTEMPTS", DEFAULT_TIMING.maxIssuanceAttempts, { min: 1, max: 20 }, env),
+    },
+    dnsServers: dnsServers && dnsServers.length > 0 ? dnsServers : undefined,
+    reconcileIntervalMs: envInt("CUSTOM_DOMAIN_RECONCILE_INTERVAL_MS", 5000, { min: 10, max: 600_000 }, env),
+    kubeAccess: { inCluster: envOptional("KUBERNETES_SERVICE_HOST", env) !== undefined, kubeconfig: envOptional("KUBECONFIG", env) },
   };
 }
 
@@ -43,6 +127,19 @@ function frameAncestors(value: string): string[] {
   return sources;
 }
 
+/**
+ * app.kubernetes.io/instance of the objects: CUSTOM_DOMAIN_INSTANCE, else the
+ * instance named in CUSTOM_DOMAIN_LABEL_SELECTOR (the chart's selector of our
+ * objects), else "emailsvc".
+ */
+function instanceOf(env: Env): string {
+  const given = envOptional("CUSTOM_DOMAIN_INSTANCE", env);
+  const fromSelector = /(?:^|,)\s*app\.kubernetes\.io\/instance\s*=\s*([A-Za-z0-9._-]{1,63})\s*(?:,|$)/.exec(envOptional("CUSTOM_DOMAIN_LABEL_SELECTOR", env) ?? "")?.[1];
+  const instance = given ?? fromSelector ?? "emailsvc";
+  if (!/^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(instance)) throw new ConfigError(`CUSTOM_DOMAIN_INSTANCE must be a label value (63 characters: letters, digits, - _ .), got "${instance}"`);
+  return instance;
+}
+
 function policy(name: string, fallback: string, env: Env): Policy {
   let parsed;
   try {
@@ -50,6 +147,6 @@ function policy(name: string, fallback: string, env: Env): Policy {
   } catch (err) {
     throw new ConfigError(`${name} ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!parsed) throw new ConfigError(`${name} cannot be off: the page must not mail links without a limit`);
+  if (!parsed) throw new ConfigError(`${name} cannot be off: it protects against abuse (links mailed, certificates asked for)`);
   return parsed;
 }

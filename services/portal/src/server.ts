@@ -10,6 +10,14 @@ import { PortalStorage } from "./storage/settings.js";
 import { FrameAncestorsCache, type SettingsDeps } from "./usecases/settings.js";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
+import { Resolver } from "node:dns/promises";
+import { DocumentCounterStore } from "@emailsvc/ratelimit";
+import type { CustomDomainConfig } from "./config.js";
+import { KubernetesDomainRouting } from "./kube/routing.js";
+import { DomainStorage } from "./storage/domains.js";
+import { ActiveDomainCache, type CnameResolver, type CustomDomainDeps, type DomainRouting } from "./usecases/custom-domains.js";
+import { DomainReconciler } from "./usecases/reconcile-domains.js";
+import { domainRoutes } from "./rpc/routes.js";
 
 export interface PortalServiceOptions {
   /** The portal's own database (the accounts' page settings). */
@@ -32,6 +40,20 @@ export interface PortalServiceOptions {
   };
   /** "Send me a new link" on the page: mailed through delivery with the tenant's template `template`. */
   newLinks?: { template: string; perIp: Policy; perAddress: Policy };
+  /**
+   * Custom portal domains (config.ts, CUSTOM_DOMAIN*); left out: off. Tests
+   * may give the Kubernetes side (`routing`, default: the API server of the
+   * environment) and the DNS (`resolveCname`, default node:dns with
+   * CUSTOM_DOMAIN_DNS_SERVERS).
+   */
+  customDomains?: CustomDomainConfig & { routing?: DomainRouting; resolveCname?: CnameResolver };
+}
+
+/** node:dns's CNAME lookup, through the resolvers given (CUSTOM_DOMAIN_DNS_SERVERS) or the system's. */
+export function systemCnameResolver(servers?: readonly string[]): CnameResolver {
+  const resolver = new Resolver({ timeout: 5000, tries: 2 });
+  if (servers && servers.length > 0) resolver.setServers([...servers]);
+  return (domain) => resolver.resolveCname(domain);
 }
 
 export interface RunningPortalService {
@@ -60,11 +82,43 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     }),
     now: Date.now,
   };
+  const domains = options.customDomains;
+  const domainStorage = new DomainStorage(options.store);
+  if (domains?.enabled) await domainStorage.ensureIndexes();
+  const activeDomains = new ActiveDomainCache(domainStorage, Date.now);
+  const domainDeps: CustomDomainDeps = {
+    storage: domainStorage,
+    enabled: domains?.enabled ?? false,
+    target: domains?.target ?? "",
+    platformHosts: domains?.platformHosts ?? [],
+    now: Date.now,
+    changed: (_accountId, domain) => activeDomains.forget(domain),
+  };
+  let reconciler: DomainReconciler | undefined;
+  let budget: DocumentCounterStore | undefined;
+  if (domains?.enabled) {
+    const routing = domains.routing ?? KubernetesDomainRouting.fromEnvironment(domains.kube, domains.kubeAccess);
+    // Certificates asked for are counted in the portal's database: the budget holds across replicas and restarts.
+    budget = await DocumentCounterStore.open(options.store, { collection: "custom_domain_budget", timeoutMs: 2000, logger });
+    reconciler = new DomainReconciler({
+      storage: domainStorage,
+      routing,
+      resolveCname: domains.resolveCname ?? systemCnameResolver(domains.dnsServers),
+      budget,
+      issueRate: domains.issueRate,
+      target: domains.target,
+      timing: domains.timing,
+      logger,
+      now: Date.now,
+      changed: domainDeps.changed,
+    });
+  }
   const { server, health } = await startServiceServer({
-    services: [portal.PreferenceCenterService, portal.PortalSettingsService],
+    services: [portal.PreferenceCenterService, portal.PortalSettingsService, portal.DomainService],
     routes: (router: ConnectRouter) => {
       preferenceCenterRoutes(deps, exportDeps)(router);
       portalSettingsRoutes(settingsDeps)(router);
+      domainRoutes(domainDeps)(router);
     },
     ready: () => options.store.ping(),
     logger,
@@ -82,20 +136,25 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       const { defaultFrameAncestors, ...pageOptions } = options.page;
       const frameAncestors = new FrameAncestorsCache(settingsDeps, defaultFrameAncestors);
       settingsDeps.changed = (tenant) => frameAncestors.forget(tenant);
-      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, frameAncestors, ...(newLink ? { newLink } : {}) });
+      const hosts = domains?.enabled ? { preferencesHost: domains.preferencesHost, accountOf: (host: string) => activeDomains.accountOf(host) } : undefined;
+      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, frameAncestors, ...(newLink ? { newLink } : {}), ...(hosts ? { hosts } : {}) });
     }
   } catch (err) {
     await server.close(0);
+    await budget?.close();
     throw err;
   }
-  logger.info({ url: server.url }, "portal service listening");
+  reconciler?.start(domains!.reconcileIntervalMs);
+  logger.info({ url: server.url, custom_domains: domains?.enabled ? "on" : "off" }, "portal service listening");
   return {
     url: server.url,
     port: server.port,
     publicUrl: page?.url,
     async close() {
       health.setDraining();
+      await reconciler?.stop();
       await Promise.all([server.close(), page?.close()]);
+      await budget?.close();
     },
   };
 }

@@ -39,6 +39,7 @@ export const portalService = defineService({
         trustedProxyHops: config.trustedProxyHops,
       },
       newLinks: { template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress },
+      customDomains: config.customDomains,
     });
   },
 });

@@ -32,7 +32,7 @@ export interface DeliveryDeps {
   sender: Sender;
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
-  preferenceUrl?: (target: { tenant: string; subscriberId: string }) => string | undefined;
+  preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
   /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
@@ -171,7 +171,7 @@ export async function deliverEmail(
         })
       : undefined;
     // Every mail to a subscriber may link their preference page (a template footer's {{preference_center_url}}).
-    const preferenceUrl = recipient?.subscriberId ? deps.preferenceUrl?.({ tenant: claimed.tenant, subscriberId: recipient.subscriberId }) : undefined;
+    const preferenceUrl = recipient?.subscriberId ? await deps.preferenceUrl?.({ tenant: claimed.tenant, subscriberId: recipient.subscriberId }) : undefined;
     const rendered = render(prepared, variables, {
       email: claimed.to,
       ...(recipient ? { metadata: recipient.metadata } : {}),

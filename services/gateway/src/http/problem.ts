@@ -59,6 +59,13 @@ const TITLES: Record<string, string> = {
   not_ready: "Not ready",
   service_unavailable: "Service not available",
   rate_limited: "Too many requests",
+  // Custom portal domains (the portal's DomainService, the plan check here).
+  plan_required: "Plan does not include this",
+  live_key_required: "Live-mode key required",
+  invalid_domain: "Invalid domain",
+  domain_taken: "Domain already claimed",
+  custom_domain_not_found: "No custom domain",
+  custom_domains_not_enabled: "Custom domains not enabled",
   // Codes of the templates and delivery services.
   template_not_found: "Template not found",
   slug_taken: "Slug already in use",

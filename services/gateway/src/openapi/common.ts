@@ -95,9 +95,12 @@ export const responses: Record<string, unknown> = {
   Unauthorized: problem("Missing, invalid or revoked credentials.", {
     "WWW-Authenticate": { schema: { type: "string" } },
   }),
+  Forbidden: problem(
+    "The credential is valid but the operation is not allowed to it: the account's plan does not include it (`plan_required`; the detail names the plan needed), or it needs a live-mode key (`live_key_required`).",
+  ),
   NotFound: problem("No such resource (also for ids of another account or mode), e.g. `not_found`, `template_not_found`."),
   Conflict: problem(
-    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`), an idempotency key was used before with another body (`idempotency_key_reused`), or a concurrent change won (`concurrent_update`; retry).",
+    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`; a custom domain another account holds, `domain_taken`), an idempotency key was used before with another body (`idempotency_key_reused`), or a concurrent change won (`concurrent_update`; retry).",
   ),
   PayloadTooLarge: problem(
     `The body is larger than the operation takes (\`payload_too_large\`): ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more. Or metadata or variables are larger than the service takes.`,

@@ -43,6 +43,7 @@ export const noContent = (description: string) => ({
 const ERROR_STATUS = {
   BadRequest: "400",
   Unauthorized: "401",
+  Forbidden: "403",
   NotFound: "404",
   Conflict: "409",
   PayloadTooLarge: "413",

@@ -1,5 +1,6 @@
 import { adminResource } from "./admin/index.js";
 import { campaignsResource } from "./campaigns/index.js";
+import { customDomainResource } from "./custom-domain/index.js";
 import { emailsResource } from "./emails/index.js";
 import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
@@ -25,6 +26,7 @@ export const RESOURCES: readonly Resource[] = [
   campaignsResource,
   triggersResource,
   preferenceCenterResource,
+  customDomainResource,
   unsubscribeResource,
   adminResource,
   systemResource,

@@ -1,6 +1,6 @@
 import type { Transport } from "@connectrpc/connect";
 import type { ServiceName } from "@emailsvc/runtime";
-import type { KeyRing, PreferenceLinkSettings } from "@emailsvc/tokens";
+import type { KeyRing, PreferenceLinkBase, PreferenceLinkSettings } from "@emailsvc/tokens";
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import type { GatewayContext } from "../http/state.js";
 import type { AccountStore } from "../accounts/store.js";
@@ -19,6 +19,8 @@ export interface ResourceContext {
   tokenKeys: KeyRing | undefined;
   /** Where the preference links the API hands out point, and how long they work. */
   preferenceLinks: PreferenceLinkSettings;
+  /** Per account: its active custom domain (asked of the portal, cached 30 s), else PREFERENCES_URL. */
+  preferenceLinkBase: PreferenceLinkBase;
   /** Deadline of each service call. */
   timeoutMs: number;
   /**

@@ -55,6 +55,12 @@ export interface PageServerOptions {
   trustedProxyHops?: number;
   /** How long a page session lasts (default 1 hour). */
   sessionTtlSeconds?: number;
+  /**
+   * Custom domains on: the page answers on PREFERENCES_URL's host and on the
+   * active custom domains only (another Host is a 421), and on a custom domain
+   * only for the account that owns it. Left out: any Host.
+   */
+  hosts?: { preferencesHost: string; accountOf(host: string): Promise<string | null> };
   /** "Send me a new link" on an expired link's page; left out, the page only explains. */
   newLink?: {
     deps: NewLinkDeps;
@@ -86,6 +92,14 @@ class PageError extends Error {
 }
 
 const ACCOUNT_ID = /^acc_[0-9a-hjkmnp-tv-z]{26}$/;
+
+/** The Host header's name: lower case, without port or trailing dot ("" when absent or malformed). */
+export function hostName(header: string | undefined): string {
+  if (!header) return "";
+  const value = header.trim().toLowerCase();
+  const name = value.startsWith("[") ? value.slice(0, value.indexOf("]") + 1) : value.replace(/:[0-9]*$/, "");
+  return /^[a-z0-9.\-\[\]:]{1,255}$/.test(name) ? name.replace(/\.$/, "").replace(/^\[|\]$/g, "") : "";
+}
 
 /** Longest address a new-link request may name (RFC 5321's path limit). */
 const MAX_ADDRESS_LENGTH = 254;
@@ -163,12 +177,26 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     let locale: Locale = pickLocale(asked, undefined, req.headers["accept-language"]);
     const ctx = (): PageContext => ({ locale, path: url.pathname });
     try {
+      // Which host this is: the platform's, or an account's custom domain (whose pages serve that account only).
+      let hostAccount: string | undefined;
+      if (options.hosts) {
+        const host = hostName(req.headers.host);
+        if (host !== options.hosts.preferencesHost) {
+          const owner = host === "" ? null : await options.hosts.accountOf(host);
+          if (!owner) return send(res, 421, errorPage(ctx()));
+          hostAccount = owner;
+        }
+      }
+      const sameAccount = (accountId: string) => {
+        if (hostAccount !== undefined && accountId !== hostAccount) throw new PageError(404, "not_found");
+      };
       if (url.pathname === "/preferences" && req.method === "GET") {
         // The link from the mail: check it, then trade it for a page session.
         // No link, an account: "manage your subscription" on the sender's own site, where one asks for a link.
         const account = url.searchParams.get("account");
         if (account !== null && !url.searchParams.has("token") && options.newLink) {
           if (!ACCOUNT_ID.test(account)) throw new PageError(404, "not_found");
+          sameAccount(account);
           return send(res, 200, linkRequestPage(ctx(), account));
         }
         let token: VerifiedToken;
@@ -181,6 +209,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
           throw new PageError(403, "invalid");
         }
         if (!token.subscriberId) throw new PageError(403, "invalid");
+        sameAccount(token.accountId);
         const sessionToken = signToken(
           keys,
           { purpose: "portal_session", accountId: token.accountId, mode: token.mode, subscriberId: token.subscriberId },
@@ -189,7 +218,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         return redirect(res, `/preferences/s/${sessionToken}${isLocale(asked) ? `?lang=${asked}` : ""}`);
       }
       if (url.pathname === "/preferences/new-link" && req.method === "POST" && options.newLink) {
-        return await newLinkRequest(req, res, options.newLink, (lang) => {
+        return await newLinkRequest(req, res, options.newLink, hostAccount, (lang) => {
           if (isLocale(lang)) locale = lang;
           return ctx();
         });
@@ -199,6 +228,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       const raw = match[1]!;
       const action = match[2] ?? "";
       const token = session(raw);
+      sameAccount(token.accountId);
       const base = `/preferences/s/${raw}`;
       const csrf = tokenBoundSecret(keys, raw, "csrf")!;
       const portal = portalCall(token, req);
@@ -301,6 +331,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     req: IncomingMessage,
     res: ServerResponse,
     newLink: NonNullable<PageServerOptions["newLink"]>,
+    hostAccount: string | undefined,
     context: (lang: string | null) => PageContext,
   ): Promise<void> {
     const form = await readForm(req);
@@ -323,6 +354,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         throw err;
       }
     }
+    // On a custom domain: its own account's subscribers only.
+    if (hostAccount !== undefined && tenantOf.accountId !== hostAccount) return send(res, 404, errorPage(ctx));
     const email = (form.get("email") ?? "").trim();
     if (email === "" || email.length > MAX_ADDRESS_LENGTH || !email.includes("@")) {
       return send(res, 400, renew.field === "account" ? linkRequestPage(ctx, renew.value) : invalidLinkPage(ctx, "expired", renew));

@@ -16,6 +16,14 @@ import {
 } from "../usecases/preferences.js";
 import { exportData, type ExportDeps } from "../usecases/export.js";
 import { getPortalSettings, updatePortalSettings, type PortalSettingsView, type SettingsDeps } from "../usecases/settings.js";
+import {
+  deleteCustomDomain,
+  getCustomDomain,
+  resolveCustomDomain,
+  setCustomDomain,
+  type CustomDomainDeps,
+  type CustomDomainView,
+} from "../usecases/custom-domains.js";
 
 
 function preferencesToProto(view: PreferencesView): portal.Preferences {
@@ -100,6 +108,49 @@ export function portalSettingsRoutes(deps: SettingsDeps): (router: ConnectRouter
       },
       async updatePortalSettings(req, ctx) {
         return { settings: settingsToProto(await updatePortalSettings(deps, readCallContext(ctx), req.frameAncestors)) };
+      },
+    });
+  };
+}
+
+const DOMAIN_STATES: Record<CustomDomainView["state"], portal.CustomDomainState> = {
+  pending_dns: portal.CustomDomainState.PENDING_DNS,
+  issuing: portal.CustomDomainState.ISSUING,
+  active: portal.CustomDomainState.ACTIVE,
+  failed: portal.CustomDomainState.FAILED,
+};
+
+function customDomainToProto(view: CustomDomainView): portal.CustomDomain {
+  const at = (ms: number | null) => (ms === null ? undefined : timestampFromMs(ms));
+  return create(portal.CustomDomainSchema, {
+    domain: view.domain,
+    state: DOMAIN_STATES[view.state],
+    dnsRecord: view.dnsRecord,
+    reason: view.reason,
+    lastCheckAt: at(view.lastCheckAt),
+    nextCheckAt: at(view.nextCheckAt),
+    createdAt: timestampFromMs(view.createdAt),
+    updatedAt: timestampFromMs(view.updatedAt),
+    activatedAt: at(view.activatedAt),
+  });
+}
+
+/** Registers DomainService: an account's custom domain (the gateway checked the plan). */
+export function domainRoutes(deps: CustomDomainDeps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(portal.DomainService, {
+      async setCustomDomain(req, ctx) {
+        return { customDomain: customDomainToProto(await setCustomDomain(deps, readCallContext(ctx), req.domain)) };
+      },
+      async getCustomDomain(_req, ctx) {
+        return { customDomain: customDomainToProto(await getCustomDomain(deps, readCallContext(ctx))) };
+      },
+      async deleteCustomDomain(_req, ctx) {
+        await deleteCustomDomain(deps, readCallContext(ctx));
+        return {};
+      },
+      async resolveCustomDomain(_req, ctx) {
+        return { domain: await resolveCustomDomain(deps, readCallContext(ctx)) };
       },
     });
   };

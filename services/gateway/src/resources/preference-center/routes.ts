@@ -46,7 +46,9 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
     const auth = ctx.state.auth!;
     // Only a subscriber of this tenant gets a token (another tenant's id is a 404 like any other).
     const found = await subscribers.getSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
-    const link = mintPreferenceLink(context.tokenKeys, { accountId: auth.accountId, mode: auth.mode, subscriberId: found.subscriber!.id }, context.preferenceLinks);
+    // On the account's custom domain once it is active (asked of the portal, cached), else PREFERENCES_URL.
+    const baseUrl = await context.preferenceLinkBase.forAccount(auth.accountId);
+    const link = mintPreferenceLink(context.tokenKeys, { accountId: auth.accountId, mode: auth.mode, subscriberId: found.subscriber!.id }, { ...context.preferenceLinks, baseUrl });
     ctx.status = 201;
     ctx.set("Cache-Control", "no-store");
     ctx.body = { token: link.token, expires_at: new Date(link.expiresAt).toISOString(), url: link.url };

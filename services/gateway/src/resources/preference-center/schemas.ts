@@ -84,7 +84,7 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       token: { type: "string", description: "Bearer token of the preference-center API; acts on this one subscriber only." },
       expires_at: timestamp("When the token stops working (PREFERENCE_TOKEN_TTL_SECONDS after it was made, 7 days by default)."),
-      url: { type: "string", format: "uri", description: "The subscriber's preference page with this token: `{PREFERENCES_URL}/preferences?token=…`." },
+      url: { type: "string", format: "uri", description: "The subscriber's preference page with this token: `{PREFERENCES_URL}/preferences?token=…`, or `https://<your custom domain>/preferences?token=…` once it is active." },
     },
   },
   PortalTag: portalTag,

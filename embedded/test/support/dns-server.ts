@@ -1,0 +1,82 @@
+import { createSocket, type Socket } from "node:dgram";
+
+// A tiny authoritative DNS server over UDP for tests: it answers CNAME
+// questions from a map the test changes, and NXDOMAIN for any other name.
+// The portal's production resolver (node:dns, CUSTOM_DOMAIN_DNS_SERVERS)
+// asks it, so the lookup path under test is the real one.
+
+export interface TestDnsServer {
+  /** `127.0.0.1:<port>`, for CUSTOM_DOMAIN_DNS_SERVERS. */
+  address: string;
+  /** name -> CNAME target (lower case, no trailing dot); delete to make it NXDOMAIN. */
+  cnames: Map<string, string>;
+  /** Names asked for, in order. */
+  asked: string[];
+  close(): Promise<void>;
+}
+
+const TYPE_CNAME = 5;
+
+function readName(message: Buffer, offset: number): { name: string; end: number } {
+  const labels: string[] = [];
+  let at = offset;
+  for (;;) {
+    const length = message[at]!;
+    if (length === 0) return { name: labels.join("."), end: at + 1 };
+    labels.push(message.subarray(at + 1, at + 1 + length).toString("ascii"));
+    at += 1 + length;
+  }
+}
+
+function encodeName(name: string): Buffer {
+  const parts = name.split(".").filter(Boolean).map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label, "ascii")]));
+  return Buffer.concat([...parts, Buffer.from([0])]);
+}
+
+function answer(query: Buffer, cnames: Map<string, string>, asked: string[]): Buffer {
+  const { name, end } = readName(query, 12);
+  const type = query.readUInt16BE(end);
+  asked.push(name.toLowerCase());
+  const question = query.subarray(12, end + 4);
+  const target = cnames.get(name.toLowerCase());
+  const header = Buffer.alloc(12);
+  query.copy(header, 0, 0, 2); // id
+  // QR, opcode 0, AA, RD copied; RA; rcode 0 or 3 (NXDOMAIN).
+  const rd = query[2]! & 0x01;
+  header[2] = 0x84 | rd;
+  header[3] = 0x80 | (target ? 0 : 3);
+  header.writeUInt16BE(1, 4);
+  const answers: Buffer[] = [];
+  if (target && type === TYPE_CNAME) {
+    const rdata = encodeName(target);
+    const record = Buffer.alloc(12);
+    record.writeUInt16BE(0xc00c, 0); // the question's name
+    record.writeUInt16BE(TYPE_CNAME, 2);
+    record.writeUInt16BE(1, 4); // IN
+    record.writeUInt32BE(60, 6);
+    record.writeUInt16BE(rdata.length, 10);
+    answers.push(record, rdata);
+  }
+  header.writeUInt16BE(answers.length > 0 ? 1 : 0, 6);
+  return Buffer.concat([header, question, ...answers]);
+}
+
+export async function startTestDnsServer(): Promise<TestDnsServer> {
+  const cnames = new Map<string, string>();
+  const asked: string[] = [];
+  const socket: Socket = createSocket("udp4");
+  socket.on("message", (message, peer) => {
+    try {
+      socket.send(answer(message, cnames, asked), peer.port, peer.address);
+    } catch {
+      // a malformed question: no answer
+    }
+  });
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  return {
+    address: `127.0.0.1:${socket.address().port}`,
+    cnames,
+    asked,
+    close: () => new Promise((resolve) => socket.close(() => resolve())),
+  };
+}
