@@ -135,8 +135,8 @@ for d in docs:
 # RBAC: only the portal's ServiceAccount is bound, to one Role granting exactly
 # Certificates and Ingresses (custom domains) in the release namespace.
 CUSTOM_DOMAIN_RULES = [
-    {"apiGroups": ["cert-manager.io"], "resources": ["certificates"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-    {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    {"apiGroups": ["cert-manager.io"], "resources": ["certificates"], "verbs": ["get", "create", "delete"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": ["get", "create", "delete"]},
 ]
 for kind in ("ClusterRole", "ClusterRoleBinding"):
     for o in by_kind.get(kind, []): err(o, "the chart grants nothing cluster-wide")

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { MemoryCounterStore } from "@emailsvc/ratelimit";
 import { createLogger } from "@emailsvc/runtime";
 import { openTestStore, startKubeCluster, testTenant, waitFor, type KubeCluster, type TestStore } from "@emailsvc/testing";
@@ -56,15 +58,12 @@ describe("custom domains on a real Kubernetes API server", () => {
     kube = await startKubeCluster({ controllerManager: true });
     await kube.applyCrds("cert-manager");
     await kube.createNamespace(NAMESPACE);
-    // The chart's Role for the portal, and its ServiceAccount's token.
+    // The chart's Role for the portal (its rules, read from the chart), and its ServiceAccount's token.
     const role = await kube.apply({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
       metadata: { name: "portal-custom-domains", namespace: NAMESPACE },
-      rules: [
-        { apiGroups: ["cert-manager.io"], resources: ["certificates"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
-        { apiGroups: ["networking.k8s.io"], resources: ["ingresses"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
-      ],
+      rules: chartRoleRules(),
     });
     expect(role.status).toBeLessThan(300);
     const binding = await kube.apply({
@@ -214,3 +213,16 @@ describe("custom domains on a real Kubernetes API server", () => {
     expect((await kube.request("GET", certificatePath(names.name))).status).toBe(200);
   });
 });
+
+/** The rules of the chart's custom-domain Role (deploy/helm/emailsvc/templates/rbac.yaml), so this test runs with exactly the rights the chart grants. */
+function chartRoleRules(): Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> {
+  const template = readFileSync(join(__dirname, "..", "..", "..", "deploy", "helm", "emailsvc", "templates", "rbac.yaml"), "utf8");
+  const list = (text: string) => text.split(",").map((item) => item.trim());
+  const rules = [...template.matchAll(/- apiGroups: \[([^\]]*)\]\s+resources: \[([^\]]*)\]\s+verbs: \[([^\]]*)\]/g)].map((m) => ({
+    apiGroups: list(m[1]!),
+    resources: list(m[2]!),
+    verbs: list(m[3]!),
+  }));
+  if (rules.length !== 2) throw new Error(`expected the chart's two custom-domain rules, found ${rules.length}`);
+  return rules;
+}
