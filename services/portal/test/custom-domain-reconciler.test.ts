@@ -1,7 +1,7 @@
 import { MemoryCounterStore } from "@emailsvc/ratelimit";
 import { AppError, createLogger, type CallContext } from "@emailsvc/runtime";
 import { openTestStore, STORE_KINDS, testTenant, type TestStore } from "@emailsvc/testing";
-import { DEFAULT_TIMING, type CertificateStatus, type Timing } from "../src/domain/domain-states";
+import { DEFAULT_TIMING, FAILED_HOST_GAP_MS, type CertificateStatus, type Timing } from "../src/domain/domain-states";
 import { DomainStorage } from "../src/storage/domains";
 import {
   deleteCustomDomain,
@@ -156,7 +156,31 @@ describe.each(STORE_KINDS)("custom domains on the %s store", (kind) => {
     }
     expect(await getCustomDomain(deps, acme)).toMatchObject({ state: "failed", nextCheckAt: null, reason: expect.stringMatching(/No more automatic retries after 3 attempts/) });
     expect(await r.pass()).toEqual({ domains: 0, removals: 0 });
+    now += FAILED_HOST_GAP_MS;
     expect(await setCustomDomain(deps, acme, "news.example.com")).toMatchObject({ state: "pending_dns", lastCheckAt: null, nextCheckAt: now, reason: "" });
+  });
+
+  it("sets a domain whose certificate just failed going again only once FAILED_HOST_GAP_MS has passed (the CA's failed-validation limit per host)", async () => {
+    const acme = testTenant("live");
+    await setCustomDomain(deps, acme, "news.example.com");
+    dns.set("news.example.com", [TARGET]);
+    const r = reconciler();
+    await r.pass();
+    routing.set({ accountId: acme.tenant.accountId, domain: "news.example.com" }, { kind: "failed", message: "OrderFailed" });
+    now += 1000;
+    await r.pass();
+    const failedAt = now;
+    now += 60_000;
+    const again = await setCustomDomain(deps, acme, "news.example.com");
+    expect(again).toMatchObject({ state: "pending_dns", nextCheckAt: failedAt + FAILED_HOST_GAP_MS, reason: expect.stringMatching(/limit of failed validations per host/) });
+    // Nothing happens before then, however often it is set.
+    await setCustomDomain(deps, acme, "news.example.com");
+    expect(await r.pass()).toEqual({ domains: 0, removals: 0 });
+    expect(routing.calls.filter((c) => c.startsWith("ensure"))).toHaveLength(1);
+    now = failedAt + FAILED_HOST_GAP_MS;
+    await r.pass();
+    expect(routing.calls.filter((c) => c.startsWith("ensure"))).toHaveLength(2);
+    expect(await getCustomDomain(deps, acme)).toMatchObject({ state: "issuing" });
   });
 
   it("issues at most the budget's Certificates; the others wait their turn", async () => {

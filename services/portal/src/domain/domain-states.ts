@@ -34,6 +34,8 @@ export interface Progress {
   /** When the reconciler looks again; null: never by itself. */
   nextCheckAt: number | null;
   activatedAt: number | null;
+  /** Nothing is checked or asked for before this (0: no such bound); see FAILED_HOST_GAP_MS. */
+  notBefore: number;
 }
 
 export interface Timing {
@@ -79,6 +81,26 @@ export function backoff(baseMs: number, n: number, maxMs: number): number {
   return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(n, 0), 30));
 }
 
+/**
+ * Let's Encrypt allows 5 failed validations per host per hour. Setting a
+ * failed domain again starts it over, but its next certificate is asked for
+ * no sooner than this after the failure, so that a customer retrying (or a
+ * script) cannot spend that allowance: at most 4 an hour per host.
+ */
+export const FAILED_HOST_GAP_MS = 15 * 60_000;
+
+/** A failed domain set again by its customer (failed at `failedAt`): checked from scratch, once the gap after the failure has passed. */
+export function restartedProgress(failedAt: number, now: number): Progress {
+  const at = Math.max(now, failedAt + FAILED_HOST_GAP_MS);
+  if (at === now) return initialProgress(now);
+  return {
+    ...initialProgress(now),
+    nextCheckAt: at,
+    notBefore: at,
+    reason: `a certificate for this host failed at ${new Date(failedAt).toISOString()}; to stay within the certificate authority's limit of failed validations per host, it is checked and asked for again from ${new Date(at).toISOString()}`,
+  };
+}
+
 /** A domain just set (or set again after a failure). */
 export function initialProgress(now: number): Progress {
   return {
@@ -91,6 +113,7 @@ export function initialProgress(now: number): Progress {
     lastCheckAt: null,
     nextCheckAt: now,
     activatedAt: null,
+    notBefore: 0,
   };
 }
 

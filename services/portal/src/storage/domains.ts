@@ -38,6 +38,8 @@ export interface CustomDomainDoc extends Doc {
   /** null: nothing happens by itself (never matched by the due query). */
   next_check_at: number | null;
   activated_at: number | null;
+  /** Progress.notBefore; absent in documents written before it existed. */
+  not_before?: number;
   created_at: number;
   updated_at: number;
   generation: number;
@@ -74,6 +76,7 @@ export function progressOf(doc: CustomDomainDoc): Progress {
     lastCheckAt: doc.last_check_at,
     nextCheckAt: doc.next_check_at,
     activatedAt: doc.activated_at,
+    notBefore: doc.not_before ?? 0,
   };
 }
 
@@ -88,6 +91,7 @@ function progressFields(p: Progress) {
     last_check_at: p.lastCheckAt,
     next_check_at: p.nextCheckAt,
     activated_at: p.activatedAt,
+    not_before: p.notBefore,
   };
 }
 
@@ -170,9 +174,10 @@ export class DomainStorage {
     }
   }
 
-  /** Makes a claim due now (the customer says the DNS is fixed); null when it changed meanwhile. */
+  /** Makes a claim due now, or at its notBefore (the customer says the DNS is fixed); null when it changed meanwhile. */
   checkNow(current: CustomDomainDoc, now: number): Promise<CustomDomainDoc | null> {
-    return this.domains.updateOne({ _id: current._id, generation: current.generation }, { $set: { next_check_at: now, updated_at: now } });
+    const at = Math.max(now, current.not_before ?? 0);
+    return this.domains.updateOne({ _id: current._id, generation: current.generation }, { $set: { next_check_at: at, updated_at: now } });
   }
 
   /** Deletes the claim read at `generation`; false when it changed meanwhile. */

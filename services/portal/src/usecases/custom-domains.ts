@@ -1,6 +1,6 @@
 import { AppError, type CallContext } from "@emailsvc/runtime";
 import { checkCustomDomain } from "../domain/custom-domain.js";
-import { initialProgress, type CertificateStatus, type DomainState } from "../domain/domain-states.js";
+import { initialProgress, restartedProgress, type CertificateStatus, type DomainState } from "../domain/domain-states.js";
 import { DomainTakenError, type CustomDomainDoc, type DomainStorage } from "../storage/domains.js";
 
 // What a customer (through the gateway, which checked the plan) may do about
@@ -87,7 +87,8 @@ export async function getCustomDomain(deps: CustomDomainDeps, call: CallContext)
 /**
  * Claims `input` for the account. The same domain again changes nothing
  * when issuing or active, checks the DNS at once when pending_dns, and
- * starts over when it failed (attempts reset); another domain
+ * starts over when it failed (attempts reset; the next certificate no
+ * sooner than FAILED_HOST_GAP_MS after the failure); another domain
  * replaces the account's earlier one, whose objects are queued for deletion
  * first. Another account's domain is a conflict, whatever its state.
  */
@@ -118,7 +119,9 @@ export async function setCustomDomain(deps: CustomDomainDeps, call: CallContext,
       if (current.domain === domain && current.state !== "failed") return view(current, deps.target);
       // The earlier domain's objects go first (a removal whose domain is still claimed is dropped unused).
       if (current.domain !== domain) await deps.storage.queueRemoval(accountId, current.domain, now);
-      const replaced = await deps.storage.replaceClaim(current, domain, initialProgress(now), now);
+      // The same domain after a failed certificate waits out FAILED_HOST_GAP_MS from that failure (its last change).
+      const progress = current.domain === domain && current.issuance_attempts > 0 ? restartedProgress(current.updated_at, now) : initialProgress(now);
+      const replaced = await deps.storage.replaceClaim(current, domain, progress, now);
       if (!replaced) continue;
       deps.changed?.(accountId, current.domain);
       deps.changed?.(accountId, domain);
