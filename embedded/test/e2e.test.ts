@@ -7,6 +7,7 @@ import { events } from "@emailsvc/proto";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
+import { freePort } from "@emailsvc/testing";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
 // End to end through the REST API: real gateway, real subscribers service, real
@@ -76,6 +77,8 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
       adminToken: ADMIN,
       logger: createLogger("e2e", "silent"),
       dbPrefix: `e2e${Date.now().toString(36)}_`,
+      // Not the default 8081: suites run side by side.
+      env: { PORTAL_PORT: String(await freePort()) },
     });
     const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
     check = responseChecker(doc);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createLogger } from "@emailsvc/runtime";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
-import { SmtpSink } from "@emailsvc/testing";
+import { freePort, SmtpSink } from "@emailsvc/testing";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 
 // Templates and transactional sending end to end, as an integrator does it:
@@ -66,6 +66,7 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
       gatewayHost: "127.0.0.1",
       adminToken: ADMIN,
       env: {
+        PORTAL_PORT: String(await freePort()),
         EMAIL_PROVIDER: "smtp",
         SMTP_URL: sink.url(),
         EMAIL_FROM: "Acme <hello@acme.test>",

@@ -112,6 +112,7 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
     "after a clean stop",
     async () => {
       const smtpPort = await freePort();
+      const portalPort = await freePort();
       const start = () =>
         startPlatform({
           dataDir,
@@ -119,6 +120,7 @@ describe("queued mail resumes right after a restart (embedded mode, in-process b
           gatewayHost: "127.0.0.1",
           adminToken: ADMIN,
           env: {
+            PORTAL_PORT: String(portalPort),
             EMAIL_PROVIDER: "smtp",
             SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
             EMAIL_FROM: "Shop <shop@example.test>",

@@ -6,6 +6,7 @@ import { openMongoStore } from "@emailsvc/storage";
 import { startPlatform } from "../src/platform";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { ADMIN_TOKEN, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { freePort } from "@emailsvc/testing";
 
 // Triggers through the real platform: the subscribers service's events reach
 // the campaigns service over the bus, which sends through delivery (sandboxed:
@@ -141,6 +142,7 @@ describe("erasure and triggers", () => {
 describe("a delayed trigger", () => {
   it("sends after its delay, across a restart", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "trigger-delay-"));
+    const portalPort = await freePort();
     const start = () =>
       startPlatform({
         dataDir,
@@ -148,7 +150,7 @@ describe("a delayed trigger", () => {
         gatewayHost: "127.0.0.1",
         adminToken: ADMIN_TOKEN,
         logger: createLogger("trigger-delay", "silent"),
-        env: { OUTBOX_SWEEP_INTERVAL_MS: "500", ...GENEROUS_RATE_LIMIT_ENV },
+        env: { PORTAL_PORT: String(portalPort), OUTBOX_SWEEP_INTERVAL_MS: "500", ...GENEROUS_RATE_LIMIT_ENV },
       });
     let platform = await start();
     try {
