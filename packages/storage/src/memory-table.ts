@@ -352,8 +352,8 @@ function equalityValues(condition: unknown): unknown[] | undefined {
   return undefined;
 }
 
-/** Index keys one lookup may take (a product of $in lists) before a shorter prefix is used instead. */
-const MAX_LOOKUP_KEYS = 256;
+/** Index keys one lookup may take (a product of $in lists) before a shorter leading part is used instead. */
+const MAX_LOOKUP_KEYS = 4096;
 
 /** Candidates of a query: the documents an index gives, a superset of the matches. */
 interface Candidates {
