@@ -45,7 +45,7 @@ export interface LoadedDatafile {
   lines: number;
   /** Lines that could not be read (dropped). */
   corrupt: number;
-  /** Whether the file ended in an unreadable line without its newline: an append a crash cut short (dropped, not counted as corrupt). */
+  /** Whether the file ended in an unreadable line without its newline: an append a crash cut short (dropped from the file, not counted as corrupt). */
   tornTail: boolean;
 }
 
@@ -84,9 +84,10 @@ function parseLine(line: string): unknown {
  * Reads a datafile as NeDB's loader does: a missing file is taken from its
  * temp file (a rewrite that crashed before its rename... of a first version)
  * or created empty; corrupt lines are dropped unless there are more than
- * CORRUPT_ALERT_THRESHOLD of them, when loading is refused. One difference:
- * an unreadable last line without its newline is an append a crash cut short,
- * and is dropped without counting as corrupt.
+ * CORRUPT_ALERT_THRESHOLD of them, when loading is refused (the file is left
+ * as it is). One difference: an unreadable last line without its newline is an
+ * append a crash cut short, and is cut off the file without counting as
+ * corrupt, so that the next append starts a line.
  */
 export async function readDatafile(filename: string): Promise<LoadedDatafile> {
   await ensureDatafile(filename);
@@ -116,6 +117,9 @@ export async function readDatafile(filename: string): Promise<LoadedDatafile> {
   };
 
   const handle = await fs.open(filename, fsConstants.O_RDONLY);
+  /** Bytes up to the last newline, and whether more follow. */
+  let complete = 0;
+  let total = 0;
   try {
     const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
     // Bytes of a line begun in an earlier read.
@@ -123,6 +127,9 @@ export async function readDatafile(filename: string): Promise<LoadedDatafile> {
     for (;;) {
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
       if (bytesRead === 0) break;
+      const lastNewline = buffer.subarray(0, bytesRead).lastIndexOf(10);
+      if (lastNewline !== -1) complete = total + lastNewline + 1;
+      total += bytesRead;
       let start = 0;
       for (;;) {
         const end = buffer.indexOf(10, start);
@@ -151,6 +158,10 @@ export async function readDatafile(filename: string): Promise<LoadedDatafile> {
       { corruptionRate: rate, corruptItems: corrupt, dataLength: lines },
     );
   }
+  // Appends must start on a line of their own: a cut-short last line goes, a
+  // whole one without its newline (a file edited by hand) gets one.
+  if (tornTail) await fs.truncate(filename, complete);
+  else if (complete < total) await fs.appendFile(filename, "\n", "utf8");
   return { docs, indexes, lines, corrupt, tornTail };
 }
 

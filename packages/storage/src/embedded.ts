@@ -232,9 +232,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const file = await readDatafile(this.filename);
     for (const raw of file.indexes.values()) {
       const fields = Array.isArray(raw.fields) && indexKey(raw.fields) === raw.fieldName ? raw.fields : raw.fieldName.split(",");
-      // NeDB's own `_id` index is never written; a `sparse` one was never made by this platform (it is read as not sparse).
+      // NeDB's own `_id` index is never written. `sparse` is NeDB's (this platform never made one): kept as read.
       if (fields.length === 1 && fields[0] === "_id") continue;
-      this.table.defineIndex({ name: raw.name, fields, unique: raw.unique === true, arrayField: raw.arrayField });
+      this.table.defineIndex({ name: raw.name, fields, unique: raw.unique === true, arrayField: raw.arrayField, sparse: raw.sparse === true });
     }
     for (const doc of file.docs.values()) this.table.insert(doc);
     this.fileLines = file.lines;
@@ -581,7 +581,7 @@ function rawIndex(def: IndexDef): RawIndex {
   return {
     fieldName: indexKey(def.fields),
     unique: def.unique,
-    sparse: false,
+    sparse: def.sparse === true,
     ...(def.name !== undefined ? { name: def.name } : {}),
     fields: def.fields,
     ...(def.arrayField !== undefined ? { arrayField: def.arrayField } : {}),

@@ -220,6 +220,7 @@ class HashIndex {
     readonly unique: boolean,
     /** For DuplicateKeyError. */
     public name: string | undefined,
+    readonly sparse = false,
   ) {
     this.dotted = fields.map((field) => field.includes("."));
   }
@@ -227,6 +228,7 @@ class HashIndex {
   /** The keys of a document (usually one; none when an indexed array is empty). */
   keysOf(doc: PlainObject): Key[] {
     const fields = this.fields;
+    if (this.sparse && fields.every((field, f) => valueAt(doc, field, this.dotted[f]!) === undefined)) return [];
     if (fields.length === 1) {
       const value = valueAt(doc, fields[0]!, this.dotted[0]!);
       if (!Array.isArray(value)) return [singleKey(value)];
@@ -320,6 +322,8 @@ export interface IndexDef {
   fields: string[];
   unique: boolean;
   arrayField?: string | undefined;
+  /** NeDB's sparse unique index (only in datafiles NeDB wrote): documents lacking every field of it hold no key. */
+  sparse?: boolean | undefined;
 }
 
 /** How NeDB names an index in its datafile (`fieldName`): its set of fields, sorted, comma-joined. */
@@ -417,7 +421,7 @@ export class MemoryTable {
 
   /** Derives the hash indexes from `defs`, keeping those that stay as they are; throws before changing anything. */
   private rebuild(defs: Map<string, IndexDef>): void {
-    const wanted = new Map<string, { fields: string[]; unique: boolean; name: string | undefined }>();
+    const wanted = new Map<string, { fields: string[]; unique: boolean; name: string | undefined; sparse: boolean }>();
     const chainFields: string[][][] = [];
     for (const def of defs.values()) {
       const served = servedFields(def);
@@ -427,7 +431,8 @@ export class MemoryTable {
         const id = fields.join("\u0000");
         const unique = served.unique && n === served.fields.length;
         const seen = wanted.get(id);
-        if (seen === undefined || (unique && !seen.unique)) wanted.set(id, { fields, unique, name: unique ? def.name : undefined });
+        const sparse = unique && def.sparse === true;
+        if (seen === undefined || (unique && !seen.unique)) wanted.set(id, { fields, unique, name: unique ? def.name : undefined, sparse });
         chain.push(fields);
       }
       chainFields.push(chain);
@@ -435,12 +440,12 @@ export class MemoryTable {
     const maps = new Map<string, HashIndex>();
     for (const [id, want] of wanted) {
       const kept = this.maps.get(id);
-      if (kept !== undefined && kept.unique === want.unique) {
+      if (kept !== undefined && kept.unique === want.unique && kept.sparse === want.sparse) {
         kept.name = want.name;
         maps.set(id, kept);
         continue;
       }
-      const map = new HashIndex(want.fields, want.unique, want.name);
+      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse);
       if (want.unique) this.fill(map);
       maps.set(id, map);
     }
@@ -675,6 +680,7 @@ function sameDef(a: IndexDef, b: IndexDef): boolean {
     a.name === b.name &&
     a.unique === b.unique &&
     a.arrayField === b.arrayField &&
+    (a.sparse === true) === (b.sparse === true) &&
     a.fields.length === b.fields.length &&
     a.fields.every((field, i) => field === b.fields[i])
   );

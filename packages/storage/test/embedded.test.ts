@@ -159,6 +159,8 @@ describe("embedded datafile format (NeDB's)", () => {
     '{"$$indexCreated":{"fieldName":"old","unique":true}}',
     '{"$$indexRemoved":"old"}',
     '{"_id":"c","email":"c@x","when":{"$$date":1795343400000}}',
+    // NeDB's sparse unique index (this platform never made one): documents without the field do not clash.
+    '{"$$indexCreated":{"fieldName":"code","unique":true,"sparse":true}}',
     "",
   ].join("\n");
 
@@ -182,6 +184,9 @@ describe("embedded datafile format (NeDB's)", () => {
       ]);
       await expect(c.insertOne({ _id: "d", email: "a@x" })).rejects.toThrow(/duplicate key in index email_unique/);
       await expect(c.insertOne({ _id: "d", email: "d@x", tenant: "t", handle: "h" })).rejects.toThrow(/in index tenant_handle/);
+      // The sparse index holds for documents that have the field.
+      await c.insertOne({ _id: "s1", email: "s1@x", tenant: "t", handle: "s1", code: "x" });
+      await expect(c.insertOne({ _id: "s2", email: "s2@x", tenant: "t", handle: "s2", code: "x" })).rejects.toBeInstanceOf(DuplicateKeyError);
       // The removed index is gone.
       // (`c` is the one document without tenant and handle that the unique index allows.)
       await c.insertMany([{ _id: "o1", email: "o1@x", tenant: "t", handle: "o1", old: 1 }, { _id: "o2", email: "o2@x", tenant: "t", handle: "o2", old: 1 }]);
@@ -192,8 +197,9 @@ describe("embedded datafile format (NeDB's)", () => {
     // Rewritten in the same format: one line per live document (a Date as NeDB writes it), one per index.
     const lines = (await readFile(path.join(dir, "things.db"), "utf8")).trim().split("\n");
     expect(lines).toContain('{"_id":"c","email":"c@x","when":{"$$date":1795343400000}}');
-    expect(lines.filter((line) => line.startsWith('{"$$indexCreated"'))).toHaveLength(2);
-    expect(lines).toHaveLength(6);
+    expect(lines.filter((line) => line.startsWith('{"$$indexCreated"'))).toHaveLength(3);
+    expect(lines).toContain('{"$$indexCreated":{"fieldName":"code","unique":true,"sparse":true,"fields":["code"]}}');
+    expect(lines).toHaveLength(8);
   });
 
   test("NeDB itself can load what the store writes", async () => {
@@ -227,6 +233,8 @@ describe("embedded datafile format (NeDB's)", () => {
     const c = first.collection("things");
     await expect(c.find({}, { sort: { _id: 1 } })).resolves.toEqual([{ _id: "a", v: 2 }, { _id: "b", v: 1 }]);
     await c.insertOne({ _id: "d", v: 1 });
+    await c.compact(); // (rewritten at load anyway; waited for here)
+    expect(await readFile(file, "utf8")).toBe('{"_id":"a","v":2}\n{"_id":"b","v":1}\n{"_id":"d","v":1}\n');
     await first.close();
     const second = await openEmbeddedStore({ dataDir: dir });
     await expect(second.collection("things").find({}, { sort: { _id: 1 } })).resolves.toEqual([
@@ -235,6 +243,17 @@ describe("embedded datafile format (NeDB's)", () => {
       { _id: "d", v: 1 },
     ]);
     await second.close();
+  });
+
+  test("a whole last line without its newline (a file edited by hand) is kept, and the next append starts a line", async () => {
+    const dir = path.join(root, "no-newline");
+    await mkdir(dir, { recursive: true });
+    const file = path.join(dir, "things.db");
+    await writeFile(file, '{"_id":"a","v":1}\n{"_id":"b","v":1}');
+    const first = await openEmbeddedStore({ dataDir: dir });
+    await first.collection("things").insertOne({ _id: "c", v: 1 });
+    expect(await readFile(file, "utf8")).toBe('{"_id":"a","v":1}\n{"_id":"b","v":1}\n{"_id":"c","v":1}\n');
+    await first.close();
   });
 
   test("corrupt lines are dropped up to 10% of the file; more, and the file is refused, untouched", async () => {
