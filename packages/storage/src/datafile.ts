@@ -208,13 +208,22 @@ const REWRITE_BATCH = 1000;
  * a crash at any point leaves the old file or the new one whole. `docs` must
  * not change while this runs (the store never changes a stored document in
  * place); they are serialised in batches, so other work goes on meanwhile.
+ * Once they are in the temporary file, `finish` is called with `commit`,
+ * which writes the given lines after them (those the old file took since the
+ * snapshot), syncs and renames; `finish` must call it once and return its promise.
  */
-export async function rewriteDatafile(filename: string, docs: readonly PlainObject[], indexLines: readonly string[]): Promise<void> {
+export async function rewriteDatafile(
+  filename: string,
+  docs: readonly PlainObject[],
+  indexLines: readonly string[],
+  finish: (commit: (tail: readonly string[]) => Promise<void>) => Promise<void>,
+): Promise<void> {
   const dir = path.dirname(filename);
   const temp = `${filename}~`;
   await flush(dir, true);
   if (await exists(filename)) await flush(filename, false);
   const handle = await fs.open(temp, "w", FILE_MODE);
+  let closed = false;
   try {
     for (let i = 0; i < docs.length; i += REWRITE_BATCH) {
       let text = "";
@@ -223,10 +232,15 @@ export async function rewriteDatafile(filename: string, docs: readonly PlainObje
       await handle.writeFile(text, "utf8");
     }
     if (indexLines.length > 0) await handle.writeFile(indexLines.map((line) => `${line}\n`).join(""), "utf8");
-    await handle.sync();
+    await finish(async (tail) => {
+      if (tail.length > 0) await handle.writeFile(tail.join(""), "utf8");
+      await handle.sync();
+      closed = true;
+      await handle.close();
+      await fs.rename(temp, filename);
+      await flush(dir, true);
+    });
   } finally {
-    await handle.close();
+    if (!closed) await handle.close();
   }
-  await fs.rename(temp, filename);
-  await flush(dir, true);
 }

@@ -551,25 +551,25 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   private async compactNow(mode: CompactMode): Promise<void> {
     if (!this.loaded) await this.ready;
-    const appender = this.appender!;
     if (mode === "dirty" && !this.needsRewrite()) return this.persisted();
-    await appender.exclusive(async () => {
-      // The snapshot, taken before the first await (GroupAppender.exclusive).
-      const docs = this.table.snapshot();
-      const indexLines = this.table.indexDefs().map((def) => indexLine(rawIndex(def)));
-      const before = { lines: this.fileLines };
-      this.fileLines = docs.length + indexLines.length;
-      this.fileStale = false;
-      this.rewrites += 1;
-      try {
-        await rewriteDatafile(this.filename!, docs, indexLines);
-      } catch (error) {
-        // The old file stays, and every line queued since is appended to it.
-        this.fileLines += before.lines - docs.length - indexLines.length;
-        this.fileStale = true;
-        throw error;
-      }
-    });
+    // The snapshot, and the appender told of it, with no await in between:
+    // writes go on while the file is rewritten (GroupAppender.rewrite).
+    const docs = this.table.snapshot();
+    const indexLines = this.table.indexDefs().map((def) => indexLine(rawIndex(def)));
+    const before = this.fileLines;
+    this.fileLines = docs.length + indexLines.length;
+    this.fileStale = false;
+    this.rewrites += 1;
+    try {
+      await this.appender!.rewrite((commit) => rewriteDatafile(this.filename!, docs, indexLines, commit));
+    } catch (error) {
+      // The old file stays, with every line appended since.
+      this.fileLines += before - docs.length - indexLines.length;
+      this.fileStale = true;
+      throw error;
+    }
+    // And the lines held during the rename (close() releases the directory after this).
+    await this.persisted();
   }
 
   /** Rewrites of the datafile so far (for tests). */

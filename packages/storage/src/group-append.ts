@@ -20,12 +20,14 @@ import { promises as fs } from "node:fs";
 
 interface Batch {
   lines: string[];
+  /** Queued after a rewrite's snapshot: its lines go to the new file too (see rewrite). */
+  captured: boolean;
   done: Promise<void>;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
-function newBatch(): Batch {
+function newBatch(captured: boolean): Batch {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
   const done = new Promise<void>((res, rej) => {
@@ -34,16 +36,18 @@ function newBatch(): Batch {
   });
   // A batch nobody waits for (a write whose caller went away) must not be an unhandled rejection.
   done.catch(() => undefined);
-  return { lines: [], done, resolve, reject };
+  return { lines: [], captured, done, resolve, reject };
 }
 
 export class GroupAppender {
-  /** Lines queued since the append in flight began, and the promise of their append. */
-  private open: Batch | undefined;
+  /** Batches not yet appended, in order; new lines join the last one unless a rewrite's snapshot came after it. */
+  private readonly queue: Batch[] = [];
   /** The append loop, while it runs. */
   private writing: Promise<void> | undefined;
-  /** While a rewrite of the file runs (exclusive): lines wait in `open`. */
+  /** While a rewrite's last step (sync and rename) runs: lines wait in the queue. */
   private paused = false;
+  /** While a rewrite runs: the lines appended to the old file since its snapshot, for the new one. */
+  private captured: string[] | undefined;
   private lastDone: Promise<void> = Promise.resolve();
 
   constructor(
@@ -56,62 +60,64 @@ export class GroupAppender {
   /** Queues lines (each ending in a newline) for the next append. */
   enqueue(lines: string): void {
     if (lines.length === 0) return;
-    if (this.open === undefined) this.open = newBatch();
-    this.open.lines.push(lines);
+    let batch = this.queue[this.queue.length - 1];
+    const capturing = this.captured !== undefined;
+    if (batch === undefined || batch.captured !== capturing) {
+      batch = newBatch(capturing);
+      this.queue.push(batch);
+    }
+    batch.lines.push(lines);
     if (this.writing === undefined && !this.paused) this.writing = this.drain();
   }
 
   /** Resolves once everything queued so far is in the file; rejects if its append failed. */
   durable(): Promise<void> {
-    return this.open?.done ?? this.lastDone;
+    return this.queue[this.queue.length - 1]?.done ?? this.lastDone;
   }
 
   /**
-   * Runs `rewrite` (a rewrite of the whole file) with no append in flight or
-   * started meanwhile. `rewrite` is called synchronously once the append in
-   * flight is done, and must take its snapshot of the documents before it
-   * first awaits: the lines queued until then are in that snapshot, so they
-   * are not appended but acknowledged when the rewrite is done; lines queued
-   * after it are appended to the new file. If the rewrite fails, the old file
-   * stays and the lines it took are appended to it as usual, before the later ones.
+   * A rewrite of the whole file from a snapshot of the documents, without
+   * holding up appends: call it right when the snapshot is taken (before any
+   * await). Lines queued before the snapshot are in it and go to the old file
+   * only; lines queued after it are appended to the old file as usual (and
+   * acknowledged) and kept; `write` writes the snapshot to a new file and
+   * then calls `finish` with its last step, which runs with no append in
+   * flight and gets the kept lines to add before the rename. Appends queued
+   * meanwhile wait, and go to the new file. If anything fails, the old file
+   * stays, whole: it has every line.
    */
-  async exclusive(rewrite: () => Promise<void>): Promise<void> {
-    this.paused = true;
+  async rewrite(write: (finish: (last: (tail: readonly string[]) => Promise<void>) => Promise<void>) => Promise<void>): Promise<void> {
+    if (this.captured !== undefined) throw new Error("a rewrite is already running");
+    this.captured = [];
+    // Queued before the snapshot (perhaps while an earlier rewrite ran): the old file's only.
+    for (const batch of this.queue) batch.captured = false;
     try {
-      while (this.writing !== undefined) await this.writing;
-      const taken = this.open;
-      this.open = undefined;
-      if (taken !== undefined) this.lastDone = taken.done;
-      try {
-        await rewrite();
-      } catch (error) {
-        if (taken !== undefined) {
-          // Lines queued while the rewrite ran (TypeScript cannot see that the await let them in).
-          const later = this.open as Batch | undefined;
-          if (later !== undefined) {
-            taken.lines.push(...later.lines);
-            taken.done.then(later.resolve, later.reject);
-          }
-          this.open = taken;
+      await write(async (last) => {
+        this.paused = true;
+        try {
+          while (this.writing !== undefined) await this.writing;
+          await last(this.captured!);
+        } finally {
+          this.captured = undefined;
+          this.paused = false;
+          if (this.queue.length > 0 && this.writing === undefined) this.writing = this.drain();
         }
-        throw error;
-      }
-      taken?.resolve();
+      });
     } finally {
-      this.paused = false;
-      if (this.open !== undefined && this.writing === undefined) this.writing = this.drain();
+      this.captured = undefined;
     }
   }
 
   private async drain(): Promise<void> {
     // Start on the next turn so that writes applied in this one join the first append.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    while (this.open !== undefined && !this.paused) {
-      const batch = this.open;
-      this.open = undefined;
+    while (this.queue.length > 0 && !this.paused) {
+      const batch = this.queue.shift()!;
       this.lastDone = batch.done;
       try {
-        await fs.appendFile(this.filename, batch.lines.join(""), { encoding: "utf8", mode: this.mode });
+        const text = batch.lines.join("");
+        await fs.appendFile(this.filename, text, { encoding: "utf8", mode: this.mode });
+        if (batch.captured) this.captured?.push(text);
         batch.resolve();
       } catch (error) {
         this.onError(error);

@@ -298,6 +298,50 @@ describe("embedded datafile format (NeDB's)", () => {
   });
 });
 
+describe("embedded compaction beside writes", () => {
+  test("writes made while a rewrite runs are acknowledged without waiting for it, and are in the new file", async () => {
+    const dir = path.join(root, "rewrite-gate");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("ledger");
+    const file = path.join(dir, "ledger.db");
+    await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: `r${String(i).padStart(4, "0")}`, state: "pending", secret: "before-erasure" })));
+    await c.deleteMany({ _id: { $lt: "r1000" } });
+    // The rewrite waits at its temporary file until the gate opens.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const realOpen = fsPromises.open.bind(fsPromises);
+    const opens = jest.spyOn(fsPromises, "open").mockImplementation(async (...args: Parameters<typeof fsPromises.open>) => {
+      if (String(args[0]).endsWith("~")) await gate;
+      return realOpen(...args);
+    });
+    try {
+      const compaction = c.compact();
+      await c.insertOne({ _id: "during", state: "new" });
+      await c.updateOne({ _id: "r1500" }, { $set: { state: "sent" } });
+      await c.deleteOne({ _id: "r1999" });
+      // Acknowledged, so in the (old) file already, while the rewrite waits.
+      expect(await readFile(file, "utf8")).toContain('"_id":"during"');
+      open();
+      await compaction;
+    } finally {
+      opens.mockRestore();
+    }
+    const text = await readFile(file, "utf8");
+    expect(text).not.toContain('"_id":"r0000"');
+    const lines = text.trim().split("\n");
+    // The snapshot's 1,000 documents, then the three writes made meanwhile.
+    expect(lines).toHaveLength(1003);
+    expect(lines.slice(1000).map((line) => (JSON.parse(line) as { _id: string })._id)).toEqual(["during", "r1500", "r1999"]);
+    await store.close();
+    const reopened = await openEmbeddedStore({ dataDir: dir });
+    const again = reopened.collection("ledger");
+    await expect(again.count({})).resolves.toBe(1000);
+    await expect(again.findOne({ _id: "r1500" })).resolves.toMatchObject({ state: "sent" });
+    await expect(again.findOne({ _id: "r1999" })).resolves.toBeNull();
+    await reopened.close();
+  });
+});
+
 describe("embedded indexes", () => {
   test("lookups through leading fields of a compound index stay right as documents move between keys", async () => {
     const store = await openEmbeddedStore({});
