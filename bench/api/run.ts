@@ -155,20 +155,27 @@ async function benchStore(store: string, env: Record<string, string>): Promise<C
   }
 }
 
+/** BENCH_API_STORES: which set-ups to run, comma-separated (embedded, mongo, kafka); all by default. */
+const STORES = new Set((process.env.BENCH_API_STORES ?? "embedded,mongo,kafka").split(",").map((s) => s.trim()));
+
 async function main(): Promise<void> {
   const machine = describeMachine(); // before the load: its load average is the other work on the machine
-  const mongo = await ensureMongo();
-  const kafka = await ensureKafka();
   const cells: Cell[] = [];
-  try {
-    cells.push(...(await benchStore("embedded (NeDB file) + in-process bus", {})));
-    // Labels say what the servers are (the test setup's FerretDB on PostgreSQL, a container, or the URLs given).
-    const kafkaLabel = kafka.source === "env" ? "Kafka at KAFKA_BROKERS" : `Kafka ${KAFKA_VERSION}`;
-    cells.push(...(await benchStore(`${mongo.description} + in-process bus`, { MONGO_URL: mongo.url })));
-    cells.push(...(await benchStore(`${mongo.description} + ${kafkaLabel}`, { MONGO_URL: mongo.url, KAFKA_BROKERS: kafka.brokers })));
-  } finally {
-    await kafka.stop();
-    await mongo.stop();
+  if (STORES.has("embedded")) cells.push(...(await benchStore("embedded (file) + in-process bus", {})));
+  if (STORES.has("mongo") || STORES.has("kafka")) {
+    const mongo = await ensureMongo();
+    const kafka = STORES.has("kafka") ? await ensureKafka() : undefined;
+    try {
+      // Labels say what the servers are (the test setup's FerretDB on PostgreSQL, a container, or the URLs given).
+      if (STORES.has("mongo")) cells.push(...(await benchStore(`${mongo.description} + in-process bus`, { MONGO_URL: mongo.url })));
+      if (kafka !== undefined) {
+        const kafkaLabel = kafka.source === "env" ? "Kafka at KAFKA_BROKERS" : `Kafka ${KAFKA_VERSION}`;
+        cells.push(...(await benchStore(`${mongo.description} + ${kafkaLabel}`, { MONGO_URL: mongo.url, KAFKA_BROKERS: kafka.brokers })));
+      }
+    } finally {
+      await kafka?.stop();
+      await mongo.stop();
+    }
   }
   const resultsDir = join(repo, "bench", "results");
   mkdirSync(resultsDir, { recursive: true });

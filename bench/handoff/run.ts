@@ -130,7 +130,7 @@ async function main(): Promise<void> {
   const kafka = await ensureKafka();
   const cells: Cell[] = [];
   try {
-    cells.push(await measure("embedded (NeDB file) + in-process bus", {}));
+    cells.push(await measure("embedded (file) + in-process bus", {}));
     // The label says what the servers are (the test setup's FerretDB/PostgreSQL, a container, or the URLs given).
     const kafkaLabel = kafka.source === "env" ? "Kafka at KAFKA_BROKERS" : `Kafka ${KAFKA_VERSION}`;
     cells.push(await measure(`${mongo.description} + ${kafkaLabel}`, { mongoUrl: mongo.url, kafkaBrokers: kafka.brokers }));

@@ -8,7 +8,7 @@
 // and the tenant's budget of one class, charged together (RateLimiter.admit);
 // plus, before authenticating, the check of the client address's failure
 // budget (authBlocked: a hash of the address and a Map lookup). The shared
-// store runs on the embedded store (NeDB, in memory) and on the
+// store runs on the embedded store (in memory) and on the
 // MongoDB-compatible server of MONGO_URL (else the test setup's FerretDB).
 // Open-ended cells stop after BENCH_SECONDS (default 3).
 
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
   const footprint = await memoryFootprint();
   console.log(JSON.stringify(footprint));
 
-  cells.push(...(await sharedCells("shared, embedded store (NeDB in memory)", () => openEmbeddedStore())));
+  cells.push(...(await sharedCells("shared, embedded store (in memory)", () => openEmbeddedStore())));
   const mongo = await ensureMongo();
   let server = "MongoDB protocol";
   try {

@@ -1,8 +1,9 @@
 // Validation and normalisation shared by every adapter. The port promises the
-// same answer from MongoDB, FerretDB and NeDB; where those backends would
-// disagree on an input (or one would take it and another reject it), it is
-// rejected here, in one place, with a message naming the offending part. Errors
-// are TypeErrors: they are programming errors, never a client's fault.
+// same answer from MongoDB, FerretDB and the embedded store (which matches and
+// updates with NeDB's functions); where those backends would disagree on an
+// input (or one would take it and another reject it), it is rejected here, in
+// one place, with a message naming the offending part. Errors are TypeErrors:
+// they are programming errors, never a client's fault.
 
 import { MAX_BATCH_DOCUMENTS, type AnyFilter as Filter, type AnyUpdate as Update, type Doc, type FindOptions, type IndexSpec } from "./types.js";
 
@@ -286,7 +287,7 @@ export function checkIndexSpecs(specs: readonly IndexSpec[]): void {
       if (typeof spec.arrayField !== "string" || !Object.keys(spec.fields).includes(spec.arrayField)) {
         throw new TypeError(`index ${spec.name}: arrayField must name one of its fields`);
       }
-      // NeDB cannot keep a compound key unique over array elements; nothing needs it yet.
+      // Unique over array elements with other fields: nothing needs it, and it is kept out of the port.
       if (spec.unique === true) throw new TypeError(`index ${spec.name}: an index with an arrayField cannot be unique`);
     }
   }

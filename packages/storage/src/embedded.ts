@@ -1,14 +1,16 @@
-// The embedded document store: NeDB (@seald-io/nedb), one append-only datafile
-// per collection under `dataDir`, or memory only for unit tests. It serves the
-// same port as MongoDB so that `npm start` needs no server; the translation below
-// makes NeDB answer as MongoDB would wherever the two languages differ.
+// The embedded document store: every collection in memory (memory-table.ts),
+// one append-only datafile per collection under `dataDir` in NeDB's format
+// (datafile.ts), or memory only for unit tests. It serves the same port as
+// MongoDB so that `npm start` needs no server. Filters are translated into
+// NeDB's query language and matched, and updates applied, by NeDB's own pure
+// functions (@seald-io/nedb/lib/model.js); the translation below makes them
+// answer as MongoDB would wherever the two languages differ.
 
 /// <reference path="./nedb-model.d.ts" />
 import { mkdir } from "node:fs/promises";
 import * as path from "node:path";
 import { lockDir, type DirLock } from "@emailsvc/dir-lock";
-import Datastore from "@seald-io/nedb";
-import { deepCopy, match as nedbMatch, serialize } from "@seald-io/nedb/lib/model.js";
+import { match as nedbMatch, modify } from "@seald-io/nedb/lib/model.js";
 import {
   checkBatch,
   checkCollectionName,
@@ -21,6 +23,9 @@ import {
   normalizeUpdate,
   type PlainObject,
 } from "./checks.js";
+import { deletionLine, FILE_MODE, indexLine, readDatafile, rewriteDatafile, serializeDoc, type RawIndex } from "./datafile.js";
+import { GroupAppender } from "./group-append.js";
+import { indexKey, MemoryTable, type IndexDef, type Slot } from "./memory-table.js";
 import {
   DuplicateKeyError,
   type Collection,
@@ -36,12 +41,11 @@ import {
   type Update,
   type UpsertManyResult,
 } from "./types.js";
-import { GroupAppender } from "./group-append.js";
 
 export interface EmbeddedStoreOptions {
   /** Directory of the datafiles, created if missing; memory only when undefined. */
   dataDir?: string | undefined;
-  /** How often datafiles are compacted while open (NeDB only appends); default 10 minutes. */
+  /** How often datafiles holding history (earlier values, deleted documents) are compacted while open; default 10 minutes. */
   compactionIntervalMs?: number;
 }
 
@@ -51,9 +55,9 @@ export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<E
   return EmbeddedDocumentStore.open(options);
 }
 
-// NeDB keeps every document in memory and rewrites its datafile on load and on
-// compaction, so two Datastores on one file silently overwrite each other's
-// writes. Another process is kept out of a directory by its lock file
+// The store keeps every document in memory and rewrites its datafile on load
+// and on compaction, so two stores on one file would silently overwrite each
+// other's writes. Another process is kept out of a directory by its lock file
 // (@emailsvc/dir-lock); within this process, stores may share a directory (tests
 // reopen one while another is open) but each datafile belongs to one open store
 // at a time.
@@ -112,11 +116,10 @@ export class EmbeddedDocumentStore implements DocumentStore {
     options: EmbeddedStoreOptions,
   ) {
     if (dataDir !== undefined) {
-      // Our own timer rather than NeDB's: NeDB's keeps the process alive and
-      // leaves a failed compaction as an unhandled rejection.
+      // Unref'd: it must not keep the process alive.
       this.compactionTimer = setInterval(() => {
         for (const collection of this.collections.values()) {
-          collection.compact().catch((error: unknown) => {
+          collection.compact("dirty").catch((error: unknown) => {
             console.warn(`embedded store: compaction of ${collection.name} failed:`, error);
           });
         }
@@ -145,13 +148,13 @@ export class EmbeddedDocumentStore implements DocumentStore {
     return !this.state.closed;
   }
 
-  /** Waits for pending writes, compacts every datafile and releases the directory. */
+  /** Waits for pending writes, compacts every datafile holding history and releases the directory. */
   async close(): Promise<void> {
     if (this.state.closed) return;
     this.state.closed = true;
     if (this.compactionTimer !== undefined) clearInterval(this.compactionTimer);
     try {
-      await Promise.all([...this.collections.values()].map((collection) => collection.compact()));
+      await Promise.all([...this.collections.values()].map((collection) => collection.compact("dirty")));
     } finally {
       for (const collection of this.collections.values()) {
         if (collection.filename !== undefined) openDatafiles.delete(collection.filename);
@@ -166,52 +169,40 @@ function assertOpen(state: StoreState): void {
   if (state.closed) throw new Error("embedded store is closed");
 }
 
-/** The parts of a NeDB index we read; `indexes` is public but not in NeDB's typings. */
-interface NedbIndex {
-  fieldName: string;
-  unique: boolean;
+/** A copy of a stored document for a caller: stored documents hold only JSON-like values (and Dates, which pass checks). */
+function copyValue(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i += 1) out[i] = copyValue(value[i]);
+    return out;
+  }
+  if (value instanceof Date) return new Date(value.getTime());
+  const out: PlainObject = {};
+  for (const key of Object.keys(value)) out[key] = copyValue((value as PlainObject)[key]);
+  return out;
 }
 
-type NedbQuery = PlainObject;
-
-/** A node of NeDB's index trees (an AVL tree of @seald-io/binary-search-tree): a key with its documents. */
-interface TreeNode {
-  key?: unknown;
-  data: PlainObject[];
-  left?: TreeNode | null;
-  right?: TreeNode | null;
+function copyDoc<T>(doc: PlainObject): T {
+  return copyValue(doc) as T;
 }
 
-/**
- * The documents of an `_id` index tree in key order (descending: reversed),
- * after `bound` (descending: before it), lazily: a page stops the walk.
- */
-function* walkInOrder(node: TreeNode | null | undefined, bound: string | undefined, descending: boolean): Generator<PlainObject> {
-  if (!node || !Object.prototype.hasOwnProperty.call(node, "key")) return;
-  const key = node.key as string;
-  const inRange = bound === undefined || (descending ? key < bound : key > bound);
-  if (inRange) yield* walkInOrder(descending ? node.right : node.left, bound, descending);
-  if (inRange) yield* node.data;
-  yield* walkInOrder(descending ? node.left : node.right, bound, descending);
-}
-
-/** The parts of NeDB's persistence we replace or read (not in its typings). */
-interface NedbPersistence {
-  modes: { fileMode: number };
-  persistNewStateAsync(docs: PlainObject[]): Promise<void>;
-}
+/** Compaction's verdict on a datafile: `dirty` rewrites only a file holding more than its live documents. */
+type CompactMode = "always" | "dirty";
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
-  private readonly db: Datastore<PlainObject>;
+  private readonly table = new MemoryTable();
+  /** Resolves once the datafile is read (at once in memory); a failed load is reported by every operation. */
   private readonly ready: Promise<void>;
-  /** Our index names by NeDB's key for them (the sorted field list, comma-joined). */
-  private readonly indexNames = new Map<string, string>([["_id", "_id_"]]);
+  private loaded = false;
   /** Fields of the compound indexes created here, with the index's name: they must never hold arrays (IndexSpec.arrayField). */
   private readonly compoundFields = new Map<string, string>();
-  /** Tail of the chain that runs this collection's updates one at a time. */
-  private updates: Promise<unknown> = Promise.resolve();
   /** Appends this collection's writes to its datafile, many writes per append (group-append.ts). */
   private readonly appender: GroupAppender | undefined;
+  /** Lines the datafile holds once the queued appends are done: more than the live documents and indexes means history to compact. */
+  private fileLines = 0;
+  /** Whether the file may lack lines memory has (a failed append or rewrite): the next compaction rewrites it whatever the count says. */
+  private fileStale = false;
   /** The rewrite of the datafile running now, and the one asked for while it runs (compact()). */
   private compacting: Promise<void> | undefined;
   private compactNext: Promise<void> | undefined;
@@ -222,239 +213,60 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     readonly filename: string | undefined,
     private readonly state: StoreState,
   ) {
-    this.db = new Datastore<PlainObject>(filename === undefined ? { inMemoryOnly: true } : { filename });
     if (filename !== undefined) {
-      const persistence = (this.db as unknown as { persistence: NedbPersistence }).persistence;
-      const appender = new GroupAppender(filename, persistence.modes.fileMode, (error) => {
-        console.error(`embedded store: appending to ${filename} failed; writes since are in memory only:`, error);
+      this.appender = new GroupAppender(filename, FILE_MODE, (error) => {
+        this.fileStale = true;
+        console.error(`embedded store: appending to ${filename} failed; writes since are in memory only until the next compaction:`, error);
       });
-      // NeDB calls this inside each write, before it runs the next one: queue the
-      // lines instead of appending them, and let the write's caller wait (persisted()).
-      persistence.persistNewStateAsync = async (docs) => {
-        let lines = "";
-        for (const doc of docs) lines += `${serialize(doc)}\n`;
-        appender.enqueue(lines);
-      };
-      this.appender = appender;
     }
-    this.ready = this.db.loadDatabaseAsync();
+    this.ready = this.load();
     // A failed load is reported by every operation that awaits `ready`.
     this.ready.catch(() => undefined);
   }
 
-  async createIndexes(specs: readonly IndexSpec[]): Promise<void> {
-    checkIndexSpecs(specs);
-    await this.open();
-    // NeDB indexes ignore direction and field order, so NeDB knows an index by its
-    // set of fields: specs sharing one become one index, unique if any of them is.
-    const bySet = new Map<string, { fields: string[]; unique: boolean; name: string }>();
-    for (const spec of specs) {
-      let fields = Object.keys(spec.fields);
-      // NeDB picks a compound index only for a query naming every field with
-      // equality, and a query with `_id` equality always takes the `_id` index
-      // first: a compound index with `_id` in it is never used, and unique
-      // through `_id` anyway. Kept, it costs every write a walk of its tree
-      // (compared field by field), for nothing. Served here by the `_id` walk
-      // of findPage and by scans; MongoDB builds it as declared.
-      if (fields.length > 1 && fields.includes("_id")) {
-        const stale = [...fields].sort().join(",");
-        if (this.nedbIndexes()[stale] !== undefined) await this.db.removeIndexAsync(stale);
-        continue;
-      }
-      if (spec.arrayField !== undefined && fields.length > 1) {
-        // NeDB keys a compound index by whole values: a document whose field is
-        // an array is never found through it. Index the array field alone (NeDB
-        // indexes each element), and drop the compound one a datafile may keep
-        // from before the field was declared.
-        const compound = [...fields].sort().join(",");
-        if (this.nedbIndexes()[compound] !== undefined) await this.db.removeIndexAsync(compound);
-        fields = [spec.arrayField];
-      } else if (fields.length > 1) {
-        for (const field of fields) this.compoundFields.set(field, spec.name);
-      }
-      const key = [...fields].sort().join(",");
-      const unique = spec.unique === true;
-      const seen = bySet.get(key);
-      if (seen === undefined) bySet.set(key, { fields, unique, name: spec.name });
-      else if (unique && !seen.unique) bySet.set(key, { fields, unique, name: spec.name });
+  private async load(): Promise<void> {
+    if (this.filename === undefined) {
+      this.loaded = true;
+      return;
     }
-    for (const [key, { fields, unique, name }] of bySet) {
-      // A datafile whose index changed uniqueness is migrated rather than refused
-      // (MongoDB refuses: there it takes a migration).
-      const existing = this.nedbIndexes()[key];
-      if (existing !== undefined && existing.unique !== unique) await this.db.removeIndexAsync(key);
-      try {
-        await this.db.ensureIndexAsync({ fieldName: fields.length === 1 ? key : fields, unique });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new DuplicateKeyError(name);
-        throw error;
-      }
-      this.indexNames.set(key, name);
+    const file = await readDatafile(this.filename);
+    for (const raw of file.indexes.values()) {
+      const fields = Array.isArray(raw.fields) && indexKey(raw.fields) === raw.fieldName ? raw.fields : raw.fieldName.split(",");
+      // NeDB's own `_id` index is never written. `sparse` is NeDB's (this platform never made one): kept as read.
+      if (fields.length === 1 && fields[0] === "_id") continue;
+      this.table.defineIndex({ name: raw.name, fields, unique: raw.unique === true, arrayField: raw.arrayField, sparse: raw.sparse === true });
     }
-    await this.persisted();
-  }
-
-  async insertOne(doc: T): Promise<void> {
-    const clean = checkDocument(doc);
-    await this.open();
-    for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(clean, field));
-    try {
-      await this.db.insertAsync(clean);
-    } catch (error) {
-      throw await this.mapError(error, clean);
+    for (const doc of file.docs.values()) this.table.insert(doc);
+    this.fileLines = file.lines;
+    this.fileStale = file.corrupt > 0 || file.tornTail;
+    if (file.corrupt > 0 || file.tornTail) {
+      console.warn(`embedded store: ${this.filename}: dropped ${file.corrupt} corrupt line(s)${file.tornTail ? " and a last line cut short" : ""}`);
     }
-    await this.persisted();
-  }
-
-  async insertMany(docs: readonly T[]): Promise<InsertManyResult> {
-    const clean = checkBatch(docs, "insertMany");
-    await this.open();
-    for (const doc of clean) for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
-    // One NeDB insert per document (NeDB's array insert is all or nothing on a
-    // clash), queued together so that their lines share the append.
-    const outcomes = await Promise.all(
-      clean.map((doc) =>
-        this.db.insertAsync(doc).then(
-          () => true,
-          async (error: unknown) => {
-            if (isUniqueViolation(error)) return false;
-            throw error;
-          },
-        ),
-      ),
-    );
-    await this.persisted();
-    const duplicates = outcomes.flatMap((inserted, i) => (inserted ? [] : [i]));
-    return { inserted: clean.length - duplicates.length, duplicates };
-  }
-
-  async findOne(filter: Filter<T>): Promise<T | null> {
-    checkFilter(filter as AnyFilter);
-    await this.open();
-    const found = (await this.db.findOneAsync(translateFilter(filter as AnyFilter))) as unknown as T | null;
-    return found ?? null;
-  }
-
-  async find(filter: Filter<T>, options?: FindOptions): Promise<T[]> {
-    checkFilter(filter as AnyFilter);
-    checkFindOptions(options);
-    await this.open();
-    const query = translateFilter(filter as AnyFilter);
-    const page = this.pageInIdOrder(filter as AnyFilter, query, options);
-    if (page !== undefined) return page as unknown as T[];
-    let cursor = this.db.findAsync(query);
-    if (options?.sort !== undefined && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
-    if (options?.limit !== undefined) cursor = cursor.limit(options.limit);
-    return (await cursor) as unknown as T[];
-  }
-
-  /**
-   * A page in `_id` order (a list after its cursor, an audience after its
-   * resume point) by walking NeDB's `_id` index in order from the cursor and
-   * stopping once the page is full. NeDB itself would take every candidate of
-   * the query, match and sort them all for each page: a walk over 100,000
-   * documents in pages grows with the square of their number. Gives up (and
-   * NeDB answers) when the query matches too few of the documents walked for
-   * the walk to be the cheaper way; undefined then, or when the query is no
-   * such page.
-   */
-  private pageInIdOrder(filter: AnyFilter, query: NedbQuery, options: FindOptions | undefined): PlainObject[] | undefined {
-    const sortKeys = Object.keys(options?.sort ?? {});
-    if (options?.limit === undefined || sortKeys.length !== 1 || sortKeys[0] !== "_id") return undefined;
-    const descending = options.sort!._id === -1;
-    const idCondition = filter._id;
-    const bound = isPlainObject(idCondition) ? (descending ? (idCondition as PlainObject).$lt : (idCondition as PlainObject).$gt) : undefined;
-    // Index.tree is an AVLTree wrapper whose `tree` is the root node (replaced on rebalancing).
-    const tree = (this.db as unknown as { indexes: { _id: { tree: { tree: TreeNode } } } }).indexes._id.tree.tree;
-    const page: PlainObject[] = [];
-    const budget = Math.max(2000, options.limit * 20);
-    let walked = 0;
-    for (const doc of walkInOrder(tree, typeof bound === "string" ? bound : undefined, descending)) {
-      if (++walked > budget) return undefined;
-      if (!nedbMatch(doc, query)) continue;
-      page.push(deepCopy(doc) as PlainObject);
-      if (page.length === options.limit) break;
+    this.loaded = true;
+    // As NeDB, a file with history (or damage) is rewritten at load; here
+    // writes go on meanwhile, and a file holding just its documents is left as it is.
+    if (this.needsRewrite()) {
+      this.compact("dirty").catch((error: unknown) => {
+        console.warn(`embedded store: compaction of ${this.name} at load failed:`, error);
+      });
     }
-    return page;
   }
 
-  async count(filter: Filter<T>): Promise<number> {
-    checkFilter(filter as AnyFilter);
-    await this.open();
-    return (await this.db.countAsync(translateFilter(filter as AnyFilter))) as unknown as number;
+  private needsRewrite(): boolean {
+    return this.fileStale || this.fileLines !== this.table.size + this.table.indexDefs().length;
   }
 
-  async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
-    checkFilter(filter as AnyFilter);
-    const clean = normalizeUpdate(update as AnyUpdate);
-    if (clean === null) return this.findOne(filter);
-    this.refuseArrayUpdates(clean);
-    const result = await this.inUpdateChain(() => this.applyUpdate(filter as AnyFilter, clean));
-    await this.persisted();
-    return result;
+  /** Waits for the datafile to be loaded; refuses work once the store is closed. */
+  private async open(): Promise<void> {
+    assertOpen(this.state);
+    if (!this.loaded) await this.ready;
   }
 
-  async updateMany(filter: Filter<T>, update: Update<T>): Promise<number> {
-    checkFilter(filter as AnyFilter);
-    const clean = normalizeUpdate(update as AnyUpdate);
-    if (clean === null) return this.count(filter);
-    this.refuseArrayUpdates(clean);
-    const matched = await this.inUpdateChain(async () => {
-      await this.open();
-      const query = translateFilter(filter as AnyFilter);
-      if (clean.$pull !== undefined) {
-        // NeDB's $pull throws on a missing field (see applyUpdate): one document at a time.
-        const ids = ((await this.db.findAsync(query, { _id: 1 })) as Array<{ _id: string }>).map((doc) => doc._id);
-        for (const _id of ids) await this.applyUpdate({ _id }, clean);
-        return ids.length;
-      }
-      try {
-        return (await this.db.updateAsync(query, clean as PlainObject, { multi: true, upsert: false })).numAffected;
-      } catch (error) {
-        throw await this.mapError(error, undefined);
-      }
-    });
-    await this.persisted();
-    return matched;
-  }
-
-  async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
-    const clean = checkBatch(docs, "upsertMany");
-    const fixed = checkUpsertScope(scope as AnyFilter);
-    for (const [i, doc] of clean.entries()) {
-      if (Object.keys(doc).length < 2) throw new TypeError(`upsertMany: document ${i} has no field besides _id`);
-      for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
-    }
-    const outcomes = await this.inUpdateChain(async () => {
-      await this.open();
-      // Queued together, one NeDB update each: their lines share the append.
-      return Promise.all(
-        clean.map((doc) => {
-          const { _id, ...fields } = doc as PlainObject;
-          return this.db.updateAsync({ ...fixed, _id }, { $set: { ...fields, ...fixed } }, { upsert: true }).then(
-            (result) => (result.upsert ? "inserted" : "updated"),
-            (error: unknown) => {
-              if (isUniqueViolation(error)) return "duplicate";
-              throw error;
-            },
-          );
-        }),
-      );
-    });
-    await this.persisted();
-    const duplicates = outcomes.flatMap((outcome, i) => (outcome === "duplicate" ? [i] : []));
-    return {
-      inserted: outcomes.filter((outcome) => outcome === "inserted").length,
-      updated: outcomes.filter((outcome) => outcome === "updated").length,
-      duplicates,
-    };
-  }
-
-  /** Runs `task` after every update queued before it, and before those queued after. */
-  private inUpdateChain<R>(task: () => Promise<R>): Promise<R> {
-    const run = this.updates.then(task);
-    this.updates = run.catch(() => undefined);
-    return run;
+  /** Queues lines (each ending in a newline) for the datafile. */
+  private append(lines: string, count: number): void {
+    if (this.appender === undefined || count === 0) return;
+    this.fileLines += count;
+    this.appender.enqueue(lines);
   }
 
   /** Waits until this collection's writes so far are in its datafile (immediate in memory). */
@@ -462,54 +274,235 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.appender?.durable() ?? Promise.resolve();
   }
 
-  /**
-   * Runs inside the update chain, so no other update of this collection can
-   * interleave between the read and the write of the `$pull` path below.
-   */
-  private async applyUpdate(filter: AnyFilter, update: AnyUpdate): Promise<T | null> {
+  async createIndexes(specs: readonly IndexSpec[]): Promise<void> {
+    checkIndexSpecs(specs);
     await this.open();
-    let query = translateFilter(filter as AnyFilter);
-    let nedbUpdate: PlainObject = { ...update };
-    if (update.$pull !== undefined) {
-      // NeDB throws when pulling from a missing field, MongoDB does nothing: read
-      // the document, drop those pulls, and update exactly that document.
-      const current = (await this.db.findOneAsync(query)) as unknown as T | null;
-      if (current === null) return null;
-      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(current, field) !== undefined);
-      if (pulls.length > 0) nedbUpdate.$pull = Object.fromEntries(pulls);
-      else delete nedbUpdate.$pull;
-      if (Object.keys(nedbUpdate).length === 0) return current;
-      query = { _id: current._id };
+    // Specs sharing a set of fields are one index (NeDB's rule, which the
+    // datafile's index lines keep), unique if any of them is.
+    const bySet = new Map<string, IndexDef>();
+    for (const spec of specs) {
+      const fields = Object.keys(spec.fields);
+      if (fields.length === 1 && fields[0] === "_id") continue;
+      const unique = spec.unique === true;
+      const key = indexKey(fields);
+      const seen = bySet.get(key);
+      if (seen === undefined || (unique && !seen.unique)) bySet.set(key, { name: spec.name, fields, unique, arrayField: spec.arrayField });
+      // See refuseArray. A compound index ending in `_id`, or with an arrayField, takes arrays where MongoDB does.
+      if (fields.length > 1 && spec.arrayField === undefined && !fields.includes("_id")) {
+        for (const field of fields) this.compoundFields.set(field, spec.name);
+      }
     }
+    let lines = "";
+    let count = 0;
     try {
-      const result = await this.db.updateAsync(query, nedbUpdate, {
-        multi: false,
-        upsert: false,
-        returnUpdatedDocs: true,
-      });
-      return (result.affectedDocuments as unknown as T | null | undefined) ?? null;
-    } catch (error) {
-      throw await this.mapError(error, undefined);
+      for (const def of bySet.values()) {
+        // A datafile whose index changed uniqueness is migrated rather than refused (MongoDB refuses: there it takes a migration).
+        if (this.table.defineIndex(def)) {
+          lines += `${indexLine(rawIndex(def))}\n`;
+          count += 1;
+        }
+      }
+    } finally {
+      this.append(lines, count);
     }
+    await this.persisted();
+  }
+
+  async insertOne(doc: T): Promise<void> {
+    const clean = checkDocument(doc) as PlainObject;
+    await this.open();
+    for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(clean, field));
+    // checkDocument's copy becomes the stored document: nobody else holds it.
+    this.table.insert(clean);
+    this.append(`${serializeDoc(clean)}\n`, 1);
+    await this.persisted();
+  }
+
+  async insertMany(docs: readonly T[]): Promise<InsertManyResult> {
+    const clean = checkBatch(docs, "insertMany") as PlainObject[];
+    await this.open();
+    for (const doc of clean) for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
+    const duplicates: number[] = [];
+    let lines = "";
+    let count = 0;
+    try {
+      for (let i = 0; i < clean.length; i += 1) {
+        const doc = clean[i]!;
+        try {
+          this.table.insert(doc);
+        } catch (error) {
+          if (!(error instanceof DuplicateKeyError)) throw error;
+          duplicates.push(i);
+          continue;
+        }
+        lines += `${serializeDoc(doc)}\n`;
+        count += 1;
+      }
+    } finally {
+      this.append(lines, count);
+    }
+    await this.persisted();
+    return { inserted: clean.length - duplicates.length, duplicates };
+  }
+
+  async findOne(filter: Filter<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
+    await this.open();
+    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    return slot === undefined ? null : copyDoc<T>(slot.doc);
+  }
+
+  async find(filter: Filter<T>, options?: FindOptions): Promise<T[]> {
+    checkFilter(filter as AnyFilter);
+    checkFindOptions(options);
+    await this.open();
+    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter), {
+      sort: options?.sort !== undefined && Object.keys(options.sort).length > 0 ? options.sort : undefined,
+      limit: options?.limit,
+    });
+    return slots.map((slot) => copyDoc<T>(slot.doc));
+  }
+
+  async count(filter: Filter<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    await this.open();
+    return this.table.count(filter as AnyFilter, translateFilter(filter as AnyFilter));
+  }
+
+  async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
+    if (clean === null) return this.findOne(filter);
+    this.refuseArrayUpdates(clean);
+    await this.open();
+    // From here to the write nothing awaits: no other operation can come in
+    // between the match and the update (single-document atomicity, guarded updates).
+    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    if (slot === undefined) return null;
+    const next = this.updated(slot, clean);
+    if (next !== slot.doc) {
+      this.table.replace(slot, next);
+      this.append(`${serializeDoc(next)}\n`, 1);
+    }
+    // Stored documents are never changed in place: `next` stays as it is after this update.
+    await this.persisted();
+    return copyDoc<T>(next);
+  }
+
+  async updateMany(filter: Filter<T>, update: Update<T>): Promise<number> {
+    checkFilter(filter as AnyFilter);
+    const clean = normalizeUpdate(update as AnyUpdate);
+    if (clean === null) return this.count(filter);
+    this.refuseArrayUpdates(clean);
+    await this.open();
+    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    let lines = "";
+    let count = 0;
+    try {
+      for (const slot of slots) {
+        const next = this.updated(slot, clean);
+        if (next === slot.doc) continue;
+        // A DuplicateKeyError leaves the documents changed before it changed (and written).
+        this.table.replace(slot, next);
+        lines += `${serializeDoc(next)}\n`;
+        count += 1;
+      }
+    } finally {
+      this.append(lines, count);
+    }
+    await this.persisted();
+    return slots.length;
+  }
+
+  /**
+   * A document with an update applied (NeDB's modify: a new object), or the
+   * document itself when the update does nothing to it. NeDB throws when
+   * pulling from a missing field, MongoDB does nothing: such pulls are dropped.
+   */
+  private updated(slot: Slot, update: AnyUpdate): PlainObject {
+    let effective: PlainObject = update as PlainObject;
+    if (update.$pull !== undefined) {
+      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(slot.doc, field) !== undefined);
+      if (pulls.length !== Object.keys(update.$pull).length) {
+        effective = { ...update };
+        if (pulls.length > 0) effective.$pull = Object.fromEntries(pulls);
+        else delete effective.$pull;
+        if (Object.keys(effective).length === 0) return slot.doc;
+      }
+    }
+    return modify(slot.doc, effective);
+  }
+
+  async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
+    const clean = checkBatch(docs, "upsertMany") as PlainObject[];
+    const fixed = checkUpsertScope(scope as AnyFilter);
+    for (const [i, doc] of clean.entries()) {
+      if (Object.keys(doc).length < 2) throw new TypeError(`upsertMany: document ${i} has no field besides _id`);
+      for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
+    }
+    await this.open();
+    const inScope = translateFilter(fixed);
+    let inserted = 0;
+    let updated = 0;
+    const duplicates: number[] = [];
+    let lines = "";
+    let count = 0;
+    try {
+      for (let i = 0; i < clean.length; i += 1) {
+        const { _id, ...fields } = clean[i]!;
+        const slot = this.table.get(_id as string);
+        try {
+          if (slot !== undefined && nedbMatch(slot.doc, inScope)) {
+            const next = modify(slot.doc, { $set: { ...fields, ...fixed } });
+            this.table.replace(slot, next);
+            lines += `${serializeDoc(next)}\n`;
+            updated += 1;
+          } else {
+            // An `_id` held outside the scope clashes as the insert of MongoDB's upsert would.
+            const doc: PlainObject = { _id, ...fields, ...fixed };
+            this.table.insert(doc);
+            lines += `${serializeDoc(doc)}\n`;
+            inserted += 1;
+          }
+          count += 1;
+        } catch (error) {
+          if (!(error instanceof DuplicateKeyError)) throw error;
+          duplicates.push(i);
+        }
+      }
+    } finally {
+      this.append(lines, count);
+    }
+    await this.persisted();
+    return { inserted, updated, duplicates };
   }
 
   async deleteOne(filter: Filter<T>): Promise<boolean> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    const removed = await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: false });
+    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    if (slot === undefined) return false;
+    this.table.remove(slot);
+    this.append(`${deletionLine(slot.id)}\n`, 1);
     await this.persisted();
-    return removed > 0;
+    return true;
   }
 
   async deleteMany(filter: Filter<T>): Promise<number> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    const removed = await this.db.removeAsync(translateFilter(filter as AnyFilter), { multi: true });
+    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    let lines = "";
+    for (const slot of slots) {
+      this.table.remove(slot);
+      lines += `${deletionLine(slot.id)}\n`;
+    }
+    this.append(lines, slots.length);
     await this.persisted();
-    return removed;
+    return slots.length;
   }
 
-  /** An array in a field of a compound index would make NeDB's lookups through it miss the document (IndexSpec.arrayField). */
+  /** An array in a field of a compound index not declared its arrayField is refused, as MongoDB refuses one in two fields of an index (IndexSpec.arrayField). */
   private refuseArray(field: string, index: string, value: unknown): void {
     if (Array.isArray(value)) {
       throw new TypeError(
@@ -530,14 +523,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /**
    * Rewrites the datafile from the live documents (Collection.compact), after
-   * the writes queued before the call. One rewrite at a time: a call while one
+   * the writes made before the call. One rewrite at a time: a call while one
    * runs waits for the next, which every call made meanwhile shares (a burst
-   * of erasures costs two rewrites, not one each).
+   * of erasures costs two rewrites, not one each). `dirty` (the timer, close)
+   * skips a file that holds nothing but its live documents.
    */
-  compact(): Promise<void> {
+  compact(mode: CompactMode = "always"): Promise<void> {
     if (this.filename === undefined) return Promise.resolve();
     if (this.compacting === undefined) {
-      const run = this.compactNow().finally(() => {
+      const run = this.compactNow(mode).finally(() => {
         if (this.compacting === run) this.compacting = undefined;
       });
       this.compacting = run;
@@ -548,71 +542,50 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         .catch(() => undefined)
         .then(() => {
           this.compactNext = undefined;
-          return this.compact();
+          return this.compact(mode);
         });
       this.compactNext = next;
     }
     return this.compactNext;
   }
 
-  private async compactNow(): Promise<void> {
-    await this.ready;
-    // Queued lines first, so that the rewrite is not followed by older states.
-    await this.persisted().catch(() => undefined);
-    await this.db.compactDatafileAsync();
-  }
-
-  /** Waits for the datafile to be loaded; refuses work once the store is closed. */
-  private async open(): Promise<void> {
-    assertOpen(this.state);
-    await this.ready;
-  }
-
-  private nedbIndexes(): Record<string, NedbIndex> {
-    return (this.db as unknown as { indexes: Record<string, NedbIndex> }).indexes;
-  }
-
-  private async mapError(error: unknown, doc: PlainObject | undefined): Promise<unknown> {
-    if (!isUniqueViolation(error)) return error;
-    return new DuplicateKeyError(await this.violatedIndex(error.key, doc));
-  }
-
-  /**
-   * NeDB reports the clashing key but not the index. A compound key is an object
-   * of its fields, which names the index; a single value is looked up in the
-   * document being inserted, or else in the collection (the holder of the value
-   * is still there, since the failed write changed nothing).
-   */
-  private async violatedIndex(key: unknown, doc: PlainObject | undefined): Promise<string | undefined> {
-    const unique = Object.values(this.nedbIndexes()).filter((index) => index.unique);
-    if (isPlainObject(key)) {
-      const fields = Object.keys(key).sort().join(",");
-      if (unique.some((index) => index.fieldName === fields)) return this.indexNames.get(fields);
+  private async compactNow(mode: CompactMode): Promise<void> {
+    if (!this.loaded) await this.ready;
+    if (mode === "dirty" && !this.needsRewrite()) return this.persisted();
+    // The snapshot, and the appender told of it, with no await in between:
+    // writes go on while the file is rewritten (GroupAppender.rewrite).
+    const docs = this.table.snapshot();
+    const indexLines = this.table.indexDefs().map((def) => indexLine(rawIndex(def)));
+    const before = this.fileLines;
+    this.fileLines = docs.length + indexLines.length;
+    this.fileStale = false;
+    this.rewrites += 1;
+    try {
+      await this.appender!.rewrite((commit) => rewriteDatafile(this.filename!, docs, indexLines, commit));
+    } catch (error) {
+      // The old file stays, with every line appended since.
+      this.fileLines += before - docs.length - indexLines.length;
+      this.fileStale = true;
+      throw error;
     }
-    // An update cannot change _id, so only an insert can clash on it.
-    let candidates = unique.filter(
-      (index) => !index.fieldName.includes(",") && (doc !== undefined || index.fieldName !== "_id"),
-    );
-    if (doc !== undefined) {
-      candidates = candidates.filter((index) => {
-        const value = readPath(doc, index.fieldName);
-        return value === key || (Array.isArray(value) && value.includes(key));
-      });
-    }
-    if (candidates.length > 1) {
-      const holders: NedbIndex[] = [];
-      for (const index of candidates) {
-        if ((await this.db.countAsync({ [index.fieldName]: key })) > 0) holders.push(index);
-      }
-      candidates = holders;
-    }
-    const index = candidates[0];
-    return candidates.length === 1 && index !== undefined ? this.indexNames.get(index.fieldName) : undefined;
+    // And the lines held during the rename (close() releases the directory after this).
+    await this.persisted();
   }
+
+  /** Rewrites of the datafile so far (for tests). */
+  rewrites = 0;
 }
 
-function isUniqueViolation(error: unknown): error is Error & { key: unknown } {
-  return error instanceof Error && (error as { errorType?: unknown }).errorType === "uniqueViolated";
+/** An index definition as its datafile line holds it: NeDB's fields, and ours. */
+function rawIndex(def: IndexDef): RawIndex {
+  return {
+    fieldName: indexKey(def.fields),
+    unique: def.unique,
+    sparse: def.sparse === true,
+    ...(def.name !== undefined ? { name: def.name } : {}),
+    fields: def.fields,
+    ...(def.arrayField !== undefined ? { arrayField: def.arrayField } : {}),
+  };
 }
 
 /** Value at a dotted path through nested objects; undefined if any step is missing. */
@@ -638,9 +611,11 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 //  - an operator object is matched as a whole against one array element, whereas
 //    MongoDB lets each operator match a different element: split operators into
 //    separate clauses.
-// Simple clauses stay top-level keys of the query so NeDB can use its indexes;
-// the rest goes into `$and`.
+// Simple clauses stay top-level keys of the query, the rest goes into `$and`
+// (the store plans its index lookups from the port's filter, not from this).
 // ---------------------------------------------------------------------------
+
+type NedbQuery = PlainObject;
 
 export function translateFilter(filter: AnyFilter): NedbQuery {
   const query: NedbQuery = {};

@@ -26,7 +26,8 @@ export type TenantDoc = Doc & { tenant: string };
 
 /**
  * What filters compare with and `$pull` removes. Objects, arrays and Dates are
- * left out on purpose: MongoDB, FerretDB and NeDB disagree on how they compare.
+ * left out on purpose: MongoDB, FerretDB and NeDB (whose matcher the embedded
+ * store uses) disagree on how they compare.
  */
 export type Scalar = string | number | boolean | null;
 
@@ -154,11 +155,10 @@ export interface IndexSpec {
   /**
    * The field of a compound index whose documents hold arrays (MongoDB makes
    * such an index "multikey" by itself and allows one array field per
-   * compound index). It must be declared: the embedded store keys a compound
-   * index by the whole values of its fields, so a query on the array field
-   * through it would miss every document; it indexes that field alone
-   * instead, and refuses a write that puts an array into a field of a
-   * compound index not declared so. Not with `unique`.
+   * compound index). It must be declared: the embedded store indexes each
+   * element of it, and refuses a write that puts an array into a field of a
+   * compound index not declared so, so that no index ends up with two array
+   * fields (which MongoDB refuses). Not with `unique`.
    */
   arrayField?: string;
 }

@@ -1,0 +1,687 @@
+// The embedded store's engine: one collection's documents in memory, with an
+// ordered view by `_id` and hash indexes, all changed synchronously. It
+// replaces NeDB's Datastore, whose index trees cost every write a remove and
+// re-insert in each index (compared value by value with compareThings) even
+// when no indexed field changed, whose every operation went through an async
+// executor, and which deep-copied each document on the way in and out.
+// Matching, sorting and updating stay NeDB's (its pure functions in
+// @seald-io/nedb/lib/model.js, used by embedded.ts and below), so queries
+// answer exactly as before; only the way documents are kept and found is ours.
+//
+// Documents kept here are never changed in place: an update stores a new
+// object (NeDB's modify copies), so a document handed to a reader or to the
+// datafile writer stays as it was, and stored documents may share parts.
+
+/// <reference path="./nedb-model.d.ts" />
+import { compareThings, getDotValue, match } from "@seald-io/nedb/lib/model.js";
+import { isPlainObject, type PlainObject } from "./checks.js";
+import { DuplicateKeyError, type AnyFilter, type SortSpec } from "./types.js";
+
+/** A stored document; indexes hold the slot, so replacing its document touches only the entries whose key changed. */
+export interface Slot {
+  readonly id: string;
+  doc: PlainObject;
+}
+
+// ---------------------------------------------------------------------------
+// The ordered view by `_id`: sorted chunks of slots. Our ids are time-sortable,
+// so an insert is nearly always an append to the last chunk; one out of order
+// (or a delete) shifts at most one chunk (≤ 2 × CHUNK entries), and a page
+// after a cursor starts with two binary searches.
+// ---------------------------------------------------------------------------
+
+const CHUNK = 512;
+
+/** Where to start or stop an `_id` walk; `inclusive` for $gte/$lte. */
+export interface IdBound {
+  id: string;
+  inclusive: boolean;
+}
+
+export class OrderedSlots {
+  private chunks: Slot[][] = [];
+
+  /** First position whose id is > `id` (`strict`) or >= `id`; [chunks.length, 0] past the end. */
+  private seek(id: string, strict: boolean): [number, number] {
+    const chunks = this.chunks;
+    let lo = 0;
+    let hi = chunks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const chunk = chunks[mid]!;
+      const last = chunk[chunk.length - 1]!.id;
+      if (strict ? last <= id : last < id) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo === chunks.length) return [lo, 0];
+    const chunk = chunks[lo]!;
+    let a = 0;
+    let b = chunk.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      const at = chunk[mid]!.id;
+      if (strict ? at <= id : at < id) a = mid + 1;
+      else b = mid;
+    }
+    return [lo, a];
+  }
+
+  insert(slot: Slot): void {
+    const chunks = this.chunks;
+    const last = chunks[chunks.length - 1];
+    if (last === undefined || last[last.length - 1]!.id < slot.id) {
+      if (last === undefined || last.length >= CHUNK) chunks.push([slot]);
+      else last.push(slot);
+      return;
+    }
+    const [c, i] = this.seek(slot.id, false);
+    const chunk = chunks[c]!;
+    chunk.splice(i, 0, slot);
+    if (chunk.length > 2 * CHUNK) chunks.splice(c + 1, 0, chunk.splice(CHUNK));
+  }
+
+  remove(slot: Slot): void {
+    const [c, i] = this.seek(slot.id, false);
+    const chunk = this.chunks[c];
+    if (chunk === undefined || chunk[i] !== slot) return;
+    chunk.splice(i, 1);
+    if (chunk.length === 0) this.chunks.splice(c, 1);
+  }
+
+  /** Slots in `_id` order (descending: reversed) between the bounds, lazily: a caller that stops stops the walk. */
+  *walk(lower: IdBound | undefined, upper: IdBound | undefined, descending: boolean): Generator<Slot> {
+    const chunks = this.chunks;
+    if (!descending) {
+      let [c, i] = lower === undefined ? [0, 0] : this.seek(lower.id, !lower.inclusive);
+      for (; c < chunks.length; c += 1, i = 0) {
+        const chunk = chunks[c]!;
+        for (; i < chunk.length; i += 1) {
+          const slot = chunk[i]!;
+          if (upper !== undefined && (upper.inclusive ? slot.id > upper.id : slot.id >= upper.id)) return;
+          yield slot;
+        }
+      }
+      return;
+    }
+    let [c, i] = upper === undefined ? [chunks.length, 0] : this.seek(upper.id, upper.inclusive);
+    // (c, i) is the first position past the range: step back from it.
+    i -= 1;
+    for (;;) {
+      if (i < 0) {
+        c -= 1;
+        if (c < 0) return;
+        i = chunks[c]!.length - 1;
+      }
+      const slot = chunks[c]![i]!;
+      if (lower !== undefined && (lower.inclusive ? slot.id < lower.id : slot.id <= lower.id)) return;
+      yield slot;
+      i -= 1;
+    }
+  }
+
+  /** Every slot in `_id` order, as an array (a snapshot for compaction). */
+  all(): Slot[] {
+    return this.chunks.flat();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Index keys. A key stands for the values of an index's fields in a document,
+// with the equality NeDB's match uses for the scalars a filter may hold
+// (strict equality: 1 and "1" differ). A field holding an array contributes
+// each element (as NeDB's indexes and MongoDB's multikey indexes do), so a
+// document has as many keys as combinations of its elements; an empty array
+// contributes none. A missing field is a value of its own (undefined), as in
+// NeDB's unique indexes: two documents lacking a uniquely indexed field clash.
+// ---------------------------------------------------------------------------
+
+type Key = string | number | boolean | null | undefined;
+
+/** A value of an index's field: getDotValue, without its string split for a plain field name. */
+function valueAt(doc: PlainObject, field: string, dotted: boolean): unknown {
+  return dotted ? getDotValue(doc, field) : doc[field];
+}
+
+/** A self-delimiting string for one value, so that a compound key is the concatenation of its fields'. */
+function part(value: unknown): string {
+  switch (typeof value) {
+    case "string":
+      return `s${value.length}:${value}`;
+    case "number":
+      return `n${value};`;
+    case "boolean":
+      return value ? "t" : "f";
+    case "undefined":
+      return "u";
+    default: {
+      if (value === null) return "z";
+      const text = canonical(value);
+      return `o${text.length}:${text}`;
+    }
+  }
+}
+
+/** Dates, objects and arrays (a value, not elements) as text: equal text for equal values. */
+function canonical(value: unknown): string {
+  if (value instanceof Date) return `D${value.getTime()}`;
+  if (Array.isArray(value)) return `[${value.map(part).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const record = value as PlainObject;
+    return `{${Object.keys(record)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${part(record[k])}`)
+      .join(",")}}`;
+  }
+  return part(value);
+}
+
+/**
+ * The key of one value in a single-field index: a scalar is its own Map key
+ * (Map equality is NeDB's strict equality for them); anything else, and a
+ * string starting with NUL, is text starting with NUL, which no other key does.
+ */
+function singleKey(value: unknown): Key {
+  switch (typeof value) {
+    case "string":
+      return value.charCodeAt(0) === 0 ? `\u0000${part(value)}` : value;
+    case "number":
+    case "boolean":
+    case "undefined":
+      return value;
+    default:
+      return value === null ? null : `\u0000${part(value)}`;
+  }
+}
+
+/** The values a field contributes: the elements of an array (through nested arrays), else the value. */
+function expand(value: unknown, into: unknown[]): void {
+  if (!Array.isArray(value)) {
+    into.push(value);
+    return;
+  }
+  for (const element of value) expand(element, into);
+}
+
+/** Whether a field's value differs between two versions of a document (for index upkeep). */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  return canonical(a) === canonical(b);
+}
+
+/** One hash index: the documents by the values of `fields` (an index, or a leading part of a compound index). */
+class HashIndex {
+  /** A key's documents: one slot, or a set when several share it (never in a unique index). */
+  readonly buckets = new Map<Key, Slot | Set<Slot>>();
+  private readonly dotted: boolean[];
+
+  constructor(
+    readonly fields: readonly string[],
+    readonly unique: boolean,
+    /** For DuplicateKeyError. */
+    public name: string | undefined,
+    readonly sparse = false,
+  ) {
+    this.dotted = fields.map((field) => field.includes("."));
+  }
+
+  /** The keys of a document (usually one; none when an indexed array is empty). */
+  keysOf(doc: PlainObject): Key[] {
+    const fields = this.fields;
+    if (this.sparse && fields.every((field, f) => valueAt(doc, field, this.dotted[f]!) === undefined)) return [];
+    if (fields.length === 1) {
+      const value = valueAt(doc, fields[0]!, this.dotted[0]!);
+      if (!Array.isArray(value)) return [singleKey(value)];
+      const values: unknown[] = [];
+      expand(value, values);
+      return [...new Set(values.map(singleKey))];
+    }
+    let keys: string[] = [""];
+    for (let f = 0; f < fields.length; f += 1) {
+      const value = valueAt(doc, fields[f]!, this.dotted[f]!);
+      if (!Array.isArray(value)) {
+        const text = part(value);
+        for (let k = 0; k < keys.length; k += 1) keys[k] += text;
+        continue;
+      }
+      const values: unknown[] = [];
+      expand(value, values);
+      const parts = [...new Set(values.map(part))];
+      keys = keys.flatMap((prefix) => parts.map((text) => prefix + text));
+    }
+    return keys;
+  }
+
+  /** The key of given scalar values of the fields (a filter's equality). */
+  keyOfValues(values: readonly unknown[]): Key {
+    if (values.length === 1) return singleKey(values[0]);
+    let key = "";
+    for (const value of values) key += part(value);
+    return key;
+  }
+
+  /** A document other than `self` that holds one of `keys` (unique indexes). */
+  holder(keys: readonly Key[], self: Slot | undefined): Slot | undefined {
+    for (const key of keys) {
+      const found = this.buckets.get(key);
+      if (found !== undefined && found !== self) return found as Slot;
+    }
+    return undefined;
+  }
+
+  add(slot: Slot, keys: readonly Key[]): void {
+    for (const key of keys) {
+      const found = this.buckets.get(key);
+      if (found === undefined) this.buckets.set(key, slot);
+      else if (found instanceof Set) found.add(slot);
+      else if (found !== slot) this.buckets.set(key, new Set([found, slot]));
+    }
+  }
+
+  delete(slot: Slot, keys: readonly Key[]): void {
+    for (const key of keys) {
+      const found = this.buckets.get(key);
+      if (found === slot) this.buckets.delete(key);
+      else if (found instanceof Set) {
+        found.delete(slot);
+        if (found.size === 1) this.buckets.set(key, found.values().next().value as Slot);
+      }
+    }
+  }
+
+  sizeOf(key: Key): number {
+    const found = this.buckets.get(key);
+    return found === undefined ? 0 : found instanceof Set ? found.size : 1;
+  }
+
+  /** Documents of `keys`, each once. */
+  *slotsOf(keys: readonly Key[]): Generator<Slot> {
+    const seen = keys.length > 1 ? new Set<Slot>() : undefined;
+    for (const key of keys) {
+      const found = this.buckets.get(key);
+      if (found === undefined) continue;
+      for (const slot of found instanceof Set ? found : [found]) {
+        if (seen !== undefined) {
+          if (seen.has(slot)) continue;
+          seen.add(slot);
+        }
+        yield slot;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Index definitions (IndexSpec as the store keeps it).
+// ---------------------------------------------------------------------------
+
+export interface IndexDef {
+  /** IndexSpec.name; undefined for an index read from a datafile line that has none (written by NeDB). */
+  name: string | undefined;
+  /** In declared order (from a NeDB line: NeDB's, sorted). */
+  fields: string[];
+  unique: boolean;
+  arrayField?: string | undefined;
+  /** NeDB's sparse unique index (only in datafiles NeDB wrote): documents lacking every field of it hold no key. */
+  sparse?: boolean | undefined;
+}
+
+/** How NeDB names an index in its datafile (`fieldName`): its set of fields, sorted, comma-joined. */
+export function indexKey(fields: readonly string[]): string {
+  return [...fields].sort().join(",");
+}
+
+/**
+ * The fields of an index that can select documents: those before `_id` (the
+ * `_id` map does the rest, and a key including `_id` is one document). Unique
+ * only with `_id` absent (through `_id`, an index is unique anyway).
+ */
+function servedFields(def: IndexDef): { fields: string[]; unique: boolean } {
+  const at = def.fields.indexOf("_id");
+  if (at === -1) return { fields: def.fields, unique: def.unique };
+  return { fields: def.fields.slice(0, at), unique: false };
+}
+
+/** How a filter's condition on a field selects values by equality: the values, or undefined when it does not. */
+function equalityValues(condition: unknown): unknown[] | undefined {
+  if (typeof condition === "string" || typeof condition === "number" || typeof condition === "boolean") return [condition];
+  if (!isPlainObject(condition)) return undefined; // null also matches a missing field
+  const eq = condition.$eq;
+  if (typeof eq === "string" || typeof eq === "number" || typeof eq === "boolean") return [eq];
+  const list = condition.$in;
+  if (Array.isArray(list) && !list.includes(null)) return [...new Set(list)];
+  // $all: every document holding all the values holds the first.
+  const all = condition.$all;
+  if (Array.isArray(all) && all.length > 0) return [all[0]];
+  return undefined;
+}
+
+/** Index keys one lookup may take (a product of $in lists) before a shorter leading part is used instead. */
+const MAX_LOOKUP_KEYS = 4096;
+
+/** Candidates of a query: the documents an index gives, a superset of the matches. */
+interface Candidates {
+  size: number;
+  slots: () => Iterable<Slot>;
+}
+
+export interface SelectOptions {
+  sort?: SortSpec | undefined;
+  limit?: number | undefined;
+}
+
+const byIdAscending = (a: Slot, b: Slot): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export class MemoryTable {
+  private readonly byId = new Map<string, Slot>();
+  private readonly ordered = new OrderedSlots();
+  /** Index definitions by indexKey. */
+  private readonly defs = new Map<string, IndexDef>();
+  /** Hash indexes by their fields (NUL-joined, in order). */
+  private maps = new Map<string, HashIndex>();
+  /** The hash indexes kept up to date: the unique ones always, the others from the first query that uses them. */
+  private live: HashIndex[] = [];
+  /** For each definition, the hash indexes of its leading fields (one field, two, ...). */
+  private chains: HashIndex[][] = [];
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: string): Slot | undefined {
+    return this.byId.get(id);
+  }
+
+  indexDefs(): IndexDef[] {
+    return [...this.defs.values()];
+  }
+
+  /**
+   * Adds or replaces (same set of fields) an index definition; a unique index
+   * is built at once and refused with DuplicateKeyError over duplicates
+   * (nothing changes then). Answers whether anything changed.
+   */
+  defineIndex(def: IndexDef): boolean {
+    const key = indexKey(def.fields);
+    const existing = this.defs.get(key);
+    if (existing !== undefined && sameDef(existing, def)) return false;
+    const defs = new Map(this.defs);
+    defs.set(key, def);
+    this.rebuild(defs);
+    return true;
+  }
+
+  /** Drops an index definition (a `$$indexRemoved` line). */
+  removeIndex(key: string): void {
+    if (!this.defs.has(key)) return;
+    const defs = new Map(this.defs);
+    defs.delete(key);
+    this.rebuild(defs);
+  }
+
+  /** Derives the hash indexes from `defs`, keeping those that stay as they are; throws before changing anything. */
+  private rebuild(defs: Map<string, IndexDef>): void {
+    const wanted = new Map<string, { fields: string[]; unique: boolean; name: string | undefined; sparse: boolean }>();
+    const chainFields: string[][][] = [];
+    for (const def of defs.values()) {
+      const served = servedFields(def);
+      const chain: string[][] = [];
+      for (let n = 1; n <= served.fields.length; n += 1) {
+        const fields = served.fields.slice(0, n);
+        const id = fields.join("\u0000");
+        const unique = served.unique && n === served.fields.length;
+        const seen = wanted.get(id);
+        const sparse = unique && def.sparse === true;
+        if (seen === undefined || (unique && !seen.unique)) wanted.set(id, { fields, unique, name: unique ? def.name : undefined, sparse });
+        chain.push(fields);
+      }
+      chainFields.push(chain);
+    }
+    const maps = new Map<string, HashIndex>();
+    for (const [id, want] of wanted) {
+      const kept = this.maps.get(id);
+      if (kept !== undefined && kept.unique === want.unique && kept.sparse === want.sparse) {
+        kept.name = want.name;
+        maps.set(id, kept);
+        continue;
+      }
+      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse);
+      if (want.unique) this.fill(map);
+      maps.set(id, map);
+    }
+    this.defs.clear();
+    for (const [key, def] of defs) this.defs.set(key, def);
+    this.maps = maps;
+    this.live = [...maps.values()].filter((map) => map.unique || this.live.includes(map));
+    this.chains = chainFields.map((chain) => chain.map((fields) => maps.get(fields.join("\u0000"))!));
+  }
+
+  /** Indexes every document; a unique index refuses duplicates. */
+  private fill(map: HashIndex): void {
+    for (const slot of this.byId.values()) {
+      const keys = map.keysOf(slot.doc);
+      if (map.unique && map.holder(keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
+      map.add(slot, keys);
+    }
+  }
+
+  /** Stores a new document (its own object from now on); DuplicateKeyError before any change. */
+  insert(doc: PlainObject): Slot {
+    const id = doc._id as string;
+    if (this.byId.has(id)) throw new DuplicateKeyError("_id_");
+    const slot: Slot = { id, doc };
+    const live = this.live;
+    const keys: Key[][] = new Array(live.length);
+    for (let i = 0; i < live.length; i += 1) {
+      const map = live[i]!;
+      keys[i] = map.keysOf(doc);
+      if (map.unique && map.holder(keys[i]!, undefined) !== undefined) throw new DuplicateKeyError(map.name);
+    }
+    this.byId.set(id, slot);
+    this.ordered.insert(slot);
+    for (let i = 0; i < live.length; i += 1) live[i]!.add(slot, keys[i]!);
+    return slot;
+  }
+
+  /** Replaces a document by its new version; only index entries whose key changed move. DuplicateKeyError before any change. */
+  replace(slot: Slot, next: PlainObject): void {
+    const previous = slot.doc;
+    const changed = new Map<string, boolean>();
+    const fieldChanged = (field: string): boolean => {
+      let answer = changed.get(field);
+      if (answer === undefined) {
+        const dotted = field.includes(".");
+        answer = !sameValue(valueAt(previous, field, dotted), valueAt(next, field, dotted));
+        changed.set(field, answer);
+      }
+      return answer;
+    };
+    const moves: Array<[HashIndex, Key[], Key[]]> = [];
+    for (const map of this.live) {
+      if (!map.fields.some(fieldChanged)) continue;
+      const before = map.keysOf(previous);
+      const after = map.keysOf(next);
+      if (before.length === after.length && before.every((key, i) => key === after[i])) continue;
+      if (map.unique && map.holder(after, slot) !== undefined) throw new DuplicateKeyError(map.name);
+      moves.push([map, before, after]);
+    }
+    for (const [map, before, after] of moves) {
+      map.delete(slot, before);
+      map.add(slot, after);
+    }
+    slot.doc = next;
+  }
+
+  remove(slot: Slot): void {
+    if (this.byId.get(slot.id) !== slot) return;
+    this.byId.delete(slot.id);
+    this.ordered.remove(slot);
+    for (const map of this.live) map.delete(slot, map.keysOf(slot.doc));
+  }
+
+  /** Every document in `_id` order (compaction's snapshot: the objects are never changed in place). */
+  snapshot(): PlainObject[] {
+    return this.ordered.all().map((slot) => slot.doc);
+  }
+
+  // -------------------------------------------------------------------------
+  // Queries. `filter` is the port's filter (for planning), `query` its NeDB
+  // translation (for matching). Planning: `_id` equality or $in takes the
+  // documents by id; else, among the indexes whose leading fields all have
+  // equality or $in conditions (top-level), the one whose lookup yields the
+  // fewest documents; else a walk in `_id` order within the filter's `_id`
+  // range. Every candidate is then matched against the whole query.
+  // -------------------------------------------------------------------------
+
+  private candidates(filter: AnyFilter): Candidates | undefined {
+    const ids = equalityValues(filter._id);
+    if (ids !== undefined) {
+      const slots: Slot[] = [];
+      for (const id of ids) {
+        const slot = typeof id === "string" ? this.byId.get(id) : undefined;
+        if (slot !== undefined) slots.push(slot);
+      }
+      return { size: slots.length, slots: () => slots };
+    }
+    let best: Candidates | undefined;
+    const lists = new Map<string, unknown[] | undefined>();
+    const valuesOf = (field: string): unknown[] | undefined => {
+      if (!lists.has(field)) lists.set(field, equalityValues(filter[field]));
+      return lists.get(field);
+    };
+    // Per index, the longest leading part with equality on each field, within MAX_LOOKUP_KEYS.
+    const usable = new Set<HashIndex>();
+    for (const chain of this.chains) {
+      let map: HashIndex | undefined;
+      let combos = 1;
+      for (const next of chain) {
+        const values = valuesOf(next.fields[next.fields.length - 1]!);
+        if (values === undefined || combos * values.length > MAX_LOOKUP_KEYS) break;
+        combos *= values.length;
+        map = next;
+      }
+      if (map !== undefined) usable.add(map);
+    }
+    // A leading part of another usable one gives a superset of its documents: not worth building.
+    const chosen = [...usable].filter(
+      (map) => ![...usable].some((other) => other.fields.length > map.fields.length && map.fields.every((field, i) => other.fields[i] === field)),
+    );
+    for (const map of chosen) {
+      if (!this.live.includes(map)) {
+        this.fill(map);
+        this.live.push(map);
+      }
+      let tuples: unknown[][] = [[]];
+      for (const field of map.fields) tuples = tuples.flatMap((tuple) => valuesOf(field)!.map((value) => [...tuple, value]));
+      const keys = tuples.map((tuple) => map.keyOfValues(tuple));
+      let size = 0;
+      for (const key of keys) size += map.sizeOf(key);
+      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys) };
+      if (size === 0) break;
+    }
+    return best;
+  }
+
+  /** The documents matching, in `_id` order unless sorted otherwise (index candidates: in index order), at most `limit`. */
+  select(filter: AnyFilter, query: PlainObject, options: SelectOptions = {}): Slot[] {
+    const { sort, limit } = options;
+    const sortKeys = sort === undefined ? [] : Object.keys(sort);
+    const candidates = this.candidates(filter);
+    const [lower, upper] = idRange(filter._id);
+    if (sortKeys.length === 1 && sortKeys[0] === "_id") {
+      const descending = sort!._id === -1;
+      if (candidates !== undefined) {
+        // A page (limit) from a large candidate set: walk in `_id` order and stop
+        // when the page is full, unless the walk meets too few matches among
+        // the documents it passes (a selective query) — then sort the candidates.
+        if (limit !== undefined && candidates.size > walkBudget(limit)) {
+          const page = this.walkPage(query, lower, upper, descending, limit, walkBudget(limit));
+          if (page !== undefined) return page;
+        }
+        const found = matching(candidates.slots(), query, undefined).sort(byIdAscending);
+        if (descending) found.reverse();
+        return limit === undefined ? found : found.slice(0, limit);
+      }
+      return this.walkPage(query, lower, upper, descending, limit, undefined)!;
+    }
+    const source = candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false);
+    if (sortKeys.length === 0) return matching(source, query, limit);
+    const found = matching(source, query, undefined);
+    const criteria = sortKeys.map((key) => ({ key, direction: sort![key]! }));
+    found.sort((a, b) => {
+      for (const { key, direction } of criteria) {
+        const order = direction * compareThings(getDotValue(a.doc, key), getDotValue(b.doc, key));
+        if (order !== 0) return order;
+      }
+      return 0;
+    });
+    return limit === undefined ? found : found.slice(0, limit);
+  }
+
+  /** Matches in `_id` order from the range's start; undefined when `budget` documents were passed first. */
+  private walkPage(query: PlainObject, lower: IdBound | undefined, upper: IdBound | undefined, descending: boolean, limit: number | undefined, budget: number | undefined): Slot[] | undefined {
+    const page: Slot[] = [];
+    let walked = 0;
+    for (const slot of this.ordered.walk(lower, upper, descending)) {
+      if (budget !== undefined && ++walked > budget) return undefined;
+      if (!match(slot.doc, query)) continue;
+      page.push(slot);
+      if (page.length === limit) break;
+    }
+    return page;
+  }
+
+  first(filter: AnyFilter, query: PlainObject): Slot | undefined {
+    return this.select(filter, query, { limit: 1 })[0];
+  }
+
+  count(filter: AnyFilter, query: PlainObject): number {
+    if (Object.keys(filter).length === 0) return this.byId.size;
+    const candidates = this.candidates(filter);
+    const [lower, upper] = idRange(filter._id);
+    let n = 0;
+    for (const slot of candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false)) {
+      if (match(slot.doc, query)) n += 1;
+    }
+    return n;
+  }
+}
+
+/** Documents passed by a page walk before the candidates are sorted instead (as the NeDB-based adapter did). */
+function walkBudget(limit: number): number {
+  return Math.max(2000, limit * 20);
+}
+
+function matching(source: Iterable<Slot>, query: PlainObject, limit: number | undefined): Slot[] {
+  const found: Slot[] = [];
+  for (const slot of source) {
+    if (!match(slot.doc, query)) continue;
+    found.push(slot);
+    if (found.length === limit) break;
+  }
+  return found;
+}
+
+/** The `_id` range a condition on `_id` names ($gt/$gte, $lt/$lte); strings only (ids are strings). */
+function idRange(condition: unknown): [IdBound | undefined, IdBound | undefined] {
+  if (!isPlainObject(condition)) return [undefined, undefined];
+  let lower: IdBound | undefined;
+  let upper: IdBound | undefined;
+  if (typeof condition.$gt === "string") lower = { id: condition.$gt, inclusive: false };
+  else if (typeof condition.$gte === "string") lower = { id: condition.$gte, inclusive: true };
+  if (typeof condition.$lt === "string") upper = { id: condition.$lt, inclusive: false };
+  else if (typeof condition.$lte === "string") upper = { id: condition.$lte, inclusive: true };
+  // $gt and $gte together (or $lt and $lte): the walk takes one, the match checks both.
+  return [lower, upper];
+}
+
+function sameDef(a: IndexDef, b: IndexDef): boolean {
+  return (
+    a.name === b.name &&
+    a.unique === b.unique &&
+    a.arrayField === b.arrayField &&
+    (a.sparse === true) === (b.sparse === true) &&
+    a.fields.length === b.fields.length &&
+    a.fields.every((field, i) => field === b.fields[i])
+  );
+}
