@@ -265,6 +265,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
   let subjectWeights: BlockWeights;
   let htmlWeights: BlockWeights;
   let text: ReturnType<typeof compileTextTemplate>;
+  let staticMarkup: boolean;
   try {
     variables =
       compiled.variables ??
@@ -279,6 +280,10 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     const htmlAst = Handlebars.parseWithoutProcessing(compiled.html);
     subjectWeights = blockWeights(subjectAst);
     htmlWeights = blockWeights(htmlAst);
+    // HTML of text and {{x}} alone (no blocks): values are HTML-escaped, so no
+    // message can nest its elements deeper than the version itself, which
+    // htmlBounds checked above; the per-message scan is then skipped.
+    staticMarkup = htmlAst.body.every((node) => node.type === "ContentStatement" || node.type === "MustacheStatement" || node.type === "CommentStatement");
     subject = handlebars.compile(subjectAst, SUBJECT_OPTIONS);
     html = handlebars.compile(htmlAst, BODY_OPTIONS);
     // Handlebars compiles lazily on the first call; do it now, once.
@@ -308,7 +313,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     // Checked before anything reads the text: its length is known without flattening it.
     if (renderedHtml.length + rawSubject.length > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
     const renderedSubject = sanitizeSubject(rawSubject);
-    if (scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
+    if (!staticMarkup && scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
     return {
       subject: renderedSubject,
       html: renderedHtml,
