@@ -16,30 +16,11 @@ if [ -n "${CHROMIUM_PATH:-}" ]; then
   echo "CHROMIUM_PATH=$CHROMIUM_PATH is not an executable; unset it to install Debian's chromium at /usr/bin/chromium" >&2
   exit 1
 fi
-if ! command -v apt-get >/dev/null; then
-  echo "Chromium is missing at $BIN and there is no apt-get: install Chromium and set CHROMIUM_PATH to it" >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  if ! command -v sudo >/dev/null; then
-    echo "Chromium is missing at $BIN: run as root, or \`apt-get install chromium\` as root first" >&2
-    exit 1
-  fi
-  SUDO="sudo"
-fi
 # No recommended packages (a notification daemon, printer setup, upower, the
 # Mesa drivers: a headless browser without GPU needs none of them), but
 # fonts-liberation, which they would bring: metric-compatible Arial/Times/
 # Courier faces, so pages lay out as on a desktop.
-log=$(mktemp)
-if ! { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  -o Dpkg::Options::=--force-confold chromium fonts-liberation; } >"$log" 2>&1; then
-  cat "$log" >&2
-  rm -f "$log"
-  exit 1
-fi
-rm -f "$log"
+bash "$(dirname "$0")/../apt-install.sh" Chromium chromium fonts-liberation
 if [ ! -x "$BIN" ]; then
   echo "apt-get installed chromium, but $BIN is still missing" >&2
   exit 1

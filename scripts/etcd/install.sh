@@ -20,25 +20,6 @@ if command -v etcd >/dev/null; then
   command -v etcd
   exit 0
 fi
-if ! command -v apt-get >/dev/null; then
-  echo "etcd is missing and there is no apt-get: install etcd 3.4 or later and put it on PATH (or set EMAILSVC_ETCD_BIN)" >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  if ! command -v sudo >/dev/null; then
-    echo "etcd is missing: run as root, or \`apt-get install etcd-server\` as root first" >&2
-    exit 1
-  fi
-  SUDO="sudo"
-fi
-log=$(mktemp)
-if ! { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  -o Dpkg::Options::=--force-confold etcd-server; } >"$log" 2>&1; then
-  cat "$log" >&2
-  rm -f "$log"
-  exit 1
-fi
-rm -f "$log"
+bash "$(dirname "$0")/../apt-install.sh" etcd etcd-server
 command -v etcd >/dev/null || { echo "apt-get installed etcd-server, but etcd is not on PATH" >&2; exit 1; }
 command -v etcd
