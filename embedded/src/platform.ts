@@ -1,24 +1,11 @@
 import { openBus, type EventBus } from "@emailsvc/events";
 import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
-import { createLogger, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
+import { createLogger, unusedPort, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
-import { createServer } from "node:net";
 import { SERVICE_MODULES, startOrder } from "./services.js";
 import { startServiceThread } from "./threads.js";
-
-/** A port free on loopback right now (closed again; the service binds it moments later). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 export interface PlatformOptions {
   dataDir: string;
@@ -103,7 +90,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     for (const [index, name] of order.entries()) {
       for (const [callee, kind] of Object.entries(SERVICE_MODULES[name].calls) as Array<[ServiceName, string]>) {
         if (kind === "optional" && order.indexOf(callee) > index && !ports.has(callee)) {
-          const port = await freePort();
+          const port = await unusedPort();
           ports.set(callee, port);
           serviceUrls[callee] = `http://127.0.0.1:${port}`;
         }

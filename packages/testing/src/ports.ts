@@ -1,27 +1,13 @@
-import { createServer } from "node:net";
+import { unusedPort } from "@emailsvc/runtime";
 
 /**
- * Returns a TCP port on 127.0.0.1 that was free a moment ago.
- *
- * The kernel picks the port (listen on port 0), so two callers never get the
- * same one while both sockets are open; there is a short window between
- * closing this socket and the server binding the port, which is acceptable
- * for tests (a server that loses the race fails to start with a clear error).
+ * Returns a TCP port on 127.0.0.1 that was free a moment ago, for a server
+ * the test starts a little later. From below the kernel's ephemeral range
+ * (the runtime's unusedPort): a port the kernel picks for a listener on 0
+ * comes from that range, and any outgoing connection of a suite running
+ * beside this one could take it before the server binds it (CI saw
+ * EADDRINUSE on such ports).
  */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") {
-        server.close();
-        reject(new Error("could not determine a free port"));
-        return;
-      }
-      const { port } = address;
-      server.close(() => resolve(port));
-    });
-  });
+  return unusedPort("127.0.0.1");
 }
