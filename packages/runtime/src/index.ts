@@ -14,3 +14,4 @@ export * from "./cursor.js";
 export * from "./service-server.js";
 export * from "./telemetry/index.js";
 export * from "./rerun.js";
+export * from "./expiring-cache.js";

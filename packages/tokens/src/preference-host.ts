@@ -1,6 +1,6 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
-import { callHeaders } from "@emailsvc/runtime";
+import { callHeaders, ExpiringCache } from "@emailsvc/runtime";
 import type { PreferenceLinkSettings } from "./preference-link.js";
 
 // Where a tenant's preference links point: `https://<its custom domain>` once
@@ -46,12 +46,8 @@ export interface PreferenceLinkBaseOptions {
 
 /** The base URL of a tenant's preference links, per account, cached. */
 export class PreferenceLinkBase {
-  private readonly entries = new Map<string, { base: string; until: number }>();
-  private readonly pending = new Map<string, Promise<string>>();
-  private readonly ttlMs: number;
-  private readonly failureTtlMs: number;
-  private readonly maxEntries: number;
-  private readonly now: () => number;
+  /** Per account: the base, and whether the portal failed to say (kept less long then). */
+  private readonly cache: ExpiringCache<{ base: string; failed: boolean }>;
 
   constructor(
     private readonly settings: Pick<PreferenceLinkSettings, "baseUrl">,
@@ -59,37 +55,29 @@ export class PreferenceLinkBase {
     private readonly lookup: CustomDomainLookup | undefined,
     private readonly options: PreferenceLinkBaseOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 30_000;
-    this.failureTtlMs = options.failureTtlMs ?? 5_000;
-    this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? Date.now;
+    const ttlMs = options.ttlMs ?? 30_000;
+    const failureTtlMs = options.failureTtlMs ?? 5_000;
+    this.cache = new ExpiringCache((answer) => (answer.failed ? failureTtlMs : ttlMs), {
+      maxEntries: options.maxEntries ?? 10_000,
+      ...(options.now ? { now: options.now } : {}),
+    });
   }
 
   /** `https://<active custom domain>` or PREFERENCES_URL, without a trailing slash. */
   async forAccount(accountId: string): Promise<string> {
     if (!this.lookup) return this.settings.baseUrl;
-    const hit = this.entries.get(accountId);
-    if (hit && hit.until > this.now()) return hit.base;
-    const running = this.pending.get(accountId);
-    if (running) return running;
-    const asked = this.ask(accountId).finally(() => this.pending.delete(accountId));
-    this.pending.set(accountId, asked);
-    return asked;
+    return (await this.cache.get(accountId, () => this.ask(accountId))).base;
   }
 
-  private async ask(accountId: string): Promise<string> {
-    let base = this.settings.baseUrl;
-    let ttl = this.ttlMs;
+  private async ask(accountId: string): Promise<{ base: string; failed: boolean }> {
     try {
       const domain = await this.lookup!(accountId);
       // The portal only answers domains it validated (lower-case ASCII host names); anything else is ignored.
-      if (domain !== "" && /^[a-z0-9.-]{1,253}$/.test(domain)) base = `https://${domain}`;
+      if (domain !== "" && /^[a-z0-9.-]{1,253}$/.test(domain)) return { base: `https://${domain}`, failed: false };
+      return { base: this.settings.baseUrl, failed: false };
     } catch (err) {
-      ttl = this.failureTtlMs;
       this.options.onError?.(accountId, err);
+      return { base: this.settings.baseUrl, failed: true };
     }
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(accountId, { base, until: this.now() + ttl });
-    return base;
   }
 }

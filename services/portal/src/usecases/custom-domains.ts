@@ -1,4 +1,4 @@
-import { AppError, type CallContext } from "@emailsvc/runtime";
+import { AppError, ExpiringCache, type CallContext } from "@emailsvc/runtime";
 import { checkCustomDomain } from "../domain/custom-domain.js";
 import { initialProgress, restartedProgress, type CertificateStatus, type DomainState } from "../domain/domain-states.js";
 import { DomainTakenError, type CustomDomainDoc, type DomainStorage } from "../storage/domains.js";
@@ -168,29 +168,27 @@ export async function resolveCustomDomain(deps: CustomDomainDeps, call: CallCont
  * not each reach the database.
  */
 export class ActiveDomainCache {
-  private readonly entries = new Map<string, { accountId: string | null; until: number }>();
+  private readonly cache: ExpiringCache<string | null>;
 
   constructor(
     private readonly storage: DomainStorage,
-    private readonly now: () => number,
-    private readonly ttlMs = 30_000,
-    private readonly missTtlMs = 5_000,
-    private readonly maxEntries = 10_000,
-  ) {}
+    now: () => number,
+    ttlMs = 30_000,
+    missTtlMs = 5_000,
+    maxEntries = 10_000,
+  ) {
+    this.cache = new ExpiringCache((accountId) => (accountId ? ttlMs : missTtlMs), { maxEntries, now });
+  }
 
   forget(domain: string): void {
-    this.entries.delete(domain);
+    this.cache.forget(domain);
   }
 
   /** The account whose active domain `host` is, or null. */
-  async accountOf(host: string): Promise<string | null> {
-    const now = this.now();
-    const hit = this.entries.get(host);
-    if (hit && hit.until > now) return hit.accountId;
-    const doc = await this.storage.byDomain(host);
-    const accountId = doc?.state === "active" ? doc._id : null;
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(host, { accountId, until: now + (accountId ? this.ttlMs : this.missTtlMs) });
-    return accountId;
+  accountOf(host: string): Promise<string | null> {
+    return this.cache.get(host, async () => {
+      const doc = await this.storage.byDomain(host);
+      return doc?.state === "active" ? doc._id : null;
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { invalid, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { ExpiringCache, invalid, tenantKey, type CallContext } from "@emailsvc/runtime";
 import { frameAncestorsProblem } from "../domain/frame-ancestors.js";
 import type { PortalStorage } from "../storage/settings.js";
 
@@ -38,27 +38,23 @@ export async function updatePortalSettings(deps: SettingsDeps, call: CallContext
  * one made through another within `ttlMs`.
  */
 export class FrameAncestorsCache {
-  private readonly entries = new Map<string, { sources: string[]; until: number }>();
+  private readonly cache: ExpiringCache<readonly string[]>;
 
   constructor(
     private readonly deps: SettingsDeps,
     private readonly fallback: readonly string[],
-    private readonly ttlMs = 30_000,
-    private readonly maxEntries = 10_000,
-  ) {}
+    ttlMs = 30_000,
+    maxEntries = 10_000,
+  ) {
+    this.cache = new ExpiringCache(() => ttlMs, { maxEntries, now: () => this.deps.now() });
+  }
 
   forget(tenant: string): void {
-    this.entries.delete(tenant);
+    this.cache.forget(tenant);
   }
 
   async forTenant(call: CallContext): Promise<readonly string[]> {
-    const key = tenantKey(call.tenant);
-    const now = this.deps.now();
-    const hit = this.entries.get(key);
-    if (hit && hit.until > now) return hit.sources.length > 0 ? hit.sources : this.fallback;
-    const { frameAncestors } = await getPortalSettings(this.deps, call);
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(key, { sources: frameAncestors, until: now + this.ttlMs });
-    return frameAncestors.length > 0 ? frameAncestors : this.fallback;
+    const sources = await this.cache.get(tenantKey(call.tenant), async () => (await getPortalSettings(this.deps, call)).frameAncestors);
+    return sources.length > 0 ? sources : this.fallback;
   }
 }
