@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
+import { allItems } from "./support/platform-client";
 
 // kill -9 in the middle of a campaign: the platform process (campaigns and
 // delivery in it, each in a worker thread of its own as `npm start` runs
@@ -95,14 +96,7 @@ describe.each([
     expect(done.counts).toMatchObject({ total: RECIPIENTS, sent: RECIPIENTS, pending: 0, queued: 0, failed: 0, skipped: 0 });
 
     // Exactly once: one email per recipient, each handed to the provider once (one kept message each).
-    const emails: Array<{ id: string; to: string; status: string }> = [];
-    let cursor = "";
-    for (;;) {
-      const page = await call("GET", `/api/v1/emails?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
-      emails.push(...page.body.items);
-      if (!page.body.next_cursor) break;
-      cursor = page.body.next_cursor;
-    }
+    const emails = await allItems<{ id: string; to: string; status: string }>((path) => call("GET", path), "/api/v1/emails");
     expect(emails).toHaveLength(RECIPIENTS);
     expect(new Set(emails.map((e) => e.to)).size).toBe(RECIPIENTS);
     expect(emails.every((e) => e.status === "sent")).toBe(true);

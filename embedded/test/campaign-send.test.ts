@@ -1,5 +1,5 @@
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Campaigns sent through the real platform (gateway, subscribers, templates,
 // campaigns, delivery; sandboxed: test-mode key): on the embedded store with
@@ -73,16 +73,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("campaign sending (%s)", (
     return res.body;
   };
   const until = (id: string, done: (c: CampaignJson) => boolean) => eventually(() => read(id), done, 1200);
-  const allEmails = async (): Promise<EmailJson[]> => {
-    const out: EmailJson[] = [];
-    let cursor = "";
-    for (;;) {
-      const res = await t.call("GET", `/api/v1/emails?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
-      out.push(...res.body.items);
-      if (!res.body.next_cursor) return out;
-      cursor = res.body.next_cursor;
-    }
-  };
+  const allEmails = () => allItems<EmailJson>((path) => t.call("GET", path), "/api/v1/emails");
 
   it("reaches exactly the active subscribers the filter matches, once each, with List-Unsubscribe and List-Id", async () => {
     const to = (name: string) => `${name}-${store}@example.com`;

@@ -5,7 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { campaigns, delivery, SubscriberService } from "@emailsvc/proto";
 import { callHeaders, createServiceTransport, type CallContext } from "@emailsvc/runtime";
 import { MongoClient } from "mongodb";
-import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // GDPR/DSG export and erasure through the real platform (gateway, subscribers,
 // templates, delivery, campaigns; sandboxed: test-mode key), on the embedded
@@ -66,16 +66,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
   });
 
   const as = (headers: Record<string, string> = {}) => ({ headers: { "user-agent": userAgent, ...headers } });
-  const allEmails = async (): Promise<EmailJson[]> => {
-    const out: EmailJson[] = [];
-    let cursor = "";
-    for (;;) {
-      const res = await t.call("GET", `/api/v1/emails?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
-      out.push(...res.body.items);
-      if (!res.body.next_cursor) return out;
-      cursor = res.body.next_cursor;
-    }
-  };
+  const allEmails = () => allItems<EmailJson>((path) => t.call("GET", path), "/api/v1/emails");
   const grpc = <S extends Parameters<typeof createClient>[0]>(service: S, name: "subscribers" | "delivery" | "campaigns") =>
     createClient(service, createServiceTransport(t.platform.serviceUrls[name]));
 

@@ -111,3 +111,16 @@ export async function eventually<T>(read: () => Promise<T>, done: (value: T) => 
   }
   return value;
 }
+
+/** Every item of a list endpoint (`path` without limit or cursor), following next_cursor page by page. */
+export async function allItems<T>(get: (path: string) => Promise<{ body: any }>, path: string): Promise<T[]> {
+  const out: T[] = [];
+  const sep = path.includes("?") ? "&" : "?";
+  let cursor = "";
+  for (;;) {
+    const res = await get(`${path}${sep}limit=100${cursor ? `&cursor=${cursor}` : ""}`);
+    out.push(...(res.body.items as T[]));
+    if (!res.body.next_cursor) return out;
+    cursor = res.body.next_cursor;
+  }
+}

@@ -157,9 +157,9 @@ const PREFIX = /^(?:( \* | \d+\. )|(> )|( +))/;
 
 /** Wraps lines longer than WIDTH at spaces, greedily, as html-to-text does. */
 function rewrap(text: string): string {
-  if (!text.split("\n").some((line) => line.length > WIDTH)) return text;
-  return text
-    .split("\n")
+  const lines = text.split("\n");
+  if (!lines.some((line) => line.length > WIDTH)) return text;
+  return lines
     .map((line) => {
       if (line.length <= WIDTH) return line;
       const prefix = PREFIX.exec(line);
