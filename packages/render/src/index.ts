@@ -7,6 +7,7 @@ export { scanHandlebars, scanMarkup, type HandlebarsShape, type Peak } from "./s
 export { analyzeTemplate, VARIABLE_NAME, type AnalyzeOptions, type SyntaxAnalysis, type SyntaxProblem } from "./syntax.js";
 export {
   compileRenderer,
+  readsVariable,
   mergeVariables,
   sanitizeSubject,
   RenderLimitError,

@@ -50,7 +50,20 @@ export interface RenderedMessage {
 }
 
 /** Renders one message. Throws RenderLimitError when these variables make it exceed RENDER_LIMITS. */
-export type Renderer = (variables?: Variables, builtins?: Builtins) => RenderedMessage;
+export interface Renderer {
+  (variables?: Variables, builtins?: Builtins): RenderedMessage;
+  /**
+   * The top-level variables the version reads (sorted; paths such as
+   * `metadata.name` as written): a caller may skip computing a built-in no
+   * message of the version shows, such as a signed link.
+   */
+  readonly variables: readonly string[];
+}
+
+/** Whether a version reading `variables` shows `name` (or something inside it). */
+export function readsVariable(variables: readonly string[], name: string): boolean {
+  return variables.some((v) => v === name || v.startsWith(`${name}.`));
+}
 
 /** Compiles a version once. Throws TemplateRejectedError when the content cannot be rendered at all. */
 export type CompileRenderer = (compiled: CompiledContent) => Renderer;
@@ -297,7 +310,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
   }
 
-  return (given = {}, builtins = {}) => {
+  const renderer = (given: Variables = {}, builtins: Builtins = {}): RenderedMessage => {
     const context = mergeVariables(builtinVariables(builtins), given);
     let renderedHtml: string;
     let rawSubject: string;
@@ -322,6 +335,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
       missing: variables.filter((name) => isMissing(context, name)),
     };
   };
+  return Object.assign(renderer, { variables });
 }
 
 function builtinVariables(builtins: Builtins): Variables {

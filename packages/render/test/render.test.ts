@@ -1,6 +1,6 @@
 import { RendererCache } from "../src/cache.js";
 import { RENDER_LIMITS, TEMPLATE_LIMITS } from "../src/limits.js";
-import { compileRenderer, mergeVariables, RenderLimitError, sanitizeSubject, TemplateRejectedError } from "../src/renderer.js";
+import { compileRenderer, mergeVariables, readsVariable, RenderLimitError, sanitizeSubject, TemplateRejectedError } from "../src/renderer.js";
 import { htmlToText } from "../src/text.js";
 
 const html = (body: string) => `<!doctype html><html><head><title>{{title}}</title></head><body><div>${body}</div></body></html>`;
@@ -134,6 +134,19 @@ describe("render", () => {
     expect(() => compileRenderer({ subject: "s", html: "x".repeat(TEMPLATE_LIMITS.htmlChars + 1) })).toThrow(/characters of HTML; at most 524,288/);
     // What does not compile is rejected too (a version stored before the checks).
     expect(() => compileRenderer({ subject: "s", html: "{{#if a}}" })).toThrow(TemplateRejectedError);
+  });
+
+  it("names the top-level variables a version reads, however deep in its blocks, so a caller can skip a built-in nobody shows", () => {
+    const reads = (body: string, subject = "s") => readsVariable(compileRenderer({ subject, html: html(body) }).variables, "preference_center_url");
+    expect(reads("<p>{{name}}</p>")).toBe(false);
+    expect(reads("<p>{{preference_center_url}}</p>")).toBe(true);
+    expect(reads("<p>x</p>", "{{preference_center_url}}")).toBe(true);
+    expect(reads("{{#each items}}<a href=\"{{../preference_center_url}}\">x</a>{{/each}}")).toBe(true);
+    expect(reads("{{#each items}}{{#each this.rows}}{{@root.preference_center_url}}{{/each}}{{/each}}")).toBe(true);
+    expect(reads("{{#if preference_center_url}}<a>y</a>{{/if}}")).toBe(true);
+    // An item's own field of that name is the item's, not the built-in.
+    expect(reads("{{#each items}}{{preference_center_url}}{{/each}}")).toBe(false);
+    expect(readsVariable(["preference_center_url_old"], "preference_center_url")).toBe(false);
   });
 
   it("takes the variable list from the compiled version when given", () => {

@@ -156,6 +156,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     try {
       await Promise.all([...this.collections.values()].map((collection) => collection.compact("dirty")));
     } finally {
+      await Promise.all([...this.collections.values()].map((collection) => collection.closeFile()));
       for (const collection of this.collections.values()) {
         if (collection.filename !== undefined) openDatafiles.delete(collection.filename);
       }
@@ -574,6 +575,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Rewrites of the datafile so far (for tests). */
   rewrites = 0;
+
+  /** Appends to the datafile so far, each carrying the lines of one or more writes (for tests). */
+  get appends(): number {
+    return this.appender?.appends ?? 0;
+  }
+
+  /** Closes the datafile (store close, after the last compaction). */
+  async closeFile(): Promise<void> {
+    await this.appender?.close();
+  }
 }
 
 /** An index definition as its datafile line holds it: NeDB's fields, and ours. */

@@ -1,4 +1,3 @@
-// fs.promises looked up at each call, so that a test can count the appends.
 import { promises as fs } from "node:fs";
 
 // Group commit for a datafile. Appending each write's lines to the file before
@@ -17,6 +16,11 @@ import { promises as fs } from "node:fs";
 // keep their order, so a restart sees a prefix of the writes, never a later
 // state under an earlier one. Nothing is fsynced, as before: a crash of the
 // process loses nothing acknowledged, a crash of the machine may.
+//
+// The file stays open (O_APPEND) between appends: opening and closing it for
+// each one cost a campaign's delivery about a twentieth of its time. It is
+// closed when a rewrite replaces it (the next append opens the new file),
+// after a failed append, and by close().
 
 interface Batch {
   lines: string[];
@@ -49,6 +53,10 @@ export class GroupAppender {
   /** While a rewrite runs: the lines appended to the old file since its snapshot, for the new one. */
   private captured: string[] | undefined;
   private lastDone: Promise<void> = Promise.resolve();
+  /** The datafile, open for appending while appends come. */
+  private handle: fs.FileHandle | undefined;
+  /** Appends made (one per batch written): tests read it. */
+  appends = 0;
 
   constructor(
     private readonly filename: string,
@@ -98,6 +106,8 @@ export class GroupAppender {
           while (this.writing !== undefined) await this.writing;
           await last(this.captured!);
         } finally {
+          // Renamed over (or not, on failure): either way the next append opens the file by name.
+          await this.closeFile();
           this.captured = undefined;
           this.paused = false;
           if (this.queue.length > 0 && this.writing === undefined) this.writing = this.drain();
@@ -108,6 +118,18 @@ export class GroupAppender {
     }
   }
 
+  /** Closes the datafile once nothing is queued or being written; a later enqueue opens it again. */
+  async close(): Promise<void> {
+    while (this.writing !== undefined) await this.writing;
+    await this.closeFile();
+  }
+
+  private async closeFile(): Promise<void> {
+    const handle = this.handle;
+    this.handle = undefined;
+    await handle?.close().catch(() => undefined);
+  }
+
   private async drain(): Promise<void> {
     // Start on the next turn so that writes applied in this one join the first append.
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -115,15 +137,29 @@ export class GroupAppender {
       const batch = this.queue.shift()!;
       this.lastDone = batch.done;
       try {
-        const text = batch.lines.join("");
-        await fs.appendFile(this.filename, text, { encoding: "utf8", mode: this.mode });
-        if (batch.captured) this.captured?.push(text);
+        const bytes = encodeLines(batch.lines);
+        this.handle ??= await fs.open(this.filename, "a", this.mode);
+        for (let at = 0; at < bytes.length; ) at += (await this.handle.write(bytes, at, bytes.length - at)).bytesWritten;
+        this.appends += 1;
+        if (batch.captured) this.captured?.push(batch.lines.join(""));
         batch.resolve();
       } catch (error) {
+        // Opened again for the next append, whatever became of this one.
+        await this.closeFile();
         this.onError(error);
         batch.reject(error);
       }
     }
     this.writing = undefined;
   }
+}
+
+/** The lines as UTF-8, written straight into one buffer (no joined copy of the text). */
+function encodeLines(lines: readonly string[]): Buffer {
+  let size = 0;
+  for (const line of lines) size += Buffer.byteLength(line, "utf8");
+  const bytes = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const line of lines) at += bytes.write(line, at, "utf8");
+  return bytes;
 }
