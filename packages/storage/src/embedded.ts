@@ -25,7 +25,7 @@ import {
 } from "./checks.js";
 import { deletionLine, FILE_MODE, indexLine, readDatafile, rewriteDatafile, serializeDoc, type RawIndex } from "./datafile.js";
 import { GroupAppender } from "./group-append.js";
-import { indexKey, MemoryTable, type IndexDef, type Slot } from "./memory-table.js";
+import { idLookupIsExact, indexKey, MemoryTable, type IndexDef, type Slot } from "./memory-table.js";
 import {
   DuplicateKeyError,
   type Collection,
@@ -349,7 +349,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async findOne(filter: Filter<T>): Promise<T | null> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     return slot === undefined ? null : copyDoc<T>(slot.doc);
   }
 
@@ -357,7 +357,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     checkFindOptions(options);
     await this.open();
-    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter), {
+    const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter), {
       sort: options?.sort !== undefined && Object.keys(options.sort).length > 0 ? options.sort : undefined,
       limit: options?.limit,
     });
@@ -367,7 +367,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async count(filter: Filter<T>): Promise<number> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    return this.table.count(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    return this.table.count(filter as AnyFilter, matchQuery(filter as AnyFilter));
   }
 
   async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
@@ -378,7 +378,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     // From here to the write nothing awaits: no other operation can come in
     // between the match and the update (single-document atomicity, guarded updates).
-    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     if (slot === undefined) return null;
     const next = this.updated(slot, clean);
     if (next !== slot.doc) {
@@ -396,7 +396,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (clean === null) return this.count(filter);
     this.refuseArrayUpdates(clean);
     await this.open();
-    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter));
     let lines = "";
     let count = 0;
     try {
@@ -481,7 +481,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async deleteOne(filter: Filter<T>): Promise<boolean> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    const slot = this.table.first(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     if (slot === undefined) return false;
     this.table.remove(slot);
     this.append(`${deletionLine(slot.id)}\n`, 1);
@@ -492,7 +492,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async deleteMany(filter: Filter<T>): Promise<number> {
     checkFilter(filter as AnyFilter);
     await this.open();
-    const slots = this.table.select(filter as AnyFilter, translateFilter(filter as AnyFilter));
+    const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter));
     let lines = "";
     for (const slot of slots) {
       this.table.remove(slot);
@@ -627,6 +627,16 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 // ---------------------------------------------------------------------------
 
 type NedbQuery = PlainObject;
+
+/**
+ * The query the table matches its candidates against: the whole filter,
+ * except an `_id` condition the candidates already are (idLookupIsExact).
+ */
+function matchQuery(filter: AnyFilter): NedbQuery {
+  if (!idLookupIsExact(filter._id)) return translateFilter(filter);
+  const { _id, ...rest } = filter;
+  return translateFilter(rest);
+}
 
 export function translateFilter(filter: AnyFilter): NedbQuery {
   const query: NedbQuery = {};

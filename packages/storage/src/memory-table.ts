@@ -356,6 +356,19 @@ function equalityValues(condition: unknown): unknown[] | undefined {
   return undefined;
 }
 
+/**
+ * Whether taking the documents by the `_id` values of `condition` (see
+ * candidates) yields exactly the documents it matches, so that matching need
+ * not check it again: a value, or `$eq` or `$in` alone. Matching a
+ * thousand-id `$in` against each of its thousand documents was quadratic.
+ */
+export function idLookupIsExact(condition: unknown): boolean {
+  if (condition === undefined || equalityValues(condition) === undefined) return false;
+  if (!isPlainObject(condition)) return true;
+  const ops = Object.keys(condition);
+  return ops.length === 1 && (ops[0] === "$eq" || ops[0] === "$in");
+}
+
 /** Index keys one lookup may take (a product of $in lists) before a shorter leading part is used instead. */
 const MAX_LOOKUP_KEYS = 4096;
 
@@ -363,6 +376,8 @@ const MAX_LOOKUP_KEYS = 4096;
 interface Candidates {
   size: number;
   slots: () => Iterable<Slot>;
+  /** Taken by `_id`: the query matched against them may leave out its `_id` condition (idLookupIsExact), so they are never walked past. */
+  byId?: boolean;
 }
 
 export interface SelectOptions {
@@ -541,7 +556,7 @@ export class MemoryTable {
         const slot = typeof id === "string" ? this.byId.get(id) : undefined;
         if (slot !== undefined) slots.push(slot);
       }
-      return { size: slots.length, slots: () => slots };
+      return { size: slots.length, slots: () => slots, byId: true };
     }
     let best: Candidates | undefined;
     const lists = new Map<string, unknown[] | undefined>();
@@ -594,7 +609,7 @@ export class MemoryTable {
         // A page (limit) from a large candidate set: walk in `_id` order and stop
         // when the page is full, unless the walk meets too few matches among
         // the documents it passes (a selective query) — then sort the candidates.
-        if (limit !== undefined && candidates.size > walkBudget(limit)) {
+        if (limit !== undefined && candidates.size > walkBudget(limit) && candidates.byId !== true) {
           const page = this.walkPage(query, lower, upper, descending, limit, walkBudget(limit));
           if (page !== undefined) return page;
         }

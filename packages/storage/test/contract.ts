@@ -713,6 +713,15 @@ export function describeDocumentStoreContract(
         await expect(walk({ group: 1 }, -1, 100)).resolves.toEqual(expected((d) => d.group === 1).reverse());
         await expect(walk({ rare: true }, 1, 2)).resolves.toEqual(expected((d) => d.rare));
         await expect(walk({}, 1, 700)).resolves.toEqual(expected(() => true));
+        // Many ids at once ($in of a batch), alone and beside other conditions, paged and counted:
+        // exactly the listed documents, whatever the stores plan.
+        const listed = docs.filter((_, i) => i % 10 !== 0).map((d) => d._id);
+        await expect(c.count({ _id: { $in: listed } })).resolves.toBe(2700);
+        await expect(c.find({ _id: { $in: listed } }, { sort: { _id: 1 }, limit: 3 }).then(ids)).resolves.toEqual(["d00001", "d00002", "d00003"]);
+        await expect(c.find({ _id: { $in: listed }, group: 1 }, { sort: { _id: -1 }, limit: 2 }).then(ids)).resolves.toEqual(["d02998", "d02995"]);
+        await expect(c.find({ _id: { $in: [...listed, "nope"], $gt: "d02990" } }).then((page) => ids(page).sort())).resolves.toEqual(["d02991", "d02992", "d02993", "d02994", "d02995", "d02996", "d02997", "d02998", "d02999"]);
+        await expect(c.count({ _id: { $eq: "d00001" }, group: 1 })).resolves.toBe(1);
+        await expect(c.count({ _id: "d00001", group: 2 })).resolves.toBe(0);
         // A page is a copy: changing it changes nothing stored.
         const [first] = await c.find({}, { sort: { _id: 1 }, limit: 1 });
         first!.group = 99;
