@@ -431,7 +431,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         if (Object.keys(effective).length === 0) return slot.doc;
       }
     }
-    return modify(slot.doc, effective);
+    return shallowSet(slot.doc, effective) ?? modify(slot.doc, effective);
   }
 
   async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
@@ -627,6 +627,36 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 // ---------------------------------------------------------------------------
 
 type NedbQuery = PlainObject;
+
+/**
+ * NeDB's modify for the common update, `$set` and `$inc` of top-level fields
+ * (`$inc` of a number or a missing field): a shallow copy with the fields
+ * assigned, where modify deep-copies the whole document first. Sharing the
+ * untouched values is safe because stored documents are never changed in place
+ * (the update's own values are cleaned copies, see normalizeUpdate).
+ * Undefined for any other update: modify then applies (and refuses) it.
+ */
+function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefined {
+  const set = update.$set as PlainObject | undefined;
+  const inc = update.$inc as Record<string, number> | undefined;
+  let ops = 0;
+  if (set !== undefined) ops += 1;
+  if (inc !== undefined) ops += 1;
+  if (ops === 0 || ops !== Object.keys(update).length) return undefined;
+  for (const field in set) if (field.includes(".")) return undefined;
+  for (const field in inc) {
+    if (field.includes(".")) return undefined;
+    const current = doc[field];
+    if (typeof current !== "number" && (current !== undefined || Object.prototype.hasOwnProperty.call(doc, field))) return undefined;
+  }
+  const next: PlainObject = { ...doc };
+  for (const field in set) next[field] = set[field];
+  for (const field in inc) {
+    const current = next[field];
+    next[field] = typeof current === "number" ? current + inc[field]! : inc[field]!;
+  }
+  return next;
+}
 
 /**
  * The query the table matches its candidates against: the whole filter,

@@ -445,6 +445,27 @@ export function describeDocumentStoreContract(
         await expect(c.findOne({ _id: "counter" })).resolves.toStrictEqual({ _id: "counter", n: 25 });
       });
 
+      test("$set with $inc: a missing field is counted from the step, a non-number refused whole, the rest left as it was", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "d", label: "x", nested: { a: 1 }, list: [1, 2] });
+        await expect(c.updateOne({ _id: "d" }, { $set: { label: "y", extra: { b: [true] } }, $inc: { hits: 2 } })).resolves.toStrictEqual({
+          _id: "d",
+          label: "y",
+          nested: { a: 1 },
+          list: [1, 2],
+          extra: { b: [true] },
+          hits: 2,
+        });
+        await expect(c.updateOne({ _id: "d" }, { $set: { label: "z" }, $inc: { label2: 1, hits: -3 } })).resolves.toMatchObject({ label: "z", label2: 1, hits: -1 });
+        await expect(c.updateOne({ _id: "d" }, { $set: { extra: 1 }, $inc: { label: 1 } })).rejects.toThrow();
+        await expect(c.findOne({ _id: "d" })).resolves.toMatchObject({ label: "z", extra: { b: [true] }, hits: -1 });
+        // A returned document is a copy: changing it changes nothing stored.
+        const returned = await c.updateOne({ _id: "d" }, { $set: { label: "w" } });
+        (returned!.nested as { a: number }).a = 99;
+        (returned!.list as number[]).push(3);
+        await expect(c.findOne({ _id: "d" })).resolves.toMatchObject({ nested: { a: 1 }, list: [1, 2] });
+      });
+
       test("concurrent guarded updates: exactly one claims the document", async () => {
         const c = fresh();
         await c.insertOne({ _id: "job", owner: null });

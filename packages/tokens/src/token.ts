@@ -82,7 +82,6 @@ export function signToken(ring: KeyRing, subject: TokenSubject, options: SignOpt
   if (!Number.isInteger(options.ttlSeconds) || options.ttlSeconds < 1) throw new TypeError("ttlSeconds must be a positive integer");
   const key = ring.current;
   const issuedAt = Math.floor((options.now ?? Date.now()) / 1000);
-  const header = { alg: ALGORITHM, typ: "JWT", kid: key.id };
   const payload: Record<string, unknown> = {
     iss: ISSUER,
     aud: subject.purpose,
@@ -95,7 +94,7 @@ export function signToken(ring: KeyRing, subject: TokenSubject, options: SignOpt
     exp: issuedAt + options.ttlSeconds,
   };
   checkSubject(subject);
-  const signingInput = `${encode(header)}.${encode(payload)}`;
+  const signingInput = `${headerSegment(key.id)}.${encode(payload)}`;
   return `${signingInput}.${mac(key.secret, signingInput).toString("base64url")}`;
 }
 
@@ -164,6 +163,18 @@ function checkSubject(subject: TokenSubject): void {
   if (subject.emailId !== undefined && !EMAIL_ID.test(subject.emailId)) throw new TypeError("emailId is not an email id");
   if (subject.campaignId !== undefined && !CAMPAIGN_ID.test(subject.campaignId)) throw new TypeError("campaignId is not a campaign id");
   if (subject.subscriberId === undefined && subject.emailId === undefined) throw new TypeError("a token names a subscriber, an email or both");
+}
+
+/** The encoded header of a key's tokens, made once per key id (a campaign signs one link per message). */
+const headerSegments = new Map<string, string>();
+function headerSegment(keyId: string): string {
+  let segment = headerSegments.get(keyId);
+  if (segment === undefined) {
+    segment = encode({ alg: ALGORITHM, typ: "JWT", kid: keyId });
+    if (headerSegments.size >= 64) headerSegments.clear();
+    headerSegments.set(keyId, segment);
+  }
+  return segment;
 }
 
 function mac(secret: Buffer, input: string): Buffer {
