@@ -262,10 +262,12 @@ async function main(): Promise<void> {
   const rows: CampaignRow[] = [];
   console.log(`campaign to ${N} subscribers, sandbox provider`);
 
-  const embedded = await prepareAudience(N, "test");
-  rows.push(await runCampaign("embedded store, in-process bus", embedded, {}, () => sandboxCount(embedded, N)));
-  console.log(rows.at(-1));
-  rmSync(embedded.dataDir, { recursive: true, force: true });
+  if (process.env.CAMPAIGN_BENCH_EMBEDDED !== "off") {
+    const embedded = await prepareAudience(N, "test");
+    rows.push(await runCampaign("embedded store, in-process bus", embedded, {}, () => sandboxCount(embedded, N)));
+    console.log(rows.at(-1));
+    rmSync(embedded.dataDir, { recursive: true, force: true });
+  }
 
   if (process.env.CAMPAIGN_BENCH_KAFKA !== "off") {
     const kafka = await ensureKafka();
@@ -275,12 +277,14 @@ async function main(): Promise<void> {
       rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
       console.log(rows.at(-1));
       rmSync(onKafka.dataDir, { recursive: true, force: true });
-      // As deployed: one process per service (each its own store), the same Kafka.
-      const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
-      const apart = await prepareAudience(N, "test", split);
-      rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), processPerService));
-      console.log(rows.at(-1));
-      rmSync(apart.dataDir, { recursive: true, force: true });
+      if (process.env.CAMPAIGN_BENCH_SPLIT !== "off") {
+        // As deployed: one process per service (each its own store), the same Kafka.
+        const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
+        const apart = await prepareAudience(N, "test", split);
+        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), processPerService));
+        console.log(rows.at(-1));
+        rmSync(apart.dataDir, { recursive: true, force: true });
+      }
     } finally {
       await kafka.stop();
     }
