@@ -606,11 +606,14 @@ export class MemoryTable {
     if (sortKeys.length === 1 && sortKeys[0] === "_id") {
       const descending = sort!._id === -1;
       if (candidates !== undefined) {
-        // A page (limit) from a large candidate set: walk in `_id` order and stop
-        // when the page is full, unless the walk meets too few matches among
-        // the documents it passes (a selective query) — then sort the candidates.
-        if (limit !== undefined && candidates.size > walkBudget(limit) && candidates.byId !== true) {
-          const page = this.walkPage(query, lower, upper, descending, limit, walkBudget(limit));
+        // A page (limit) from more candidates than it holds: walk in `_id` order
+        // and stop when the page is full, unless the walk passes as many
+        // documents as there are candidates (or its budget) first, meeting too
+        // few matches (a selective query) — then match and sort the candidates.
+        // Sorting every candidate for each page instead made an audience read in
+        // pages of 5,000 quadratic: 1.9 million matches for 100,000 subscribers.
+        if (limit !== undefined && candidates.size > limit && candidates.byId !== true) {
+          const page = this.walkPage(query, lower, upper, descending, limit, Math.min(walkBudget(limit), candidates.size));
           if (page !== undefined) return page;
         }
         const found = matching(candidates.slots(), query, undefined).sort(byIdAscending);

@@ -749,6 +749,28 @@ export function describeDocumentStoreContract(
         await expect(c.findOne({ _id: "d00000" })).resolves.toMatchObject({ group: 0 });
       });
 
+      test("pages by an indexed field: dense and sparse among the candidates, small and large pages, after a cursor", async () => {
+        const c = fresh();
+        await c.createIndexes([{ name: "by_group", fields: { group: 1, _id: 1 } }, { name: "by_kind", fields: { kind: 1 } }]);
+        const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: `k${String(i).padStart(5, "0")}`, group: i % 3, kind: i < 2900 ? "bulk" : "rare" }));
+        await c.insertMany([...docs].reverse());
+        const walk = async (filter: Filter, limit: number) => {
+          const seen: string[] = [];
+          for (;;) {
+            const last = seen[seen.length - 1];
+            const page = await c.find({ ...filter, ...(last === undefined ? {} : { _id: { $gt: last } }) }, { sort: { _id: 1 }, limit });
+            seen.push(...ids(page));
+            if (page.length < limit) return seen;
+          }
+        };
+        const expected = (keep: (d: (typeof docs)[number]) => boolean) => docs.filter(keep).map((d) => d._id);
+        for (const limit of [1, 100, 700, 999, 1001]) {
+          await expect(walk({ group: 2 }, limit)).resolves.toEqual(expected((d) => d.group === 2));
+          await expect(walk({ kind: "bulk", group: 0 }, limit)).resolves.toEqual(expected((d) => d.kind === "bulk" && d.group === 0));
+          await expect(walk({ kind: "rare" }, limit)).resolves.toEqual(expected((d) => d.kind === "rare"));
+        }
+      });
+
       test("insertMany and upsertMany check every document and the batch size first", async () => {
         const c = fresh();
         await expect(c.insertMany([{ _id: "ok" }, { _id: "" } as AnyDoc])).rejects.toThrow(/insertMany: document 1: .*_id/);
