@@ -1,8 +1,8 @@
 // The embedded store against the shared contract, in memory and on files,
 // plus what only it has: datafiles, their lock, compaction and openStore's choice.
 
-import { promises as fsPromises } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync, promises as fsPromises } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import Datastore from "@seald-io/nedb";
@@ -62,7 +62,18 @@ describe("embedded datafiles", () => {
     expect(text).not.toContain("secret-value");
     expect(text).not.toContain("old@example.com");
     expect(text).toContain("new@example.com");
+    // The datafile stays open between appends: writes after the rewrite go to the new file, not the one renamed over.
+    await c.insertOne({ _id: "after", email: "later@example.com" });
+    expect(await readFile(file, "utf8")).toContain("later@example.com");
     await store.close();
+    // Closing the store closes its datafiles.
+    if (existsSync("/proc/self/fd")) {
+      const open = await Promise.all((await readdir("/proc/self/fd")).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")));
+      expect(open.filter((target) => target.startsWith(dir))).toEqual([]);
+    }
+    const reopened = await openEmbeddedStore({ dataDir: dir });
+    await expect(reopened.collection("subscribers").find({}, { sort: { _id: 1 } }).then((docs) => docs.map((d) => d._id))).resolves.toEqual(["after", "kept"]);
+    await reopened.close();
   });
 
   test("a directory used by another live process is refused; a stale lock is taken over", async () => {
