@@ -94,6 +94,40 @@ describe("delivery when a send takes longer than its lease", () => {
   });
 });
 
+describe("delivery when a send outlasts its attempt's deadline", () => {
+  it("cuts the hand-off off at attemptTimeoutMs, frees the email for a retry, and sends it once the relay answers", async () => {
+    const sink = await new SmtpSink().start();
+    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: sink.url(), leaseMs: 5000, attemptTimeoutMs: 400 });
+    try {
+      const t = tenant("live");
+      h.templates.put(t, WELCOME);
+      sink.dataDelayMs = 5000;
+      const dataIn = sink.nextData();
+      const started = Date.now();
+      const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "deadline@example.com", variables: { name: "D" } }, as(t));
+      await dataIn;
+      // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: released with a transient failure.
+      const released = await waitFor(async () => {
+        const doc = await h.store.collection<EmailDoc>("emails").findOne({ _id: email!.id });
+        return doc && doc.transient_failures > 0 ? doc : undefined;
+      }, "the attempt cut off at its deadline", 4000);
+      expect(Date.now() - started).toBeLessThan(4000);
+      expect(released.status).toBe("queued");
+      expect(released.last_error).toMatch(/^send timed out/);
+      sink.dataDelayMs = 0;
+      const sent = await waitFor(async () => {
+        const e = await statusOf(h, email!.id, t);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "sent on a later attempt");
+      expect(sent.attempts).toBeGreaterThanOrEqual(2);
+      expect(sink.to("deadline@example.com").filter((m) => m.accepted)).toHaveLength(1);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});
+
 describe("delivery under many send requests at once", () => {
   it("hands several emails to the relay at once (up to its pool), each sent once", async () => {
     const sink = await new SmtpSink().start();
