@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
 import { settleLimited, type Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
@@ -51,6 +52,10 @@ export class SendConsumer {
     private readonly group: string = DELIVERY_GROUP,
     private readonly concurrency: number = DEFAULT_SEND_CONCURRENCY,
   ) {
+    // Each send in flight listens for the shutdown (its attempt's lease, see
+    // deliver-email.ts): up to `concurrency` per partition, beyond Node's
+    // default warning threshold of 10 for one signal.
+    setMaxListeners(0, this.shutdown.signal);
     this.intake = {
       ...deps,
       cancelledCampaigns: new CancelledCampaigns(deps.now),
