@@ -26,7 +26,7 @@ export interface DeliveryConfig {
   unsubscribeTtlDays: number;
   /** PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS: `{{preference_center_url}}` in every mail to a subscriber. */
   preferenceLinks: PreferenceLinkSettings;
-  /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 16). */
+  /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 32). */
   sendConcurrency: number;
 }
 

@@ -86,7 +86,7 @@ export interface DeliveryServiceOptions {
   stalledAfterMs?: number;
   /** Consumer group of the consumer of email.send.requested and subscriber.deleted (default `delivery`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
-  /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 16). */
+  /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 32). */
   sendConcurrency?: number;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
