@@ -86,6 +86,18 @@ describe("service errors", () => {
     expect(res.body).toMatchObject({ code: "email_taken", detail: "a subscriber with this email exists", existing_id: "sub_123" });
   });
 
+  it("logs a service's purposeful 5xx as an error, except one that only says how the deployment is set up", async () => {
+    h.fake.failNext = new AppError("unavailable", "service_unavailable", "the store is unavailable");
+    const outage = await h.request("GET", "/api/v1/tags", { headers: { "x-request-id": "outage-1" } });
+    expect(outage.status).toBe(503);
+    expect(h.logs.find((l) => l.msg === "request failed" && l.request_id === "outage-1")).toBeDefined();
+    h.fake.failNext = new AppError("unavailable", "custom_domains_not_enabled", "custom domains are not enabled on this deployment");
+    const settled = await h.request("GET", "/api/v1/tags", { headers: { "x-request-id": "settled-1" } });
+    expect(settled.status).toBe(503);
+    expect(settled.body).toMatchObject({ code: "custom_domains_not_enabled" });
+    expect(h.logs.find((l) => l.msg === "request failed" && l.request_id === "settled-1")).toBeUndefined();
+  });
+
   it("hides unexpected errors behind a generic 500 and logs them with the request id", async () => {
     h.fake.failNext = new Error("secret internals");
     const res = await h.request("GET", "/api/v1/tags", { headers: { "x-request-id": "boom-1" } });

@@ -147,9 +147,16 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
       errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
       existingId: info.existingId,
     }),
-    internal: entry.status >= 500,
+    internal: entry.status >= 500 && !SETTLED_ANSWERS.has(info.errorCode),
   };
 }
+
+/**
+ * 5xx answers a service gives on purpose about how this deployment is set up,
+ * not about a failure: answered the same way every time, nothing for an
+ * operator to look into per request, so not logged as errors.
+ */
+const SETTLED_ANSWERS = new Set(["custom_domains_not_enabled"]);
 
 /** Any thrown value -> Problem; `internal` says whether to log it as a bug or outage. */
 export function toProblem(err: unknown): { problem: Problem; internal: boolean } {
