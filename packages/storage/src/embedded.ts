@@ -431,7 +431,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         if (Object.keys(effective).length === 0) return slot.doc;
       }
     }
-    return shallowSet(slot.doc, effective) ?? modify(slot.doc, effective);
+    return applyUpdate(slot.doc, effective);
   }
 
   async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
@@ -454,7 +454,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         const slot = this.table.get(_id as string);
         try {
           if (slot !== undefined && nedbMatch(slot.doc, inScope)) {
-            const next = modify(slot.doc, { $set: { ...fields, ...fixed } });
+            const next = applyUpdate(slot.doc, { $set: { ...fields, ...fixed } });
             this.table.replace(slot, next);
             lines += `${serializeDoc(next)}\n`;
             updated += 1;
@@ -627,6 +627,11 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 // ---------------------------------------------------------------------------
 
 type NedbQuery = PlainObject;
+
+/** A stored document with a (cleaned) update applied: a new object, as NeDB's modify makes. */
+function applyUpdate(doc: PlainObject, update: PlainObject): PlainObject {
+  return shallowSet(doc, update) ?? modify(doc, update);
+}
 
 /**
  * NeDB's modify for the common update, `$set` and `$inc` of top-level fields

@@ -344,10 +344,10 @@ function servedFields(def: IndexDef): { fields: string[]; unique: boolean } {
 
 /** How a filter's condition on a field selects values by equality: the values, or undefined when it does not. */
 function equalityValues(condition: unknown): unknown[] | undefined {
-  if (typeof condition === "string" || typeof condition === "number" || typeof condition === "boolean") return [condition];
+  if (isLookupScalar(condition)) return [condition];
   if (!isPlainObject(condition)) return undefined; // null also matches a missing field
   const eq = condition.$eq;
-  if (typeof eq === "string" || typeof eq === "number" || typeof eq === "boolean") return [eq];
+  if (isLookupScalar(eq)) return [eq];
   const list = condition.$in;
   if (Array.isArray(list) && !list.includes(null)) return [...new Set(list)];
   // $all: every document holding all the values holds the first.
@@ -363,10 +363,17 @@ function equalityValues(condition: unknown): unknown[] | undefined {
  * thousand-id `$in` against each of its thousand documents was quadratic.
  */
 export function idLookupIsExact(condition: unknown): boolean {
-  if (condition === undefined || equalityValues(condition) === undefined) return false;
-  if (!isPlainObject(condition)) return true;
+  // The shapes for which equalityValues takes every value, checked without copying an $in list.
+  if (isLookupScalar(condition)) return true;
+  if (!isPlainObject(condition)) return false;
   const ops = Object.keys(condition);
-  return ops.length === 1 && (ops[0] === "$eq" || ops[0] === "$in");
+  if (ops.length !== 1) return false;
+  if (ops[0] === "$eq") return isLookupScalar(condition.$eq);
+  return ops[0] === "$in" && Array.isArray(condition.$in) && !condition.$in.includes(null);
+}
+
+function isLookupScalar(value: unknown): boolean {
+  return typeof value === "string" || typeof value === "number" || typeof value === "boolean";
 }
 
 /** Index keys one lookup may take (a product of $in lists) before a shorter leading part is used instead. */
