@@ -175,10 +175,17 @@ describe("embedded datafile format (NeDB's)", () => {
     "",
   ].join("\n");
 
-  test("a datafile NeDB wrote loads: later lines win, removals, index lines (also removed ones), Dates", async () => {
-    const dir = path.join(root, "nedb-file");
+  /** A data directory of its own whose `things.db` holds `text`, as a file written before (or by hand). */
+  const datafileWith = async (name: string, text: string): Promise<{ dir: string; file: string }> => {
+    const dir = path.join(root, name);
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "things.db"), nedbFile);
+    const file = path.join(dir, "things.db");
+    await writeFile(file, text);
+    return { dir, file };
+  };
+
+  test("a datafile NeDB wrote loads: later lines win, removals, index lines (also removed ones), Dates", async () => {
+    const { dir } = await datafileWith("nedb-file", nedbFile);
     const store = await openEmbeddedStore({ dataDir: dir });
     try {
       const c = store.collection("things");
@@ -236,10 +243,7 @@ describe("embedded datafile format (NeDB's)", () => {
   });
 
   test("a last line cut short by a crash is dropped and the file rewritten, so the next append starts a line", async () => {
-    const dir = path.join(root, "torn");
-    await mkdir(dir, { recursive: true });
-    const file = path.join(dir, "things.db");
-    await writeFile(file, '{"_id":"a","v":1}\n{"_id":"b","v":1}\n{"_id":"a","v":2}\n{"_id":"c","v');
+    const { dir, file } = await datafileWith("torn", '{"_id":"a","v":1}\n{"_id":"b","v":1}\n{"_id":"a","v":2}\n{"_id":"c","v');
     const first = await openEmbeddedStore({ dataDir: dir });
     const c = first.collection("things");
     await expect(c.find({}, { sort: { _id: 1 } })).resolves.toEqual([{ _id: "a", v: 2 }, { _id: "b", v: 1 }]);
@@ -257,10 +261,7 @@ describe("embedded datafile format (NeDB's)", () => {
   });
 
   test("a whole last line without its newline (a file edited by hand) is kept, and the next append starts a line", async () => {
-    const dir = path.join(root, "no-newline");
-    await mkdir(dir, { recursive: true });
-    const file = path.join(dir, "things.db");
-    await writeFile(file, '{"_id":"a","v":1}\n{"_id":"b","v":1}');
+    const { dir, file } = await datafileWith("no-newline", '{"_id":"a","v":1}\n{"_id":"b","v":1}');
     const first = await openEmbeddedStore({ dataDir: dir });
     await first.collection("things").insertOne({ _id: "c", v: 1 });
     expect(await readFile(file, "utf8")).toBe('{"_id":"a","v":1}\n{"_id":"b","v":1}\n{"_id":"c","v":1}\n');

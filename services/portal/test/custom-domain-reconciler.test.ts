@@ -53,6 +53,21 @@ describe.each(STORE_KINDS)("custom domains on the %s store", (kind) => {
   let routing: FakeRouting;
   let deps: CustomDomainDeps;
   const logger = createLogger("portal", "silent");
+  /**
+   * Sets news.example.com for the account, with its CNAME in place, and has
+   * cert-manager fail its certificate with `message`; returns the reconciler
+   * that saw it (the clock a second after the failure was seen).
+   */
+  const failedIssuance = async (acme: ReturnType<typeof testTenant>, message: string) => {
+    await setCustomDomain(deps, acme, "news.example.com");
+    dns.set("news.example.com", [TARGET]);
+    const r = reconciler();
+    await r.pass();
+    routing.set({ accountId: acme.tenant.accountId, domain: "news.example.com" }, { kind: "failed", message });
+    now += 1000;
+    await r.pass();
+    return r;
+  };
   const reconciler = (options: { owner?: string; rate?: number } = {}) =>
     new DomainReconciler({
       storage,
@@ -124,13 +139,7 @@ describe.each(STORE_KINDS)("custom domains on the %s store", (kind) => {
 
   it("fails with cert-manager's reason, removes the objects, and retries after a backoff with a DNS check first", async () => {
     const acme = testTenant("live");
-    await setCustomDomain(deps, acme, "news.example.com");
-    dns.set("news.example.com", [TARGET]);
-    const r = reconciler();
-    await r.pass();
-    routing.set({ accountId: acme.tenant.accountId, domain: "news.example.com" }, { kind: "failed", message: "OrderFailed: urn:ietf:params:acme:error:dns" });
-    now += 1000;
-    await r.pass();
+    const r = await failedIssuance(acme, "OrderFailed: urn:ietf:params:acme:error:dns");
     expect(await getCustomDomain(deps, acme)).toMatchObject({
       state: "failed",
       reason: "certificate issuance failed: OrderFailed: urn:ietf:params:acme:error:dns",
@@ -162,13 +171,7 @@ describe.each(STORE_KINDS)("custom domains on the %s store", (kind) => {
 
   it("sets a domain whose certificate just failed going again only once FAILED_HOST_GAP_MS has passed (the CA's failed-validation limit per host)", async () => {
     const acme = testTenant("live");
-    await setCustomDomain(deps, acme, "news.example.com");
-    dns.set("news.example.com", [TARGET]);
-    const r = reconciler();
-    await r.pass();
-    routing.set({ accountId: acme.tenant.accountId, domain: "news.example.com" }, { kind: "failed", message: "OrderFailed" });
-    now += 1000;
-    await r.pass();
+    const r = await failedIssuance(acme, "OrderFailed");
     const failedAt = now;
     now += 60_000;
     const again = await setCustomDomain(deps, acme, "news.example.com");
