@@ -206,7 +206,9 @@ describe("an active custom domain", () => {
     const gone = await getDomain(pro.live);
     expect(gone.status).toBe(404);
     expect(gone.body.code).toBe("custom_domain_not_found");
+    // The portal deletes the Certificate, then the Ingress (two calls): wait for both.
     await eventually(async () => (await kube.request("GET", certificate())).status, (status) => status === 404);
+    await eventually(async () => (await kube.request("GET", ingress())).status, (status) => status === 404);
     expect((await kube.request("GET", certificate())).status).toBe(404);
     expect((await kube.request("GET", ingress())).status).toBe(404);
     expect((await setDomain(other.live, DOMAIN)).status).toBe(200);
