@@ -10,8 +10,9 @@ import { scanHandlebars, type MustacheKind } from "./scan.js";
 // So every URL attribute whose value holds a placeholder is checked per
 // message, whole, after rendering: only http(s), mailto, tel and relative URLs
 // pass; anything else becomes `#` (links) or `about:blank` (what is loaded).
-// An event-handler attribute (`onclick="…{{x}}…"`) holding a placeholder is
-// rendered empty: a value there is script.
+// An event-handler attribute (`onclick="…{{x}}…"`) or an iframe's `srcdoc`
+// holding a placeholder is rendered empty: a value there is script or markup
+// (escaping does not help: the browser decodes the attribute first).
 //
 // How: when a version is compiled, the HTML is tokenized once (placeholders
 // masked, so that their text cannot confuse the tokenizer) and each such
@@ -124,8 +125,8 @@ export interface GuardedHtml {
 /**
  * Wraps every URL attribute value holding a placeholder (and every value of an
  * attribute whose name holds one, since it may turn out to be any attribute)
- * in the guard helper, and every event-handler value holding one likewise to
- * render empty. Run on a version's compiled HTML once; linear in its length.
+ * in the guard helper, and every event-handler or `srcdoc` value holding one
+ * likewise to render empty. Run on a version's compiled HTML once; linear in its length.
  */
 export function guardUrlAttributes(html: string): GuardedHtml {
   if (!html.includes("{{")) return { html, guarded: 0, problems: [] };
@@ -189,7 +190,7 @@ function tokenizeAttributes(text: string, base: number, spans: readonly Span[], 
       onattribend() {
         if (valueStart === -1 || !overlaps(spans, valueStart, valueEnd)) return;
         const dynamicName = overlaps(spans, nameStart, nameEnd);
-        const kind = dynamicName || URL_ATTRIBUTES.has(name) ? (name === "srcset" ? "srcset" : "url") : name.startsWith("on") ? "script" : undefined;
+        const kind = dynamicName || URL_ATTRIBUTES.has(name) ? (name === "srcset" ? "srcset" : "url") : name.startsWith("on") || name === "srcdoc" ? "script" : undefined;
         if (!kind) return;
         if (!balanced(spans, valueStart, valueEnd)) {
           problems.push({

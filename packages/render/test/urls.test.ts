@@ -84,9 +84,10 @@ describe("URL attribute values", () => {
     expect(fine).toContain('<img src="https://e.x/b.png" srcset="https://e.x/a.png 1x, https://e.x/b.png 2x">');
   });
 
-  it("renders an event handler that holds a placeholder empty, and leaves attributes without placeholders alone", () => {
-    const out = compileRenderer({ subject: "s", html: html('<a href="javascript:void(0)" onclick="track(\'{{id}}\')" title="{{id}}">x</a>') })({ id: "');alert(1);('" }).html;
-    expect(out).toContain('<a href="javascript:void(0)" onclick="" title="&#x27;);alert(1);(&#x27;">x</a>');
+  it("renders an event handler or an iframe's srcdoc that holds a placeholder empty, and leaves attributes without placeholders alone", () => {
+    const render = compileRenderer({ subject: "s", html: html('<a href="javascript:void(0)" onclick="track(\'{{id}}\')" title="{{id}}">x</a><iframe srcdoc="<p>{{id}}</p>"></iframe>') });
+    const out = render({ id: "');alert(1);('<script>alert(2)</script>" }).html;
+    expect(out).toContain('<a href="javascript:void(0)" onclick="" title="&#x27;);alert(1);(&#x27;&lt;script&gt;alert(2)&lt;/script&gt;">x</a><iframe srcdoc=""></iframe>');
   });
 
   it("refuses a version whose block opens in a URL attribute and closes outside it, naming the line", () => {
