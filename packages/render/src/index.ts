@@ -3,7 +3,7 @@
 // message at a time). Pure: no I/O, no MJML. See README.md.
 export { TEMPLATE_LIMITS, RENDER_LIMITS, type TemplateLimit, type RenderLimit } from "./limits.js";
 export { handlebarsBounds, htmlBounds, markupBounds, type TemplateProblem } from "./bounds.js";
-export { scanHandlebars, scanMarkup, type HandlebarsShape, type Peak } from "./scan.js";
+export { scanHandlebars, scanMarkup, type HandlebarsShape, type MustacheKind, type Peak } from "./scan.js";
 export { analyzeTemplate, VARIABLE_NAME, type AnalyzeOptions, type SyntaxAnalysis, type SyntaxProblem } from "./syntax.js";
 export {
   compileRenderer,
@@ -20,5 +20,7 @@ export {
   type Variables,
 } from "./renderer.js";
 export { compileTextTemplate, htmlToText, type TextTemplate } from "./text.js";
+export { guardUrlAttributes, isSafeUrl, UNSAFE_LINK, UNSAFE_RESOURCE, type GuardedHtml } from "./urls.js";
+export { DEFAULT_LANGUAGE, languageOf } from "./language.js";
 export { RendererCache, type PreparedTemplate, type RendererCacheOptions } from "./cache.js";
 export { templateAtLimits, type AtLimits } from "./fixtures.js";

@@ -3,7 +3,9 @@ import { handlebarsBounds, htmlBounds, type TemplateProblem } from "./bounds.js"
 import { RENDER_LIMITS, type RenderLimit } from "./limits.js";
 import { scanMarkup } from "./scan.js";
 import { analyzeTemplate } from "./syntax.js";
+import { languageOf, languageUndetermined, withLanguage } from "./language.js";
 import { compileTextTemplate, htmlToText } from "./text.js";
+import { guardUrlAttributes, URL_GUARD_HELPER, urlGuard } from "./urls.js";
 
 // Per-message rendering of a compiled template version: Handlebars fills the
 // {{variables}} of the subject and of the HTML (which MJML compiled once, on
@@ -37,6 +39,12 @@ export interface Builtins {
   metadata?: Record<string, unknown>;
   preference_center_url?: string;
   unsubscribe_url?: string;
+  /**
+   * The recipient's language (a subscriber's `locale`): the `lang` of the
+   * message's <html> when its template declares none (see language.ts).
+   * Not a template variable.
+   */
+  language?: string | undefined;
 }
 
 export interface RenderedMessage {
@@ -115,6 +123,8 @@ const HELPERS = {
   helperMissing: false,
   blockHelperMissing: false,
 };
+/** The body's helpers: those of templates, and the guard of URL attribute values (urls.ts), which only we write. */
+const BODY_HELPERS = { ...HELPERS, [URL_GUARD_HELPER]: true };
 
 /**
  * What the message being rendered has left and spent. Rendering is synchronous,
@@ -247,7 +257,13 @@ handlebars.registerHelper("each", function (this: unknown, context: unknown, opt
   return out;
 });
 
-const BODY_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: HELPERS, strict: false, noEscape: false };
+// The guard of a URL attribute value: renders it and lets it through only if
+// it is a safe URL. Its output is what the escaped value was, or a constant.
+handlebars.registerHelper(URL_GUARD_HELPER, function (this: unknown, replacement: unknown, attribute: unknown, options: Handlebars.HelperOptions) {
+  return urlGuard(options.fn(this), String(replacement), attribute === "srcset" || attribute === "script" ? attribute : "url");
+});
+
+const BODY_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: BODY_HELPERS, strict: false, noEscape: false };
 const SUBJECT_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: HELPERS, strict: false, noEscape: true };
 
 // eslint-disable-next-line no-control-regex
@@ -279,6 +295,10 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
   let htmlWeights: BlockWeights;
   let text: ReturnType<typeof compileTextTemplate>;
   let staticMarkup: boolean;
+  // URL attribute values holding placeholders are checked per message (urls.ts).
+  const guarded = guardUrlAttributes(compiled.html);
+  if (guarded.problems.length > 0) throw new TemplateRejectedError(guarded.problems.map((p) => ({ ...p, part: "html" as const })));
+  const needsLanguage = languageUndetermined(compiled.html);
   try {
     variables =
       compiled.variables ??
@@ -290,13 +310,14 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
       ].sort();
     // Parsed once, for the block weights and the compile.
     const subjectAst = Handlebars.parseWithoutProcessing(compiled.subject);
-    const htmlAst = Handlebars.parseWithoutProcessing(compiled.html);
+    const htmlAst = Handlebars.parseWithoutProcessing(guarded.html);
     subjectWeights = blockWeights(subjectAst);
     htmlWeights = blockWeights(htmlAst);
     // HTML of text and {{x}} alone (no blocks): values are HTML-escaped, so no
     // message can nest its elements deeper than the version itself, which
     // htmlBounds checked above; the per-message scan is then skipped.
-    staticMarkup = htmlAst.body.every((node) => node.type === "ContentStatement" || node.type === "MustacheStatement" || node.type === "CommentStatement");
+    // A guarded value is such HTML too: the guard writes it as it was, or a constant.
+    staticMarkup = htmlAst.body.every((node) => isStaticNode(node) || (isGuard(node) && (node as hbs.AST.BlockStatement).program.body.every(isStaticNode)));
     subject = handlebars.compile(subjectAst, SUBJECT_OPTIONS);
     html = handlebars.compile(htmlAst, BODY_OPTIONS);
     // Handlebars compiles lazily on the first call; do it now, once.
@@ -329,7 +350,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     if (!staticMarkup && scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
     return {
       subject: renderedSubject,
-      html: renderedHtml,
+      html: needsLanguage ? withLanguage(renderedHtml, languageOf(builtins.language)) : renderedHtml,
       // The text part compiled with the version when it could be; else derived from this message's HTML.
       text: text ? text(context) : htmlToText(renderedHtml),
       missing: variables.filter((name) => isMissing(context, name)),
@@ -337,6 +358,10 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
   };
   return Object.assign(renderer, { variables });
 }
+
+const isStaticNode = (node: hbs.AST.Node) => node.type === "ContentStatement" || node.type === "MustacheStatement" || node.type === "CommentStatement";
+const isGuard = (node: hbs.AST.Node) =>
+  node.type === "BlockStatement" && (node as hbs.AST.BlockStatement).path.type === "PathExpression" && ((node as hbs.AST.BlockStatement).path as hbs.AST.PathExpression).original === URL_GUARD_HELPER;
 
 function builtinVariables(builtins: Builtins): Variables {
   const out: Variables = {};

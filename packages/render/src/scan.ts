@@ -58,13 +58,18 @@ const raise = (peak: Peak, value: number, lines: LineCounter, index: number) => 
   }
 };
 
+/** What a mustache is, for `onMustache`: a block's opening, its end, a chained `{{else …}}`, a bare `{{else}}` (or `{{^}}`), a comment, or anything else. */
+export type MustacheKind = "open" | "close" | "chain" | "else" | "comment" | "other";
+
 /**
  * Measures a Handlebars source the way Handlebars' lexer reads it (comments,
  * `\{{` escapes, strings and `[segments]` inside mustaches), without parsing it.
  * Syntax errors are left to the parser: the scan only promises that the parser
- * will not build anything deeper or larger than it reports.
+ * will not build anything deeper or larger than it reports. `onMustache` gets
+ * each complete mustache, comments included, in order: `[start, end)` of its
+ * text (from `{{` to after `}}`) and its kind.
  */
-export function scanHandlebars(source: string): HandlebarsShape {
+export function scanHandlebars(source: string, onMustache?: (start: number, end: number, kind: MustacheKind) => void): HandlebarsShape {
   const lines = new LineCounter(source);
   const shape: HandlebarsShape = { depth: { value: 0, line: 0 }, expressions: { value: 0, line: 0 }, rawBlockLine: 0 };
   /** Per open block: 1 + the `{{else …}}` chained in it so far. */
@@ -91,6 +96,7 @@ export function scanHandlebars(source: string): HandlebarsShape {
     // Comments: `{{!-- … --}}` ends at the first `--}}`, `{{! … }}` at the first `}}`.
     if (source[i] === "!") {
       pos = source.startsWith("!--", i) ? endOfLongComment(source, i + 3) : endOf(source, "}}", i + 1);
+      onMustache?.(open, pos, "comment");
       continue;
     }
     expressions++;
@@ -116,6 +122,9 @@ export function scanHandlebars(source: string): HandlebarsShape {
       const c = source.charCodeAt(i);
       if (c === 0x7d /* } */ && source.charCodeAt(i + 1) === 0x7d) {
         pos = i + 2;
+        // `{{{x}}}` ends one brace later.
+        if (source.charCodeAt(open + 2) === 0x7b && source.charCodeAt(pos) === 0x7d) pos++;
+        onMustache?.(open, pos, kind);
         break;
       }
       if (c === 0x22 /* " */ || c === 0x27 /* ' */) i = endOfQuoted(source, i, c);
@@ -133,18 +142,16 @@ export function scanHandlebars(source: string): HandlebarsShape {
   return shape;
 }
 
-type MustacheKind = "open" | "close" | "chain" | "other";
-
 /** What the lexer makes of the mustache whose content starts at `i` (after `{{` and `~`). */
-function mustacheKind(source: string, i: number): MustacheKind {
+function mustacheKind(source: string, i: number): Exclude<MustacheKind, "comment"> {
   const c = source[i];
   if (c === "#") return "open"; // {{#x}}, {{#>partial}}, {{#*decorator}}
   if (c === "/") return "close";
-  if (c === "^") return isBareElse(source, i + 1) ? "other" : "open"; // {{^}} is an else; {{^x}} an inverse block
+  if (c === "^") return isBareElse(source, i + 1) ? "else" : "open"; // {{^}} is an else; {{^x}} an inverse block
   let j = i;
   while (j < source.length && /\s/.test(source[j]!)) j++;
   if (source.startsWith("else", j) && !/[A-Za-z0-9_]/.test(source[j + 4] ?? "")) {
-    return isBareElse(source, j + 4) ? "other" : "chain";
+    return isBareElse(source, j + 4) ? "else" : "chain";
   }
   return "other";
 }

@@ -1,5 +1,7 @@
-import { compile as compileHtmlToText } from "html-to-text";
+import Handlebars from "handlebars";
+import { compile as compileHtmlToText, type FormatCallback } from "html-to-text";
 import { Parser } from "htmlparser2";
+import { isSafeUrl, schemeDecidedBy } from "./urls.js";
 
 // The plain-text part of a message, derived from its rendered HTML.
 
@@ -10,12 +12,28 @@ const SELECTORS = [
   { selector: "div[style*='display:none']", format: "skip" },
   { selector: "img", format: "skip" },
   { selector: "a", options: { hideLinkHrefIfSameAsText: true, ignoreHref: false } },
+  // Tables of data (mj-table, a table in an mj-text) as rows and aligned
+  // columns, cells as written (no upper-cased headers); a cell's link keeps
+  // its whole URL on one line, however wide. MJML's layout tables (role
+  // "presentation": sections, buttons, social icons) stay blocks, as before.
+  { selector: "table", format: "dataTable", options: { uppercaseHeaderCells: false, maxColumnWidth: 60 } },
+  { selector: "table[role=presentation]", format: "block" },
+  // Cells of a layout table are inline: a space between them, never glued words.
+  { selector: "td", format: "spacedCell" },
+  { selector: "th", format: "spacedCell" },
 ];
+/** An inline cell with a (collapsible) space on either side. */
+const spacedCell: FormatCallback = (elem, walk, builder) => {
+  builder.addInline(" ");
+  walk(elem.children, builder);
+  builder.addInline(" ");
+};
+const FORMATTERS = { spacedCell };
 // Compiled once per process and reused (≈ 0.3 ms per message against 0.7 ms
 // when built per call; TOOLCHAIN.md).
-const toText = compileHtmlToText({ wordwrap: WIDTH, selectors: SELECTORS });
+const toText = compileHtmlToText({ wordwrap: WIDTH, selectors: SELECTORS, formatters: FORMATTERS });
 /** For a text part compiled ahead: wrapped once its variables are filled (rewrap). */
-const toTextUnwrapped = compileHtmlToText({ wordwrap: false, selectors: SELECTORS });
+const toTextUnwrapped = compileHtmlToText({ wordwrap: false, selectors: SELECTORS, formatters: FORMATTERS });
 
 const BODY_START = /<body[\s>]/i;
 
@@ -57,6 +75,18 @@ function asText(value: unknown): string {
   return (value === null || value === undefined ? "" : String(value)).replace(/[ \t\r\n\f]+/g, " ");
 }
 
+/**
+ * What html-to-text shows for a link whose whole href is this value, as the
+ * HTML has it: nothing when the URL guard replaced it with `#` (urls.ts), or
+ * for an empty or `#…` href; a `mailto:` without its scheme.
+ */
+function linkTarget(value: unknown): string {
+  const raw = value === null || value === undefined ? "" : String(value);
+  if (!isSafeUrl(Handlebars.escapeExpression(raw))) return "";
+  const href = raw.replace(/^mailto:/, "");
+  return href === "" || href.startsWith("#") ? "" : ` [${asText(href)}]`;
+}
+
 /** Handlebars' lookup of a path: own properties only (it refuses prototype properties), `this` the context itself. */
 function lookup(context: Record<string, unknown>, path: readonly string[]): unknown {
   let value: unknown = context;
@@ -77,14 +107,18 @@ const PROBES = ["Ab", "", "Lorem-ipsum-dolor-sit-amet-consectetur-adipiscing-eli
  * parsing every message's HTML, the largest cost of a campaign's rendering.
  * `renderHtml` renders the version's HTML: the compiled text is kept only if,
  * filled with probe values, it reads exactly as the converted HTML does. What
- * may still differ for other values: a value holding `[]` after a space, and a
+ * may still differ for other values: a value holding `[]` after a space, a
  * link whose text and href are different placeholders, which shows its href
- * even when the two values match.
+ * even when the two values match, and a link whose text is its own href
+ * (`<a href="{{x}}">{{x}}</a>`) with a value that starts with `mailto:` or
+ * holds spaces, whose converted message shows the href too. A link's href the
+ * URL guard refuses (urls.ts) reads as the HTML has it: not shown.
  *
  * Undefined (each message is then converted as before) when the template has
  * anything but simple placeholders in its body (blocks and the like), one in
- * an attribute other than a link's href, or in a heading (html-to-text
- * upper-cases those), or when the probes read differently.
+ * an attribute other than a link's href, in a heading (html-to-text
+ * upper-cases those) or in a data table (its columns are as wide as the
+ * values), or when the probes read differently.
  */
 export function compileTextTemplate(htmlTemplate: string, renderHtml: (context: Record<string, unknown>) => string): TextTemplate | undefined {
   if (htmlTemplate.includes(MARKER_START) || htmlTemplate.includes(MARKER_END)) return undefined;
@@ -116,21 +150,43 @@ export function compileTextTemplate(htmlTemplate: string, renderHtml: (context: 
 
   const textOf: TextTemplate = (context) => {
     let out = "";
+    /** Whether the last piece appended (or skipped, when empty) was a value. */
+    let afterValue = false;
     for (const segment of segments) {
-      if (typeof segment === "string") out += segment;
-      else {
-        const value = asText(lookup(context, segment.path));
-        out += segment.bracketed ? (value === "" ? "" : ` [${value}]`) : value;
+      if (typeof segment === "string") {
+        out = joinAtValue(out, segment, afterValue, false);
+        afterValue = false;
+      } else {
+        const value = lookup(context, segment.path);
+        out = joinAtValue(out, segment.bracketed ? linkTarget(value) : asText(value), afterValue, true);
+        afterValue = true;
       }
     }
-    // As html-to-text does within a block: spaces run together (an empty value leaves two), none at a line's end.
-    return rewrap(out.replace(/(\S) {2,}/g, "$1 ").replace(/ +$/gm, "").trim());
+    // None at a line's end, as html-to-text writes it.
+    return rewrap(out.replace(/ +$/gm, "").trim());
   };
   for (const probe of PROBES) {
     const context = contextOf(paths, probe);
     if (context === undefined || textOf(context) !== htmlToText(renderHtml(context))) return undefined;
   }
   return textOf;
+}
+
+/**
+ * `out` and the next piece, with spaces run together where a value meets its
+ * neighbours, as html-to-text does within a block (an empty value leaves two
+ * spaces; a value may start or end with one): one space, after a non-space.
+ * A run of two or more spaces that the template's text itself ends with is a
+ * data table's column padding (html-to-text writes no other): it stays, and the
+ * value's own leading spaces go, as a table cell is trimmed.
+ */
+function joinAtValue(out: string, piece: string, afterValue: boolean, isValue: boolean): string {
+  if (piece === "" || (!afterValue && !isValue)) return out + piece;
+  const trailing = out.length - out.replace(/ +$/, "").length;
+  const leading = piece.length - piece.replace(/^ +/, "").length;
+  if (trailing + leading < 2 || trailing === out.length || /\s/.test(out[out.length - trailing - 1]!)) return out + piece;
+  if (!afterValue && trailing >= 2) return out + piece.slice(leading);
+  return `${out.slice(0, out.length - trailing)} ${piece.slice(leading)}`;
 }
 
 /** A context giving every path `value`; undefined when one path is a prefix of another (`a` and `a.b`). */
@@ -181,23 +237,40 @@ function rewrap(text: string): string {
     .join("\n");
 }
 
-/** Whether every placeholder sits in text outside headings, or in an <a href>. */
+/**
+ * Whether every placeholder sits in text outside headings and data tables
+ * (a value changes a table's column widths), or in such an <a href>
+ * that is one placeholder (its value is checked as the URL guard does, in
+ * linkTarget) or whose text before the first placeholder decides the guard's
+ * outcome whatever the values (the probes then check it).
+ */
 function placeholdersReadAlike(marked: string): boolean {
   let alike = true;
   let headings = 0;
+  /** Per open table, whether it is a data table (laid out in columns, whose widths its values would change). */
+  const tables: boolean[] = [];
+  let dataTables = 0;
   const parser = new Parser(
     {
       onopentag(name, attributes) {
         if (HEADINGS.has(name)) headings++;
+        if (name === "table") {
+          const data = attributes.role !== "presentation";
+          tables.push(data);
+          if (data) dataTables++;
+        }
         for (const [attribute, value] of Object.entries(attributes)) {
-          if (value.includes(MARKER_START) && !(name === "a" && attribute === "href")) alike = false;
+          if (!value.includes(MARKER_START)) continue;
+          if (!(name === "a" && attribute === "href") || dataTables > 0) alike = false;
+          else if (!/^\uE000\d+\uE001$/.test(value) && !schemeDecidedBy(value.slice(0, value.indexOf(MARKER_START)))) alike = false;
         }
       },
       onclosetag(name) {
         if (HEADINGS.has(name) && headings > 0) headings--;
+        if (name === "table" && tables.length > 0 && tables.pop()) dataTables--;
       },
       ontext(text) {
-        if (headings > 0 && text.includes(MARKER_START)) alike = false;
+        if ((headings > 0 || dataTables > 0) && text.includes(MARKER_START)) alike = false;
       },
     },
     { decodeEntities: true },

@@ -8,9 +8,9 @@ const html = (body: string) => `<!doctype html><html><head><title>{{title}}</tit
 describe("render", () => {
   it("HTML-escapes variables in the body and leaves the subject unescaped on one line", () => {
     const render = compileRenderer({ subject: "Hi {{name}} & welcome", html: html('<p>Hi {{name}}</p><a href="{{url}}">x</a>') });
-    const out = render({ name: `<img src=x onerror="alert(1)">\r\nBcc: a@b.c`, url: "javascript:'x'" });
+    const out = render({ name: `<img src=x onerror="alert(1)">\r\nBcc: a@b.c`, url: "https://e.x/?q='x'" });
     expect(out.html).toContain("Hi &lt;img src&#x3D;x onerror&#x3D;&quot;alert(1)&quot;&gt;\r\nBcc: a@b.c");
-    expect(out.html).toContain('href="javascript:&#x27;x&#x27;"');
+    expect(out.html).toContain('href="https://e.x/?q&#x3D;&#x27;x&#x27;"');
     expect(out.subject).toBe(`Hi <img src=x onerror="alert(1)"> Bcc: a@b.c & welcome`);
     expect(sanitizeSubject("a\u0000b\tc\u2028d")).toBe("a b c\u2028d");
   });

@@ -39,3 +39,4 @@ export {
   type ChromiumProfileOptions,
   type CrossSiteFrame,
 } from "./browser.js";
+export { DEFAULT_SPAMASSASSIN_PATH, spamAssassinPath, spamAssassinReport, type SpamReport } from "./spamassassin.js";

@@ -4,3 +4,4 @@ export * from "./keys.js";
 export * from "./token.js";
 export * from "./preference-link.js";
 export * from "./preference-host.js";
+export * from "./mail-links.js";

@@ -18,7 +18,7 @@ import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import { compileRenderer } from "@emailsvc/render";
-import { mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { mailLinkWarning, mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -189,6 +189,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   }
   relay.start();
   logger.info({ url: server.url, provider: liveProvider }, "delivery service listening");
+  // Live mail leaves for real: links to this machine or over http would not
+  // work for its recipients (packages/tokens, mail-links.ts). Said once, not refused.
+  if (liveProvider === "smtp" && options.tokenKeys && !options.unsubscribeUrl) {
+    const warning = mailLinkWarning({
+      PUBLIC_API_URL: options.publicApiUrl ?? DEFAULT_PUBLIC_API_URL,
+      ...(options.preferenceLinks ? { PREFERENCES_URL: options.preferenceLinks.baseUrl } : {}),
+    });
+    if (warning) logger.warn({ problems: warning.problems }, warning.message);
+  }
 
   let closing: Promise<void> | undefined;
   return {

@@ -117,6 +117,25 @@ describe("the message", () => {
     expect(() => listUnsubscribeHeaders("https://x.example/>\r\nBcc: y")).toThrow();
   });
 
+  it("treats every campaign's mail as bulk mail, with one List-Id per account and mode and the campaign in X-Campaign-Id", () => {
+    const url = "https://prefs.example/unsubscribe?token=abc";
+    const tenant = "acc_01jd3x0k8m7y6t5r4q3p2n1m0k:live";
+    const of = (category: "transactional" | "marketing", campaignId?: string) =>
+      buildMessage({ emailId: "eml_1", from: sender, to: "a@example.com", category, rendered, unsubscribeUrl: url, tenant, campaignId }).headers;
+    const transactionalCampaign = of("transactional", "cmp_01jd3x0k8m7y6t5r4q3p2n1m0a");
+    expect(transactionalCampaign).toMatchObject({
+      "List-Unsubscribe": `<${url}>`,
+      "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+      "List-Id": "<acc_01jd3x0k8m7y6t5r4q3p2n1m0k.live.mail.acme.example>",
+      "X-Campaign-Id": "cmp_01jd3x0k8m7y6t5r4q3p2n1m0a",
+    });
+    // The list is the account's: the same for another campaign and for a marketing send outside one.
+    expect(of("marketing", "cmp_01jd3x0k8m7y6t5r4q3p2n1m0b")["List-Id"]).toBe(transactionalCampaign["List-Id"]);
+    expect(of("marketing")["List-Id"]).toBe(transactionalCampaign["List-Id"]);
+    expect(of("marketing")["X-Campaign-Id"]).toBeUndefined();
+    expect(of("transactional")).toEqual({ From: sender.header, To: "a@example.com", Subject: "Hello Bcc: x@example.com", "Message-ID": "<eml_1@mail.acme.example>" });
+  });
+
   it("scrubs addresses out of a provider's reason", () => {
     expect(scrubReason("550 5.1.1 <Bob@Example.com>: Recipient address rejected", "Bob@Example.com")).toBe("550 5.1.1 <recipient>: Recipient address rejected");
     expect(scrubReason("550 user bob@example.com unknown\r\nmore", "x@y.example")).toBe("550 user <recipient> unknown more");

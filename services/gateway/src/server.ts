@@ -5,7 +5,7 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
 import { createServiceTransport, listen, SERVICE_NAMES, urlHost, serviceUrlVariable, type Logger, type ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { loadPreferenceLinkSettings, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { listensLocally, loadPreferenceLinkSettings, mailLinkWarning, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
@@ -293,5 +293,12 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     })());
 
   options.logger.info({ port, host }, "gateway listening");
+  // Serving the network (not `npm start`'s 127.0.0.1): the links of mail lead
+  // here (PUBLIC_API_URL) and to the page of the preference links it hands
+  // out (PREFERENCES_URL); say once if recipients could not follow them.
+  if (!listensLocally(host)) {
+    const warning = mailLinkWarning({ PUBLIC_API_URL: options.publicUrl, PREFERENCES_URL: (options.preferenceLinks ?? loadPreferenceLinkSettings({})).baseUrl });
+    if (warning) options.logger.warn({ problems: warning.problems }, warning.message);
+  }
   return { port, url: `http://${urlHost(host)}:${port}`, gateway, close };
 }

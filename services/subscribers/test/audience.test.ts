@@ -372,7 +372,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("audience of a filter on %s st
     await h.audience.countAudience({ filter: { metadata: Array.from({ length: 20 }, (_, i) => oneOf(`k${i}`, Array.from({ length: 100 }, (_, j) => j))) } }, as(t));
   });
 
-  it("GetRecipients: address, status and metadata of the ids asked, in order; unknown, deleted and other tenants' ids left out", async () => {
+  it("GetRecipients: address, status, metadata and locale of the ids asked, in order; unknown, deleted and other tenants' ids left out", async () => {
     const owner = tenant("live");
     const a = await subscriber(owner, "a@example.com", [], { name: "Ann" });
     const b = await subscriber(owner, "b@example.com", [], {}, SubscriberStatus.UNSUBSCRIBED);
@@ -386,6 +386,10 @@ describe.each<StoreKind>(["embedded", "mongodb"])("audience of a filter on %s st
       [a, "a@example.com", SubscriberStatus.ACTIVE],
     ]);
     expect(recipients[1]!.metadata).toEqual({ name: "Ann" });
+    // The language of their mail (delivery's <html lang>): empty when not set.
+    expect(recipients.map((r) => r.locale)).toEqual(["", ""]);
+    await h.subscribers.updateSubscriber({ id: a, locale: "de" }, as(owner));
+    expect((await h.audience.getRecipients({ subscriberIds: [a] }, as(owner))).recipients[0]!.locale).toBe("de");
     const fields = async (ids: string[]) => (await failure(h.audience.getRecipients({ subscriberIds: ids }, as(owner)))).fieldViolations.map((v) => v.field);
     expect(await fields([])).toEqual(["subscriber_ids"]);
     expect(await fields(Array.from({ length: 1001 }, () => a))).toEqual(["subscriber_ids"]);

@@ -80,6 +80,33 @@ describe.each<StoreKind>(["embedded", "mongodb"])("templates service over gRPC o
     expect(compiled!.variables).toEqual(template!.variables);
   });
 
+  // Issue 16, defect 12: every compiled template linked fonts.googleapis.com (MJML's default
+  // fonts; Ubuntu is mj-text's), and hid its preview text white on white (SpamAssassin's
+  // HTML_FONT_LOW_CONTRAST).
+  it("compiles for the inbox: no web font unless the template declares one, the preview hidden without a colour", async () => {
+    const t = tenant();
+    const compiledHtml = async (name: string, mjmlContent: string) => {
+      const { template } = await h.client.createTemplate(createReq({ name, mjmlContent }), as(t));
+      return (await h.client.getCompiledTemplate({ template: { case: "id", value: template!.id }, version: 0 }, as(t))).compiled!.html;
+    };
+    const withFont = await compiledHtml(
+      "With a font",
+      mjmlWith("x", "").replace("<mj-body>", '<mj-head><mj-font name="Raleway" href="https://fonts.example.com/raleway.css" /><mj-attributes><mj-all font-family="Raleway, Arial" /></mj-attributes></mj-head><mj-body>'),
+    );
+    expect(withFont).toContain("https://fonts.example.com/raleway.css");
+    expect(withFont).not.toContain("googleapis");
+    // A default template, compiled after one with a font: nothing of the other's leaks in.
+    const plain = await compiledHtml("Plain", mjmlWith("Hello {{name}}").replace("<mj-body>", "<mj-head><mj-preview>Your June news</mj-preview></mj-head><mj-body>"));
+    expect(plain).toContain("font-family:Ubuntu, Helvetica, Arial, sans-serif");
+    expect(plain).not.toMatch(/googleapis|fonts\.example\.com|@import|<link[^>]+font/i);
+    const preview = /<div style="([^"]*)">Your June news<\/div>/.exec(plain);
+    expect(preview?.[1]).toMatch(/^display:none;/);
+    expect(preview?.[1]).toContain("mso-hide:all");
+    expect(preview?.[1]).not.toMatch(/color/);
+    // The language is each message's: left undetermined in the version (see @emailsvc/render).
+    expect(plain).toMatch(/<html lang="und"/);
+  });
+
   it("derives unique slugs (-2, -3), rejects a taken given slug naming its holder, and validates slugs", async () => {
     const t = tenant();
     const a = (await h.client.createTemplate(createReq(), as(t))).template!;
@@ -323,6 +350,8 @@ describe.each<StoreKind>(["embedded", "mongodb"])("templates service over gRPC o
       [mjmlWith("{{#with user}}{{name}}{{/with}}"), 'line 6: block "{{#with}}" is not supported: only {{#if}}, {{#unless}} and {{#each}}'],
       [mjmlWith("{{first-name}}"), 'line 6: "first-name" is not a valid variable name (letters, digits, _ and dots)'],
       [mjmlWith("{{#if x}}open"), "line 10: syntax error: the template ends inside an open {{…}} or {{#block}}"],
+      // A URL attribute's value is checked whole per message (@emailsvc/render): a block must close in it.
+      [mjmlWith('<a href="{{#if a}}https://e.x/">x</a>{{/if}}'), "line 6: the {{#if}}/{{#unless}}/{{#each}} blocks in the value of href must open and close within it (its value is checked as a whole)"],
     ];
     for (const [mjmlContent, description] of cases) {
       const err = readError(await h.client.createTemplate(createReq({ mjmlContent }), as(t)).catch((e: unknown) => e));

@@ -58,21 +58,33 @@ export interface MessageInput {
   to: string;
   category: TemplateCategory;
   rendered: Rendered;
-  /** One-click unsubscribe URL for this recipient, when the platform knows one (marketing only). */
+  /** One-click unsubscribe URL for this recipient, when the platform knows one (bulk mail only). */
   unsubscribeUrl?: string | undefined;
-  /** The tenant (`<account id>:<mode>`) whose list the mail is from: marketing mail carries its List-Id. */
+  /** The tenant (`<account id>:<mode>`) whose list the mail is from: bulk mail carries its List-Id. */
   tenant?: string | undefined;
-  /** The campaign the mail belongs to: its List-Id names the campaign within the tenant's list. */
+  /** The campaign the mail belongs to: a campaign's mail is bulk mail, whatever its template's category. */
   campaignId?: string | undefined;
 }
 
 /**
- * RFC 2919 List-Id of a tenant's marketing mail, `<acc_….live.<sender domain>>`
- * (a campaign's: `<cmp_….acc_….live.<sender domain>>`):
- * mail clients group and filter a list's mail by it, and it names no person.
+ * Whether a message is bulk mail (RFC 2369/2919 list mail, RFC 8058 one-click):
+ * a marketing template's, and every campaign's, since a campaign mails a list
+ * whatever the category of its template.
  */
-export function listIdFor(tenant: string, sender: Sender, campaignId?: string): string {
-  return `<${campaignId ? `${campaignId}.` : ""}${tenant.replace(":", ".")}.${sender.domain}>`;
+export function isBulk(input: Pick<MessageInput, "category" | "campaignId">): boolean {
+  return input.category === "marketing" || input.campaignId !== undefined;
+}
+
+/**
+ * RFC 2919 List-Id of a tenant's bulk mail, `<acc_….live.<sender domain>>`:
+ * one list per account and mode, the same for every campaign and marketing
+ * send, because it names what List-Unsubscribe leaves (all of the account's
+ * marketing mail in that mode), not one send. Mail clients group, filter and
+ * report by it; it names no person. Which campaign a message belongs to is
+ * its X-Campaign-Id.
+ */
+export function listIdFor(tenant: string, sender: Sender): string {
+  return `<${tenant.replace(":", ".")}.${sender.domain}>`;
 }
 
 export function buildMessage(input: MessageInput): OutgoingMessage {
@@ -86,10 +98,11 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
     Subject: subject,
     "Message-ID": messageId,
   };
-  if (input.category === "marketing" && input.unsubscribeUrl) {
-    Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
+  if (isBulk(input)) {
+    if (input.unsubscribeUrl) Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
+    if (input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from);
   }
-  if (input.category === "marketing" && input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from, input.campaignId);
+  if (input.campaignId) headers["X-Campaign-Id"] = input.campaignId;
   return {
     emailId: input.emailId,
     from: input.from,

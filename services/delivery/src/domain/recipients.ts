@@ -10,6 +10,8 @@ export interface Recipient {
   metadata: Record<string, unknown>;
   /** `active`, `unsubscribed`, `bounced`, `complained`: marketing mail goes to active ones only. */
   status: string;
+  /** The language they read (`en`, `de`, …), or undefined: their mail's `lang` when its template declares none. */
+  locale?: string | undefined;
 }
 
 /** A subscriber looked up by id: a recipient and the address to mail. */

@@ -20,7 +20,7 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       try {
         const res = await audience.getRecipients({ subscriberIds: [...ids] }, { headers: headersOf(tenant), timeoutMs, signal });
         for (const r of res.recipients) {
-          found.set(r.subscriberId, { subscriberId: r.subscriberId, email: r.email, metadata: r.metadata ?? {}, status: statusName(r.status) });
+          found.set(r.subscriberId, { subscriberId: r.subscriberId, email: r.email, metadata: r.metadata ?? {}, status: statusName(r.status), locale: r.locale || undefined });
         }
         return found;
       } catch {
@@ -32,7 +32,7 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       try {
         const res = await client.getSubscriberByEmail({ email }, { headers, timeoutMs, signal });
         if (!res.subscriber?.id) return undefined;
-        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {}, status: statusName(res.subscriber.status) };
+        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {}, status: statusName(res.subscriber.status), locale: res.subscriber.locale || undefined };
       } catch (err) {
         const code = ConnectError.from(err).code;
         // Not a subscriber (or an address the subscribers service would not store): no built-ins.

@@ -184,6 +184,7 @@ export async function deliverEmail(
       ...(recipient ? { metadata: recipient.metadata } : {}),
       ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
       ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
+      language: recipient?.locale,
     });
     const message = buildMessage({
       emailId: claimed._id,

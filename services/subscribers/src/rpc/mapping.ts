@@ -64,6 +64,7 @@ export function recipientToProto(view: RecipientView): Recipient {
     email: view.email,
     status: TO_PROTO[view.status],
     metadata: view.metadata as JsonObject,
+    locale: view.locale,
   });
 }
 

@@ -54,6 +54,8 @@ export interface RecipientView {
   email: string;
   status: SubscriberDoc["status"];
   metadata: Record<string, unknown>;
+  /** The language of their mail when its template declares none; "" when not set. */
+  locale: string;
 }
 
 /**
@@ -71,7 +73,7 @@ export async function getRecipients(scope: Scope, ids: readonly string[]): Promi
   const byId = new Map(docs.map((d) => [d._id, d]));
   return ids.flatMap((id) => {
     const doc = byId.get(id);
-    return doc ? [{ subscriberId: doc._id, email: doc.email, status: doc.status, metadata: doc.metadata }] : [];
+    return doc ? [{ subscriberId: doc._id, email: doc.email, status: doc.status, metadata: doc.metadata, locale: doc.locale ?? "" }] : [];
   });
 }
 

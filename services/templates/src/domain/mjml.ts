@@ -15,6 +15,16 @@ import validateMjml, { dependencies } from "mjml-validator";
 //     once the variable is known, and MJML keeps it intact;
 //  3. compiling (validation already done, so `skip`), without minify or
 //     beautify, which would have to protect the placeholders.
+// Two things of MJML's output are changed for mail, once per version:
+//  - fonts: MJML links Google Fonts for any of five families its CSS names
+//    (mj-text's default, Ubuntu, is one), so every message would make the
+//    reader's client call fonts.googleapis.com (a transfer of their address
+//    to a third party, a GDPR problem in the EU). Compiled with no fonts of
+//    MJML's own: only an <mj-font> the template declares is linked;
+//  - the hidden preview text (mj-preview): MJML hides it white on white as
+//    well as with display:none, which SpamAssassin scores as hidden text
+//    (HTML_FONT_LOW_CONTRAST). Ours hides it without a colour (and from
+//    Outlook with mso-hide:all).
 // mjml 5's `templateSyntax` option only protects placeholders during minify and
 // beautify; it does not relax the validator, hence the type checker wrapper.
 
@@ -27,6 +37,11 @@ export interface MjmlProblem {
 export type MjmlResult = { ok: true; html: string } | { ok: false; problems: MjmlProblem[] };
 
 const MAX_PROBLEMS = 20;
+/** How MJML 5 opens the hidden preview text (mjml-core, helpers/preview.js): white on white among the rest. */
+const MJML_PREVIEW_OPENING =
+  '<div style="display:none;font-size:1px;color:#ffffff;line-height:1px;max-height:0px;max-width:0px;opacity:0;overflow:hidden;">';
+/** Ours: hidden alike, without the colour. The text part skips it by its `display:none` (packages/render, text.ts). */
+export const PREVIEW_OPENING = '<div style="display:none;font-size:1px;line-height:1px;max-height:0px;max-width:0px;opacity:0;overflow:hidden;mso-hide:all;">';
 const PLACEHOLDER = /\{\{[\s\S]*?\}\}/;
 
 // Importing "mjml" (above) registers the preset components in mjml-core's
@@ -83,8 +98,16 @@ export async function compileMjml(source: string): Promise<MjmlResult> {
     return { ok: false, problems };
   }
   try {
-    const { html } = await mjml2html(tree, { validationLevel: "skip", minify: false, beautify: false, keepComments: true, ignoreIncludes: true });
-    return { ok: true, html };
+    const { html } = await mjml2html(tree, {
+      validationLevel: "skip",
+      minify: false,
+      beautify: false,
+      keepComments: true,
+      ignoreIncludes: true,
+      // A fresh object each time: MJML adds the template's <mj-font>s to it.
+      fonts: {},
+    });
+    return { ok: true, html: html.replace(MJML_PREVIEW_OPENING, PREVIEW_OPENING) };
   } catch (err) {
     return { ok: false, problems: [{ line: 0, message: errorText(err) }] };
   }

@@ -10,6 +10,8 @@ declare module "mjml" {
     ignoreIncludes?: boolean;
     filePath?: string;
     actualPath?: string;
+    /** Web fonts MJML may link, by family (default: five Google Fonts); <mj-font> adds to this object. */
+    fonts?: Record<string, string>;
   }
   function mjml2html(
     input: string | MjmlNode,

@@ -37,7 +37,7 @@ export const LOCALES = ["en", "de", "fr", "it"] as const;
 const locale = {
   type: ["string", "null"],
   enum: [...LOCALES, "", null],
-  description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) for none.",
+  description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) for none. It is the `lang` of their mail when the template declares none.",
 } as const;
 
 export const SubscriberCreate = {
