@@ -7,7 +7,7 @@ export * as health from "./gen/grpc/health/v1/health_pb.js";
 export * from "./gen/emailsvc/common/v1/errors_pb.js";
 export * from "./gen/emailsvc/common/v1/audit_pb.js";
 export * as templates from "./gen/emailsvc/templates/v1/templates_pb.js";
-export * as delivery from "./gen/emailsvc/delivery/v1/delivery_pb.js";
+export * as delivery from "./delivery.js";
 export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";
 export * as triggers from "./gen/emailsvc/campaigns/v1/triggers_pb.js";
 export * as portal from "./portal.js";

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { startDeliveryService } from "@emailsvc/delivery";
+import { loadProviders, startDeliveryService } from "@emailsvc/delivery";
 import { openBus } from "@emailsvc/events";
 import { delivery, templates } from "@emailsvc/proto";
 import { callHeaders, createLogger, createServiceTransport, newId, type CallContext } from "@emailsvc/runtime";
@@ -77,8 +77,7 @@ async function measure(setup: string, env: { mongoUrl?: string; kafkaBrokers?: s
     logger,
     port: 0,
     templatesUrl: templatesService.url,
-    provider: "smtp",
-    smtp: relay.url,
+    providers: loadProviders({ EMAIL_PROVIDER: "smtp", SMTP_URL: relay.url }),
     from: "Bench <bench@bench.example>",
     consumerGroup: `bench-handoff-${newId("grp").slice(4)}`,
   });

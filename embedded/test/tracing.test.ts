@@ -125,7 +125,7 @@ describe("a send, traced", () => {
     expect(sendServer?.attributes).toMatchObject({ "rpc.system": "grpc", "emailsvc.account_id": String(account.body.id) });
     // Delivery's own calls (the template by slug, the recipient's subscriber) are its children, across two more hops.
     const hops = trace.filter((s) => s.kind === CLIENT && s.parentSpanId === sendServer!.spanId).map((s) => s.name);
-    expect(hops).toEqual(expect.arrayContaining(["emailsvc.templates.v1.TemplateService/GetCompiledTemplate", "emailsvc.subscribers.v1.SubscriberService/GetSubscriberByEmail"]));
+    expect(hops).toEqual(expect.arrayContaining(["emailsvc.templates.v1.TemplateService/GetCompiledTemplate", "emailsvc.subscribers.v1.AudienceService/GetRecipientByEmail"]));
     for (const hop of trace.filter((s) => s.kind === CLIENT && s.parentSpanId === sendServer!.spanId)) {
       expect(trace.some((s) => s.kind === SERVER && s.parentSpanId === hop.spanId && s.name === hop.name)).toBe(true);
     }

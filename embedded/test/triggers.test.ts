@@ -19,6 +19,7 @@ interface EmailJson {
   to: string;
   template_id: string;
   status: string;
+  error: string | null;
 }
 
 describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
@@ -104,6 +105,57 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     for (const id of [onVip, onLeave]) await t.call("DELETE", `/api/v1/triggers/${id}`);
   });
 
+
+  it("welcomes only who joined: not a subscriber created unsubscribed, nor the record a one-click unsubscribe of a non-subscriber makes", async () => {
+    const promo = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Promo", subject: "Promo", category: "marketing", mjml_content: MJML("Promo") },
+    });
+    expect(promo.status).toBe(201);
+    // A stranger (no subscriber) gets a marketing mail; its one-click link is the way out.
+    const mailed = await t.call("POST", "/api/v1/emails/send", { body: { template_slug: promo.body.slug, to: "clicker@example.com" } });
+    expect(mailed.status).toBe(202);
+    await until("clicker@example.com", 1);
+    const message = await t.call("GET", `/api/v1/emails/${mailed.body.id}/sandbox`);
+    const link = new URL(String(message.body.headers["List-Unsubscribe"]).slice(1, -1));
+
+    const id = await trigger({ event_type: "subscriber.created", template_id: welcome, description: "Welcome aboard" });
+    const clicked = await t.call("POST", `${link.pathname}${link.search}`, {
+      key: null,
+      raw: "List-Unsubscribe=One-Click",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(clicked.status).toBe(200);
+    expect((await t.call("GET", "/api/v1/subscribers/by-email/clicker@example.com")).body.status).toBe("unsubscribed");
+    // An import of someone who had opted out elsewhere.
+    await subscriber("optedout@example.com", { status: "unsubscribed" });
+    // Someone who did join, after both: their welcome shows that the events were handled.
+    await subscriber("joined@example.com");
+    expect((await until("joined@example.com", 1)).map((e) => e.template_id)).toEqual([welcome]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await emailsTo("optedout@example.com")).toEqual([]);
+    expect((await emailsTo("clicker@example.com")).map((e) => e.template_id)).toEqual([promo.body.id]);
+    expect((await t.call("DELETE", `/api/v1/triggers/${id}`)).status).toBe(204);
+  });
+
+  it("mails nobody who cannot receive the template's category: bounced get no transactional mail, unsubscribed no marketing", async () => {
+    const news = await t.call("POST", "/api/v1/templates", {
+      body: { name: "News", subject: "News", category: "marketing", mjml_content: MJML("News") },
+    });
+    expect(news.status).toBe(201);
+    const bounced = await subscriber("bounced@example.com");
+    const leaving = await subscriber("leaving@example.com");
+    expect((await t.call("PATCH", `/api/v1/subscribers/${bounced}`, { body: { status: "bounced" } })).status).toBe(200);
+    const onVip = await trigger({ event_type: "subscriber.tag_added", template_id: welcome, tag: "vip" });
+    const onLeave = await trigger({ event_type: "subscriber.unsubscribed", template_id: news.body.id });
+    expect((await t.call("POST", `/api/v1/subscribers/${bounced}/tags`, { body: { tags: ["vip"] } })).status).toBe(200);
+    expect((await t.call("PATCH", `/api/v1/subscribers/${leaving}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    const settled = (address: string) => eventually(() => emailsTo(address), (list) => list.length === 1 && list[0]!.status !== "queued");
+    expect((await settled("bounced@example.com")).map((e) => [e.template_id, e.status, e.error])).toEqual([[welcome, "failed", "recipient_bounced"]]);
+    expect((await settled("leaving@example.com")).map((e) => [e.template_id, e.status, e.error])).toEqual([
+      [news.body.id, "failed", "recipient_unsubscribed"],
+    ]);
+    for (const trg of [onVip, onLeave]) expect((await t.call("DELETE", `/api/v1/triggers/${trg}`)).status).toBe(204);
+  });
 
   it("refuses bad triggers with a clear error", async () => {
     const bad = async (body: Record<string, unknown>, status: number, code?: string) => {

@@ -10,6 +10,8 @@ import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../
 class FakeFiring implements FiringServices {
   readonly sent: Array<{ to: string; key: string }> = [];
   failNext: Error | undefined;
+  /** Delivery refuses the next recipient with this reason's code. */
+  refuseNext: string | undefined;
   async subscriber(_call: unknown, id: string) {
     return id === "sub_gone" ? undefined : { email: `${id}@example.com`, status: "active" };
   }
@@ -25,8 +27,10 @@ class FakeFiring implements FiringServices {
       this.failNext = undefined;
       throw error;
     }
-    this.sent.push({ to: input.to, key: input.idempotencyKey });
-    return newId("eml");
+    const refused = this.refuseNext;
+    this.refuseNext = undefined;
+    if (!refused) this.sent.push({ to: input.to, key: input.idempotencyKey });
+    return { emailId: newId("eml"), refused };
   }
 }
 
@@ -58,12 +62,13 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     await repos.triggers.insertOne(doc);
     return doc._id;
   };
-  const event = (type: SubscriberEvent["type"], subscriberId = newId("sub"), tagId?: string): SubscriberEvent => ({
+  const event = (type: SubscriberEvent["type"], subscriberId = newId("sub"), tagId?: string, status?: string): SubscriberEvent => ({
     tenant,
     eventId: newId("evt"),
     type,
     subscriberId,
     ...(tagId ? { tagId } : {}),
+    ...(status !== undefined ? { status } : {}),
     occurredAt: clock,
   });
   const fireAll = () => fireDue(deps, storage.dueFires(), (t) => storage.forTenant(t));
@@ -137,11 +142,36 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     expect(firing.sent).toHaveLength(1);
   });
 
+  it("records a fire delivery refused the recipient (may not get the template's category) as skipped with its reason, and does not retry it", async () => {
+    await trigger({ event_type: "subscriber.unsubscribed" });
+    await recordFires(deps, repos, [event("subscriber.unsubscribed")]);
+    firing.refuseNext = "recipient_unsubscribed";
+    await fireAll();
+    expect((await repos.fires.find({})).map((f) => [f.state, f.reason, f.email_id.startsWith("eml_")])).toEqual([["skipped", "recipient_unsubscribed", true]]);
+    clock += 120_000;
+    await fireAll();
+    expect(firing.sent).toHaveLength(0);
+  });
+
+  it("does not welcome a subscriber created other than active: the fire is recorded skipped, nothing is sent", async () => {
+    await trigger({ event_type: "subscriber.created" });
+    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, "unsubscribed"), event("subscriber.created", newId("sub"), undefined, "active")]);
+    // Events written before the status was carried fire as before (delivery still decides who may be mailed).
+    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, "")]);
+    await fireAll();
+    expect((await repos.fires.find({})).map((f) => [f.state, f.reason]).sort()).toEqual([
+      ["sent", ""],
+      ["sent", ""],
+      ["skipped", "created_not_active"],
+    ]);
+    expect(firing.sent).toHaveLength(2);
+  });
+
   it("fails a fire delivery refuses for good, with its code", async () => {
     await trigger({ event_type: "subscriber.unsubscribed" });
     await recordFires(deps, repos, [event("subscriber.unsubscribed")]);
-    firing.failNext = new PermanentSendError("recipient_unsubscribed");
+    firing.failNext = new PermanentSendError("template_not_found");
     await fireAll();
-    expect((await repos.fires.find({})).map((f) => [f.state, f.reason])).toEqual([["failed", "recipient_unsubscribed"]]);
+    expect((await repos.fires.find({})).map((f) => [f.state, f.reason])).toEqual([["failed", "template_not_found"]]);
   });
 });

@@ -1,3 +1,4 @@
+import { delivery } from "@emailsvc/proto";
 import { createLogger, newId } from "@emailsvc/runtime";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
 import { emptyCounts } from "../src/domain/campaign.js";
@@ -97,11 +98,11 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     await recordOutcomes(
       repos,
       [
-        { campaignId: doc._id, subscriberId: a!, status: "sent", reason: "" },
-        { campaignId: doc._id, subscriberId: b!, status: "failed", reason: "recipient_rejected" },
-        { campaignId: doc._id, subscriberId: c!, status: "failed", reason: "recipient_unsubscribed" },
+        { campaignId: doc._id, subscriberId: a!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED },
+        { campaignId: doc._id, subscriberId: b!, status: "failed", failureReason: delivery.FailureReason.RECIPIENT_REJECTED },
+        { campaignId: doc._id, subscriberId: c!, status: "failed", failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED },
         // Repeated: changes nothing more.
-        { campaignId: doc._id, subscriberId: a!, status: "sent", reason: "" },
+        { campaignId: doc._id, subscriberId: a!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED },
       ],
       clock,
     );
@@ -109,7 +110,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     // A cancel skips the rest; d's email was already with the provider and is sent after all.
     await moveRows(repos, doc._id, {}, "pending", "skipped.cancelled", clock);
     await moveRows(repos, doc._id, {}, "queued", "skipped.cancelled", clock);
-    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: d!, status: "sent", reason: "" }], clock);
+    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: d!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED }], clock);
     const counts = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
     expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 2, failed: 1, skipped: { unsubscribed: 2, erased: 0, suppressed: 0, cancelled: 7 } });
     expect(await countLedger(repos, doc._id)).toEqual(counts);
@@ -124,7 +125,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     // a: sent in both; b: queued (in flight); c: pending; d: erased while a crash is mid-way.
     for (const id of [doc._id, other._id]) {
       await moveRows(repos, id, { _id: { $in: [rowId(id, a!), rowId(id, b!)] } }, "pending", "queued", clock);
-      await recordOutcomes(repos, [{ campaignId: id, subscriberId: a!, status: "sent", reason: "" }], clock);
+      await recordOutcomes(repos, [{ campaignId: id, subscriberId: a!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED }], clock);
     }
     const before = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
     expect(before).toMatchObject({ total: 12, pending: 10, queued: 1, sent: 1 });
@@ -155,7 +156,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     await snapshotAudience(deps, repos, doc, clock + 60_000);
     const [a, b] = audience;
     await moveRows(repos, doc._id, { _id: { $in: [rowId(doc._id, a!), rowId(doc._id, b!)] } }, "pending", "queued", clock);
-    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: a!, status: "failed", reason: "recipient_rejected" }], clock);
+    await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: a!, status: "failed", failureReason: delivery.FailureReason.RECIPIENT_REJECTED }], clock);
     const fire = { _id: `${newId("evt")}:trg_1`, trigger_id: "trg_1", event_id: "evt_1", subscriber_id: a!, template_id: "tpl_1", event_type: "subscriber.created" as const, reason: "", email_id: newId("eml"), due_at: clock, lease_until: 0, attempts: 1, created_at: clock, updated_at: clock };
     await repos.fires.insertMany([{ ...fire, state: "sent" as const }, { ...fire, _id: `${newId("evt")}:trg_2`, trigger_id: "trg_2", state: "pending" as const }]);
     const scope = { ...repos, call: { tenant: { accountId: tenant.split(":")[0]!, mode: "test" as const }, actor: "api_key:k", requestId: "r" } };

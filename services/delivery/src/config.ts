@@ -1,17 +1,14 @@
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
-import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
-import { parseSmtpUrl, type SmtpSettings } from "./providers/smtp.js";
+import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
 
 /** The delivery service's own settings (the common ones and the URLs are the skeleton's). */
 export interface DeliveryConfig {
-  /** EMAIL_PROVIDER for live-mode keys: sandbox (default) or smtp. */
-  provider: ProviderName;
-  /** SMTP_URL, parsed; required with smtp. */
-  smtp: SmtpSettings | undefined;
+  /** EMAIL_PROVIDER (live-mode mail; default sandbox) and the sandbox (test mode), each with its settings read (providers/registry.ts). */
+  providers: ProviderSetup;
   /** EMAIL_FROM. */
   from: Sender;
   /** OUTBOX_SWEEP_INTERVAL_MS: how often the outbox and stalled-mail sweeps run (default 2000). */
@@ -32,16 +29,7 @@ export interface DeliveryConfig {
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
 export function loadConfig(env: Env = process.env): DeliveryConfig {
-  const provider = envString("EMAIL_PROVIDER", "sandbox", env);
-  if (provider !== "sandbox" && provider !== "smtp") throw new ConfigError(`EMAIL_PROVIDER must be sandbox or smtp, got "${provider}"`);
-  const smtpUrl = envOptional("SMTP_URL", env);
-  if (provider === "smtp" && !smtpUrl) throw new ConfigError("EMAIL_PROVIDER=smtp needs SMTP_URL (smtp://user:pass@host:587)");
-  let smtp: SmtpSettings | undefined;
-  try {
-    smtp = smtpUrl ? parseSmtpUrl(smtpUrl) : undefined;
-  } catch (err) {
-    throw new ConfigError(err instanceof Error ? err.message : String(err));
-  }
+  const providers = loadProviders(env);
   let from: Sender;
   try {
     from = parseSender(envString("EMAIL_FROM", DEFAULT_FROM, env));
@@ -49,8 +37,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     throw new ConfigError(err instanceof Error ? err.message : String(err));
   }
   return {
-    provider,
-    smtp,
+    providers,
     from,
     sweepIntervalMs: envInt("OUTBOX_SWEEP_INTERVAL_MS", 2000, { min: 10, max: 600_000 }, env),
     stalledAfterMs: envInt("DELIVERY_STALLED_AFTER_MS", 10 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }, env),

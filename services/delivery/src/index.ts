@@ -5,6 +5,8 @@ export { DELIVERY_GROUP } from "./messaging/send-consumer.js";
 export type { Builtins, CompileRenderer, CompiledTemplate, RenderFn, Rendered } from "./domain/renderer.js";
 export { unsubscribeLinks, type UnsubscribeTarget, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 export { parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
+export { PROVIDERS, configureProvider, loadProviders, type ConfiguredProvider, type ProviderSetup } from "./providers/registry.js";
+export { defineProvider, type ProviderContext, type ProviderDefinition } from "./providers/definition.js";
 export { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 export { PUBLIC_ERRORS, type PublicErrorCode, type RetryPolicy } from "./domain/provider.js";
 export { deliveryService } from "./service.js";

@@ -4,14 +4,12 @@ import { delivery } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { createServiceTransport, startServiceServer, tenantKey, tenantOfKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import type { ProviderName } from "./domain/email.js";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
-import { DEFAULT_RETRY, type EmailProvider, type RetryPolicy } from "./domain/provider.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { RendererCache, type CompileRenderer } from "./domain/renderer.js";
 import { DELIVERY_TOPICS, deliveryOutbox } from "./messaging/outbox.js";
 import { SendConsumer } from "./messaging/send-consumer.js";
-import { SandboxProvider } from "./providers/sandbox.js";
-import { DEFAULT_SMTP_TIMEOUTS, SmtpProvider, parseSmtpUrl, type SmtpSettings, type SmtpTimeouts } from "./providers/smtp.js";
+import { loadProviders, Providers, type ProviderSetup } from "./providers/registry.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
@@ -40,11 +38,12 @@ export interface DeliveryServiceOptions {
    */
   subscribersUrl?: string;
   subscribersTransport?: Transport;
-  /** EMAIL_PROVIDER for live-mode keys (default sandbox). Test-mode keys always use the sandbox. */
-  provider?: ProviderName;
-  /** SMTP_URL, parsed or as text; required when provider is smtp. */
-  smtp?: SmtpSettings | string;
-  smtpTimeouts?: SmtpTimeouts;
+  /**
+   * The providers, from the registry (providers/registry.ts): live-mode mail
+   * goes through EMAIL_PROVIDER's, test-mode mail always to the sandbox.
+   * Default: the sandbox for both. Tests: `loadProviders({ EMAIL_PROVIDER: "smtp", SMTP_URL })`.
+   */
+  providers?: ProviderSetup;
   /** EMAIL_FROM (default `Email Platform <no-reply@localhost>`). */
   from?: string | Sender;
   /** compileRenderer of @emailsvc/render (the default); tests may pass another. */
@@ -110,9 +109,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const transport =
     options.templatesTransport ?? (options.templatesUrl ? createServiceTransport(options.templatesUrl) : undefined);
   if (!transport) throw new Error("startDeliveryService needs templatesUrl or templatesTransport");
-  const liveProvider = options.provider ?? "sandbox";
-  const smtpSettings = typeof options.smtp === "string" ? parseSmtpUrl(options.smtp) : options.smtp;
-  if (liveProvider === "smtp" && !smtpSettings) throw new Error("provider smtp needs SMTP settings (SMTP_URL)");
+  const providerSetup = options.providers ?? loadProviders({});
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
@@ -134,10 +131,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const subscribersTransport =
     options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
-  const sandbox = new SandboxProvider(storage.sandboxKeeper());
-  // The SMTP pool exists only for live mode with EMAIL_PROVIDER=smtp; test mode never gets near it.
-  const smtp: EmailProvider | undefined =
-    liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
+  // Only the providers in use are built (an SMTP pool only for live mail over SMTP); test mode never gets near them.
+  const providers = Providers.build(providerSetup, { storage, logger, now });
+  const liveProvider = providers.liveName;
 
   const deps: Deps = { relay, templates, recipients, logger, liveProvider, now };
   const consumer = new SendConsumer(
@@ -147,7 +143,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       relay,
       templates,
       renderers: new RendererCache(compile, options.rendererCacheSize ?? 500),
-      providers: { sandbox, smtp },
+      providers,
       liveProvider,
       sender,
       unsubscribeUrl:
@@ -188,7 +184,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     throw err;
   }
   relay.start();
-  logger.info({ url: server.url, provider: liveProvider }, "delivery service listening");
+  logger.info({ url: server.url, provider: liveProvider, sends_to: providerSetup.live.description }, "delivery service listening");
   // Live mail leaves for real: links to this machine or over http would not
   // work for its recipients (packages/tokens, mail-links.ts). Said once, not refused.
   if (liveProvider === "smtp" && options.tokenKeys && !options.unsubscribeUrl) {
@@ -210,7 +206,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         health.setDraining();
         await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
         await relay.stop();
-        await Promise.all([sandbox.close(), smtp?.close()]);
+        await providers.close();
       })();
       return closing;
     },

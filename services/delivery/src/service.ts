@@ -2,7 +2,6 @@ import { ConfigError } from "@emailsvc/runtime";
 import { defineService } from "@emailsvc/service";
 import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
-import { describeSmtp } from "./providers/smtp.js";
 import { startDeliveryService } from "./server.js";
 
 /** The delivery service as the skeleton and the embedded launcher start it. */
@@ -32,8 +31,7 @@ export const deliveryService = defineService({
       templatesUrl: urls.templates!,
       ...(urls.subscribers ? { subscribersUrl: urls.subscribers } : {}),
       ...(urls.portal ? { portalUrl: urls.portal } : {}),
-      provider: config.provider,
-      ...(config.smtp ? { smtp: config.smtp } : {}),
+      providers: config.providers,
       from: config.from,
       sweepIntervalMs: config.sweepIntervalMs,
       stalledAfterMs: config.stalledAfterMs,
@@ -43,7 +41,6 @@ export const deliveryService = defineService({
       preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
     });
-    if (config.provider === "smtp" && config.smtp) logger.info({ relay: describeSmtp(config.smtp) }, "sending live mail through SMTP");
     return service;
   },
 });

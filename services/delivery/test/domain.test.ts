@@ -1,4 +1,5 @@
-import { AppError, loadServiceEnv } from "@emailsvc/runtime";
+import { delivery } from "@emailsvc/proto";
+import { AppError, ConfigError, loadServiceEnv } from "@emailsvc/runtime";
 import { serviceUrls } from "@emailsvc/service";
 import { loadConfig } from "../src/config.js";
 import { deliveryService } from "../src/service.js";
@@ -10,7 +11,10 @@ import {
   validateVariables,
 } from "../src/domain/email.js";
 import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
-import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type FailureCode, type FailureKind } from "../src/domain/provider.js";
+import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type EmailProvider, type FailureCode, type FailureKind } from "../src/domain/provider.js";
+import { mailCategory, refusal } from "../src/domain/eligibility.js";
+import { configureProvider, loadProviders, PROVIDERS, Providers, type ProviderContext, type ProviderSetup } from "../src/providers/registry.js";
+import { FAILURE_REASON_TO_PROTO, failureReasonToProto } from "../src/rpc/mapping.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
 import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
 import { compileRenderer } from "@emailsvc/render";
@@ -229,8 +233,7 @@ describe("SMTP errors and settings", () => {
 describe("config", () => {
   it("has defaults for a laptop", () => {
     expect(loadConfig({})).toMatchObject({
-      provider: "sandbox",
-      smtp: undefined,
+      providers: { live: { name: "sandbox" }, sandbox: { name: "sandbox" } },
       from: { name: "Email Platform", address: "no-reply@localhost" },
       sweepIntervalMs: 2000,
       stalledAfterMs: 600_000,
@@ -248,9 +251,79 @@ describe("config", () => {
     expect(() => loadConfig({ DELIVERY_STALLED_AFTER_MS: "soon" })).toThrow(/DELIVERY_STALLED_AFTER_MS/);
     expect(() => serviceUrls(deliveryService, { TEMPLATES_URL: "templates:50052" })).toThrow(/TEMPLATES_URL/);
     expect(loadConfig({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtps://u:p@relay.example", EMAIL_FROM: "Acme <a@acme.example>" })).toMatchObject({
-      provider: "smtp",
-      smtp: { host: "relay.example", port: 465, secure: true },
+      providers: { live: { name: "smtp", description: "smtps://u@relay.example:465" }, sandbox: { name: "sandbox" } },
     });
+  });
+});
+
+describe("provider registry", () => {
+  it("knows each provider by name, the sandbox among them", () => {
+    expect([...PROVIDERS.keys()]).toEqual(["sandbox", "smtp"]);
+    for (const [name, definition] of PROVIDERS) expect(definition.name).toBe(name);
+  });
+
+  it("picks EMAIL_PROVIDER's for live mail, always the sandbox for test mode, and builds only those", async () => {
+    const built: string[] = [];
+    const fake = (name: string): EmailProvider => ({ name, send: async () => ({ response: name }), close: async () => {} });
+    const setup = (live: string): ProviderSetup => {
+      const configured = (name: string) => ({ name, description: name, build: () => (built.push(name), fake(name)) });
+      return { live: configured(live), sandbox: configured("sandbox") };
+    };
+    const context = {} as ProviderContext;
+    const smtp = Providers.build(setup("smtp"), context);
+    expect(built).toEqual(["sandbox", "smtp"]);
+    expect(smtp.forTenant("acc_1:live").name).toBe("smtp");
+    expect(smtp.forTenant("acc_1:test").name).toBe("sandbox");
+    built.length = 0;
+    const sandboxOnly = Providers.build(setup("sandbox"), context);
+    expect(built).toEqual(["sandbox"]);
+    expect(sandboxOnly.forTenant("acc_1:live").name).toBe("sandbox");
+    await Promise.all([smtp.close(), sandboxOnly.close()]);
+  });
+
+  it("fails fast with a ConfigError naming the variable: an unknown EMAIL_PROVIDER lists the known ones", () => {
+    expect(() => loadProviders({ EMAIL_PROVIDER: "ses" })).toThrow(new ConfigError('EMAIL_PROVIDER must be one of sandbox, smtp, got "ses"'));
+    expect(() => configureProvider("smtp", {})).toThrow(ConfigError);
+    expect(() => configureProvider("smtp", {})).toThrow(/SMTP_URL/);
+    const badUrl = { SMTP_URL: "smtp://u:topsecret@relay.example?pool=x" };
+    expect(() => configureProvider("smtp", badUrl)).toThrow(ConfigError);
+    expect(() => configureProvider("smtp", badUrl)).toThrow(expect.objectContaining({ message: expect.not.stringContaining("topsecret") }));
+    // The sandbox's settings are read whatever EMAIL_PROVIDER says (test mode always uses it).
+    expect(loadProviders({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtp://relay.example" }).sandbox.name).toBe("sandbox");
+  });
+});
+
+describe("recipient eligibility", () => {
+  const may = { marketing: undefined, transactional: undefined };
+  it("applies the subscribers service's answer for the email's category", () => {
+    expect(refusal("marketing", may)).toBeUndefined();
+    expect(refusal("transactional", may)).toBeUndefined();
+    expect(refusal("marketing", { marketing: "unsubscribed", transactional: undefined })).toBe("recipient_unsubscribed");
+    expect(refusal("transactional", { marketing: "unsubscribed", transactional: undefined })).toBeUndefined();
+    expect(refusal("marketing", { marketing: "suppressed", transactional: undefined })).toBe("recipient_suppressed");
+    expect(refusal("transactional", { marketing: "bounced", transactional: "bounced" })).toBe("recipient_bounced");
+    expect(refusal("marketing", { marketing: "complained", transactional: "complained" })).toBe("recipient_complained");
+    // A campaign's recipient who is no subscriber any more; no subscribers service to ask.
+    expect(refusal("marketing", "erased")).toBe("recipient_erased");
+    expect(refusal("marketing", "unknown")).toBeUndefined();
+  });
+
+  it("judges campaign mail as marketing whatever its template, other mail by its template", () => {
+    expect(mailCategory("transactional", true)).toBe("marketing");
+    expect(mailCategory("marketing", false)).toBe("marketing");
+    expect(mailCategory("transactional", false)).toBe("transactional");
+    expect(mailCategory("unspecified", false)).toBe("transactional");
+  });
+
+  it("has every refusal in the public vocabulary, and that vocabulary is the proto enum's", () => {
+    const fromEnum = Object.keys(delivery.FailureReason)
+      .filter((k) => Number.isNaN(Number(k)) && k !== "UNSPECIFIED")
+      .map((k) => k.toLowerCase())
+      .sort();
+    expect(Object.keys(PUBLIC_ERRORS).sort()).toEqual(fromEnum);
+    for (const [code, value] of Object.entries(FAILURE_REASON_TO_PROTO)) expect(delivery.FailureReason[value]).toBe(code.toUpperCase());
+    expect(failureReasonToProto("recipient_rejected: 550 5.1.1 <recipient>: User unknown")).toBe(delivery.FailureReason.RECIPIENT_REJECTED);
+    expect(failureReasonToProto("something else")).toBe(delivery.FailureReason.UNSPECIFIED);
   });
 });
 

@@ -4,7 +4,7 @@ import { Code } from "@connectrpc/connect";
 import { delivery, events } from "@emailsvc/proto";
 import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
 import type { EmailDoc, SandboxMessageDoc } from "../src/storage/documents.js";
-import { as, sleep, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 // GDPR erasure: subscriber.deleted (published on the bus as the subscribers
@@ -18,7 +18,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
 
   beforeAll(async () => {
     sink = await new SmtpSink().start();
-    h = await startHarness({ store: kind, provider: "smtp", smtp: sink.url(), from: "Acme <hello@acme.example>" });
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), from: "Acme <hello@acme.example>" });
   });
   afterAll(async () => {
     await h?.close();

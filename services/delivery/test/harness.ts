@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { openEmbeddedStore, type DocumentStore } from "@emailsvc/storage";
 import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
+import { loadProviders, type ProviderSetup } from "../src/providers/registry.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
 import { FakeTemplates } from "./support/fake-templates.js";
 import { compileRenderer } from "@emailsvc/render";
@@ -104,5 +105,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   return h;
 }
 
+
+/** Live mail over SMTP to `url` (EMAIL_PROVIDER=smtp, SMTP_URL), as the service reads it from its environment. */
+export function smtpProviders(url: string): ProviderSetup {
+  return loadProviders({ EMAIL_PROVIDER: "smtp", SMTP_URL: url });
+}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { KafkaEventBus } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
 import { newId } from "@emailsvc/runtime";
-import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { as, smtpProviders, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 // One run on the production parts: Kafka (KAFKA_BROKERS, started by the Jest
@@ -29,8 +29,7 @@ if (brokers.length === 0) {
       h = await startHarness({
         store: "mongodb",
         bus,
-        provider: "smtp",
-        smtp: sink.url(),
+        providers: smtpProviders(sink.url()),
         from: "Acme <hello@acme.example>",
         // Its own group: other suites may run a delivery consumer on this Kafka at the same time.
         consumerGroup: `delivery-test-${newId("grp").slice(4)}`,

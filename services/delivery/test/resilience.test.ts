@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:net";
 import { delivery } from "@emailsvc/proto";
 import { newId } from "@emailsvc/runtime";
 import type { EmailDoc } from "../src/storage/documents.js";
-import { as, sleep, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
@@ -30,7 +30,7 @@ describe("delivery when the process dies mid-send", () => {
   it("sends the email after a restart, and the relay accepts it once (same Message-ID on every copy)", async () => {
     sink = await new SmtpSink().start();
     // A short lease so that the next instance may take the email over soon.
-    const settings = { provider: "smtp" as const, smtp: sink.url(), from: "Ops <ops@acme.example>", leaseMs: 1500 };
+    const settings = { providers: smtpProviders(sink.url()), from: "Ops <ops@acme.example>", leaseMs: 1500 };
     h = await startHarness({ store: "embedded", ...settings });
     const t = tenant("live");
     h.templates.put(t, WELCOME);
@@ -68,7 +68,7 @@ describe("delivery when the process dies mid-send", () => {
 describe("delivery when a send takes longer than its lease", () => {
   it("renews the lease while the relay takes its time, and sends once", async () => {
     const sink = await new SmtpSink().start();
-    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: sink.url(), leaseMs: 400 });
+    const h = await startHarness({ store: "embedded", providers: smtpProviders(sink.url()), leaseMs: 400 });
     try {
       const t = tenant("live");
       h.templates.put(t, WELCOME);
@@ -97,7 +97,7 @@ describe("delivery when a send takes longer than its lease", () => {
 describe("delivery when a send outlasts its attempt's deadline", () => {
   it("cuts the hand-off off at attemptTimeoutMs, frees the email for a retry, and sends it once the relay answers", async () => {
     const sink = await new SmtpSink().start();
-    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: sink.url(), leaseMs: 5000, attemptTimeoutMs: 400 });
+    const h = await startHarness({ store: "embedded", providers: smtpProviders(sink.url()), leaseMs: 5000, attemptTimeoutMs: 400 });
     try {
       const t = tenant("live");
       h.templates.put(t, WELCOME);
@@ -132,7 +132,7 @@ describe("delivery under many send requests at once", () => {
   it("hands several emails to the relay at once (up to its pool), each sent once", async () => {
     const sink = await new SmtpSink().start();
     // pool=5: the SMTP provider's connections; concurrency 8 lets a batch use them all.
-    const h = await startHarness({ store: "embedded", provider: "smtp", smtp: `${sink.url()}?pool=5`, sendConcurrency: 8 });
+    const h = await startHarness({ store: "embedded", providers: smtpProviders(`${sink.url()}?pool=5`), sendConcurrency: 8 });
     try {
       const t = tenant("live");
       h.templates.put(t, WELCOME);
@@ -213,7 +213,7 @@ describe("delivery when the relay is unreachable", () => {
 
   it("retries a refused connection until a relay appears, then sends once; refusals do not use up attempts", async () => {
     const port = await freePort();
-    h = await startHarness({ store: "embedded", provider: "smtp", smtp: `smtp://127.0.0.1:${port}`, retry: { maxAttempts: 2 } });
+    h = await startHarness({ store: "embedded", providers: smtpProviders(`smtp://127.0.0.1:${port}`), retry: { maxAttempts: 2 } });
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "patient@example.com", variables: { name: "P" } }, as(t));
@@ -240,8 +240,7 @@ describe("delivery when the relay is unreachable", () => {
     const port = await freePort();
     const local = await startHarness({
       store: "embedded",
-      provider: "smtp",
-      smtp: `smtp://127.0.0.1:${port}`,
+      providers: smtpProviders(`smtp://127.0.0.1:${port}`),
       retry: { maxAttempts: 50, maxQueueAgeMs: 300 },
     });
     try {

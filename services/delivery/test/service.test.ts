@@ -3,7 +3,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { delivery, events } from "@emailsvc/proto";
 import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
-import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 const FROM = "Acme Billing <billing@acme.example>";
@@ -32,8 +32,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     sink = await new SmtpSink().start();
     h = await startHarness({
       store: kind,
-      provider: "smtp",
-      smtp: sink.url({ user: "relay-user", pass: "s3cr:et" }),
+      providers: smtpProviders(sink.url({ user: "relay-user", pass: "s3cr:et" })),
       from: FROM,
       retry: { maxAttempts: 3 },
     });

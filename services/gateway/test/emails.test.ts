@@ -1,3 +1,4 @@
+import { delivery } from "@emailsvc/proto";
 import { HEADER_ACCOUNT, HEADER_MODE } from "@emailsvc/runtime";
 import { FAKE_VARIABLES_LIMIT } from "./support/fake-delivery";
 import { startHarness, type Harness } from "./support/harness";
@@ -49,9 +50,23 @@ describe("send", () => {
       template_version: 1,
       idempotency_key: null,
       queued_at: expect.stringMatching(RFC3339_UTC),
+      error: null,
     });
     expect(res.headers.get("location")).toBe(`/api/v1/emails/${res.body.id}`);
     expect(res.headers.get("idempotent-replayed")).toBeNull();
+  });
+
+  it("answers a recipient delivery refused at once as failed with the reason, the same on a replay", async () => {
+    const to = recipient();
+    h.delivery.refuse.set(to, delivery.FailureReason.RECIPIENT_SUPPRESSED);
+    const body = { template_slug: "welcome", to, idempotency_key: "refused-1" };
+    const res = await h.request("POST", "/api/v1/emails/send", { body });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    const replay = await h.request("POST", "/api/v1/emails/send", { body });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(res.body);
+    expect((await h.request("GET", `/api/v1/emails/${res.body.id}`)).body).toMatchObject({ status: "failed", error: "recipient_suppressed" });
   });
 
   it("maps the body to SendEmail in the caller's tenant; left-out variables are sent as {}", async () => {

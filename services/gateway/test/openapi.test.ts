@@ -242,6 +242,7 @@ describe("response checker on templates and emails", () => {
     template_version: 1,
     idempotency_key: "k",
     queued_at: "2026-01-01T00:00:00.000Z",
+    error: null,
   };
 
   it("accepts documented templates, and lists without mjml_content only", () => {

@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { AudienceFilter_Match as Match, SubscriberStatus, type AudienceFilterSchema } from "@emailsvc/proto";
+import { AudienceFilter_Match as Match, MailingBlock, SubscriberStatus, type AudienceFilterSchema } from "@emailsvc/proto";
 import { newId, readError } from "@emailsvc/runtime";
 import type { CallContext } from "@emailsvc/runtime";
 import { as, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
@@ -394,5 +394,51 @@ describe.each<StoreKind>(["embedded", "mongodb"])("audience of a filter on %s st
     expect(await fields([])).toEqual(["subscriber_ids"]);
     expect(await fields(Array.from({ length: 1001 }, () => a))).toEqual(["subscriber_ids"]);
     expect(await fields([a, "tag_01jabcdefghjkmnpqrstvwxyz0"])).toEqual(["subscriber_ids[1]"]);
+  });
+
+  it("answers whether each recipient may be mailed, per category: by id and by address, a suppressed address included", async () => {
+    const owner = tenant("live");
+    const block = (m: { marketing: MailingBlock; transactional: MailingBlock } | undefined) => [m?.marketing, m?.transactional];
+    const ids: Record<string, string> = {};
+    for (const [name, status] of [
+      ["active", SubscriberStatus.ACTIVE],
+      ["unsubscribed", SubscriberStatus.UNSUBSCRIBED],
+      ["bounced", SubscriberStatus.BOUNCED],
+      ["complained", SubscriberStatus.COMPLAINED],
+    ] as const) {
+      ids[name] = await subscriber(owner, `${name}@example.com`, [], {}, status);
+    }
+    const expected = {
+      active: [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED],
+      unsubscribed: [MailingBlock.UNSUBSCRIBED, MailingBlock.UNSPECIFIED],
+      bounced: [MailingBlock.BOUNCED, MailingBlock.BOUNCED],
+      complained: [MailingBlock.COMPLAINED, MailingBlock.COMPLAINED],
+    };
+    const { recipients } = await h.audience.getRecipients({ subscriberIds: Object.values(ids) }, as(owner));
+    expect(Object.fromEntries(recipients.map((r) => [r.email.split("@")[0], block(r.mailability)]))).toEqual(expected);
+    for (const [name, answer] of Object.entries(expected)) {
+      const res = await h.audience.getRecipientByEmail({ email: `${name.toUpperCase()}@Example.com` }, as(owner));
+      expect({ name, id: res.recipient?.subscriberId, answer: block(res.mailability), own: block(res.recipient?.mailability) }).toEqual({ name, id: ids[name], answer, own: answer });
+    }
+
+    // Erased: no subscriber any more, the address suppressed (marketing refused), in its tenant only.
+    await h.subscribers.deleteSubscriber({ id: ids.active! }, as(owner));
+    const erased = await h.audience.getRecipientByEmail({ email: "active@example.com" }, as(owner));
+    expect(erased.recipient).toBeUndefined();
+    expect(block(erased.mailability)).toEqual([MailingBlock.SUPPRESSED, MailingBlock.UNSPECIFIED]);
+    expect(block((await h.audience.getRecipientByEmail({ email: "active@example.com" }, as(tenant("live")))).mailability)).toEqual([
+      MailingBlock.UNSPECIFIED,
+      MailingBlock.UNSPECIFIED,
+    ]);
+    // Nobody's address: may be mailed. A malformed one: INVALID_ARGUMENT.
+    const stranger = await h.audience.getRecipientByEmail({ email: "stranger@example.com" }, as(owner));
+    expect([stranger.recipient, block(stranger.mailability)]).toEqual([undefined, [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED]]);
+    expect((await failure(h.audience.getRecipientByEmail({ email: "not an address" }, as(owner)))).code).toBe(Code.InvalidArgument);
+    // Opted in again: the suppression is lifted.
+    await h.subscribers.createSubscriber({ email: "active@example.com", resubscribe: true, resubscribeReason: "double opt-in" }, as(owner));
+    expect(block((await h.audience.getRecipientByEmail({ email: "active@example.com" }, as(owner))).mailability)).toEqual([
+      MailingBlock.UNSPECIFIED,
+      MailingBlock.UNSPECIFIED,
+    ]);
   });
 });

@@ -1,8 +1,7 @@
 import { subscribeEventBatches, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
 import type { Logger } from "@emailsvc/runtime";
-import type { SkipReason } from "../domain/campaign.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { eraseSubscriberRows, recordOutcomes, skipSubscriber, type EmailOutcome } from "../usecases/ledger.js";
+import { eraseSubscriberRows, recordOutcomes, type EmailOutcome } from "../usecases/ledger.js";
 import type { TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
@@ -21,15 +20,14 @@ export const CAMPAIGNS_CONSUMED_TOPICS = [
 /** Topics it produces: a campaign's hand-offs, and its changes of status. */
 export const CAMPAIGNS_PRODUCED_TOPICS = ["email.send.requested", "campaign.status_changed"] as const satisfies readonly Topic[];
 
-/** Why a subscriber of a new status gets no more campaign mail. */
-const SKIP_FOR_STATUS: Record<string, SkipReason> = { unsubscribed: "unsubscribed", bounced: "suppressed", complained: "suppressed" };
-
 /**
  * The service's one subscription (group `campaigns`): kafkajs hands a group's
  * partitions to its members whatever each subscribed to, so the triggers and
- * the ledger share it. Subscriber events fire triggers and, when a subscriber
- * stops being mailable, skip their recipients not yet handed over; delivery's
- * `email.status` of campaign emails moves the ledger.
+ * the ledger share it. Subscriber events fire triggers; delivery's
+ * `email.status` of campaign emails moves the ledger, including the
+ * recipients it refused (who may be mailed is decided once, by delivery on
+ * the subscribers service's answer, when a recipient is handed over: someone
+ * who unsubscribes mid-campaign is skipped then, with delivery's reason).
  */
 export function subscribeCampaignEvents(
   bus: EventBus,
@@ -52,13 +50,7 @@ export function subscribeCampaignEvents(
       "subscriber.created": triggers.handlers["subscriber.created"],
       "subscriber.tag_added": triggers.handlers["subscriber.tag_added"],
       "subscriber.tag_removed": triggers.handlers["subscriber.tag_removed"],
-      "subscriber.status_changed": async (batch) => {
-        await triggers.handlers["subscriber.status_changed"](batch);
-        for (const { message, meta } of batch) {
-          const reason = SKIP_FOR_STATUS[message.toStatus];
-          if (reason) await skipSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, reason, now());
-        }
-      },
+      "subscriber.status_changed": triggers.handlers["subscriber.status_changed"],
       "subscriber.deleted": async (batch) => {
         // Erasure: the subscriber's fires and ledger rows go (the counts keep them as numbers).
         await triggers.handlers["subscriber.deleted"](batch);
@@ -72,7 +64,7 @@ export function subscribeCampaignEvents(
         for (const { message, meta } of batch) {
           if (!message.campaignId) continue;
           const list = byTenant.get(meta.tenant) ?? [];
-          list.push({ campaignId: message.campaignId, subscriberId: message.subscriberId, status: message.status, reason: message.reason });
+          list.push({ campaignId: message.campaignId, subscriberId: message.subscriberId, status: message.status, failureReason: message.failureReason });
           byTenant.set(meta.tenant, list);
         }
         for (const [tenant, outcomes] of byTenant) await recordOutcomes(tenants.forTenant(tenant), outcomes, now());

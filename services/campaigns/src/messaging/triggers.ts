@@ -40,7 +40,8 @@ export class TriggerWorker {
 
   /** Handlers of the subscribers' events, by topic. */
   readonly handlers = {
-    "subscriber.created": (batch: DecodedBatchEvent<"subscriber.created">[]) => this.record(batch.map((e) => toEvent(e, "subscriber.created"))),
+    "subscriber.created": (batch: DecodedBatchEvent<"subscriber.created">[]) =>
+      this.record(batch.map((e) => ({ ...toEvent(e, "subscriber.created"), status: e.message.status }))),
     "subscriber.tag_added": (batch: DecodedBatchEvent<"subscriber.tag_added">[]) =>
       this.record(batch.map((e) => toEvent(e, "subscriber.tag_added", e.message.tagId))),
     "subscriber.tag_removed": (batch: DecodedBatchEvent<"subscriber.tag_removed">[]) =>

@@ -102,10 +102,19 @@ export interface FiringServices {
   templateSlug(call: CallContext, templateId: string): Promise<string | undefined>;
   /**
    * Queues the mail with delivery under `idempotencyKey` (a repeat returns the
-   * same email); resolves to the email id. Rejects with a PermanentSendError
-   * when delivery refuses the request for good.
+   * same email); resolves to the email id, and when delivery refused the
+   * recipient (they may not get the template's category of mail: delivery's
+   * decision on the subscribers service's answer), the reason's code. Rejects
+   * with a PermanentSendError when delivery refuses the request for good.
    */
-  send(call: CallContext, input: { templateSlug: string; to: string; idempotencyKey: string }): Promise<string>;
+  send(call: CallContext, input: { templateSlug: string; to: string; idempotencyKey: string }): Promise<SendOutcome>;
+}
+
+/** What delivery did with a fire's mail. */
+export interface SendOutcome {
+  emailId: string;
+  /** Set when delivery refused the recipient: its reason's code (delivery's FailureReason, e.g. `recipient_unsubscribed`). */
+  refused?: string | undefined;
 }
 
 /** Delivery refused the request (the template or the recipient is unusable): retrying will not help. */
@@ -146,7 +155,8 @@ export function firingServices(transports: { subscribers: Transport; templates: 
           options(call),
         );
         if (!res.email) throw unavailable("delivery", new ConnectError("no email in the answer", Code.Internal));
-        return res.email.id;
+        // The reason as delivery's enum names it (never parsed from the email's error text).
+        return { emailId: res.email.id, refused: res.refused ? delivery.FailureReason[res.email.failureReason].toLowerCase() : undefined };
       } catch (err) {
         const info = readError(err);
         if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists) {

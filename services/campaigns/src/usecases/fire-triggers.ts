@@ -25,7 +25,20 @@ export interface SubscriberEvent {
   subscriberId: string;
   /** For tag events. */
   tagId?: string;
+  /** For subscriber.created: the status it was created with ("" when the event did not say). */
+  status?: string;
   occurredAt: number;
+}
+
+/**
+ * Whether an event is what its type promises: `subscriber.created` is someone
+ * joining, which a subscriber created other than active is not (an import of
+ * an opt-out, the record a one-click unsubscribe of a non-subscriber keeps);
+ * its fires are recorded skipped with this reason, and nobody is welcomed
+ * right after unsubscribing.
+ */
+function notAnEvent(event: SubscriberEvent): string | undefined {
+  return event.type === "subscriber.created" && event.status && event.status !== "active" ? "created_not_active" : undefined;
 }
 
 /** How long one firing attempt holds its fire. */
@@ -60,6 +73,7 @@ export async function recordFires(deps: FiringDeps, repos: TenantRepositories, e
   for (const event of events) {
     for (const trigger of triggers.filter((t) => t.event_type === event.type)) {
       if (!(await matchesTag(trigger, event, tagName))) continue;
+      const skipped = notAnEvent(event);
       fires.push({
         _id: `${event.eventId}:${trigger._id}`,
         trigger_id: trigger._id,
@@ -67,8 +81,8 @@ export async function recordFires(deps: FiringDeps, repos: TenantRepositories, e
         subscriber_id: event.subscriberId,
         template_id: trigger.template_id,
         event_type: trigger.event_type,
-        state: "pending",
-        reason: "",
+        state: skipped ? "skipped" : "pending",
+        reason: skipped ?? "",
         email_id: "",
         // The delay counts from the event (a consumer catching up sends what is overdue at once).
         due_at: (event.occurredAt > 0 ? event.occurredAt : now) + trigger.delay_seconds * 1000,
@@ -134,8 +148,10 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
     // order): the fire goes, as the erasure's; nothing of the subscriber is kept.
     if (!subscriber) return void (await repos.fires.deleteOne({ _id: claimed._id }));
     if (!slug) return void (await finish("failed", "template_not_found"));
-    const emailId = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
-    await finish("sent", "", emailId);
+    const sent = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
+    // Refused by delivery (the recipient may not get this category of mail): recorded, never retried.
+    if (sent.refused) return void (await finish("skipped", sent.refused, sent.emailId));
+    await finish("sent", "", sent.emailId);
   } catch (err) {
     if (err instanceof PermanentSendError) {
       await finish("failed", err.code);

@@ -1,3 +1,4 @@
+import { delivery } from "@emailsvc/proto";
 import type { TenantCollection, TenantFilter, TenantUpdate } from "@emailsvc/storage";
 import { SKIP_REASONS, type RecipientCounts, type RecipientState, type SkipReason } from "../domain/campaign.js";
 import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
@@ -113,20 +114,27 @@ export interface EmailOutcome {
   campaignId: string;
   subscriberId: string;
   status: string;
-  /** For failed: delivery's public error code. */
-  reason: string;
+  /** For failed: why, in delivery's vocabulary (the enum, never the error text). */
+  failureReason: delivery.FailureReason;
 }
 
-/** Where a failure of delivery's puts the recipient: skipped for a reason of ours, else failed. */
-function bucketOfFailure(reason: string): Bucket {
+/**
+ * Where a failure of delivery's puts the recipient: skipped when delivery
+ * refused them (they may not get marketing mail, which campaign mail is: its
+ * decision on the subscribers service's answer) or the campaign was
+ * cancelled; failed when the mail could not be sent.
+ */
+function bucketOfFailure(reason: delivery.FailureReason): Bucket {
   switch (reason) {
-    case "recipient_unsubscribed":
+    case delivery.FailureReason.RECIPIENT_UNSUBSCRIBED:
       return "skipped.unsubscribed";
-    case "recipient_suppressed":
+    case delivery.FailureReason.RECIPIENT_BOUNCED:
+    case delivery.FailureReason.RECIPIENT_COMPLAINED:
+    case delivery.FailureReason.RECIPIENT_SUPPRESSED:
       return "skipped.suppressed";
-    case "recipient_erased":
+    case delivery.FailureReason.RECIPIENT_ERASED:
       return "skipped.erased";
-    case "campaign_cancelled":
+    case delivery.FailureReason.CAMPAIGN_CANCELLED:
       return "skipped.cancelled";
     default:
       return "failed";
@@ -145,7 +153,7 @@ export async function recordOutcomes(repos: TenantRepositories, outcomes: readon
   for (const o of outcomes) {
     if (!o.campaignId || !o.subscriberId) continue;
     if (o.status !== "sent" && o.status !== "failed") continue;
-    const to: Bucket = o.status === "sent" ? "sent" : bucketOfFailure(o.reason);
+    const to: Bucket = o.status === "sent" ? "sent" : bucketOfFailure(o.failureReason);
     const key = `${o.campaignId}|${to}`;
     const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };
     group.ids.push(rowId(o.campaignId, o.subscriberId));

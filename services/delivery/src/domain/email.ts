@@ -17,7 +17,16 @@ export function isFinal(status: EmailStatus): boolean {
   return status !== "queued";
 }
 
-export type ProviderName = "sandbox" | "smtp";
+/** A provider's name in the registry (providers/registry.ts): `sandbox`, `smtp`, … (EMAIL_PROVIDER). */
+export type ProviderName = string;
+
+/** The provider that keeps messages instead of sending them. */
+export const SANDBOX_PROVIDER: ProviderName = "sandbox";
+
+/** Test-mode keys never reach a real recipient: whatever EMAIL_PROVIDER says, their mail goes to the sandbox. */
+export function providerForTenant(tenant: string, liveProvider: ProviderName): ProviderName {
+  return tenant.endsWith(":test") ? SANDBOX_PROVIDER : liveProvider;
+}
 
 /** An email as the service returns it. */
 export interface EmailView {

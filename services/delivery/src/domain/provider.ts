@@ -44,7 +44,11 @@ export type FailureKind = "permanent" | "transient" | "unreachable" | "aborted";
  * stable code, followed by the relay's reply (addresses removed) where the
  * relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User
  * unknown`. Nothing else reaches a client: internal detail goes to the logs
- * and to the email's `last_error`, for operators. Documented in the README.
+ * and to the email's `last_error`, for operators. Each code is a value of the
+ * proto enum `emailsvc.delivery.v1.FailureReason` (its name in lower case,
+ * rpc/mapping.ts maps them; a test checks the two lists are one), which the
+ * email, SendEmail's answer and `email.status` carry, so that consumers never
+ * parse `error`. Documented in the README.
  */
 export const PUBLIC_ERRORS = {
   /** The template version the email was queued with no longer exists. */
@@ -61,12 +65,16 @@ export const PUBLIC_ERRORS = {
   relay_unavailable: "the relay could not be reached within the queue lifetime",
   /** The templates or subscribers service could not be reached within the queue lifetime. */
   service_unavailable: "a service the send needs could not be reached within the queue lifetime",
-  /** A marketing email whose recipient's subscriber is not active (unsubscribed, bounced, complained). */
-  recipient_unsubscribed: "the recipient unsubscribed (or bounced, or complained): marketing mail is not sent to them",
+  /** Marketing mail (a marketing template, or a campaign) whose recipient's subscriber unsubscribed. */
+  recipient_unsubscribed: "the recipient unsubscribed: marketing mail is not sent to them",
+  /** Any mail to a subscriber whose address bounced. */
+  recipient_bounced: "the recipient's address bounced: no mail is sent to it",
+  /** Any mail to a subscriber who complained about our mail. */
+  recipient_complained: "the recipient complained about our mail: no mail is sent to them",
+  /** Marketing mail to an address erased at its owner's request (kept as a keyed hash, suppressed). */
+  recipient_suppressed: "the address was erased at its owner's request: marketing mail is not sent to it",
   /** The recipient's subscriber was erased before the email was sent. */
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
-  /** A campaign email whose subscriber bounced or complained: marketing mail is not sent to them. */
-  recipient_suppressed: "the recipient bounced or complained: marketing mail is not sent to them",
   /** A campaign email whose campaign was cancelled before it was given to the provider. */
   campaign_cancelled: "the campaign was cancelled before the email was given to the provider",
 } as const;
@@ -76,6 +84,12 @@ export type PublicErrorCode = keyof typeof PUBLIC_ERRORS;
 /** The `error` of a failed email: its code, and the relay's reply when there is one. */
 export function publicError(code: PublicErrorCode, reply = ""): string {
   return reply ? `${code}: ${reply}` : code;
+}
+
+/** The code of a failed email's `error` (the inverse of publicError), or undefined when it holds none. */
+export function publicErrorCode(error: string): PublicErrorCode | undefined {
+  const code = error.split(":", 1)[0]!;
+  return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
 }
 
 /** What a failed attempt is about, before the retry rules decide whether the email fails. */

@@ -8,8 +8,8 @@
 export interface Recipient {
   subscriberId: string;
   metadata: Record<string, unknown>;
-  /** `active`, `unsubscribed`, `bounced`, `complained`: marketing mail goes to active ones only. */
-  status: string;
+  /** Whether they may be mailed, per category: the subscribers service's answer. */
+  mailability: Mailability;
   /** The language they read (`en`, `de`, …), or undefined: their mail's `lang` when its template declares none. */
   locale?: string | undefined;
 }
@@ -19,12 +19,36 @@ export interface AddressedRecipient extends Recipient {
   email: string;
 }
 
+/** Why an address may not get a category of mail (the subscribers service's vocabulary). */
+export type MailingBlock = "unsubscribed" | "bounced" | "complained" | "suppressed";
+
+/**
+ * Whether an address may be mailed, per category; undefined: it may. Decided
+ * by the subscribers service (it keeps subscribers and the suppression list);
+ * delivery applies it (domain/eligibility.ts) and never decides it again.
+ */
+export interface Mailability {
+  marketing: MailingBlock | undefined;
+  transactional: MailingBlock | undefined;
+}
+
+/** What the subscribers service says about one address. */
+export interface AddressAnswer {
+  /** The tenant's subscriber with the address; undefined when there is none. */
+  recipient: Recipient | undefined;
+  /** Theirs; for an address that is no subscriber, whether it is suppressed (erased at its owner's request). */
+  mailability: Mailability;
+}
+
 /** Most ids one `byIds` call takes (AudienceService.GetRecipients). */
 export const RECIPIENTS_PER_CALL = 1000;
 
 export interface RecipientDirectory {
-  /** The subscriber with this address in the tenant, or undefined when there is none. Throws RecipientsUnavailableError. */
-  lookup(tenant: string, email: string, signal: AbortSignal): Promise<Recipient | undefined>;
+  /**
+   * The address as the subscribers service knows it: its subscriber (if any)
+   * and whether it may be mailed. Throws RecipientsUnavailableError.
+   */
+  lookup(tenant: string, email: string, signal: AbortSignal): Promise<AddressAnswer>;
   /**
    * The tenant's subscribers with these ids (at most RECIPIENTS_PER_CALL), by
    * id; an id of no subscriber (erased) is absent. A campaign's recipients

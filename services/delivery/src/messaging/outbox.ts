@@ -2,6 +2,8 @@ import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
 import { OutboxRelay, withOutbox } from "@emailsvc/outbox";
 import { newId, type Logger } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
+import type { delivery } from "@emailsvc/proto";
+import { failureReasonToProto } from "../rpc/mapping.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
 
@@ -61,17 +63,22 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
   return relay;
 }
 
-/** An email.status body: ids, the status and, for a failure, its public code (never the relay's text). */
+/**
+ * An email.status body: ids, the status and, for a failure, its reason (the
+ * enum consumers read, and its public code as text; never the relay's reply).
+ */
 export function statusEvent(
   doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error">,
   status: string,
-): { emailId: string; status: string; subscriberId: string; campaignId: string; reason: string } {
+): { emailId: string; status: string; subscriberId: string; campaignId: string; reason: string; failureReason: delivery.FailureReason } {
+  const failed = status === "failed";
   return {
     emailId: doc._id,
     status,
     subscriberId: doc.subscriber_id ?? "",
     campaignId: doc.campaign_id ?? "",
-    reason: status === "failed" ? (doc.error.split(":")[0] ?? "") : "",
+    reason: failed ? (doc.error.split(":", 1)[0] ?? "") : "",
+    failureReason: failureReasonToProto(failed ? doc.error : ""),
   };
 }
 

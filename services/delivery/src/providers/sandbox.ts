@@ -2,6 +2,8 @@ import { DuplicateKeyError, type CrossTenantCollection } from "@emailsvc/storage
 import type { OutgoingMessage } from "../domain/message.js";
 import type { EmailProvider, SendContext, SendResult } from "../domain/provider.js";
 import type { SandboxMessageDoc } from "../storage/documents.js";
+import { SANDBOX_PROVIDER } from "../domain/email.js";
+import { defineProvider } from "./definition.js";
 
 /**
  * Keeps the whole rendered message in delivery's store and sends nothing: the
@@ -39,3 +41,11 @@ export class SandboxProvider implements EmailProvider {
 
   async close(): Promise<void> {}
 }
+
+/** In the registry: no settings; keeps messages in delivery's store. */
+export const sandboxProvider = defineProvider({
+  name: SANDBOX_PROVIDER,
+  settings: () => ({}),
+  describe: () => "kept in delivery's store, never sent",
+  build: (_settings, { storage, now }) => new SandboxProvider(storage.sandboxKeeper(), now),
+});

@@ -1,8 +1,10 @@
+import { ConfigError, envOptional } from "@emailsvc/runtime";
 import nodemailer from "nodemailer";
 import MailComposer from "nodemailer/lib/mail-composer";
 import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
+import { defineProvider } from "./definition.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -169,3 +171,23 @@ export function classifySmtpError(err: NodemailerError, recipient: string, signa
   if (err.code === "EENVELOPE") return failure("permanent", "recipient_rejected");
   return failure("transient", "relay_deferred");
 }
+
+/**
+ * In the registry: `EMAIL_PROVIDER=smtp` with `SMTP_URL` (required; parsed at
+ * start, so a bad one stops the service with a message naming it, never
+ * repeating the password).
+ */
+export const smtpProvider = defineProvider({
+  name: "smtp",
+  settings(env): SmtpSettings {
+    const url = envOptional("SMTP_URL", env);
+    if (!url) throw new ConfigError("EMAIL_PROVIDER=smtp needs SMTP_URL (smtp://user:pass@host:587)");
+    try {
+      return parseSmtpUrl(url);
+    } catch (err) {
+      throw new ConfigError(err instanceof Error ? err.message : String(err));
+    }
+  },
+  describe: describeSmtp,
+  build: (settings) => new SmtpProvider(settings),
+});

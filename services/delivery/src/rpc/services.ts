@@ -23,7 +23,7 @@ export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           idempotencyKey: req.idempotencyKey,
           signal: ctx.signal,
         });
-        return { email: emailToProto(result.email), replayed: result.replayed };
+        return { email: emailToProto(result.email), replayed: result.replayed, refused: result.refused };
       },
       async getEmail(req, ctx) {
         return { email: emailToProto(await getEmail(scopeOf(readCallContext(ctx)), req.id)) };

@@ -1,13 +1,19 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AudienceService, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
+import { AudienceService, MailingBlock, type Mailability as MailabilityProto } from "@emailsvc/proto";
 import { callHeaders, tenantOfKey } from "@emailsvc/runtime";
-import { RecipientsUnavailableError, type AddressedRecipient, type RecipientDirectory } from "../domain/recipients.js";
+import {
+  RecipientsUnavailableError,
+  type AddressedRecipient,
+  type Mailability,
+  type MailingBlock as Block,
+  type RecipientDirectory,
+} from "../domain/recipients.js";
 
-// RecipientDirectory over gRPC: SubscriberService.GetSubscriberByEmail and
-// AudienceService.GetRecipients in the email's own tenant (`<account>:<mode>`),
-// acting as the system.
+// RecipientDirectory over gRPC: AudienceService.GetRecipientByEmail and
+// GetRecipients in the email's own tenant (`<account>:<mode>`), acting as the
+// system. The subscribers service answers whether each recipient may be
+// mailed; nothing here decides it.
 export function subscribersDirectory(transport: Transport, options: { timeoutMs?: number } = {}): RecipientDirectory {
-  const client = createClient(SubscriberService, transport);
   const audience = createClient(AudienceService, transport);
   const timeoutMs = options.timeoutMs ?? 5000;
   const headersOf = (tenant: string) => {
@@ -20,7 +26,7 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       try {
         const res = await audience.getRecipients({ subscriberIds: [...ids] }, { headers: headersOf(tenant), timeoutMs, signal });
         for (const r of res.recipients) {
-          found.set(r.subscriberId, { subscriberId: r.subscriberId, email: r.email, metadata: r.metadata ?? {}, status: statusName(r.status), locale: r.locale || undefined });
+          found.set(r.subscriberId, { subscriberId: r.subscriberId, email: r.email, metadata: r.metadata ?? {}, mailability: mailabilityOf(r.mailability), locale: r.locale || undefined });
         }
         return found;
       } catch {
@@ -28,22 +34,36 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
       }
     },
     async lookup(tenant, email, signal) {
-      const headers = headersOf(tenant);
       try {
-        const res = await client.getSubscriberByEmail({ email }, { headers, timeoutMs, signal });
-        if (!res.subscriber?.id) return undefined;
-        return { subscriberId: res.subscriber.id, metadata: res.subscriber.metadata ?? {}, status: statusName(res.subscriber.status), locale: res.subscriber.locale || undefined };
+        const res = await audience.getRecipientByEmail({ email }, { headers: headersOf(tenant), timeoutMs, signal });
+        const r = res.recipient;
+        return {
+          recipient: r?.subscriberId ? { subscriberId: r.subscriberId, metadata: r.metadata ?? {}, mailability: mailabilityOf(r.mailability), locale: r.locale || undefined } : undefined,
+          mailability: mailabilityOf(res.mailability),
+        };
       } catch (err) {
-        const code = ConnectError.from(err).code;
-        // Not a subscriber (or an address the subscribers service would not store): no built-ins.
-        if (code === Code.NotFound || code === Code.InvalidArgument) return undefined;
+        // An address the subscribers service would not store: nobody's, and never suppressed.
+        if (ConnectError.from(err).code === Code.InvalidArgument) return { recipient: undefined, mailability: { marketing: undefined, transactional: undefined } };
         throw new RecipientsUnavailableError();
       }
     },
   };
 }
 
-/** `SUBSCRIBER_STATUS_ACTIVE` -> `active`. */
-function statusName(status: SubscriberStatus): string {
-  return (SubscriberStatus[status] ?? "UNSPECIFIED").toLowerCase();
+const BLOCKS: Partial<Record<MailingBlock, Block>> = {
+  [MailingBlock.UNSUBSCRIBED]: "unsubscribed",
+  [MailingBlock.BOUNCED]: "bounced",
+  [MailingBlock.COMPLAINED]: "complained",
+  [MailingBlock.SUPPRESSED]: "suppressed",
+};
+
+/**
+ * The answer as delivery's domain reads it. A block this build does not know
+ * (a newer subscribers service) is refused as marketing mail is refused to a
+ * suppressed address: better an email not sent than one sent against a rule.
+ */
+function mailabilityOf(m: MailabilityProto | undefined): Mailability {
+  const block = (b: MailingBlock | undefined): Block | undefined =>
+    b === undefined || b === MailingBlock.UNSPECIFIED ? undefined : (BLOCKS[b] ?? "suppressed");
+  return { marketing: block(m?.marketing), transactional: block(m?.transactional) };
 }

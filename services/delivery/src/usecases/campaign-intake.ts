@@ -6,10 +6,12 @@ import { isFinal } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import { SendFailure, type PublicErrorCode } from "../domain/provider.js";
+import { refusal } from "../domain/eligibility.js";
 import { statusEvent } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { RetryLater, templateVersion, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { RetryLater, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { templateVersion } from "./prepare-message.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
 
@@ -85,8 +87,9 @@ export interface IntakeDeps extends DeliveryDeps {
  * handed over twice is one email), and one already sent or failed is left out.
  *
  * A recipient that will not be mailed is answered on `email.status` as
- * `failed` with a reason and not stored: erased (no subscriber any more),
- * unsubscribed, suppressed (bounced or complained), or its campaign cancelled.
+ * `failed` with a reason and not stored: erased (no subscriber any more), one
+ * who may not get marketing mail (unsubscribed, bounced, complained: the
+ * subscribers service's answer), or its campaign cancelled.
  */
 export async function intakeCampaignRequests(
   deps: IntakeDeps,
@@ -158,11 +161,11 @@ async function intakeChunk(
   for (const r of open) {
     if (existing.has(r.emailId)) continue;
     const recipient = recipients.get(r.subscriberId);
-    if (!recipient) refuse(r, "recipient_erased");
-    else if (recipient.status === "bounced" || recipient.status === "complained") refuse(r, "recipient_suppressed");
-    else if (recipient.status !== "active") refuse(r, "recipient_unsubscribed");
+    // Campaign mail is marketing mail (domain/eligibility.ts).
+    const refused = refusal("marketing", recipient ? recipient.mailability : "erased");
+    if (refused) refuse(r, refused);
     else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled");
-    else fresh.push(emailDoc(deps, scope.tenant, r, recipient, await templateSlug(deps, scope.tenant, r, recipient.email, signal), now, token));
+    else fresh.push(emailDoc(deps, scope.tenant, r, recipient!, await templateSlug(deps, scope.tenant, r, recipient!.email, signal), now, token));
   }
   if (fresh.length > 0) {
     // Records are stored before anything is sent: a crash from here on finds them queued.

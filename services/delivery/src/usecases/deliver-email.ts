@@ -1,21 +1,27 @@
-import { randomBytes } from "node:crypto";
 import { withOutbox } from "@emailsvc/outbox";
-import { inSpan, SpanKind, tenantOfKey, type Logger } from "@emailsvc/runtime";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
-import { isFinal } from "../domain/email.js";
-import { buildMessage, scrubReason, type Sender } from "../domain/message.js";
-import { afterFailure, SendFailure, type EmailProvider, type RetryPolicy } from "../domain/provider.js";
-import { readsVariable, RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
-import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
+import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
+import type { Sender } from "../domain/message.js";
+import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
+import type { RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
-import { RecipientsUnavailableError, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
+import { RecipientsUnavailableError, type Mailability, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
+import type { Providers } from "../providers/registry.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
+import { claimEmail, Lease } from "./lease.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
+import { prepareMessage, prepareTemplate } from "./prepare-message.js";
 
+// The send consumer's use case: one queued email from claim to outcome. The
+// lease (lease.ts) keeps one attempt at a time on it; message preparation
+// (prepare-message.ts) makes what goes out; this file decides whether it may go
+// (domain/eligibility.ts, on the subscribers service's answer), hands it to
+// the provider and records what happened.
 
 /**
  * What the send consumer's use cases need besides the event's tenant's
@@ -25,15 +31,19 @@ export interface DeliveryDeps {
   relay: OutboxFlusher;
   templates: TemplateSource;
   renderers: RendererCache;
-  /** By name; `sandbox` is always there. */
-  providers: { sandbox: EmailProvider; smtp?: EmailProvider | undefined };
+  /** The providers of this process (the registry's): an email goes through its tenant's. */
+  providers: Providers;
   /** The provider live-mode emails go through (EMAIL_PROVIDER). */
   liveProvider: ProviderName;
   sender: Sender;
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
   preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
-  /** Where `metadata.*` and the subscriber link of a subscriber recipient come from; none: neither. */
+  /**
+   * The subscribers service: whether the recipient may be mailed, and
+   * `metadata.*` and the subscriber link of a subscriber recipient. None:
+   * nobody can tell, so every email goes (tests and a lone delivery only).
+   */
   recipients?: RecipientDirectory | undefined;
   retry: RetryPolicy;
   /**
@@ -55,7 +65,7 @@ export interface DeliveryDeps {
  * that a batch costs one recipient lookup rather than one per email.
  */
 export interface CampaignSend {
-  /** The recipient's subscriber as looked up with the batch; undefined when erased. */
+  /** The recipient's subscriber as looked up with the batch (with whether they may be mailed); undefined when erased. */
   recipient: Recipient | undefined;
   /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
   cancelled(): Promise<boolean>;
@@ -88,6 +98,9 @@ export class RetryLater extends Error {
  * guarded write (a lease, renewed while the attempt runs), so two deliveries
  * of the event never send it at once.
  *
+ * - a recipient who may not get the email's category of mail (the subscribers
+ *   service's answer, asked again now: it may have changed since SendEmail):
+ *   `failed` with the reason (`recipient_unsubscribed`, …), nothing sent;
  * - success: straight after the provider's reply, one small write records
  *   `sent` (sent_at, message_id, provider) with its `email.status` entry;
  * - permanent failure (SMTP 5xx, template gone or not renderable): `failed`
@@ -110,25 +123,13 @@ export async function deliverEmail(
   const { logger } = deps;
   let claimed: EmailDoc;
   let token: string;
-  let now = deps.now();
   if (campaign?.claimed) {
     ({ doc: claimed, token } = campaign.claimed);
   } else {
-    const doc = await emails.findOne({ _id: emailId });
-    if (!doc || isFinal(doc.status)) return; // unknown (erased) or done: a repeated event
-    now = deps.now();
-    token = randomBytes(9).toString("base64url");
-    const won = await emails.updateOne(
-      { _id: doc._id, status: "queued", lease_until: { $lt: now } },
-      { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
-    );
-    if (!won) {
-      const current = await emails.findOne({ _id: doc._id });
-      if (!current || isFinal(current.status)) return;
-      // Another attempt holds the lease (or held it and died): try again once it ran out.
-      throw new RetryLater(`email ${doc._id} is leased by another attempt`);
-    }
-    claimed = won;
+    const claim = await claimEmail(deps, emails, emailId);
+    if ("done" in claim) return; // unknown (erased) or settled: a repeated event
+    if ("busy" in claim) throw new RetryLater(`email ${emailId} is leased by another attempt`);
+    ({ claimed, token } = claim);
   }
   const doc = claimed;
 
@@ -142,62 +143,14 @@ export async function deliverEmail(
   try {
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
-    const variables = JSON.parse(claimed.variables_json) as Record<string, unknown>;
-    let recipient: Recipient | undefined;
-    if (campaign) {
-      recipient = campaign.recipient;
-      if (!recipient) throw new SendFailure("permanent", "recipient_erased", { detail: "the campaign's recipient is no subscriber any more" });
-      if (recipient.status === "bounced" || recipient.status === "complained") {
-        throw new SendFailure("permanent", "recipient_suppressed", { detail: `recipient's subscriber is ${recipient.status}` });
-      }
-    } else {
-      recipient = deps.recipients ? await deps.recipients.lookup(claimed.tenant, claimed.to, signal) : undefined;
-      if (recipient && !claimed.subscriber_id) await link(emails, claimed, token, recipient.subscriberId);
-    }
-    const marketing = prepared.template.category === "marketing" || campaign !== undefined;
-    // Marketing mail goes to active subscribers only: whoever unsubscribed (by
-    // the link below, the portal or the API), bounced or complained gets none.
-    if (marketing && recipient && recipient.status !== "active") {
-      throw new SendFailure("permanent", "recipient_unsubscribed", { detail: `recipient's subscriber is ${recipient.status}` });
-    }
+    const category = mailCategory(prepared.template.category, campaign !== undefined);
+    const recipient = await mayBeMailed(deps, emails, claimed, token, category, campaign, signal);
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
     }
-    const unsubscribeUrl = marketing
-      ? deps.unsubscribeUrl({
-          tenant: claimed.tenant,
-          emailId: claimed._id,
-          subscriberId: recipient?.subscriberId,
-          campaignId: claimed.campaign_id || undefined,
-        })
-      : undefined;
-    // Every mail to a subscriber may link their preference page (a template
-    // footer's {{preference_center_url}}); the signed link is minted only for
-    // a version that shows it.
-    const preferenceUrl =
-      recipient?.subscriberId && readsVariable(prepared.render.variables, "preference_center_url")
-        ? await deps.preferenceUrl?.({ tenant: claimed.tenant, subscriberId: recipient.subscriberId })
-        : undefined;
-    const rendered = render(prepared, variables, {
-      email: claimed.to,
-      ...(recipient ? { metadata: recipient.metadata } : {}),
-      ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
-      ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
-      language: recipient?.locale,
-    });
-    const message = buildMessage({
-      emailId: claimed._id,
-      from: deps.sender,
-      to: claimed.to,
-      category: prepared.template.category,
-      rendered,
-      unsubscribeUrl,
-      tenant: claimed.tenant,
-      campaignId: claimed.campaign_id || undefined,
-    });
-    const provider = providerName === "smtp" ? deps.providers.smtp : deps.providers.sandbox;
-    if (!provider) throw new SendFailure("unreachable", "relay_unavailable", { detail: "EMAIL_PROVIDER smtp is not configured (SMTP_URL)" });
+    const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
+    const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
     const handoffStarted = performance.now();
     const result = await inSpan(
@@ -215,7 +168,7 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject: rendered.subject },
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
@@ -278,155 +231,37 @@ export async function deliverEmail(
 }
 
 /**
- * An attempt's hold on its email: renewed every third of the lease while the
- * attempt runs, so the lease can be short (a crashed attempt's email is free
- * again within seconds) and a send may still take longer than one lease. Its
- * signal aborts the send on shutdown, at the attempt's deadline, or when the
- * lease is lost (another attempt may own the email) or could not be renewed
- * before it ran out.
+ * The recipient, once the subscribers service's answer says they may get this
+ * category of mail (asked now: it may have changed since the email was
+ * queued); otherwise a permanent SendFailure with the reason. A campaign's
+ * recipient comes with its batch; anyone else's is looked up by address, and
+ * an email queued before its subscriber could be told is linked to them here.
  */
-class Lease {
-  readonly signal: AbortSignal;
-  lost = false;
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  /** Cuts the attempt off at its deadline. */
-  private readonly deadline: NodeJS.Timeout;
-  private stopped = false;
-  private readonly onShutdown = () => this.controller.abort(this.shutdown.reason);
-
-  constructor(
-    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "attemptTimeoutMs" | "now" | "logger">,
-    private readonly emails: TenantCollection<EmailDoc>,
-    private readonly emailId: string,
-    private readonly token: string,
-    private until: number,
-    private readonly shutdown: AbortSignal,
-  ) {
-    // One controller with a listener and a timer, not AbortSignal.any over
-    // AbortSignal.timeout: that pair costs about 30 µs per email in Node 20,
-    // a tenth of a campaign email's whole cost (bench/README.md).
-    this.signal = this.controller.signal;
-    this.deadline = setTimeout(() => this.controller.abort(new DOMException("the attempt timed out", "TimeoutError")), deps.attemptTimeoutMs);
-    if (shutdown.aborted) this.controller.abort(shutdown.reason);
-    else shutdown.addEventListener("abort", this.onShutdown, { once: true });
-    this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.renew(), Math.max(1, Math.floor(this.deps.leaseMs / 3)));
-  }
-
-  private async renew(): Promise<void> {
-    if (this.stopped) return;
-    const until = this.deps.now() + this.deps.leaseMs;
-    try {
-      const renewed = await this.emails.updateOne(
-        { _id: this.emailId, lease_token: this.token, status: "queued" },
-        { $set: { lease_until: until } },
-      );
-      if (this.stopped) return;
-      if (!renewed) return this.lose("lease lost");
-      this.until = until;
-    } catch (err) {
-      if (this.stopped) return;
-      this.deps.logger.warn({ email_id: this.emailId, err: err instanceof Error ? err.message : String(err) }, "lease renewal failed");
-      // Past its end another attempt may claim the email: stop sending before then.
-      if (this.deps.now() >= this.until - this.deps.leaseMs / 3) return this.lose("lease could not be renewed");
-    }
-    this.schedule();
-  }
-
-  private lose(reason: string): void {
-    this.lost = true;
-    this.stop();
-    this.controller.abort(new Error(reason));
-  }
-
-  /** Stops renewing (the attempt is over, or about to write its outcome). */
-  stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  /** The attempt is over: its deadline and its shutdown listener go too. */
-  end(): void {
-    this.stop();
-    clearTimeout(this.deadline);
-    this.shutdown.removeEventListener("abort", this.onShutdown);
-  }
-}
-
-type Renderable = Extract<PreparedTemplate, { render: unknown }>;
-
-/**
- * The compiled renderer of the email's pinned template version, from the cache
- * or TemplateService. A version that cannot be rendered (beyond the limits of
- * @emailsvc/render, stored before they existed) fails the email for good
- * (`template_render_failed`; which part, line and limit in last_error); the
- * cache remembers it, so the version is neither fetched nor compiled again for
- * the next message.
- */
-async function prepareTemplate(deps: DeliveryDeps, doc: EmailDoc, signal: AbortSignal): Promise<Renderable> {
-  const prepared = await templateVersion(deps, doc, signal);
-  if (prepared.rejected) {
-    throw new SendFailure("permanent", "template_render_failed", {
-      detail: `template ${doc.template_id} version ${doc.template_version} cannot be rendered: ${reasonOf(prepared.rejected)}`,
-    });
-  }
-  return prepared;
-}
-
-/**
- * An email's template version, from the renderer cache or fetched from
- * TemplateService and compiled (and cached). Throws SendFailure when the
- * version no longer exists or does not compile, TemplatesUnavailableError
- * when the service does not answer.
- */
-export async function templateVersion(
-  deps: Pick<DeliveryDeps, "renderers" | "templates">,
-  doc: Pick<EmailDoc, "_id" | "tenant" | "to" | "template_id" | "template_version">,
+async function mayBeMailed(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  email: EmailDoc,
+  token: string,
+  category: MailCategory,
+  campaign: CampaignSend | undefined,
   signal: AbortSignal,
-): Promise<PreparedTemplate> {
-  const key = RendererCache.key(doc.tenant, doc.template_id, doc.template_version);
-  const cached = deps.renderers.get(key);
-  if (cached) return cached;
-  const call = { tenant: tenantOfKey(doc.tenant), actor: "service:delivery", requestId: doc._id };
-  const template = await deps.templates.byVersion(call, doc.template_id, doc.template_version, signal);
-  if (!template || template.version !== doc.template_version) {
-    throw new SendFailure("permanent", "template_unavailable", { detail: `template ${doc.template_id} version ${doc.template_version} no longer exists` });
+): Promise<Recipient | undefined> {
+  let recipient: Recipient | undefined;
+  let answer: Mailability | "erased" | "unknown";
+  if (campaign) {
+    recipient = campaign.recipient;
+    answer = recipient ? recipient.mailability : "erased";
+  } else if (deps.recipients) {
+    const found = await deps.recipients.lookup(email.tenant, email.to, signal);
+    recipient = found.recipient;
+    answer = found.mailability;
+    if (recipient && !email.subscriber_id) await link(emails, email, token, recipient.subscriberId);
+  } else {
+    answer = "unknown";
   }
-  try {
-    return deps.renderers.put(key, template);
-  } catch (err) {
-    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be compiled: ${errorText(err, doc.to)}` });
-  }
-}
-
-/**
- * Renders one message. Variables that make it exceed RENDER_LIMITS fail the
- * email for good (`template_render_failed`; which limit, never a variable's
- * value, in last_error).
- */
-function render(prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
-  try {
-    return prepared.render(variables, builtins);
-  } catch (err) {
-    const detail = err instanceof RenderLimitError ? err.message : errorText(err, builtins.email ?? "");
-    throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${detail}` });
-  }
-}
-
-/** "body line 3: blocks nested 3,000 deep; at most 32 (…)" for each problem. */
-function reasonOf(rejected: TemplateRejectedError): string {
-  return rejected.problems.map((p) => `${p.part === "html" ? "body" : "subject"}${p.line > 0 ? ` line ${p.line}` : ""}: ${p.message}`).join("; ");
-}
-
-/** An error's name and message without addresses, for last_error and logs (never the API). */
-function errorText(err: unknown, recipient: string): string {
-  return scrubReason(err instanceof Error ? `${err.name}: ${err.message}` : String(err), recipient);
+  const refused = refusal(category, answer);
+  if (refused) throw new SendFailure("permanent", refused, { detail: `the recipient may not get ${category} mail (${refused})` });
+  return recipient;
 }
 
 /**

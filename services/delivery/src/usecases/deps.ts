@@ -31,10 +31,7 @@ export interface Scope extends TenantRepositories {
   call: CallContext;
 }
 
-/** Test-mode keys never reach a real recipient: whatever EMAIL_PROVIDER says, their mail goes to the sandbox. */
-export function providerForTenant(tenant: string, liveProvider: ProviderName): ProviderName {
-  return tenant.endsWith(":test") ? "sandbox" : liveProvider;
-}
+export { providerForTenant } from "../domain/email.js";
 
 export function outboxEntry(at: number, topic: OutboxEntry["topic"], status?: OutboxEntry["status"]): OutboxEntry {
   return { id: newId("evt"), topic, at, ...(status ? { status } : {}) };

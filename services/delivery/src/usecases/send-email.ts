@@ -11,6 +11,9 @@ import {
   validateVariables,
   type EmailView,
 } from "../domain/email.js";
+import { mailCategory, refusal } from "../domain/eligibility.js";
+import { publicError } from "../domain/provider.js";
+import type { AddressAnswer } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import { emailsByStatus } from "./metrics.js";
 import type { EmailDoc } from "../storage/documents.js";
@@ -28,10 +31,17 @@ export interface SendEmailResult {
   email: EmailView;
   /** True when an earlier request with this idempotency key is answered again. */
   replayed: boolean;
+  /** True when the recipient may not get this mail: stored failed at once, never sent (the same on every replay). */
+  refused: boolean;
 }
 
 /**
- * Queues one email and returns at once; the send consumer delivers it.
+ * Queues one email and returns at once; the send consumer delivers it. When
+ * the subscribers service answers in time that the recipient may not get the
+ * template's category of mail (domain/eligibility.ts), the email is stored
+ * `failed` with the reason instead, and never sent: the caller learns it at
+ * once (a trigger records its fire as skipped). Without an answer in time the
+ * send attempt asks again, as it always does.
  *
  * Idempotency as Stripe does it: a key is bound to the request that first used
  * it (by a hash of the body). The same key with the same body returns the
@@ -52,17 +62,19 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     if (earlier) return replay(earlier, hash);
   }
 
-  const [template, subscriberId] = await Promise.all([
+  const [template, answer] = await Promise.all([
     resolveTemplate(deps, scope, templateSlug, input.signal),
-    subscriberOf(deps, scope.tenant, to, input.signal),
+    recipientAtSend(deps, scope.tenant, to, input.signal),
   ]);
+  const category = mailCategory(template.category, false);
+  const refused = answer ? refusal(category, answer.mailability) : undefined;
   const now = deps.now();
   const id = newId("eml");
   const doc: Omit<EmailDoc, "tenant"> = {
     _id: id,
     to,
     to_key: recipientKey(to),
-    subscriber_id: subscriberId,
+    subscriber_id: answer?.recipient?.subscriberId ?? "",
     template_id: template.templateId,
     template_slug: template.slug,
     template_version: template.version,
@@ -83,7 +95,16 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     sent_at: null,
     failed_at: null,
     updated_at: now,
-    ...newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
+    ...(refused
+      ? {
+          // Refused as it is asked for: failed at the moment it was queued, no attempt (refusedAtSend).
+          status: "failed" as const,
+          error: publicError(refused),
+          last_error: `refused at send: the recipient may not get ${category} mail`,
+          failed_at: now,
+          ...newOutbox([outboxEntry(now, "email.status", "failed")]),
+        }
+      : newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")])),
   };
   try {
     await scope.emails.insertOne(doc);
@@ -96,33 +117,43 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     throw err;
   }
   const stored = { ...doc, tenant: scope.tenant } as EmailDoc;
-  emailsByStatus.inc({ status: "queued" });
+  emailsByStatus.inc({ status: stored.status });
   await deps.relay.afterWrite(stored);
-  return { email: emailView(stored), replayed: false };
+  return { email: emailView(stored), replayed: false, refused: refused !== undefined };
 }
 
 function replay(earlier: EmailDoc, hash: string): SendEmailResult {
   if (earlier.request_hash !== hash) throw idempotencyKeyReused(earlier._id);
-  return { email: emailView(earlier), replayed: true };
+  return { email: emailView(earlier), replayed: true, refused: refusedAtSend(earlier) };
 }
 
-/** Time SendEmail gives the subscribers service before it leaves the link to the first send attempt. */
-const LINK_LOOKUP_MS = 1000;
+/**
+ * Whether SendEmail refused the email as it was asked for: only that write
+ * stores an email failed at its queueing instant with no attempt (a send
+ * attempt counts one; an erasure fails a queued email later, and leaves no
+ * idempotency key to replay it by).
+ */
+function refusedAtSend(doc: EmailDoc): boolean {
+  return doc.status === "failed" && doc.attempts === 0 && doc.failed_at === doc.queued_at;
+}
+
+/** Time SendEmail gives the subscribers service before it leaves the question to the first send attempt. */
+const LOOKUP_AT_SEND_MS = 1000;
 
 /**
- * The recipient's subscriber id, so that an email queued for a subscriber is
- * erased with them even before it is sent. Best effort: without an answer in
- * time the email is queued unlinked and the send attempt links it.
+ * What the subscribers service says about the recipient: their subscriber id,
+ * so that an email queued for a subscriber is erased with them even before it
+ * is sent, and whether they may be mailed. Best effort: without an answer in
+ * time (undefined) the email is queued and the send attempt asks again.
  */
-async function subscriberOf(deps: Deps, tenant: string, to: string, signal: AbortSignal | undefined): Promise<string> {
-  if (!deps.recipients) return "";
-  const timeout = AbortSignal.timeout(LINK_LOOKUP_MS);
+async function recipientAtSend(deps: Deps, tenant: string, to: string, signal: AbortSignal | undefined): Promise<AddressAnswer | undefined> {
+  if (!deps.recipients) return undefined;
+  const timeout = AbortSignal.timeout(LOOKUP_AT_SEND_MS);
   try {
-    const found = await deps.recipients.lookup(tenant, to, signal ? AbortSignal.any([signal, timeout]) : timeout);
-    return found?.subscriberId ?? "";
+    return await deps.recipients.lookup(tenant, to, signal ? AbortSignal.any([signal, timeout]) : timeout);
   } catch (err) {
-    deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "subscriber lookup at send failed; linked at send attempt");
-    return "";
+    deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "recipient lookup at send failed; asked again at the send attempt");
+    return undefined;
   }
 }
 

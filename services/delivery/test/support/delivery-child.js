@@ -8,6 +8,7 @@ const { openStore } = require("@emailsvc/storage");
 const { openBus } = require("@emailsvc/events");
 const { createLogger } = require("@emailsvc/runtime");
 const { startDeliveryService } = require("../../dist/server.js");
+const { loadProviders } = require("../../dist/providers/registry.js");
 
 async function main() {
   const o = JSON.parse(process.argv[2]);
@@ -20,8 +21,7 @@ async function main() {
     logger,
     port: 0,
     templatesUrl: o.templatesUrl,
-    provider: "smtp",
-    smtp: o.smtpUrl,
+    providers: loadProviders({ EMAIL_PROVIDER: "smtp", SMTP_URL: o.smtpUrl }),
     from: o.from,
     consumerGroup: o.group,
     // Only the lease may bring the email back: the stalled sweep would wait an hour.

@@ -1,20 +1,36 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { SubscriberSchema, SubscriberService } from "@emailsvc/proto";
+import { AudienceService, MailabilitySchema, MailingBlock, RecipientSchema, type Mailability } from "@emailsvc/proto";
 import { newId, readCallContext, startGrpcServer, tenantKey, type CallContext, type RunningGrpcServer } from "@emailsvc/runtime";
 
-// A fake SubscriberService (the neighbour delivery looks recipients up in),
-// served over real gRPC so that the tenant headers delivery sends are read as
-// the real service reads them. Only GetSubscriberByEmail is implemented.
+// A fake of the subscribers service's AudienceService (where delivery looks
+// recipients up), served over real gRPC so that the tenant headers delivery
+// sends are read as the real service reads them. GetRecipientByEmail and
+// GetRecipients answer what a test put: subscribers with a mailability of the
+// test's choosing (default: anything may be sent), and suppressed addresses.
+
+interface FakeSubscriber {
+  id: string;
+  email: string;
+  metadata: JsonObject;
+  mailability: Mailability;
+}
+
+/** May get anything. */
+const MAILABLE = (): Mailability => create(MailabilitySchema, {});
 
 export class FakeSubscribers {
   private server: RunningGrpcServer | undefined;
   /** tenant -> lower-cased address -> subscriber */
-  private readonly byTenant = new Map<string, Map<string, { id: string; email: string; metadata: JsonObject }>>();
-  /** Every lookup: tenant and address. */
+  private readonly byTenant = new Map<string, Map<string, FakeSubscriber>>();
+  /** tenant -> lower-cased addresses suppressed (no subscriber) */
+  private readonly suppressed = new Map<string, Set<string>>();
+  /** Every lookup by address: tenant and address. */
   readonly lookups: { tenant: string; email: string }[] = [];
   /** Lookups of these addresses (lower case) after their first one fail with UNAVAILABLE: queued at once, never sendable. */
   readonly unavailableAfterFirst = new Set<string>();
+  /** The first lookup of these addresses (lower case) answers after 1.5 s: later than SendEmail waits, so only the send attempt hears it. */
+  readonly slowFirst = new Set<string>();
 
   get url(): string {
     return this.server!.url;
@@ -24,16 +40,22 @@ export class FakeSubscribers {
     this.server = await startGrpcServer({
       port: 0,
       routes: (router) =>
-        router.service(SubscriberService, {
-          getSubscriberByEmail: async (req, ctx) => {
+        router.service(AudienceService, {
+          getRecipientByEmail: async (req, ctx) => {
             const tenant = tenantKey(readCallContext(ctx).tenant);
             const key = req.email.trim().toLowerCase();
             const earlier = this.lookups.filter((l) => l.tenant === tenant && l.email === key).length;
             this.lookups.push({ tenant, email: key });
             if (earlier > 0 && this.unavailableAfterFirst.has(key)) throw new ConnectError("down on purpose", Code.Unavailable);
+            if (earlier === 0 && this.slowFirst.has(key)) await new Promise((resolve) => setTimeout(resolve, 1500));
             const found = this.byTenant.get(tenant)?.get(key);
-            if (!found) throw new ConnectError("subscriber not found", Code.NotFound);
-            return { subscriber: create(SubscriberSchema, { id: found.id, email: found.email, metadata: found.metadata }) };
+            if (found) return { recipient: recipientOf(found), mailability: found.mailability };
+            const suppressed = this.suppressed.get(tenant)?.has(key);
+            return { mailability: suppressed ? create(MailabilitySchema, { marketing: MailingBlock.SUPPRESSED }) : MAILABLE() };
+          },
+          getRecipients: async (req, ctx) => {
+            const subscribers = [...(this.byTenant.get(tenantKey(readCallContext(ctx).tenant))?.values() ?? [])];
+            return { recipients: req.subscriberIds.flatMap((id) => subscribers.filter((s) => s.id === id).map(recipientOf)) };
           },
         }),
     });
@@ -44,17 +66,27 @@ export class FakeSubscribers {
     await this.server?.close(0);
   }
 
-  /** Makes `email` a subscriber of the caller's tenant; returns its id (`id` given: that one, e.g. the same id in two tenants). */
-  put(call: CallContext, email: string, metadata: JsonObject = {}, id = newId("sub")): string {
+  /**
+   * Makes `email` a subscriber of the caller's tenant; returns its id (`id`
+   * given: that one, e.g. the same id in two tenants). `mailability`: what the
+   * subscribers service would say of them (default: they may get anything).
+   */
+  put(call: CallContext, email: string, metadata: JsonObject = {}, id = newId("sub"), mailability: Partial<Pick<Mailability, "marketing" | "transactional">> = {}): string {
     const tenant = tenantKey(call.tenant);
     const map = this.byTenant.get(tenant) ?? new Map();
-    map.set(email.toLowerCase(), { id, email, metadata });
+    map.set(email.toLowerCase(), { id, email, metadata, mailability: create(MailabilitySchema, mailability) });
     this.byTenant.set(tenant, map);
     return id;
   }
 
-  /** Deletes the subscriber (as the real service does before it publishes subscriber.deleted). */
-  remove(call: CallContext, email: string): void {
-    this.byTenant.get(tenantKey(call.tenant))?.delete(email.toLowerCase());
+  /** Deletes the subscriber (as the real service does before it publishes subscriber.deleted); `suppress`: its address stays suppressed. */
+  remove(call: CallContext, email: string, options: { suppress?: boolean } = {}): void {
+    const tenant = tenantKey(call.tenant);
+    this.byTenant.get(tenant)?.delete(email.toLowerCase());
+    if (options.suppress) this.suppressed.set(tenant, (this.suppressed.get(tenant) ?? new Set()).add(email.toLowerCase()));
   }
+}
+
+function recipientOf(s: FakeSubscriber) {
+  return create(RecipientSchema, { subscriberId: s.id, email: s.email, metadata: s.metadata, mailability: s.mailability });
 }

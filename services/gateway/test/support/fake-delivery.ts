@@ -19,7 +19,7 @@ const { EmailSchema, EmailStatus, SandboxMessageSchema } = delivery;
 
 interface Tenant {
   emails: delivery.Email[];
-  keys: Map<string, { fingerprint: string; emailId: string }>;
+  keys: Map<string, { fingerprint: string; emailId: string; refused: boolean }>;
   sandbox: Map<string, delivery.SandboxMessage>;
 }
 
@@ -29,6 +29,8 @@ export const FAKE_VARIABLES_LIMIT = 1000;
 export class FakeDelivery extends FakeService<Tenant> {
   /** Keep the rendered message (sandbox provider) or not (smtp). */
   sandbox = true;
+  /** Recipients refused at once (address -> reason), as the real service refuses who may not get the mail. */
+  readonly refuse = new Map<string, delivery.FailureReason>();
 
   constructor(private readonly templates: FakeTemplates) {
     super();
@@ -68,7 +70,7 @@ export class FakeDelivery extends FakeService<Tenant> {
                 throw new AppError("conflict", "idempotency_key_reused", "this idempotency key was used with another request");
               }
               // The stored email as it is now, which may have moved on since.
-              if (seen) return { email: this.find(t, seen.emailId), replayed: true };
+              if (seen) return { email: this.find(t, seen.emailId), replayed: true, refused: seen.refused };
             }
             if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(req.to)) {
               throw invalid("to is invalid", [{ field: "to", description: "is not a valid email address" }]);
@@ -92,8 +94,13 @@ export class FakeDelivery extends FakeService<Tenant> {
               queuedAt: now,
               updatedAt: now,
             });
+            const refusal = this.refuse.get(req.to);
+            if (refusal) {
+              Object.assign(email, { status: EmailStatus.FAILED, error: delivery.FailureReason[refusal].toLowerCase(), failureReason: refusal, failedAt: now });
+            }
             t.emails.push(email);
-            if (req.idempotencyKey) t.keys.set(req.idempotencyKey, { fingerprint, emailId: email.id });
+            if (req.idempotencyKey) t.keys.set(req.idempotencyKey, { fingerprint, emailId: email.id, refused: refusal !== undefined });
+            if (refusal) return { email, replayed: false, refused: true };
             if (this.sandbox) {
               t.sandbox.set(
                 email.id,

@@ -90,7 +90,7 @@ function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
   const subscriberId = doc._id;
   switch (bus.topic) {
     case "subscriber.created":
-      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [] })];
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [], status: bus.to ?? "" })];
     case "subscriber.status_changed":
       return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
     case "subscriber.tag_added":

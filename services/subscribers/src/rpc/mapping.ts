@@ -3,12 +3,15 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import {
   AudienceFilter_Match,
+  MailabilitySchema,
+  MailingBlock,
   RecipientSchema,
   SubscriberEventSchema,
   SubscriberSchema,
   SubscriberStatus,
   TagSchema,
   type AudienceFilter,
+  type Mailability as MailabilityProto,
   type Recipient,
   type Subscriber,
   type SubscriberEvent,
@@ -16,6 +19,7 @@ import {
 } from "@emailsvc/proto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AudienceFilterInput, Match, MetadataConditionInput } from "../domain/audience.js";
+import type { Mailability, MailingBlock as Block } from "../domain/mailability.js";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { RecipientView } from "../usecases/audience.js";
@@ -65,7 +69,20 @@ export function recipientToProto(view: RecipientView): Recipient {
     status: TO_PROTO[view.status],
     metadata: view.metadata as JsonObject,
     locale: view.locale,
+    mailability: mailabilityToProto(view.mailability),
   });
+}
+
+const BLOCK_TO_PROTO: Record<Block, MailingBlock> = {
+  unsubscribed: MailingBlock.UNSUBSCRIBED,
+  bounced: MailingBlock.BOUNCED,
+  complained: MailingBlock.COMPLAINED,
+  suppressed: MailingBlock.SUPPRESSED,
+};
+
+export function mailabilityToProto(m: Mailability): MailabilityProto {
+  const block = (b: Block | undefined) => (b ? BLOCK_TO_PROTO[b] : MailingBlock.UNSPECIFIED);
+  return create(MailabilitySchema, { marketing: block(m.marketing), transactional: block(m.transactional) });
 }
 
 export function tagToProto(view: TagView): Tag {

@@ -10,12 +10,21 @@ import { exportSubscriberData } from "../usecases/export-subscriber.js";
 import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
+import { getRecipientByEmail } from "../usecases/get-recipient-by-email.js";
 import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
 import { listSubscribers } from "../usecases/list-subscribers.js";
 import { addTags, removeTag } from "../usecases/subscriber-tags.js";
 import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
 import { updateSubscriber } from "../usecases/update-subscriber.js";
-import { audienceFilterFromProto, auditToProto, recipientToProto, statusFromProto, subscriberToProto, tagToProto } from "./mapping.js";
+import {
+  audienceFilterFromProto,
+  auditToProto,
+  mailabilityToProto,
+  recipientToProto,
+  statusFromProto,
+  subscriberToProto,
+  tagToProto,
+} from "./mapping.js";
 
 /**
  * Registers SubscriberService, TagService and AudienceService: proto in, use case, proto out.
@@ -132,6 +141,13 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
       async getRecipients(req, ctx) {
         const found = await getRecipients(scopeOf(readCallContext(ctx)), req.subscriberIds);
         return { recipients: found.map(recipientToProto) };
+      },
+      async getRecipientByEmail(req, ctx) {
+        const found = await getRecipientByEmail(deps, scopeOf(readCallContext(ctx)), req.email);
+        return {
+          ...(found.recipient ? { recipient: recipientToProto(found.recipient) } : {}),
+          mailability: mailabilityToProto(found.mailability),
+        };
       },
     });
   };

@@ -28,7 +28,10 @@ export interface OutboxEntry extends KitOutboxEntry {
   user_agent?: string;
   /** Audit-trail data (ids and tag names; never the address or metadata). */
   audit: Record<string, unknown> | null;
-  /** Bus event, by ids only; null when the change is not published. */
+  /**
+   * Bus event, by ids only; null when the change is not published. `to`: the
+   * status a status change moves to, or a subscriber is created with.
+   */
   bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
 }
 

@@ -9,6 +9,7 @@ import {
   type AudienceFilterInput,
   type TagRef,
 } from "../domain/audience.js";
+import { MARKETING_STATUS, mailabilityOf, type Mailability } from "../domain/mailability.js";
 import type { SubscriberDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
 
@@ -56,12 +57,19 @@ export interface RecipientView {
   metadata: Record<string, unknown>;
   /** The language of their mail when its template declares none; "" when not set. */
   locale: string;
+  /** Whether they may be mailed, per category (domain/mailability.ts). */
+  mailability: Mailability;
+}
+
+/** A live subscriber as a recipient. */
+export function recipientView(doc: SubscriberDoc): RecipientView {
+  return { subscriberId: doc._id, email: doc.email, status: doc.status, metadata: doc.metadata, locale: doc.locale ?? "", mailability: mailabilityOf(doc) };
 }
 
 /**
- * Where and how to mail each of up to RECIPIENTS_MAX subscribers (delivery's
- * campaign intake): one query by ids. Ids of no (or a deleted) subscriber of
- * the tenant are left out; the order is the order asked.
+ * Where and how to mail each of up to RECIPIENTS_MAX subscribers, and whether
+ * they may be (delivery's campaign intake): one query by ids. Ids of no (or a
+ * deleted) subscriber of the tenant are left out; the order is the order asked.
  */
 export async function getRecipients(scope: Scope, ids: readonly string[]): Promise<RecipientView[]> {
   if (ids.length === 0 || ids.length > RECIPIENTS_MAX) {
@@ -73,7 +81,7 @@ export async function getRecipients(scope: Scope, ids: readonly string[]): Promi
   const byId = new Map(docs.map((d) => [d._id, d]));
   return ids.flatMap((id) => {
     const doc = byId.get(id);
-    return doc ? [{ subscriberId: doc._id, email: doc.email, status: doc.status, metadata: doc.metadata, locale: doc.locale ?? "" }] : [];
+    return doc ? [recipientView(doc)] : [];
   });
 }
 
@@ -93,7 +101,9 @@ async function audienceQuery(scope: Scope, filter: AudienceFilter): Promise<Tena
   if (unknown.length > 0) throw unknownTags(unknown);
   const ids = (list: TagRef[]) => [...new Set(list.map((r) => idOf.get(r.key)!))];
 
-  const query: TenantFilter<SubscriberDoc> = { status: "active", deleted: false };
+  // Only who may get marketing mail (campaign mail is): by status, since a
+  // subscriber is never suppressed (that is an address that is none).
+  const query: TenantFilter<SubscriberDoc> = { status: MARKETING_STATUS, deleted: false };
   const tagCondition: { $in?: string[]; $all?: string[]; $nin?: string[] } = {};
   if (filter.include.length > 0) tagCondition[filter.match === "all" ? "$all" : "$in"] = ids(filter.include);
   if (filter.exclude.length > 0) tagCondition.$nin = ids(filter.exclude);

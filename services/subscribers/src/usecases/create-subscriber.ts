@@ -70,6 +70,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
       }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
+        to: status,
       }),
     ]),
   };

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FailureReason } from "../../delivery/v1/failure_reason_pb.js";
+import { file_emailsvc_delivery_v1_failure_reason } from "../../delivery/v1/failure_reason_pb.js";
 import type { EventMeta } from "./subscriber_events_pb.js";
 import { file_emailsvc_events_v1_subscriber_events } from "./subscriber_events_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/email_events.proto.
  */
 export const file_emailsvc_events_v1_email_events: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUinwEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAliBnByb3RvMw", [file_emailsvc_events_v1_subscriber_events]);
+  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUi3AEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkSOwoOZmFpbHVyZV9yZWFzb24YByABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uYgZwcm90bzM", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
 
 /**
  * Topic email.send.requested. Two producers:
@@ -104,12 +106,20 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
   campaignId: string;
 
   /**
-   * For failed: the public error code (e.g. recipient_unsubscribed,
-   * recipient_suppressed, recipient_erased, campaign_cancelled); else empty.
+   * For failed: the public error code as the REST API shows it (the text of
+   * failure_reason, e.g. recipient_unsubscribed); else empty. For people and
+   * logs: consumers read failure_reason.
    *
    * @generated from field: string reason = 6;
    */
   reason: string;
+
+  /**
+   * For failed: why (delivery's vocabulary); else unspecified.
+   *
+   * @generated from field: emailsvc.delivery.v1.FailureReason failure_reason = 7;
+   */
+  failureReason: FailureReason;
 };
 
 /**

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/audience.proto.
  */
 export const file_emailsvc_subscribers_v1_audience: GenFile = /*@__PURE__*/
-  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJIi4KFEdldFJlY2lwaWVudHNSZXF1ZXN0EhYKDnN1YnNjcmliZXJfaWRzGAEgAygJIqcBCglSZWNpcGllbnQSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZsb2NhbGUYBSABKAkiTwoVR2V0UmVjaXBpZW50c1Jlc3BvbnNlEjYKCnJlY2lwaWVudHMYASADKAsyIi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZWNpcGllbnQy3gIKD0F1ZGllbmNlU2VydmljZRJuCg1Db3VudEF1ZGllbmNlEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ291bnRBdWRpZW5jZVJlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5Db3VudEF1ZGllbmNlUmVzcG9uc2USawoMTGlzdEF1ZGllbmNlEiwuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdEF1ZGllbmNlUmVxdWVzdBotLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RBdWRpZW5jZVJlc3BvbnNlEm4KDUdldFJlY2lwaWVudHMSLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRzUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFJlY2lwaWVudHNSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_struct]);
+  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJIi4KFEdldFJlY2lwaWVudHNSZXF1ZXN0EhYKDnN1YnNjcmliZXJfaWRzGAEgAygJIoUBCgtNYWlsYWJpbGl0eRI4CgltYXJrZXRpbmcYASABKA4yJS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsaW5nQmxvY2sSPAoNdHJhbnNhY3Rpb25hbBgCIAEoDjIlLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1haWxpbmdCbG9jayLiAQoJUmVjaXBpZW50EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGbG9jYWxlGAUgASgJEjkKC21haWxhYmlsaXR5GAYgASgLMiQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTWFpbGFiaWxpdHkiKwoaR2V0UmVjaXBpZW50QnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkijwEKG0dldFJlY2lwaWVudEJ5RW1haWxSZXNwb25zZRI1CglyZWNpcGllbnQYASABKAsyIi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZWNpcGllbnQSOQoLbWFpbGFiaWxpdHkYAiABKAsyJC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsYWJpbGl0eSJPChVHZXRSZWNpcGllbnRzUmVzcG9uc2USNgoKcmVjaXBpZW50cxgBIAMoCzIiLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlY2lwaWVudCqkAQoMTWFpbGluZ0Jsb2NrEh0KGU1BSUxJTkdfQkxPQ0tfVU5TUEVDSUZJRUQQABIeChpNQUlMSU5HX0JMT0NLX1VOU1VCU0NSSUJFRBABEhkKFU1BSUxJTkdfQkxPQ0tfQk9VTkNFRBACEhwKGE1BSUxJTkdfQkxPQ0tfQ09NUExBSU5FRBADEhwKGE1BSUxJTkdfQkxPQ0tfU1VQUFJFU1NFRBAEMuEDCg9BdWRpZW5jZVNlcnZpY2USbgoNQ291bnRBdWRpZW5jZRItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0Gi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ291bnRBdWRpZW5jZVJlc3BvbnNlEmsKDExpc3RBdWRpZW5jZRIsLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RBdWRpZW5jZVJlcXVlc3QaLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0QXVkaWVuY2VSZXNwb25zZRJuCg1HZXRSZWNpcGllbnRzEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c1JlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRzUmVzcG9uc2USgAEKE0dldFJlY2lwaWVudEJ5RW1haWwSMy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRCeUVtYWlsUmVxdWVzdBo0LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFJlY2lwaWVudEJ5RW1haWxSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_struct]);
 
 /**
  * Which subscribers an audience holds. Every condition given must hold
@@ -273,6 +273,36 @@ export const GetRecipientsRequestSchema: GenMessage<GetRecipientsRequest> = /*@_
   messageDesc(file_emailsvc_subscribers_v1_audience, 6);
 
 /**
+ * Whether an address may be mailed, per category of mail: the one answer to
+ * "may we mail them", decided here, by the service that keeps subscribers and
+ * the suppression list. Senders apply it, never decide it again.
+ *
+ * @generated from message emailsvc.subscribers.v1.Mailability
+ */
+export type Mailability = Message<"emailsvc.subscribers.v1.Mailability"> & {
+  /**
+   * Campaign mail and templates of category marketing.
+   *
+   * @generated from field: emailsvc.subscribers.v1.MailingBlock marketing = 1;
+   */
+  marketing: MailingBlock;
+
+  /**
+   * Templates of category transactional (receipts, password resets, ...).
+   *
+   * @generated from field: emailsvc.subscribers.v1.MailingBlock transactional = 2;
+   */
+  transactional: MailingBlock;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.Mailability.
+ * Use `create(MailabilitySchema)` to create a new message.
+ */
+export const MailabilitySchema: GenMessage<Mailability> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 7);
+
+/**
  * Where and how to mail one subscriber.
  *
  * @generated from message emailsvc.subscribers.v1.Recipient
@@ -305,6 +335,13 @@ export type Recipient = Message<"emailsvc.subscribers.v1.Recipient"> & {
    * @generated from field: string locale = 5;
    */
   locale: string;
+
+  /**
+   * Whether they may be mailed, per category.
+   *
+   * @generated from field: emailsvc.subscribers.v1.Mailability mailability = 6;
+   */
+  mailability?: Mailability | undefined;
 };
 
 /**
@@ -312,7 +349,53 @@ export type Recipient = Message<"emailsvc.subscribers.v1.Recipient"> & {
  * Use `create(RecipientSchema)` to create a new message.
  */
 export const RecipientSchema: GenMessage<Recipient> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_audience, 7);
+  messageDesc(file_emailsvc_subscribers_v1_audience, 8);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientByEmailRequest
+ */
+export type GetRecipientByEmailRequest = Message<"emailsvc.subscribers.v1.GetRecipientByEmailRequest"> & {
+  /**
+   * An address (compared ignoring case, as subscribers are unique by it).
+   *
+   * @generated from field: string email = 1;
+   */
+  email: string;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientByEmailRequest.
+ * Use `create(GetRecipientByEmailRequestSchema)` to create a new message.
+ */
+export const GetRecipientByEmailRequestSchema: GenMessage<GetRecipientByEmailRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 9);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientByEmailResponse
+ */
+export type GetRecipientByEmailResponse = Message<"emailsvc.subscribers.v1.GetRecipientByEmailResponse"> & {
+  /**
+   * The tenant's subscriber with this address; absent when there is none.
+   *
+   * @generated from field: emailsvc.subscribers.v1.Recipient recipient = 1;
+   */
+  recipient?: Recipient | undefined;
+
+  /**
+   * Always set: the recipient's mailability, or for an address that is no
+   * subscriber, whether it is suppressed (erased at its owner's request).
+   *
+   * @generated from field: emailsvc.subscribers.v1.Mailability mailability = 2;
+   */
+  mailability?: Mailability | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientByEmailResponse.
+ * Use `create(GetRecipientByEmailResponseSchema)` to create a new message.
+ */
+export const GetRecipientByEmailResponseSchema: GenMessage<GetRecipientByEmailResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 10);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetRecipientsResponse
@@ -332,7 +415,54 @@ export type GetRecipientsResponse = Message<"emailsvc.subscribers.v1.GetRecipien
  * Use `create(GetRecipientsResponseSchema)` to create a new message.
  */
 export const GetRecipientsResponseSchema: GenMessage<GetRecipientsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_audience, 8);
+  messageDesc(file_emailsvc_subscribers_v1_audience, 11);
+
+/**
+ * Why an address may not get a category of mail. UNSPECIFIED: it may.
+ *
+ * @generated from enum emailsvc.subscribers.v1.MailingBlock
+ */
+export enum MailingBlock {
+  /**
+   * @generated from enum value: MAILING_BLOCK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The subscriber unsubscribed (a link, the portal, the API): no marketing mail.
+   *
+   * @generated from enum value: MAILING_BLOCK_UNSUBSCRIBED = 1;
+   */
+  UNSUBSCRIBED = 1,
+
+  /**
+   * The subscriber's address bounced: no mail at all.
+   *
+   * @generated from enum value: MAILING_BLOCK_BOUNCED = 2;
+   */
+  BOUNCED = 2,
+
+  /**
+   * The subscriber complained about our mail: no mail at all.
+   *
+   * @generated from enum value: MAILING_BLOCK_COMPLAINED = 3;
+   */
+  COMPLAINED = 3,
+
+  /**
+   * The address is no subscriber's: it was erased at its owner's request and
+   * is kept as a keyed hash only (suppression list): no marketing mail.
+   *
+   * @generated from enum value: MAILING_BLOCK_SUPPRESSED = 4;
+   */
+  SUPPRESSED = 4,
+}
+
+/**
+ * Describes the enum emailsvc.subscribers.v1.MailingBlock.
+ */
+export const MailingBlockSchema: GenEnum<MailingBlock> = /*@__PURE__*/
+  enumDesc(file_emailsvc_subscribers_v1_audience, 0);
 
 /**
  * Count and list the same audience: both apply the filter identically. Not a
@@ -372,6 +502,18 @@ export const AudienceService: GenService<{
     methodKind: "unary";
     input: typeof GetRecipientsRequestSchema;
     output: typeof GetRecipientsResponseSchema;
+  },
+  /**
+   * One address, subscriber or not: what delivery needs to send one email
+   * (the subscriber's id and metadata, and whether the address may be mailed).
+   * An address the subscribers service would not store is INVALID_ARGUMENT.
+   *
+   * @generated from rpc emailsvc.subscribers.v1.AudienceService.GetRecipientByEmail
+   */
+  getRecipientByEmail: {
+    methodKind: "unary";
+    input: typeof GetRecipientByEmailRequestSchema;
+    output: typeof GetRecipientByEmailResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_audience, 0);

@@ -24,7 +24,9 @@ export interface EmailJson {
 
 export interface EmailQueuedJson {
   id: string;
-  status: "queued";
+  status: "queued" | "failed";
+  /** null when queued; the reason when refused at once. */
+  error: string | null;
   to: string;
   template_id: string;
   template_slug: string;
@@ -81,15 +83,17 @@ export function emailJson(e: delivery.Email | undefined): EmailJson {
 
 /**
  * The answer to a send: the email as it was accepted, built only from fields
- * that never change afterwards (status is `queued` by definition). So a replay
- * is byte-for-byte the original answer even when the service hands back the
- * email's current state (sent, failed, …).
+ * that never change afterwards (status is `queued`, or `failed` with its
+ * reason when delivery refused the recipient at once, which is final). So a
+ * replay is byte-for-byte the original answer even when the service hands
+ * back the email's current state (sent, failed, …).
  */
-export function emailQueuedJson(e: delivery.Email | undefined): EmailQueuedJson {
+export function emailQueuedJson(e: delivery.Email | undefined, refused: boolean): EmailQueuedJson {
   if (!e) throw new Error("the service returned no email");
   return {
     id: e.id,
-    status: "queued",
+    status: refused ? "failed" : "queued",
+    error: refused ? e.error : null,
     to: e.to,
     template_id: e.templateId,
     template_slug: e.templateSlug,

@@ -52,7 +52,7 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
     );
     // The same status and body for the original and every replay (Stripe);
     // only the header tells them apart.
-    const email = emailQueuedJson(res.email);
+    const email = emailQueuedJson(res.email, res.refused);
     ctx.status = 202;
     ctx.set("Location", `/api/v1/emails/${encodeURIComponent(email.id)}`);
     if (res.replayed) ctx.set("Idempotent-Replayed", "true");

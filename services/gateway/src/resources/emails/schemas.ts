@@ -66,11 +66,16 @@ export const schemas: Record<string, JsonSchema> = {
     type: "object",
     additionalProperties: false,
     description:
-      "The email as it was accepted. A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
-    required: ["id", "status", "to", "template_id", "template_slug", "template_version", "idempotency_key", "queued_at"],
+      "The email as it was accepted: `queued`, or `failed` when its recipient may not get this mail (refused at once; `error` says why). A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
+    required: ["id", "status", "to", "template_id", "template_slug", "template_version", "idempotency_key", "queued_at", "error"],
     properties: {
       id: emailId(),
-      status: { type: "string", enum: ["queued"] },
+      status: { type: "string", enum: ["queued", "failed"] },
+      error: {
+        type: ["string", "null"],
+        description:
+          "null when queued; when refused, why: `recipient_unsubscribed`, `recipient_bounced`, `recipient_complained` or `recipient_suppressed` (see Email.error).",
+      },
       to: { type: "string", format: "email" },
       template_id: { type: "string" },
       template_slug: { type: "string" },
@@ -120,7 +125,7 @@ export const schemas: Record<string, JsonSchema> = {
       error: {
         type: ["string", "null"],
         description:
-          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`, `recipient_unsubscribed`), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
+          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`, `campaign_cancelled`; and for a recipient who may not get this mail: `recipient_unsubscribed` (marketing mail), `recipient_suppressed` (marketing mail to an address erased at its owner's request), `recipient_bounced`, `recipient_complained` (any mail)), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
       },
       attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
       queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
@@ -187,6 +192,7 @@ export const paths: Paths = {
           "The same key with another body is a 409 `idempotency_key_reused`. Two concurrent requests with one key send one email. " +
           `Keys are kept at least ${IDEMPOTENCY_KEY_RETENTION_HOURS} hours, per account and mode. Retry a send that timed out or failed with a 5xx with the same key.`,
         "Nothing is sent for bad input: an unknown `template_slug` (404 `template_not_found`, also for another account's templates), an invalid recipient (400), `variables` that are not an object (400) or too large (413).",
+        "**A recipient who may not get this mail** (by the template's category: `marketing` mail goes to no unsubscribed subscriber and no address erased at its owner's request; no mail at all to a bounced or complained subscriber) is refused at once when the subscribers service can tell: the answer is still 202, with the email `failed` and its reason in `error` (`recipient_unsubscribed`, `recipient_bounced`, `recipient_complained`, `recipient_suppressed`), and nothing is sent. Otherwise the same check is made again right before sending.",
       ].join("\n\n"),
       tags: ["Emails"],
       // Its own budget, smaller than other writes': each send is mail going out.
@@ -195,7 +201,8 @@ export const paths: Paths = {
       requestBody: body("EmailSend"),
       responses: {
         "202": {
-          description: "Accepted and queued; also the answer to a replay (then with `Idempotent-Replayed: true`).",
+          description:
+            "Accepted: queued, or refused at once for its recipient (`status: failed`, `error` says why); also the answer to a replay (then with `Idempotent-Replayed: true`).",
           headers: {
             "X-Request-Id": { $ref: "#/components/headers/RequestId" },
             Location: { $ref: "#/components/headers/EmailLocation" },
