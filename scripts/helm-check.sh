@@ -4,11 +4,13 @@
 #   2. the rendered manifests against the Kubernetes API schemas (strict: unknown
 #      fields fail) of the oldest and newest supported Kubernetes;
 #   3. the hardening every workload must carry (non-root, read-only root, ...),
-#      the wiring of callers (<NAME>_URL and NetworkPolicy), gRPC listen address
-#      and probes, secrets only where needed, open egress (SMTP relay);
-#   4. the default components against the repository: each runs the dist/main.js
-#      of an existing service, which reads every env var the chart sets, on ports
-#      the Dockerfile EXPOSEs;
+#      the wiring of callers (<NAME>_URL and NetworkPolicy) and the secrets of
+#      each component as the service manifest declares them, gRPC listen
+#      address and probes, open egress (SMTP relay);
+#   4. the default components against the repository: they are what the service
+#      manifest (packages/manifest) generates (`npm run generate:chart`), and
+#      each runs the dist/main.js of an existing service, which reads every env
+#      var the chart sets, on ports the Dockerfile EXPOSEs;
 #   5. negative checks: unknown or misspelt values keys, missing required values,
 #      bad cross references and an incomplete mail provider (EMAIL_PROVIDER=smtp
 #      without SMTP_URL) must fail the render.
@@ -17,7 +19,8 @@
 # (the cache of the test servers and schemathesis too):
 # helm built from the Go module proxy (needs go; ~5 min cold, instant warm) and
 # kubernetes-validate (JSON schemas of each Kubernetes version) from PyPI.
-# Override with HELM=/path/to/helm. SKIP_KUBE_SCHEMAS=1 skips step 2.
+# Override with HELM=/path/to/helm. SKIP_KUBE_SCHEMAS=1 skips step 2. Needs
+# `npm install` (it builds packages/manifest, the service manifest, with turbo).
 # Exits non-zero if any check fails; prints timings and "N passed, N failed".
 set -uo pipefail
 
@@ -113,6 +116,18 @@ else
   fi
   echo "kubernetes-validate $KUBE_VALIDATE_VERSION ready in $(since "$t0")"
 fi
+
+# The service manifest: which components exist, whom each calls, the secrets it
+# reads. The checks below take the wiring from it rather than from a list here.
+t0=$(now)
+manifest="$work/manifest.json"
+if ! (cd "$root" && npx --no-install turbo run build --filter=@emailsvc/manifest --output-logs=errors-only >"$work/manifest-build.log" 2>&1) ||
+  ! node "$root/packages/manifest/dist/cli.js" json >"$manifest"; then
+  echo "FAIL  could not build and read the service manifest (packages/manifest; run npm install first)"
+  cat "$work/manifest-build.log"
+  exit 1
+fi
+echo "service manifest ready in $(since "$t0")"
 echo
 
 # --- lint, render, validate -----------------------------------------------------
@@ -120,8 +135,9 @@ echo
 # Checks that every rendered workload is hardened and wired the way the chart
 # promises. Reads the rendered manifests (multi-document YAML) on stdin.
 cat >"$work/policy.py" <<'PY'
-import sys, yaml
+import json, sys, yaml
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+manifest = json.load(open(sys.argv[1]))["components"]
 errors = []
 def err(obj, msg): errors.append(f"{obj['kind']}/{obj['metadata']['name']}: {msg}")
 by_kind = {}
@@ -196,14 +212,8 @@ def url_of(comp, port_name="grpc"):
     s = svcs.get(comp)
     port = next((p["port"] for p in (s or {}).get("spec", {}).get("ports", []) if p["name"] == port_name), None)
     return f"http://{s['metadata']['name']}:{port}" if s and port else None
-# Who calls whom, by the env var the caller reads; checked when both are rendered.
-wiring = {("gateway", "subscribers"): "SUBSCRIBERS_URL", ("gateway", "templates"): "TEMPLATES_URL",
-          ("gateway", "delivery"): "DELIVERY_URL", ("delivery", "templates"): "TEMPLATES_URL",
-          ("delivery", "subscribers"): "SUBSCRIBERS_URL", ("gateway", "campaigns"): "CAMPAIGNS_URL",
-          ("gateway", "portal"): "PORTAL_URL", ("campaigns", "subscribers"): "SUBSCRIBERS_URL",
-          ("campaigns", "templates"): "TEMPLATES_URL", ("campaigns", "delivery"): "DELIVERY_URL",
-          ("portal", "subscribers"): "SUBSCRIBERS_URL", ("portal", "templates"): "TEMPLATES_URL",
-          ("portal", "delivery"): "DELIVERY_URL", ("portal", "campaigns"): "CAMPAIGNS_URL"}
+# Who calls whom (the manifest's calls), by the env var the caller reads; checked when both are rendered.
+wiring = {(caller, callee): manifest[callee]["urlVariable"] for caller, m in manifest.items() for callee in m["calls"]}
 for (caller, callee), var in wiring.items():
     if caller in deps and callee in deps and env_of(caller).get(var, {}).get("value") != url_of(callee):
         err(deps[caller], f"{var} is not {url_of(callee)}, the {callee} Service")
@@ -215,13 +225,16 @@ for comp in deps:
         v = e.get("value") or ""
         if name.endswith("_URL") and prefix and v.startswith(prefix) and v not in svc_urls:
             err(deps[comp], f"{name}={v} is no Service port of the release")
-# Secrets go only where they are needed.
+# Secrets go only where the manifest says they are read: each component gets those
+# it declares, and of the others only the optional ones it declares.
 for comp in deps:
     env = env_of(comp)
-    if ("ADMIN_TOKEN" in env) != (comp == "gateway"):
-        err(deps[comp], "ADMIN_TOKEN is for the gateway alone" if comp != "gateway" else "no ADMIN_TOKEN")
-    if ("SUPPRESSION_KEYS" in env) != (comp == "subscribers"):
-        err(deps[comp], "SUPPRESSION_KEYS is for the subscribers service alone" if comp != "subscribers" else "no SUPPRESSION_KEYS")
+    if comp in manifest:
+        secret = {n for n, e in env.items() if "secretKeyRef" in e.get("valueFrom", {})}
+        declared = set(manifest[comp]["secrets"])
+        for n in sorted(declared - secret): err(deps[comp], f"no {n}, which its manifest says it reads")
+        for n in sorted(secret - declared - set(manifest[comp]["optionalSecrets"])):
+            err(deps[comp], f"gets the secret {n}, which its manifest does not say it reads")
     provider = env.get("EMAIL_PROVIDER", {}).get("value")
     if comp == "delivery" and provider not in ("sandbox", "smtp"): err(deps[comp], f"EMAIL_PROVIDER is {provider!r}")
     smtp = env.get("SMTP_URL", {}).get("valueFrom", {}).get("secretKeyRef")
@@ -278,34 +291,31 @@ print(f"rendered: {kinds}", file=sys.stderr)
 sys.exit(1 if errors else 0)
 PY
 policy() {
-  PYTHONPATH="$cache/kubernetes-validate/$KUBE_VALIDATE_VERSION${PYTHONPATH:+:$PYTHONPATH}" python3 "$work/policy.py"
+  PYTHONPATH="$cache/kubernetes-validate/$KUBE_VALIDATE_VERSION${PYTHONPATH:+:$PYTHONPATH}" python3 "$work/policy.py" "$manifest"
 }
 
-# Checks the default components against the code of the repository: each runs
-# services/<name>/dist/main.js of a service that exists (the Dockerfile copies
-# every services/* dist and fails without its main.js), reads every env var the
-# chart gives it, and listens on ports the Dockerfile EXPOSEs. Reads the rendered
-# manifests on stdin; argument: the repository root.
+# Checks the default components against the code of the repository: they are
+# the components of the service manifest, each runs services/<name>/dist/main.js
+# of a service that exists (the Dockerfile copies every services/* dist and fails
+# without its main.js), reads every env var the chart gives it, and listens on
+# ports the Dockerfile EXPOSEs. Reads the rendered manifests on stdin; arguments:
+# the repository root and the service manifest (JSON).
 cat >"$work/code.py" <<'PY'
-import glob, os, re, sys, yaml
+import glob, json, os, re, sys, yaml
 root = sys.argv[1]
+manifest = json.load(open(sys.argv[2]))["components"]
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
 dockerfile = open(os.path.join(root, "Dockerfile")).read()
 exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) for p in line.split()}
 def source(*dirs):
     return "".join(open(f).read() for d in dirs for f in glob.glob(os.path.join(root, d, "src/**/*.ts"), recursive=True))
 shared = source("packages/runtime", "packages/storage", "packages/events", "packages/service")
-# `<NAME>_URL` settings are derived from the catalog (packages/runtime/src/catalog.ts):
-# the gateway reads every one, a service those its module's `calls` names.
-catalog_src = open(os.path.join(root, "packages/runtime/src/catalog.ts")).read()
-catalog = re.findall(r"^  ([a-z]+): \{ grpcPort", catalog_src, re.M)
+# `<NAME>_URL` settings are read by name from the manifest's calls (packages/service, serviceUrls).
 def url_vars(service):
-    if service == "gateway":
-        return {f"{n.upper()}_URL" for n in catalog}
-    path = os.path.join(root, "services", service, "src/service.ts")
-    calls = re.search(r"calls: \{([^}]*)\}", open(path).read()) if os.path.isfile(path) else None
-    return {f"{n.upper()}_URL" for n in re.findall(r"([a-z]+):", calls.group(1))} if calls else set()
+    return {manifest[callee]["urlVariable"] for callee in manifest.get(service, {}).get("calls", {})}
 errors = []
+deployed = {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in docs if d["kind"] == "Deployment"}
+if deployed != set(manifest): errors.append(f"the components are {sorted(deployed)}, the manifest's services {sorted(manifest)}")
 for d in (d for d in docs if d["kind"] == "Deployment"):
     name = d["metadata"]["name"]
     c = d["spec"]["template"]["spec"]["containers"][0]
@@ -326,7 +336,7 @@ for e in errors: print(e)
 sys.exit(1 if errors else 0)
 PY
 code_check() { # code_check RENDERED
-  python3 "$work/code.py" "$root" <"$1"
+  python3 "$work/code.py" "$root" "$manifest" <"$1"
 }
 
 render() { # render VALUES_FILE OUT
@@ -346,6 +356,10 @@ notes() { # notes VALUES_FILE RENDERED
     grep -q 'EMAIL_PROVIDER=' <<<"$out" || { echo "NOTES.txt does not tell which mail provider delivery uses"; echo "$out"; return 1; }
   fi
 }
+
+echo "== the chart's components are the service manifest's"
+check "values.yaml components generated from packages/manifest" node "$root/packages/manifest/dist/cli.js" chart --check
+echo
 
 echo "== lint and render each ci/*.yaml"
 shopt -s nullglob
@@ -446,6 +460,11 @@ check "gRPC service on loopback fails the workload policy" \
   must_fail 'templates: GRPC_HOST is not 0\.0\.0\.0' policy_of --set components.templates.env.GRPC_HOST=127.0.0.1
 check "caller left out of the callers fails the workload policy" \
   must_fail 'does not admit gateway, a caller of delivery' policy_of --set 'components.delivery.ports.grpc.callers={subscribers}'
+check "a secret the manifest does not declare fails the workload policy" \
+  must_fail 'templates: gets the secret ADMIN_TOKEN, which its manifest does not say it reads' \
+  policy_of --set 'components.templates.secretEnv={MONGO_URL,ADMIN_TOKEN}'
+check "a secret the manifest declares, left out, fails the workload policy" \
+  must_fail 'portal: no TOKEN_SIGNING_KEYS, which its manifest says it reads' policy_of --set 'components.portal.secretEnv={MONGO_URL}'
 code_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" >"$work/code-of.yaml" && code_check "$work/code-of.yaml"; }
 check "env var the service never reads fails the code check" \
   must_fail 'sets EMAIL_FORM, which services/delivery never reads' code_of --set components.delivery.env.EMAIL_FORM=x

@@ -1,5 +1,6 @@
 import {
   createLogger,
+  DEFAULT_GATEWAY_PORT,
   EMBEDDED_METRICS_PORT,
   envInt,
   envOptional,
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
     port: envInt("METRICS_PORT", EMBEDDED_METRICS_PORT, { min: 0, max: 65535 }),
     host: envString("METRICS_HOST", "127.0.0.1"),
   });
-  const gatewayPort = envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 });
+  const gatewayPort = envInt("GATEWAY_PORT", DEFAULT_GATEWAY_PORT, { min: 0, max: 65535 });
   const platform = await startPlatform({
     dataDir: envString("DATA_DIR", "./data"),
     gatewayPort,

@@ -1,10 +1,11 @@
 import { openBus, type EventBus } from "@emailsvc/events";
 import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
+import { startOrder } from "@emailsvc/manifest";
 import { createLogger, unusedPort, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
-import { SERVICE_MODULES, startOrder } from "./services.js";
+import { SERVICE_MODULES } from "./services.js";
 import { startServiceThread } from "./threads.js";
 
 export interface PlatformOptions {
@@ -76,7 +77,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // Every setting is read before anything starts: a bad one stops the start at once.
     // TOKEN_SIGNING_KEYS of options wins for every service, as it does for the gateway.
     const env: Env = { ...(options.env ?? {}), ...(options.tokenSigningKeys ? { TOKEN_SIGNING_KEYS: options.tokenSigningKeys } : {}) };
-    const order = startOrder(SERVICE_MODULES);
+    const order = startOrder();
     const configs = new Map(order.map((name) => [name, SERVICE_MODULES[name].loadConfig(env) as unknown]));
     // The gateway's rate limits (RATE_LIMIT_*), as when it runs alone; the
     // shared store, when asked for, is the gateway's own MongoDB database.

@@ -7,9 +7,10 @@ import { subscribersService } from "@emailsvc/subscribers";
 import { templatesService } from "@emailsvc/templates";
 
 /**
- * The module of every service of the catalog (packages/runtime, catalog.ts):
- * a service missing here is a compile error. `npm start` starts them in the
- * order their calls need.
+ * The code of every gRPC service of the manifest (packages/manifest): a
+ * service missing here is a compile error, and its module's name must be its
+ * key (embedded/test/manifest.test.ts). `npm start` starts them in the
+ * manifest's start order (`startOrder`: after what each calls as required).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each module has its own config type
 export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> } = {
@@ -19,29 +20,6 @@ export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> 
   campaigns: campaignsService,
   portal: portalService,
 };
-
-/**
- * Services in an order where each one starts after every service it calls as
- * `required`. Optional calls do not order the start (delivery calls the
- * portal optionally, the portal calls delivery as required): the launcher
- * gives such a caller the callee's address before the callee listens.
- */
-export function startOrder(modules: Readonly<Record<ServiceName, Pick<ServiceModule, "calls">>>): ServiceName[] {
-  const order: ServiceName[] = [];
-  const state = new Map<ServiceName, "visiting" | "done">();
-  const visit = (name: ServiceName, path: ServiceName[]): void => {
-    if (state.get(name) === "done") return;
-    if (state.get(name) === "visiting") throw new Error(`services call each other in a cycle: ${[...path, name].join(" -> ")}`);
-    state.set(name, "visiting");
-    for (const [callee, kind] of Object.entries(modules[name].calls) as Array<[ServiceName, string]>) {
-      if (kind === "required") visit(callee, [...path, name]);
-    }
-    state.set(name, "done");
-    order.push(name);
-  };
-  for (const name of Object.keys(modules) as ServiceName[]) visit(name, []);
-  return order;
-}
 
 /**
  * Services `npm start` runs in worker threads by default: the two a campaign

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { COMPONENT_NAMES, SERVICES } from "@emailsvc/manifest";
 import { freePort } from "@emailsvc/testing";
 
 // The services as an operator runs them: each from its own script, in its own
@@ -202,5 +203,17 @@ describe("each service from its own script", () => {
     expect(logs).not.toContain(key);
     expect(logs).toContain("draining");
     for (const line of logs.split("\n").filter((l) => l.trim())) expect(() => JSON.parse(line)).not.toThrow();
+  });
+
+  it("keeps under DATA_DIR only what the services' manifests declare", () => {
+    // Each alone on the embedded store: its datafiles, its bus' log and development keys (packages/manifest, data.dataDir).
+    const declared = new Set<string>(COMPONENT_NAMES.flatMap((name) => SERVICES[name].data.dataDir));
+    const kept = readdirSync(dataDir).flatMap((top) =>
+      top === "bus" || top === "secrets"
+        ? readdirSync(join(dataDir, top)).map((entry) => `${top}/${entry}${statSync(join(dataDir, top, entry)).isDirectory() ? "/" : ""}`)
+        : [`${top}${statSync(join(dataDir, top)).isDirectory() ? "/" : ""}`],
+    );
+    expect(kept).toEqual(expect.arrayContaining(["subscribers/", "bus/subscribers/", "bus/delivery/", "bus/campaigns/"]));
+    expect(kept.filter((part) => !declared.has(part))).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@
 import { execFile } from "node:child_process";
 import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { COMPONENT_NAMES } from "@emailsvc/manifest";
 import { startKubeCluster, type KubeCluster, type KubeObject } from "@emailsvc/testing";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
@@ -290,7 +291,7 @@ describe("the chart on a real Kubernetes API server (ci/custom-domains.yaml)", (
     const others = objects
       .filter((o) => o.kind === "ServiceAccount" && o.metadata.name !== `${RELEASE}-portal`)
       .map((o) => o.metadata.name);
-    expect(others.sort()).toEqual(["campaigns", "delivery", "gateway", "subscribers", "templates"].map((c) => `${RELEASE}-${c}`));
+    expect(others.sort()).toEqual(COMPONENT_NAMES.filter((c) => c !== "portal").sort().map((c) => `${RELEASE}-${c}`));
     for (const name of others) {
       const token = await kube.serviceAccountToken(NS, name);
       const created = await kube.request("POST", `/apis/cert-manager.io/v1/namespaces/${NS}/certificates`, {

@@ -60,6 +60,7 @@ export {
 } from "./registry.js";
 import { NamespacedEventBus } from "./namespaced.js";
 export { NamespacedEventBus } from "./namespaced.js";
+export { DeclaredTopicsEventBus, type DeclaredTopics } from "./declared.js";
 
 export interface OpenBusOptions {
   /** Comma-separated `host:port` list (`KAFKA_BROKERS`). Unset or blank: the in-process bus. */

@@ -13,6 +13,7 @@ export {
   RenderLimitError,
   TemplateRejectedError,
   type Builtins,
+  type MessageOptions,
   type CompiledContent,
   type CompileRenderer,
   type RenderedMessage,

@@ -39,10 +39,13 @@ export interface Builtins {
   metadata?: Record<string, unknown>;
   preference_center_url?: string;
   unsubscribe_url?: string;
+}
+
+/** What a message needs besides its variables; none of it is a template variable. */
+export interface MessageOptions {
   /**
    * The recipient's language (a subscriber's `locale`): the `lang` of the
    * message's <html> when its template declares none (see language.ts).
-   * Not a template variable.
    */
   language?: string | undefined;
 }
@@ -59,7 +62,7 @@ export interface RenderedMessage {
 
 /** Renders one message. Throws RenderLimitError when these variables make it exceed RENDER_LIMITS. */
 export interface Renderer {
-  (variables?: Variables, builtins?: Builtins): RenderedMessage;
+  (variables?: Variables, builtins?: Builtins, options?: MessageOptions): RenderedMessage;
   /**
    * The top-level variables the version reads (sorted; paths such as
    * `metadata.name` as written): a caller may skip computing a built-in no
@@ -331,7 +334,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
   }
 
-  const renderer = (given: Variables = {}, builtins: Builtins = {}): RenderedMessage => {
+  const renderer = (given: Variables = {}, builtins: Builtins = {}, options: MessageOptions = {}): RenderedMessage => {
     const context = mergeVariables(builtinVariables(builtins), given);
     let renderedHtml: string;
     let rawSubject: string;
@@ -350,7 +353,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     if (!staticMarkup && scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
     return {
       subject: renderedSubject,
-      html: needsLanguage ? withLanguage(renderedHtml, languageOf(builtins.language)) : renderedHtml,
+      html: needsLanguage ? withLanguage(renderedHtml, languageOf(options.language)) : renderedHtml,
       // The text part compiled with the version when it could be; else derived from this message's HTML.
       text: text ? text(context) : htmlToText(renderedHtml),
       missing: variables.filter((name) => isMissing(context, name)),

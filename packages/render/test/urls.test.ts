@@ -116,11 +116,11 @@ describe("the <html> lang", () => {
   it("is the recipient's language when the template declares none, English without one, and the template's own when declared", () => {
     const undetermined = compileRenderer({ subject: "s", html: html("<p>x</p>") });
     expect(undetermined({}).html).toContain('<html lang="en">');
-    expect(undetermined({}, { language: "de" }).html).toContain('<html lang="de">');
-    expect(undetermined({}, { language: "pt-BR" }).html).toContain('<html lang="pt-BR">');
-    expect(undetermined({}, { language: '"><script>' }).html).toContain('<html lang="en">');
+    expect(undetermined({}, {}, { language: "de" }).html).toContain('<html lang="de">');
+    expect(undetermined({}, {}, { language: "pt-BR" }).html).toContain('<html lang="pt-BR">');
+    expect(undetermined({}, {}, { language: '"><script>' }).html).toContain('<html lang="en">');
     const german = compileRenderer({ subject: "s", html: '<!doctype html><html lang="de" dir="auto"><body><p>Hallo</p></body></html>' });
-    expect(german({}, { language: "fr" }).html).toContain('<html lang="de" dir="auto">');
+    expect(german({}, {}, { language: "fr" }).html).toContain('<html lang="de" dir="auto">');
   });
 });
 

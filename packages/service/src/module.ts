@@ -1,9 +1,10 @@
-import type { EventBus } from "@emailsvc/events";
+import { DeclaredTopicsEventBus, type EventBus } from "@emailsvc/events";
+import { callsOf, manifestOf, usesBus, type CallNeed, type ServiceManifest } from "@emailsvc/manifest";
 import type { Env, Logger, ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 
-/** How a service depends on another one. */
-export type CallKind = "required" | "optional";
+/** How a service depends on another one (its manifest's `calls`). */
+export type CallKind = CallNeed;
 
 /** What the skeleton (runService, or the embedded launcher) hands a service. */
 export interface ServiceDeps {
@@ -42,20 +43,40 @@ export interface RunningService {
 /**
  * One service as the skeleton sees it. `services/<name>/src/service.ts`
  * exports one; its main.ts is `runService(module)`, and the embedded launcher
- * starts the same module in-process.
+ * starts the same module in-process. What it declares comes from its manifest
+ * (packages/manifest); the service's code adds only how it reads its settings
+ * and how it starts.
  */
 export interface ServiceModule<Config = unknown> {
   name: ServiceName;
-  /** Opens the event bus for it (Kafka with KAFKA_BROKERS, else the embedded bus). */
+  /** Its entry in the service manifest. */
+  manifest: ServiceManifest;
+  /** Opens the event bus for it (Kafka with KAFKA_BROKERS, else the embedded bus): it has topics. */
   usesBus: boolean;
   /** The services it calls, and whether it can start without them. */
   calls: Partial<Record<ServiceName, CallKind>>;
   /** Its own settings (beyond GRPC_*, MONGO_*, DATA_DIR, KAFKA_BROKERS and the URLs); throws ConfigError naming the variable. */
   loadConfig(env: Env): Config;
+  /** Starts it; the bus it gets carries only the topics its manifest declares. */
   start(deps: ServiceDeps, config: Config): Promise<RunningService>;
 }
 
-/** Declares a module with its config type inferred. */
-export function defineService<Config>(module: ServiceModule<Config>): ServiceModule<Config> {
-  return module;
+/** What a service's code adds to its manifest. */
+export interface ServiceCode<Config> {
+  loadConfig(env: Env): Config;
+  start(deps: ServiceDeps, config: Config): Promise<RunningService>;
+}
+
+/** The module of the manifest's service `name`, with its code; the config type is inferred. */
+export function defineService<Config>(name: ServiceName, code: ServiceCode<Config>): ServiceModule<Config> {
+  const manifest = manifestOf(name);
+  const declared = { service: name, produces: manifest.topics.produces, consumes: manifest.topics.consumes };
+  return {
+    name,
+    manifest,
+    usesBus: usesBus(name),
+    calls: callsOf(name),
+    loadConfig: (env) => code.loadConfig(env),
+    start: (deps, config) => code.start({ ...deps, bus: deps.bus && new DeclaredTopicsEventBus(deps.bus, declared) }, config),
+  };
 }

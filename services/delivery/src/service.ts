@@ -4,15 +4,8 @@ import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { startDeliveryService } from "./server.js";
 
-/** The delivery service as the skeleton and the embedded launcher start it. */
-export const deliveryService = defineService({
-  name: "delivery",
-  usesBus: true,
-  // Templates: compiled versions (cannot send without). Subscribers: the
-  // recipient's metadata and the link erasure follows (optional). Portal: the
-  // account's active custom domain for preference links (optional: the
-  // portal calls delivery, so this edge must not hold delivery's start).
-  calls: { templates: "required", subscribers: "optional", portal: "optional" },
+/** The delivery service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
+export const deliveryService = defineService("delivery", {
   loadConfig,
   start: async ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");

@@ -3,6 +3,7 @@ import {
   envInt,
   envOptional,
   envString,
+  DEFAULT_GATEWAY_PORT,
   GATEWAY_METRICS_PORT,
   SERVICE_NAMES,
   serviceUrlVariable,
@@ -50,7 +51,7 @@ export interface GatewayConfig {
 
 export function loadConfig(): GatewayConfig {
   return {
-    port: envInt("GATEWAY_PORT", 8080, { min: 0, max: 65535 }),
+    port: envInt("GATEWAY_PORT", DEFAULT_GATEWAY_PORT, { min: 0, max: 65535 }),
     host: envString("GATEWAY_HOST", "0.0.0.0"),
     serviceUrls: serviceUrlsFromEnv(),
     mongoUrl: envOptional("MONGO_URL"),

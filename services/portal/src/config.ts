@@ -1,5 +1,5 @@
 import { parsePolicy, type Policy } from "@emailsvc/ratelimit";
-import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import { ConfigError, DEFAULT_PORTAL_PORT, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { frameAncestorsProblem } from "./domain/frame-ancestors.js";
 import { hostOf } from "./domain/custom-domain.js";
 import { DEFAULT_TIMING, type Timing } from "./domain/domain-states.js";
@@ -48,7 +48,7 @@ export interface PortalConfig {
 }
 
 export function loadConfig(env: Env = process.env): PortalConfig {
-  const pagePort = envInt("PORTAL_PORT", 8081, { min: 0, max: 65535 }, env);
+  const pagePort = envInt("PORTAL_PORT", DEFAULT_PORTAL_PORT, { min: 0, max: 65535 }, env);
   return {
     pagePort,
     pageHost: envString("PORTAL_HOST", "127.0.0.1", env),
@@ -78,7 +78,7 @@ function customDomainConfig(env: Env, pagePort: number): CustomDomainConfig {
   };
   const issuerKind = envString("CUSTOM_DOMAIN_ISSUER_KIND", "ClusterIssuer", env);
   if (issuerKind !== "Issuer" && issuerKind !== "ClusterIssuer") throw new ConfigError(`CUSTOM_DOMAIN_ISSUER_KIND must be Issuer or ClusterIssuer, got "${issuerKind}"`);
-  const portSetting = envString("CUSTOM_DOMAIN_SERVICE_PORT", String(pagePort || 8081), env);
+  const portSetting = envString("CUSTOM_DOMAIN_SERVICE_PORT", String(pagePort || DEFAULT_PORTAL_PORT), env);
   const servicePort = /^[0-9]+$/.test(portSetting) ? Number(portSetting) : portSetting;
   if (typeof servicePort === "number" ? servicePort < 1 || servicePort > 65535 : !/^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/.test(servicePort)) {
     throw new ConfigError(`CUSTOM_DOMAIN_SERVICE_PORT must be a port number or a port name, got "${portSetting}"`);

@@ -4,14 +4,8 @@ import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { startPortalService } from "./server.js";
 
-/** The portal service as the skeleton and the embedded launcher start it. */
-export const portalService = defineService({
-  name: "portal",
-  usesBus: false,
-  // Subscribers: the subscriber, their tags, their changes and their erasure.
-  // Delivery and campaigns: their parts of the export (a part missing fails it); delivery also mails a fresh link,
-  // with a template the portal creates in the account (templates) when it has none.
-  calls: { subscribers: "required", delivery: "required", campaigns: "required", templates: "required" },
+/** The portal service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
+export const portalService = defineService("portal", {
   loadConfig,
   start: ({ store, logger, port, host, urls, developmentSecretsDir }, config) => {
     let keys;

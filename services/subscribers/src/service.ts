@@ -4,11 +4,8 @@ import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
 import { loadConfig } from "./config.js";
 import { startSubscribersService } from "./server.js";
 
-/** The subscribers service as the skeleton and the embedded launcher start it. */
-export const subscribersService = defineService({
-  name: "subscribers",
-  usesBus: true,
-  calls: {},
+/** The subscribers service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
+export const subscribersService = defineService("subscribers", {
   loadConfig,
   start: ({ store, bus, logger, port, host, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the subscribers service needs the event bus");

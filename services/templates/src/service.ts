@@ -5,11 +5,8 @@ import { startTemplatesService } from "./server.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** The templates service as the skeleton and the embedded launcher start it. */
-export const templatesService = defineService({
-  name: "templates",
-  usesBus: false,
-  calls: {},
+/** The templates service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
+export const templatesService = defineService("templates", {
   loadConfig,
   start: ({ store, logger, port, host }, config) =>
     startTemplatesService({

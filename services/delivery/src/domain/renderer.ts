@@ -1,6 +1,7 @@
 import {
   RendererCache as VersionCache,
   type Builtins,
+  type MessageOptions,
   type CompileRenderer,
   type RenderedMessage,
   type Renderer,
@@ -14,7 +15,7 @@ import {
 // RENDER_LIMITS per message). Its contract, errors included, is that package's
 // README; this file names what delivery uses of it.
 
-export type { Builtins, CompileRenderer };
+export type { Builtins, CompileRenderer, MessageOptions };
 export type Rendered = RenderedMessage;
 export type RenderFn = Renderer;
 

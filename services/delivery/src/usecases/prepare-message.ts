@@ -4,7 +4,7 @@ import type { MailCategory } from "../domain/eligibility.js";
 import { buildMessage, scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure } from "../domain/provider.js";
 import type { Recipient } from "../domain/recipients.js";
-import { RendererCache, type Builtins, type PreparedTemplate } from "../domain/renderer.js";
+import { RendererCache, type Builtins, type MessageOptions, type PreparedTemplate } from "../domain/renderer.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { DeliveryDeps } from "./deliver-email.js";
 
@@ -106,8 +106,7 @@ export async function prepareMessage(
     ...(recipient ? { metadata: recipient.metadata } : {}),
     ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
     ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
-    language: recipient?.locale,
-  });
+  }, { language: recipient?.locale });
   const message = buildMessage({
     emailId: email._id,
     from: deps.sender,
@@ -126,9 +125,9 @@ export async function prepareMessage(
  * email for good (`template_render_failed`; which limit, never a variable's
  * value, in last_error).
  */
-function render(prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins) {
+function render(prepared: Renderable, variables: Record<string, unknown>, builtins: Builtins, options: MessageOptions) {
   try {
-    return prepared.render(variables, builtins);
+    return prepared.render(variables, builtins, options);
   } catch (err) {
     const detail = err instanceof RenderLimitError ? err.message : errorText(err, builtins.email ?? "");
     throw new SendFailure("permanent", "template_render_failed", { detail: `template could not be rendered: ${detail}` });

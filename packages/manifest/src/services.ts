@@ -1,0 +1,135 @@
+import type { ServiceManifest } from "./types.js";
+
+// Every deployable of the platform, one entry each: the one place that says
+// what a service listens on, whom it calls, which topics it produces and
+// consumes, which secrets it reads and what data it owns. Derived from it:
+// the catalog of gRPC services and their `<NAME>_URL` settings
+// (packages/runtime), each service's module (packages/service, defineService),
+// the embedded launcher's start order, the Helm chart's `components:`
+// (npm run generate:chart; a test fails when the chart is stale), its
+// NetworkPolicy callers, and scripts/helm-check.sh. Adding a service is its
+// folder plus an entry here: ARCHITECTURE.md, "Adding a service".
+//
+// The name of an entry is the service's one name: folder services/<name>,
+// package @emailsvc/<name>, database, consumer group, log field, Helm component.
+
+export const SERVICES = {
+  gateway: {
+    summary: "REST API (/api/v1, /admin/v1) translated to gRPC calls; the OpenAPI document; accounts and API keys.",
+    metricsPort: 9460,
+    public: {
+      http: { port: 8080, portEnv: "GATEWAY_PORT", hostEnv: "GATEWAY_HOST", health: { live: "/healthz", ready: "/readyz" } },
+    },
+    calls: {
+      subscribers: { need: "required", for: "subscribers, tags, audiences" },
+      templates: { need: "optional", for: "templates and previews" },
+      delivery: { need: "optional", for: "sends and email records" },
+      campaigns: { need: "optional", for: "campaigns and triggers" },
+      portal: { need: "optional", for: "the preference-center API, portal settings, custom domains" },
+    },
+    topics: { produces: [], consumes: [] },
+    secrets: ["ADMIN_TOKEN", "MONGO_URL", "TOKEN_SIGNING_KEYS"],
+    optionalSecrets: {},
+    data: {
+      // rate_limits: the shared counters of RATE_LIMIT_STORE=mongo.
+      collections: ["accounts", "api_keys", "settings", "rate_limits"],
+      dataDir: ["gateway/", "secrets/token-signing-keys"],
+    },
+  },
+  subscribers: {
+    summary: "SubscriberService, TagService and AudienceService: subscribers, tags, audit trail, suppression; produces subscriber.* events.",
+    grpcPort: 50051,
+    metricsPort: 9461,
+    public: {},
+    calls: {},
+    topics: {
+      produces: ["subscriber.created", "subscriber.status_changed", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.deleted"],
+      consumes: [],
+    },
+    secrets: ["MONGO_URL", "SUPPRESSION_KEYS"],
+    optionalSecrets: {},
+    data: {
+      collections: ["subscribers", "tags", "subscriber_events", "suppressions", "privacy_requests"],
+      dataDir: ["subscribers/", "bus/subscribers/", "secrets/suppression-keys"],
+    },
+  },
+  templates: {
+    summary: "TemplateService: MJML templates, their immutable compiled versions, previews, the compiled template for delivery.",
+    grpcPort: 50052,
+    metricsPort: 9462,
+    public: {},
+    calls: {},
+    topics: { produces: [], consumes: [] },
+    secrets: ["MONGO_URL"],
+    optionalSecrets: {},
+    data: { collections: ["templates", "template_versions"], dataDir: ["templates/"] },
+  },
+  delivery: {
+    summary: "DeliveryService: email records with idempotency keys, rendering, and the hand-off to a provider (SMTP or the sandbox).",
+    grpcPort: 50053,
+    metricsPort: 9463,
+    public: {},
+    calls: {
+      templates: { need: "required", for: "compiled template versions" },
+      subscribers: { need: "optional", for: "the recipient's metadata.* and the subscriber erasure follows" },
+      // Optional: the portal calls delivery as required, so this edge must not hold delivery's start.
+      portal: { need: "optional", for: "the account's custom domain for preference links in mail" },
+    },
+    topics: {
+      // email.send.requested: its own queue (and campaigns' hand-over); subscriber.deleted: erasure;
+      // campaign.status_changed: a cancelled campaign's queued mail is not sent.
+      produces: ["email.send.requested", "email.status"],
+      consumes: ["email.send.requested", "subscriber.deleted", "campaign.status_changed"],
+    },
+    secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
+    optionalSecrets: { SMTP_URL: "EMAIL_PROVIDER=smtp" },
+    data: {
+      collections: ["emails", "sandbox_messages", "cancelled_campaigns"],
+      dataDir: ["delivery/", "bus/delivery/", "secrets/token-signing-keys"],
+    },
+  },
+  campaigns: {
+    summary: "CampaignService and TriggerService: drafts, audiences, the per-recipient ledger and its sending; triggers.",
+    grpcPort: 50054,
+    metricsPort: 9465,
+    public: {},
+    calls: {
+      subscribers: { need: "required", for: "audiences, and whom a trigger mails" },
+      templates: { need: "required", for: "the template a campaign sends" },
+      delivery: { need: "required", for: "the sends" },
+    },
+    topics: {
+      produces: ["email.send.requested", "campaign.status_changed"],
+      consumes: ["subscriber.created", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.status_changed", "subscriber.deleted", "email.status"],
+    },
+    secrets: ["MONGO_URL"],
+    optionalSecrets: {},
+    data: {
+      // campaign_send_rates: the counters of CAMPAIGN_RATE and CAMPAIGN_DAILY_LIMIT.
+      collections: ["campaigns", "campaign_recipients", "triggers", "trigger_fires", "campaign_send_rates"],
+      dataDir: ["campaigns/", "bus/campaigns/"],
+    },
+  },
+  portal: {
+    summary: "The preference page (PORTAL_PORT), PreferenceCenterService, PortalSettingsService and DomainService (custom domains).",
+    grpcPort: 50055,
+    metricsPort: 9466,
+    public: {
+      http: { port: 8081, portEnv: "PORTAL_PORT", hostEnv: "PORTAL_HOST" },
+    },
+    calls: {
+      subscribers: { need: "required", for: "the subscriber, their tags, changes and erasure" },
+      delivery: { need: "required", for: "its part of an export, and mailing a fresh link" },
+      campaigns: { need: "required", for: "its part of an export" },
+      templates: { need: "required", for: "the template a fresh link is mailed with" },
+    },
+    topics: { produces: [], consumes: [] },
+    secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
+    optionalSecrets: {},
+    data: {
+      // custom_domain_budget: the counters of CUSTOM_DOMAIN_ISSUE_RATE.
+      collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget"],
+      dataDir: ["portal/", "secrets/token-signing-keys"],
+    },
+  },
+} as const satisfies Record<string, ServiceManifest>;
