@@ -7,7 +7,7 @@ import type { GatewayContext, GatewayState } from "./state.js";
 
 /** 429 `rate_limited`, its detail naming the budget, with Retry-After and the RateLimit headers. */
 export function rateLimited(verdict: Verdict): Problem {
-  return new Problem(429, "rate_limited", verdict.detail ?? "Too many requests.", { headers: verdict.headers });
+  return new Problem("rate_limited", verdict.detail ?? "Too many requests.", { headers: verdict.headers });
 }
 
 /**

@@ -42,7 +42,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
   const { timeoutMs } = context;
 
   defineRoute(kit, "post", "/api/v1/subscribers/:id/preference-token", "createPreferenceToken", async (ctx) => {
-    if (!context.tokenKeys) throw new Problem(503, "service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    if (!context.tokenKeys) throw new Problem("service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
     const auth = ctx.state.auth!;
     // Only a subscriber of this tenant gets a token (another tenant's id is a 404 like any other).
     const found = await subscribers.getSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
@@ -72,7 +72,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
       return await work();
     } catch (err) {
       if (ConnectError.from(err).code === Code.Unauthenticated) {
-        throw new Problem(401, "invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
+        throw new Problem("invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
           headers: { "WWW-Authenticate": `${PREFERENCE_CHALLENGE}, error="invalid_token"` },
         });
       }
@@ -136,13 +136,13 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
 
   defineRoute(kit, "get", "/api/v1/subscribers/:id/export", "exportSubscriber", async (ctx) => {
     const id = ctx.params.id ?? "";
-    if (!isId("sub", id)) throw new Problem(404, "not_found", "subscriber not found");
+    if (!isId("sub", id)) throw new Problem("not_found", "subscriber not found");
     try {
       const res = await service().exportData({ subscriberId: id, audit: requestAudit(ctx, "api", context.clientIp) }, callOptions(ctx, timeoutMs));
       sendExport(ctx, res.json);
     } catch (err) {
       // The portal answers an unknown subscriber as a dead token; to an integrator it is a 404.
-      if (ConnectError.from(err).code === Code.Unauthenticated) throw new Problem(404, "not_found", "subscriber not found");
+      if (ConnectError.from(err).code === Code.Unauthenticated) throw new Problem("not_found", "subscriber not found");
       throw err;
     }
   });

@@ -28,7 +28,7 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
 
   /** The verified token, or undefined after answering with the "not valid" page. */
   function verified(ctx: GatewayRouterContext): VerifiedToken | undefined {
-    if (!tokenKeys) throw new Problem(503, "service_unavailable", "Unsubscribe links are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    if (!tokenKeys) throw new Problem("service_unavailable", "Unsubscribe links are not configured on this gateway (TOKEN_SIGNING_KEYS).");
     try {
       return verifyToken(tokenKeys, String(ctx.state.query?.token ?? ""), { purpose: "unsubscribe" });
     } catch (err) {
@@ -101,12 +101,12 @@ function notFoundAsUndefined(err: unknown): undefined {
 async function readOneClickBody(ctx: GatewayRouterContext): Promise<void> {
   const type = (ctx.get("content-type") || "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") {
-    throw new Problem(415, "unsupported_media_type", `Send the body as application/x-www-form-urlencoded: ${ONE_CLICK_FIELD}=${ONE_CLICK_VALUE}.`);
+    throw new Problem("unsupported_media_type", `Send the body as application/x-www-form-urlencoded: ${ONE_CLICK_FIELD}=${ONE_CLICK_VALUE}.`);
   }
   const text = (await readBody(ctx.req, UNSUBSCRIBE_BODY_LIMIT_BYTES)).toString("latin1");
   const fields = [...new URLSearchParams(text)];
   if (fields.length !== 1 || fields[0]![0] !== ONE_CLICK_FIELD || fields[0]![1] !== ONE_CLICK_VALUE) {
-    throw new Problem(400, "validation_failed", `The body must be exactly ${ONE_CLICK_FIELD}=${ONE_CLICK_VALUE}.`, {
+    throw new Problem("validation_failed", `The body must be exactly ${ONE_CLICK_FIELD}=${ONE_CLICK_VALUE}.`, {
       errors: [{ field: ONE_CLICK_FIELD, message: `must be ${ONE_CLICK_VALUE}, and the only field` }],
     });
   }
