@@ -9,7 +9,7 @@ import { loadPreferenceLinkSettings, portalDomainLookup, PreferenceLinkBase, typ
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
-import { problems } from "./http/errors.js";
+import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
@@ -173,8 +173,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.use(router.routes());
   // Reached only when no route took the request: problems() writes the body.
   app.use(methodNotAllowed(router));
-  // Errors outside the middleware chain, e.g. a client that hung up mid-response.
-  app.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "response error"));
+  // Errors outside the middleware chain: mostly a client that hung up (its
+  // connection reset or ended mid-request), which is no fault of ours and is
+  // already in the access line as 499; anything else is worth a warning.
+  app.on("error", (err: Error & { code?: unknown }) => {
+    const fields = { err: { name: err.name, message: err.message, code: typeof err.code === "string" ? err.code : undefined } };
+    if (isClientGone(err)) logger.debug(fields, "client went away");
+    else logger.warn(fields, "response error");
+  });
 
   return {
     app,

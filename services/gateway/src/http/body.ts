@@ -32,6 +32,11 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
   const announced = Number(req.headers["content-length"]);
   if (Number.isFinite(announced) && announced > limitBytes) throw tooLarge(limitBytes);
   return new Promise<Buffer>((resolve, reject) => {
+    // Gone already (while the request was authenticated): no event is coming.
+    if (req.destroyed) {
+      reject(clientClosedRequest());
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
@@ -55,9 +60,12 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (err: Error) => {
+    // A request stream fails only when its connection does: the client hung
+    // up mid-body (or stalled past the server's request timeout). That is
+    // no server error: 499, logged as a request like any other, no stack.
+    const onError = () => {
       cleanup();
-      reject(err);
+      reject(clientClosedRequest());
     };
     // "close" before "end": the client went away mid-body.
     const onClose = () => {

@@ -59,3 +59,14 @@ function describeError(err: unknown): Record<string, unknown> {
   }
   return { value: String(err) };
 }
+
+/**
+ * Errors of a connection the client ended or reset: the socket's own
+ * (ECONNRESET, EPIPE, ECONNABORTED), a stream cut short, or the HTTP parser
+ * meeting the end of a request that was never finished (HPE_…).
+ */
+export function isClientGone(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  return ["ECONNRESET", "EPIPE", "ECONNABORTED", "ERR_STREAM_PREMATURE_CLOSE"].includes(code) || code.startsWith("HPE_");
+}
