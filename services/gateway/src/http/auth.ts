@@ -11,13 +11,14 @@ const API_KEY_CHALLENGE = { "WWW-Authenticate": 'ApiKey realm="emailsvc", header
 const ADMIN_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="emailsvc-admin"' };
 
 // Invalid credentials count against the client address's failure budget
-// (`guard`); an address that has spent it gets 429 before its credentials are
-// looked at. A missing credential is no guess and costs no lookup: not counted.
+// (`guard`); once an address has spent it, its invalid credentials get 429
+// instead of 401. Valid credentials are always checked and served, so a
+// guesser cannot lock out the others behind the same address (a proxy, a
+// NAT). A missing credential is no guess and costs no lookup: not counted.
 
 /** Requires a valid `X-API-Key`; sets `ctx.state.auth`. */
 export function requireApiKey(authenticator: ApiKeyAuthenticator, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const presented = ctx.get("x-api-key");
     if (!presented) {
       throw new Problem("missing_api_key", "Send your API key in the X-API-Key header.", { headers: API_KEY_CHALLENGE });
@@ -37,7 +38,6 @@ export function requireApiKey(authenticator: ApiKeyAuthenticator, guard: AuthFai
 /** Requires `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function requireAdmin(verifier: AdminTokenVerifier, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
     if (!match) {
       throw new Problem("missing_admin_token", "Send the admin token as `Authorization: Bearer <token>`.", {
@@ -64,7 +64,6 @@ export const PREFERENCE_CHALLENGE = 'Bearer realm="emailsvc-preferences"';
  */
 export function requirePreferenceToken(keys: KeyRing | undefined, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
     if (!match) {
       throw new Problem("missing_preference_token", "Send the preference token as `Authorization: Bearer <token>`.", {

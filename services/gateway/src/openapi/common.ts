@@ -63,7 +63,7 @@ const RATE_LIMIT_HEADER_OBJECTS = {
   "RateLimit-Reset": { description: "Seconds until that budget is whole again.", schema: SECONDS },
   "RateLimit-Policy": {
     description:
-      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `per account and mode`, `failed authentication per client address`), comma-separated.',
+      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `<class> per account and mode`, `<class> per subscriber`, `preference <class> per account and mode`, `failed authentication per client address`), comma-separated.',
     schema: { type: "string", pattern: '^[0-9]+;w=[0-9]+;comment="[^"]*"(, [0-9]+;w=[0-9]+;comment="[^"]*")*$' },
   },
 } as const;

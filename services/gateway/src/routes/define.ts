@@ -3,7 +3,7 @@ import type { Router } from "@koa/router";
 import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
-import { limitApiKeyRequests } from "../http/rate-limit.js";
+import { limitApiKeyRequests, limitPreferenceRequests } from "../http/rate-limit.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { GatewayRouterContext, GatewayState } from "../http/state.js";
@@ -36,8 +36,8 @@ export function toOpenApiPath(routerPath: string): string {
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
  * operation. Authentication follows the operation's `security`; an API-key
- * operation is then charged to its rate-limit budget (its class in the
- * document); then the path, query and header parameters and the JSON body
+ * or preference-token operation is then charged to its rate-limit budgets
+ * (its class in the document); then the path, query and header parameters and the JSON body
  * are validated against the document's schemas, in that order, so that the
  * body of an unauthenticated or rate-limited caller is never read.
  */
@@ -60,10 +60,15 @@ export function defineRoute(
       const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
       if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
       chain.push(middleware);
-      if (scheme === "ApiKey" && kit.limiter) {
-        const cls = found.operation["x-rate-limit-class"];
-        if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+      if (!kit.limiter || (scheme !== "ApiKey" && scheme !== "PreferenceToken")) continue;
+      const cls = found.operation["x-rate-limit-class"];
+      if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+      if (scheme === "ApiKey") {
+        if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
         chain.push(limitApiKeyRequests(kit.limiter, cls));
+      } else {
+        if (cls === "send") throw new Error(`operation ${operationId}: send is an API-key class`);
+        chain.push(limitPreferenceRequests(kit.limiter, cls));
       }
     }
   }

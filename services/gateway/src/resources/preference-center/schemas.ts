@@ -187,9 +187,11 @@ export const paths: Paths = {
     get: {
       operationId: "exportPreferenceData",
       summary: "Download everything stored about the subscriber",
-      description: "One JSON document (data portability). The request is logged without personal data.",
+      description:
+        "One JSON document (data portability). The request is logged without personal data. Every service is asked for its part, so it draws from the tighter `privacy` budget (a few an hour per subscriber by default).",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
+      "x-rate-limit-class": "privacy",
       responses: { "200": json(ref("SubscriberExport"), "The export."), ...portalErrors },
     },
   },
@@ -218,9 +220,10 @@ export const paths: Paths = {
       operationId: "deletePreferenceAccount",
       summary: "Erase the subscriber",
       description:
-        "Permanent erasure (GDPR Art. 17, revDSG Art. 32): the subscriber, their tags, audit trail, emails and campaign records are removed from every service. Every preference token of theirs stops working.",
+        "Permanent erasure (GDPR Art. 17, revDSG Art. 32): the subscriber, their tags, audit trail, emails and campaign records are removed from every service. Every preference token of theirs stops working. Draws from the `privacy` budget, as the export does.",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
+      "x-rate-limit-class": "privacy",
       responses: { "204": noContent("Erased."), ...portalErrors },
     },
   },
