@@ -140,7 +140,21 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
     const again = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("subscriber_suppressed");
-    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "signed up again" } })).status).toBe(201);
+    // A reason that shows nothing lifts nothing (issue 16, defect 11a): zero width space, BOM, word joiner, spaces, a tag character.
+    for (const reason of ["\u200b", "\ufeff\u2060 \u200b\u00a0", "\u{E0020}"]) {
+      const refused = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: reason } });
+      expect({ status: refused.status, code: refused.body.code, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({
+        status: 400,
+        code: "validation_failed",
+        fields: ["resubscribe_reason"],
+      });
+    }
+    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } })).body.code).toBe("subscriber_suppressed");
+    // Invisible characters around a reason are trimmed from what the audit trail keeps.
+    const back = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "\u200bsigned up again\ufeff" } });
+    expect(back.status).toBe(201);
+    const recreated = (await call("GET", `/api/v1/subscribers/${back.body.id}/events`)).body.items[0];
+    expect(recreated.data).toMatchObject({ resubscribe: true, resubscribe_reason: "signed up again" });
   });
 
   it("manages tags: create (private by default), read, list, update, delete", async () => {
