@@ -16,3 +16,4 @@ export * from "./telemetry/index.js";
 export * from "./rerun.js";
 export * from "./expiring-cache.js";
 export * from "./text.js";
+export * from "./locales.js";

@@ -1,4 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
+import { LOCALES } from "@emailsvc/runtime";
 import { body, bodyErrors, errors, json, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
@@ -54,7 +55,7 @@ export const schemas: Record<string, JsonSchema> = {
     type: "object",
     additionalProperties: false,
     required: ["locale"],
-    properties: { locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "null removes it." } },
+    properties: { locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "null removes it." } },
   },
   SubscriberExport: {
     type: "object",
@@ -95,7 +96,7 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       email: { type: "string" },
       status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
-      locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "The subscriber's language; null while unset." },
+      locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "The subscriber's language; null while unset." },
       subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
       available_tags: {
         type: "array",

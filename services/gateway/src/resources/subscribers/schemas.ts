@@ -1,4 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
+import { LOCALES } from "@emailsvc/runtime";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";
@@ -32,7 +33,6 @@ const metadata = {
 const email = emailAddress;
 
 /** The languages a subscriber can read the preference portal in. */
-export const LOCALES = ["en", "de", "fr", "it"] as const;
 
 const locale = {
   type: ["string", "null"],
