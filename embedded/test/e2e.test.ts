@@ -157,6 +157,32 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
     expect(recreated.data).toMatchObject({ resubscribe: true, resubscribe_reason: "signed up again" });
   });
 
+  it("keeps a tag's name and description per language, checked, replaced as a whole (issue 16, defect 13)", async () => {
+    const created = await call("POST", "/api/v1/tags", {
+      body: { name: "weekly-digest", description: "Every Friday", is_public: true, translations: { de: { name: "Wochenrückblick", description: "Jeden Freitag" } } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.translations).toEqual({ de: { name: "Wochenrückblick", description: "Jeden Freitag" } });
+    expect((await call("GET", `/api/v1/tags/${created.body.id}`)).body.translations).toEqual({ de: { name: "Wochenrückblick", description: "Jeden Freitag" } });
+    // An update replaces them all; other fields keep theirs; {} removes them.
+    const updated = await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations: { fr: { name: "Résumé hebdo" }, it: { name: "Riepilogo", description: "Ogni venerdì" } } } });
+    expect(updated.body).toMatchObject({ name: "weekly-digest", description: "Every Friday", translations: { fr: { name: "Résumé hebdo", description: "" }, it: { name: "Riepilogo", description: "Ogni venerdì" } } });
+    expect(Object.keys(updated.body.translations).sort()).toEqual(["fr", "it"]);
+    expect((await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { description: "Fridays" } })).body.translations).toMatchObject({ fr: { name: "Résumé hebdo" } });
+    expect((await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations: {} } })).body.translations).toEqual({});
+    // A language the platform does not speak, a name that shows nothing, one too long: 400 naming the field, nothing stored.
+    for (const [translations, field] of [
+      [{ es: { name: "Resumen" } }, "translations.es"],
+      [{ de: { name: "\u200b " } }, "translations.de.name"],
+      [{ de: { name: "x".repeat(101) } }, "translations.de.name"],
+      [{ de: { name: "ok", description: "d".repeat(501) } }, "translations.de.description"],
+    ] as const) {
+      const refused = await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations } });
+      expect({ status: refused.status, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ status: 400, fields: [field] });
+    }
+    expect((await call("GET", `/api/v1/tags/${created.body.id}`)).body.translations).toEqual({});
+  });
+
   it("manages tags: create (private by default), read, list, update, delete", async () => {
     const tag = await call("POST", "/api/v1/tags", { body: { name: "weekly", description: "Weekly digest" } });
     expect(tag.status).toBe(201);
