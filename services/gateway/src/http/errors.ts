@@ -48,9 +48,16 @@ export function problems(logger: Logger): Middleware<GatewayState> {
           "request failed",
         );
       }
-      writeProblem(ctx, problem);
+      if (ctx.state.problemPage && !prefersJson(ctx)) ctx.state.problemPage(ctx, problem);
+      else writeProblem(ctx, problem);
     }
   };
+}
+
+/** Whether the client asks for JSON rather than a page (Accept; none or `*\/*` is a page). */
+function prefersJson(ctx: GatewayContext): boolean {
+  const best = ctx.accepts("text/html", "application/problem+json", "application/json");
+  return best === "application/problem+json" || best === "application/json";
 }
 
 function describeError(err: unknown): Record<string, unknown> {

@@ -6,13 +6,16 @@ import { readJsonBody } from "../http/body.js";
 import { limitApiKeyRequests, limitPreferenceRequests } from "../http/rate-limit.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
-import type { GatewayRouterContext, GatewayState } from "../http/state.js";
+import type { Problem } from "../http/problem.js";
+import type { GatewayContext, GatewayRouterContext, GatewayState } from "../http/state.js";
 
 export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
 
 export interface RouteOptions {
   /** Largest body of this route; default the kit's (256 KiB). */
   bodyLimitBytes?: number;
+  /** Problems of this route as a page for browsers (problem+json when the client asks for JSON): every problem, validation's too. */
+  problemPage?: (ctx: GatewayContext, problem: Problem) => void;
 }
 
 /** What every route needs from the gateway, built once. */
@@ -55,6 +58,13 @@ export function defineRoute(
   }
   const security = found.operation.security ?? kit.doc.security;
   const chain: Array<Middleware<GatewayState>> = [];
+  const { problemPage } = options;
+  if (problemPage) {
+    chain.push(async (ctx, next) => {
+      ctx.state.problemPage = problemPage;
+      await next();
+    });
+  }
   for (const requirement of security) {
     for (const scheme of Object.keys(requirement)) {
       const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
