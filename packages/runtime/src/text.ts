@@ -32,7 +32,9 @@ export function isInvisible(char: string): boolean {
  * regular-expression character class (`\u0000-\u0020\u007f-\u00a0…`), for
  * JSON Schema patterns read by tools without Unicode property escapes.
  * Invisible characters beyond the BMP (tag characters, musical format
- * marks) are left to the services' check.
+ * marks) and lone surrogates are left to the services' check: regex engines
+ * that read text as code points (Rust's, which schemathesis validates with)
+ * refuse a pattern that names surrogates at all.
  */
 export function invisibleBmpClass(): string {
   if (bmpClass !== undefined) return bmpClass;
@@ -40,7 +42,8 @@ export function invisibleBmpClass(): string {
   const parts: string[] = [];
   let start = -1;
   for (let code = 0; code <= 0x10000; code++) {
-    const invisible = code <= 0xffff && INVISIBLE.test(String.fromCharCode(code));
+    const surrogate = code >= 0xd800 && code <= 0xdfff;
+    const invisible = code <= 0xffff && !surrogate && INVISIBLE.test(String.fromCharCode(code));
     if (invisible && start < 0) start = code;
     if (!invisible && start >= 0) {
       parts.push(start === code - 1 ? hex(start) : `${hex(start)}-${hex(code - 1)}`);

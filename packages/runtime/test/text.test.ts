@@ -17,10 +17,13 @@ describe("visible text", () => {
     const invisible = new RegExp(`^[${invisibleBmpClass()}]$`);
     const disagree: string[] = [];
     for (let code = 0; code <= 0xffff; code++) {
+      // Lone surrogates are left to the services' check (see invisibleBmpClass).
+      if (code >= 0xd800 && code <= 0xdfff) continue;
       const char = String.fromCharCode(code);
       if (invisible.test(char) !== isInvisible(char)) disagree.push(code.toString(16));
     }
     expect(disagree).toEqual([]);
+    expect(invisibleBmpClass()).not.toMatch(/\\ud[89a-f]/);
     // No property escapes: tools without Unicode support read it too.
     expect(invisibleBmpClass()).toMatch(/^(\\u[0-9a-f]{4}(-\\u[0-9a-f]{4})?)+$/);
   });
