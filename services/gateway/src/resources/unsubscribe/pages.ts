@@ -75,14 +75,15 @@ export function donePage(ctx: GatewayContext, voice: PageVoice): void {
 /**
  * A problem as the person who clicked the link should see it: a link that
  * is malformed or whose token does not verify is "not valid" (nothing
- * changed); anything else, "something went wrong" (nothing changed, try
- * again). The status stays the problem's; headers it carries (Connection:
+ * changed); anything else (a body no browser sends, a service down),
+ * "something went wrong" (nothing changed, try again). The status stays the problem's; headers it carries (Connection:
  * close of a 413) are kept.
  */
 export function problemPage(ctx: GatewayContext, problem: Problem, locale: Locale): void {
   const voice: PageVoice = { locale, sender: "" };
   for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
-  const badLink = problem.code === "invalid_link" || problem.code === "validation_failed";
+  // The link itself: its token does not verify, or is missing or of no token's shape.
+  const badLink = problem.code === "invalid_link" || (problem.code === "validation_failed" && (problem.extra.errors ?? []).some((e) => e.field === "token"));
   send(
     ctx,
     problem.status,
