@@ -6,8 +6,8 @@
 //
 // Each request is what the gateway does for an API-key operation: the key's
 // and the tenant's budget of one class, charged together (RateLimiter.admit);
-// plus, before authenticating, the check of the client address's failure
-// budget (authBlocked: a hash of the address and a Map lookup). The shared
+// plus, for a credential that fails, the charge to the client address's
+// failure budget (authFailed: a hash of the address and a GCRA step). The shared
 // store runs on the embedded store (in memory) and on the
 // MongoDB-compatible server of MONGO_URL (else the test setup's FerretDB).
 // Open-ended cells stop after BENCH_SECONDS (default 3).
@@ -90,7 +90,7 @@ async function memoryCells(): Promise<Cell[]> {
   cells.push(cell(store, "refuse (budget spent)", await load(async () => (await refused.admit(identity(0), "read"))!.allowed), null));
   const guard = new RateLimiter(HUGE, new MemoryCounterStore());
   cells.push(
-    cell(store, "failure-budget check before authentication (hash + lookup)", await load(async (i) => guard.authBlocked(`203.0.${(i >> 8) & 255}.${i & 255}`) === undefined), null),
+    cell(store, "failed authentication charged to its address (hash + GCRA)", await load(async (i) => (await guard.authFailed(`203.0.${(i >> 8) & 255}.${i & 255}`))!.allowed), null),
   );
   return cells;
 }

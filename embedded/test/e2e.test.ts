@@ -140,7 +140,47 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
     const again = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("subscriber_suppressed");
-    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "signed up again" } })).status).toBe(201);
+    // A reason that shows nothing lifts nothing (issue 16, defect 11a): zero width space, BOM, word joiner, spaces, a tag character.
+    for (const reason of ["\u200b", "\ufeff\u2060 \u200b\u00a0", "\u{E0020}"]) {
+      const refused = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: reason } });
+      expect({ status: refused.status, code: refused.body.code, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({
+        status: 400,
+        code: "validation_failed",
+        fields: ["resubscribe_reason"],
+      });
+    }
+    expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } })).body.code).toBe("subscriber_suppressed");
+    // Invisible characters around a reason are trimmed from what the audit trail keeps.
+    const back = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "\u200bsigned up again\ufeff" } });
+    expect(back.status).toBe(201);
+    const recreated = (await call("GET", `/api/v1/subscribers/${back.body.id}/events`)).body.items[0];
+    expect(recreated.data).toMatchObject({ resubscribe: true, resubscribe_reason: "signed up again" });
+  });
+
+  it("keeps a tag's name and description per language, checked, replaced as a whole (issue 16, defect 13)", async () => {
+    const created = await call("POST", "/api/v1/tags", {
+      body: { name: "weekly-digest", description: "Every Friday", is_public: true, translations: { de: { name: "Wochenrückblick", description: "Jeden Freitag" } } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.translations).toEqual({ de: { name: "Wochenrückblick", description: "Jeden Freitag" } });
+    expect((await call("GET", `/api/v1/tags/${created.body.id}`)).body.translations).toEqual({ de: { name: "Wochenrückblick", description: "Jeden Freitag" } });
+    // An update replaces them all; other fields keep theirs; {} removes them.
+    const updated = await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations: { fr: { name: "Résumé hebdo" }, it: { name: "Riepilogo", description: "Ogni venerdì" } } } });
+    expect(updated.body).toMatchObject({ name: "weekly-digest", description: "Every Friday", translations: { fr: { name: "Résumé hebdo", description: "" }, it: { name: "Riepilogo", description: "Ogni venerdì" } } });
+    expect(Object.keys(updated.body.translations).sort()).toEqual(["fr", "it"]);
+    expect((await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { description: "Fridays" } })).body.translations).toMatchObject({ fr: { name: "Résumé hebdo" } });
+    expect((await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations: {} } })).body.translations).toEqual({});
+    // A language the platform does not speak, a name that shows nothing, one too long: 400 naming the field, nothing stored.
+    for (const [translations, field] of [
+      [{ es: { name: "Resumen" } }, "translations.es"],
+      [{ de: { name: "\u200b " } }, "translations.de.name"],
+      [{ de: { name: "x".repeat(101) } }, "translations.de.name"],
+      [{ de: { name: "ok", description: "d".repeat(501) } }, "translations.de.description"],
+    ] as const) {
+      const refused = await call("PATCH", `/api/v1/tags/${created.body.id}`, { body: { translations } });
+      expect({ status: refused.status, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ status: 400, fields: [field] });
+    }
+    expect((await call("GET", `/api/v1/tags/${created.body.id}`)).body.translations).toEqual({});
   });
 
   it("manages tags: create (private by default), read, list, update, delete", async () => {

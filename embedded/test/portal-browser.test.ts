@@ -79,9 +79,31 @@ describe("the preference page in Chromium", () => {
     await page.getByRole("button", { name: "Unsubscribe from everything" }).click();
     await expect(page.getByRole("status").textContent()).resolves.toBe("You are unsubscribed from all marketing email.");
     expect((await subscriberNow(id)).status).toBe("unsubscribed");
+    // Nothing shows as subscribed any more (issue 16, defect 13): Offers was left with everything else.
+    await expect(page.getByText("Subscribed", { exact: true }).count()).resolves.toBe(0);
+    await expect(page.getByText("Not subscribed", { exact: true }).count()).resolves.toBe(2);
+    await expect(page.getByRole("button", { name: "Subscribe to Offers" }).count()).resolves.toBe(1);
     await expectNoAxeViolations(page);
     await expectFitsViewport(page);
     await page.close();
+  });
+
+  it("names the sender and shows lists in German where the sender translated them (issue 16, defect 13)", async () => {
+    await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: "Acme" } });
+    await t.call("POST", "/api/v1/tags", { body: { name: "Tips", is_public: true, description: "Tips and tricks", translations: { de: { name: "Tipps", description: "Tipps und Tricks" } } } });
+    const id = await subscriber("tips-reader@example.com", ["Tips"]);
+    const german = await browser.newContext({ viewport: { width: 360, height: 740 }, locale: "de-DE" });
+    const page = await open(german, await linkFor(id));
+    await page.getByRole("heading", { level: 1, name: "Ihre Abonnements bei Acme" }).waitFor();
+    await expect(page.title()).resolves.toBe("Ihre Abonnements bei Acme");
+    await expect(page.getByText("Tipps und Tricks", { exact: true }).count()).resolves.toBe(1);
+    await expect(page.getByText("Tips", { exact: true }).count()).resolves.toBe(0);
+    await page.getByRole("button", { name: "Tipps abbestellen" }).click();
+    await expect(page.getByRole("status").textContent()).resolves.toBe("Sie haben Tipps abbestellt.");
+    await expectNoAxeViolations(page);
+    await expectFitsViewport(page);
+    await german.close();
+    await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } });
   });
 
   it("downloads the subscriber's data and saves their language", async () => {

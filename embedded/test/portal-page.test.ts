@@ -129,13 +129,58 @@ describe("the portal page", () => {
     expect((await post(`${path}/locale`, { csrf, locale: "xx" })).status).toBe(400);
   });
 
-  it("unsubscribes from everything", async () => {
-    const id = await subscriber("stop@example.com", ["offers"]);
-    const { path, csrf } = await open(id);
+  it("unsubscribes from everything, after which no list shows as subscribed (issue 16, defect 13)", async () => {
+    const id = await subscriber("stop@example.com", ["offers", "News & <Updates>", "internal-segment"]);
+    const { path, csrf, html: before } = await open(id);
+    expect(before.match(/class="state">Subscribed</g)).toHaveLength(2);
     const res = await post(`${path}/unsubscribe-all`, { csrf });
     expect(res.status).toBe(303);
     expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.status).toBe("unsubscribed");
-    expect(await (await get(res.headers.get("location")!)).text()).toContain("You are unsubscribed from all marketing email.");
+    const after = await (await get(res.headers.get("location")!)).text();
+    expect(after).toContain("You are unsubscribed from all marketing email.");
+    // Every public list left, each shown as such; the integrator's private segment stays, silent with the status.
+    expect(after).not.toContain(">Subscribed<");
+    expect(after.match(/class="state">Not subscribed</g)).toHaveLength(2);
+    expect(await tagsOf(id)).toEqual(["internal-segment"]);
+    // Joining one list again brings back that list alone.
+    await post(`${path}/tags/${offers}/subscribe`, { csrf });
+    const joined = await (await get(path)).text();
+    expect(joined.match(/class="state">Subscribed</g)).toHaveLength(1);
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.status).toBe("active");
+  });
+
+  it("shows lists held by someone who gets no marketing mail (a one-click unsubscribe, a bounce) as paused, never as subscribed", async () => {
+    const id = await subscriber("paused@example.com", ["offers"]);
+    await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "unsubscribed" } });
+    const { html } = await open(id);
+    expect(html).not.toContain(">Subscribed<");
+    expect(html).toContain('class="state">Paused: you get no marketing email now<');
+    const german = await open(id, { "accept-language": "de" });
+    expect(german.html).toContain('class="state">Pausiert: Sie erhalten derzeit keine Marketing-E-Mails<');
+  });
+
+  it("shows tag names and descriptions in the page's language where the account gave them (issue 16, defect 13)", async () => {
+    const tag = await t.call("POST", "/api/v1/tags", {
+      body: {
+        name: "Product news",
+        description: "What we ship",
+        is_public: true,
+        translations: { de: { name: "Produktneuheiten", description: "Was wir ausliefern" }, fr: { name: "Nouveautés" } },
+      },
+    });
+    expect(tag.status).toBe(201);
+    const id = await subscriber("uebersetzt@example.com", ["Product news"]);
+    const german = await open(id, { "accept-language": "de" });
+    expect(german.html).toContain("<strong>Produktneuheiten</strong><span class=\"desc\">Was wir ausliefern</span>");
+    expect(german.html).toContain('aria-label="Produktneuheiten abbestellen"');
+    expect(german.html).not.toContain("Product news");
+    // French has a name only: the tag's own description; Italian has none: the tag's own name.
+    expect((await open(id, { "accept-language": "fr" })).html).toContain("<strong>Nouveautés</strong><span class=\"desc\">What we ship</span>");
+    expect((await open(id, { "accept-language": "it" })).html).toContain("<strong>Product news</strong>");
+    // The confirmation after leaving names the tag in the page's language.
+    const { path, csrf } = german;
+    const left = await post(`${path}/tags/${tag.body.id}/unsubscribe`, { csrf, lang: "de" });
+    expect(await (await get(left.headers.get("location")!)).text()).toContain("Produktneuheiten");
   });
 
   it("asks before deleting, then erases, and the page is gone", async () => {
@@ -272,7 +317,7 @@ describe("portal settings", () => {
   it("let an account say who may embed its page", async () => {
     const before = await t.call("GET", "/api/v1/portal-settings");
     expect(before.status).toBe(200);
-    expect(before.body).toEqual({ frame_ancestors: [], updated_at: null });
+    expect(before.body).toEqual({ frame_ancestors: [], sender_name: null, updated_at: null });
     const id = await subscriber("framed@example.com");
     const { path } = await open(id);
     expect((await get(path)).headers.get("content-security-policy")).toContain("frame-ancestors *");
@@ -291,5 +336,24 @@ describe("portal settings", () => {
     // Back to the platform's default.
     expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { frame_ancestors: [] } })).status).toBe(200);
     expect((await get(path)).headers.get("content-security-policy")).toContain("frame-ancestors *");
+  });
+
+  it("names the sender in its heading once the account has set sender_name (issue 16, defect 13)", async () => {
+    const id = await subscriber("named@example.com");
+    expect((await open(id)).html).toContain("<h1>Your email preferences</h1>");
+    expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: "Acme & Co" } })).body).toMatchObject({ sender_name: "Acme & Co" });
+    const { html } = await open(id);
+    expect(html).toContain("<title>Your subscriptions with Acme &#38; Co</title>");
+    expect(html).toContain("<h1>Your subscriptions with Acme &#38; Co</h1>");
+    expect((await open(id, { "accept-language": "de" })).html).toContain("<h1>Ihre Abonnements bei Acme &#38; Co</h1>");
+    expect((await open(id, { "accept-language": "fr" })).html).toContain("<h1>Vos abonnements chez Acme &#38; Co</h1>");
+    // The other settings keep their value; null takes the name away.
+    expect((await t.call("GET", "/api/v1/portal-settings")).body).toMatchObject({ frame_ancestors: [], sender_name: "Acme & Co" });
+    for (const bad of ["", "\u200b\u2060", "x".repeat(101), "line\nbreak"]) {
+      const refused = await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: bad } });
+      expect({ bad, status: refused.status, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ bad, status: 400, fields: ["sender_name"] });
+    }
+    expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } })).body.sender_name).toBeNull();
+    expect((await open(id)).html).toContain("<h1>Your email preferences</h1>");
   });
 });

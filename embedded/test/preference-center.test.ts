@@ -79,7 +79,7 @@ describe("preference-center API", () => {
     expect(res.status).toBe(200);
     expect(res.body.email).toBe("view@example.com");
     expect(res.body.status).toBe("active");
-    expect(res.body.subscribed_tags).toEqual([{ id: news, name: "news", description: "Weekly news" }]);
+    expect(res.body.subscribed_tags).toEqual([{ id: news, name: "news", description: "Weekly news", translations: {} }]);
     // Neither the private tag (held or not) nor the deleted one.
     expect(names(res.body.available_tags)).toEqual(["news", "offers"]);
   });
@@ -117,8 +117,22 @@ describe("preference-center API", () => {
     const res = await portal(token, "POST", "/unsubscribe-all");
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("unsubscribed");
+    // No list shows as subscribed any more: every public one is left (issue 16, defect 13).
+    expect(res.body.subscribed_tags).toEqual([]);
+    expect((await portal(token, "GET", "")).body.subscribed_tags).toEqual([]);
     expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.status).toBe("unsubscribed");
     expect((await portal(token, "POST", `/tags/${offers}/subscribe`)).body.status).toBe("active");
+  });
+
+  it("gives each tag's translations, for a page in the subscriber's language", async () => {
+    const translated = await t.call("POST", "/api/v1/tags", {
+      body: { name: "events", is_public: true, description: "Invitations", translations: { de: { name: "Veranstaltungen", description: "Einladungen" }, it: { name: "Eventi" } } },
+    });
+    const id = await subscriber("translations@example.com", ["events"]);
+    const res = await portal(await tokenFor(id), "GET", "");
+    const expected = { id: translated.body.id, name: "events", description: "Invitations", translations: { de: { name: "Veranstaltungen", description: "Einladungen" }, it: { name: "Eventi", description: "" } } };
+    expect(res.body.subscribed_tags).toEqual([expected]);
+    expect(res.body.available_tags).toContainEqual(expected);
   });
 
   it("leaves a bounced subscriber bounced when they join a tag", async () => {

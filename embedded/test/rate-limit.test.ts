@@ -1,7 +1,11 @@
-// Regression test of issue 6, defect 2, against the whole platform in this
-// process (real services over gRPC, embedded store), configured as an
-// operator would: RATE_LIMIT_* in the environment. Before the fix, 2,000
-// reads, 2,000 bad-key guesses and 900 sends in ten seconds all passed.
+// Regression test of issue 6, defect 2, and of issue 16, defects 6 and 8,
+// against the whole platform in this process (real services over gRPC,
+// embedded store), configured as an operator would: RATE_LIMIT_* in the
+// environment. Before the fixes, 2,000 reads, 2,000 bad-key guesses and 900
+// sends in ten seconds all passed (issue 6); 300 exports through one
+// preference token in 1.45 s passed (issue 16, 6); and after 20 failed
+// authentications from an address, valid keys, the admin token and
+// preference tokens from it got 429 too (issue 16, 8).
 // Budgets are per minute here, so nothing recovers while the test runs (the
 // gateway's rate-limit.test.ts moves a clock to show recovery).
 
@@ -16,6 +20,7 @@ describe("rate limits of the running platform", () => {
       RATE_LIMIT_READ: "3/60s",
       RATE_LIMIT_SEND: "2/60s",
       RATE_LIMIT_AUTH_FAILURES: "3/60s",
+      RATE_LIMIT_PREFERENCE_PRIVACY: "2/1h",
     });
     otherKey = (await t.call("POST", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true, body: { mode: "test" } })).body.key;
   }, 120_000);
@@ -62,17 +67,50 @@ describe("rate limits of the running platform", () => {
     expect(emails.body.items).toHaveLength(2);
   });
 
-  it("refuses bad-key guesses from an address beyond its budget, whatever is presented next", async () => {
+  it("refuses exports through a preference token beyond the subscriber's privacy budget; erasure shares it", async () => {
+    const subscriber = await t.call("POST", "/api/v1/subscribers", { key: otherKey, body: { email: "exports@example.com" } });
+    expect(subscriber.status).toBe(201);
+    const token = (await t.call("POST", `/api/v1/subscribers/${subscriber.body.id}/preference-token`, { key: otherKey })).body.token as string;
+    // A second link of the same subscriber draws from the same budget.
+    const second = (await t.call("POST", `/api/v1/subscribers/${subscriber.body.id}/preference-token`, { key: otherKey })).body.token as string;
+    const asSubscriber = (bearer: string) => ({ key: null, headers: { authorization: `Bearer ${bearer}` } });
+    const statuses: number[] = [];
+    for (const bearer of [token, second, token, second]) {
+      statuses.push((await t.call("GET", "/api/v1/preference-center/export", asSubscriber(bearer))).status);
+    }
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    const refused = await t.call("GET", "/api/v1/preference-center/export", asSubscriber(token));
+    expect(refused.body.detail).toMatch(/^Too many privacy requests for this subscriber: the budget is 2 per 3600 s\. Retry in \d+ s\.$/);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.headers.get("ratelimit-policy")).toMatch(/^2;w=3600;comment="privacy per subscriber", \d+;w=\d+;comment="preference privacy per account and mode"$/);
+    // The erasure too: the subscriber is still there.
+    expect((await t.call("DELETE", "/api/v1/preference-center/account", asSubscriber(token))).status).toBe(429);
+    expect((await t.call("GET", `/api/v1/subscribers/${subscriber.body.id}`, { key: otherKey })).status).toBe(200);
+    // Reading their preferences is a budget of its own.
+    expect((await t.call("GET", "/api/v1/preference-center", asSubscriber(token))).status).toBe(200);
+  });
+
+  it("refuses bad-credential guesses from an address beyond its budget; valid credentials from it are still served", async () => {
+    // A key with its read budget whole, and a preference token, both from before the address is blocked.
+    const freshKey = (await t.call("POST", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true, body: { mode: "test" } })).body.key as string;
+    const subscriber = await t.call("POST", "/api/v1/subscribers", { key: freshKey, body: { email: "blocked-address@example.com" } });
+    const token = (await t.call("POST", `/api/v1/subscribers/${subscriber.body.id}/preference-token`, { key: freshKey })).body.token as string;
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
       statuses.push((await t.call("GET", "/api/v1/tags", { key: `sk_test_${String(i).padStart(40, "Z")}` })).status);
     }
     expect(statuses).toEqual([401, 401, 401, 429, 429, 429]);
-    // The address is blocked for any credential until its budget recovers (one per 20 s).
-    const valid = await t.call("GET", "/api/v1/tags", { key: otherKey });
-    expect(valid.status).toBe(429);
-    expect(valid.body.detail).toMatch(/failed authentication attempts from this address/);
-    expect(Number(valid.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect((await t.call("GET", "/admin/v1/accounts", { admin: true })).status).toBe(429);
+    const refused = await t.call("GET", "/api/v1/tags", { key: `sk_test_${"Y".repeat(40)}` });
+    expect(refused.body.detail).toMatch(/failed authentication attempts from this address/);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Everyone else behind this address: a valid key, the admin token, a preference token.
+    const valid = await t.call("GET", "/api/v1/tags", { key: freshKey });
+    expect(valid.status).toBe(200);
+    expect((await t.call("GET", "/admin/v1/accounts", { admin: true })).status).toBe(200);
+    const preferences = await t.call("GET", "/api/v1/preference-center", { key: null, headers: { authorization: `Bearer ${token}` } });
+    expect(preferences.status).toBe(200);
+    // The guesser still gets nowhere: each further failure is a 429, whatever it presents.
+    expect((await t.call("GET", "/admin/v1/accounts", { key: null, headers: { authorization: "Bearer not-the-admin-token" } })).status).toBe(429);
+    expect((await t.call("GET", "/api/v1/preference-center", { key: null, headers: { authorization: `Bearer ${token}x` } })).status).toBe(429);
   });
 });

@@ -84,12 +84,40 @@ describe("unsubscribe pages in Chromium", () => {
 
   it("the page of a link that is not valid is accessible and fits a phone", async () => {
     const id = await subscriber("invalid@example.com");
-    const page = await open(phone, linkFor(id).replace(/token=[^.]+\./, "token=e30."), 401);
+    const page = await open(phone, linkFor(id).replace(/token=[^.]+\./, "token=e30."), 403);
     await page.getByRole("heading", { name: "This link is not valid" }).waitFor();
     await expectNoAxeViolations(page);
     await expectFitsViewport(page);
     await page.close();
     expect(await statusOf(id)).toBe("active");
+  });
+
+  it("a link cut short in the mail client is a page, not JSON, in the browser's language (issue 16, defect 13)", async () => {
+    const german = await browser.newContext({ viewport: { width: 360, height: 740 }, locale: "de-DE" });
+    const cut = linkFor(await subscriber("cut@example.com")).replace(/\.[^.]*$/, "");
+    for (const url of [cut, `${t.url}/unsubscribe`]) {
+      const page = await open(german, url, 400);
+      await page.getByRole("heading", { name: "Dieser Link ist ungültig" }).waitFor();
+      expect(await page.getAttribute("html", "lang")).toBe("de");
+      expect(await page.content()).not.toContain("validation_failed");
+      await expectNoAxeViolations(page);
+      await expectFitsViewport(page);
+      await page.close();
+    }
+    await german.close();
+  });
+
+  it("speaks the subscriber's language: a German subscriber unsubscribes in German, with the keyboard", async () => {
+    const id = (await t.call("POST", "/api/v1/subscribers", { body: { email: "deutsch@example.com", locale: "de" } })).body.id as string;
+    const page = await open(phone, linkFor(id));
+    await page.getByRole("heading", { name: "Von unsubscribe-browser abmelden?" }).waitFor();
+    await expectNoAxeViolations(page);
+    await tabUntilFocused(page, page.getByRole("button", { name: "Alle Marketing-E-Mails abbestellen" }));
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Sie sind abgemeldet" }).waitFor();
+    expect(await statusOf(id)).toBe("unsubscribed");
+    await expectNoAxeViolations(page);
+    await page.close();
   });
 
   it("refuses to be framed by another site (frame-ancestors 'none'), so no page can dress its button up", async () => {

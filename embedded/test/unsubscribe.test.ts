@@ -3,7 +3,11 @@ import { startTestPlatform, type TestPlatform } from "./support/platform-client"
 
 // One-click unsubscribe (RFC 8058) through the real platform: the link of a
 // marketing mail's List-Unsubscribe header. A GET shows a page and changes
-// nothing (mail scanners follow links); a POST unsubscribes at once.
+// nothing (mail scanners follow links); a POST unsubscribes at once, as
+// form-encoded or multipart/form-data. The pages speak the subscriber's
+// language, name the sender and say what happens; a broken link is a page for
+// a browser and problem+json for a client that asks for JSON (issue 16,
+// defects 12 and 13).
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -13,8 +17,8 @@ afterAll(() => t?.close());
 
 const ONE_CLICK = "List-Unsubscribe=One-Click";
 
-async function subscriber(email: string): Promise<string> {
-  const res = await t.call("POST", "/api/v1/subscribers", { body: { email } });
+async function subscriber(email: string, locale?: string): Promise<string> {
+  const res = await t.call("POST", "/api/v1/subscribers", { body: { email, ...(locale ? { locale } : {}) } });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }
@@ -92,9 +96,17 @@ describe("one-click unsubscribe", () => {
     )}`;
     for (const link of [tampered, linkFor({ subscriberId: id }, foreignRing), expired, otherPurpose]) {
       const page = await t.call("GET", link, { key: null });
-      expect(page.status).toBe(401);
+      expect(page.status).toBe(403);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(page.text).toContain("This link is not valid");
-      expect((await oneClick(link)).status).toBe(401);
+      expect((await oneClick(link)).status).toBe(403);
+      // A client that asks for JSON gets the problem.
+      const asJson = await t.call("GET", link, { key: null, headers: { accept: "application/json" } });
+      expect({ status: asJson.status, type: asJson.headers.get("content-type"), code: asJson.body.code }).toEqual({
+        status: 403,
+        type: "application/problem+json",
+        code: "invalid_link",
+      });
     }
     expect(await statusOf(id)).toBe("active");
     expect(await statusOf(otherId)).toBe("active");
@@ -113,11 +125,100 @@ describe("one-click unsubscribe", () => {
   it("answers 400 or 415 for a body that is not the one-click form, changing nothing", async () => {
     const id = await subscriber("body@example.com");
     const link = linkFor({ subscriberId: id });
-    expect((await oneClick(link, "List-Unsubscribe=Yes")).status).toBe(400);
+    const wrongBody = await oneClick(link, "List-Unsubscribe=Yes");
+    expect(wrongBody.status).toBe(400);
+    // The link is fine: the page does not say otherwise.
+    expect(wrongBody.text).toContain("Nothing was changed");
+    expect(wrongBody.text).not.toContain("This link is not valid");
     expect((await oneClick(link, `${ONE_CLICK}&x=1`)).status).toBe(400);
     expect((await oneClick(link, "")).status).toBe(400);
     expect((await oneClick(link, JSON.stringify({ "List-Unsubscribe": "One-Click" }), "application/json")).status).toBe(415);
-    expect((await t.call("GET", "/unsubscribe", { key: null })).status).toBe(400);
     expect(await statusOf(id)).toBe("active");
+  });
+
+  it("shows a broken link (no token, a cut one) as a page in the browser's language, and as problem+json to a client that asks for JSON", async () => {
+    for (const path of ["/unsubscribe", "/unsubscribe?token=eyJhbGciOiJIUzI1NiJ9.eyJz", "/unsubscribe?token="]) {
+      const page = await t.call("GET", path, { key: null, headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8", "accept-language": "de-CH,de;q=0.9" } });
+      expect({ path, status: page.status, type: page.headers.get("content-type") }).toEqual({ path, status: 400, type: "text/html; charset=utf-8" });
+      expect(page.text).toContain('<html lang="de">');
+      expect(page.text).toContain("Dieser Link ist ungültig");
+      expect(page.text).not.toMatch(/"code"|validation_failed/);
+      expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+      const problem = await t.call("GET", path, { key: null, headers: { accept: "application/problem+json" } });
+      expect({ status: problem.status, code: problem.body.code }).toEqual({ status: 400, code: "validation_failed" });
+    }
+  });
+});
+
+describe("one-click as multipart/form-data (RFC 8058)", () => {
+  const boundary = "----one-click-7MA4YWxkTrZu0gW";
+  const multipart = (field: string, value: string, extra = "") =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\n${extra}\r\n${value}\r\n--${boundary}--\r\n`;
+  const TYPE = `multipart/form-data; boundary=${boundary}`;
+
+  it("unsubscribes on List-Unsubscribe=One-Click sent as multipart/form-data", async () => {
+    const id = await subscriber("multipart@example.com");
+    const res = await oneClick(linkFor({ subscriberId: id }), multipart("List-Unsubscribe", "One-Click"), TYPE);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("You are unsubscribed");
+    expect(await statusOf(id)).toBe("unsubscribed");
+    // A part with its own content type, as some senders write it, is the same field.
+    const other = await subscriber("multipart-typed@example.com");
+    expect((await oneClick(linkFor({ subscriberId: other }), multipart("List-Unsubscribe", "One-Click", "Content-Type: text/plain; charset=utf-8\r\n"), TYPE)).status).toBe(200);
+    expect(await statusOf(other)).toBe("unsubscribed");
+  });
+
+  it("refuses another field, another value, a broken or oversized body, changing nothing", async () => {
+    const id = await subscriber("multipart-bad@example.com");
+    const link = linkFor({ subscriberId: id });
+    expect((await oneClick(link, multipart("List-Unsubscribe", "Yes"), TYPE)).status).toBe(400);
+    expect((await oneClick(link, multipart("Unsubscribe", "One-Click"), TYPE)).status).toBe(400);
+    expect((await oneClick(link, "not multipart at all", TYPE)).status).toBe(400);
+    expect((await oneClick(link, multipart("List-Unsubscribe", "One-Click"), "multipart/form-data")).status).toBe(400);
+    // A file part is no form value.
+    expect((await oneClick(link, multipart("List-Unsubscribe", "One-Click").replace('name="List-Unsubscribe"', 'name="List-Unsubscribe"; filename="x.txt"'), TYPE)).status).toBe(400);
+    const big = await oneClick(link, multipart("List-Unsubscribe", "One-Click", `X-Padding: ${"p".repeat(5000)}\r\n`), TYPE);
+    expect(big.status).toBe(413);
+    expect(await statusOf(id)).toBe("active");
+  });
+});
+
+describe("one-click pages: the subscriber's language, the sender, what happens", () => {
+  it("speak the subscriber's stored language, else the browser's, on the page and the answer", async () => {
+    const de = await subscriber("sprache@example.com", "de");
+    const page = await t.call("GET", linkFor({ subscriberId: de }), { key: null, headers: { "accept-language": "fr" } });
+    expect(page.text).toContain('<html lang="de">');
+    expect(page.text).toContain("Alle Marketing-E-Mails abbestellen");
+    const done = await oneClick(linkFor({ subscriberId: de }));
+    expect(done.text).toContain("Sie sind abgemeldet");
+    // No stored language: the browser's (French first, by q-value).
+    const fr = await subscriber("langue@example.com");
+    const french = await t.call("GET", linkFor({ subscriberId: fr }), { key: null, headers: { "accept-language": "en;q=0.5, fr-CH, it;q=0.8" } });
+    expect(french.text).toContain('<html lang="fr">');
+    expect(french.text).toContain("Me désabonner de tous les e-mails marketing");
+    const italian = await t.call("GET", linkFor({ subscriberId: fr }), { key: null, headers: { "accept-language": "it" } });
+    expect(italian.text).toContain('<html lang="it">');
+  });
+
+  it("name the sender (its sender_name, else the account's name) and say exactly what happens", async () => {
+    const id = await subscriber("sender@example.com");
+    const link = linkFor({ subscriberId: id });
+    // The account's name (the platform of this test names it "unsubscribe").
+    const byAccount = await t.call("GET", link, { key: null });
+    expect(byAccount.text).toContain("Unsubscribe from unsubscribe?");
+    expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: "Acme Newsletter" } })).body.sender_name).toBe("Acme Newsletter");
+    const page = await t.call("GET", link, { key: null });
+    expect(page.text).toContain("<h1>Unsubscribe from Acme Newsletter?</h1>");
+    // All marketing mail from that sender, every list; not "these emails".
+    expect(page.text).toContain("You will get no more marketing email from Acme Newsletter: no newsletters and no offers, from any of its lists.");
+    expect(page.text).toContain("Messages you asked for, such as receipts or password resets, still arrive.");
+    expect(page.text).not.toMatch(/these emails/i);
+    const done = await oneClick(link);
+    expect(done.text).toContain("You will get no more marketing email from Acme Newsletter, from any of its lists.");
+    expect(done.text).not.toMatch(/these emails/i);
+    // Markup in a name is text.
+    await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: "<b>Acme</b> & Co" } });
+    expect((await t.call("GET", link, { key: null })).text).toContain("Unsubscribe from &#60;b&#62;Acme&#60;/b&#62; &#38; Co?");
+    await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } });
   });
 });

@@ -15,3 +15,5 @@ export * from "./service-server.js";
 export * from "./telemetry/index.js";
 export * from "./rerun.js";
 export * from "./expiring-cache.js";
+export * from "./text.js";
+export * from "./locales.js";

@@ -23,10 +23,11 @@ export { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/template
  * declares: 400 (every operation refuses unknown query parameters); 429 with
  * `Retry-After` on every operation that takes credentials (the client
  * address's failed-authentication budget); and on every operation that takes
- * an API key, its rate-limit class (`x-rate-limit-class`: GET is `read`,
- * other methods `write`, unless the resource says otherwise, as the send
- * does) and the RateLimit headers on its own responses (the shared error
- * responses declare them already).
+ * an API key or a preference token, its rate-limit class
+ * (`x-rate-limit-class`: GET is `read`, other methods `write`, unless the
+ * resource says otherwise, as the send and the preference center's export and
+ * erasure do) and the RateLimit headers on its own responses (the shared
+ * error responses declare them already).
  */
 function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["paths"] {
   const out: OpenApiDocument["paths"] = {};
@@ -35,7 +36,8 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
     for (const [method, operation] of Object.entries(item) as Array<[HttpMethod, OperationObject]>) {
       let responses: Record<string, unknown> = { "400": { $ref: "#/components/responses/BadRequest" }, ...operation.responses };
       const security = operation.security ?? DEFAULT_SECURITY;
-      const limited = security.some((requirement) => "ApiKey" in requirement);
+      // Budgets per credential: API keys (and tenants), subscribers of preference tokens (and tenants).
+      const limited = security.some((requirement) => "ApiKey" in requirement || "PreferenceToken" in requirement);
       // Any credential may meet the failed-authentication budget of its address.
       if (security.some((requirement) => Object.keys(requirement).length > 0)) {
         responses["429"] ??= { $ref: "#/components/responses/TooManyRequests" };
@@ -48,7 +50,7 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
           }),
         );
       } else if (operation["x-rate-limit-class"]) {
-        throw new Error(`${operation.operationId} takes no API key: it has no rate-limit class`);
+        throw new Error(`${operation.operationId} takes no API key or preference token: it has no rate-limit class`);
       }
       // In status order, as a reader looks them up.
       out[path][method] = {
@@ -103,7 +105,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
         "Errors are `application/problem+json` (RFC 9457) with a stable `code`.",
         "Lists take `limit` (1..500, default 50) and `cursor`, and answer `{items, next_cursor}`.",
         "Every response carries `X-Request-Id` (yours when you send a sane one).",
-        "Rate limits: each API-key operation draws from one budget, `read`, `write` or `send` (its `x-rate-limit-class`), counted per API key and per account and mode. Responses carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy` (IETF httpapi draft); a spent budget is a 429 `rate_limited` with `Retry-After` in seconds. Failed authentications are counted per client address: past their budget, every request from that address is a 429 until it recovers. Budgets are the operator's settings (see the gateway README).",
+        "Rate limits: each API-key operation draws from one budget, `read`, `write` or `send` (its `x-rate-limit-class`), counted per API key and per account and mode; each preference-center operation (preference token) from `read`, `write` or `privacy` (the export and the erasure), counted per subscriber and per account and mode. Responses carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy` (IETF httpapi draft); a spent budget is a 429 `rate_limited` with `Retry-After` in seconds. Failed authentications are counted per client address: past their budget, further invalid credentials from that address are a 429 instead of a 401 until it recovers, while valid ones are served. Budgets are the operator's settings (see the gateway README).",
       ].join("\n"),
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },

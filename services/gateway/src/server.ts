@@ -9,7 +9,7 @@ import { listensLocally, loadPreferenceLinkSettings, mailLinkWarning, portalDoma
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
-import { problems } from "./http/errors.js";
+import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
@@ -17,7 +17,7 @@ import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
 import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
-import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
+import { formatPolicy, loadRateLimitConfig, PREFERENCE_RATE_CLASSES, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
 import { auditIp, clientAddress, DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
@@ -79,6 +79,8 @@ export interface Gateway {
 }
 
 const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
+/** Below this, start-up warns that ADMIN_TOKEN is guessable. */
+const ADMIN_TOKEN_MIN_ADVISED = 32;
 
 /**
  * Builds the gateway application: accounts store (indexes ensured), clients
@@ -107,6 +109,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     .map(([name, t]) => ({ name, client: createClient(health.Health, t) }));
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
+  // The one secret an operator picks: API keys (238 bits) and signed tokens
+  // cannot be guessed, a short admin token can, and a valid credential is
+  // always served (the failure budget refuses only failures).
+  if (deps.adminToken !== undefined && deps.adminToken.length < ADMIN_TOKEN_MIN_ADVISED) {
+    logger.warn(`ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_ADVISED} characters: use a long random one (e.g. openssl rand -hex 32)`);
+  }
   const limiter = await buildRateLimiter(deps);
   const trustedHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
   const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;
@@ -173,8 +181,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.use(router.routes());
   // Reached only when no route took the request: problems() writes the body.
   app.use(methodNotAllowed(router));
-  // Errors outside the middleware chain, e.g. a client that hung up mid-response.
-  app.on("error", (err: Error) => logger.warn({ err: { name: err.name, message: err.message } }, "response error"));
+  // Errors outside the middleware chain: mostly a client that hung up (its
+  // connection reset or ended mid-request), which is no fault of ours and is
+  // already in the access line as 499; anything else is worth a warning.
+  app.on("error", (err: Error & { code?: unknown }) => {
+    const fields = { err: { name: err.name, message: err.message, code: typeof err.code === "string" ? err.code : undefined } };
+    if (isClientGone(err)) logger.debug(fields, "client went away");
+    else logger.warn(fields, "response error");
+  });
 
   return {
     app,
@@ -212,6 +226,8 @@ async function buildRateLimiter(deps: GatewayDeps): Promise<RateLimiter | undefi
       store: config.store,
       per_key: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perKey[c])])),
       per_tenant: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenant[c])])),
+      per_subscriber: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perSubscriber[c])])),
+      per_tenant_preference: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenantPreference[c])])),
       auth_failures_per_address: formatPolicy(config.authFailures),
       trusted_proxy_hops: config.trustedProxyHops,
     },

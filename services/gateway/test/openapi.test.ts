@@ -317,23 +317,25 @@ describe("responses every operation may give", () => {
     }
   });
 
-  it("gives every API-key operation a rate-limit class (send for the send, GET read, others write) and none to the others", () => {
+  it("gives every API-key and preference-token operation a rate-limit class (send for the send, privacy for export and erasure, GET read, others write) and none to the others", () => {
     const classes = Object.fromEntries(
       Object.values(doc.paths).flatMap((item) => Object.entries(item).map(([method, op]) => [op!.operationId, { method, cls: op!["x-rate-limit-class"] }])),
     );
+    const special: Record<string, string> = { sendEmail: "send", exportPreferenceData: "privacy", deletePreferenceAccount: "privacy" };
     for (const op of operations) {
-      const apiKey = (op!.security ?? doc.security).some((r) => "ApiKey" in r);
+      const limited = (op!.security ?? doc.security).some((r) => "ApiKey" in r || "PreferenceToken" in r);
       const { method, cls } = classes[op!.operationId]!;
-      const expected = !apiKey ? undefined : op!.operationId === "sendEmail" ? "send" : method === "get" ? "read" : "write";
+      const expected = !limited ? undefined : (special[op!.operationId] ?? (method === "get" ? "read" : "write"));
       expect({ op: op!.operationId, cls }).toEqual({ op: op!.operationId, cls: expected });
     }
     expect(classes.sendEmail!.cls).toBe("send");
     expect(classes.previewTemplate!.cls).toBe("write");
+    expect(classes.getPreferenceCenter!.cls).toBe("read");
   });
 
-  it("declares the RateLimit headers on every response of an API-key operation", () => {
+  it("declares the RateLimit headers on every response of an API-key or preference-token operation", () => {
     for (const op of operations) {
-      if (!(op!.security ?? doc.security).some((r) => "ApiKey" in r)) continue;
+      if (!(op!.security ?? doc.security).some((r) => "ApiKey" in r || "PreferenceToken" in r)) continue;
       for (const [status, declared] of Object.entries(op!.responses)) {
         const response = resolveRef<{ headers?: Record<string, unknown> }>(doc, declared as never);
         for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy"]) {

@@ -8,6 +8,7 @@
 
 import { MongoClient } from "mongodb";
 import { openMongoStore, type DocumentStore } from "@emailsvc/storage";
+import { parseKeyRing, signToken } from "@emailsvc/tokens";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
 import { startHarness, type Harness, type TestResponse } from "./support/harness";
 
@@ -138,14 +139,21 @@ describe("rate limits through the REST API", () => {
 });
 
 describe("failed authentication per client address", () => {
+  // Issue 16, defect 8: once an address had spent its failure budget, valid
+  // keys, the admin token and preference tokens from it got 429 too, so one
+  // guesser behind a shared proxy locked everyone out. Now a valid
+  // credential is always checked and served; only failures are refused.
   let h: Harness;
   let now = T0;
+  const keys = parseKeyRing(`k1:${Buffer.alloc(32, 7).toString("base64")}`);
+  const preferenceToken = (subscriberId: string) =>
+    signToken(keys, { purpose: "preferences", accountId: h.accountId, mode: "test", subscriberId }, { ttlSeconds: 3600 });
   beforeAll(async () => {
-    h = await startHarness({ rateLimit: loadRateLimitConfig(SMALL), rateLimitClock: () => now });
+    h = await startHarness({ rateLimit: loadRateLimitConfig(SMALL), rateLimitClock: () => now, tokenKeys: keys, portal: true });
   });
   afterAll(() => h.close());
 
-  it("bad-key guesses beyond the budget get 429 before the key is looked at, also a valid key and the admin token", async () => {
+  it("bad-key guesses beyond the budget get 429; valid credentials from that address are still served", async () => {
     const guess = (i: number) => `sk_live_${String(i).padStart(40, "A")}`;
     const remaining: Array<string | null> = [];
     for (let i = 0; i < 4; i++) {
@@ -158,23 +166,118 @@ describe("failed authentication per client address", () => {
     const blocked = await h.request("GET", "/api/v1/tags", { key: guess(4) });
     expectRateLimited(blocked, /^Too many failed authentication attempts from this address: the budget is 4 per 60 s\. Retry in 15 s\.$/);
     expect(rateHeaders(blocked)).toMatchObject({ "retry-after": "15", "ratelimit-limit": "4", "ratelimit-reset": "60" });
-    // Whatever is presented now: a valid key, the admin token, a forged X-Forwarded-For (no trusted proxy).
-    expect((await h.request("GET", "/api/v1/tags")).status).toBe(429);
-    expect((await h.request("GET", "/admin/v1/accounts", { admin: true })).status).toBe(429);
-    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "198.51.100.1" } })).status).toBe(429);
+
+    // The same address with valid credentials: a key, the admin token, a preference token.
+    const valid = await h.request("GET", "/api/v1/tags");
+    expect(valid.status).toBe(200);
+    // Its own budgets apply, not the address's failures.
+    expect(valid.headers.get("ratelimit-policy")).toBe('5;w=10;comment="read per API key", 8;w=10;comment="read per account and mode"');
+    expect((await h.request("GET", "/admin/v1/accounts", { admin: true })).status).toBe(200);
+    const preferences = await h.request("GET", "/api/v1/preference-center", { key: null, headers: { authorization: `Bearer ${preferenceToken("sub_01jd3x0k8m7y6t5r4q3p2n1m0k")}` } });
+    expect(preferences.status).toBe(200);
+
+    // Every further failure is still refused, whatever kind of credential it is.
+    expectRateLimited(await h.request("GET", "/api/v1/tags", { key: guess(5) }), /failed authentication attempts from this address/);
+    expectRateLimited(await h.request("GET", "/admin/v1/accounts", { admin: "wrong-admin-token" }), /failed authentication attempts from this address/);
+    expectRateLimited(
+      await h.request("GET", "/api/v1/preference-center", { key: null, headers: { authorization: "Bearer a.b.c" } }),
+      /failed authentication attempts from this address/,
+    );
     // Routes without credentials are not limited.
     expect((await h.request("GET", "/api/v1/openapi.json", { key: null })).status).toBe(200);
-    // 15 s later one more attempt is allowed.
+    // 15 s later the budget has room for one more failure: a 401 again, then 429.
     now = T0 + 15_000;
-    expect((await h.request("GET", "/api/v1/tags")).status).toBe(200);
+    expect((await h.request("GET", "/api/v1/tags", { key: guess(6) })).status).toBe(401);
+    expect((await h.request("GET", "/api/v1/tags", { key: guess(7) })).status).toBe(429);
   });
 
-  it("counts invalid admin tokens in the same budget, and not a missing credential", async () => {
+  it("counts invalid admin tokens and preference tokens in the same budget, and not a missing credential", async () => {
     now = T0 + 600_000;
     for (let i = 0; i < 5; i++) expect((await h.request("GET", "/api/v1/tags", { key: null })).status).toBe(401);
-    for (let i = 0; i < 4; i++) expect((await h.request("GET", "/admin/v1/accounts", { admin: `wrong-token-${i}` })).status).toBe(401);
+    for (let i = 0; i < 3; i++) expect((await h.request("GET", "/admin/v1/accounts", { admin: `wrong-token-${i}` })).status).toBe(401);
+    const bad = await h.request("GET", "/api/v1/preference-center", { key: null, headers: { authorization: "Bearer a.b.c" } });
+    expect({ status: bad.status, code: bad.body.code, remaining: bad.headers.get("ratelimit-remaining") }).toEqual({
+      status: 401,
+      code: "invalid_preference_token",
+      remaining: "0",
+    });
     const blocked = await h.request("GET", "/admin/v1/accounts", { admin: "wrong-token-4" });
     expectRateLimited(blocked, /failed authentication attempts from this address/);
+  });
+});
+
+describe("the preference-center API (preference tokens)", () => {
+  // Issue 16, defect 6: 300 exports in 1.45 s from one token, each fanning
+  // out to three services. Now each request draws from its subscriber's and
+  // its tenant's budget of its class: read, write, privacy (export, erasure).
+  let h: Harness;
+  let now = T0;
+  const keys = parseKeyRing(`k1:${Buffer.alloc(32, 9).toString("base64")}`);
+  const subscriber = (n: number) => `sub_01jd3x0k8m7y6t5r4q3p2n1m${String(n).padStart(2, "0")}`;
+  const bearer = (subscriberId: string) => ({
+    key: null,
+    headers: { authorization: `Bearer ${signToken(keys, { purpose: "preferences", accountId: h.accountId, mode: "test", subscriberId }, { ttlSeconds: 3600 })}` },
+  });
+  beforeAll(async () => {
+    h = await startHarness({
+      rateLimit: loadRateLimitConfig({
+        RATE_LIMIT_PREFERENCE_READ: "3/60s",
+        RATE_LIMIT_PREFERENCE_WRITE: "2/60s",
+        RATE_LIMIT_PREFERENCE_PRIVACY: "2/1h",
+        RATE_LIMIT_TENANT_PREFERENCE_READ: "100/1s",
+        RATE_LIMIT_TENANT_PREFERENCE_WRITE: "100/1s",
+        RATE_LIMIT_TENANT_PREFERENCE_PRIVACY: "3/1h",
+      }),
+      rateLimitClock: () => now,
+      tokenKeys: keys,
+      portal: true,
+    });
+  });
+  afterAll(() => h.close());
+
+  it("refuses exports beyond the subscriber's privacy budget with 429 before the portal is asked; erasure shares it", async () => {
+    const statuses: number[] = [];
+    const remaining: Array<string | null> = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(1)));
+      statuses.push(res.status);
+      remaining.push(res.headers.get("ratelimit-remaining"));
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(remaining).toEqual(["1", "0", "0"]);
+    const refused = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(1)));
+    expectRateLimited(refused, /^Too many privacy requests for this subscriber: the budget is 2 per 3600 s\. Retry in 1800 s\.$/);
+    expect(refused.headers.get("ratelimit-policy")).toBe('2;w=3600;comment="privacy per subscriber", 3;w=3600;comment="preference privacy per account and mode"');
+    expect(h.portal.methods().filter((m) => m === "exportData")).toHaveLength(2);
+    // The erasure draws from the same budget; a fresh token of the same subscriber buys nothing.
+    expect((await h.request("DELETE", "/api/v1/preference-center/account", bearer(subscriber(1)))).status).toBe(429);
+    expect(h.portal.methods()).not.toContain("eraseAccount");
+    // Reads and writes are budgets of their own.
+    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(1)))).status).toBe(200);
+  });
+
+  it("counts the tenant's subscribers together, and each subscriber apart", async () => {
+    // One privacy request left in the tenant (3 per hour; subscriber 1 took 2).
+    expect((await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(2)))).status).toBe(200);
+    const refused = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(3)));
+    expectRateLimited(refused, /^Too many privacy requests for this account's preference center in test mode: the budget is 3 per 3600 s\./);
+    // An hour later both are whole again.
+    now = T0 + 3_600_000;
+    expect((await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(3)))).status).toBe(200);
+  });
+
+  it("reads and writes beyond the subscriber's budgets get 429; another subscriber's are untouched", async () => {
+    now = T0 + 7_200_000;
+    const reads: number[] = [];
+    for (let i = 0; i < 4; i++) reads.push((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(4)))).status);
+    expect(reads).toEqual([200, 200, 200, 429]);
+    const writes: number[] = [];
+    for (let i = 0; i < 3; i++) writes.push((await h.request("POST", "/api/v1/preference-center/unsubscribe-all", bearer(subscriber(4)))).status);
+    expect(writes).toEqual([200, 200, 429]);
+    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(5)))).status).toBe(200);
+    // 20 s later one more read fits (3 per 60 s: one every 20 s).
+    now += 20_000;
+    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(4)))).status).toBe(200);
   });
 });
 
@@ -192,15 +295,16 @@ describe("behind a trusted proxy (TRUSTED_PROXY_HOPS=1)", () => {
       const res = await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": `10.9.9.${i}, 203.0.113.7` } });
       expect(res.status).toBe(401);
     }
-    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "203.0.113.7" } })).status).toBe(429);
-    // Another client behind the same proxy is unaffected.
-    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "203.0.113.8" } })).status).toBe(200);
+    expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": "203.0.113.7" } })).status).toBe(429);
+    // Its valid key is served; another client behind the same proxy is unaffected.
+    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "203.0.113.7" } })).status).toBe(200);
+    expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": "203.0.113.8" } })).status).toBe(401);
     // IPv6 clients count per /64.
     for (let i = 0; i < 4; i++) {
       expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": `2001:db8:1:2::${i + 1}` } })).status).toBe(401);
     }
-    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "2001:db8:1:2:ffff::1" } })).status).toBe(429);
-    expect((await h.request("GET", "/api/v1/tags", { headers: { "x-forwarded-for": "2001:db8:1:3::1" } })).status).toBe(200);
+    expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": "2001:db8:1:2:ffff::1" } })).status).toBe(429);
+    expect((await h.request("GET", "/api/v1/tags", { ...bad, headers: { "x-forwarded-for": "2001:db8:1:3::1" } })).status).toBe(401);
   });
 });
 

@@ -242,6 +242,7 @@ describe("tags", () => {
       name: "news",
       description: "Monthly news",
       is_public: false,
+      translations: {},
       created_at: expect.stringMatching(RFC3339_UTC),
       updated_at: expect.stringMatching(RFC3339_UTC),
     });

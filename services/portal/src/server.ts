@@ -7,7 +7,7 @@ import type { ExportDeps } from "./usecases/export.js";
 import type { Policy } from "@emailsvc/ratelimit";
 import { portalSettingsRoutes, preferenceCenterRoutes } from "./rpc/routes.js";
 import { PortalStorage } from "./storage/settings.js";
-import { FrameAncestorsCache, type SettingsDeps } from "./usecases/settings.js";
+import { PageSettingsCache, type SettingsDeps } from "./usecases/settings.js";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
 import { Resolver } from "node:dns/promises";
@@ -34,7 +34,7 @@ export interface PortalServiceOptions {
   /** Templates: the default template of a fresh link, created in an account that has none. */
   templates: string | Transport;
   /** The portal page (PORTAL_PORT); left out, only the gRPC API runs. */
-  page?: Omit<PageServerOptions, "deps" | "exportDeps" | "logger" | "newLink" | "frameAncestors"> & {
+  page?: Omit<PageServerOptions, "deps" | "exportDeps" | "logger" | "newLink" | "settings"> & {
     /** The page's frame-ancestors where an account set none (PORTAL_FRAME_ANCESTORS). */
     defaultFrameAncestors: readonly string[];
   };
@@ -134,10 +134,10 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     };
     if (options.page) {
       const { defaultFrameAncestors, ...pageOptions } = options.page;
-      const frameAncestors = new FrameAncestorsCache(settingsDeps, defaultFrameAncestors);
-      settingsDeps.changed = (tenant) => frameAncestors.forget(tenant);
+      const pageSettings = new PageSettingsCache(settingsDeps, defaultFrameAncestors);
+      settingsDeps.changed = (tenant) => pageSettings.forget(tenant);
       const hosts = domains?.enabled ? { preferencesHost: domains.preferencesHost, accountOf: (host: string) => activeDomains.accountOf(host) } : undefined;
-      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, frameAncestors, ...(newLink ? { newLink } : {}), ...(hosts ? { hosts } : {}) });
+      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, settings: pageSettings, ...(newLink ? { newLink } : {}), ...(hosts ? { hosts } : {}) });
     }
   } catch (err) {
     await server.close(0);

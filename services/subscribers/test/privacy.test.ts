@@ -122,6 +122,10 @@ describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers se
     for (const [req, field] of [
       [{ resubscribe: true, resubscribeReason: "" }, "resubscribe_reason"],
       [{ resubscribe: true, resubscribeReason: "   " }, "resubscribe_reason"],
+      // Nothing that shows (issue 16, defect 11a): zero width space, BOM, word joiner, a tag character.
+      [{ resubscribe: true, resubscribeReason: "\u200b" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "\ufeff\u2060\u200b" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "\u{E0020}\u{E0021}" }, "resubscribe_reason"],
       [{ resubscribe: true, resubscribeReason: "x".repeat(501) }, "resubscribe_reason"],
       [{ resubscribe: false, resubscribeReason: "why not" }, "resubscribe_reason"],
     ] as const) {

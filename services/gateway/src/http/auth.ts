@@ -11,21 +11,22 @@ const API_KEY_CHALLENGE = { "WWW-Authenticate": 'ApiKey realm="emailsvc", header
 const ADMIN_CHALLENGE = { "WWW-Authenticate": 'Bearer realm="emailsvc-admin"' };
 
 // Invalid credentials count against the client address's failure budget
-// (`guard`); an address that has spent it gets 429 before its credentials are
-// looked at. A missing credential is no guess and costs no lookup: not counted.
+// (`guard`); once an address has spent it, its invalid credentials get 429
+// instead of 401. Valid credentials are always checked and served, so a
+// guesser cannot lock out the others behind the same address (a proxy, a
+// NAT). A missing credential is no guess and costs no lookup: not counted.
 
 /** Requires a valid `X-API-Key`; sets `ctx.state.auth`. */
 export function requireApiKey(authenticator: ApiKeyAuthenticator, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const presented = ctx.get("x-api-key");
     if (!presented) {
-      throw new Problem(401, "missing_api_key", "Send your API key in the X-API-Key header.", { headers: API_KEY_CHALLENGE });
+      throw new Problem("missing_api_key", "Send your API key in the X-API-Key header.", { headers: API_KEY_CHALLENGE });
     }
     const identity = await authenticator.authenticate(presented);
     if (!identity) {
       const limits = await guard.failed(ctx);
-      throw new Problem(401, "invalid_api_key", "The API key is not valid or has been revoked.", {
+      throw new Problem("invalid_api_key", "The API key is not valid or has been revoked.", {
         headers: { ...API_KEY_CHALLENGE, ...limits },
       });
     }
@@ -37,16 +38,15 @@ export function requireApiKey(authenticator: ApiKeyAuthenticator, guard: AuthFai
 /** Requires `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function requireAdmin(verifier: AdminTokenVerifier, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
     if (!match) {
-      throw new Problem(401, "missing_admin_token", "Send the admin token as `Authorization: Bearer <token>`.", {
+      throw new Problem("missing_admin_token", "Send the admin token as `Authorization: Bearer <token>`.", {
         headers: ADMIN_CHALLENGE,
       });
     }
     if (!(await verifier.verify(match[1]!))) {
       const limits = await guard.failed(ctx);
-      throw new Problem(401, "invalid_admin_token", "The admin token is not valid.", { headers: { ...ADMIN_CHALLENGE, ...limits } });
+      throw new Problem("invalid_admin_token", "The admin token is not valid.", { headers: { ...ADMIN_CHALLENGE, ...limits } });
     }
     await next();
   };
@@ -64,14 +64,13 @@ export const PREFERENCE_CHALLENGE = 'Bearer realm="emailsvc-preferences"';
  */
 export function requirePreferenceToken(keys: KeyRing | undefined, guard: AuthFailureGuard = NO_AUTH_GUARD): Middleware<GatewayState> {
   return async (ctx, next) => {
-    guard.before(ctx);
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("authorization"));
     if (!match) {
-      throw new Problem(401, "missing_preference_token", "Send the preference token as `Authorization: Bearer <token>`.", {
+      throw new Problem("missing_preference_token", "Send the preference token as `Authorization: Bearer <token>`.", {
         headers: { "WWW-Authenticate": PREFERENCE_CHALLENGE },
       });
     }
-    if (!keys) throw new Problem(503, "service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    if (!keys) throw new Problem("service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
     let reason: string;
     try {
       const token = verifyToken(keys, match[1]!, { purpose: "preferences" });
@@ -85,7 +84,7 @@ export function requirePreferenceToken(keys: KeyRing | undefined, guard: AuthFai
       reason = err.message;
     }
     const limits = await guard.failed(ctx);
-    throw new Problem(401, "invalid_preference_token", `The preference token is not valid: ${reason}. Ask for a new link.`, {
+    throw new Problem("invalid_preference_token", `The preference token is not valid: ${reason}. Ask for a new link.`, {
       headers: { "WWW-Authenticate": `${PREFERENCE_CHALLENGE}, error="invalid_token"`, ...limits },
     });
   };

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { exceedsJsonDepth, JSON_MAX_DEPTH } from "./json-depth.js";
-import { Problem } from "./problem.js";
+import { clientClosedRequest, Problem } from "./problem.js";
 
 // Request bodies are read here rather than by a body-parser package so that
 // each way a body can be wrong gets its own clear problem, and so that a body
@@ -21,7 +21,7 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 export function tooLarge(limitBytes: number): Problem {
-  return new Problem(413, "payload_too_large", `The request body is larger than ${limitBytes} bytes.`, {
+  return new Problem("payload_too_large", `The request body is larger than ${limitBytes} bytes.`, {
     // The rest of the body is not read: the connection cannot be reused.
     headers: { Connection: "close" },
   });
@@ -32,6 +32,11 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
   const announced = Number(req.headers["content-length"]);
   if (Number.isFinite(announced) && announced > limitBytes) throw tooLarge(limitBytes);
   return new Promise<Buffer>((resolve, reject) => {
+    // Gone already (while the request was authenticated): no event is coming.
+    if (req.destroyed) {
+      reject(clientClosedRequest());
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
@@ -55,14 +60,17 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (err: Error) => {
+    // A request stream fails only when its connection does: the client hung
+    // up mid-body (or stalled past the server's request timeout). That is
+    // no server error: 499, logged as a request like any other, no stack.
+    const onError = () => {
       cleanup();
-      reject(err);
+      reject(clientClosedRequest());
     };
     // "close" before "end": the client went away mid-body.
     const onClose = () => {
       cleanup();
-      reject(new Problem(400, "aborted", "The request was aborted."));
+      reject(clientClosedRequest());
     };
     req.on("data", onData);
     req.on("end", onEnd);
@@ -92,22 +100,21 @@ export function announcesNoBody(req: IncomingMessage): boolean {
 export async function readJsonBody(req: IncomingMessage, limitBytes: number, options: { optional?: boolean } = {}): Promise<unknown> {
   if (options.optional && announcesNoBody(req)) return undefined;
   if (!isJsonContentType(req.headers["content-type"])) {
-    throw new Problem(415, "unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
+    throw new Problem("unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
   }
   const raw = await readBody(req, limitBytes);
   let text: string;
   try {
     text = utf8.decode(raw);
   } catch {
-    throw new Problem(400, "invalid_json", "The request body is not valid UTF-8.");
+    throw new Problem("invalid_json", "The request body is not valid UTF-8.");
   }
   if (text.trim() === "") {
     if (options.optional) return undefined;
-    throw new Problem(400, "invalid_json", "The request body is empty; send a JSON object.");
+    throw new Problem("invalid_json", "The request body is empty; send a JSON object.");
   }
   if (exceedsJsonDepth(text, JSON_MAX_DEPTH)) {
     throw new Problem(
-      400,
       "json_too_deep",
       `The request body nests arrays and objects more than ${JSON_MAX_DEPTH} levels deep (the body itself is level 1).`,
     );
@@ -117,12 +124,12 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, opt
     value = JSON.parse(text);
   } catch {
     // The parser's message quotes the body; it is not repeated back.
-    throw new Problem(400, "invalid_json", "The request body is not valid JSON.");
+    throw new Problem("invalid_json", "The request body is not valid JSON.");
   }
   // JSON.parse makes "__proto__" an own key; copied into a plain object later
   // (e.g. metadata to protobuf Struct) it would set that object's prototype.
   if (text.includes("__proto__") && hasProtoKey(value)) {
-    throw new Problem(400, "invalid_json", 'Keys named "__proto__" are not allowed.');
+    throw new Problem("invalid_json", 'Keys named "__proto__" are not allowed.');
   }
   return value;
 }

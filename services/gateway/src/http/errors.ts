@@ -1,5 +1,6 @@
 import type { Middleware } from "koa";
 import type { Logger } from "@emailsvc/runtime";
+import type { ErrorCode } from "./error-codes.js";
 import { PROBLEM_CONTENT_TYPE, Problem, problemBody, toProblem } from "./problem.js";
 import type { GatewayContext, GatewayState } from "./state.js";
 
@@ -11,7 +12,7 @@ export function writeProblem(ctx: GatewayContext, problem: Problem): void {
   ctx.type = PROBLEM_CONTENT_TYPE;
 }
 
-const DEFAULT_DETAILS: Record<number, { code: string; detail: string }> = {
+const DEFAULT_DETAILS: Record<number, { code: ErrorCode; detail: string }> = {
   404: { code: "not_found", detail: "No route matches this path." },
   405: { code: "method_not_allowed", detail: "The path does not support this method; see the Allow header." },
 };
@@ -27,8 +28,10 @@ export function problems(logger: Logger): Middleware<GatewayState> {
     try {
       await next();
       if (ctx.body == null && ctx.status >= 400) {
-        const fallback = DEFAULT_DETAILS[ctx.status] ?? { code: "error", detail: "The request failed." };
-        writeProblem(ctx, new Problem(ctx.status, fallback.code, fallback.detail));
+        // Only 404 and 405 are left without a body (no route took the request); anything else is a bug.
+        const fallback = DEFAULT_DETAILS[ctx.status];
+        if (!fallback) throw new Error(`status ${ctx.status} answered without a body`);
+        writeProblem(ctx, new Problem(fallback.code, fallback.detail));
       }
     } catch (err) {
       const { problem, internal } = toProblem(err);
@@ -45,9 +48,16 @@ export function problems(logger: Logger): Middleware<GatewayState> {
           "request failed",
         );
       }
-      writeProblem(ctx, problem);
+      if (ctx.state.problemPage && !prefersJson(ctx)) ctx.state.problemPage(ctx, problem);
+      else writeProblem(ctx, problem);
     }
   };
+}
+
+/** Whether the client asks for JSON rather than a page (Accept; none or `*\/*` is a page). */
+function prefersJson(ctx: GatewayContext): boolean {
+  const best = ctx.accepts("text/html", "application/problem+json", "application/json");
+  return best === "application/problem+json" || best === "application/json";
 }
 
 function describeError(err: unknown): Record<string, unknown> {
@@ -55,4 +65,15 @@ function describeError(err: unknown): Record<string, unknown> {
     return { name: err.name, message: err.message, code: (err as { code?: unknown }).code, stack: err.stack };
   }
   return { value: String(err) };
+}
+
+/**
+ * Errors of a connection the client ended or reset: the socket's own
+ * (ECONNRESET, EPIPE, ECONNABORTED), a stream cut short, or the HTTP parser
+ * meeting the end of a request that was never finished (HPE_…).
+ */
+export function isClientGone(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  return ["ECONNRESET", "EPIPE", "ECONNABORTED", "ERR_STREAM_PREMATURE_CLOSE"].includes(code) || code.startsWith("HPE_");
 }

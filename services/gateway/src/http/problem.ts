@@ -1,11 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@emailsvc/proto";
 import { readError } from "@emailsvc/runtime";
+import { ERROR_CODES, isErrorCode, type ErrorCode } from "./error-codes.js";
 
 // Every error leaves the gateway as application/problem+json (RFC 9457) with a
-// stable machine `code`. Handlers throw Problem; errors of service calls
-// (ConnectError) are translated by one table below; anything else is a bug and
-// becomes a generic 500 whose details only reach the log.
+// stable machine `code` of the one table (error-codes.ts). Handlers throw
+// Problem; errors of service calls (ConnectError) are translated by the
+// Connect-code table below; anything else is a bug and becomes a generic 500
+// whose details only reach the log.
 
 export interface FieldError {
   field: string;
@@ -25,64 +27,46 @@ export interface ProblemBody {
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
+/**
+ * An answer other than success. A throw site names a code of the one table
+ * (http/error-codes.ts); the status and title follow from it.
+ */
 export class Problem extends Error {
+  readonly status: number;
+  /** A code of the table, except for Problem.unlisted. */
+  readonly code: string;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    code: ErrorCode,
     readonly detail: string,
-    readonly extra: { errors?: FieldError[]; existingId?: string; headers?: Record<string, string> } = {},
+    readonly extra: ProblemExtra = {},
   ) {
     super(detail);
     this.name = "Problem";
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+  }
+
+  /**
+   * A service's code the table does not list yet (a service newer than this
+   * gateway): passed on as it is, with the status of its Connect code and
+   * the status phrase as title. test/error-codes.test.ts keeps the table
+   * complete for the services in this repository.
+   */
+  static unlisted(status: number, code: string, detail: string, extra: ProblemExtra = {}): Problem {
+    const problem = new Problem("internal", detail, extra);
+    const writable = problem as { -readonly [K in "status" | "code"]: Problem[K] };
+    writable.status = status;
+    writable.code = code;
+    return problem;
   }
 }
 
-// Titles are fixed per code (RFC 9457: the title does not change between
-// occurrences of one type); unknown codes fall back to the status phrase.
-const TITLES: Record<string, string> = {
-  validation_failed: "Invalid request",
-  invalid_json: "Malformed JSON body",
-  json_too_deep: "JSON nested too deeply",
-  unsupported_media_type: "Unsupported content type",
-  payload_too_large: "Request body too large",
-  missing_api_key: "API key required",
-  invalid_api_key: "Invalid API key",
-  missing_admin_token: "Admin token required",
-  invalid_admin_token: "Invalid admin token",
-  not_found: "Not found",
-  method_not_allowed: "Method not allowed",
-  email_taken: "Email address already in use",
-  subscriber_suppressed: "Email address suppressed after an erasure",
-  internal: "Internal error",
-  unavailable: "Service unavailable",
-  deadline_exceeded: "Upstream timeout",
-  not_ready: "Not ready",
-  service_unavailable: "Service not available",
-  rate_limited: "Too many requests",
-  // Custom portal domains (the portal's DomainService, the plan check here).
-  plan_required: "Plan does not include this",
-  live_key_required: "Live-mode key required",
-  invalid_domain: "Invalid domain",
-  domain_taken: "Domain already claimed",
-  custom_domain_not_found: "No custom domain",
-  custom_domains_not_enabled: "Custom domains not enabled",
-  // Codes of the templates and delivery services.
-  template_not_found: "Template not found",
-  slug_taken: "Slug already in use",
-  invalid_mjml: "Invalid MJML",
-  invalid_template: "Invalid template",
-  mjml_too_large: "MJML too large",
-  variables_too_large: "Variables too large",
-  concurrent_update: "Concurrent update",
-  idempotency_key_reused: "Idempotency key reused",
-  sandbox_message_not_found: "No sandboxed message",
-  // Codes of the campaigns service (and the subscribers' audiences it asks).
-  unknown_tags: "Unknown tags",
-  campaign_not_draft: "Campaign is not a draft",
-  campaign_state_conflict: "Campaign state does not allow this",
-  subscribers_unavailable: "Subscribers service unavailable",
-  templates_unavailable: "Templates service unavailable",
-};
+export interface ProblemExtra {
+  errors?: FieldError[];
+  existingId?: string;
+  headers?: Record<string, string>;
+}
 
 const STATUS_PHRASES: Record<number, string> = {
   400: "Bad Request",
@@ -94,15 +78,21 @@ const STATUS_PHRASES: Record<number, string> = {
   413: "Content Too Large",
   415: "Unsupported Media Type",
   429: "Too Many Requests",
+  499: "Client Closed Request",
   500: "Internal Server Error",
   503: "Service Unavailable",
   504: "Gateway Timeout",
 };
 
+/** The title of a code: the table's, or the status phrase for a code it does not list. */
+export function problemTitle(code: string, status: number): string {
+  return isErrorCode(code) ? ERROR_CODES[code].title : (STATUS_PHRASES[status] ?? "Error");
+}
+
 export function problemBody(problem: Problem, requestId: string): ProblemBody {
   const body: ProblemBody = {
     type: `urn:emailsvc:problem:${problem.code}`,
-    title: TITLES[problem.code] ?? STATUS_PHRASES[problem.status] ?? "Error",
+    title: problemTitle(problem.code, problem.status),
     status: problem.status,
     code: problem.code,
     detail: problem.detail,
@@ -113,20 +103,27 @@ export function problemBody(problem: Problem, requestId: string): ProblemBody {
   return body;
 }
 
-// The one Connect code -> HTTP status table. `detail` is used when the service
-// attached no ErrorDetail: then the message came from the transport or the
-// framework (addresses, stack-ish text) and must not reach the client.
-const CODE_TABLE: Partial<Record<Code, { status: number; code: string; detail: string }>> = {
-  [Code.InvalidArgument]: { status: 400, code: "validation_failed", detail: "The request is invalid." },
-  [Code.Unauthenticated]: { status: 401, code: "unauthenticated", detail: "The request is not authenticated." },
-  [Code.PermissionDenied]: { status: 403, code: "forbidden", detail: "The request is not allowed." },
-  [Code.NotFound]: { status: 404, code: "not_found", detail: "The resource does not exist." },
-  [Code.AlreadyExists]: { status: 409, code: "conflict", detail: "The resource already exists." },
-  [Code.ResourceExhausted]: { status: 413, code: "payload_too_large", detail: "The request is too large." },
-  [Code.Unavailable]: { status: 503, code: "unavailable", detail: "A service is unavailable; retry later." },
-  [Code.DeadlineExceeded]: { status: 504, code: "deadline_exceeded", detail: "A service did not answer in time." },
+// The one Connect code -> problem table (the status is the code's, in
+// error-codes.ts). `detail` is used when the service attached no
+// ErrorDetail: then the message came from the transport or the framework
+// (addresses, stack-ish text) and must not reach the client.
+const CODE_TABLE: Partial<Record<Code, { code: ErrorCode; detail: string }>> = {
+  [Code.InvalidArgument]: { code: "validation_failed", detail: "The request is invalid." },
+  [Code.Unauthenticated]: { code: "unauthenticated", detail: "The request is not authenticated." },
+  [Code.PermissionDenied]: { code: "forbidden", detail: "The request is not allowed." },
+  [Code.NotFound]: { code: "not_found", detail: "The resource does not exist." },
+  [Code.AlreadyExists]: { code: "conflict", detail: "The resource already exists." },
+  [Code.ResourceExhausted]: { code: "payload_too_large", detail: "The request is too large." },
+  [Code.Unavailable]: { code: "unavailable", detail: "A service is unavailable; retry later." },
+  [Code.DeadlineExceeded]: { code: "deadline_exceeded", detail: "A service did not answer in time." },
 };
-const INTERNAL = { status: 500, code: "internal", detail: "An internal error occurred." };
+const internalProblem = () => new Problem("internal", "An internal error occurred.");
+
+/** The status a service's error of this Connect code is answered with (500 for a code the table lacks). */
+export function statusOfConnectCode(code: Code): number {
+  const entry = CODE_TABLE[code];
+  return entry ? ERROR_CODES[entry.code].status : ERROR_CODES.internal.status;
+}
 
 /**
  * Translates the error of a service call. Returns `internal: true` when the
@@ -134,21 +131,23 @@ const INTERNAL = { status: 500, code: "internal", detail: "An internal error occ
  */
 export function problemFromConnect(err: ConnectError): { problem: Problem; internal: boolean } {
   const entry = CODE_TABLE[err.code];
-  if (!entry) return { problem: new Problem(INTERNAL.status, INTERNAL.code, INTERNAL.detail), internal: true };
+  if (!entry) return { problem: internalProblem(), internal: true };
+  const status = ERROR_CODES[entry.code].status;
   // The service attaches an ErrorDetail only to errors it raised on purpose
   // (AppError): their code and message are written for API users. Without it
   // the message came from the transport and stays in the gateway.
   if (err.findDetails(ErrorDetailSchema).length === 0) {
-    return { problem: new Problem(entry.status, entry.code, entry.detail), internal: entry.status >= 500 };
+    return { problem: new Problem(entry.code, entry.detail), internal: status >= 500 };
   }
   const info = readError(err);
-  return {
-    problem: new Problem(entry.status, info.errorCode, info.message || entry.detail, {
-      errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
-      existingId: info.existingId,
-    }),
-    internal: entry.status >= 500 && !SETTLED_ANSWERS.has(info.errorCode),
+  const extra = {
+    errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
+    existingId: info.existingId,
   };
+  const detail = info.message || entry.detail;
+  // A listed code keeps the status of its kind (test/error-codes.test.ts checks that they agree).
+  const problem = isErrorCode(info.errorCode) ? new Problem(info.errorCode, detail, extra) : Problem.unlisted(status, info.errorCode, detail, extra);
+  return { problem, internal: status >= 500 && !SETTLED_ANSWERS.has(info.errorCode) };
 }
 
 /**
@@ -156,22 +155,27 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
  * not about a failure: answered the same way every time, nothing for an
  * operator to look into per request, so not logged as errors.
  */
-const SETTLED_ANSWERS = new Set(["custom_domains_not_enabled"]);
+const SETTLED_ANSWERS = new Set<string>(["custom_domains_not_enabled"] satisfies ErrorCode[]);
+
+/** The client went away before it was answered: nobody reads the answer, and it is no fault of ours. */
+export function clientClosedRequest(): Problem {
+  return new Problem("client_closed_request", "The client closed the connection before the request was answered.");
+}
 
 /** Any thrown value -> Problem; `internal` says whether to log it as a bug or outage. */
 export function toProblem(err: unknown): { problem: Problem; internal: boolean } {
   if (err instanceof Problem) return { problem: err, internal: false };
   if (err instanceof ConnectError) {
-    // The call was cancelled because the client went away (callOptions): no
-    // one reads this answer, and it is no fault of ours worth an error log.
-    if (err.code === Code.Canceled) return { problem: new Problem(503, "canceled", "The request was cancelled."), internal: false };
+    // The call was cancelled because the client went away (callOptions).
+    if (err.code === Code.Canceled) return { problem: clientClosedRequest(), internal: false };
     return problemFromConnect(err);
   }
   // http-errors style errors (thrown by Koa or a library) carry `status`; only
   // client errors are shown, with a generic text.
   const status = (err as { status?: unknown } | null)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {
-    return { problem: new Problem(status, "bad_request", STATUS_PHRASES[status] ?? "Bad request"), internal: false };
+    const code: ErrorCode = status === 413 ? "payload_too_large" : status === 415 ? "unsupported_media_type" : "bad_request";
+    return { problem: new Problem(code, ERROR_CODES[code].title), internal: false };
   }
-  return { problem: new Problem(INTERNAL.status, INTERNAL.code, INTERNAL.detail), internal: true };
+  return { problem: internalProblem(), internal: true };
 }

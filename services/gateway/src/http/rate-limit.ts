@@ -1,13 +1,13 @@
 import type { Middleware } from "koa";
 import { clientAddress } from "@emailsvc/ratelimit";
-import type { RateClass } from "../ratelimit/config.js";
+import type { PreferenceRateClass, RateClass } from "../ratelimit/config.js";
 import type { RateLimiter, Verdict } from "../ratelimit/limiter.js";
 import { Problem } from "./problem.js";
 import type { GatewayContext, GatewayState } from "./state.js";
 
 /** 429 `rate_limited`, its detail naming the budget, with Retry-After and the RateLimit headers. */
 export function rateLimited(verdict: Verdict): Problem {
-  return new Problem(429, "rate_limited", verdict.detail ?? "Too many requests.", { headers: verdict.headers });
+  return new Problem("rate_limited", verdict.detail ?? "Too many requests.", { headers: verdict.headers });
 }
 
 /**
@@ -30,14 +30,32 @@ export function limitApiKeyRequests(limiter: RateLimiter, cls: RateClass): Middl
 }
 
 /**
- * Failed authentication per client address, for the API-key and admin-token
- * middleware: `before` refuses (429) an address whose failure budget is spent
- * without looking at its credentials; `failed` charges a failure and gives the
- * headers for the 401 (or the 429 when the budget was spent meanwhile, e.g.
- * by this address on another replica).
+ * After the preference-token middleware: charges the request to its
+ * subscriber's and tenant's preference budget of `cls`, as limitApiKeyRequests
+ * does for API keys (headers on every answer, 429 before the body is read).
+ */
+export function limitPreferenceRequests(limiter: RateLimiter, cls: PreferenceRateClass): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const identity = ctx.state.preference;
+    if (!identity) throw new Error("limitPreferenceRequests runs after requirePreferenceToken");
+    const verdict = await limiter.admitPreference(identity, cls);
+    if (verdict) {
+      if (!verdict.allowed) throw rateLimited(verdict);
+      ctx.set(verdict.headers);
+    }
+    await next();
+  };
+}
+
+/**
+ * Failed authentication per client address, for the credential middleware
+ * (API key, admin token, preference token). A presented credential is always
+ * checked: a valid one is served whatever its address did (its own budgets
+ * apply), so one guesser behind a shared proxy locks nobody else out. Only a
+ * failure is charged to the address: `failed` gives the headers for its 401,
+ * or refuses it with 429 once the address has spent its budget.
  */
 export interface AuthFailureGuard {
-  before(ctx: GatewayContext): void;
   failed(ctx: GatewayContext): Promise<Record<string, string>>;
 }
 
@@ -45,10 +63,6 @@ export function authFailureGuard(limiter: RateLimiter): AuthFailureGuard {
   const hops = limiter.config.trustedProxyHops;
   const address = (ctx: GatewayContext) => clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), hops);
   return {
-    before(ctx) {
-      const blocked = limiter.authBlocked(address(ctx));
-      if (blocked) throw rateLimited(blocked);
-    },
     async failed(ctx) {
       const verdict = await limiter.authFailed(address(ctx));
       if (verdict && !verdict.allowed) throw rateLimited(verdict);
@@ -58,4 +72,4 @@ export function authFailureGuard(limiter: RateLimiter): AuthFailureGuard {
 }
 
 /** No limits (RATE_LIMIT=off or RATE_LIMIT_AUTH_FAILURES=off). */
-export const NO_AUTH_GUARD: AuthFailureGuard = { before: () => undefined, failed: async () => ({}) };
+export const NO_AUTH_GUARD: AuthFailureGuard = { failed: async () => ({}) };

@@ -1,6 +1,7 @@
 import type { ParameterizedContext } from "koa";
 import type { RouterContext } from "@koa/router";
-import type { KeyMode } from "@emailsvc/runtime";
+import type { KeyMode, Locale } from "@emailsvc/runtime";
+import type { Problem } from "./problem.js";
 
 /** Who called, as established by the API key. */
 export interface KeyIdentity {
@@ -29,6 +30,14 @@ export interface GatewayState {
   query?: Record<string, unknown>;
   /** The validated header parameters the operation declares, by their declared names. */
   headers?: Record<string, unknown>;
+  /**
+   * Set by a route whose callers are people in a browser (the one-click
+   * pages): how a problem is shown to them. A client that asks for JSON
+   * (Accept) still gets problem+json.
+   */
+  problemPage?: (ctx: GatewayContext, problem: Problem) => void;
+  /** The language a route's page speaks, once it knows (for its problem page). */
+  pageLocale?: Locale;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

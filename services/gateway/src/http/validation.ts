@@ -160,7 +160,7 @@ export class RequestValidators {
       const notDecimal = integers.filter((name) => typeof values[name] === "string" && !DECIMAL.test(values[name] as string));
       if (notDecimal.length > 0) {
         const errors = notDecimal.map((field) => ({ field, message: "must be an integer in decimal digits" }));
-        throw new Problem(400, "validation_failed", `${detail} ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}.`, { errors });
+        throw new Problem("validation_failed", `${detail} ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}.`, { errors });
       }
       if (!validate(values)) throw validationProblem(validate.errors ?? [], new Set(), detail);
       return values;
@@ -180,7 +180,7 @@ function unknownParameters(unknown: string[], known: string[]): Problem {
     message: SHOWABLE_NAME.test(name) ? "is not a known query parameter" : "has a query parameter that is not known",
   }));
   const accepted = known.length > 0 ? `This operation takes ${known.join(", ")}.` : "This operation takes no query parameters.";
-  return new Problem(400, "validation_failed", `Unknown query parameters: ${errors.map((e) => e.field).join(", ")}. ${accepted}`, { errors });
+  return new Problem("validation_failed", `Unknown query parameters: ${errors.map((e) => e.field).join(", ")}. ${accepted}`, { errors });
 }
 
 /** 400 `validation_failed`, one `{field, message}` per ajv error. */
@@ -200,7 +200,7 @@ function validationProblem(errors: ErrorObject[], readOnly: Set<string>, detail:
     }
   }
   const named = fieldErrors.map((e) => `${e.field} ${e.message}`).join("; ");
-  return new Problem(400, "validation_failed", named ? `${detail} ${named}.` : detail, { errors: fieldErrors });
+  return new Problem("validation_failed", named ? `${detail} ${named}.` : detail, { errors: fieldErrors });
 }
 
 function toFieldError(error: ErrorObject, readOnly: Set<string>): FieldError {

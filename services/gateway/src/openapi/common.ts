@@ -1,4 +1,5 @@
 import { ADDRESS_JSON_SCHEMA, ADDRESS_LIMITS } from "@emailsvc/address";
+import { codesWithStatus, ERROR_CODES } from "../http/error-codes.js";
 import { ref } from "./kit.js";
 import type { JsonSchema, ParameterObject } from "./types.js";
 
@@ -32,7 +33,7 @@ export const schemas: Record<string, JsonSchema> = {
       code: {
         type: "string",
         description:
-          "Stable machine code, e.g. `validation_failed`, `invalid_json`, `email_taken`, `not_found`, `invalid_api_key`.",
+          "Stable machine code; each error response lists the codes of its status, with their titles (`title` is fixed per code).",
       },
       detail: { type: "string" },
       request_id: { type: "string", description: "Also sent as the `X-Request-Id` response header." },
@@ -62,7 +63,7 @@ const RATE_LIMIT_HEADER_OBJECTS = {
   "RateLimit-Reset": { description: "Seconds until that budget is whole again.", schema: SECONDS },
   "RateLimit-Policy": {
     description:
-      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `per account and mode`, `failed authentication per client address`), comma-separated.',
+      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `<class> per account and mode`, `<class> per subscriber`, `preference <class> per account and mode`, `failed authentication per client address`), comma-separated.',
     schema: { type: "string", pattern: '^[0-9]+;w=[0-9]+;comment="[^"]*"(, [0-9]+;w=[0-9]+;comment="[^"]*")*$' },
   },
 } as const;
@@ -88,35 +89,40 @@ const problem = (description: string, headers?: Record<string, unknown>) => ({
   content: { "application/problem+json": { schema: ref("Problem") } },
 });
 
+/**
+ * An error response's description: what it means, then every code of that
+ * status from the one table (http/error-codes.ts) with its title and when it
+ * is answered, so the document and the answers cannot disagree.
+ */
+function withCodes(status: number, intro: string): string {
+  const codes = codesWithStatus(status).map((code) => `- \`${code}\` (${ERROR_CODES[code].title}): ${ERROR_CODES[code].when}.`);
+  return `${intro} The \`code\` is one of:\n\n${codes.join("\n")}`;
+}
+
 export const responses: Record<string, unknown> = {
-  BadRequest: problem(
-    "Bad input: malformed JSON (`invalid_json`), JSON nested too deeply (`json_too_deep`), unknown, read-only or wrongly typed fields, a limit out of range or a tampered cursor (`validation_failed`), or a service's own verdict on a value (e.g. an invalid recipient, MJML that does not compile), with `errors` naming the fields.",
-  ),
-  Unauthorized: problem("Missing, invalid or revoked credentials.", {
+  BadRequest: problem(withCodes(400, "Bad input, refused before anything changed; `errors` names the fields.")),
+  Unauthorized: problem(withCodes(401, "Missing, invalid or revoked credentials."), {
     "WWW-Authenticate": { schema: { type: "string" } },
   }),
-  Forbidden: problem(
-    "The credential is valid but the operation is not allowed to it: the account's plan does not include it (`plan_required`; the detail names the plan needed), or it needs a live-mode key (`live_key_required`).",
-  ),
-  NotFound: problem("No such resource (also for ids of another account or mode), e.g. `not_found`, `template_not_found`."),
-  Conflict: problem(
-    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`; a custom domain another account holds, `domain_taken`), an idempotency key was used before with another body (`idempotency_key_reused`), or a concurrent change won (`concurrent_update`; retry).",
-  ),
+  Forbidden: problem(withCodes(403, "The credential is valid but the operation is not allowed to it.")),
+  NotFound: problem(withCodes(404, "No such resource (also for ids of another account or mode).")),
+  Conflict: problem(withCodes(409, "The change clashes with what exists; nothing changed.")),
   PayloadTooLarge: problem(
-    `The body is larger than the operation takes (\`payload_too_large\`): ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more. Or metadata or variables are larger than the service takes.`,
+    withCodes(413, `Too large: the body is larger than the operation takes (${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more), or a value is larger than the service takes.`),
   ),
-  UnsupportedMediaType: problem("The body is not of the operation's media type (`application/json` unless the operation states another)."),
-  InternalError: problem("An unexpected error; the request id helps the operator find it in the logs."),
-  Unavailable: problem(
-    "A service behind the gateway is unavailable (`unavailable`), or this gateway is not connected to the service that serves the operation (`service_unavailable`); retry later.",
-  ),
-  Timeout: problem("A service behind the gateway did not answer in time."),
+  UnsupportedMediaType: problem(withCodes(415, "The body is not of the operation's media type (`application/json` unless the operation states another).")),
+  InternalError: problem(withCodes(500, "An unexpected error; the request id helps the operator find it in the logs.")),
+  Unavailable: problem(withCodes(503, "Not available right now; retry later.")),
+  Timeout: problem(withCodes(504, "A service behind the gateway did not answer in time.")),
   TooManyRequests: problem(
-      "A budget is spent (`rate_limited`; the detail names it): this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send), or, before any credential is checked, this client address's budget of failed authentications. Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
-      {
-        "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
-        ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
-      },
+    withCodes(
+      429,
+      "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
+    ),
+    {
+      "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
+      ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
+    },
   ),
 };
 

@@ -1,3 +1,4 @@
+import { invisibleBmpClass } from "@emailsvc/runtime";
 import type { JsonSchema, ParameterObject } from "./types.js";
 
 // Small builders the resources write their part of the document with, so that
@@ -84,18 +85,16 @@ export const pathParam = (name: string, description: string, schema: JsonSchema 
 export const ADMIN: Array<Record<string, string[]>> = [{ AdminToken: [] }];
 export const PUBLIC: Array<Record<string, string[]>> = [];
 
-// What String#trim removes beyond the C0 controls: a value made only of
-// these is blank to the services, which trim before they check.
-const TRIMMED_SPACE = "\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff";
-
 /**
  * A one-line text as the services take it: no control characters (C0 and
- * DEL) nor any of `forbidden` (characters, as in a regex class), not blank,
- * at most `maxLength` characters.
+ * DEL) nor any of `forbidden` (characters, as in a regex class), at most
+ * `maxLength` characters, and not blank: at least one character that shows
+ * (not a space, nor a format character such as U+200B, U+FEFF or U+2060:
+ * @emailsvc/runtime's text rule, whose BMP part the pattern spells out).
  */
 export function lineText(maxLength: number, message: string, forbidden = "") {
   const allowed = `[^\\u0000-\\u001f\\u007f${forbidden}]`;
-  const visible = `[^\\u0000-\\u001f\\u007f${forbidden}${TRIMMED_SPACE}]`;
+  const visible = `[^${invisibleBmpClass()}${forbidden}]`;
   return {
     type: "string",
     minLength: 1,

@@ -18,11 +18,13 @@ export interface OperationObject {
   /** Absent: the document's default (API key). Empty: no authentication. */
   security?: Array<Record<string, string[]>>;
   /**
-   * The rate-limit budget an API-key operation draws from: `read`, `write` or
-   * `send`. Absent in a resource's schemas: GET is read, others write;
-   * the assembled document states it on every API-key operation.
+   * The rate-limit budget the operation draws from: an API-key operation's
+   * `read`, `write` or `send`; a preference-token operation's `read`,
+   * `write` or `privacy` (export, erasure). Absent in a resource's schemas:
+   * GET is read, others write; the assembled document states it on every
+   * operation that takes one of those credentials.
    */
-  "x-rate-limit-class"?: "read" | "write" | "send";
+  "x-rate-limit-class"?: "read" | "write" | "send" | "privacy";
   parameters?: ParameterObject[];
   requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, unknown>;

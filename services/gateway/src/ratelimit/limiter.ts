@@ -1,8 +1,9 @@
 import { counter } from "@emailsvc/runtime";
-import type { KeyIdentity } from "../http/state.js";
+import { createHash } from "node:crypto";
+import type { KeyIdentity, PreferenceIdentity } from "../http/state.js";
 import { addressBucketId } from "@emailsvc/ratelimit";
-import type { RateClass, RateLimitConfig } from "./config.js";
-import { onGrid, toleranceMs, type Bucket, type BucketState, type CounterStore, type Outcome, type Policy } from "@emailsvc/ratelimit";
+import type { PreferenceRateClass, RateClass, RateLimitConfig } from "./config.js";
+import { onGrid, type Bucket, type BucketState, type CounterStore, type Outcome, type Policy } from "@emailsvc/ratelimit";
 
 /** A budget a request draws from, as clients and operators read it. */
 interface Budget {
@@ -28,8 +29,9 @@ const refusals = counter("gateway_rate_limited_total", "Requests refused with 42
 
 /**
  * The gateway's budgets over a counter store: per API key and per tenant
- * (account and mode) for each class of operation, and per client address for
- * failed authentication. Header values follow the IETF httpapi draft
+ * (account and mode) for each class of API-key operation, per subscriber and
+ * per tenant for each class of preference-center operation, and per client
+ * address for failed authentication. Header values follow the IETF httpapi draft
  * (draft-ietf-httpapi-ratelimit-headers-06): `RateLimit-Limit`,
  * `-Remaining` and `-Reset` (seconds until the quota is whole again) of the
  * budget closest to exhaustion, and `RateLimit-Policy` listing every budget
@@ -49,26 +51,46 @@ export class RateLimiter {
 
   /** Charges an authenticated request to its key's and its tenant's budget of `cls`; undefined when neither is set. */
   async admit(identity: KeyIdentity, cls: RateClass): Promise<Verdict | undefined> {
-    const perKey = this.config.perKey[cls];
-    const perTenant = this.config.perTenant[cls];
-    const budgets: Array<{ budget: Budget; key: string }> = [];
-    if (perKey) {
-      budgets.push({
-        budget: { id: `key_${cls}`, label: `${cls} per API key`, subject: "this API key", policy: perKey },
+    return this.charge(cls, [
+      {
+        budget: { id: `key_${cls}`, label: `${cls} per API key`, subject: "this API key", policy: this.config.perKey[cls] },
         key: `k:${identity.keyId}:${cls}`,
-      });
-    }
-    if (perTenant) {
-      budgets.push({
-        budget: {
-          id: `tenant_${cls}`,
-          label: `${cls} per account and mode`,
-          subject: `this account in ${identity.mode} mode`,
-          policy: perTenant,
-        },
+      },
+      {
+        budget: { id: `tenant_${cls}`, label: `${cls} per account and mode`, subject: `this account in ${identity.mode} mode`, policy: this.config.perTenant[cls] },
         key: `t:${identity.accountId}:${identity.mode}:${cls}`,
-      });
-    }
+      },
+    ]);
+  }
+
+  /**
+   * Charges a preference-center request (preference token) to its
+   * subscriber's and its tenant's preference budget of `cls`; undefined when
+   * neither is set. Per subscriber, not per token: minting more links does
+   * not buy more.
+   */
+  async admitPreference(identity: PreferenceIdentity, cls: PreferenceRateClass): Promise<Verdict | undefined> {
+    return this.charge(cls, [
+      {
+        budget: { id: `subscriber_${cls}`, label: `${cls} per subscriber`, subject: "this subscriber", policy: this.config.perSubscriber[cls] },
+        // Hashed: the shared store holds no subscriber id (it outlives an erasure until the bucket is full again).
+        key: `s:${bucketId(`${identity.accountId}:${identity.mode}:${identity.subscriberId}`)}:${cls}`,
+      },
+      {
+        budget: {
+          id: `tenant_preference_${cls}`,
+          label: `preference ${cls} per account and mode`,
+          subject: `this account's preference center in ${identity.mode} mode`,
+          policy: this.config.perTenantPreference[cls],
+        },
+        key: `tp:${identity.accountId}:${identity.mode}:${cls}`,
+      },
+    ]);
+  }
+
+  /** Charges one request to every budget that is set (all or none). */
+  private async charge(cls: string, candidates: Array<{ budget: Omit<Budget, "policy"> & { policy: Policy | null }; key: string }>): Promise<Verdict | undefined> {
+    const budgets = candidates.filter((c): c is { budget: Budget; key: string } => c.budget.policy !== null);
     if (budgets.length === 0) return undefined;
     const buckets: Bucket[] = budgets.map(({ budget, key }) => ({ key, policy: budget.policy }));
     const outcome = await this.store.consume(buckets, this.now());
@@ -77,23 +99,6 @@ export class RateLimiter {
       outcome,
       (budget) => `Too many ${cls} requests for ${budget.subject}: the budget is ${describe(budget.policy)}.`,
     );
-  }
-
-  /**
-   * Before authenticating: a refusal when the client address has used up its
-   * failure budget (the credentials are then not even looked at), else undefined.
-   * Costs no I/O: this replica's view of the budget (see CounterStore.peek).
-   */
-  authBlocked(address: string): Verdict | undefined {
-    const budget = this.authBudget();
-    if (!budget) return undefined;
-    const bucket = { key: authKey(address), policy: budget.policy };
-    const now = this.now();
-    const state = this.store.peek(bucket, now);
-    if (state.remaining >= 1) return undefined;
-    // The wait until one more attempt: what a charge now would be told.
-    const retryAfterMs = state.resetMs - toleranceMs(budget.policy);
-    return verdictOf([budget], { allowed: false, states: [state], retryAfterMs: Math.max(retryAfterMs, 0), refusedBy: [0] }, failureDetail);
   }
 
   /** After a failed authentication: charges the address; refused when its budget was already used up. */
@@ -114,6 +119,11 @@ export class RateLimiter {
       ? { id: "auth_failures", label: "failed authentication per client address", subject: "this address", policy }
       : undefined;
   }
+}
+
+/** A counter's name for an id that should not be stored as it is. */
+function bucketId(text: string): string {
+  return createHash("sha256").update(text).digest("base64url").slice(0, 22);
 }
 
 function authKey(address: string): string {

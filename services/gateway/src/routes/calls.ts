@@ -44,7 +44,7 @@ export function callOptionsAs(ctx: GatewayRouterContext, call: CallContext, time
  */
 export function requireClient<T>(client: T | undefined, service: string): T {
   if (!client) {
-    throw new Problem(503, "service_unavailable", `This gateway is not connected to the ${service} service; retry later.`);
+    throw new Problem("service_unavailable", `This gateway is not connected to the ${service} service; retry later.`);
   }
   return client;
 }

@@ -3,16 +3,19 @@ import type { Router } from "@koa/router";
 import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
-import { limitApiKeyRequests } from "../http/rate-limit.js";
+import { limitApiKeyRequests, limitPreferenceRequests } from "../http/rate-limit.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
-import type { GatewayRouterContext, GatewayState } from "../http/state.js";
+import type { Problem } from "../http/problem.js";
+import type { GatewayContext, GatewayRouterContext, GatewayState } from "../http/state.js";
 
 export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
 
 export interface RouteOptions {
   /** Largest body of this route; default the kit's (256 KiB). */
   bodyLimitBytes?: number;
+  /** Problems of this route as a page for browsers (problem+json when the client asks for JSON): every problem, validation's too. */
+  problemPage?: (ctx: GatewayContext, problem: Problem) => void;
 }
 
 /** What every route needs from the gateway, built once. */
@@ -36,8 +39,8 @@ export function toOpenApiPath(routerPath: string): string {
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
  * operation. Authentication follows the operation's `security`; an API-key
- * operation is then charged to its rate-limit budget (its class in the
- * document); then the path, query and header parameters and the JSON body
+ * or preference-token operation is then charged to its rate-limit budgets
+ * (its class in the document); then the path, query and header parameters and the JSON body
  * are validated against the document's schemas, in that order, so that the
  * body of an unauthenticated or rate-limited caller is never read.
  */
@@ -55,15 +58,27 @@ export function defineRoute(
   }
   const security = found.operation.security ?? kit.doc.security;
   const chain: Array<Middleware<GatewayState>> = [];
+  const { problemPage } = options;
+  if (problemPage) {
+    chain.push(async (ctx, next) => {
+      ctx.state.problemPage = problemPage;
+      await next();
+    });
+  }
   for (const requirement of security) {
     for (const scheme of Object.keys(requirement)) {
       const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
       if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
       chain.push(middleware);
-      if (scheme === "ApiKey" && kit.limiter) {
-        const cls = found.operation["x-rate-limit-class"];
-        if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+      if (!kit.limiter || (scheme !== "ApiKey" && scheme !== "PreferenceToken")) continue;
+      const cls = found.operation["x-rate-limit-class"];
+      if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+      if (scheme === "ApiKey") {
+        if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
         chain.push(limitApiKeyRequests(kit.limiter, cls));
+      } else {
+        if (cls === "send") throw new Error(`operation ${operationId}: send is an API-key class`);
+        chain.push(limitPreferenceRequests(kit.limiter, cls));
       }
     }
   }

@@ -159,6 +159,7 @@ export class FakeSubscribers {
             const tag = this.ensureTag(t, req.name);
             tag.description = req.description;
             tag.isPublic = req.isPublic;
+            tag.translations = req.translations;
             return { tag };
           }, req),
         getTag: (req, ctx) => this.handle("getTag", ctx, (t) => ({ tag: this.findTag(t, req.id) }), req),
@@ -173,6 +174,7 @@ export class FakeSubscribers {
             if (req.name !== undefined) tag.name = req.name;
             if (req.description !== undefined) tag.description = req.description;
             if (req.isPublic !== undefined) tag.isPublic = req.isPublic;
+            if (req.translations !== undefined) tag.translations = req.translations.byLocale;
             return { tag };
           }, req),
         deleteTag: (req, ctx) =>

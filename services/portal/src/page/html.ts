@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { SubscriberStatus } from "@emailsvc/proto";
-import type { PreferencesView } from "../usecases/preferences.js";
+import type { PortalTagView, PreferencesView } from "../usecases/preferences.js";
 import { CATALOGUES, LOCALES, message, type Locale, type MessageKey, type Messages } from "./messages/index.js";
 
 // The portal's pages: server-rendered HTML that works without JavaScript
@@ -47,6 +47,14 @@ export interface PageContext {
   locale: Locale;
   /** The page's own path (without query), for the language links. */
   path: string;
+  /** How the account names itself to its subscribers (the portal setting `sender_name`); "" or unset: no name. */
+  senderName?: string | undefined;
+}
+
+/** A tag's name and description in the page's language: its translation, else its own. */
+export function localizedTag(tag: PortalTagView, locale: Locale): { name: string; description: string } {
+  const translation = tag.translations[locale];
+  return { name: translation?.name || tag.name, description: translation ? translation.description || tag.description : tag.description };
 }
 
 function t(locale: Locale, key: MessageKey, values?: Record<string, string>): string {
@@ -104,14 +112,18 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
     parts.push(`<p>${t(locale, "no_tags")}</p>`);
   } else {
     const held = new Set(view.subscribedTags.map((tag) => tag.id));
+    // A held list of someone who gets no marketing mail (unsubscribed from
+    // everything, bounced, complained) sends them nothing: never "Subscribed".
+    const receiving = view.status === SubscriberStatus.ACTIVE;
     parts.push('<ul class="tags">');
     for (const tag of view.availableTags) {
       const isHeld = held.has(tag.id);
-      const name = escapeHtml(tag.name);
-      const description = tag.description ? `<span class="desc">${escapeHtml(tag.description)}</span>` : "";
-      const state = `<span class="state">${t(locale, isHeld ? "subscribed_state" : "not_subscribed_state")}</span>`;
+      const shown = localizedTag(tag, locale);
+      const name = escapeHtml(shown.name);
+      const description = shown.description ? `<span class="desc">${escapeHtml(shown.description)}</span>` : "";
+      const state = `<span class="state">${t(locale, isHeld ? (receiving ? "subscribed_state" : "paused_state") : "not_subscribed_state")}</span>`;
       const action = `${base}/tags/${encodeURIComponent(tag.id)}/${isHeld ? "unsubscribe" : "subscribe"}`;
-      const label = t(locale, isHeld ? "unsubscribe_label" : "subscribe_label", { tag: tag.name });
+      const label = t(locale, isHeld ? "unsubscribe_label" : "subscribe_label", { tag: shown.name });
       const button = `<button type="submit" class="${isHeld ? "secondary" : ""}" aria-label="${label}">${t(locale, isHeld ? "unsubscribe_button" : "subscribe_button")}</button>`;
       parts.push(`<li><span class="tag"><strong>${name}</strong>${description}${state}</span>${form(action, csrf, locale, button)}</li>`);
     }
@@ -148,7 +160,8 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
     `<h3>${t(locale, "delete_heading")}</h3><p>${t(locale, "delete_text")}</p>` +
       `<a class="button danger" href="${escapeHtml(base)}/delete?lang=${locale}">${t(locale, "delete_button")}</a></section>`,
   );
-  return document(ctx, t(locale, "page_title"), parts.join(""));
+  const title = ctx.senderName ? t(locale, "page_title_sender", { sender: ctx.senderName }) : t(locale, "page_title");
+  return document(ctx, title, parts.join(""));
 }
 
 export function confirmDeletePage(ctx: PageContext, base: string, csrf: string): string {

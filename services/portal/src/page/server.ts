@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { addressBucketId, clientAddress, MemoryCounterStore, type Policy } from "@emailsvc/ratelimit";
 import { AppError, listen, urlHost, type CallContext, type Logger } from "@emailsvc/runtime";
 import { frameAncestorsDirective } from "../domain/frame-ancestors.js";
+import type { PageSettings } from "../usecases/settings.js";
 import { sameSecret, signToken, tokenBoundSecret, TokenError, verifyToken, type KeyRing, type VerifiedToken } from "@emailsvc/tokens";
 import {
   eraseAccount,
@@ -22,6 +23,7 @@ import {
   errorPage,
   invalidLinkPage,
   linkRequestPage,
+  localizedTag,
   newLinkSentPage,
   preferencesPage,
   STYLE_HASH,
@@ -47,8 +49,8 @@ export interface PageServerOptions {
   logger: Logger;
   port: number;
   host: string;
-  /** CSP frame-ancestors of each account's pages: who may embed them (the account's settings, else the platform's). */
-  frameAncestors: { forTenant(call: CallContext): Promise<readonly string[]> };
+  /** Each account's page settings: who may embed its pages (CSP frame-ancestors; the account's, else the platform's) and its sender name. */
+  settings: { forTenant(call: CallContext): Promise<PageSettings> };
   /** Where no account is known yet (a broken link): default `*`. */
   defaultFrameAncestors?: readonly string[];
   /** Proxies in front whose X-Forwarded-For is trusted (TRUSTED_PROXY_HOPS). */
@@ -175,7 +177,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     const url = new URL(req.url ?? "/", "http://portal.invalid");
     const asked = url.searchParams.get("lang") ?? undefined;
     let locale: Locale = pickLocale(asked, undefined, req.headers["accept-language"]);
-    const ctx = (): PageContext => ({ locale, path: url.pathname });
+    // The account's sender name, once the page knows whose it is.
+    let senderName = "";
+    const ctx = (): PageContext => ({ locale, path: url.pathname, senderName });
     try {
       // Which host this is: the platform's, or an account's custom domain (whose pages serve that account only).
       let hostAccount: string | undefined;
@@ -232,7 +236,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       const base = `/preferences/s/${raw}`;
       const csrf = tokenBoundSecret(keys, raw, "csrf")!;
       const portal = portalCall(token, req);
-      const embedders = await options.frameAncestors.forTenant(portal.call);
+      const settings = await options.settings.forTenant(portal.call);
+      const embedders = settings.frameAncestors;
+      senderName = settings.senderName;
 
       if (req.method === "GET" && action === "") {
         const view = await getPreferences(deps, portal);
@@ -240,7 +246,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         locale = pickLocale(asked, view.locale, req.headers["accept-language"]);
         const done = url.searchParams.get("done");
         const tagId = url.searchParams.get("tag");
-        const tagName = view.availableTags.find((tag) => tag.id === tagId)?.name;
+        const tag = view.availableTags.find((candidate) => candidate.id === tagId);
+        const tagName = tag && localizedTag(tag, locale).name;
         return send(
           res,
           200,

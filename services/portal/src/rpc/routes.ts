@@ -95,6 +95,7 @@ export function preferenceCenterRoutes(deps: PortalDeps, exportDeps: ExportDeps)
 function settingsToProto(view: PortalSettingsView): portal.PortalSettings {
   return create(portal.PortalSettingsSchema, {
     frameAncestors: view.frameAncestors,
+    senderName: view.senderName,
     ...(view.updatedAt !== undefined ? { updatedAt: timestampFromMs(view.updatedAt) } : {}),
   });
 }
@@ -107,7 +108,15 @@ export function portalSettingsRoutes(deps: SettingsDeps): (router: ConnectRouter
         return { settings: settingsToProto(await getPortalSettings(deps, readCallContext(ctx))) };
       },
       async updatePortalSettings(req, ctx) {
-        return { settings: settingsToProto(await updatePortalSettings(deps, readCallContext(ctx), req.frameAncestors)) };
+        // No mask: frame_ancestors (what the call meant before sender_name existed), and sender_name when set.
+        const paths = req.updateMask?.paths ?? [];
+        const unknown = paths.filter((path) => path !== "frame_ancestors" && path !== "sender_name");
+        if (unknown.length > 0) throw invalid(`update_mask names unknown fields: ${unknown.join(", ")}`, [{ field: "update_mask", description: "only frame_ancestors and sender_name" }]);
+        const change = {
+          frameAncestors: paths.length === 0 || paths.includes("frame_ancestors") ? req.frameAncestors : undefined,
+          senderName: paths.length === 0 ? req.senderName : paths.includes("sender_name") ? (req.senderName ?? "") : undefined,
+        };
+        return { settings: settingsToProto(await updatePortalSettings(deps, readCallContext(ctx), change)) };
       },
     });
   };

@@ -4,6 +4,8 @@ import { TenantCollection, type Collection, type Doc, type DocumentStore } from 
 export interface PortalSettingsDoc extends Doc {
   tenant: string;
   frame_ancestors: string[];
+  /** How the pages name the sender; absent or "": they name none. */
+  sender_name?: string;
   updated_at: number;
 }
 

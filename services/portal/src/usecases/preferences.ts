@@ -10,6 +10,8 @@ export interface PortalTagView {
   id: string;
   name: string;
   description: string;
+  /** Name and description by locale, as the tag's owner gave them. */
+  translations: Record<string, { name: string; description: string }>;
 }
 
 export interface PreferencesView {
@@ -46,7 +48,8 @@ export const tokenSubjectGone = () =>
 const tagNotFound = () => new AppError("not_found", "tag_not_found", "No public tag has this id.");
 
 function tagView(tag: Tag): PortalTagView {
-  return { id: tag.id, name: tag.name, description: tag.description };
+  const translations = Object.fromEntries(Object.entries(tag.translations).map(([locale, t]) => [locale, { name: t.name, description: t.description }]));
+  return { id: tag.id, name: tag.name, description: tag.description, translations };
 }
 
 async function subscriberOf(deps: PortalDeps, portal: PortalCall): Promise<Subscriber> {
@@ -98,11 +101,23 @@ export async function unsubscribeTag(deps: PortalDeps, portal: PortalCall, tagId
   return view(current, await deps.subscribers.tags(portal.call));
 }
 
-/** No more marketing mail: unsubscribed (bounced and complained stay, they receive none either). */
+/**
+ * No more marketing mail: unsubscribed (bounced and complained stay, they
+ * receive none either), and every public list left. The status stops the
+ * mail first; leaving the lists makes the page and the API say what is
+ * true (no list shows as subscribed), and a list joined later brings back
+ * that list alone, not every one held before. Private tags are the
+ * integrator's segments and stay (the status already keeps them silent).
+ */
 export async function unsubscribeAll(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
   let current = await subscriberOf(deps, portal);
   if (current.status === SubscriberStatus.ACTIVE) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.UNSUBSCRIBED, portal.client);
-  return view(current, await deps.subscribers.tags(portal.call));
+  const tags = await deps.subscribers.tags(portal.call);
+  const publicNames = new Set(tags.filter((tag) => tag.isPublic).map((tag) => tag.name));
+  for (const name of current.tags.filter((held) => publicNames.has(held))) {
+    current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, name, portal.client);
+  }
+  return view(current, tags);
 }
 
 /** Erasure: the subscribers service wipes the subscriber and tells every other service (subscriber.deleted). */

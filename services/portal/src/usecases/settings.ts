@@ -1,12 +1,22 @@
-import { ExpiringCache, invalid, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { ExpiringCache, hasVisibleText, invalid, tenantKey, trimInvisible, type CallContext } from "@emailsvc/runtime";
+import { DuplicateKeyError } from "@emailsvc/storage";
 import { frameAncestorsProblem } from "../domain/frame-ancestors.js";
 import type { PortalStorage } from "../storage/settings.js";
 
 export interface PortalSettingsView {
   /** Empty: the platform's default. */
   frameAncestors: string[];
+  /** How the pages name the sender ("Your subscriptions with Acme"); "": they name none. */
+  senderName: string;
   /** Milliseconds since the epoch; undefined while never set. */
   updatedAt: number | undefined;
+}
+
+/** What an update changes; a field left out keeps its value. */
+export interface PortalSettingsChange {
+  frameAncestors?: readonly string[] | undefined;
+  /** "" removes it. */
+  senderName?: string | undefined;
 }
 
 export interface SettingsDeps {
@@ -16,33 +26,78 @@ export interface SettingsDeps {
   changed?: (tenant: string) => void;
 }
 
+/** Longest sender name: a company or newsletter name, as a heading shows it. */
+export const SENDER_NAME_MAX = 100;
+
 export async function getPortalSettings(deps: SettingsDeps, call: CallContext): Promise<PortalSettingsView> {
   const tenant = tenantKey(call.tenant);
   const doc = await deps.storage.forTenant(tenant).settings.findOne({ _id: tenant });
-  return { frameAncestors: doc?.frame_ancestors ?? [], updatedAt: doc?.updated_at };
+  return { frameAncestors: doc?.frame_ancestors ?? [], senderName: doc?.sender_name ?? "", updatedAt: doc?.updated_at };
 }
 
-export async function updatePortalSettings(deps: SettingsDeps, call: CallContext, frameAncestors: readonly string[]): Promise<PortalSettingsView> {
-  const problem = frameAncestorsProblem(frameAncestors);
-  if (problem) throw invalid(`frame_ancestors: ${problem}`, [{ field: "frame_ancestors", description: problem }]);
-  const tenant = tenantKey(call.tenant);
-  const now = deps.now();
-  await deps.storage.forTenant(tenant).settings.upsertMany([{ _id: tenant, frame_ancestors: [...frameAncestors], updated_at: now }]);
-  deps.changed?.(tenant);
-  return { frameAncestors: [...frameAncestors], updatedAt: now };
+/** The sender name as stored: trimmed of invisible characters; "" to remove; else 1-100 characters that show, no control characters. */
+function validateSenderName(raw: string): string {
+  const name = trimInvisible(raw);
+  if (raw === "") return "";
+  // eslint-disable-next-line no-control-regex
+  if (!hasVisibleText(name) || name.length > SENDER_NAME_MAX || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw invalid("sender_name is invalid", [{ field: "sender_name", description: `1-${SENDER_NAME_MAX} characters with visible text, no control characters ("" removes it)` }]);
+  }
+  return name;
 }
 
 /**
- * The page's frame-ancestors per tenant, read through a short cache: every
- * page view needs it. A change made through this replica applies at once,
- * one made through another within `ttlMs`.
+ * Changes the fields `change` names, each in one guarded write of the
+ * tenant's document (created by the first change), so that two changes of
+ * different fields at once both hold.
  */
-export class FrameAncestorsCache {
-  private readonly cache: ExpiringCache<readonly string[]>;
+export async function updatePortalSettings(deps: SettingsDeps, call: CallContext, change: PortalSettingsChange): Promise<PortalSettingsView> {
+  const set: { frame_ancestors?: string[]; sender_name?: string } = {};
+  if (change.frameAncestors !== undefined) {
+    const problem = frameAncestorsProblem(change.frameAncestors);
+    if (problem) throw invalid(`frame_ancestors: ${problem}`, [{ field: "frame_ancestors", description: problem }]);
+    set.frame_ancestors = [...change.frameAncestors];
+  }
+  if (change.senderName !== undefined) set.sender_name = validateSenderName(change.senderName);
+  const tenant = tenantKey(call.tenant);
+  const settings = deps.storage.forTenant(tenant).settings;
+  const now = deps.now();
+  let doc = await settings.updateOne({ _id: tenant }, { $set: { ...set, updated_at: now } });
+  if (!doc) {
+    const fresh = { _id: tenant, frame_ancestors: [], ...set, updated_at: now };
+    try {
+      await settings.insertOne(fresh);
+      doc = { ...fresh, tenant };
+    } catch (err) {
+      // Another replica created it meanwhile: change that one.
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      doc = await settings.updateOne({ _id: tenant }, { $set: { ...set, updated_at: now } });
+      if (!doc) throw err;
+    }
+  }
+  deps.changed?.(tenant);
+  return { frameAncestors: doc.frame_ancestors, senderName: doc.sender_name ?? "", updatedAt: doc.updated_at };
+}
+
+/** What a page needs of its account's settings. */
+export interface PageSettings {
+  /** Who may embed it: the account's setting, else the platform's. */
+  frameAncestors: readonly string[];
+  /** "" when the account named no sender. */
+  senderName: string;
+}
+
+/**
+ * The pages' settings per tenant, read through a short cache: every page
+ * view needs them. A change made through this replica applies at once, one
+ * made through another within `ttlMs`.
+ */
+export class PageSettingsCache {
+  private readonly cache: ExpiringCache<PageSettings>;
 
   constructor(
     private readonly deps: SettingsDeps,
-    private readonly fallback: readonly string[],
+    private readonly fallbackFrameAncestors: readonly string[],
     ttlMs = 30_000,
     maxEntries = 10_000,
   ) {
@@ -53,8 +108,10 @@ export class FrameAncestorsCache {
     this.cache.forget(tenant);
   }
 
-  async forTenant(call: CallContext): Promise<readonly string[]> {
-    const sources = await this.cache.get(tenantKey(call.tenant), async () => (await getPortalSettings(this.deps, call)).frameAncestors);
-    return sources.length > 0 ? sources : this.fallback;
+  async forTenant(call: CallContext): Promise<PageSettings> {
+    return this.cache.get(tenantKey(call.tenant), async () => {
+      const view = await getPortalSettings(this.deps, call);
+      return { frameAncestors: view.frameAncestors.length > 0 ? view.frameAncestors : this.fallbackFrameAncestors, senderName: view.senderName };
+    });
   }
 }

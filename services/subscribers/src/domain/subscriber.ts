@@ -1,14 +1,13 @@
 import { parseAddress } from "@emailsvc/address";
-import { AppError, invalid, type Violation } from "@emailsvc/runtime";
+import { AppError, invalid, LOCALES, type Locale as PlatformLocale, type Violation } from "@emailsvc/runtime";
 
 // Pure rules of subscribers: statuses, email and metadata validation. No I/O.
 
 export const STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
 export type Status = (typeof STATUSES)[number];
 
-/** The languages subscribers can choose (the portal's); "" is "not set". */
-export const LOCALES = ["en", "de", "fr", "it"] as const;
-export type Locale = (typeof LOCALES)[number] | "";
+/** The languages subscribers can choose (the platform's, @emailsvc/runtime); "" is "not set". */
+export type Locale = PlatformLocale | "";
 
 export type MetadataValue = string | number | boolean;
 export type Metadata = Record<string, MetadataValue>;

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import type { KeyRing } from "@emailsvc/tokens";
-import { AppError, invalid } from "@emailsvc/runtime";
+import { AppError, hasVisibleText, invalid, trimInvisible } from "@emailsvc/runtime";
 
 // Suppression of erased addresses. Erasure keeps nothing of a subscriber but
 // a keyed hash of their address: HMAC-SHA256 under a key from the environment
@@ -33,16 +33,24 @@ export const RESUBSCRIBE_REASON_MAX = 500;
 
 /**
  * `resubscribe` with its reason as given on create: a reason of 1-500
- * characters without control characters is required with the flag, and
- * refused without it. Undefined when the flag is not set.
+ * characters without control characters, with visible text, is required with
+ * the flag, and refused without it. Invisible characters around it (spaces,
+ * U+200B, U+FEFF, U+2060, …) are trimmed: a reason of only those says
+ * nothing, and would lift a suppression on no grounds. Undefined when the
+ * flag is not set.
  */
 export function validateResubscribe(resubscribe: boolean, rawReason: string): { reason: string } | undefined {
-  const reason = rawReason.trim();
+  const reason = trimInvisible(rawReason);
   if (!resubscribe) {
     if (reason !== "") throw invalid("resubscribe_reason is only taken with resubscribe: true", [{ field: "resubscribe_reason", description: "only with resubscribe: true" }]);
     return undefined;
   }
-  if (reason === "") throw invalid("resubscribe needs a reason", [{ field: "resubscribe_reason", description: "is required with resubscribe: true" }]);
+  if (rawReason === "") throw invalid("resubscribe needs a reason", [{ field: "resubscribe_reason", description: "is required with resubscribe: true" }]);
+  if (!hasVisibleText(reason)) {
+    throw invalid("resubscribe_reason must say something: it holds no visible text", [
+      { field: "resubscribe_reason", description: "must hold visible text, not only spaces or invisible characters (such as U+200B)" },
+    ]);
+  }
   if (reason.length > RESUBSCRIBE_REASON_MAX) {
     throw invalid("resubscribe_reason is too long", [{ field: "resubscribe_reason", description: `at most ${RESUBSCRIBE_REASON_MAX} characters` }]);
   }

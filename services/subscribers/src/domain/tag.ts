@@ -1,10 +1,20 @@
-import { invalid } from "@emailsvc/runtime";
+import { hasVisibleText, invalid, isLocale, LOCALES, trimInvisible, type Locale } from "@emailsvc/runtime";
+
+/** A tag's name and description in one language. */
+export interface TagTranslation {
+  name: string;
+  description: string;
+}
+
+/** Translations by locale (only the platform's languages). */
+export type TagTranslations = Partial<Record<Locale, TagTranslation>>;
 
 export interface TagView {
   id: string;
   name: string;
   description: string;
   isPublic: boolean;
+  translations: TagTranslations;
   createdAt: number;
   updatedAt: number;
 }
@@ -50,4 +60,29 @@ export function validateTagNames(raw: readonly unknown[], field = "tags", max = 
     if (!seen.has(tagKey(name))) seen.set(tagKey(name), name);
   });
   return [...seen.values()];
+}
+
+/**
+ * Translations as given on create or update: keys of the platform's
+ * languages only; each name 1-100 characters with visible text and no
+ * control characters (trimmed; "/" is fine, a translation never names the
+ * tag in a path), each description at most 500 characters. Translations are
+ * what subscribers read; the tag's `name` stays its identity.
+ */
+export function validateTranslations(raw: Readonly<Record<string, { name: string; description: string }>>, field = "translations"): TagTranslations {
+  const out: TagTranslations = {};
+  for (const [locale, translation] of Object.entries(raw)) {
+    if (!isLocale(locale)) {
+      throw invalid("translations name a language the platform does not speak", [{ field: `${field}.${locale}`, description: `is not one of ${LOCALES.join(", ")}` }]);
+    }
+    const name = trimInvisible(translation.name);
+    // eslint-disable-next-line no-control-regex
+    if (!hasVisibleText(name) || name.length > TAG_LIMITS.nameLength || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw invalid("a translated name is invalid", [
+        { field: `${field}.${locale}.name`, description: `1-${TAG_LIMITS.nameLength} characters with visible text, no control characters` },
+      ]);
+    }
+    out[locale] = { name, description: validateDescription(translation.description, `${field}.${locale}.description`) };
+  }
+  return out;
 }

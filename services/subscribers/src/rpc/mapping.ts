@@ -91,6 +91,7 @@ export function tagToProto(view: TagView): Tag {
     name: view.name,
     description: view.description,
     isPublic: view.isPublic,
+    translations: Object.fromEntries(Object.entries(view.translations).map(([locale, t]) => [locale, { name: t!.name, description: t!.description }])),
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
   });

@@ -101,6 +101,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           name: req.name,
           description: req.description,
           isPublic: req.isPublic,
+          translations: req.translations,
         });
         return { tag: tagToProto(view) };
       },
@@ -117,6 +118,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           name: req.name,
           description: req.description,
           isPublic: req.isPublic,
+          translations: req.translations?.byLocale,
         });
         return { tag: tagToProto(view) };
       },

@@ -63,6 +63,8 @@ export interface TagDoc extends Doc {
   name_key: string;
   description: string;
   is_public: boolean;
+  /** Name and description by locale (en, de, fr, it); absent on tags stored before translations. */
+  translations?: Record<string, { name: string; description: string }>;
   created_at: number;
   updated_at: number;
 }

@@ -53,6 +53,7 @@ export function tagView(doc: TagDoc): TagView {
     name: doc.name,
     description: doc.description,
     isPublic: doc.is_public,
+    translations: doc.translations ?? {},
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
   };

@@ -1,7 +1,7 @@
 import { AppError, newId, notFound, pageById } from "@emailsvc/runtime";
 import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError, type TenantFilter } from "@emailsvc/storage";
-import { tagKey, validateDescription, validateTagName, type TagView } from "../domain/tag.js";
+import { tagKey, validateDescription, validateTagName, validateTranslations, type TagView } from "../domain/tag.js";
 import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
 import { outboxEntry, tagView, type Deps, type Scope } from "./deps.js";
 import type { Page } from "./list-subscribers.js";
@@ -16,12 +16,22 @@ function nameTaken(existingId: string | undefined): AppError {
 export async function createTag(
   deps: Deps,
   scope: Scope,
-  input: { name: unknown; description: string; isPublic: boolean },
+  input: { name: unknown; description: string; isPublic: boolean; translations?: Record<string, { name: string; description: string }> },
 ): Promise<TagView> {
   const name = validateTagName(input.name);
   const description = validateDescription(input.description);
+  const translations = validateTranslations(input.translations ?? {});
   const now = deps.now();
-  const doc = { _id: newId("tag"), name, name_key: tagKey(name), description, is_public: input.isPublic, created_at: now, updated_at: now };
+  const doc = {
+    _id: newId("tag"),
+    name,
+    name_key: tagKey(name),
+    description,
+    is_public: input.isPublic,
+    translations: translations as Record<string, { name: string; description: string }>,
+    created_at: now,
+    updated_at: now,
+  };
   try {
     await scope.tags.insertOne(doc);
   } catch (err) {
@@ -45,7 +55,14 @@ export async function listTags(scope: Scope, input: { limit: number; cursor: str
 export async function updateTag(
   deps: Deps,
   scope: Scope,
-  input: { id: string; name: unknown; description: string | undefined; isPublic: boolean | undefined },
+  input: {
+    id: string;
+    name: unknown;
+    description: string | undefined;
+    isPublic: boolean | undefined;
+    /** Replaces every translation when given. */
+    translations?: Record<string, { name: string; description: string }> | undefined;
+  },
 ): Promise<TagView> {
   const set: Partial<TagDoc> = {};
   if (input.name !== undefined) {
@@ -55,6 +72,7 @@ export async function updateTag(
   }
   if (input.description !== undefined) set.description = validateDescription(input.description);
   if (input.isPublic !== undefined) set.is_public = input.isPublic;
+  if (input.translations !== undefined) set.translations = validateTranslations(input.translations) as Record<string, { name: string; description: string }>;
   try {
     const doc = await scope.tags.updateOne({ _id: input.id }, { $set: { ...set, updated_at: deps.now() } });
     if (!doc) throw notFound("tag");

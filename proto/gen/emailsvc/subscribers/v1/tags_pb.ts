@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/tags.proto.
  */
 export const file_emailsvc_subscribers_v1_tags: GenFile = /*@__PURE__*/
-  fileDesc("CiJlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS90YWdzLnByb3RvEhdlbWFpbHN2Yy5zdWJzY3JpYmVycy52MSKnAQoDVGFnEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEQoJaXNfcHVibGljGAQgASgIEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkgKEENyZWF0ZVRhZ1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIRCglpc19wdWJsaWMYAyABKAgiPgoRQ3JlYXRlVGFnUmVzcG9uc2USKQoDdGFnGAEgASgLMhwuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnIhsKDUdldFRhZ1JlcXVlc3QSCgoCaWQYASABKAkiOwoOR2V0VGFnUmVzcG9uc2USKQoDdGFnGAEgASgLMhwuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnIjAKD0xpc3RUYWdzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiUwoQTGlzdFRhZ3NSZXNwb25zZRIqCgR0YWdzGAEgAygLMhwuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnEhMKC25leHRfY3Vyc29yGAIgASgJIooBChBVcGRhdGVUYWdSZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhYKCWlzX3B1YmxpYxgEIAEoCEgCiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbkIMCgpfaXNfcHVibGljIj4KEVVwZGF0ZVRhZ1Jlc3BvbnNlEikKA3RhZxgBIAEoCzIcLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZyJPChBEZWxldGVUYWdSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCITChFEZWxldGVUYWdSZXNwb25zZTL0AwoKVGFnU2VydmljZRJiCglDcmVhdGVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5DcmVhdGVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlVGFnUmVzcG9uc2USWQoGR2V0VGFnEiYuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0VGFnUmVxdWVzdBonLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFRhZ1Jlc3BvbnNlEl8KCExpc3RUYWdzEiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFRhZ3NSZXF1ZXN0GikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFRhZ3NSZXNwb25zZRJiCglVcGRhdGVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlVGFnUmVzcG9uc2USYgoJRGVsZXRlVGFnEikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVRhZ1Jlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_google_protobuf_timestamp]);
+  fileDesc("CiJlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS90YWdzLnByb3RvEhdlbWFpbHN2Yy5zdWJzY3JpYmVycy52MSLLAgoDVGFnEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEQoJaXNfcHVibGljGAQgASgIEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEkQKDHRyYW5zbGF0aW9ucxgHIAMoCzIuLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZy5UcmFuc2xhdGlvbnNFbnRyeRpcChFUcmFuc2xhdGlvbnNFbnRyeRILCgNrZXkYASABKAkSNgoFdmFsdWUYAiABKAsyJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5UYWdUcmFuc2xhdGlvbjoCOAEiMwoOVGFnVHJhbnNsYXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSK2AQoPVGFnVHJhbnNsYXRpb25zEkkKCWJ5X2xvY2FsZRgBIAMoCzI2LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZ1RyYW5zbGF0aW9ucy5CeUxvY2FsZUVudHJ5GlgKDUJ5TG9jYWxlRW50cnkSCwoDa2V5GAEgASgJEjYKBXZhbHVlGAIgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnVHJhbnNsYXRpb246AjgBIvkBChBDcmVhdGVUYWdSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEQoJaXNfcHVibGljGAMgASgIElEKDHRyYW5zbGF0aW9ucxgEIAMoCzI7LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVRhZ1JlcXVlc3QuVHJhbnNsYXRpb25zRW50cnkaXAoRVHJhbnNsYXRpb25zRW50cnkSCwoDa2V5GAEgASgJEjYKBXZhbHVlGAIgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnVHJhbnNsYXRpb246AjgBIj4KEUNyZWF0ZVRhZ1Jlc3BvbnNlEikKA3RhZxgBIAEoCzIcLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZyIbCg1HZXRUYWdSZXF1ZXN0EgoKAmlkGAEgASgJIjsKDkdldFRhZ1Jlc3BvbnNlEikKA3RhZxgBIAEoCzIcLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZyIwCg9MaXN0VGFnc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIlMKEExpc3RUYWdzUmVzcG9uc2USKgoEdGFncxgBIAMoCzIcLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlRhZxITCgtuZXh0X2N1cnNvchgCIAEoCSLKAQoQVXBkYXRlVGFnUmVxdWVzdBIKCgJpZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIWCglpc19wdWJsaWMYBCABKAhIAogBARI+Cgx0cmFuc2xhdGlvbnMYBSABKAsyKC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5UYWdUcmFuc2xhdGlvbnNCBwoFX25hbWVCDgoMX2Rlc2NyaXB0aW9uQgwKCl9pc19wdWJsaWMiPgoRVXBkYXRlVGFnUmVzcG9uc2USKQoDdGFnGAEgASgLMhwuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVGFnIk8KEERlbGV0ZVRhZ1JlcXVlc3QSCgoCaWQYASABKAkSLwoFYXVkaXQYAiABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0IhMKEURlbGV0ZVRhZ1Jlc3BvbnNlMvQDCgpUYWdTZXJ2aWNlEmIKCUNyZWF0ZVRhZxIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVRhZ1JlcXVlc3QaKi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5DcmVhdGVUYWdSZXNwb25zZRJZCgZHZXRUYWcSJi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRUYWdSZXF1ZXN0GicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0VGFnUmVzcG9uc2USXwoITGlzdFRhZ3MSKC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0VGFnc1JlcXVlc3QaKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0VGFnc1Jlc3BvbnNlEmIKCVVwZGF0ZVRhZxIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVwZGF0ZVRhZ1JlcXVlc3QaKi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVUYWdSZXNwb25zZRJiCglEZWxldGVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5EZWxldGVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlVGFnUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_common_v1_audit, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.subscribers.v1.Tag
@@ -51,6 +51,15 @@ export type Tag = Message<"emailsvc.subscribers.v1.Tag"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 6;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * What subscribers read in their language (en, de, fr, it), by locale; a
+   * language without an entry shows `name` and `description`. `name` stays
+   * the tag's identity in the API (tag operations, filters).
+   *
+   * @generated from field: map<string, emailsvc.subscribers.v1.TagTranslation> translations = 7;
+   */
+  translations: { [key: string]: TagTranslation };
 };
 
 /**
@@ -59,6 +68,54 @@ export type Tag = Message<"emailsvc.subscribers.v1.Tag"> & {
  */
 export const TagSchema: GenMessage<Tag> = /*@__PURE__*/
   messageDesc(file_emailsvc_subscribers_v1_tags, 0);
+
+/**
+ * A tag's name and description in one language.
+ *
+ * @generated from message emailsvc.subscribers.v1.TagTranslation
+ */
+export type TagTranslation = Message<"emailsvc.subscribers.v1.TagTranslation"> & {
+  /**
+   * 1-100 characters with visible text, no control characters.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * At most 500 characters; empty: the tag's own description.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.TagTranslation.
+ * Use `create(TagTranslationSchema)` to create a new message.
+ */
+export const TagTranslationSchema: GenMessage<TagTranslation> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_tags, 1);
+
+/**
+ * Every translation of a tag, by locale (a message so that an update can
+ * tell "replace them" from "leave them").
+ *
+ * @generated from message emailsvc.subscribers.v1.TagTranslations
+ */
+export type TagTranslations = Message<"emailsvc.subscribers.v1.TagTranslations"> & {
+  /**
+   * @generated from field: map<string, emailsvc.subscribers.v1.TagTranslation> by_locale = 1;
+   */
+  byLocale: { [key: string]: TagTranslation };
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.TagTranslations.
+ * Use `create(TagTranslationsSchema)` to create a new message.
+ */
+export const TagTranslationsSchema: GenMessage<TagTranslations> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_tags, 2);
 
 /**
  * @generated from message emailsvc.subscribers.v1.CreateTagRequest
@@ -78,6 +135,11 @@ export type CreateTagRequest = Message<"emailsvc.subscribers.v1.CreateTagRequest
    * @generated from field: bool is_public = 3;
    */
   isPublic: boolean;
+
+  /**
+   * @generated from field: map<string, emailsvc.subscribers.v1.TagTranslation> translations = 4;
+   */
+  translations: { [key: string]: TagTranslation };
 };
 
 /**
@@ -85,7 +147,7 @@ export type CreateTagRequest = Message<"emailsvc.subscribers.v1.CreateTagRequest
  * Use `create(CreateTagRequestSchema)` to create a new message.
  */
 export const CreateTagRequestSchema: GenMessage<CreateTagRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 1);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 3);
 
 /**
  * @generated from message emailsvc.subscribers.v1.CreateTagResponse
@@ -102,7 +164,7 @@ export type CreateTagResponse = Message<"emailsvc.subscribers.v1.CreateTagRespon
  * Use `create(CreateTagResponseSchema)` to create a new message.
  */
 export const CreateTagResponseSchema: GenMessage<CreateTagResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 2);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 4);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetTagRequest
@@ -119,7 +181,7 @@ export type GetTagRequest = Message<"emailsvc.subscribers.v1.GetTagRequest"> & {
  * Use `create(GetTagRequestSchema)` to create a new message.
  */
 export const GetTagRequestSchema: GenMessage<GetTagRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 3);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 5);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetTagResponse
@@ -136,7 +198,7 @@ export type GetTagResponse = Message<"emailsvc.subscribers.v1.GetTagResponse"> &
  * Use `create(GetTagResponseSchema)` to create a new message.
  */
 export const GetTagResponseSchema: GenMessage<GetTagResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 4);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 6);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListTagsRequest
@@ -158,7 +220,7 @@ export type ListTagsRequest = Message<"emailsvc.subscribers.v1.ListTagsRequest">
  * Use `create(ListTagsRequestSchema)` to create a new message.
  */
 export const ListTagsRequestSchema: GenMessage<ListTagsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 5);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 7);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListTagsResponse
@@ -180,7 +242,7 @@ export type ListTagsResponse = Message<"emailsvc.subscribers.v1.ListTagsResponse
  * Use `create(ListTagsResponseSchema)` to create a new message.
  */
 export const ListTagsResponseSchema: GenMessage<ListTagsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 6);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 8);
 
 /**
  * @generated from message emailsvc.subscribers.v1.UpdateTagRequest
@@ -205,6 +267,13 @@ export type UpdateTagRequest = Message<"emailsvc.subscribers.v1.UpdateTagRequest
    * @generated from field: optional bool is_public = 4;
    */
   isPublic?: boolean | undefined;
+
+  /**
+   * Set: replaces every translation (empty removes them all). Unset: kept.
+   *
+   * @generated from field: emailsvc.subscribers.v1.TagTranslations translations = 5;
+   */
+  translations?: TagTranslations | undefined;
 };
 
 /**
@@ -212,7 +281,7 @@ export type UpdateTagRequest = Message<"emailsvc.subscribers.v1.UpdateTagRequest
  * Use `create(UpdateTagRequestSchema)` to create a new message.
  */
 export const UpdateTagRequestSchema: GenMessage<UpdateTagRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 7);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 9);
 
 /**
  * @generated from message emailsvc.subscribers.v1.UpdateTagResponse
@@ -229,7 +298,7 @@ export type UpdateTagResponse = Message<"emailsvc.subscribers.v1.UpdateTagRespon
  * Use `create(UpdateTagResponseSchema)` to create a new message.
  */
 export const UpdateTagResponseSchema: GenMessage<UpdateTagResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 8);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 10);
 
 /**
  * Removes the tag from every subscriber holding it (each one audited as a
@@ -254,7 +323,7 @@ export type DeleteTagRequest = Message<"emailsvc.subscribers.v1.DeleteTagRequest
  * Use `create(DeleteTagRequestSchema)` to create a new message.
  */
 export const DeleteTagRequestSchema: GenMessage<DeleteTagRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 9);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 11);
 
 /**
  * @generated from message emailsvc.subscribers.v1.DeleteTagResponse
@@ -267,7 +336,7 @@ export type DeleteTagResponse = Message<"emailsvc.subscribers.v1.DeleteTagRespon
  * Use `create(DeleteTagResponseSchema)` to create a new message.
  */
 export const DeleteTagResponseSchema: GenMessage<DeleteTagResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_tags, 10);
+  messageDesc(file_emailsvc_subscribers_v1_tags, 12);
 
 /**
  * @generated from service emailsvc.subscribers.v1.TagService

@@ -8,7 +8,7 @@ import type { AccountCreateBody, ApiKeyCreateBody } from "./schemas.js";
 // The operator's API (/admin/v1, Authorization: Bearer <ADMIN_TOKEN>): the
 // "dashboard" of the spec, for now. It talks to the gateway's own store only.
 
-const accountNotFound = () => new Problem(404, "not_found", "The account does not exist.");
+const accountNotFound = () => new Problem("not_found", "The account does not exist.");
 
 /** Store errors that are the caller's fault, as problems. */
 async function translated<T>(work: () => Promise<T>): Promise<T> {
@@ -17,7 +17,7 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof AccountNotFoundError) throw accountNotFound();
     if (err instanceof InvalidCursorError) {
-      throw new Problem(400, "validation_failed", "The cursor is not valid.", {
+      throw new Problem("validation_failed", "The cursor is not valid.", {
         errors: [{ field: "cursor", message: "is not a cursor of this list" }],
       });
     }
@@ -60,7 +60,7 @@ export function adminRoutes(kit: RouteKit, { accounts, authenticator }: Resource
 
   defineRoute(kit, "delete", "/admin/v1/accounts/:id/api-keys/:key_id", "revokeApiKey", async (ctx) => {
     const revoked = await accounts.revokeApiKey(ctx.params.id ?? "", ctx.params.key_id ?? "");
-    if (!revoked) throw new Problem(404, "not_found", "The account has no such API key.");
+    if (!revoked) throw new Problem("not_found", "The account has no such API key.");
     // Refused from now on by this instance; other instances within their cache TTL.
     authenticator.forget(revoked.hash);
     ctx.body = apiKeyJson(revoked.key);

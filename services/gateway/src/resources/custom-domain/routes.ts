@@ -49,10 +49,9 @@ export function customDomainRoutes(kit: RouteKit, context: ResourceContext): voi
   /** 404 for an unknown account (admin), 403 `plan_required` for one whose plan lacks custom domains. */
   async function requirePlan(accountId: string): Promise<void> {
     const account = await accounts.getAccount(accountId);
-    if (!account) throw new Problem(404, "not_found", "The account does not exist.");
+    if (!account) throw new Problem("not_found", "The account does not exist.");
     if (account.plan !== REQUIRED_PLAN) {
       throw new Problem(
-        403,
         "plan_required",
         `Custom domains need the ${REQUIRED_PLAN} plan; this account is on the ${account.plan} plan. Upgrade to ${REQUIRED_PLAN} to use one.`,
       );
@@ -62,14 +61,14 @@ export function customDomainRoutes(kit: RouteKit, context: ResourceContext): voi
   /** A change of what real subscribers see needs a live-mode key (a test key only reads). */
   function requireLiveKey(ctx: GatewayRouterContext): void {
     if (ctx.state.auth?.mode !== "live") {
-      throw new Problem(403, "live_key_required", "Changing the custom domain needs a live-mode API key (sk_live_…): it changes the links every subscriber gets. A test key may read it.");
+      throw new Problem("live_key_required", "Changing the custom domain needs a live-mode API key (sk_live_…): it changes the links every subscriber gets. A test key may read it.");
     }
   }
 
   /** The admin acts on any account, as that account (the domain is per account; the mode header is required but unused). */
   async function asAccount(ctx: GatewayRouterContext): Promise<{ accountId: string; options: CallOptions }> {
     const accountId = ctx.params.id ?? "";
-    if (!(await accounts.getAccount(accountId))) throw new Problem(404, "not_found", "The account does not exist.");
+    if (!(await accounts.getAccount(accountId))) throw new Problem("not_found", "The account does not exist.");
     return { accountId, options: callOptionsAs(ctx, { tenant: { accountId, mode: "live" }, actor: "admin", requestId: ctx.state.requestId }, timeoutMs) };
   }
 

@@ -18,7 +18,7 @@ const IDEMPOTENCY_HEADER = "Idempotency-Key";
  */
 export function idempotencyKey(headerKey: string | undefined, bodyKey: string | undefined): string {
   if (headerKey !== undefined && bodyKey !== undefined && headerKey !== bodyKey) {
-    throw new Problem(400, "validation_failed", "The idempotency key of the body differs from the Idempotency-Key header.", {
+    throw new Problem("validation_failed", "The idempotency key of the body differs from the Idempotency-Key header.", {
       errors: [{ field: "idempotency_key", message: "differs from the Idempotency-Key header" }],
     });
   }

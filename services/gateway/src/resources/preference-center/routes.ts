@@ -9,6 +9,7 @@ import { callOptions, callOptionsAs, requestAudit, requireClient } from "../../r
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { statusToJson } from "../subscribers/mapping.js";
+import { translationsJson } from "../tags/mapping.js";
 import { rfc3339 } from "../../routes/json.js";
 import type { PortalSettingsUpdateBody } from "./schemas.js";
 
@@ -17,7 +18,7 @@ export const PORTAL_ACTOR = "portal";
 
 function preferencesJson(p: portal.Preferences | undefined) {
   if (!p) throw new Error("the service returned no preferences");
-  const tag = (t: portal.PortalTag) => ({ id: t.id, name: t.name, description: t.description });
+  const tag = (t: portal.PortalTag) => ({ id: t.id, name: t.name, description: t.description, translations: translationsJson(t.translations) });
   return {
     email: p.email,
     status: statusToJson(p.status),
@@ -42,7 +43,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
   const { timeoutMs } = context;
 
   defineRoute(kit, "post", "/api/v1/subscribers/:id/preference-token", "createPreferenceToken", async (ctx) => {
-    if (!context.tokenKeys) throw new Problem(503, "service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
+    if (!context.tokenKeys) throw new Problem("service_unavailable", "Preference tokens are not configured on this gateway (TOKEN_SIGNING_KEYS).");
     const auth = ctx.state.auth!;
     // Only a subscriber of this tenant gets a token (another tenant's id is a 404 like any other).
     const found = await subscribers.getSubscriber({ id: ctx.params.id ?? "" }, callOptions(ctx, timeoutMs));
@@ -72,7 +73,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
       return await work();
     } catch (err) {
       if (ConnectError.from(err).code === Code.Unauthenticated) {
-        throw new Problem(401, "invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
+        throw new Problem("invalid_preference_token", "The preference token is not valid: its subscriber no longer exists. Ask for a new link.", {
           headers: { "WWW-Authenticate": `${PREFERENCE_CHALLENGE}, error="invalid_token"` },
         });
       }
@@ -84,6 +85,7 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
   const settingsService = () => requireClient(settingsClient, "portal");
   const settingsJson = (s: portal.PortalSettings | undefined) => ({
     frame_ancestors: s?.frameAncestors ?? [],
+    sender_name: s?.senderName ? s.senderName : null,
     updated_at: s?.updatedAt ? rfc3339(s.updatedAt, "updated_at") : null,
   });
 
@@ -93,7 +95,13 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
 
   defineRoute(kit, "patch", "/api/v1/portal-settings", "updatePortalSettings", async (ctx) => {
     const body = ctx.state.body as PortalSettingsUpdateBody;
-    ctx.body = settingsJson((await settingsService().updatePortalSettings({ frameAncestors: body.frame_ancestors }, callOptions(ctx, timeoutMs))).settings);
+    // Only the fields given change (the mask names them).
+    const paths = [...(body.frame_ancestors !== undefined ? ["frame_ancestors"] : []), ...(body.sender_name !== undefined ? ["sender_name"] : [])];
+    const res = await settingsService().updatePortalSettings(
+      { frameAncestors: body.frame_ancestors ?? [], senderName: body.sender_name ?? "", updateMask: { paths } },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = settingsJson(res.settings);
   });
 
   defineRoute(kit, "get", "/api/v1/preference-center", "getPreferenceCenter", async (ctx) => {
@@ -136,13 +144,13 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
 
   defineRoute(kit, "get", "/api/v1/subscribers/:id/export", "exportSubscriber", async (ctx) => {
     const id = ctx.params.id ?? "";
-    if (!isId("sub", id)) throw new Problem(404, "not_found", "subscriber not found");
+    if (!isId("sub", id)) throw new Problem("not_found", "subscriber not found");
     try {
       const res = await service().exportData({ subscriberId: id, audit: requestAudit(ctx, "api", context.clientIp) }, callOptions(ctx, timeoutMs));
       sendExport(ctx, res.json);
     } catch (err) {
       // The portal answers an unknown subscriber as a dead token; to an integrator it is a 404.
-      if (ConnectError.from(err).code === Code.Unauthenticated) throw new Problem(404, "not_found", "subscriber not found");
+      if (ConnectError.from(err).code === Code.Unauthenticated) throw new Problem("not_found", "subscriber not found");
       throw err;
     }
   });

@@ -1,5 +1,7 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { body, bodyErrors, errors, json, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { LOCALES } from "@emailsvc/runtime";
+import { body, bodyErrors, errors, json, lineText, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
+import { translations } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
 // The preference portal's part of the OpenAPI document: the token an
@@ -10,13 +12,23 @@ const PREFERENCE_TOKEN = [{ PreferenceToken: [] }];
 const portalTag: JsonSchema = {
   type: "object",
   additionalProperties: false,
-  required: ["id", "name", "description"],
+  required: ["id", "name", "description", "translations"],
   properties: {
     id: { type: "string", examples: ["tag_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
     name: { type: "string" },
     description: { type: "string" },
+    translations: {
+      ...translations,
+      description: "The tag's name and description in other languages, by locale (as its owner gave them): show the one of the subscriber's `locale`, else `name` and `description`.",
+    },
   },
 };
+
+/** The name the pages give the sender. */
+const senderName = {
+  ...lineText(100, "is 1-100 characters with visible text, without control characters"),
+  description: 'How your subscribers know you: the preference page and the unsubscribe pages name you with it ("Your subscriptions with Acme"). 1-100 characters with visible text.',
+} as const;
 
 const frameAncestors = {
   type: "array",
@@ -34,8 +46,12 @@ const frameAncestors = {
 export const PortalSettingsUpdate = {
   type: "object",
   additionalProperties: false,
-  required: ["frame_ancestors"],
-  properties: { frame_ancestors: frameAncestors },
+  minProperties: 1,
+  description: "Any of the fields; fields left out keep their value.",
+  properties: {
+    frame_ancestors: frameAncestors,
+    sender_name: { ...senderName, type: ["string", "null"], description: `${senderName.description} null removes it.` },
+  },
 } as const;
 export type PortalSettingsUpdateBody = FromSchema<typeof PortalSettingsUpdate>;
 
@@ -43,9 +59,10 @@ export const schemas: Record<string, JsonSchema> = {
   PortalSettings: {
     type: "object",
     additionalProperties: false,
-    required: ["frame_ancestors", "updated_at"],
+    required: ["frame_ancestors", "sender_name", "updated_at"],
     properties: {
       frame_ancestors: frameAncestors,
+      sender_name: { type: ["string", "null"], description: "How the pages name you; null while unset (the unsubscribe pages then use the account's name, the preference page names no one)." },
       updated_at: { ...timestamp("When they were last changed (RFC 3339, UTC); null while never set."), type: ["string", "null"] },
     },
   },
@@ -54,7 +71,7 @@ export const schemas: Record<string, JsonSchema> = {
     type: "object",
     additionalProperties: false,
     required: ["locale"],
-    properties: { locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "null removes it." } },
+    properties: { locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "null removes it." } },
   },
   SubscriberExport: {
     type: "object",
@@ -95,7 +112,7 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       email: { type: "string" },
       status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
-      locale: { type: ["string", "null"], enum: ["en", "de", "fr", "it", null], description: "The subscriber's language; null while unset." },
+      locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "The subscriber's language; null while unset." },
       subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
       available_tags: {
         type: "array",
@@ -124,7 +141,7 @@ export const paths: Paths = {
     patch: {
       operationId: "updatePortalSettings",
       summary: "Change your portal page's settings",
-      description: "Replaces `frame_ancestors`. The page uses the new value within 30 seconds.",
+      description: "Changes the fields given (`frame_ancestors`, `sender_name`); the others keep their value. The pages use the new values within 30 seconds.",
       tags: ["Preference center"],
       requestBody: body("PortalSettingsUpdate"),
       responses: { "200": json(ref("PortalSettings"), "The settings after the change."), ...errors(...bodyErrors, ...serviceErrors) },
@@ -187,9 +204,11 @@ export const paths: Paths = {
     get: {
       operationId: "exportPreferenceData",
       summary: "Download everything stored about the subscriber",
-      description: "One JSON document (data portability). The request is logged without personal data.",
+      description:
+        "One JSON document (data portability). The request is logged without personal data. Every service is asked for its part, so it draws from the tighter `privacy` budget (a few an hour per subscriber by default).",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
+      "x-rate-limit-class": "privacy",
       responses: { "200": json(ref("SubscriberExport"), "The export."), ...portalErrors },
     },
   },
@@ -207,7 +226,8 @@ export const paths: Paths = {
     post: {
       operationId: "unsubscribeAllPreferences",
       summary: "Unsubscribe from everything",
-      description: "The subscriber becomes `unsubscribed` and gets no marketing mail at all (transactional mail still arrives). Joining a tag later subscribes them again.",
+      description:
+        "The subscriber becomes `unsubscribed` and gets no marketing mail at all (transactional mail still arrives), and leaves every public tag, so none shows as subscribed; private tags stay. Joining a tag later subscribes them again, to that tag.",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
       responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...portalErrors },
@@ -218,9 +238,10 @@ export const paths: Paths = {
       operationId: "deletePreferenceAccount",
       summary: "Erase the subscriber",
       description:
-        "Permanent erasure (GDPR Art. 17, revDSG Art. 32): the subscriber, their tags, audit trail, emails and campaign records are removed from every service. Every preference token of theirs stops working.",
+        "Permanent erasure (GDPR Art. 17, revDSG Art. 32): the subscriber, their tags, audit trail, emails and campaign records are removed from every service. Every preference token of theirs stops working. Draws from the `privacy` budget, as the export does.",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
+      "x-rate-limit-class": "privacy",
       responses: { "204": noContent("Erased."), ...portalErrors },
     },
   },

@@ -12,7 +12,7 @@ export function systemRoutes(kit: RouteKit, { ready }: ResourceContext): void {
   });
 
   defineRoute(kit, "get", "/readyz", "getReadiness", async (ctx) => {
-    if (!(await ready())) throw new Problem(503, "not_ready", "The gateway is not ready to serve requests.");
+    if (!(await ready())) throw new Problem("not_ready", "The gateway is not ready to serve requests.");
     ctx.body = { status: "ok" };
   });
 

@@ -8,6 +8,7 @@ export interface TagJson {
   name: string;
   description: string;
   is_public: boolean;
+  translations: Record<string, { name: string; description: string }>;
   created_at: string;
   updated_at: string;
 }
@@ -19,7 +20,13 @@ export function tagJson(t: Tag | undefined): TagJson {
     name: t.name,
     description: t.description,
     is_public: t.isPublic,
+    translations: translationsJson(t.translations),
     created_at: rfc3339(t.createdAt, "created_at"),
     updated_at: rfc3339(t.updatedAt, "updated_at"),
   };
+}
+
+/** Translations by locale, as the API shows them (a tag's, or a portal tag's). */
+export function translationsJson(translations: Tag["translations"]): Record<string, { name: string; description: string }> {
+  return Object.fromEntries(Object.entries(translations).map(([locale, t]) => [locale, { name: t.name, description: t.description }]));
 }

@@ -7,6 +7,13 @@ import type { ResourceContext } from "../resource.js";
 import { tagJson } from "./mapping.js";
 import type { TagCreateBody, TagUpdateBody } from "./schemas.js";
 
+/** The body's translations (descriptions defaulted to "" by validation) as the service takes them. */
+function translationsProto(given: Record<string, { name: string; description?: string } | undefined> = {}): Record<string, { name: string; description: string }> {
+  const out: Record<string, { name: string; description: string }> = {};
+  for (const [locale, t] of Object.entries(given)) if (t) out[locale] = { name: t.name, description: t.description ?? "" };
+  return out;
+}
+
 /** /api/v1/tags: REST in, TagService (of the subscribers service) calls out. */
 export function tagRoutes(kit: RouteKit, context: ResourceContext): void {
   const transport = context.transport("subscribers");
@@ -17,7 +24,7 @@ export function tagRoutes(kit: RouteKit, context: ResourceContext): void {
   defineRoute(kit, "post", "/api/v1/tags", "createTag", async (ctx) => {
     const body = ctx.state.body as TagCreateBody;
     const res = await tags.createTag(
-      { name: body.name, description: body.description, isPublic: body.is_public },
+      { name: body.name, description: body.description, isPublic: body.is_public, translations: translationsProto(body.translations) },
       callOptions(ctx, timeoutMs),
     );
     ctx.status = 201;
@@ -38,7 +45,13 @@ export function tagRoutes(kit: RouteKit, context: ResourceContext): void {
   defineRoute(kit, "patch", "/api/v1/tags/:id", "updateTag", async (ctx) => {
     const body = ctx.state.body as TagUpdateBody;
     const res = await tags.updateTag(
-      { id: ctx.params.id ?? "", name: body.name, description: body.description, isPublic: body.is_public },
+      {
+        id: ctx.params.id ?? "",
+        name: body.name,
+        description: body.description,
+        isPublic: body.is_public,
+        ...(body.translations !== undefined ? { translations: { byLocale: translationsProto(body.translations) } } : {}),
+      },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = tagJson(res.tag);

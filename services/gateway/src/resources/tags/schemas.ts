@@ -16,6 +16,34 @@ export const tagName = {
 
 const tagDescription = { type: "string", maxLength: 500 } as const;
 
+/** A tag's name and description in one language, as subscribers read them. */
+const tagTranslation = {
+  type: "object",
+  additionalProperties: false,
+  required: ["name"],
+  properties: {
+    name: {
+      ...lineText(100, "is 1-100 characters with visible text, without control characters"),
+      description: "The name in this language: 1-100 characters with visible text, no control characters.",
+    },
+    description: { ...tagDescription, default: "", description: "The description in this language; empty: the tag's own." },
+  },
+} as const;
+
+/**
+ * Translations by language, one entry per language the portal speaks
+ * (@emailsvc/runtime's LOCALES: the test of the document holds the keys to
+ * that list). The portal page and the preference-center API show the entry
+ * of the subscriber's language, else `name` and `description`.
+ */
+export const translations = {
+  type: "object",
+  additionalProperties: false,
+  properties: { en: tagTranslation, de: tagTranslation, fr: tagTranslation, it: tagTranslation },
+  description:
+    'The tag\'s name and description in the languages subscribers read (`en`, `de`, `fr`, `it`), e.g. `{"de": {"name": "Neuigkeiten", "description": "Jede Woche"}}`. The preference page shows the one of its language, else `name` and `description`; `name` stays the tag\'s identity in the API.',
+} as const;
+
 export const TagCreate = {
   type: "object",
   additionalProperties: false,
@@ -24,6 +52,7 @@ export const TagCreate = {
     name: tagName,
     description: { ...tagDescription, default: "" },
     is_public: { type: "boolean", default: false },
+    translations: { ...translations, default: {} },
   },
 } as const;
 /** Defaults (description "", is_public false) are filled in by validation, so they are always present. */
@@ -38,6 +67,7 @@ export const TagUpdate = {
     name: tagName,
     description: tagDescription,
     is_public: { type: "boolean" },
+    translations: { ...translations, description: `${translations.description} Replaces every translation; \`{}\` removes them.` },
   },
 } as const;
 export type TagUpdateBody = FromSchema<typeof TagUpdate>;
@@ -46,12 +76,13 @@ export const schemas: Record<string, JsonSchema> = {
   Tag: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "name", "description", "is_public", "created_at", "updated_at"],
+    required: ["id", "name", "description", "is_public", "translations", "created_at", "updated_at"],
     properties: {
       id: { type: "string", readOnly: true, examples: ["tag_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       name: { type: "string", description: "Unique per account and mode; identifies the tag in subscriber tag operations." },
       description: { type: "string" },
       is_public: { type: "boolean", description: "Public tags can be browsed and joined by subscribers in the preference portal." },
+      translations,
       created_at: timestamp("When the tag was created (RFC 3339, UTC)."),
       updated_at: timestamp("When the tag last changed (RFC 3339, UTC)."),
     },

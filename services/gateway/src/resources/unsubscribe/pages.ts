@@ -1,10 +1,14 @@
-import type { GatewayRouterContext } from "../../http/state.js";
+import type { Locale } from "@emailsvc/runtime";
+import type { Problem } from "../../http/problem.js";
+import type { GatewayContext } from "../../http/state.js";
+import { message, type MessageKey } from "./messages.js";
 import { ONE_CLICK_FIELD, ONE_CLICK_VALUE } from "./schemas.js";
 
 // The small pages a person sees after clicking an unsubscribe link: no
-// script, no third-party request, no address or name of the subscriber (the
-// page may be opened by whoever has the mail), readable on a phone. Texts are
-// English for now; the preference portal brings message catalogues.
+// script, no third-party request, no address of the subscriber (the page may
+// be opened by whoever has the mail), readable on a phone, in the
+// subscriber's language (their stored locale, else Accept-Language), naming
+// the sender when the account has a name for its subscribers.
 
 const STYLE =
   "body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:2rem 1rem;color:#1a1a1a;background:#fff}" +
@@ -21,40 +25,70 @@ const SECURITY_HEADERS: Record<string, string> = {
   "X-Content-Type-Options": "nosniff",
 };
 
-function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`;
+/** Who the page speaks to and about. */
+export interface PageVoice {
+  locale: Locale;
+  /** The account's name for its subscribers; "" when it has none. */
+  sender: string;
 }
 
-function send(ctx: GatewayRouterContext, status: number, html: string): void {
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A message as HTML text, with the sender's name, or its `anonymous` variant when the account has none. */
+function say(voice: PageVoice, key: MessageKey, anonymous?: MessageKey): string {
+  return escapeHtml(voice.sender === "" && anonymous ? message(voice.locale, anonymous) : message(voice.locale, key, voice.sender));
+}
+
+function page(voice: PageVoice, title: MessageKey, body: string): string {
+  return (
+    `<!doctype html><html lang="${voice.locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">` +
+    `<meta name="robots" content="noindex"><title>${say(voice, title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`
+  );
+}
+
+function send(ctx: GatewayContext, status: number, html: string): void {
   ctx.status = status;
   ctx.set(SECURITY_HEADERS);
   ctx.type = "text/html; charset=utf-8";
   ctx.body = html;
 }
 
-export function confirmPage(ctx: GatewayRouterContext): void {
+export function confirmPage(ctx: GatewayContext, voice: PageVoice): void {
   send(
     ctx,
     200,
     page(
-      "Unsubscribe",
-      `<h1>Unsubscribe</h1><p>Stop receiving these emails?</p>` +
-        `<form method="post"><input type="hidden" name="${ONE_CLICK_FIELD}" value="${ONE_CLICK_VALUE}"><button type="submit">Unsubscribe</button></form>`,
+      voice,
+      "confirm_title",
+      `<h1>${say(voice, "confirm_heading", "confirm_heading_anonymous")}</h1><p>${say(voice, "confirm_text", "confirm_text_anonymous")}</p><p>${say(voice, "kept_text")}</p>` +
+        `<form method="post"><input type="hidden" name="${ONE_CLICK_FIELD}" value="${ONE_CLICK_VALUE}"><button type="submit">${say(voice, "confirm_button")}</button></form>`,
     ),
   );
 }
 
-export function donePage(ctx: GatewayRouterContext): void {
-  send(ctx, 200, page("Unsubscribed", `<h1>You are unsubscribed</h1><p>You will get no more of these emails.</p>`));
+export function donePage(ctx: GatewayContext, voice: PageVoice): void {
+  send(ctx, 200, page(voice, "done_title", `<h1>${say(voice, "done_heading")}</h1><p>${say(voice, "done_text", "done_text_anonymous")}</p><p>${say(voice, "kept_text")}</p>`));
 }
 
-export function invalidLinkPage(ctx: GatewayRouterContext): void {
+/**
+ * A problem as the person who clicked the link should see it: a link that
+ * is malformed or whose token does not verify is "not valid" (nothing
+ * changed); anything else (a body no browser sends, a service down),
+ * "something went wrong" (nothing changed, try again). The status stays the problem's; headers it carries (Connection:
+ * close of a 413) are kept.
+ */
+export function problemPage(ctx: GatewayContext, problem: Problem, locale: Locale): void {
+  const voice: PageVoice = { locale, sender: "" };
+  for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
+  // The link itself: its token does not verify, or is missing or of no token's shape.
+  const badLink = problem.code === "invalid_link" || (problem.code === "validation_failed" && (problem.extra.errors ?? []).some((e) => e.field === "token"));
   send(
     ctx,
-    401,
-    page(
-      "Link not valid",
-      `<h1>This link is not valid</h1><p>It may have expired or been changed. Use the unsubscribe link of a more recent email, or reply to the sender.</p>`,
-    ),
+    problem.status,
+    badLink
+      ? page(voice, "invalid_title", `<h1>${say(voice, "invalid_heading")}</h1><p>${say(voice, "invalid_text")}</p>`)
+      : page(voice, "error_title", `<h1>${say(voice, "error_heading")}</h1><p>${say(voice, "error_text")}</p>`),
   );
 }

@@ -1,4 +1,4 @@
-import { errors, PUBLIC } from "../../openapi/kit.js";
+import { PUBLIC } from "../../openapi/kit.js";
 import type { ParameterObject, Paths } from "../../openapi/types.js";
 
 // One-click unsubscribe (RFC 8058): the link in a marketing mail's
@@ -9,6 +9,8 @@ import type { ParameterObject, Paths } from "../../openapi/types.js";
 export const UNSUBSCRIBE_TOKEN_MAX_LENGTH = 2048;
 /** The form body is one short field; anything larger is not a one-click request. */
 export const UNSUBSCRIBE_BODY_LIMIT_BYTES = 1024;
+/** The same field as multipart/form-data: a boundary (at most 70 characters, RFC 2046) twice and a part header or two. */
+export const UNSUBSCRIBE_MULTIPART_LIMIT_BYTES = 4096;
 /** RFC 8058 §3.1: the body a one-click POST carries. */
 export const ONE_CLICK_FIELD = "List-Unsubscribe";
 export const ONE_CLICK_VALUE = "One-Click";
@@ -35,9 +37,34 @@ const html = (description: string) => ({
   content: { "text/html": { schema: { type: "string" } } },
 });
 
-const invalidLink = html(
-  "The link is not valid: tampered, signed with a key no longer accepted, or expired. A small page says so; nothing changed.",
-);
+/**
+ * A problem of these routes: a small page in the subscriber's language for a
+ * browser (whatever its Accept, unless it asks for JSON), problem+json for a
+ * client that asks for JSON (`Accept: application/json` or
+ * `application/problem+json`). The codes are those of the shared response
+ * of the same status.
+ */
+const pageOrProblem = (description: string) => ({
+  description,
+  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+  content: {
+    "text/html": { schema: { type: "string" } },
+    "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+  },
+});
+
+const problems = {
+  "400": pageOrProblem("The link is malformed (no token, or no token's shape: `validation_failed`), or the body is not the one-click form. A page says the link is not valid; nothing changed."),
+  "403": pageOrProblem("The link's token does not verify (`invalid_link`): altered, signed with a key no longer accepted, expired, or not an unsubscribe link. A page says so; nothing changed."),
+  "500": pageOrProblem("An unexpected error (`internal`); a page says nothing changed and to try again."),
+};
+
+const oneClickForm = {
+  type: "object",
+  additionalProperties: false,
+  required: [ONE_CLICK_FIELD],
+  properties: { [ONE_CLICK_FIELD]: { type: "string", enum: [ONE_CLICK_VALUE] } },
+};
 
 export const paths: Paths = {
   "/unsubscribe": {
@@ -45,42 +72,38 @@ export const paths: Paths = {
       operationId: "getUnsubscribePage",
       summary: "The confirmation page of an unsubscribe link",
       description:
-        "What a person who clicks the link in a mail client sees: a small page with one button. A GET never unsubscribes anyone, because mail scanners and link previews follow links with GET.",
+        "What a person who clicks the link in a mail client sees: a small page with one button, in the subscriber's language (their `locale`, else `Accept-Language`: en, de, fr, it), naming the sender (the portal setting `sender_name`, else the account's name) and saying what the button does: no more marketing email from that sender, from any list; mail they asked for still arrives. A GET never unsubscribes anyone, because mail scanners and link previews follow links with GET.",
       tags: ["Unsubscribe"],
       security: PUBLIC,
       parameters: [{ $ref: "#/components/parameters/UnsubscribeToken" } as unknown as ParameterObject],
       responses: {
         "200": html("The confirmation page; its button posts the one-click request."),
-        "401": invalidLink,
-        ...errors("BadRequest", "InternalError"),
+        ...problems,
+        "503": pageOrProblem("This gateway has no keys to check links with (`service_unavailable`); retry later."),
       },
     },
     post: {
       operationId: "unsubscribeOneClick",
       summary: "Unsubscribe at once (RFC 8058 one-click)",
       description:
-        "What a mail provider posts when its user presses Unsubscribe (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`), and what the confirmation page's button posts. The recipient's subscriber is set to `unsubscribed` (an address that was no subscriber is kept as an unsubscribed subscriber, so that later marketing mail to it is suppressed); a subscriber who is bounced or complained keeps that status. Repeating it changes nothing. The change is in the subscriber's audit trail with the actor `one_click`.",
+        "What a mail provider posts when its user presses Unsubscribe (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`), as multipart/form-data (what RFC 8058 says senders SHOULD use) or form-encoded, and what the confirmation page's button posts. The recipient's subscriber is set to `unsubscribed`: no more marketing email at all (an address that was no subscriber is kept as an unsubscribed subscriber, so that later marketing mail to it is suppressed); a subscriber who is bounced or complained keeps that status. Repeating it changes nothing. The change is in the subscriber's audit trail with the actor `one_click`. The answer is a page in the subscriber's language saying so.",
       tags: ["Unsubscribe"],
       security: PUBLIC,
       parameters: [{ $ref: "#/components/parameters/UnsubscribeToken" } as unknown as ParameterObject],
       requestBody: {
         required: true,
         content: {
-          "application/x-www-form-urlencoded": {
-            schema: {
-              type: "object",
-              additionalProperties: false,
-              required: [ONE_CLICK_FIELD],
-              properties: { [ONE_CLICK_FIELD]: { type: "string", enum: [ONE_CLICK_VALUE] } },
-            },
-          },
+          "multipart/form-data": { schema: oneClickForm },
+          "application/x-www-form-urlencoded": { schema: oneClickForm },
         },
       },
       responses: {
         "200": html("Unsubscribed (or already so): a small page says so."),
-        "401": invalidLink,
-        "415": { $ref: "#/components/responses/UnsupportedMediaType" },
-        ...errors("BadRequest", "PayloadTooLarge", "InternalError", "Unavailable", "Timeout"),
+        ...problems,
+        "413": pageOrProblem(`The body is larger than ${UNSUBSCRIBE_BODY_LIMIT_BYTES} bytes (${UNSUBSCRIBE_MULTIPART_LIMIT_BYTES} as multipart/form-data): \`payload_too_large\`.`),
+        "415": pageOrProblem("The body is neither multipart/form-data nor application/x-www-form-urlencoded: `unsupported_media_type`."),
+        "503": pageOrProblem("A service is unavailable (`unavailable`, `service_unavailable`); nothing changed, retry later."),
+        "504": pageOrProblem("A service did not answer in time (`deadline_exceeded`); retry."),
       },
     },
   },
