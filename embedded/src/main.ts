@@ -10,6 +10,7 @@ import {
   startMetricsServer,
   telemetrySettings,
 } from "@emailsvc/runtime";
+import { adminTokenFromEnv } from "@emailsvc/gateway";
 import { startPlatform } from "./platform.js";
 import { threadedServices } from "./services.js";
 
@@ -30,7 +31,7 @@ async function main(): Promise<void> {
     gatewayHost: envString("GATEWAY_HOST", "127.0.0.1"),
     mongoUrl: envOptional("MONGO_URL"),
     kafkaBrokers: envOptional("KAFKA_BROKERS"),
-    adminToken: envOptional("ADMIN_TOKEN"),
+    adminToken: adminTokenFromEnv(),
     tokenSigningKeys: envOptional("TOKEN_SIGNING_KEYS"),
     // Each service reads its own settings from here, as it does alone; links
     // in mail point at this gateway unless PUBLIC_API_URL says otherwise.

@@ -7,6 +7,7 @@ import {
   GATEWAY_METRICS_PORT,
   SERVICE_NAMES,
   serviceUrlVariable,
+  type Env,
   type ServiceName,
 } from "@emailsvc/runtime";
 import { KeyConfigError, loadKeyRing, loadPreferenceLinkSettings, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
@@ -49,6 +50,27 @@ export interface GatewayConfig {
   rateLimit: RateLimitConfig;
 }
 
+/**
+ * The shortest ADMIN_TOKEN the gateway starts with (the chart asks the same).
+ * API keys (238 bits) and signed tokens cannot be guessed; the admin token is
+ * the one secret an operator picks. A valid credential is served even from an
+ * address whose failed attempts are being refused (so that one attacker
+ * behind a shared proxy cannot lock everyone out), which leaves its length as
+ * what keeps it from being guessed.
+ */
+export const ADMIN_TOKEN_MIN_LENGTH = 24;
+
+/** ADMIN_TOKEN, refused when shorter than ADMIN_TOKEN_MIN_LENGTH; undefined when unset. */
+export function adminTokenFromEnv(env: Env = process.env): string | undefined {
+  const token = envOptional("ADMIN_TOKEN", env);
+  if (token !== undefined && token.length < ADMIN_TOKEN_MIN_LENGTH) {
+    throw new ConfigError(
+      `environment variable ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (e.g. openssl rand -hex 32): the failure budget refuses guesses only once they fail, so a short token could be guessed`,
+    );
+  }
+  return token;
+}
+
 export function loadConfig(): GatewayConfig {
   return {
     port: envInt("GATEWAY_PORT", DEFAULT_GATEWAY_PORT, { min: 0, max: 65535 }),
@@ -57,7 +79,7 @@ export function loadConfig(): GatewayConfig {
     mongoUrl: envOptional("MONGO_URL"),
     mongoDb: envString("MONGO_DB", "gateway"),
     dataDir: envString("DATA_DIR", "./data"),
-    adminToken: envOptional("ADMIN_TOKEN"),
+    adminToken: adminTokenFromEnv(),
     publicUrl: envOptional("PUBLIC_API_URL"),
     callTimeoutMs: envInt("GATEWAY_CALL_TIMEOUT_MS", 10_000, { min: 100, max: 120_000 }),
     apiKeyCacheMs: envInt("API_KEY_CACHE_MS", 5000, { min: 0, max: 60_000 }),

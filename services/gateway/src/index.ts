@@ -2,7 +2,7 @@
 export { buildGateway, startGateway, type Gateway, type GatewayDeps, type RunningGateway, type StartGatewayOptions } from "./server.js";
 export { bootstrapDevelopment, type DevelopmentCredentials } from "./accounts/bootstrap.js";
 export { buildOpenApiDocument, type OpenApiDocument } from "./openapi.js";
-export { loadConfig, type GatewayConfig } from "./config.js";
+export { adminTokenFromEnv, ADMIN_TOKEN_MIN_LENGTH, loadConfig, type GatewayConfig } from "./config.js";
 export { loadRateLimitConfig, parsePolicy, RATE_LIMIT_DEFAULTS, type RateClass, type RateLimitConfig } from "./ratelimit/config.js";
 export { RateLimiter, type Verdict } from "./ratelimit/limiter.js";
 export { DocumentCounterStore, MemoryCounterStore, type CounterStore, type DocumentCounterStoreOptions, type Outcome } from "@emailsvc/ratelimit";

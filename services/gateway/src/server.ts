@@ -79,8 +79,6 @@ export interface Gateway {
 }
 
 const SERVING = health.HealthCheckResponse_ServingStatus.SERVING;
-/** Below this, start-up warns that ADMIN_TOKEN is guessable. */
-const ADMIN_TOKEN_MIN_ADVISED = 32;
 
 /**
  * Builds the gateway application: accounts store (indexes ensured), clients
@@ -109,12 +107,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     .map(([name, t]) => ({ name, client: createClient(health.Health, t) }));
   const timeoutMs = deps.callTimeoutMs ?? 10_000;
 
-  // The one secret an operator picks: API keys (238 bits) and signed tokens
-  // cannot be guessed, a short admin token can, and a valid credential is
-  // always served (the failure budget refuses only failures).
-  if (deps.adminToken !== undefined && deps.adminToken.length < ADMIN_TOKEN_MIN_ADVISED) {
-    logger.warn(`ADMIN_TOKEN is shorter than ${ADMIN_TOKEN_MIN_ADVISED} characters: use a long random one (e.g. openssl rand -hex 32)`);
-  }
   const limiter = await buildRateLimiter(deps);
   const trustedHops = (deps.rateLimit ?? loadRateLimitConfig({})).trustedProxyHops;
   const guard = limiter ? authFailureGuard(limiter) : NO_AUTH_GUARD;

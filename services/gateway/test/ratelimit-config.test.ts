@@ -3,6 +3,7 @@
 
 import { ConfigError } from "@emailsvc/runtime";
 import { addressBucketId, addressUnit, clientAddress } from "@emailsvc/ratelimit";
+import { adminTokenFromEnv } from "../src/config";
 import { formatPolicy, loadRateLimitConfig, parsePolicy } from "../src/ratelimit/config";
 
 describe("parsePolicy", () => {
@@ -168,5 +169,20 @@ describe("client address", () => {
     const id = addressBucketId("203.0.113.7");
     expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(id).not.toContain("203");
+  });
+});
+
+describe("ADMIN_TOKEN", () => {
+  // A valid credential is served even past the address's failure budget, so
+  // the length of the one operator-chosen secret is what keeps it unguessed.
+  it("refuses a token shorter than 24 characters, naming the variable", () => {
+    expect(() => adminTokenFromEnv({ ADMIN_TOKEN: "change-me" })).toThrow(ConfigError);
+    expect(() => adminTokenFromEnv({ ADMIN_TOKEN: "x".repeat(23) })).toThrow(/ADMIN_TOKEN must be at least 24 characters/);
+  });
+
+  it("takes a long one, and unset stays unset", () => {
+    expect(adminTokenFromEnv({ ADMIN_TOKEN: "x".repeat(24) })).toBe("x".repeat(24));
+    expect(adminTokenFromEnv({})).toBeUndefined();
+    expect(adminTokenFromEnv({ ADMIN_TOKEN: "" })).toBeUndefined();
   });
 });
