@@ -1,8 +1,10 @@
 import { createLogger, newId } from "@emailsvc/runtime";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
-import { PermanentSendError, type FiringServices } from "../src/rpc/clients.js";
+import { PermanentSendError, type FiringServices } from "../src/usecases/ports.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
-import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../src/usecases/fire-triggers.js";
+import { fireDue } from "../src/usecases/fire-due.js";
+import type { FiringDeps, SubscriberEvent } from "../src/usecases/fires.js";
+import { recordFires } from "../src/usecases/record-fires.js";
 
 // Recording and sending fires on both stores, with the other services faked
 // (what they answer is the input here; the platform tests use the real ones).

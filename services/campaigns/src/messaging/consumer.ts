@@ -2,7 +2,9 @@ import { subscribeEventBatches, type EventBus, type Subscription, type Topic } f
 import type { Logger } from "@emailsvc/runtime";
 import type { SkipReason } from "../domain/campaign.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { eraseSubscriberRows, recordOutcomes, skipSubscriber, type EmailOutcome } from "../usecases/ledger.js";
+import { eraseSubscriber } from "../usecases/erase-subscriber.js";
+import { recordOutcomes, type EmailOutcome } from "../usecases/record-outcomes.js";
+import { skipSubscriber } from "../usecases/skip-subscriber.js";
 import type { TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
@@ -61,8 +63,7 @@ export function subscribeCampaignEvents(
       },
       "subscriber.deleted": async (batch) => {
         // Erasure: the subscriber's fires and ledger rows go (the counts keep them as numbers).
-        await triggers.handlers["subscriber.deleted"](batch);
-        for (const { message, meta } of batch) await eraseSubscriberRows(tenants.forTenant(meta.tenant), message.subscriberId, now());
+        for (const { message, meta } of batch) await eraseSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, now());
         // The erased lines leave the embedded store's datafiles (also after a redelivery that
         // found nothing left, in case a crash came before this); nothing on MongoDB.
         await options.compactAfterErasure?.();

@@ -3,7 +3,9 @@ import { Rerunner } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../usecases/fire-triggers.js";
+import { fireDue } from "../usecases/fire-due.js";
+import type { FiringDeps, SubscriberEvent } from "../usecases/fires.js";
+import { recordFires } from "../usecases/record-fires.js";
 
 /** The topics triggers fire on (and erasure). */
 export const TRIGGER_TOPICS = [
@@ -47,10 +49,6 @@ export class TriggerWorker {
       this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
     "subscriber.status_changed": (batch: DecodedBatchEvent<"subscriber.status_changed">[]) =>
       this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
-    // Erasure: the fires of an erased subscriber go (pending ones would find nobody to send to anyway).
-    "subscriber.deleted": async (batch: DecodedBatchEvent<"subscriber.deleted">[]) => {
-      for (const { message, meta } of batch) await this.tenants.forTenant(meta.tenant).fires.deleteMany({ subscriber_id: message.subscriberId });
-    },
   };
 
   /** Starts the firer's timer (and a first run). */

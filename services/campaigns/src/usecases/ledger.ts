@@ -108,88 +108,6 @@ export async function reconcile(repos: Pick<TenantRepositories, "campaigns" | "r
   return counts;
 }
 
-/** What delivery said about one email of a campaign (email.status). */
-export interface EmailOutcome {
-  campaignId: string;
-  subscriberId: string;
-  status: string;
-  /** For failed: delivery's public error code. */
-  reason: string;
-}
-
-/** Where a failure of delivery's puts the recipient: skipped for a reason of ours, else failed. */
-function bucketOfFailure(reason: string): Bucket {
-  switch (reason) {
-    case "recipient_unsubscribed":
-      return "skipped.unsubscribed";
-    case "recipient_suppressed":
-      return "skipped.suppressed";
-    case "recipient_erased":
-      return "skipped.erased";
-    case "campaign_cancelled":
-      return "skipped.cancelled";
-    default:
-      return "failed";
-  }
-}
-
-/**
- * Records delivery's outcomes of a batch (sent, failed) on the ledger: queued
- * rows move to sent, failed or skipped, a batch per campaign and outcome.
- * Other statuses (queued, delivered, bounced) change no row. A row a cancel
- * skipped while its email was already on its way, and that was sent after
- * all, is counted as sent: the ledger says what happened.
- */
-export async function recordOutcomes(repos: TenantRepositories, outcomes: readonly EmailOutcome[], now: number): Promise<void> {
-  const groups = new Map<string, { campaignId: string; to: Bucket; ids: string[] }>();
-  for (const o of outcomes) {
-    if (!o.campaignId || !o.subscriberId) continue;
-    if (o.status !== "sent" && o.status !== "failed") continue;
-    const to: Bucket = o.status === "sent" ? "sent" : bucketOfFailure(o.reason);
-    const key = `${o.campaignId}|${to}`;
-    const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };
-    group.ids.push(rowId(o.campaignId, o.subscriberId));
-    groups.set(key, group);
-  }
-  for (const { campaignId, to, ids } of groups.values()) {
-    const moved = await moveRows(repos, campaignId, { _id: { $in: ids } }, "queued", to, now);
-    if (moved < ids.length && to === "sent") {
-      await moveRows(repos, campaignId, { _id: { $in: ids } }, "skipped.cancelled", "sent", now);
-    }
-    // Delivery found the recipient erased (an erasure this service had not seen
-    // yet, or a row the snapshot took just before it): the row goes as the erasure's.
-    if (to === "skipped.erased") await eraseRows(repos, await repos.recipients.find({ _id: { $in: ids }, state: "skipped", reason: "erased" }), now);
-  }
-}
-
-/**
- * Erasure of a subscriber's part of the ledger (`subscriber.deleted`): rows
- * not yet handed to delivery, and those handed over, are skipped as `erased`
- * (delivery finds nobody to send to), then every row of the subscriber, in
- * every campaign, is removed (eraseRows): the campaigns' counts keep them as
- * anonymous numbers. A snapshot that stopped at the subscriber resumes from
- * the row before. Idempotent. Returns how many rows went.
- */
-export async function eraseSubscriberRows(repos: TenantRepositories, subscriberId: string, now: number): Promise<number> {
-  await skipSubscriber(repos, subscriberId, "erased", now);
-  let erased = 0;
-  for (;;) {
-    const rows = await repos.recipients.find({ subscriber_id: subscriberId }, { limit: 500 });
-    if (rows.length === 0) break;
-    erased += await eraseRows(repos, rows, now);
-  }
-  // The resume point of a snapshot still being taken: the id of the row before (an id that
-  // no longer exists resumes as well; this one names nobody erased).
-  for (const campaign of await repos.campaigns.find({ snapshot_after: subscriberId })) {
-    const [before] = await repos.recipients.find(
-      { campaign_id: campaign._id, _id: { $gt: `${campaign._id}:`, $lt: rowId(campaign._id, subscriberId) } } as TenantFilter<RecipientDoc>,
-      { sort: { _id: -1 }, limit: 1 },
-    );
-    await repos.campaigns.updateOne({ _id: campaign._id, snapshot_after: subscriberId }, { $set: { snapshot_after: before?.subscriber_id ?? "" } });
-  }
-  return erased;
-}
-
 /**
  * Removes rows from the ledger, keeping their campaigns' counts: a row still
  * pending or queued is first skipped as `erased` (a row in flight would
@@ -218,18 +136,3 @@ export async function eraseRows(repos: Pick<TenantRepositories, "campaigns" | "r
   return erased;
 }
 
-/**
- * A subscriber stopped being mailable (unsubscribed, bounced, complained,
- * erased): their rows not yet handed to delivery, in every campaign, are
- * skipped with the reason; erasure also takes the rows already handed over
- * (delivery finds no one to send to).
- */
-export async function skipSubscriber(repos: TenantRepositories, subscriberId: string, reason: SkipReason, now: number): Promise<number> {
-  const states: RecipientState[] = reason === "erased" ? ["pending", "queued"] : ["pending"];
-  const rows = await repos.recipients.find({ subscriber_id: subscriberId, state: { $in: states } });
-  let skipped = 0;
-  for (const row of rows) {
-    skipped += await moveRows(repos, row.campaign_id, { _id: row._id }, row.state as Bucket, `skipped.${reason}`, now);
-  }
-  return skipped;
-}

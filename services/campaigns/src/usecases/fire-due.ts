@@ -1,0 +1,72 @@
+import { settleLimited } from "@emailsvc/runtime";
+import type { CrossTenantCollection } from "@emailsvc/storage";
+import type { FireDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { fireCall, type FiringDeps } from "./fires.js";
+import { PermanentSendError } from "./ports.js";
+
+/** How long one firing attempt holds its fire. */
+const FIRE_LEASE_MS = 30_000;
+/** Fires sent at once. */
+const FIRE_CONCURRENCY = 8;
+
+/**
+ * Sends the fires that are due (up to `limit`), a few at once; returns how
+ * many it took. Each is claimed with a lease first, so two firers never send
+ * one fire at once, and a firer that died mid-send leaves it to the next
+ * after the lease.
+ */
+export async function fireDue(
+  deps: FiringDeps,
+  due: CrossTenantCollection<FireDoc>,
+  forTenant: (tenant: string) => TenantRepositories,
+  limit = 100,
+): Promise<number> {
+  const now = deps.now();
+  const fires = await due.find({ state: "pending", due_at: { $lte: now } }, { sort: { due_at: 1 }, limit });
+  const ready = fires.filter((fire) => fire.lease_until < now);
+  const results = await settleLimited(ready, FIRE_CONCURRENCY, (fire) => fireOne(deps, forTenant(fire.tenant), fire));
+  for (const result of results) {
+    if (result.status === "rejected") deps.logger.warn({ err: String(result.reason) }, "firing a trigger failed; it is tried again");
+  }
+  return ready.length;
+}
+
+async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDoc): Promise<void> {
+  const now = deps.now();
+  const claimed = await repos.fires.updateOne(
+    { _id: fire._id, state: "pending", lease_until: { $lt: now } },
+    { $set: { lease_until: now + FIRE_LEASE_MS, updated_at: now }, $inc: { attempts: 1 } },
+  );
+  if (!claimed) return; // another firer has it, or it is done
+  const call = fireCall(claimed);
+  const finish = (state: FireDoc["state"], reason: string, emailId = "") =>
+    repos.fires.updateOne({ _id: claimed._id, state: "pending" }, { $set: { state, reason, email_id: emailId, lease_until: 0, updated_at: deps.now() } });
+  try {
+    // A trigger disabled or deleted before its fire was due sends nothing.
+    const trigger = await repos.triggers.findOne({ _id: claimed.trigger_id });
+    if (!trigger || !trigger.is_active) return void (await finish("skipped", "trigger_inactive"));
+    const [subscriber, slug] = await Promise.all([
+      deps.firing.subscriber(call, claimed.subscriber_id),
+      deps.firing.templateSlug(call, claimed.template_id),
+    ]);
+    // Erased meanwhile (or before this fire was recorded: events of two topics come in no fixed
+    // order): the fire goes, as the erasure's; nothing of the subscriber is kept.
+    if (!subscriber) return void (await repos.fires.deleteOne({ _id: claimed._id }));
+    if (!slug) return void (await finish("failed", "template_not_found"));
+    const emailId = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
+    await finish("sent", "", emailId);
+  } catch (err) {
+    if (err instanceof PermanentSendError) {
+      await finish("failed", err.code);
+      return;
+    }
+    // Not now (a service unreachable): free it, later by a backoff that grows with the attempts.
+    const backoffMs = Math.min(60_000, 500 * 2 ** Math.min(claimed.attempts, 7));
+    await repos.fires.updateOne(
+      { _id: claimed._id, state: "pending" },
+      { $set: { lease_until: 0, due_at: deps.now() + backoffMs, updated_at: deps.now() } },
+    );
+    throw err;
+  }
+}
