@@ -29,18 +29,21 @@ function bucketOfFailure(reason: string): Bucket {
 }
 
 /**
- * Records delivery's outcomes of a batch (sent, failed) on the ledger: queued
- * rows move to sent, failed or skipped, a batch per campaign and outcome.
- * Other statuses (queued, delivered, bounced) change no row. A row a cancel
- * skipped while its email was already on its way, and that was sent after
- * all, is counted as sent: the ledger says what happened.
+ * Records delivery's outcomes of a batch (sent, failed, held) on the ledger:
+ * queued rows move to sent, failed or skipped, a batch per campaign and
+ * outcome; `held` (delivery did not give the email to the provider because the
+ * campaign is paused) moves them back to pending, so that the dispatcher hands
+ * them over again once the campaign is resumed (delivery's record makes that
+ * the same email). Other statuses (queued, delivered, bounced) change no row.
+ * A row a cancel skipped while its email was already on its way, and that was
+ * sent after all, is counted as sent: the ledger says what happened.
  */
 export async function recordOutcomes(repos: TenantRepositories, outcomes: readonly EmailOutcome[], now: number): Promise<void> {
   const groups = new Map<string, { campaignId: string; to: Bucket; ids: string[] }>();
   for (const o of outcomes) {
     if (!o.campaignId || !o.subscriberId) continue;
-    if (o.status !== "sent" && o.status !== "failed") continue;
-    const to: Bucket = o.status === "sent" ? "sent" : bucketOfFailure(o.reason);
+    if (o.status !== "sent" && o.status !== "failed" && o.status !== "held") continue;
+    const to: Bucket = o.status === "sent" ? "sent" : o.status === "held" ? "pending" : bucketOfFailure(o.reason);
     const key = `${o.campaignId}|${to}`;
     const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };
     group.ids.push(rowId(o.campaignId, o.subscriberId));
