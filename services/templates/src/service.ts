@@ -9,14 +9,17 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const templatesService = defineService({
   name: "templates",
   usesBus: false,
-  calls: {},
+  // Campaigns: who uses a template, before it is deleted (optional: campaigns
+  // calls templates, so this edge must not hold templates' start).
+  calls: { campaigns: "optional" },
   loadConfig,
-  start: ({ store, logger, port, host }, config) =>
+  start: ({ store, logger, port, host, urls }, config) =>
     startTemplatesService({
       store,
       logger,
       port,
       host,
+      ...(urls.campaigns ? { campaigns: urls.campaigns } : {}),
       purgeAfterMs: config.purgeAfterDays * DAY_MS,
       compiler: defaultCompiler(config.compileWorkers > 0 ? { size: config.compileWorkers } : {}),
     }),

@@ -30,7 +30,15 @@ export interface TriggerView {
   tag: string;
   createdAt: number;
   updatedAt: number;
+  /** Why the platform turned it off ("" when it did not). */
+  disabledReason: string;
+  /** The last fire that could not be sent: why ("" when none failed) and when. */
+  lastFailureReason: string;
+  lastFailureAt: number | null;
 }
+
+/** Why the platform turns a trigger off: its template is gone, so every fire would fail. */
+export const TEMPLATE_DELETED = "template_deleted";
 
 export const MAX_DELAY_SECONDS = 30 * 24 * 3600;
 const DESCRIPTION_MAX = 500;

@@ -10,6 +10,7 @@ import { createCampaign } from "../usecases/create-campaign.js";
 import { deleteCampaign } from "../usecases/delete-campaign.js";
 import { getCampaign } from "../usecases/get-campaign.js";
 import { listCampaigns } from "../usecases/list-campaigns.js";
+import { listTemplateUsers } from "../usecases/list-template-users.js";
 import { sendCampaign } from "../usecases/send-campaign.js";
 import { updateCampaign } from "../usecases/update-campaign.js";
 import { exportSubscriberCampaigns } from "../usecases/export-subscriber.js";
@@ -105,6 +106,9 @@ export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       },
       async exportSubscriberData(req, ctx) {
         return { json: await exportSubscriberCampaigns(scopeOf(readCallContext(ctx)), req.subscriberId) };
+      },
+      async listTemplateUsers(req, ctx) {
+        return listTemplateUsers(scopeOf(readCallContext(ctx)), req.templateId);
       },
     });
   };

@@ -22,6 +22,9 @@ function triggerToProto(view: TriggerView): triggers.Trigger {
     tag: view.tag,
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
+    disabledReason: view.disabledReason,
+    lastFailureReason: view.lastFailureReason,
+    ...(view.lastFailureAt !== null ? { lastFailureAt: timestampFromMs(view.lastFailureAt) } : {}),
   });
 }
 

@@ -1,5 +1,6 @@
 import { settleLimited } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
+import { TEMPLATE_DELETED } from "../domain/trigger.js";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { fireCall, type FiringDeps } from "./fires.js";
@@ -42,6 +43,9 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
   const call = fireCall(claimed);
   const finish = (state: FireDoc["state"], reason: string, emailId = "") =>
     repos.fires.updateOne({ _id: claimed._id, state: "pending" }, { $set: { state, reason, email_id: emailId, lease_until: 0, updated_at: deps.now() } });
+  const fail = async (reason: string) => {
+    if (await finish("failed", reason)) await recordFailure(deps, repos, claimed, reason);
+  };
   try {
     // A trigger disabled or deleted before its fire was due sends nothing.
     const trigger = await repos.triggers.findOne({ _id: claimed.trigger_id });
@@ -53,12 +57,12 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
     // Erased meanwhile (or before this fire was recorded: events of two topics come in no fixed
     // order): the fire goes, as the erasure's; nothing of the subscriber is kept.
     if (!subscriber) return void (await repos.fires.deleteOne({ _id: claimed._id }));
-    if (!slug) return void (await finish("failed", "template_not_found"));
+    if (!slug) return void (await fail("template_not_found"));
     const emailId = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
     await finish("sent", "", emailId);
   } catch (err) {
     if (err instanceof PermanentSendError) {
-      await finish("failed", err.code);
+      await fail(err.code || "send_refused");
       return;
     }
     // Not now (a service unreachable): free it, later by a backoff that grows with the attempts.
@@ -68,5 +72,28 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
       { $set: { lease_until: 0, due_at: deps.now() + backoffMs, updated_at: deps.now() } },
     );
     throw err;
+  }
+}
+
+/**
+ * A fire that cannot be sent is never dropped in silence: the fire keeps its
+ * reason, a warning says so (ids and the code only), and the trigger shows it
+ * (`last_failure_reason`, `last_failure_at`). A trigger whose template is gone
+ * is turned off, visibly (`disabled_reason: template_deleted`), since every
+ * later fire would fail too; only while it still names that template.
+ */
+async function recordFailure(deps: FiringDeps, repos: TenantRepositories, fire: FireDoc, reason: string): Promise<void> {
+  const now = deps.now();
+  const templateGone = reason === "template_not_found";
+  deps.logger.warn(
+    { fire_id: fire._id, trigger_id: fire.trigger_id, template_id: fire.template_id, reason, ...(templateGone ? { trigger_disabled: true } : {}) },
+    "trigger fire could not be sent",
+  );
+  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: { last_failure_reason: reason, last_failure_at: now } });
+  if (templateGone) {
+    await repos.triggers.updateOne(
+      { _id: fire.trigger_id, template_id: fire.template_id, is_active: true },
+      { $set: { is_active: false, disabled_reason: TEMPLATE_DELETED, updated_at: now } },
+    );
   }
 }

@@ -19,12 +19,15 @@ export async function updateTrigger(
 ): Promise<TriggerView> {
   const current = await loadTrigger(scope, input.id);
   const set: Partial<TriggerDoc> = {};
-  if (input.isActive !== undefined) set.is_active = input.isActive;
+  // Turning it on or off is the owner's decision from now on: the platform's reason goes.
+  if (input.isActive !== undefined) Object.assign(set, { is_active: input.isActive, disabled_reason: "" });
   if (input.description !== undefined) set.description = validateDescription(input.description);
   if (input.templateId !== undefined) set.template_id = input.templateId;
   if (input.delaySeconds !== undefined) set.delay_seconds = validateDelay(input.delaySeconds);
   if (input.tag !== undefined) set.tag = validateTagFor(current.event_type, input.tag);
-  await checkReferences(deps, scope, { templateId: input.templateId, ...(input.tag ? { tag: input.tag } : {}) });
+  // Turned on, it must name a live template: the one given, else its own (which may have gone).
+  const templateId = input.templateId ?? (input.isActive ? current.template_id : undefined);
+  await checkReferences(deps, scope, { templateId, ...(input.tag ? { tag: input.tag } : {}) });
   const doc = await scope.triggers.updateOne({ _id: input.id }, { $set: { ...set, updated_at: deps.now() } });
   if (!doc) throw notFound("trigger");
   return triggerView(doc);

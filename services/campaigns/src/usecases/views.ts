@@ -34,5 +34,8 @@ export function triggerView(doc: TriggerDoc): TriggerView {
     tag: doc.tag,
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
+    disabledReason: doc.disabled_reason ?? "",
+    lastFailureReason: doc.last_failure_reason ?? "",
+    lastFailureAt: doc.last_failure_at ?? null,
   };
 }

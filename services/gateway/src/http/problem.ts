@@ -76,12 +76,14 @@ const TITLES: Record<string, string> = {
   concurrent_update: "Concurrent update",
   idempotency_key_reused: "Idempotency key reused",
   sandbox_message_not_found: "No sandboxed message",
+  template_in_use: "Template in use",
   // Codes of the campaigns service (and the subscribers' audiences it asks).
   unknown_tags: "Unknown tags",
   campaign_not_draft: "Campaign is not a draft",
   campaign_state_conflict: "Campaign state does not allow this",
   subscribers_unavailable: "Subscribers service unavailable",
   templates_unavailable: "Templates service unavailable",
+  campaigns_unavailable: "Campaigns service unavailable",
 };
 
 const STATUS_PHRASES: Record<number, string> = {

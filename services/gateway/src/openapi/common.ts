@@ -100,7 +100,7 @@ export const responses: Record<string, unknown> = {
   ),
   NotFound: problem("No such resource (also for ids of another account or mode), e.g. `not_found`, `template_not_found`."),
   Conflict: problem(
-    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`; a custom domain another account holds, `domain_taken`), an idempotency key was used before with another body (`idempotency_key_reused`), or a concurrent change won (`concurrent_update`; retry).",
+    "The value is already taken (e.g. `email_taken` or `slug_taken`, with `existing_id`; a custom domain another account holds, `domain_taken`), an idempotency key was used before with another body (`idempotency_key_reused`), a concurrent change won (`concurrent_update`; retry), or a template is still used by triggers or campaigns (`template_in_use`, naming them).",
   ),
   PayloadTooLarge: problem(
     `The body is larger than the operation takes (\`payload_too_large\`): ${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more. Or metadata or variables are larger than the service takes.`,

@@ -36,7 +36,8 @@ export const TriggerUpdate = {
   type: "object",
   additionalProperties: false,
   minProperties: 1,
-  description: "Any of the fields; fields left out keep their value. `is_active: false` stops the trigger (fires not yet sent are skipped).",
+  description:
+    "Any of the fields; fields left out keep their value. `is_active: false` stops the trigger (fires not yet sent are skipped); `is_active: true` needs a live template (the one given, else the trigger's own: 404 `template_not_found`) and clears `disabled_reason`.",
   properties: { is_active: { type: "boolean" }, description, template_id: templateId, delay_seconds: delaySeconds, tag },
 } as const;
 export type TriggerUpdateBody = FromSchema<typeof TriggerUpdate>;
@@ -45,7 +46,19 @@ export const schemas: Record<string, JsonSchema> = {
   Trigger: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "event_type", "template_id", "description", "is_active", "delay_seconds", "tag", "created_at", "updated_at"],
+    required: [
+      "id",
+      "event_type",
+      "template_id",
+      "description",
+      "is_active",
+      "delay_seconds",
+      "tag",
+      "created_at",
+      "updated_at",
+      "disabled_reason",
+      "last_failure",
+    ],
     properties: {
       id: { type: "string", readOnly: true, examples: ["trg_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       event_type: { type: "string", enum: EVENT_TYPE_NAMES },
@@ -56,6 +69,22 @@ export const schemas: Record<string, JsonSchema> = {
       tag: { type: "string", description: "The tag a tag event must be about; empty for any." },
       created_at: timestamp("When the trigger was created (RFC 3339, UTC)."),
       updated_at: timestamp("When the trigger last changed (RFC 3339, UTC)."),
+      disabled_reason: {
+        type: ["string", "null"],
+        enum: ["template_deleted", null],
+        description:
+          "Why the platform turned the trigger off, or null: `template_deleted` when its template was gone at a fire (every later fire would fail). Setting `is_active` again, with a live template, clears it.",
+      },
+      last_failure: {
+        type: ["object", "null"],
+        additionalProperties: false,
+        required: ["reason", "at"],
+        description: "The last fire that could not be sent, or null: nothing is dropped in silence.",
+        properties: {
+          reason: { type: "string", description: "A stable code: `template_not_found`, or why delivery refused the send (e.g. `validation_failed`)." },
+          at: timestamp("When (RFC 3339, UTC)."),
+        },
+      },
     },
   },
   TriggerCreate,
