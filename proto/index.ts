@@ -11,3 +11,5 @@ export * as delivery from "./gen/emailsvc/delivery/v1/delivery_pb.js";
 export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";
 export * as triggers from "./gen/emailsvc/campaigns/v1/triggers_pb.js";
 export * as portal from "./portal.js";
+// Vocabularies the contracts carry as strings, with one owner each.
+export * from "./trigger-event-types.js";

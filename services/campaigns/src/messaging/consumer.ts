@@ -5,20 +5,15 @@ import type { TenantRepositories } from "../storage/repositories.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 import { recordOutcomes, type EmailOutcome } from "../usecases/record-outcomes.js";
 import { skipSubscriber } from "../usecases/skip-subscriber.js";
-import type { TriggerWorker } from "./triggers.js";
+import { TRIGGER_SOURCE_TOPICS, type TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
 export const CAMPAIGNS_GROUP = "campaigns";
 
-/** Every topic the campaigns service consumes. */
-export const CAMPAIGNS_CONSUMED_TOPICS = [
-  "subscriber.created",
-  "subscriber.tag_added",
-  "subscriber.tag_removed",
-  "subscriber.status_changed",
-  "subscriber.deleted",
-  "email.status",
-] as const satisfies readonly Topic[];
+/** Every topic the campaigns service consumes: those triggers fire on (from the one list), and the ledger's. */
+export const CAMPAIGNS_CONSUMED_TOPICS: readonly Topic[] = [
+  ...new Set<Topic>([...TRIGGER_SOURCE_TOPICS, "subscriber.status_changed", "subscriber.deleted", "email.status"]),
+];
 
 /** Topics it produces: a campaign's hand-offs, and its changes of status. */
 export const CAMPAIGNS_PRODUCED_TOPICS = ["email.send.requested", "campaign.status_changed"] as const satisfies readonly Topic[];
@@ -51,11 +46,9 @@ export function subscribeCampaignEvents(
     logger: options.logger,
     maxBatch: 500,
     handlers: {
-      "subscriber.created": triggers.handlers["subscriber.created"],
-      "subscriber.tag_added": triggers.handlers["subscriber.tag_added"],
-      "subscriber.tag_removed": triggers.handlers["subscriber.tag_removed"],
+      ...triggers.handlers,
       "subscriber.status_changed": async (batch) => {
-        await triggers.handlers["subscriber.status_changed"](batch);
+        await triggers.handlers["subscriber.status_changed"]?.(batch);
         for (const { message, meta } of batch) {
           const reason = SKIP_FOR_STATUS[message.toStatus];
           if (reason) await skipSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, reason, now());

@@ -1,11 +1,13 @@
+import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES_WITH_TAG, TRIGGER_EVENT_TYPES_WITHOUT_TAG } from "@emailsvc/proto";
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 import { tagName } from "../tags/schemas.js";
 
-// Triggers' part of the OpenAPI document; body types are derived from the schemas.
+// Triggers' part of the OpenAPI document; body types are derived from the schemas,
+// the event types from their one list (proto/trigger-event-types.ts).
 
-export const EVENT_TYPE_NAMES = ["subscriber.created", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.unsubscribed"] as const;
+export const EVENT_TYPE_NAMES = TRIGGER_EVENT_TYPE_NAMES;
 
 const eventType = { type: "string", enum: EVENT_TYPE_NAMES, description: "The event that fires it (GET /api/v1/event-types)." } as const;
 const templateId = { type: "string", minLength: 1, maxLength: 100, description: "The id of one of your templates." } as const;
@@ -18,7 +20,7 @@ const delaySeconds = {
 } as const;
 const tag = {
   ...tagName,
-  description: "For `subscriber.tag_added` and `subscriber.tag_removed` only: fire only for this tag (by name, ignoring case). A name that is none of your tags is a 400 `unknown_tags`.",
+  description: `For ${TRIGGER_EVENT_TYPES_WITH_TAG.map((name) => `\`${name}\``).join(" and ")} only: fire only for this tag (by name, ignoring case). A name that is none of your tags is a 400 \`unknown_tags\`.`,
 } as const;
 
 export const TriggerCreate = {
@@ -27,7 +29,7 @@ export const TriggerCreate = {
   required: ["event_type", "template_id"],
   properties: { event_type: eventType, template_id: templateId, description: { ...description, default: "" }, delay_seconds: { ...delaySeconds, default: 0 }, tag },
   // Only tag events are about a tag.
-  if: { properties: { event_type: { enum: ["subscriber.created", "subscriber.unsubscribed"] } }, required: ["event_type"] },
+  if: { properties: { event_type: { enum: TRIGGER_EVENT_TYPES_WITHOUT_TAG } }, required: ["event_type"] },
   then: { properties: { tag: false } },
 } as const;
 export type TriggerCreateBody = FromSchema<typeof TriggerCreate>;
