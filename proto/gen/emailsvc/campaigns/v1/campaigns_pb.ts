@@ -669,6 +669,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.campaigns.v1.Export
    * event_type, fired_at}] (fires that sent an email), oldest first; both
    * empty for an unknown subscriber. RESOURCE_EXHAUSTED (`export_too_large`)
    * beyond the bound in the service's README.
+   * Typed as CampaignsExportPart in proto/export-parts.ts, which the portal checks it by.
    *
    * @generated from field: string json = 1;
    */
