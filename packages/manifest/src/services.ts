@@ -58,7 +58,10 @@ export const SERVICES = {
     grpcPort: 50052,
     metricsPort: 9462,
     public: {},
-    calls: {},
+    calls: {
+      // Optional: campaigns calls templates as required, so this edge must not hold templates' start.
+      campaigns: { need: "optional", for: "who uses a template, before it is deleted (without it a delete answers 503 campaigns_unavailable)" },
+    },
     topics: { produces: [], consumes: [] },
     secrets: ["MONGO_URL"],
     optionalSecrets: {},
@@ -71,7 +74,8 @@ export const SERVICES = {
     public: {},
     calls: {
       templates: { need: "required", for: "compiled template versions" },
-      subscribers: { need: "optional", for: "the recipient's metadata.* and the subscriber erasure follows" },
+      // Required: it says who may be mailed (suppression, unsubscribes, bounces); without it mail would go to anyone.
+      subscribers: { need: "required", for: "who may be mailed, the recipient's metadata.* and language, and the subscriber an erasure follows" },
       // Optional: the portal calls delivery as required, so this edge must not hold delivery's start.
       portal: { need: "optional", for: "the account's custom domain for preference links in mail" },
     },
@@ -84,7 +88,7 @@ export const SERVICES = {
     secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
     optionalSecrets: { SMTP_URL: "EMAIL_PROVIDER=smtp" },
     data: {
-      collections: ["emails", "sandbox_messages", "cancelled_campaigns"],
+      collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns"],
       dataDir: ["delivery/", "bus/delivery/", "secrets/token-signing-keys"],
     },
   },

@@ -19,6 +19,8 @@ export interface ArrivedMessage {
    * whose client went away before the reply is received but not accepted.
    */
   accepted: boolean;
+  /** When the sink answered DATA (ms since the epoch): for an accepted message, when the relay took responsibility. */
+  answeredAt?: number;
   user: string | undefined;
 }
 
@@ -62,6 +64,8 @@ export class SmtpSink {
   /** Replies held back by dataDelayMs; close() answers them at once. */
   private readonly delays = new Set<() => void>();
   port = 0;
+  /** Errors of client connections after the start (e.g. ECONNRESET of a client that was killed). */
+  readonly connectionErrors: string[] = [];
 
   constructor(options: SmtpSinkOptions = {}) {
     this.keep = options.keep ?? true;
@@ -118,6 +122,9 @@ export class SmtpSink {
       this.server!.once("error", reject);
       this.server!.listen(port, "127.0.0.1", () => resolve());
     });
+    // A client killed mid-session (kill -9 tests) resets its connection: a
+    // relay sees that and goes on, and so does the sink (kept for a look).
+    this.server.on("error", (err: Error) => this.connectionErrors.push(err.message));
     this.port = (this.server.server.address() as AddressInfo).port;
     return this;
   }
@@ -165,7 +172,10 @@ export class SmtpSink {
       return;
     }
     const accepted = !this.closedSessions.has(session.id);
-    if (message) message.accepted = accepted;
+    if (message) {
+      message.accepted = accepted;
+      message.answeredAt = Date.now();
+    }
     if (accepted) this.count(session);
     callback(null, "OK: queued");
   }

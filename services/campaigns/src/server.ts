@@ -10,7 +10,8 @@ import { CAMPAIGNS_CONSUMED_TOPICS, CAMPAIGNS_PRODUCED_TOPICS, subscribeCampaign
 import { CampaignDispatcher } from "./messaging/dispatcher.js";
 import { TriggerWorker } from "./messaging/triggers.js";
 import type { CampaignDoc } from "./storage/documents.js";
-import { audienceClient, firingServices, templateDirectory, type FiringServices } from "./rpc/clients.js";
+import { audienceClient, firingServices, templateDirectory } from "./rpc/clients.js";
+import type { FiringServices } from "./usecases/ports.js";
 import { campaignRoutes } from "./rpc/services.js";
 import { triggerRoutes } from "./rpc/trigger-routes.js";
 import { CampaignStorage } from "./storage/repositories.js";

@@ -1,8 +1,13 @@
 import { createLogger, newId } from "@emailsvc/runtime";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
-import { PermanentSendError, type FiringServices } from "../src/rpc/clients.js";
+import { PermanentSendError, type FiringServices } from "../src/usecases/ports.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
-import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../src/usecases/fire-triggers.js";
+import type { DecodedBatchEvent } from "@emailsvc/events";
+import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES } from "@emailsvc/proto";
+import { TriggerWorker, type TriggerSourceTopic } from "../src/messaging/triggers.js";
+import { fireDue } from "../src/usecases/fire-due.js";
+import type { FiringDeps, SubscriberEvent } from "../src/usecases/fires.js";
+import { recordFires } from "../src/usecases/record-fires.js";
 
 // Recording and sending fires on both stores, with the other services faked
 // (what they answer is the input here; the platform tests use the real ones).
@@ -87,6 +92,25 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     expect(new Set(firing.sent.map((s) => s.key)).size).toBe(2);
     expect(firing.sent.every((s) => s.key.startsWith(`trigger-fire:${created.eventId}:trg_`))).toBe(true);
     expect(await repos.fires.count({ state: "sent" })).toBe(2);
+  });
+
+  it("fires a trigger of every type of the one list from an event of its topic (a type added without its reader fails here)", async () => {
+    // One event of each topic as the subscribers service publishes it, made to be each type of it.
+    const messages: { [T in TriggerSourceTopic]: Record<string, unknown> } = {
+      "subscriber.created": {},
+      "subscriber.tag_added": { tagId: "tag_vip" },
+      "subscriber.tag_removed": { tagId: "tag_vip" },
+      "subscriber.status_changed": { fromStatus: "active", toStatus: "unsubscribed" },
+    };
+    const worker = new TriggerWorker(storage.eventTenants(), storage.dueFires(), deps);
+    for (const type of TRIGGER_EVENT_TYPE_NAMES) {
+      const id = await trigger({ event_type: type });
+      const topic = TRIGGER_EVENT_TYPES[type].topic;
+      const event = { message: { subscriberId: newId("sub"), ...messages[topic] }, meta: { tenant, eventId: newId("evt"), occurredAt: clock } };
+      await worker.handlers[topic]!([event as unknown as DecodedBatchEvent<typeof topic>]);
+      expect((await repos.fires.find({ trigger_id: id })).map((f) => f.event_type)).toEqual([type]);
+    }
+    await worker.stop();
   });
 
   it("fires a tag trigger for its tag only, and another tenant's triggers never", async () => {

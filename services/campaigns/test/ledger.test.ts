@@ -5,8 +5,11 @@ import { emptyCounts } from "../src/domain/campaign.js";
 import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
-import { countLedger, eraseSubscriberRows, moveRows, recordOutcomes, reconcile, rowId, skipSubscriber } from "../src/usecases/ledger.js";
-import { snapshotAudience, startDue } from "../src/usecases/send-campaign.js";
+import { eraseSubscriberRows } from "../src/usecases/erase-subscriber.js";
+import { countLedger, moveRows, reconcile, rowId } from "../src/usecases/ledger.js";
+import { recordOutcomes } from "../src/usecases/record-outcomes.js";
+import { snapshotAudience } from "../src/usecases/snapshot-audience.js";
+import { startDueCampaign } from "../src/usecases/start-due-campaign.js";
 import { exportSubscriberCampaigns } from "../src/usecases/export-subscriber.js";
 
 // The ledger's rules on both stores, with the subscribers and templates
@@ -106,7 +109,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
       ],
       clock,
     );
-    expect(await skipSubscriber(repos, e!, "unsubscribed", clock)).toBe(1);
+    expect(await moveRows(repos, doc._id, { _id: rowId(doc._id, e!) }, "pending", "skipped.unsubscribed", clock)).toBe(1);
     // A cancel skips the rest; d's email was already with the provider and is sent after all.
     await moveRows(repos, doc._id, {}, "pending", "skipped.cancelled", clock);
     await moveRows(repos, doc._id, {}, "queued", "skipped.cancelled", clock);
@@ -186,10 +189,10 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
 
   it("starts a scheduled campaign that is due, and fails one overdue by more than the allowed age", async () => {
     const due = await campaign({ status: "scheduled", send_at: clock - 30_000 });
-    const started = await startDue(deps, repos, due);
+    const started = await startDueCampaign(deps, repos, due);
     expect(started).toMatchObject({ status: "sending", template_version: 3, snapshot_complete: false });
     const missed = await campaign({ status: "scheduled", send_at: clock - 61_000 });
-    expect(await startDue(deps, repos, missed)).toBeNull();
+    expect(await startDueCampaign(deps, repos, missed)).toBeNull();
     expect(await repos.campaigns.findOne({ _id: missed._id })).toMatchObject({ status: "failed", failure_reason: "schedule_missed" });
     // Its change is in its outbox for campaign.status_changed.
     expect((await repos.campaigns.findOne({ _id: missed._id }))!.outbox).toEqual([expect.objectContaining({ status: "failed" })]);

@@ -239,7 +239,8 @@ describe("config", () => {
       stalledAfterMs: 600_000,
     });
     expect(loadServiceEnv("delivery", {})).toMatchObject({ grpcPort: 50053, mongoDb: "delivery" });
-    expect(serviceUrls(deliveryService, {})).toEqual({ templates: "http://127.0.0.1:50052" });
+    // Both required: the compiled templates, and who may be mailed.
+    expect(serviceUrls(deliveryService, {})).toEqual({ templates: "http://127.0.0.1:50052", subscribers: "http://127.0.0.1:50051" });
     expect(serviceUrls(deliveryService, { SUBSCRIBERS_URL: "http://subscribers:50051" })).toMatchObject({ subscribers: "http://subscribers:50051" });
   });
 

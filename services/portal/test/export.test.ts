@@ -48,6 +48,16 @@ describe("the export", () => {
     await expect(failed).rejects.toMatchObject({ kind: "unavailable", code: "export_incomplete" });
   });
 
+  it("fails as a whole when a part is not of its type (each part's keys, as @emailsvc/proto types it)", async () => {
+    const renamed = createRouterTransport(({ service }) => {
+      service(campaigns.CampaignService, { exportSubscriberData: () => ({ json: JSON.stringify({ memberships: [], trigger_sends: [] }) }) } as never);
+    });
+    const sources = exportSources({ subscribers, delivery: deliveryPart, campaigns: renamed });
+    await expect(exportData({ sources, now: Date.now }, { call, subscriberId }, audit)).rejects.toThrow(
+      "the campaigns service's export part does not have the keys campaign_memberships, trigger_sends (campaign_memberships, memberships)",
+    );
+  });
+
   it("has nothing for a subscriber the subscribers service does not know (erased: the token is dead)", async () => {
     const sources = exportSources({ subscribers, delivery: deliveryPart, campaigns: campaignsPart });
     await expect(exportData({ sources, now: Date.now }, { call, subscriberId: "sub_00000000000000000000000000" }, audit)).rejects.toMatchObject({

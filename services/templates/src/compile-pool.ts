@@ -6,6 +6,7 @@ import { RendererCache } from "@emailsvc/render";
 import { AppError, counter, histogram } from "@emailsvc/runtime";
 import { compileTemplateBody, type BodyResult } from "./domain/body.js";
 import { renderPreview, type PreviewJob, type PreviewResult } from "./domain/preview.js";
+import type { BodyCompiler } from "./usecases/ports.js";
 
 // MJML compiles take milliseconds for a newsletter but seconds for a 512 KiB
 // template (≈ 4 s measured), all of it synchronous CPU. Run on the event loop,
@@ -25,13 +26,7 @@ const jobDuration = histogram("templates_worker_job_duration_seconds", "Time one
   "outcome",
 ]);
 
-export interface BodyCompiler {
-  /** Checks and compiles a body (on write). */
-  compile(mjml: string): Promise<BodyResult>;
-  /** Renders a version with the caller's variables. */
-  preview(job: PreviewJob): Promise<PreviewResult>;
-  close(): Promise<void>;
-}
+export type { BodyCompiler };
 
 /** What the pool posts to a worker, and what comes back. */
 export type WorkerRequest = { id: number; kind: "compile"; mjml: string } | { id: number; kind: "preview"; preview: PreviewJob };

@@ -1,11 +1,14 @@
+import type { Transport } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { startServiceServer, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
-import { defaultCompiler, type BodyCompiler } from "./compile-pool.js";
+import { defaultCompiler } from "./compile-pool.js";
+import { templateUsersClient } from "./rpc/clients.js";
 import { templateRoutes } from "./rpc/services.js";
-import { TEMPLATE_INDEXES, VERSION_INDEXES, type TemplateDoc, type TemplateVersionDoc } from "./storage/documents.js";
-import { purgeDeletedTemplates } from "./usecases/delete-template.js";
-import type { Deps } from "./usecases/deps.js";
+import { TemplateStorage } from "./storage/repositories.js";
+import { scopeOf, type Deps } from "./usecases/deps.js";
+import type { BodyCompiler, TemplateUsers } from "./usecases/ports.js";
+import { purgeDeletedTemplates } from "./usecases/purge-deleted-templates.js";
 
 export interface TemplatesServiceOptions {
   store: DocumentStore;
@@ -23,6 +26,12 @@ export interface TemplatesServiceOptions {
    * thread. Closed by close().
    */
   compiler?: BodyCompiler;
+  /**
+   * The campaigns service (its URL or a ready transport), asked who uses a
+   * template before it is deleted; or a TemplateUsers of the test's own.
+   * Unset: deletes are not checked (a warning at start says so).
+   */
+  campaigns?: string | Transport | TemplateUsers;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -40,24 +49,24 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 export async function startTemplatesService(options: TemplatesServiceOptions): Promise<RunningTemplatesService> {
   const { store, logger } = options;
-  const templateDocs = store.collection<TemplateDoc>("templates");
-  const versionDocs = store.collection<TemplateVersionDoc>("template_versions");
-  await Promise.all([templateDocs.createIndexes(TEMPLATE_INDEXES), versionDocs.createIndexes(VERSION_INDEXES)]);
+  const storage = new TemplateStorage(store);
+  await storage.createIndexes();
 
   const now = options.now ?? Date.now;
   const deps: Deps = {
-    templates: templateDocs,
-    versions: versionDocs,
     compiler: options.compiler ?? defaultCompiler(),
+    users: templateUsersOf(options.campaigns),
     logger,
     now,
   };
+  if (!deps.users) logger.warn("CAMPAIGNS_URL is not set: deleting a template does not check the triggers and campaigns that use it");
   const purgeAfterMs = options.purgeAfterMs ?? 30 * DAY_MS;
-  const purge = () => purgeDeletedTemplates(deps, now() - purgeAfterMs);
+  const forTenant = (tenant: string) => storage.forTenant(tenant);
+  const purge = () => purgeDeletedTemplates(storage.purgeSweep(), forTenant, now() - purgeAfterMs);
 
   const { server, health } = await startServiceServer({
     services: [templates.TemplateService],
-    routes: templateRoutes(deps),
+    routes: templateRoutes(deps, (call) => scopeOf(forTenant, call)),
     ready: () => store.ping(),
     logger,
     port: options.port,
@@ -87,4 +96,10 @@ export async function startTemplatesService(options: TemplatesServiceOptions): P
       await deps.compiler.close();
     },
   };
+}
+
+function templateUsersOf(campaigns: TemplatesServiceOptions["campaigns"]): TemplateUsers | undefined {
+  if (campaigns === undefined) return undefined;
+  if (typeof campaigns === "object" && "of" in campaigns) return campaigns;
+  return templateUsersClient(typeof campaigns === "string" ? createServiceTransport(campaigns) : campaigns);
 }

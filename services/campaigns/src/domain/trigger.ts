@@ -1,23 +1,24 @@
+import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, TRIGGER_EVENT_TYPES_WITH_TAG, type TriggerEventType } from "@emailsvc/proto";
 import { invalid } from "@emailsvc/runtime";
 
-// What a trigger is: the events it can fire on, and the rules of its fields.
+// What a trigger is: the events it can fire on (the one list is
+// proto/trigger-event-types.ts), and the rules of its fields.
 
 export interface EventTypeInfo {
-  name: string;
+  name: TriggerEventType;
   description: string;
   /** Whether a trigger on it may name a tag (the event is about one). */
   takesTag: boolean;
 }
 
-/** The events a trigger can fire on (served at GET /api/v1/event-types). */
-export const EVENT_TYPES: readonly EventTypeInfo[] = [
-  { name: "subscriber.created", description: "A subscriber was created (by the API or an import).", takesTag: false },
-  { name: "subscriber.tag_added", description: "A subscriber got a tag; optionally only the tag named.", takesTag: true },
-  { name: "subscriber.tag_removed", description: "A subscriber lost a tag; optionally only the tag named.", takesTag: true },
-  { name: "subscriber.unsubscribed", description: "A subscriber's status became unsubscribed (one-click link, portal or API).", takesTag: false },
-];
+/** The events a trigger can fire on (served at GET /api/v1/event-types), in the list's order. */
+export const EVENT_TYPES: readonly EventTypeInfo[] = TRIGGER_EVENT_TYPE_NAMES.map((name) => ({
+  name,
+  description: TRIGGER_EVENT_TYPES[name].description,
+  takesTag: TRIGGER_EVENT_TYPES[name].takesTag,
+}));
 
-export type EventType = "subscriber.created" | "subscriber.tag_added" | "subscriber.tag_removed" | "subscriber.unsubscribed";
+export type EventType = TriggerEventType;
 
 export interface TriggerView {
   id: string;
@@ -30,7 +31,15 @@ export interface TriggerView {
   tag: string;
   createdAt: number;
   updatedAt: number;
+  /** Why the platform turned it off ("" when it did not). */
+  disabledReason: string;
+  /** The last fire that could not be sent: why ("" when none failed) and when. */
+  lastFailureReason: string;
+  lastFailureAt: number | null;
 }
+
+/** Why the platform turns a trigger off: its template is gone, so every fire would fail. */
+export const TEMPLATE_DELETED = "template_deleted";
 
 export const MAX_DELAY_SECONDS = 30 * 24 * 3600;
 const DESCRIPTION_MAX = 500;
@@ -42,7 +51,7 @@ export function validateEventType(value: string): EventType {
       { field: "event_type", description: `is not one of ${EVENT_TYPES.map((t) => t.name).join(", ")}` },
     ]);
   }
-  return known.name as EventType;
+  return known.name;
 }
 
 export function validateDescription(value: string): string {
@@ -62,7 +71,7 @@ export function validateDelay(value: number): number {
 /** A tag condition is for tag events only. */
 export function validateTagFor(eventType: EventType, tag: string): string {
   if (tag !== "" && !EVENT_TYPES.find((t) => t.name === eventType)!.takesTag) {
-    throw invalid(`${eventType} is about no tag`, [{ field: "tag", description: `is only for subscriber.tag_added and subscriber.tag_removed` }]);
+    throw invalid(`${eventType} is about no tag`, [{ field: "tag", description: `is only for ${TRIGGER_EVENT_TYPES_WITH_TAG.join(" and ")}` }]);
   }
   return tag;
 }

@@ -1,21 +1,17 @@
 import { subscribeEventBatches, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
 import type { Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { eraseSubscriberRows, recordOutcomes, type EmailOutcome } from "../usecases/ledger.js";
-import type { TriggerWorker } from "./triggers.js";
+import { eraseSubscriber } from "../usecases/erase-subscriber.js";
+import { recordOutcomes, type EmailOutcome } from "../usecases/record-outcomes.js";
+import { TRIGGER_SOURCE_TOPICS, type TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
 export const CAMPAIGNS_GROUP = "campaigns";
 
-/** Every topic the campaigns service consumes. */
-export const CAMPAIGNS_CONSUMED_TOPICS = [
-  "subscriber.created",
-  "subscriber.tag_added",
-  "subscriber.tag_removed",
-  "subscriber.status_changed",
-  "subscriber.deleted",
-  "email.status",
-] as const satisfies readonly Topic[];
+/** Every topic the campaigns service consumes: those triggers fire on (from the one list), and the ledger's. */
+export const CAMPAIGNS_CONSUMED_TOPICS: readonly Topic[] = [
+  ...new Set<Topic>([...TRIGGER_SOURCE_TOPICS, "subscriber.status_changed", "subscriber.deleted", "email.status"]),
+];
 
 /** Topics it produces: a campaign's hand-offs, and its changes of status. */
 export const CAMPAIGNS_PRODUCED_TOPICS = ["email.send.requested", "campaign.status_changed"] as const satisfies readonly Topic[];
@@ -47,14 +43,10 @@ export function subscribeCampaignEvents(
     logger: options.logger,
     maxBatch: 500,
     handlers: {
-      "subscriber.created": triggers.handlers["subscriber.created"],
-      "subscriber.tag_added": triggers.handlers["subscriber.tag_added"],
-      "subscriber.tag_removed": triggers.handlers["subscriber.tag_removed"],
-      "subscriber.status_changed": triggers.handlers["subscriber.status_changed"],
+      ...triggers.handlers,
       "subscriber.deleted": async (batch) => {
         // Erasure: the subscriber's fires and ledger rows go (the counts keep them as numbers).
-        await triggers.handlers["subscriber.deleted"](batch);
-        for (const { message, meta } of batch) await eraseSubscriberRows(tenants.forTenant(meta.tenant), message.subscriberId, now());
+        for (const { message, meta } of batch) await eraseSubscriber(tenants.forTenant(meta.tenant), message.subscriberId, now());
         // The erased lines leave the embedded store's datafiles (also after a redelivery that
         // found nothing left, in case a crash came before this); nothing on MongoDB.
         await options.compactAfterErasure?.();

@@ -6,8 +6,10 @@ import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
 import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import type { Deps } from "../usecases/deps.js";
+import { finishCampaign } from "../usecases/finish-campaign.js";
 import { moveRows, reconcile, rowRange } from "../usecases/ledger.js";
-import { finishSending, snapshotAudience, startDue } from "../usecases/send-campaign.js";
+import { snapshotAudience } from "../usecases/snapshot-audience.js";
+import { startDueCampaign } from "../usecases/start-due-campaign.js";
 
 /** Recipients handed to delivery per step (one ledger write, one publish). */
 const HANDOFF_BATCH = 1000;
@@ -93,7 +95,7 @@ export class CampaignDispatcher {
       let doc: CampaignDoc | null = campaign;
       if (campaign.status === "scheduled") {
         if ((campaign.send_at ?? 0) > now) continue;
-        doc = await startDue(this.deps, repos, campaign);
+        doc = await startDueCampaign(this.deps, repos, campaign);
         if (!doc) continue;
       }
       const key = `${doc.tenant}/${doc._id}`;
@@ -160,7 +162,7 @@ export class CampaignDispatcher {
             // The counts say done; the ledger has the last word (a crash may have left the counts behind).
             const recounted = await reconcile(repos, id);
             if (recounted.pending + recounted.queued === 0) {
-              await finishSending(this.deps, repos, doc);
+              await finishCampaign(this.deps, repos, doc);
               log.info({ counts: recounted }, "campaign sent");
               return;
             }

@@ -1,18 +1,33 @@
-import type { DecodedBatchEvent, Topic } from "@emailsvc/events";
+import type { DecodedBatchEvent } from "@emailsvc/events";
+import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, type TriggerEventType, type TriggerEventTypeInfo } from "@emailsvc/proto";
 import { Rerunner } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { fireDue, recordFires, type FiringDeps, type SubscriberEvent } from "../usecases/fire-triggers.js";
+import { fireDue } from "../usecases/fire-due.js";
+import type { FiringDeps, SubscriberEvent } from "../usecases/fires.js";
+import { recordFires } from "../usecases/record-fires.js";
 
-/** The topics triggers fire on (and erasure). */
-export const TRIGGER_TOPICS = [
-  "subscriber.created",
-  "subscriber.tag_added",
-  "subscriber.tag_removed",
-  "subscriber.status_changed",
-  "subscriber.deleted",
-] as const satisfies readonly Topic[];
+/** A subscribers' topic some trigger event type comes from. */
+export type TriggerSourceTopic = TriggerEventTypeInfo["topic"];
+
+/** The topics triggers fire on, from the one list (proto/trigger-event-types.ts). */
+export const TRIGGER_SOURCE_TOPICS: readonly TriggerSourceTopic[] = [...new Set(TRIGGER_EVENT_TYPE_NAMES.map((name) => TRIGGER_EVENT_TYPES[name].topic))];
+
+type SourceEvent = DecodedBatchEvent<TriggerSourceTopic>;
+
+/**
+ * How an event of its topic is one of each type (undefined: it is not, e.g. a
+ * status change to something else). A type of the list without its reader
+ * does not compile.
+ */
+const READERS: { readonly [T in TriggerEventType]: (e: SourceEvent) => SubscriberEvent | undefined } = {
+  // With the status it was created with: someone created other than active did not join (fires.ts, skipReasonOf).
+  "subscriber.created": (e) => ({ ...toEvent(e, "subscriber.created"), ...("status" in e.message ? { status: e.message.status } : {}) }),
+  "subscriber.tag_added": (e) => toEvent(e, "subscriber.tag_added", tagOf(e)),
+  "subscriber.tag_removed": (e) => toEvent(e, "subscriber.tag_removed", tagOf(e)),
+  "subscriber.unsubscribed": (e) => ("toStatus" in e.message && e.message.toStatus === "unsubscribed" ? toEvent(e, "subscriber.unsubscribed") : undefined),
+};
 
 /**
  * Triggers at work: the handlers of the subscribers' events that record the
@@ -38,21 +53,15 @@ export class TriggerWorker {
     private readonly options: { intervalMs?: number } = {},
   ) {}
 
-  /** Handlers of the subscribers' events, by topic. */
-  readonly handlers = {
-    "subscriber.created": (batch: DecodedBatchEvent<"subscriber.created">[]) =>
-      this.record(batch.map((e) => ({ ...toEvent(e, "subscriber.created"), status: e.message.status }))),
-    "subscriber.tag_added": (batch: DecodedBatchEvent<"subscriber.tag_added">[]) =>
-      this.record(batch.map((e) => toEvent(e, "subscriber.tag_added", e.message.tagId))),
-    "subscriber.tag_removed": (batch: DecodedBatchEvent<"subscriber.tag_removed">[]) =>
-      this.record(batch.map((e) => toEvent(e, "subscriber.tag_removed", e.message.tagId))),
-    "subscriber.status_changed": (batch: DecodedBatchEvent<"subscriber.status_changed">[]) =>
-      this.record(batch.filter((e) => e.message.toStatus === "unsubscribed").map((e) => toEvent(e, "subscriber.unsubscribed"))),
-    // Erasure: the fires of an erased subscriber go (pending ones would find nobody to send to anyway).
-    "subscriber.deleted": async (batch: DecodedBatchEvent<"subscriber.deleted">[]) => {
-      for (const { message, meta } of batch) await this.tenants.forTenant(meta.tenant).fires.deleteMany({ subscriber_id: message.subscriberId });
-    },
-  };
+  /** Handlers of the subscribers' events, by topic: each reads the trigger event types of its topic (the list says which). */
+  readonly handlers = Object.fromEntries(
+    TRIGGER_SOURCE_TOPICS.map((topic) => {
+      const types = TRIGGER_EVENT_TYPE_NAMES.filter((name) => TRIGGER_EVENT_TYPES[name].topic === topic);
+      const handler = (batch: SourceEvent[]) =>
+        this.record(batch.flatMap((e) => types.map((type) => READERS[type](e)).filter((event): event is SubscriberEvent => event !== undefined)));
+      return [topic, handler];
+    }),
+  ) as Partial<Record<TriggerSourceTopic, (batch: SourceEvent[]) => Promise<void>>>;
 
   /** Starts the firer's timer (and a first run). */
   start(): void {
@@ -81,11 +90,7 @@ export class TriggerWorker {
   }
 }
 
-function toEvent(
-  e: DecodedBatchEvent<"subscriber.created" | "subscriber.tag_added" | "subscriber.tag_removed" | "subscriber.status_changed">,
-  type: SubscriberEvent["type"],
-  tagId?: string,
-): SubscriberEvent {
+function toEvent(e: SourceEvent, type: TriggerEventType, tagId?: string): SubscriberEvent {
   return {
     tenant: e.meta.tenant,
     eventId: e.meta.eventId,
@@ -94,4 +99,8 @@ function toEvent(
     ...(tagId ? { tagId } : {}),
     occurredAt: e.meta.occurredAt,
   };
+}
+
+function tagOf(e: SourceEvent): string | undefined {
+  return "tagId" in e.message ? e.message.tagId : undefined;
 }

@@ -4,15 +4,15 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceFilterSchema, campaigns } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import type { CampaignStatus, CampaignView } from "../domain/campaign.js";
-import {
-  countRecipients,
-  createCampaign,
-  deleteCampaign,
-  getCampaign,
-  listCampaigns,
-  updateCampaign,
-} from "../usecases/campaigns.js";
-import { changeCampaignState, sendCampaign } from "../usecases/send-campaign.js";
+import { changeCampaignState } from "../usecases/change-campaign-state.js";
+import { countRecipients } from "../usecases/count-recipients.js";
+import { createCampaign } from "../usecases/create-campaign.js";
+import { deleteCampaign } from "../usecases/delete-campaign.js";
+import { getCampaign } from "../usecases/get-campaign.js";
+import { listCampaigns } from "../usecases/list-campaigns.js";
+import { listTemplateUsers } from "../usecases/list-template-users.js";
+import { sendCampaign } from "../usecases/send-campaign.js";
+import { updateCampaign } from "../usecases/update-campaign.js";
 import { exportSubscriberCampaigns } from "../usecases/export-subscriber.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 
@@ -106,6 +106,9 @@ export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       },
       async exportSubscriberData(req, ctx) {
         return { json: await exportSubscriberCampaigns(scopeOf(readCallContext(ctx)), req.subscriberId) };
+      },
+      async listTemplateUsers(req, ctx) {
+        return listTemplateUsers(scopeOf(readCallContext(ctx)), req.templateId);
       },
     });
   };

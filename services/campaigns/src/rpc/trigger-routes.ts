@@ -5,7 +5,11 @@ import { triggers } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import { EVENT_TYPES, type TriggerView } from "../domain/trigger.js";
 import type { Deps, Scope } from "../usecases/deps.js";
-import { createTrigger, deleteTrigger, getTrigger, listTriggers, updateTrigger } from "../usecases/triggers.js";
+import { createTrigger } from "../usecases/create-trigger.js";
+import { deleteTrigger } from "../usecases/delete-trigger.js";
+import { getTrigger } from "../usecases/get-trigger.js";
+import { listTriggers } from "../usecases/list-triggers.js";
+import { updateTrigger } from "../usecases/update-trigger.js";
 
 function triggerToProto(view: TriggerView): triggers.Trigger {
   return create(triggers.TriggerSchema, {
@@ -18,6 +22,9 @@ function triggerToProto(view: TriggerView): triggers.Trigger {
     tag: view.tag,
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
+    disabledReason: view.disabledReason,
+    lastFailureReason: view.lastFailureReason,
+    ...(view.lastFailureAt !== null ? { lastFailureAt: timestampFromMs(view.lastFailureAt) } : {}),
   });
 }
 

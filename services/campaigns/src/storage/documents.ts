@@ -58,6 +58,8 @@ export const CAMPAIGN_INDEXES: readonly IndexSpec[] = [
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
   // The dispatcher, across tenants: campaigns sending or scheduled.
   { name: "by_status", fields: { status: 1 } },
+  // ListTemplateUsers: the tenant's campaigns of a template (before the template is deleted).
+  { name: "by_template", fields: { tenant: 1, template_id: 1 } },
   OUTBOX_INDEX,
 ];
 
@@ -102,6 +104,11 @@ export interface TriggerDoc {
   tag: string;
   created_at: number;
   updated_at: number;
+  /** Why the platform turned it off (`template_deleted`); absent or "" when it did not. */
+  disabled_reason?: string;
+  /** The last fire that could not be sent: its stable reason and when (ms); absent when none failed. */
+  last_failure_reason?: string;
+  last_failure_at?: number;
 }
 
 /**
@@ -135,6 +142,8 @@ export const TRIGGER_INDEXES: readonly IndexSpec[] = [
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
   // The consumer: a tenant's active triggers on an event type.
   { name: "active_by_event", fields: { tenant: 1, event_type: 1, is_active: 1 } },
+  // ListTemplateUsers: the tenant's triggers of a template (before the template is deleted).
+  { name: "by_template", fields: { tenant: 1, template_id: 1 } },
 ];
 
 export const FIRE_INDEXES: readonly IndexSpec[] = [

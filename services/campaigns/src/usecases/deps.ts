@@ -2,11 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { Policy } from "@emailsvc/ratelimit";
-import { tenantKey, tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
-import { emptyCounts, templateNotFound, type CampaignView } from "../domain/campaign.js";
-import type { AudienceSource, TemplateDirectory } from "../rpc/clients.js";
-import type { CampaignDoc } from "../storage/documents.js";
+import { notFound, tenantKey, tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
+import { templateNotFound } from "../domain/campaign.js";
+import type { CampaignDoc, TriggerDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
+import type { AudienceSource, TemplateDirectory } from "./ports.js";
 
 /** How campaigns are sent (CAMPAIGN_* settings, see config.ts). */
 export interface CampaignSettings {
@@ -16,7 +16,7 @@ export interface CampaignSettings {
   dailyLimit: number | null;
   /** A scheduled campaign found overdue by more than this (the platform was down) fails instead of sending late. */
   scheduleMaxAgeMs: number;
-  /** Recipients of one campaign handed to delivery and not yet answered, at most: what a pause lets finish. */
+  /** Recipients of one campaign handed to delivery and not yet answered, at most. */
   maxInFlight: number;
   /** How long SendCampaign copies the audience before it answers (the dispatcher finishes a larger one). */
   snapshotBudgetMs: number;
@@ -44,23 +44,24 @@ export function scopeOf(forTenant: (tenant: string) => TenantRepositories, call:
   return { call, ...forTenant(tenantKey(call.tenant)) };
 }
 
-export function campaignView(doc: CampaignDoc): CampaignView {
-  return {
-    id: doc._id,
-    name: doc.name,
-    templateId: doc.template_id,
-    tagFilter: doc.tag_filter,
-    status: doc.status,
-    createdAt: doc.created_at,
-    updatedAt: doc.updated_at,
-    sendAt: doc.send_at ?? null,
-    startedAt: doc.started_at ?? null,
-    finishedAt: doc.finished_at ?? null,
-    failureReason: doc.failure_reason ?? "",
-    templateVersion: doc.template_version ?? 0,
-    counts: doc.counts ?? emptyCounts(),
-    snapshotComplete: doc.snapshot_complete ?? false,
-  };
+/** A page of a list, oldest first. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string;
+}
+
+/** A campaign of the tenant, or 404. */
+export async function loadCampaign(repos: Pick<TenantRepositories, "campaigns">, id: string): Promise<CampaignDoc> {
+  const doc = id ? await repos.campaigns.findOne({ _id: id }) : null;
+  if (!doc) throw notFound("campaign");
+  return doc;
+}
+
+/** A trigger of the tenant, or 404. */
+export async function loadTrigger(repos: Pick<TenantRepositories, "triggers">, id: string): Promise<TriggerDoc> {
+  const doc = id ? await repos.triggers.findOne({ _id: id }) : null;
+  if (!doc) throw notFound("trigger");
+  return doc;
 }
 
 /** The context work on a campaign acts in when no request carries it (the dispatcher): its tenant, as the system. */
@@ -81,11 +82,12 @@ export async function checkReferences(
 ): Promise<void> {
   const filter = refs.filter ?? (refs.tag ? create(AudienceFilterSchema, { includeTags: [refs.tag] }) : undefined);
   await Promise.all([
-    refs.templateId === undefined
-      ? undefined
-      : deps.templates.exists(scope.call, refs.templateId).then((found) => {
-          if (!found) throw templateNotFound();
-        }),
+    refs.templateId === undefined ? undefined : requireTemplate(deps, scope, refs.templateId),
     filter === undefined ? undefined : deps.audiences.count(scope.call, filter),
   ]);
+}
+
+/** 404 `template_not_found` unless the template is a live template of the tenant. */
+export async function requireTemplate(deps: Deps, scope: Scope, templateId: string): Promise<void> {
+  if (!(await deps.templates.exists(scope.call, templateId))) throw templateNotFound();
 }

@@ -1,3 +1,4 @@
+import type { CampaignsExportPart } from "@emailsvc/proto";
 import { AppError } from "@emailsvc/runtime";
 import type { TenantCollection, TenantFilter } from "@emailsvc/storage";
 import type { FireDoc, RecipientDoc } from "../storage/documents.js";
@@ -66,5 +67,5 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
       // A sent fire's last change is its send.
       fired_at: time(f.updated_at),
     })),
-  });
+  } satisfies CampaignsExportPart);
 }

@@ -47,7 +47,7 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
       const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
       return [
         entry.topic === "email.send.requested"
-          ? encodeEvent("email.send.requested", origin, { emailId: doc._id })
+          ? encodeEvent("email.send.requested", origin, sendRequest(doc))
           : encodeEvent("email.status", origin, statusEvent(doc, entry.status ?? doc.status)),
       ];
     },
@@ -61,6 +61,17 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     ],
   });
   return relay;
+}
+
+/**
+/**
+ * An email.send.requested body for a stored email: its id; for a campaign's
+ * email (the stalled sweep asking again) also the campaign's fields, so that
+ * it goes through the campaign intake and its cancel and pause checks.
+ */
+function sendRequest(doc: EmailDoc) {
+  if (!doc.campaign_id || !doc.subscriber_id) return { emailId: doc._id };
+  return { emailId: doc._id, campaignId: doc.campaign_id, subscriberId: doc.subscriber_id, templateId: doc.template_id, templateVersion: doc.template_version };
 }
 
 /**

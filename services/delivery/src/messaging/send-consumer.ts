@@ -2,12 +2,22 @@ import { setMaxListeners } from "node:events";
 import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
 import { settleLimited, type Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { CancelledCampaigns, intakeCampaignRequests, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
+import { CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
 import { deliverEmail, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
+
+/**
+ * The group of delivery's consumer of `campaign.status_changed`, apart from
+ * the send requests': on Kafka a member handles one fetched batch at a time,
+ * so a pause or cancel in the same group would wait behind the very send
+ * batch it has to stop.
+ */
+export function campaignStatesGroup(group: string): string {
+  return `${group}.campaign-states`;
+}
 
 /**
  * Default of DELIVERY_CONCURRENCY: emails of one batch in flight at once. 32
@@ -38,14 +48,17 @@ export const DEFAULT_SEND_CONCURRENCY = 32;
  * A campaign's recipients arrive as send requests naming the campaign, the
  * subscriber and the template version (see usecases/campaign-intake.ts): the
  * batch's records are made first (one lookup, one insert per tenant), then
- * sent like the others. `campaign.status_changed` keeps the cancelled
- * campaigns, whose recipients not yet given to the provider are not sent.
+ * sent like the others. `campaign.status_changed` (a subscription of its
+ * own, see campaignStatesGroup) keeps the cancelled campaigns, whose
+ * recipients not yet given to the provider are not sent, and the paused ones,
+ * whose recipients are held until campaigns hands them over again.
  *
  * Stopping drains: no new events, the sends in flight may finish within the
  * grace; past it they are aborted and left to their leases (as a crash would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
+  private statesSubscription: Subscription | undefined;
   private readonly shutdown = new AbortController();
   private readonly intake: IntakeDeps;
 
@@ -64,11 +77,27 @@ export class SendConsumer {
     this.intake = {
       ...deps,
       cancelledCampaigns: new CancelledCampaigns(deps.now),
+      pausedCampaigns: new PausedCampaigns(deps.now),
       publish: (events) => publishEvents(bus, events),
     };
   }
 
   async start(): Promise<void> {
+    this.statesSubscription = await subscribeEventBatches(this.bus, {
+      group: campaignStatesGroup(this.group),
+      logger: this.logger,
+      maxBatch: 100,
+      handlers: {
+        "campaign.status_changed": async (batch) => {
+          for (const { message, meta } of batch) {
+            const scope = this.tenants.forTenant(meta.tenant);
+            const at = meta.occurredAt || this.deps.now();
+            if (message.status === "cancelled") await this.intake.cancelledCampaigns.record(scope, message.campaignId, at);
+            await this.intake.pausedCampaigns.record(scope, message.campaignId, message.status, at);
+          }
+        },
+      },
+    });
     this.subscription = await subscribeEventBatches(this.bus, {
       group: this.group,
       logger: this.logger,
@@ -100,13 +129,6 @@ export class SendConsumer {
           const failed = results.find((result) => result.status === "rejected");
           if (failed) throw failed.reason;
         },
-        "campaign.status_changed": async (batch) => {
-          for (const { message, meta } of batch) {
-            if (message.status === "cancelled") {
-              await this.intake.cancelledCampaigns.record(this.tenants.forTenant(meta.tenant), message.campaignId, meta.occurredAt || this.deps.now());
-            }
-          }
-        },
         "subscriber.deleted": async (batch) => {
           // In order: erasures of one subscriber are idempotent, and few.
           for (const { message, meta } of batch) {
@@ -122,6 +144,7 @@ export class SendConsumer {
 
   /** Stops consuming; a send still running after `graceMs` is aborted. */
   async stop(graceMs: number): Promise<void> {
+    await this.statesSubscription?.stop();
     if (!this.subscription) return;
     const timer = setTimeout(() => this.shutdown.abort(), graceMs);
     try {

@@ -109,6 +109,19 @@ export interface CancelledCampaignDoc extends Doc {
 
 export const CANCELLED_CAMPAIGN_INDEXES = [{ name: "by_tenant", fields: { tenant: 1, _id: 1 } }] as const;
 
+/**
+ * A campaign that is paused (from campaign.status_changed; removed by its next
+ * change of status): its recipients not yet given to the provider are held,
+ * neither sent nor failed, and campaigns hands them over again on resume.
+ * `_id` is the campaign id.
+ */
+export interface PausedCampaignDoc extends Doc {
+  tenant: string;
+  paused_at: number;
+}
+
+export const PAUSED_CAMPAIGN_INDEXES = [{ name: "by_tenant", fields: { tenant: 1, _id: 1 } }] as const;
+
 export const EMAIL_INDEXES = [
   // Idempotency: one email per key and tenant; decides concurrent requests with one key.
   { name: "idem_per_tenant", fields: { tenant: 1, idem_key: 1 }, unique: true },

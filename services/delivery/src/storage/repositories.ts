@@ -2,9 +2,11 @@ import { CrossTenantCollection, TenantCollection, type Collection, type Document
 import {
   CANCELLED_CAMPAIGN_INDEXES,
   EMAIL_INDEXES,
+  PAUSED_CAMPAIGN_INDEXES,
   SANDBOX_INDEXES,
   type CancelledCampaignDoc,
   type EmailDoc,
+  type PausedCampaignDoc,
   type SandboxMessageDoc,
 } from "./documents.js";
 
@@ -15,6 +17,7 @@ export interface TenantRepositories {
   emails: TenantCollection<EmailDoc>;
   sandbox: TenantCollection<SandboxMessageDoc>;
   cancelledCampaigns: TenantCollection<CancelledCampaignDoc>;
+  pausedCampaigns: TenantCollection<PausedCampaignDoc>;
 }
 
 /**
@@ -26,11 +29,13 @@ export class DeliveryStorage {
   private readonly emails: Collection<EmailDoc>;
   private readonly sandbox: Collection<SandboxMessageDoc>;
   private readonly cancelled: Collection<CancelledCampaignDoc>;
+  private readonly paused: Collection<PausedCampaignDoc>;
 
   constructor(store: DocumentStore) {
     this.emails = store.collection<EmailDoc>("emails");
     this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
     this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
+    this.paused = store.collection<PausedCampaignDoc>("paused_campaigns");
   }
 
   async createIndexes(): Promise<void> {
@@ -38,6 +43,7 @@ export class DeliveryStorage {
       this.emails.createIndexes(EMAIL_INDEXES),
       this.sandbox.createIndexes(SANDBOX_INDEXES),
       this.cancelled.createIndexes(CANCELLED_CAMPAIGN_INDEXES),
+      this.paused.createIndexes(PAUSED_CAMPAIGN_INDEXES),
     ]);
   }
 
@@ -47,6 +53,7 @@ export class DeliveryStorage {
       emails: new TenantCollection(this.emails, tenant),
       sandbox: new TenantCollection(this.sandbox, tenant),
       cancelledCampaigns: new TenantCollection(this.cancelled, tenant),
+      pausedCampaigns: new TenantCollection(this.paused, tenant),
     };
   }
 
@@ -68,8 +75,15 @@ export class DeliveryStorage {
     const emails = new CrossTenantCollection(this.emails, "send consumer: an event's meta names the tenant of its email");
     const sandbox = new CrossTenantCollection(this.sandbox, "send consumer: erasure deletes the kept messages of the event's tenant");
     const cancelled = new CrossTenantCollection(this.cancelled, "send consumer: a campaign.status_changed event names its tenant");
+    const paused = new CrossTenantCollection(this.paused, "send consumer: a campaign.status_changed event names its tenant");
     return {
-      forTenant: (tenant) => ({ tenant, emails: emails.forTenant(tenant), sandbox: sandbox.forTenant(tenant), cancelledCampaigns: cancelled.forTenant(tenant) }),
+      forTenant: (tenant) => ({
+        tenant,
+        emails: emails.forTenant(tenant),
+        sandbox: sandbox.forTenant(tenant),
+        cancelledCampaigns: cancelled.forTenant(tenant),
+        pausedCampaigns: paused.forTenant(tenant),
+      }),
     };
   }
 

@@ -19,7 +19,9 @@ import { providerForTenant } from "./deps.js";
 // (`email.send.requested` with a campaign_id): one event per recipient, ids
 // only. A batch of them becomes email records with one recipient lookup, one
 // cancelled-campaign query and one insertMany; the records are then sent one
-// by one like any email (claim, render, hand-off, `sent`).
+// by one like any email (claim, render, hand-off, `sent`). An email of a
+// paused campaign is held before the hand-off (deliver-email.ts): unclaimed,
+// still queued, answered `held` so that campaigns hands it over again on resume.
 
 /** One recipient of a campaign as the event names it. */
 export interface CampaignRequest {
@@ -75,8 +77,45 @@ export class CancelledCampaigns {
   }
 }
 
+/**
+ * Whether campaigns are paused, from the `paused_campaigns` of one tenant:
+ * asked right before each hand-off (after the cancellation), so a pause holds
+ * the recipients not yet given to the provider within CANCEL_CHECK_MS of its
+ * event. A pause ends (resume, cancel), so both answers are believed for
+ * CANCEL_CHECK_MS only; this process's own records count at once.
+ */
+export class PausedCampaigns {
+  private readonly known = new Map<string, { paused: boolean; at: number }>();
+
+  constructor(private readonly now: () => number) {}
+
+  async isPaused(scope: TenantRepositories, campaignId: string): Promise<boolean> {
+    const key = `${scope.tenant}/${campaignId}`;
+    const now = this.now();
+    const known = this.known.get(key);
+    if (known && now - known.at < CANCEL_CHECK_MS) return known.paused;
+    const paused = (await scope.pausedCampaigns.findOne({ _id: campaignId })) !== null;
+    if (this.known.size > 10_000) this.known.clear();
+    this.known.set(key, { paused, at: now });
+    return paused;
+  }
+
+  /**
+   * Records a campaign's change of status (campaign.status_changed): paused,
+   * or no longer paused (resumed, cancelled, finished). Idempotent; events of
+   * one campaign come in order (keyed by campaign).
+   */
+  async record(scope: TenantRepositories, campaignId: string, status: string, at: number): Promise<void> {
+    const paused = status === "paused";
+    if (paused) await scope.pausedCampaigns.upsertMany([{ _id: campaignId, paused_at: at }]);
+    else await scope.pausedCampaigns.deleteOne({ _id: campaignId });
+    this.known.set(`${scope.tenant}/${campaignId}`, { paused, at: this.now() });
+  }
+}
+
 export interface IntakeDeps extends DeliveryDeps {
   cancelledCampaigns: CancelledCampaigns;
+  pausedCampaigns: PausedCampaigns;
   /** Publishes events that no record carries (recipients not stored): lost with a crash, they come again with the redelivered request. */
   publish(events: EncodedEvent[]): Promise<void>;
 }
@@ -178,7 +217,7 @@ async function intakeChunk(
 
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
-  const report = (doc: EmailDoc, status: "sent" | "failed") =>
+  const report = (doc: EmailDoc, status: "sent" | "failed" | "held") =>
     outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
@@ -187,6 +226,7 @@ async function intakeChunk(
       campaign: {
         recipient: recipients.get(r.subscriberId),
         cancelled: () => deps.cancelledCampaigns.isCancelled(scope, r.campaignId),
+        paused: () => deps.pausedCampaigns.isPaused(scope, r.campaignId),
         claimed: claimed && { doc: claimed, token },
         report,
       },

@@ -69,6 +69,8 @@ export interface CampaignSend {
   recipient: Recipient | undefined;
   /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
   cancelled(): Promise<boolean>;
+  /** Whether the email's campaign is paused: asked right before the hand-off, after `cancelled`. */
+  paused(): Promise<boolean>;
   /**
    * The email as the intake stored it, already claimed with this token (a
    * fresh record is inserted leased): the attempt starts without a claim write.
@@ -78,9 +80,10 @@ export interface CampaignSend {
    * Takes the email's outcome instead of its outbox: the consumer publishes
    * the batch's outcomes in one go. Safe without an outbox because campaigns
    * hands an unanswered recipient over again, and the intake answers an email
-   * already settled again (see campaign-intake.ts).
+   * already settled again (see campaign-intake.ts). `held`: not given to the
+   * provider because the campaign is paused (the email stays queued).
    */
-  report(doc: EmailDoc, status: "sent" | "failed"): void;
+  report(doc: EmailDoc, status: "sent" | "failed" | "held"): void;
 }
 
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
@@ -148,6 +151,13 @@ export async function deliverEmail(
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
+    }
+    // A paused campaign's email is held: not given to the provider, not failed.
+    if (campaign && (await campaign.paused())) {
+      lease.stop();
+      await hold(deps, emails, claimed, token);
+      campaign.report(claimed, "held");
+      return;
     }
     const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
     const provider = deps.providers.forTenant(claimed.tenant);
@@ -298,6 +308,19 @@ async function settle(
  */
 async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
   await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { subscriber_id: subscriberId } });
+}
+
+/**
+ * Holds an email of a paused campaign: free and still queued, as if this
+ * attempt had not started (it is no attempt: nothing reached the provider).
+ * Campaigns hands the recipient over again on resume, and that send request
+ * sends it; a cancel meanwhile fails it then (campaign_cancelled).
+ */
+async function hold(deps: DeliveryDeps, emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string): Promise<void> {
+  await emails.updateOne(
+    { _id: doc._id, lease_token: token, status: "queued" },
+    { $set: { lease_until: 0, lease_token: "", updated_at: deps.now() }, $inc: { attempts: -1 } },
+  );
 }
 
 /** Frees the email for the next attempt (only if this attempt still holds it). */

@@ -1,3 +1,4 @@
+import type { DeliveryExportPart } from "@emailsvc/proto";
 import { AppError } from "@emailsvc/runtime";
 import type { EmailDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
@@ -46,5 +47,5 @@ export async function exportSubscriberEmails(scope: Scope, subscriberId: string)
       sent_at: time(e.sent_at),
       campaign_id: e.campaign_id || null,
     })),
-  });
+  } satisfies DeliveryExportPart);
 }

@@ -60,6 +60,7 @@ export const ERROR_CODES = {
   domain_taken: { status: 409, title: "Domain already claimed", when: "another account holds this custom domain" },
   campaign_not_draft: { status: 409, title: "Campaign is not a draft", when: "only a draft campaign can be changed, deleted or sent" },
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
+  template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 413: too large.
   payload_too_large: { status: 413, title: "Request body too large", when: "the body is larger than the operation takes" },
   metadata_too_large: { status: 413, title: "Metadata too large", when: "metadata is larger than 8 KiB as JSON" },
@@ -87,6 +88,7 @@ export const ERROR_CODES = {
   custom_domains_not_enabled: { status: 503, title: "Custom domains not enabled", when: "this deployment runs without custom domains" },
   subscribers_unavailable: { status: 503, title: "Subscribers service unavailable", when: "the campaigns service could not reach the subscribers service" },
   templates_unavailable: { status: 503, title: "Templates service unavailable", when: "the campaigns service could not reach the templates service" },
+  campaigns_unavailable: { status: 503, title: "Campaigns service unavailable", when: "the templates service could not ask the campaigns service whether a template is in use, so it was not deleted" },
   // 504.
   deadline_exceeded: { status: 504, title: "Upstream timeout", when: "a service did not answer in time" },
 } as const satisfies Record<string, ErrorCodeEntry>;

@@ -1,3 +1,4 @@
+import { parseExportPart, type CampaignsExportPart, type DeliveryExportPart, type SubscribersExportPart } from "@emailsvc/proto";
 import type { ExportSources, AuditContextInit } from "../rpc/clients.js";
 import { tokenSubjectGone, type PortalCall } from "./preferences.js";
 
@@ -40,11 +41,13 @@ export interface ExportDeps {
   now: () => number;
 }
 
-function parsePart(service: string, json: string): Record<string, unknown> {
-  const value: unknown = JSON.parse(json);
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error(`the ${service} service's export part is no JSON object`);
-  return value as Record<string, unknown>;
-}
+/** The whole document: the parts (typed once, in @emailsvc/proto) and what the person is told. */
+export type SubscriberExport = {
+  export: { format_version: number; generated_at: string; subscriber_id: string };
+  about_this_data: typeof ABOUT_THIS_DATA;
+} & SubscribersExportPart &
+  DeliveryExportPart &
+  CampaignsExportPart;
 
 /** The export as JSON text. `audit` says who asked and how (`portal` or `api`); the subscribers service logs the request. */
 export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "call" | "subscriberId">, audit: AuditContextInit): Promise<string> {
@@ -55,15 +58,16 @@ export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "cal
     deps.sources.delivery(portal.call, portal.subscriberId),
     deps.sources.campaigns(portal.call, portal.subscriberId),
   ]);
-  const document = {
+  // Each part is checked for its keys: a part of another shape fails the export, never a document assembled from it.
+  const document: SubscriberExport = {
     export: {
       format_version: EXPORT_FORMAT_VERSION,
       generated_at: new Date(deps.now()).toISOString(),
       subscriber_id: portal.subscriberId,
     },
-    ...parsePart("subscribers", own),
-    ...parsePart("delivery", emails),
-    ...parsePart("campaigns", campaigns),
+    ...parseExportPart("subscribers", own),
+    ...parseExportPart("delivery", emails),
+    ...parseExportPart("campaigns", campaigns),
     about_this_data: ABOUT_THIS_DATA,
   };
   return JSON.stringify(document, null, 2);

@@ -1,3 +1,4 @@
+import type { SubscribersExportPart } from "@emailsvc/proto";
 import { AppError, notFound } from "@emailsvc/runtime";
 import type { AuditDoc, SubscriberDoc } from "../storage/documents.js";
 import type { Scope, Deps } from "./deps.js";
@@ -62,7 +63,7 @@ interface Joined {
   via: string;
 }
 
-async function part(scope: Scope, doc: SubscriberDoc, trail: AuditDoc[]) {
+async function part(scope: Scope, doc: SubscriberDoc, trail: AuditDoc[]): Promise<SubscribersExportPart> {
   const tags = doc.tag_ids.length > 0 ? await scope.tags.find({ _id: { $in: doc.tag_ids } }) : [];
   const joined = joinsOf(trail, new Map(tags.map((t) => [t.name.toLowerCase(), t._id])));
   return {
@@ -126,19 +127,8 @@ function joinsOf(trail: AuditDoc[], idsByName: Map<string, string>): Map<string,
  * unsubscribed), and joining or leaving a tag (scope `tag`). Bounces,
  * complaints and tags deleted by the integrator are no consent and not listed.
  */
-function consentOf(trail: AuditDoc[]) {
-  const records: Array<{
-    event_id: string;
-    action: "opt_in" | "opt_out" | "resubscribe";
-    scope: "all" | "tag";
-    tag: string | null;
-    at: string;
-    actor: string;
-    source: string | null;
-    ip: string | null;
-    user_agent: string | null;
-    reason: string | null;
-  }> = [];
+function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
+  const records: SubscribersExportPart["consent"] = [];
   for (const e of trail) {
     const data = e.data as { status?: unknown; to?: unknown; tag?: unknown; resubscribe?: unknown; resubscribe_reason?: unknown };
     const record = (action: "opt_in" | "opt_out" | "resubscribe", scope: "all" | "tag", tag: string | null = null, reason: string | null = null) =>

@@ -1,20 +1,22 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { readCallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/runtime";
 import { createTemplate } from "../usecases/create-template.js";
 import { deleteTemplate } from "../usecases/delete-template.js";
-import { scopeOf, type Deps } from "../usecases/deps.js";
+import type { Deps, Scope } from "../usecases/deps.js";
+import { getCompiledTemplate } from "../usecases/get-compiled-template.js";
+import { getTemplate } from "../usecases/get-template.js";
+import { listTemplates } from "../usecases/list-templates.js";
 import { previewTemplate } from "../usecases/preview-template.js";
-import { getCompiledTemplate, getTemplate, listTemplates } from "../usecases/read-templates.js";
 import { updateTemplate } from "../usecases/update-template.js";
 import { categoryFromProto, compiledToProto, previewToProto, templateToProto } from "./mapping.js";
 
-/** Registers TemplateService: proto in, use case, proto out. */
-export function templateRoutes(deps: Deps): (router: ConnectRouter) => void {
+/** Registers TemplateService: proto in, use case, proto out. `scopeOf` gives a call its tenant's collections. */
+export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
   return (router) => {
     router.service(templates.TemplateService, {
       async createTemplate(req, ctx) {
-        const view = await createTemplate(deps, scopeOf(deps, readCallContext(ctx)), {
+        const view = await createTemplate(deps, scopeOf(readCallContext(ctx)), {
           name: req.name,
           subject: req.subject,
           mjml: req.mjmlContent,
@@ -24,14 +26,14 @@ export function templateRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { template: templateToProto(view) };
       },
       async getTemplate(req, ctx) {
-        return { template: templateToProto(await getTemplate(scopeOf(deps, readCallContext(ctx)), req.id)) };
+        return { template: templateToProto(await getTemplate(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listTemplates(req, ctx) {
-        const page = await listTemplates(scopeOf(deps, readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        const page = await listTemplates(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
         return { templates: page.items.map(templateToProto), nextCursor: page.nextCursor };
       },
       async updateTemplate(req, ctx) {
-        const view = await updateTemplate(deps, scopeOf(deps, readCallContext(ctx)), {
+        const view = await updateTemplate(deps, scopeOf(readCallContext(ctx)), {
           id: req.id,
           name: req.name,
           subject: req.subject,
@@ -41,15 +43,15 @@ export function templateRoutes(deps: Deps): (router: ConnectRouter) => void {
         return { template: templateToProto(view) };
       },
       async deleteTemplate(req, ctx) {
-        await deleteTemplate(deps, scopeOf(deps, readCallContext(ctx)), req.id);
+        await deleteTemplate(deps, scopeOf(readCallContext(ctx)), req.id);
         return {};
       },
       async previewTemplate(req, ctx) {
-        const message = await previewTemplate(deps, scopeOf(deps, readCallContext(ctx)), { id: req.id, variables: req.variables });
+        const message = await previewTemplate(deps, scopeOf(readCallContext(ctx)), { id: req.id, variables: req.variables });
         return previewToProto(message);
       },
       async getCompiledTemplate(req, ctx) {
-        const compiled = await getCompiledTemplate(scopeOf(deps, readCallContext(ctx)), {
+        const compiled = await getCompiledTemplate(scopeOf(readCallContext(ctx)), {
           id: req.template.case === "id" ? req.template.value : undefined,
           slug: req.template.case === "slug" ? req.template.value : undefined,
           version: req.version,

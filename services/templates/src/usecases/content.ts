@@ -1,5 +1,5 @@
 import { analyzeTemplate } from "@emailsvc/render";
-import type { BodyCompiler } from "../compile-pool.js";
+import type { BodyCompiler } from "./ports.js";
 import { invalidMjml, invalidTemplate } from "../domain/template.js";
 
 // The checks and the compile a new version's content goes through, on write.

@@ -1,39 +1,37 @@
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { notFound, tenantKey } from "@emailsvc/runtime";
-import type { Collection } from "@emailsvc/storage";
-import type { BodyCompiler } from "../compile-pool.js";
 import type { TemplateView } from "../domain/template.js";
-import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
-import { TenantCollection } from "@emailsvc/storage";
+import type { TemplateDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import type { BodyCompiler, TemplateUsers } from "./ports.js";
 
-/** What every use case needs; built once in server.ts. */
+/** What every use case needs besides its tenant's collections; built once in server.ts. No collection here. */
 export interface Deps {
-  templates: Collection<TemplateDoc>;
-  versions: Collection<TemplateVersionDoc>;
   /** Checks and compiles new bodies, and renders previews (worker threads in production). */
   compiler: BodyCompiler;
+  /** Who uses a template, asked before it is deleted; unset when the campaigns service is not configured. */
+  users?: TemplateUsers | undefined;
   logger: Logger;
   now: () => number;
 }
 
-/** The collections of one tenant, for one call. */
-export interface Scope {
+/** One call: its context and its tenant's collections. */
+export interface Scope extends TenantRepositories {
   call: CallContext;
-  templates: TenantCollection<TemplateDoc>;
-  versions: TenantCollection<TemplateVersionDoc>;
 }
 
-export function scopeOf(deps: Deps, call: CallContext): Scope {
-  const tenant = tenantKey(call.tenant);
-  return {
-    call,
-    templates: new TenantCollection(deps.templates, tenant),
-    versions: new TenantCollection(deps.versions, tenant),
-  };
+export function scopeOf(forTenant: (tenant: string) => TenantRepositories, call: CallContext): Scope {
+  return { call, ...forTenant(tenantKey(call.tenant)) };
+}
+
+/** A page of a list, oldest first. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string;
 }
 
 /** A live (not deleted) template of the tenant, or 404. */
-export async function loadTemplate(scope: Scope, id: string): Promise<TemplateDoc> {
+export async function loadTemplate(scope: Pick<TenantRepositories, "templates">, id: string): Promise<TemplateDoc> {
   const doc = id ? await scope.templates.findOne({ _id: id, deleted: false }) : null;
   if (!doc) throw notFound("template");
   return doc;

@@ -1,7 +1,7 @@
 import type { RenderedMessage, Variables } from "@emailsvc/render";
 import { AppError } from "@emailsvc/runtime";
 import { TEMPLATE_LIMITS } from "../domain/template.js";
-import { committedVersion } from "./read-templates.js";
+import { committedVersion } from "./get-compiled-template.js";
 import { loadTemplate, type Deps, type Scope } from "./deps.js";
 
 /**

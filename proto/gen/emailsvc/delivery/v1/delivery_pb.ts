@@ -390,6 +390,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.delivery.v1.ExportS
    * rendered; null when not known), status, created_at, sent_at, campaign_id}],
    * oldest first; `{"emails": []}` for an unknown subscriber. RESOURCE_EXHAUSTED
    * (`export_too_large`) beyond the bound in the service's README.
+   * Typed as DeliveryExportPart in proto/export-parts.ts, which the portal checks it by.
    *
    * @generated from field: string json = 1;
    */

@@ -18,7 +18,9 @@ export const file_emailsvc_events_v1_campaign_events: GenFile = /*@__PURE__*/
  * Topic campaign.status_changed, key campaign_id. Published by campaigns on
  * every change of a campaign's state. Delivery keeps the cancelled ones, so
  * that a recipient already handed over (queued on the bus) but not yet given
- * to the provider is not sent once its campaign is cancelled.
+ * to the provider is not sent once its campaign is cancelled, and the paused
+ * ones, whose recipients not yet given to the provider it holds (answered
+ * `held` on email.status) until campaigns hands them over again.
  *
  * @generated from message emailsvc.events.v1.CampaignStatusChanged
  */

@@ -87,7 +87,9 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
   emailId: string;
 
   /**
-   * queued, sent, failed, bounced, delivered
+   * queued, sent, failed, bounced, delivered; and held: a campaign's email
+   * that delivery did not give to the provider because the campaign is
+   * paused (the email stays queued; campaigns hands it over again on resume).
    *
    * @generated from field: string status = 3;
    */

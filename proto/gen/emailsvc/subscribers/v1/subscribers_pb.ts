@@ -613,6 +613,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.subscribers.v1.Expo
    * at, actor, source, ip, user_agent, reason}]. NOT_FOUND for an unknown or
    * erased subscriber; RESOURCE_EXHAUSTED (`export_too_large`) beyond the
    * bounds in the service's README.
+   * Typed as SubscribersExportPart in proto/export-parts.ts, which the portal checks it by.
    *
    * @generated from field: string json = 1;
    */

@@ -226,10 +226,11 @@ export const paths: Paths = {
     delete: {
       operationId: "deleteTemplate",
       summary: "Delete a template",
-      description: "It can no longer be read, previewed or sent.",
+      description:
+        "It can no longer be read, previewed or sent (mail already queued with it still goes out). A template in use is not deleted: while a trigger names it (active or not), or a campaign may still send it (draft, scheduled, sending, paused), the answer is a 409 `template_in_use` whose detail names them (the first 20, and how many more); delete them or give them another template first. Finished campaigns do not count.",
       tags: ["Templates"],
       parameters: [param("TemplateId")],
-      responses: { "204": noContent("Deleted."), ...errors("NotFound", ...serviceErrors) },
+      responses: { "204": noContent("Deleted."), ...errors("NotFound", "Conflict", ...serviceErrors) },
     },
   },
   "/api/v1/templates/{id}/preview": {

@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { triggers } from "@emailsvc/proto";
 import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
-import { nextCursor, rfc3339 } from "../../routes/json.js";
+import { nextCursor, rfc3339, stringOrNull } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
 import type { TriggerCreateBody, TriggerUpdateBody } from "./schemas.js";
 
@@ -18,6 +18,8 @@ function triggerJson(t: triggers.Trigger | undefined) {
     tag: t.tag,
     created_at: rfc3339(t.createdAt, "created_at"),
     updated_at: rfc3339(t.updatedAt, "updated_at"),
+    disabled_reason: stringOrNull(t.disabledReason),
+    last_failure: t.lastFailureReason ? { reason: t.lastFailureReason, at: rfc3339(t.lastFailureAt, "last_failure_at") } : null,
   };
 }
 

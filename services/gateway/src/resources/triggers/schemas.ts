@@ -1,11 +1,13 @@
+import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES_WITH_TAG, TRIGGER_EVENT_TYPES_WITHOUT_TAG } from "@emailsvc/proto";
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 import { tagName } from "../tags/schemas.js";
 
-// Triggers' part of the OpenAPI document; body types are derived from the schemas.
+// Triggers' part of the OpenAPI document; body types are derived from the schemas,
+// the event types from their one list (proto/trigger-event-types.ts).
 
-export const EVENT_TYPE_NAMES = ["subscriber.created", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.unsubscribed"] as const;
+export const EVENT_TYPE_NAMES = TRIGGER_EVENT_TYPE_NAMES;
 
 const eventType = { type: "string", enum: EVENT_TYPE_NAMES, description: "The event that fires it (GET /api/v1/event-types)." } as const;
 const templateId = { type: "string", minLength: 1, maxLength: 100, description: "The id of one of your templates." } as const;
@@ -18,7 +20,7 @@ const delaySeconds = {
 } as const;
 const tag = {
   ...tagName,
-  description: "For `subscriber.tag_added` and `subscriber.tag_removed` only: fire only for this tag (by name, ignoring case). A name that is none of your tags is a 400 `unknown_tags`.",
+  description: `For ${TRIGGER_EVENT_TYPES_WITH_TAG.map((name) => `\`${name}\``).join(" and ")} only: fire only for this tag (by name, ignoring case). A name that is none of your tags is a 400 \`unknown_tags\`.`,
 } as const;
 
 export const TriggerCreate = {
@@ -27,7 +29,7 @@ export const TriggerCreate = {
   required: ["event_type", "template_id"],
   properties: { event_type: eventType, template_id: templateId, description: { ...description, default: "" }, delay_seconds: { ...delaySeconds, default: 0 }, tag },
   // Only tag events are about a tag.
-  if: { properties: { event_type: { enum: ["subscriber.created", "subscriber.unsubscribed"] } }, required: ["event_type"] },
+  if: { properties: { event_type: { enum: TRIGGER_EVENT_TYPES_WITHOUT_TAG } }, required: ["event_type"] },
   then: { properties: { tag: false } },
 } as const;
 export type TriggerCreateBody = FromSchema<typeof TriggerCreate>;
@@ -36,7 +38,8 @@ export const TriggerUpdate = {
   type: "object",
   additionalProperties: false,
   minProperties: 1,
-  description: "Any of the fields; fields left out keep their value. `is_active: false` stops the trigger (fires not yet sent are skipped).",
+  description:
+    "Any of the fields; fields left out keep their value. `is_active: false` stops the trigger (fires not yet sent are skipped); `is_active: true` needs a live template (the one given, else the trigger's own: 404 `template_not_found`) and clears `disabled_reason`.",
   properties: { is_active: { type: "boolean" }, description, template_id: templateId, delay_seconds: delaySeconds, tag },
 } as const;
 export type TriggerUpdateBody = FromSchema<typeof TriggerUpdate>;
@@ -45,7 +48,19 @@ export const schemas: Record<string, JsonSchema> = {
   Trigger: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "event_type", "template_id", "description", "is_active", "delay_seconds", "tag", "created_at", "updated_at"],
+    required: [
+      "id",
+      "event_type",
+      "template_id",
+      "description",
+      "is_active",
+      "delay_seconds",
+      "tag",
+      "created_at",
+      "updated_at",
+      "disabled_reason",
+      "last_failure",
+    ],
     properties: {
       id: { type: "string", readOnly: true, examples: ["trg_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       event_type: { type: "string", enum: EVENT_TYPE_NAMES },
@@ -56,6 +71,22 @@ export const schemas: Record<string, JsonSchema> = {
       tag: { type: "string", description: "The tag a tag event must be about; empty for any." },
       created_at: timestamp("When the trigger was created (RFC 3339, UTC)."),
       updated_at: timestamp("When the trigger last changed (RFC 3339, UTC)."),
+      disabled_reason: {
+        type: ["string", "null"],
+        enum: ["template_deleted", null],
+        description:
+          "Why the platform turned the trigger off, or null: `template_deleted` when its template was gone at a fire (every later fire would fail). Setting `is_active` again, with a live template, clears it.",
+      },
+      last_failure: {
+        type: ["object", "null"],
+        additionalProperties: false,
+        required: ["reason", "at"],
+        description: "The last fire that could not be sent, or null: nothing is dropped in silence.",
+        properties: {
+          reason: { type: "string", description: "A stable code: `template_not_found`, or why delivery refused the send (e.g. `validation_failed`)." },
+          at: timestamp("When (RFC 3339, UTC)."),
+        },
+      },
     },
   },
   TriggerCreate,

@@ -1,26 +1,7 @@
-import { invalid, notFound, pageById } from "@emailsvc/runtime";
-import type { Filter } from "@emailsvc/storage";
-import type { CompiledView, TemplateView } from "../domain/template.js";
+import { invalid, notFound } from "@emailsvc/runtime";
+import type { CompiledView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
-import { loadTemplate, templateView, type Scope } from "./deps.js";
-
-export interface Page<T> {
-  items: T[];
-  nextCursor: string;
-}
-
-export async function getTemplate(scope: Scope, id: string): Promise<TemplateView> {
-  return templateView(await loadTemplate(scope, id));
-}
-
-/**
- * Live templates in creation order, `limit` at a time. Items leave out the
- * MJML source (up to 512 KiB each): GetTemplate returns it.
- */
-export async function listTemplates(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TemplateView>> {
-  const page = await pageById(input, { idPrefix: "tpl" }, ({ range, options }) => scope.templates.find({ deleted: false, ...range }, options));
-  return { items: page.docs.map((d) => ({ ...templateView(d), mjml: "" })), nextCursor: page.nextCursor };
-}
+import type { Scope } from "./deps.js";
 
 export interface CompiledQuery {
   id?: string | undefined;

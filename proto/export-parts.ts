@@ -1,0 +1,105 @@
+// A subscriber's data export (GDPR Art. 15 and 20, revDSG Art. 25) is put
+// together by the portal from each service's part: the answer of its
+// ExportSubscriberData, a JSON object as text. These are the parts' types, so
+// that each service writes its part, and the portal reads it, against one
+// definition (snake_case keys, RFC 3339 UTC timestamps, null for "none").
+
+/** The subscribers service's part. */
+export interface SubscribersExportPart {
+  profile: {
+    id: string;
+    email: string;
+    status: string;
+    locale: string | null;
+    metadata: Record<string, string | number | boolean>;
+    created_at: string;
+    updated_at: string;
+  };
+  /** The tags held, private ones too, with when and how each was (last) joined. */
+  tags: Array<{ id: string; name: string; joined_at: string | null; joined_via: string | null }>;
+  audit_trail: Array<{
+    id: string;
+    type: string;
+    occurred_at: string;
+    actor: string;
+    source: string | null;
+    ip: string | null;
+    user_agent: string | null;
+    data: Record<string, unknown>;
+  }>;
+  consent: Array<{
+    event_id: string;
+    action: "opt_in" | "opt_out" | "resubscribe";
+    scope: "all" | "tag";
+    tag: string | null;
+    at: string;
+    actor: string;
+    source: string | null;
+    ip: string | null;
+    user_agent: string | null;
+    reason: string | null;
+  }>;
+}
+
+/** Delivery's part: the emails linked to the subscriber, oldest first. */
+export interface DeliveryExportPart {
+  emails: Array<{
+    id: string;
+    template_id: string;
+    template_version: number;
+    /** As rendered; null when not known. */
+    subject: string | null;
+    status: string;
+    created_at: string | null;
+    sent_at: string | null;
+    campaign_id: string | null;
+  }>;
+}
+
+/** The campaigns service's part: ledger rows and the trigger fires that sent mail, oldest first. */
+export interface CampaignsExportPart {
+  campaign_memberships: Array<{
+    campaign_id: string;
+    campaign_name: string | null;
+    state: "pending" | "queued" | "sent" | "failed" | "skipped";
+    reason: string | null;
+    updated_at: string;
+  }>;
+  trigger_sends: Array<{ trigger_id: string; event_type: string | null; fired_at: string }>;
+}
+
+/** Every part by the service that answers it. */
+export interface ExportParts {
+  subscribers: SubscribersExportPart;
+  delivery: DeliveryExportPart;
+  campaigns: CampaignsExportPart;
+}
+
+/** The top-level keys of each part: what the assembler checks a part it receives for. */
+export const EXPORT_PART_KEYS: { readonly [S in keyof ExportParts]: ReadonlyArray<keyof ExportParts[S]> } = {
+  subscribers: ["profile", "tags", "audit_trail", "consent"],
+  delivery: ["emails"],
+  campaigns: ["campaign_memberships", "trigger_sends"],
+};
+
+/**
+ * A service's part as JSON text, read back: a JSON object with exactly its
+ * keys (the lists as arrays, the profile an object). A part that is not is an
+ * error naming the service, never a document put together from it.
+ */
+export function parseExportPart<S extends keyof ExportParts>(service: S, json: string): ExportParts[S] {
+  const value: unknown = JSON.parse(json);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error(`the ${service} service's export part is no JSON object`);
+  const keys = EXPORT_PART_KEYS[service] as readonly string[];
+  const got = Object.keys(value);
+  const wrong = [...keys.filter((k) => !got.includes(k)), ...got.filter((k) => !keys.includes(k))];
+  if (wrong.length > 0) throw new Error(`the ${service} service's export part does not have the keys ${keys.join(", ")} (${wrong.join(", ")})`);
+  for (const key of keys) {
+    const field = (value as Record<string, unknown>)[key];
+    const isObject = key === "profile";
+    if (isObject ? field === null || typeof field !== "object" || Array.isArray(field) : !Array.isArray(field)) {
+      throw new Error(`the ${service} service's export part has a ${key} that is no ${isObject ? "object" : "list"}`);
+    }
+  }
+  return value as ExportParts[S];
+}

@@ -1,0 +1,11 @@
+import type { CampaignDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { published, statusUpdate } from "./campaign-status.js";
+import type { Deps } from "./deps.js";
+
+/** Sending is over: every recipient has an outcome (the dispatcher recounted the ledger first). */
+export async function finishCampaign(deps: Deps, repos: TenantRepositories, campaign: CampaignDoc): Promise<CampaignDoc | null> {
+  const now = deps.now();
+  const doc = await repos.campaigns.updateOne({ _id: campaign._id, status: "sending" }, statusUpdate("sent", now, { finished_at: now, lease_until: 0 }));
+  return doc && published(deps, doc);
+}

@@ -1,0 +1,44 @@
+import { tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
+import type { EventType } from "../domain/trigger.js";
+import type { FireDoc } from "../storage/documents.js";
+import type { FiringServices } from "./ports.js";
+
+// Firing triggers: an event records one fire per matching active trigger
+// (exactly once per event and trigger, by the fire's id: record-fires.ts), and
+// the firer sends each fire when it is due, through delivery, with the fire's
+// id as the idempotency key, so a fire sent twice (a crash after the send,
+// before the write) is one email (fire-due.ts).
+
+export interface FiringDeps {
+  firing: FiringServices;
+  logger: Logger;
+  now: () => number;
+}
+
+/** A subscriber event, as the consumer read it (ids only). */
+export interface SubscriberEvent {
+  tenant: string;
+  eventId: string;
+  type: EventType;
+  subscriberId: string;
+  /** For tag events. */
+  tagId?: string;
+  /** For subscriber.created: the status it was created with ("" when the event did not say). */
+  status?: string;
+  occurredAt: number;
+}
+
+/**
+ * Why an event's fires are recorded skipped, if they are: `subscriber.created`
+ * is someone joining, which a subscriber created other than active is not (an
+ * import of an opt-out, the record a one-click unsubscribe of a non-subscriber
+ * keeps), so nobody is welcomed right after unsubscribing.
+ */
+export function skipReasonOf(event: SubscriberEvent): string | undefined {
+  return event.type === "subscriber.created" && event.status && event.status !== "active" ? "created_not_active" : undefined;
+}
+
+/** The context a fire acts in: its tenant, as the trigger (for audit and logs). */
+export function fireCall(fire: Pick<FireDoc, "tenant" | "trigger_id" | "_id">): CallContext {
+  return { tenant: tenantOfKey(fire.tenant), actor: `trigger:${fire.trigger_id}`, requestId: fire._id };
+}

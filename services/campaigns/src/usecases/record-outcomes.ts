@@ -1,0 +1,70 @@
+import { delivery } from "@emailsvc/proto";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { eraseRows, moveRows, rowId, type Bucket } from "./ledger.js";
+
+// Delivery's answers about campaign emails (email.status) move the ledger.
+
+/** What delivery said about one email of a campaign (email.status). */
+export interface EmailOutcome {
+  campaignId: string;
+  subscriberId: string;
+  status: string;
+  /** For failed: why, in delivery's vocabulary (the enum, never the error text). */
+  failureReason: delivery.FailureReason;
+}
+
+/**
+ * Where a failure of delivery's puts the recipient: skipped when delivery
+ * refused them (they may not get marketing mail, which campaign mail is: its
+ * decision on the subscribers service's answer) or the campaign was
+ * cancelled; failed when the mail could not be sent.
+ */
+function bucketOfFailure(reason: delivery.FailureReason): Bucket {
+  switch (reason) {
+    case delivery.FailureReason.RECIPIENT_UNSUBSCRIBED:
+      return "skipped.unsubscribed";
+    case delivery.FailureReason.RECIPIENT_BOUNCED:
+    case delivery.FailureReason.RECIPIENT_COMPLAINED:
+    case delivery.FailureReason.RECIPIENT_SUPPRESSED:
+      return "skipped.suppressed";
+    case delivery.FailureReason.RECIPIENT_ERASED:
+      return "skipped.erased";
+    case delivery.FailureReason.CAMPAIGN_CANCELLED:
+      return "skipped.cancelled";
+    default:
+      return "failed";
+  }
+}
+
+/**
+ * Records delivery's outcomes of a batch (sent, failed, held) on the ledger:
+ * queued rows move to sent, failed or skipped, a batch per campaign and
+ * outcome; `held` (delivery did not give the email to the provider because the
+ * campaign is paused) moves them back to pending, so that the dispatcher hands
+ * them over again once the campaign is resumed (delivery's record makes that
+ * the same email). Other statuses (queued, delivered, bounced) change no row.
+ * A row a cancel skipped while its email was already on its way, and that was
+ * sent after all, is counted as sent: the ledger says what happened.
+ */
+export async function recordOutcomes(repos: TenantRepositories, outcomes: readonly EmailOutcome[], now: number): Promise<void> {
+  const groups = new Map<string, { campaignId: string; to: Bucket; ids: string[] }>();
+  for (const o of outcomes) {
+    if (!o.campaignId || !o.subscriberId) continue;
+    if (o.status !== "sent" && o.status !== "failed" && o.status !== "held") continue;
+    const to: Bucket = o.status === "sent" ? "sent" : o.status === "held" ? "pending" : bucketOfFailure(o.failureReason);
+    const key = `${o.campaignId}|${to}`;
+    const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };
+    group.ids.push(rowId(o.campaignId, o.subscriberId));
+    groups.set(key, group);
+  }
+  for (const { campaignId, to, ids } of groups.values()) {
+    const moved = await moveRows(repos, campaignId, { _id: { $in: ids } }, "queued", to, now);
+    if (moved < ids.length && to === "sent") {
+      await moveRows(repos, campaignId, { _id: { $in: ids } }, "skipped.cancelled", "sent", now);
+    }
+    // Delivery found the recipient erased (an erasure this service had not seen
+    // yet, or a row the snapshot took just before it): the row goes as the erasure's.
+    if (to === "skipped.erased") await eraseRows(repos, await repos.recipients.find({ _id: { $in: ids }, state: "skipped", reason: "erased" }), now);
+  }
+}
+

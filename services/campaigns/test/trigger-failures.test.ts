@@ -1,0 +1,138 @@
+import { Writable } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { encodeEvent, InProcessEventBus, publishEvents } from "@emailsvc/events";
+import { templates, triggers } from "@emailsvc/proto";
+import { createServiceTransport, newId, type Logger } from "@emailsvc/runtime";
+import { asCall, openTestStore, STORE_KINDS, testTenant, waitFor, type TestStore } from "@emailsvc/testing";
+import pino from "pino";
+import { startCampaignsService, type RunningCampaignsService } from "../src/server.js";
+import { PermanentSendError, type FiringServices } from "../src/usecases/ports.js";
+
+// Issue 16, defect 5: a fire that cannot be sent was dropped without a trace
+// the integrator could see and without a log line. Over the campaigns
+// service's public interfaces (subscriber events on the bus in, TriggerService
+// over gRPC out), with the other services faked: a fire whose template is gone
+// turns its trigger off visibly (`disabled_reason`) and shows on the trigger
+// (`last_failure_*`); one delivery refuses shows too and leaves the trigger on;
+// each leaves one warning with ids and the code only.
+
+/** The templates service as createTrigger asks it: every template exists (the fake firing says one is gone later). */
+const templatesTransport = createRouterTransport(({ service }) => {
+  service(templates.TemplateService, {
+    getTemplate: (req) => ({
+      template: create(templates.TemplateSchema, { id: req.id, slug: "welcome", name: "Welcome", version: 1 }),
+    }),
+  });
+});
+const nothing = createRouterTransport(() => undefined);
+
+class FakeFiring implements FiringServices {
+  templateGone = false;
+  refuse: string | undefined;
+  readonly sent: string[] = [];
+  async subscriber(_call: unknown, id: string) {
+    return { email: `${id}@private.example`, status: "active" };
+  }
+  async tagName() {
+    return undefined;
+  }
+  async templateSlug() {
+    return this.templateGone ? undefined : "welcome";
+  }
+  async send(_call: unknown, input: { idempotencyKey: string }) {
+    if (this.refuse) throw new PermanentSendError(this.refuse);
+    this.sent.push(input.idempotencyKey);
+    return { emailId: newId("eml") };
+  }
+}
+
+describe.each(STORE_KINDS)("trigger fires that cannot be sent (%s)", (kind) => {
+  let test: TestStore;
+  let bus: InProcessEventBus;
+  let service: RunningCampaignsService;
+  let firing: FakeFiring;
+  const lines: Array<Record<string, unknown>> = [];
+  const call = testTenant();
+  const tenant = `${call.tenant.accountId}:${call.tenant.mode}`;
+
+  beforeAll(async () => {
+    test = await openTestStore(kind, "campaigns");
+    bus = new InProcessEventBus();
+    firing = new FakeFiring();
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString("utf8").split("\n")) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    service = await startCampaignsService({
+      store: test.store,
+      bus,
+      logger: pino({ level: "info" }, sink) as unknown as Logger,
+      port: 0,
+      subscribers: nothing,
+      templates: templatesTransport,
+      delivery: nothing,
+      firing,
+      firerIntervalMs: 50,
+    });
+  });
+  afterAll(async () => {
+    await service?.close();
+    await bus?.close();
+    await test?.store.close();
+    test?.cleanup();
+  });
+
+  const client = () => createClient(triggers.TriggerService, createServiceTransport(service.url));
+  const subscriberCreated = (subscriberId: string) =>
+    publishEvents(bus, [encodeEvent("subscriber.created", { eventId: newId("evt"), tenant, occurredAt: Date.now() }, { subscriberId })]);
+
+  it("turns off a trigger whose template is gone, visibly, and says so in one log line of ids", async () => {
+    const made = await client().createTrigger({ eventType: "subscriber.created", templateId: newId("tpl"), description: "Welcome" }, asCall(call));
+    const id = made.trigger!.id;
+    expect(made.trigger).toMatchObject({ isActive: true, disabledReason: "", lastFailureReason: "" });
+    firing.templateGone = true;
+    const subscriberId = newId("sub");
+    await subscriberCreated(subscriberId);
+
+    const failed = await waitFor(async () => {
+      const t = (await client().getTrigger({ id }, asCall(call))).trigger!;
+      return t.lastFailureReason ? t : undefined;
+    }, "the trigger to show the failed fire");
+    expect(failed).toMatchObject({ isActive: false, disabledReason: "template_deleted", lastFailureReason: "template_not_found" });
+    expect(failed.lastFailureAt).toBeDefined();
+    const logged = lines.filter((l) => l.msg === "trigger fire could not be sent");
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 40, trigger_id: id, reason: "template_not_found", trigger_disabled: true });
+    // Ids and the code only: never the address (nor anything else of the subscriber's).
+    expect(JSON.stringify(logged[0])).not.toContain("private.example");
+
+    // A turned-off trigger fires no more; turning it on again (its template is back) clears the reason.
+    await subscriberCreated(newId("sub"));
+    firing.templateGone = false;
+    const on = await client().updateTrigger({ id, isActive: true }, asCall(call));
+    expect(on.trigger).toMatchObject({ isActive: true, disabledReason: "", lastFailureReason: "template_not_found" });
+    await subscriberCreated(newId("sub"));
+    await waitFor(() => (firing.sent.length === 1 ? true : undefined), "the next fire to be sent");
+  });
+
+  it("records a fire delivery refuses for good on the trigger, which stays on", async () => {
+    const made = await client().createTrigger({ eventType: "subscriber.created", templateId: newId("tpl") }, asCall(call));
+    const id = made.trigger!.id;
+    firing.refuse = "validation_failed";
+    const before = lines.length;
+    await subscriberCreated(newId("sub"));
+    const failed = await waitFor(async () => {
+      const t = (await client().getTrigger({ id }, asCall(call))).trigger!;
+      return t.lastFailureReason ? t : undefined;
+    }, "the trigger to show the refused fire");
+    expect(failed).toMatchObject({ isActive: true, disabledReason: "", lastFailureReason: "validation_failed" });
+    const logged = lines.slice(before).filter((l) => l.msg === "trigger fire could not be sent" && l.trigger_id === id);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ reason: "validation_failed" });
+    expect(logged[0]!.trigger_disabled).toBeUndefined();
+    firing.refuse = undefined;
+  });
+});
