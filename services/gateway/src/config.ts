@@ -59,6 +59,8 @@ export interface GatewayConfig {
  * what keeps it from being guessed.
  */
 export const ADMIN_TOKEN_MIN_LENGTH = 24;
+/** And the fewest different characters in it (a random hex token of 24 has about 15). */
+export const ADMIN_TOKEN_MIN_DISTINCT = 8;
 
 /** ADMIN_TOKEN, refused when shorter than ADMIN_TOKEN_MIN_LENGTH; undefined when unset. */
 export function adminTokenFromEnv(env: Env = process.env): string | undefined {
@@ -66,6 +68,12 @@ export function adminTokenFromEnv(env: Env = process.env): string | undefined {
   if (token !== undefined && token.length < ADMIN_TOKEN_MIN_LENGTH) {
     throw new ConfigError(
       `environment variable ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (e.g. openssl rand -hex 32): the failure budget refuses guesses only once they fail, so a short token could be guessed`,
+    );
+  }
+  // Length alone lets "aaaa…" through; a random token of this length has far more.
+  if (token !== undefined && new Set(token).size < ADMIN_TOKEN_MIN_DISTINCT) {
+    throw new ConfigError(
+      `environment variable ADMIN_TOKEN must use at least ${ADMIN_TOKEN_MIN_DISTINCT} different characters (e.g. openssl rand -hex 32): a token of a few repeated characters is guessed first`,
     );
   }
   return token;

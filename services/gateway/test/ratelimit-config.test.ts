@@ -180,8 +180,14 @@ describe("ADMIN_TOKEN", () => {
     expect(() => adminTokenFromEnv({ ADMIN_TOKEN: "x".repeat(23) })).toThrow(/ADMIN_TOKEN must be at least 24 characters/);
   });
 
-  it("takes a long one, and unset stays unset", () => {
-    expect(adminTokenFromEnv({ ADMIN_TOKEN: "x".repeat(24) })).toBe("x".repeat(24));
+  it("refuses a long token of a few repeated characters", () => {
+    expect(() => adminTokenFromEnv({ ADMIN_TOKEN: "a".repeat(24) })).toThrow(/at least 8 different characters/);
+    expect(() => adminTokenFromEnv({ ADMIN_TOKEN: "abcdefg".repeat(5) })).toThrow(/at least 8 different characters/);
+  });
+
+  it("takes a long random one, and unset stays unset", () => {
+    const token = "3f9c0a7b12d4e8a65c0b9f1e";
+    expect(adminTokenFromEnv({ ADMIN_TOKEN: token })).toBe(token);
     expect(adminTokenFromEnv({})).toBeUndefined();
     expect(adminTokenFromEnv({ ADMIN_TOKEN: "" })).toBeUndefined();
   });
