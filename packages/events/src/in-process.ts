@@ -87,6 +87,8 @@ export interface DurableEventBusOptions extends Omit<InProcessEventBusOptions, "
   groupRetentionMs?: number;
   /** How often retention runs besides after each new segment (default 30 s). */
   retentionCheckMs?: number;
+  /** How long to wait for another process holding the directory before refusing (default 10 s; see @emailsvc/dir-lock). */
+  lockWaitMs?: number;
 }
 
 export const DURABLE_DEFAULTS = {
@@ -154,6 +156,7 @@ export class InProcessEventBus implements EventBus {
       retentionBytes: settings.retentionBytes,
       groupRetentionMs: settings.groupRetentionMs,
       retentionCheckMs: settings.retentionCheckMs,
+      ...(options.lockWaitMs !== undefined ? { lockWaitMs: options.lockWaitMs } : {}),
       warn: (message, fields) => warnSafely(logger, message, fields),
       isActive: (group) => (bus?.active.get(group)?.size ?? 0) > 0,
     });

@@ -425,7 +425,7 @@ describe("durable in-process bus: a real process stopped or killed mid-stream", 
       if (child.child.exitCode !== null) throw new Error(`child exited: ${child.stderr.join("")}`);
       return (await readReport(report)).ready;
     }, "the child holding the bus");
-    await expect(openDurable(dir)).rejects.toThrow(new RegExp(`event bus .* is in use by process ${child.child.pid} \\(lock file .*\\.lock\\)`));
+    await expect(openDurable(dir, [], { lockWaitMs: 0 })).rejects.toThrow(new RegExp(`event bus .* is in use by process ${child.child.pid} \\(lock file .*\\.lock\\)`));
     child.child.kill("SIGKILL");
     await child.exited;
     const bus = await openDurable(dir);

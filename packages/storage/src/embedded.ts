@@ -47,6 +47,8 @@ export interface EmbeddedStoreOptions {
   dataDir?: string | undefined;
   /** How often datafiles holding history (earlier values, deleted documents) are compacted while open; default 10 minutes. */
   compactionIntervalMs?: number;
+  /** How long to wait for another process holding the directory before refusing (default 10 s; see @emailsvc/dir-lock). */
+  lockWaitMs?: number;
 }
 
 const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60 * 1000;
@@ -67,10 +69,10 @@ const lockedDirs = new Map<string, { stores: number; locked: Promise<DirLock> }>
 /** Datafiles held by an open store of this process. */
 const openDatafiles = new Set<string>();
 
-async function acquireDir(dir: string): Promise<void> {
+async function acquireDir(dir: string, waitMs: number | undefined): Promise<void> {
   let entry = lockedDirs.get(dir);
   if (entry === undefined) {
-    entry = { stores: 0, locked: lockDir(dir, "embedded store") };
+    entry = { stores: 0, locked: lockDir(dir, "embedded store", waitMs !== undefined ? { waitMs } : {}) };
     lockedDirs.set(dir, entry);
   }
   entry.stores += 1;
@@ -107,7 +109,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     if (options.dataDir === undefined) return new EmbeddedDocumentStore(undefined, options);
     const dir = path.resolve(options.dataDir);
     await mkdir(dir, { recursive: true });
-    await acquireDir(dir);
+    await acquireDir(dir, options.lockWaitMs);
     return new EmbeddedDocumentStore(dir, options);
   }
 

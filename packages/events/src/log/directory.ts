@@ -1,6 +1,6 @@
 // The durable storage of the in-process bus: a directory owned by one process.
 //
-//   <dir>/.lock                                  the owner's pid (@emailsvc/dir-lock)
+//   <dir>/.lock                                  who holds it: pid, start time, boot id (@emailsvc/dir-lock)
 //   <dir>/groups.json                            committed positions of every group
 //   <dir>/topics/<topic>/<partition>/<base>.log  the segment files (file-partition.ts)
 //   <dir>/creating/                              topics being created (renamed into topics/ when whole)
@@ -38,6 +38,8 @@ export interface DirectoryOptions {
   groupRetentionMs: number;
   /** How often retention runs besides after every new segment. */
   retentionCheckMs: number;
+  /** How long to wait for another process holding the directory (lockDir's waitMs). */
+  lockWaitMs?: number;
   warn: (message: string, fields: BusLogEntry["fields"]) => void;
   /** Whether a group has a subscription in this process right now (never forgotten then). */
   isActive: (group: string) => boolean;
@@ -90,7 +92,7 @@ export class DirectoryStorage implements LogStorage {
     let lock: DirLock | undefined;
     let storage: DirectoryStorage | undefined;
     try {
-      lock = await lockDir(dir, "event bus");
+      lock = await lockDir(dir, "event bus", options.lockWaitMs !== undefined ? { waitMs: options.lockWaitMs } : {});
       const { groups, seen } = await loadGroups(dir, options);
       storage = new DirectoryStorage({ ...options, dir }, lock, groups);
       for (const [group, at] of seen) storage.seen.set(group, at);
