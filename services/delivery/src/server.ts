@@ -2,6 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
+import { DocumentCounterStore, testModeQuota } from "@emailsvc/ratelimit";
 import { createServiceTransport, startServiceServer, tenantKey, tenantOfKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { ProviderName } from "./domain/email.js";
@@ -17,6 +18,7 @@ import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
+import type { SandboxSettings } from "./storage/sandbox-messages.js";
 import { compileRenderer } from "@emailsvc/render";
 import { mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
@@ -90,6 +92,14 @@ export interface DeliveryServiceOptions {
   sendConcurrency?: number;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
+  /**
+   * TEST_MODE_DAILY_LIMIT: messages an account may send in test mode in any
+   * 24 hours, counted in this service's store (@emailsvc/ratelimit,
+   * testModeQuota); unset or null: no quota (the service module sets it).
+   */
+  testModeDailyLimit?: number | null;
+  /** What the sandbox keeps and for how long (SANDBOX_*; bodies in files under `bodiesDir` on the embedded store). Default: 72 h, 10,000 per tenant, bodies in the rows. */
+  sandbox?: SandboxSettings;
 }
 
 export interface RunningDeliveryService {
@@ -116,7 +126,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
-  const storage = new DeliveryStorage(store);
+  const storage = new DeliveryStorage(store, options.sandbox, (what, err) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, what));
   await Promise.all([storage.createIndexes(), bus.ensureTopics([...DELIVERY_TOPICS])]);
 
   const now = Date.now;
@@ -139,7 +149,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const smtp: EmailProvider | undefined =
     liveProvider === "smtp" && smtpSettings ? new SmtpProvider(smtpSettings, options.smtpTimeouts ?? DEFAULT_SMTP_TIMEOUTS) : undefined;
 
-  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now };
+  // The test-mode quota's counters live in this service's own database: they hold across restarts and replicas.
+  const quotaCounters = options.testModeDailyLimit ? await DocumentCounterStore.open(store, { collection: "test_mode_quota", logger, clock: now }) : undefined;
+  const testModeQuotaOf = quotaCounters ? testModeQuota(quotaCounters, options.testModeDailyLimit!, now) : undefined;
+  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now, ...(testModeQuotaOf ? { testModeQuota: testModeQuotaOf } : {}) };
   const consumer = new SendConsumer(
     bus,
     storage.eventTenants(),
@@ -201,7 +214,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         health.setDraining();
         await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
         await relay.stop();
-        await Promise.all([sandbox.close(), smtp?.close()]);
+        await Promise.all([sandbox.close(), smtp?.close(), quotaCounters?.close()]);
       })();
       return closing;
     },

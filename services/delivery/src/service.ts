@@ -1,3 +1,4 @@
+import * as path from "node:path";
 import { ConfigError } from "@emailsvc/runtime";
 import { defineService } from "@emailsvc/service";
 import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
@@ -15,7 +16,7 @@ export const deliveryService = defineService({
   // portal calls delivery, so this edge must not hold delivery's start).
   calls: { templates: "required", subscribers: "optional", portal: "optional" },
   loadConfig,
-  start: async ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
+  start: async ({ store, bus, logger, port, host, urls, dataDir, embeddedStore, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");
     let tokenKeys;
     try {
@@ -42,6 +43,13 @@ export const deliveryService = defineService({
       unsubscribeTtlDays: config.unsubscribeTtlDays,
       preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
+      testModeDailyLimit: config.testModeDailyLimit,
+      sandbox: {
+        retentionMs: config.sandboxRetentionMs,
+        maxPerTenant: config.sandboxMaxPerTenant,
+        // The embedded store holds every document in memory: bodies go to files beside it.
+        ...(embeddedStore ? { bodiesDir: path.join(dataDir, "sandbox") } : {}),
+      },
     });
     if (config.provider === "smtp" && config.smtp) logger.info({ relay: describeSmtp(config.smtp) }, "sending live mail through SMTP");
     return service;

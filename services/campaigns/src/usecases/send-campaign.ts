@@ -56,6 +56,7 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   if (input.sendAt !== undefined && !Number.isFinite(input.sendAt)) {
     throw invalid("send_at is not a valid time", [{ field: "send_at", description: "is not a valid time" }]);
   }
+  await chargeTestMode(deps, scope, current);
   if (input.sendAt !== undefined && input.sendAt > now) {
     const doc = await scope.campaigns.updateOne(
       { _id: input.id, status: "draft" },
@@ -80,6 +81,18 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
     deps.wake?.();
   }
   return campaignView(await load(scope, input.id));
+}
+
+/**
+ * In test mode, the audience as it is now counts against the account's
+ * test-mode quota (TEST_MODE_DAILY_LIMIT) before anything changes: beyond it
+ * the send is refused (429 `test_mode_quota_exceeded`, 403
+ * `test_mode_campaign_too_large`) and the campaign stays a draft.
+ */
+async function chargeTestMode(deps: Deps, scope: Scope, campaign: CampaignDoc): Promise<void> {
+  if (!deps.testModeQuota || scope.call.tenant.mode !== "test") return;
+  const recipients = await deps.audiences.count(scope.call, filterOf(campaign));
+  await deps.testModeQuota.charge(campaign.tenant, recipients);
 }
 
 /**

@@ -76,6 +76,10 @@ const TITLES: Record<string, string> = {
   concurrent_update: "Concurrent update",
   idempotency_key_reused: "Idempotency key reused",
   sandbox_message_not_found: "No sandboxed message",
+  sandbox_message_expired: "Sandboxed message no longer kept",
+  // The test-mode quota (TEST_MODE_DAILY_LIMIT), of delivery and of campaigns.
+  test_mode_quota_exceeded: "Test-mode quota used up",
+  test_mode_campaign_too_large: "Campaign too large for test mode",
   // Codes of the campaigns service (and the subscribers' audiences it asks).
   unknown_tags: "Unknown tags",
   campaign_not_draft: "Campaign is not a draft",
@@ -142,10 +146,14 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
     return { problem: new Problem(entry.status, entry.code, entry.detail), internal: entry.status >= 500 };
   }
   const info = readError(err);
+  // RESOURCE_EXHAUSTED is both "too large" and a service's quota (the
+  // test-mode quota); only a quota says when to try again.
+  const quota = err.code === Code.ResourceExhausted && info.retryAfterSeconds !== undefined;
   return {
-    problem: new Problem(entry.status, info.errorCode, info.message || entry.detail, {
+    problem: new Problem(quota ? 429 : entry.status, info.errorCode, info.message || entry.detail, {
       errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
       existingId: info.existingId,
+      ...(quota ? { headers: { "Retry-After": String(Math.max(1, info.retryAfterSeconds!)) } } : {}),
     }),
     internal: entry.status >= 500 && !SETTLED_ANSWERS.has(info.errorCode),
   };

@@ -96,7 +96,7 @@ export const responses: Record<string, unknown> = {
     "WWW-Authenticate": { schema: { type: "string" } },
   }),
   Forbidden: problem(
-    "The credential is valid but the operation is not allowed to it: the account's plan does not include it (`plan_required`; the detail names the plan needed), or it needs a live-mode key (`live_key_required`).",
+    "The credential is valid but the operation is not allowed to it: the account's plan does not include it (`plan_required`; the detail names the plan needed), it needs a live-mode key (`live_key_required`), or a test-mode campaign has more recipients than test mode sends in a day (`test_mode_campaign_too_large`).",
   ),
   NotFound: problem("No such resource (also for ids of another account or mode), e.g. `not_found`, `template_not_found`."),
   Conflict: problem(
@@ -112,7 +112,7 @@ export const responses: Record<string, unknown> = {
   ),
   Timeout: problem("A service behind the gateway did not answer in time."),
   TooManyRequests: problem(
-      "A budget is spent (`rate_limited`; the detail names it): this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send), or, before any credential is checked, this client address's budget of failed authentications. Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
+      "A budget is spent (`rate_limited`; the detail names it): this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send), or, before any credential is checked, this client address's budget of failed authentications. Or, for a send in test mode, the account's test-mode quota of messages a day (`test_mode_quota_exceeded`, `TEST_MODE_DAILY_LIMIT`). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the request budget.",
       {
         "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
         ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
