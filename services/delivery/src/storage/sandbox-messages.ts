@@ -237,6 +237,9 @@ const BODY_FILE = /^eml_[A-Za-z0-9]+\.json$/;
 
 /** Message bodies as files: <dir>/<account>/<mode>/<email id>.json. */
 class BodyFiles {
+  /** Tenant directories made by this process (one mkdir each, not one per message). */
+  private readonly made = new Set<string>();
+
   constructor(private readonly dir: string) {}
 
   /** The file of an email's body; the names come from ids, checked so that none can leave the directory. */
@@ -249,9 +252,20 @@ class BodyFiles {
   /** Writes the body whole under a temporary name, then links it to its own: an existing body (a resend) stays. */
   async put(tenant: string, emailId: string, body: SandboxBody): Promise<void> {
     const file = this.file(tenant, emailId);
-    await mkdir(path.dirname(file), { recursive: true });
+    const dir = path.dirname(file);
+    if (!this.made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.made.add(dir);
+    }
     const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    await writeFile(temporary, JSON.stringify(body), { flag: "wx", mode: 0o600 });
+    try {
+      await writeFile(temporary, JSON.stringify(body), { flag: "wx", mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      // The directory went away (removed by hand): make it again.
+      await mkdir(dir, { recursive: true });
+      await writeFile(temporary, JSON.stringify(body), { flag: "wx", mode: 0o600 });
+    }
     try {
       await link(temporary, file);
     } catch (err) {
@@ -270,8 +284,10 @@ class BodyFiles {
     }
   }
 
+  /** Deletes these emails' bodies; an id no body file could have is skipped. */
   async delete(tenant: string, emailIds: readonly string[]): Promise<void> {
-    await Promise.all(emailIds.map((id) => rm(this.file(tenant, id), { force: true })));
+    if (!TENANT.test(tenant)) return;
+    await Promise.all(emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => rm(this.file(tenant, id), { force: true })));
   }
 
   /** Deletes bodies (and temporary files) last written before `cutoff` (ms). */
