@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { unlink, writeFile as writeFileCallback } from "node:fs";
+import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import * as path from "node:path";
+import { promisify } from "node:util";
 import { DuplicateKeyError, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
 import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
 
@@ -16,10 +18,10 @@ import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
 //    time (one count and one delete per batch, not per message).
 //  - Bodies off the heap: on the embedded store the row holds sender,
 //    recipient, subject and time only; HTML, text and headers are a file each,
-//    DATA_DIR/sandbox/<account>/<mode>/<email id>.json, written whole to a
-//    temporary file and linked to its name (never half a file; a resend finds
-//    the first one and keeps it). On MongoDB (no `bodiesDir`) the body stays
-//    in the row: the database holds it, not this process.
+//    DATA_DIR/sandbox/<account>/<mode>/<email id>.json, created before its
+//    row (so nobody reads one being written; a resend keeps a whole one and
+//    replaces one a crash cut). On MongoDB (no `bodiesDir`) the body stays in
+//    the row: the database holds it, not this process.
 //  - Erasure (erase-subscriber.ts) deletes an email's body, then its row: a
 //    crash in between leaves a row without a body (answered as expired),
 //    never a body nobody can find.
@@ -249,7 +251,14 @@ class BodyFiles {
     return path.join(this.dir, parts[1]!, parts[2]!, `${emailId}.json`);
   }
 
-  /** Writes the body whole under a temporary name, then links it to its own: an existing body (a resend) stays. */
+  /**
+   * Writes the body to its own name, creating the file (`wx`): one open and
+   * one write per message, the sandbox's cost on every send. Nobody reads it
+   * before its row exists, which comes after the write; a crash in the middle
+   * leaves a cut file and no row, and the resend finds the file: a whole one
+   * (the first keeping) stays, a cut one is replaced whole (a temporary file
+   * renamed over it).
+   */
   async put(tenant: string, emailId: string, body: SandboxBody): Promise<void> {
     const file = this.file(tenant, emailId);
     const dir = path.dirname(file);
@@ -257,37 +266,45 @@ class BodyFiles {
       await mkdir(dir, { recursive: true });
       this.made.add(dir);
     }
+    const data = JSON.stringify(body);
+    try {
+      await createFile(file, data, { flag: "wx", mode: 0o600 });
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") {
+        // The directory went away (removed by hand): make it again.
+        this.made.delete(dir);
+        return this.put(tenant, emailId, body);
+      }
+      if (code !== "EEXIST") throw err;
+    }
+    if ((await this.get(tenant, emailId)) !== undefined) return;
     const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    try {
-      await writeFile(temporary, JSON.stringify(body), { flag: "wx", mode: 0o600 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      // The directory went away (removed by hand): make it again.
-      await mkdir(dir, { recursive: true });
-      await writeFile(temporary, JSON.stringify(body), { flag: "wx", mode: 0o600 });
-    }
-    try {
-      await link(temporary, file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    } finally {
-      await rm(temporary, { force: true });
-    }
+    await writeFile(temporary, data, { flag: "wx", mode: 0o600 });
+    await rename(temporary, file);
   }
 
+  /** The body, or undefined when there is none (or only a cut one, which a resend replaces). */
   async get(tenant: string, emailId: string): Promise<SandboxBody | undefined> {
+    let text: string;
     try {
-      return JSON.parse(await readFile(this.file(tenant, emailId), "utf8")) as SandboxBody;
+      text = await readFile(this.file(tenant, emailId), "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw err;
+    }
+    try {
+      return JSON.parse(text) as SandboxBody;
+    } catch {
+      return undefined;
     }
   }
 
   /** Deletes these emails' bodies; an id no body file could have is skipped. */
   async delete(tenant: string, emailIds: readonly string[]): Promise<void> {
     if (!TENANT.test(tenant)) return;
-    await Promise.all(emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => rm(this.file(tenant, id), { force: true })));
+    await Promise.all(emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => removeFile(this.file(tenant, id))));
   }
 
   /** Deletes bodies (and temporary files) last written before `cutoff` (ms). */
@@ -299,10 +316,25 @@ class BodyFiles {
           if (!BODY_FILE.test(name) && !name.endsWith(".tmp")) continue;
           const file = path.join(dir, name);
           const stats = await stat(file).catch(() => undefined);
-          if (stats && stats.mtimeMs < cutoff) await rm(file, { force: true });
+          if (stats && stats.mtimeMs < cutoff) await removeFile(file);
         }
       }
     }
+  }
+}
+
+// The callback forms: every send writes one file, and every dropped message
+// deletes one, so they skip what fs/promises adds (a FileHandle per open, an
+// lstat before each rm).
+const createFile = promisify(writeFileCallback);
+const unlinkFile = promisify(unlink);
+
+/** Deletes a file; one already gone is no error. */
+async function removeFile(file: string): Promise<void> {
+  try {
+    await unlinkFile(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
 }
 
