@@ -1,9 +1,12 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { delivery } from "@emailsvc/proto";
-import { readError, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { CrossTenantCollection, openEmbeddedStore } from "@emailsvc/storage";
+import type { SandboxMessageDoc } from "../src/storage/documents.js";
+import { SandboxArchive, type SandboxMessage } from "../src/storage/sandbox-messages.js";
 import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 
 // Issue 16, defect 2: the sandbox kept every rendered message for ever, as a
@@ -123,5 +126,30 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
     const dir = join(bodiesDir, t.tenant.accountId, "test");
     await waitFor(async () => (readdirSync(dir).length === 0 ? true : undefined), "the sweep deleting the body");
     expect(await failure(h.client.getSandboxMessage({ emailId: id! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
+  });
+
+  it("keeps the first body when an email is kept again (a resend after a crash), and replaces one a crash cut", async () => {
+    bodiesDir = mkdtempSync(join(tmpdir(), "sandbox-bodies-"));
+    const store = await openEmbeddedStore({});
+    const archive = new SandboxArchive(new CrossTenantCollection(store.collection<SandboxMessageDoc>("sandbox_messages"), "test"), { bodiesDir });
+    try {
+      const account = newId("acc");
+      const tenantKeyOf = `${account}:test`;
+      const message = (emailId: string, html: string): SandboxMessage => ({ emailId, from: "a@x.example", to: "b@x.example", subject: "s", html, text: "t", headers: {}, capturedAt: Date.now() });
+      const first = newId("eml");
+      await expect(archive.keep(tenantKeyOf, message(first, "<p>first</p>"))).resolves.toBe(true);
+      await expect(archive.keep(tenantKeyOf, message(first, "<p>second</p>"))).resolves.toBe(false);
+      await expect(archive.forTenant(tenantKeyOf).get(first)).resolves.toMatchObject({ html: "<p>first</p>" });
+
+      // A crash cut the body's write before its row was stored: the resend writes it whole.
+      const cut = newId("eml");
+      mkdirSync(join(bodiesDir, account, "test"), { recursive: true });
+      writeFileSync(join(bodiesDir, account, "test", `${cut}.json`), '{"html":"<p>cu');
+      await expect(archive.keep(tenantKeyOf, message(cut, "<p>whole</p>"))).resolves.toBe(true);
+      await expect(archive.forTenant(tenantKeyOf).get(cut)).resolves.toMatchObject({ html: "<p>whole</p>" });
+    } finally {
+      await archive.stop();
+      await store.close();
+    }
   });
 });
