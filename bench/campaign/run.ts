@@ -62,10 +62,18 @@ export interface CampaignRow {
   cpu_s?: number;
 }
 
-/** The platform as `npm start` runs it, rate limits off (RATE_LIMIT=off); BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles it. */
+/**
+ * Limits a campaign of N test-mode recipients would hit, lifted: the gateway's
+ * rate limits, and the test-mode quota (TEST_MODE_DAILY_LIMIT, 10,000 a day
+ * per account by default). The sandbox keeps its default bounds (the newest
+ * SANDBOX_MAX_MESSAGES_PER_TENANT, bodies as files), as `npm start` does.
+ */
+const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off" };
+
+/** The platform as `npm start` runs it, with UNLIMITED; BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles it. */
 function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  return startPlatformProcess(repo, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off", ...env }, { nodeArgs });
+  return startPlatformProcess(repo, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...UNLIMITED, ...env }, { nodeArgs });
 }
 
 async function api(base: string, key: string, method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
@@ -170,7 +178,7 @@ async function processPerService(dataDir: string, env: Record<string, string>): 
   const url = `http://127.0.0.1:${ports.gateway}`;
   try {
     const start = async (service: string, own: Record<string, string>, readyUrl?: string) =>
-      started.push(await startNodeProcess(repo, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...env, ...own }, readyUrl ? { readyUrl } : {}));
+      started.push(await startNodeProcess(repo, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...UNLIMITED, ...env, ...own }, readyUrl ? { readyUrl } : {}));
     for (const service of ["subscribers", "templates", "delivery", "campaigns"] as const) await start(service, { GRPC_PORT: String(ports[service]) });
     await start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" }, `${url}/readyz`);
   } catch (err) {
@@ -236,7 +244,11 @@ export async function runCampaign(
   }
 }
 
-/** Lost and duplicate recipients by delivery's records and the sandbox's kept messages. */
+/**
+ * Lost and duplicate recipients by delivery's records and the sandbox's kept
+ * messages (the newest SANDBOX_MAX_MESSAGES_PER_TENANT of them: a message kept
+ * twice would still show beside its email).
+ */
 async function sandboxCount(audience: Audience, n: number): Promise<{ lost: number; duplicates: number }> {
   const store = await openStore({ dataDir: audience.dataDir, dbName: "delivery" });
   try {

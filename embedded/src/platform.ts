@@ -1,4 +1,4 @@
-import { openBus, type EventBus } from "@emailsvc/events";
+import { busRetentionFromEnv, openBus, type EventBus } from "@emailsvc/events";
 import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
 import { startOrder } from "@emailsvc/manifest";
 import { createLogger, unusedPort, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
@@ -71,7 +71,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // Kafka each service gets its own client, as in the split deployment.
     const sharedBus = options.kafkaBrokers
       ? undefined
-      : await openBus({ clientId: "embedded", dataDir: options.dataDir, logger: busLogger(loggerFor("events")) });
+      : await openBus({ clientId: "embedded", dataDir: options.dataDir, logger: busLogger(loggerFor("events")), ...busRetentionFromEnv(options.env ?? {}) });
     if (sharedBus) buses.push(sharedBus);
 
     // Every setting is read before anything starts: a bad one stops the start at once.
@@ -136,8 +136,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           brokers: options.kafkaBrokers,
           clientId: name,
           logger: busLogger(loggerFor(name)),
-          // KAFKA_NAMESPACE of the services' settings (openBus falls back to the process's own).
+          // KAFKA_NAMESPACE and EVENT_RETENTION_SECONDS of the services' settings (openBus falls back to the process's own).
           ...(env.KAFKA_NAMESPACE ? { namespace: env.KAFKA_NAMESPACE } : {}),
+          ...busRetentionFromEnv(env),
         });
         buses.push(bus);
       }

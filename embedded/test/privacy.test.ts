@@ -5,6 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { campaigns, delivery, SubscriberService } from "@emailsvc/proto";
 import { callHeaders, createServiceTransport, type CallContext } from "@emailsvc/runtime";
 import { MongoClient } from "mongodb";
+import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // GDPR/DSG export and erasure through the real platform (gateway, subscribers,
@@ -19,11 +20,14 @@ import { allItems, eventually, startTestPlatform, type TestPlatform } from "./su
 // the embedded store, and every document of every collection of every
 // database on the MongoDB-compatible server.
 //
-// The event log is no database: events carry ids only by design (DESIGN.md,
-// "Contracts"), so the subscriber's id is in the bus' log (DATA_DIR/bus, or
-// Kafka's topics) as long as the log keeps the events, and this test does not
-// look for the id there. It does look there for the address, the metadata
-// and the user agent, which must never be in an event.
+// The event log: events carry ids only by design (DESIGN.md, "Contracts"), so
+// the address, the metadata and the user agent must never be in it. The
+// subscriber's id is, until every group has handled those events: on the
+// embedded store the in-process bus then deletes them at its next retention
+// pass (issue 16, defect 11d: they stayed in a segment that might never
+// roll), so the id must leave DATA_DIR/bus too; here the pass runs every
+// second (BUS_RETENTION_CHECK_SECONDS). Kafka keeps them for the topics'
+// retention (README, "Kafka topics").
 
 const MARKETING = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.first_name}}, news for {{metadata.crm_id}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 const RECEIPT = "<mjml><mj-body><mj-section><mj-column><mj-text>Order {{order}} for {{metadata.first_name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
@@ -55,7 +59,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
   const userAgent = `PrivacyTestAgent/1.0 (${unique})`;
 
   beforeAll(async () => {
-    t = await startTestPlatform(`privacy-${real ? "real" : store}`, undefined, { mongo: real, kafka: real });
+    t = await startTestPlatform(`privacy-${real ? "real" : store}`, { ...GENEROUS_RATE_LIMIT_ENV, BUS_RETENTION_CHECK_SECONDS: "1" }, { mongo: real, kafka: real });
     if (real) mongo = await MongoClient.connect(process.env.MONGO_URL!, { serverSelectionTimeoutMS: 5000 });
     const keys = await t.call("GET", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true });
     call = { tenant: { accountId: t.accountId, mode: "test" }, actor: `api_key:${keys.body.items[0].id}`, requestId: "privacy-test" };
@@ -70,7 +74,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
   const grpc = <S extends Parameters<typeof createClient>[0]>(service: S, name: "subscribers" | "delivery" | "campaigns") =>
     createClient(service, createServiceTransport(t.platform.serviceUrls[name]));
 
-  /** Every byte of every service's database: DATA_DIR's files (bus log apart), and every document of every database on the server. */
+  /** Every byte of every service's database: DATA_DIR's files (the bus' log apart: `bus`), and every document of every database on the server. */
   async function databases(): Promise<{ stores: string; bus: string }> {
     const all = files(t.dataDir);
     const inBus = (f: { path: string }) => f.path.split(sep)[0] === "bus";
@@ -152,6 +156,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
     const before = await databases();
     expect(secrets.filter((s) => before.stores.includes(s))).toEqual(secrets);
     expect(before.stores).toContain(id);
+    // (The bus' log may already be rid of the id here: every service handled its events, and the pass runs every second.)
 
     // Erasure.
     expect((await t.call("DELETE", `/api/v1/subscribers/${id}`, as())).status).toBe(204);
@@ -161,11 +166,13 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
         await new Promise((resolve) => setTimeout(resolve, 200));
         return databases();
       },
-      (found) => !found.stores.includes(id) && secrets.every((s) => !found.stores.includes(s)),
+      (found) => !found.stores.includes(id) && secrets.every((s) => !found.stores.includes(s)) && !found.bus.includes(id),
       150,
     );
     expect(secrets.filter((s) => after.stores.includes(s))).toEqual([]);
     expect(after.stores.includes(id)).toBe(false);
+    // Nor is the id left in the bus' log once every service has handled its events.
+    expect(after.bus.includes(id)).toBe(false);
     // Events never carried the address, the metadata, the variables or the user agent.
     expect(secrets.filter((s) => after.bus.includes(s))).toEqual([]);
     // Someone else's data is all there.
@@ -237,10 +244,11 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
         await new Promise((resolve) => setTimeout(resolve, 200));
         return databases();
       },
-      (found) => !found.stores.includes(id) && !found.stores.includes(secret) && !found.stores.includes(address.toLowerCase()),
+      (found) => !found.stores.includes(id) && !found.stores.includes(secret) && !found.stores.includes(address.toLowerCase()) && !found.bus.includes(id),
       150,
     );
     expect([address, address.toLowerCase(), secret, id, agent].filter((s) => after.stores.includes(s))).toEqual([]);
+    expect([address, secret, id, agent].filter((s) => after.bus.includes(s))).toEqual([]);
     // The link is dead.
     expect((await t.call("GET", "/api/v1/preference-center", bearer)).status).toBe(401);
     const log = (await privacyRequests()).slice(-2);

@@ -71,6 +71,7 @@ describe("each service from its own script", () => {
       DATA_DIR: dataDir,
       ...metrics("delivery"),
       TEMPLATES_URL: `http://127.0.0.1:${templatesPort}`,
+      SUBSCRIBERS_URL: `http://127.0.0.1:${grpcPort}`,
     });
     campaigns = run("services/campaigns/dist/main.js", {
       GRPC_PORT: String(campaignsPort),

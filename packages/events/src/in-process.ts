@@ -78,15 +78,31 @@ export interface DurableEventBusOptions extends Omit<InProcessEventBusOptions, "
   /** Size at which a segment file is closed and the next begun (default 8 MiB). */
   segmentBytes?: number;
   /**
+   * Age of its first event at which the active segment is closed (default 1
+   * hour), so that retention can delete it once every group has passed it:
+   * handled events never wait for a quiet partition to fill `segmentBytes`.
+   * (A segment every group has handled is closed at the next retention pass
+   * anyway.)
+   */
+  segmentMaxAgeMs?: number;
+  /**
    * Most bytes a topic keeps (default 256 MiB, split over its partitions).
    * Segments every group has passed go first; beyond this size the oldest go
    * even if a group has not handled them, with a warning.
    */
   retentionBytes?: number;
+  /**
+   * Longest an event is kept (default 7 days, as Kafka's retention.ms): a
+   * segment whose last event is older is deleted even if a group has not
+   * handled it, with a warning.
+   */
+  retentionMs?: number;
   /** A group without a subscription that has not consumed for this long is forgotten (default 7 days). */
   groupRetentionMs?: number;
   /** How often retention runs besides after each new segment (default 30 s). */
   retentionCheckMs?: number;
+  /** How long to wait for another process holding the directory before refusing (default 10 s; see @emailsvc/dir-lock). */
+  lockWaitMs?: number;
 }
 
 export const DURABLE_DEFAULTS = {
@@ -94,7 +110,9 @@ export const DURABLE_DEFAULTS = {
   fsyncIntervalMs: 1_000,
   commitIntervalMs: 100,
   segmentBytes: 8 * 1024 * 1024,
+  segmentMaxAgeMs: 60 * 60 * 1000,
   retentionBytes: 256 * 1024 * 1024,
+  retentionMs: 7 * 24 * 60 * 60 * 1000,
   groupRetentionMs: 7 * 24 * 60 * 60 * 1000,
   retentionCheckMs: 30_000,
 };
@@ -139,7 +157,7 @@ export class InProcessEventBus implements EventBus {
    */
   static async open(options: DurableEventBusOptions): Promise<InProcessEventBus> {
     const settings = { ...DURABLE_DEFAULTS, ...definedOnly(options) };
-    for (const name of ["fsyncIntervalMs", "commitIntervalMs", "segmentBytes", "retentionBytes", "groupRetentionMs", "retentionCheckMs"] as const) {
+    for (const name of ["fsyncIntervalMs", "commitIntervalMs", "segmentBytes", "segmentMaxAgeMs", "retentionBytes", "retentionMs", "groupRetentionMs", "retentionCheckMs"] as const) {
       if (!Number.isInteger(settings[name]) || settings[name] < 1) throw new RangeError(`${name} must be a positive integer`);
     }
     if (settings.fsync !== "interval" && settings.fsync !== "always") throw new RangeError('fsync must be "interval" or "always"');
@@ -151,9 +169,12 @@ export class InProcessEventBus implements EventBus {
       fsyncIntervalMs: settings.fsyncIntervalMs,
       commitIntervalMs: settings.commitIntervalMs,
       segmentBytes: settings.segmentBytes,
+      segmentMaxAgeMs: settings.segmentMaxAgeMs,
       retentionBytes: settings.retentionBytes,
+      retentionMs: settings.retentionMs,
       groupRetentionMs: settings.groupRetentionMs,
       retentionCheckMs: settings.retentionCheckMs,
+      ...(options.lockWaitMs !== undefined ? { lockWaitMs: options.lockWaitMs } : {}),
       warn: (message, fields) => warnSafely(logger, message, fields),
       isActive: (group) => (bus?.active.get(group)?.size ?? 0) > 0,
     });

@@ -78,6 +78,18 @@ export interface OpenBusOptions {
   dataDir?: string | undefined;
   /** In-process bus with a dataDir: when `publish` resolves (see DurableEventBusOptions.fsync; default "interval"). */
   fsync?: FsyncPolicy | undefined;
+  /**
+   * Longest an event is kept, handled or not (`EVENT_RETENTION_SECONDS`):
+   * the in-process bus deletes older segments (default 7 days;
+   * DurableEventBusOptions.retentionMs), and topics created on Kafka get it as
+   * `retention.ms` (unset: the broker's default).
+   */
+  retentionMs?: number | undefined;
+  /**
+   * In-process bus with a dataDir: how often events every group has handled
+   * are looked for and deleted (`BUS_RETENTION_CHECK_SECONDS`, default 30 s).
+   */
+  retentionCheckMs?: number | undefined;
   /** Where the bus' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
   /** Partitions of topics this bus creates (`KAFKA_TOPIC_PARTITIONS`, default 3). */
@@ -88,12 +100,29 @@ export interface OpenBusOptions {
   namespace?: string | undefined;
 }
 
-function positiveIntFromEnv(name: string): number | undefined {
-  const raw = process.env[name];
+function positiveIntFromEnv(name: string, env: Record<string, string | undefined> = process.env): number | undefined {
+  const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1) throw new Error(`environment variable ${name} must be a positive integer, got "${raw}"`);
   return value;
+}
+
+/** A duration in whole seconds from the environment, in ms. */
+function secondsFromEnv(name: string, env: Record<string, string | undefined> = process.env): number | undefined {
+  const seconds = positiveIntFromEnv(name, env);
+  return seconds === undefined ? undefined : seconds * 1000;
+}
+
+/**
+ * The event log's retention settings from an environment
+ * (`EVENT_RETENTION_SECONDS`, `BUS_RETENTION_CHECK_SECONDS`), for a launcher
+ * whose settings are not the process's own (openBus reads process.env).
+ */
+export function busRetentionFromEnv(env: Record<string, string | undefined>): Pick<OpenBusOptions, "retentionMs" | "retentionCheckMs"> {
+  const retentionMs = secondsFromEnv("EVENT_RETENTION_SECONDS", env);
+  const retentionCheckMs = secondsFromEnv("BUS_RETENTION_CHECK_SECONDS", env);
+  return { ...(retentionMs !== undefined ? { retentionMs } : {}), ...(retentionCheckMs !== undefined ? { retentionCheckMs } : {}) };
 }
 
 /**
@@ -106,6 +135,7 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
     .map((broker) => broker.trim())
     .filter((broker) => broker.length > 0);
   const logger = options.logger ? { logger: options.logger } : {};
+  const retentionMs = options.retentionMs ?? secondsFromEnv("EVENT_RETENTION_SECONDS");
   if (brokers.length > 0) {
     const topicPartitions = options.topicPartitions ?? positiveIntFromEnv("KAFKA_TOPIC_PARTITIONS");
     const replicationFactor = options.replicationFactor ?? positiveIntFromEnv("KAFKA_REPLICATION_FACTOR");
@@ -115,6 +145,7 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
       ...logger,
       ...(topicPartitions !== undefined ? { topicPartitions } : {}),
       ...(replicationFactor !== undefined ? { replicationFactor } : {}),
+      ...(retentionMs !== undefined ? { topicRetentionMs: retentionMs } : {}),
     });
     const namespace = options.namespace ?? (process.env.KAFKA_NAMESPACE || undefined);
     return namespace ? new NamespacedEventBus(kafka, namespace) : kafka;
@@ -123,10 +154,13 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
   if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(options.clientId)) {
     throw new Error(`clientId "${options.clientId}" names the bus folder: use [A-Za-z0-9._-], not starting with "."`);
   }
+  const retentionCheckMs = options.retentionCheckMs ?? secondsFromEnv("BUS_RETENTION_CHECK_SECONDS");
   return InProcessEventBus.open({
     dir: busDir(options.dataDir, options.clientId),
     ...logger,
     ...(options.fsync ? { fsync: options.fsync } : {}),
+    ...(retentionMs !== undefined ? { retentionMs } : {}),
+    ...(retentionCheckMs !== undefined ? { retentionCheckMs } : {}),
   });
 }
 

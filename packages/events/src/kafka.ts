@@ -54,6 +54,14 @@ export interface KafkaEventBusConfig {
   topicPartitions?: number;
   /** Replication factor of the topics `ensureTopics` creates (default 1: a single broker). */
   replicationFactor?: number;
+  /**
+   * `retention.ms` of the topics `ensureTopics` creates (unset: the broker's
+   * default, 7 days unless changed). Events carry ids only, but a subscriber
+   * id is personal data while it can be linked to the person: this bounds how
+   * long an erased subscriber's id stays in Kafka. Topics that exist are not
+   * changed.
+   */
+  topicRetentionMs?: number;
   /** Where kafkajs' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
 }
@@ -100,6 +108,7 @@ export class KafkaEventBus implements EventBus {
   private readonly kafka: Kafka;
   private readonly topicPartitions: number;
   private readonly replicationFactor: number;
+  private readonly topicRetentionMs: number | undefined;
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   /** Topics known to exist; publish and subscribe check against it. */
@@ -112,6 +121,7 @@ export class KafkaEventBus implements EventBus {
     if (config.brokers.length === 0) throw new Error("KafkaEventBus needs at least one broker");
     this.topicPartitions = config.topicPartitions ?? 3;
     this.replicationFactor = config.replicationFactor ?? 1;
+    this.topicRetentionMs = config.topicRetentionMs;
     this.log = config.logger ?? stderrLogger;
     this.kafka = new Kafka({
       clientId: config.clientId,
@@ -137,6 +147,7 @@ export class KafkaEventBus implements EventBus {
           topic,
           numPartitions: this.topicPartitions,
           replicationFactor: this.replicationFactor,
+          ...(this.topicRetentionMs !== undefined ? { configEntries: [{ name: "retention.ms", value: String(this.topicRetentionMs) }] } : {}),
         })),
         waitForLeaders: true,
       });

@@ -19,7 +19,7 @@ describe("openBus", () => {
       expect(bus).toBeInstanceOf(InProcessEventBus);
       const dir = path.join(dataDir, "bus", "embedded");
       expect((await stat(path.join(dir, "topics"))).isDirectory()).toBe(true);
-      await expect(readFile(path.join(dir, ".lock"), "utf8")).resolves.toBe(`${process.pid}\n`);
+      await expect(readFile(path.join(dir, ".lock"), "utf8").then((text) => JSON.parse(text))).resolves.toMatchObject({ pid: process.pid });
       await expect(openBus({ clientId: "embedded", dataDir, logger: () => {} })).rejects.toThrow(/already open in this process/);
       await bus.close();
       await expect(stat(path.join(dir, ".lock"))).rejects.toThrow(/ENOENT/);

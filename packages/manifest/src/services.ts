@@ -88,8 +88,9 @@ export const SERVICES = {
     secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
     optionalSecrets: { SMTP_URL: "EMAIL_PROVIDER=smtp" },
     data: {
-      collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns"],
-      dataDir: ["delivery/", "bus/delivery/", "secrets/token-signing-keys"],
+      collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns", "test_mode_quota"],
+      // sandbox/: the bodies of sandboxed messages on the embedded store (not held in memory).
+      dataDir: ["delivery/", "bus/delivery/", "sandbox/", "secrets/token-signing-keys"],
     },
   },
   campaigns: {
@@ -110,7 +111,7 @@ export const SERVICES = {
     optionalSecrets: {},
     data: {
       // campaign_send_rates: the counters of CAMPAIGN_RATE and CAMPAIGN_DAILY_LIMIT.
-      collections: ["campaigns", "campaign_recipients", "triggers", "trigger_fires", "campaign_send_rates"],
+      collections: ["campaigns", "campaign_recipients", "triggers", "trigger_fires", "campaign_send_rates", "test_mode_quota"],
       dataDir: ["campaigns/", "bus/campaigns/"],
     },
   },

@@ -7,3 +7,4 @@ export type { CounterStore, Outcome } from "./store.js";
 export { DEFAULT_MAX_KEYS, MemoryCounterStore, outcomeOf } from "./memory-store.js";
 export { DocumentCounterStore, type DocumentCounterStats, type DocumentCounterStoreOptions } from "./document-store.js";
 export * from "./client-address.js";
+export * from "./quota.js";

@@ -16,6 +16,7 @@ export type ErrorKind =
   | "not_found" // 404
   | "conflict" // 409
   | "too_large" // 413
+  | "rate_limited" // 429, with retryAfterSeconds
   | "unavailable" // 503
   | "internal"; // 500
 
@@ -26,6 +27,8 @@ const KIND_TO_CODE: Record<ErrorKind, Code> = {
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
   too_large: Code.ResourceExhausted,
+  // gRPC's code for a quota; the gateway tells it from too_large by the retry-after it carries.
+  rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   internal: Code.Internal,
 };
@@ -41,7 +44,7 @@ export class AppError extends Error {
     /** Stable machine code, e.g. "email_taken". */
     readonly code: string,
     message: string,
-    readonly extra: { fieldViolations?: Violation[]; existingId?: string } = {},
+    readonly extra: { fieldViolations?: Violation[]; existingId?: string; /** rate_limited: when to try again. */ retryAfterSeconds?: number } = {},
   ) {
     super(message);
     this.name = "AppError";
@@ -60,7 +63,9 @@ export function toConnectError(err: unknown): ConnectError | undefined {
       fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
       existingId: err.extra.existingId ?? "",
     });
-    return new ConnectError(err.message, KIND_TO_CODE[err.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+    // Retry-After travels as a trailer (ErrorDetail has no field for it).
+    const metadata = err.extra.retryAfterSeconds !== undefined ? { [RETRY_AFTER]: String(err.extra.retryAfterSeconds) } : undefined;
+    return new ConnectError(err.message, KIND_TO_CODE[err.kind], metadata, [{ desc: ErrorDetailSchema, value: detail }]);
   }
   if (err instanceof MissingTenantError) {
     return new ConnectError("missing tenant", Code.Unauthenticated);
@@ -90,6 +95,9 @@ export function errorInterceptor(logger: Logger): Interceptor {
   };
 }
 
+/** The metadata key of a rate_limited error's seconds to wait. */
+const RETRY_AFTER = "retry-after";
+
 export interface ErrorInfo {
   code: Code;
   /** Machine code from the service, or derived from the Connect code. */
@@ -97,6 +105,8 @@ export interface ErrorInfo {
   message: string;
   fieldViolations: FieldViolation[];
   existingId: string;
+  /** A rate_limited error's seconds to wait; undefined for any other. */
+  retryAfterSeconds: number | undefined;
 }
 
 /** Reads what a service said about a failed call (client side). */
@@ -109,5 +119,12 @@ export function readError(err: unknown): ErrorInfo {
     message: ce.rawMessage,
     fieldViolations: detail?.fieldViolations ?? [],
     existingId: detail?.existingId ?? "",
+    retryAfterSeconds: retryAfterOf(ce),
   };
+}
+
+function retryAfterOf(ce: ConnectError): number | undefined {
+  const raw = ce.metadata.get(RETRY_AFTER);
+  if (raw === null || !/^\d+$/.test(raw)) return undefined;
+  return Number(raw);
 }

@@ -45,10 +45,18 @@ export function checkCollectionName(name: string): void {
   }
 }
 
-/** A field path: dotted segments, none empty, none an operator. */
+/**
+ * `__proto__` as a field name: JavaScript assigns it as the object's
+ * prototype (the field is lost, or the object's inherited fields change), in
+ * copies here as in NeDB, while MongoDB's driver keeps it as a field. No
+ * backend would answer alike, so it is refused as a field name everywhere.
+ */
+const PROTO = "__proto__";
+
+/** A field path: dotted segments, none empty, none an operator, none `__proto__`. */
 function checkPath(path: string, where: string): void {
-  if (path.length === 0 || path.split(".").some((part) => part.length === 0 || part.startsWith("$"))) {
-    throw new TypeError(`invalid field path ${show(path)} in ${where}`);
+  if (path.length === 0 || path.split(".").some((part) => part.length === 0 || part.startsWith("$") || part === PROTO)) {
+    throw new TypeError(`invalid field path ${show(path)} in ${where}${path.split(".").includes(PROTO) ? " (__proto__ cannot be a field name)" : ""}`);
   }
 }
 
@@ -137,8 +145,8 @@ export function cleanValue(value: unknown, where: string): unknown {
     for (const [key, field] of Object.entries(value)) {
       if (field === undefined) continue;
       // NeDB refuses such names, and MongoDB treats them specially in queries.
-      if (key.startsWith("$") || key.includes(".")) {
-        throw new TypeError(`${where}: field name ${show(key)} may not start with $ or contain a dot`);
+      if (key.startsWith("$") || key.includes(".") || key === PROTO) {
+        throw new TypeError(`${where}: field name ${show(key)} may not start with $, contain a dot or be __proto__`);
       }
       copy[key] = cleanValue(field, `${where}.${key}`);
     }

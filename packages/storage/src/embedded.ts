@@ -26,6 +26,7 @@ import {
 import { deletionLine, FILE_MODE, indexLine, readDatafile, rewriteDatafile, serializeDoc, type RawIndex } from "./datafile.js";
 import { GroupAppender } from "./group-append.js";
 import { idLookupIsExact, indexKey, MemoryTable, type IndexDef, type Slot } from "./memory-table.js";
+import { ownPathValue, reachesInherited } from "./own-path.js";
 import {
   DuplicateKeyError,
   type Collection,
@@ -47,6 +48,8 @@ export interface EmbeddedStoreOptions {
   dataDir?: string | undefined;
   /** How often datafiles holding history (earlier values, deleted documents) are compacted while open; default 10 minutes. */
   compactionIntervalMs?: number;
+  /** How long to wait for another process holding the directory before refusing (default 10 s; see @emailsvc/dir-lock). */
+  lockWaitMs?: number;
 }
 
 const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60 * 1000;
@@ -67,10 +70,10 @@ const lockedDirs = new Map<string, { stores: number; locked: Promise<DirLock> }>
 /** Datafiles held by an open store of this process. */
 const openDatafiles = new Set<string>();
 
-async function acquireDir(dir: string): Promise<void> {
+async function acquireDir(dir: string, waitMs: number | undefined): Promise<void> {
   let entry = lockedDirs.get(dir);
   if (entry === undefined) {
-    entry = { stores: 0, locked: lockDir(dir, "embedded store") };
+    entry = { stores: 0, locked: lockDir(dir, "embedded store", waitMs !== undefined ? { waitMs } : {}) };
     lockedDirs.set(dir, entry);
   }
   entry.stores += 1;
@@ -107,7 +110,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     if (options.dataDir === undefined) return new EmbeddedDocumentStore(undefined, options);
     const dir = path.resolve(options.dataDir);
     await mkdir(dir, { recursive: true });
-    await acquireDir(dir);
+    await acquireDir(dir, options.lockWaitMs);
     return new EmbeddedDocumentStore(dir, options);
   }
 
@@ -599,12 +602,13 @@ function rawIndex(def: IndexDef): RawIndex {
   };
 }
 
-/** Value at a dotted path through nested objects; undefined if any step is missing. */
+/** Value at a dotted path through nested objects' own fields; undefined if any step is missing. */
 function readPath(doc: PlainObject, fieldPath: string): unknown {
   let current: unknown = doc;
   for (const part of fieldPath.split(".")) {
     if (current === undefined || current === null) return undefined;
     if (!isPlainObject(current)) return current; // an array or scalar on the way: let NeDB decide
+    if (!Object.prototype.hasOwnProperty.call(current, part)) return undefined;
     current = current[part];
   }
   return current;
@@ -621,7 +625,11 @@ function readPath(doc: PlainObject, fieldPath: string): unknown {
 //  - `$exists: true` is false on an empty array: use `$not` of `$exists: false`;
 //  - an operator object is matched as a whole against one array element, whereas
 //    MongoDB lets each operator match a different element: split operators into
-//    separate clauses.
+//    separate clauses;
+//  - NeDB reads `obj[name]`, which finds inherited names (`constructor`,
+//    `toString`, a string's `length` or characters) that MongoDB never sees as
+//    fields: a path that could reach one is matched on its own-fields value
+//    (own-path.ts) through `$where`.
 // Simple clauses stay top-level keys of the query, the rest goes into `$and`
 // (the store plans its index lookups from the port's filter, not from this).
 // ---------------------------------------------------------------------------
@@ -686,6 +694,10 @@ export function translateFilter(filter: AnyFilter): NedbQuery {
       and.push({ $or: (condition as AnyFilter[]).map(translateFilter) });
       continue;
     }
+    if (reachesInherited(field)) {
+      and.push(ownFieldCondition(field, condition));
+      continue;
+    }
     for (const clause of translateCondition(field, condition)) add(clause);
   }
   if (and.length > 0) query.$and = and;
@@ -721,6 +733,24 @@ function translateCondition(field: string, condition: unknown): NedbQuery[] {
     }
   }
   return clauses;
+}
+
+/** Where ownFieldCondition puts the value it read, for NeDB to match. */
+const OWN_VALUE = "v";
+
+/**
+ * A condition on a path NeDB would read through inherited properties: NeDB's
+ * own matching of the condition, against the value read through own fields
+ * only, so that every operator keeps its meaning (arrays included).
+ */
+function ownFieldCondition(field: string, condition: unknown): NedbQuery {
+  const clauses = translateCondition(OWN_VALUE, condition);
+  const query = clauses.length === 1 ? clauses[0]! : { $and: clauses };
+  return {
+    $where(this: PlainObject): boolean {
+      return nedbMatch({ [OWN_VALUE]: ownPathValue(this, field) }, query);
+    },
+  };
 }
 
 function equals(field: string, value: unknown): NedbQuery {

@@ -15,6 +15,7 @@
 /// <reference path="./nedb-model.d.ts" />
 import { compareThings, getDotValue, match } from "@seald-io/nedb/lib/model.js";
 import { isPlainObject, type PlainObject } from "./checks.js";
+import { ownPathValue, reachesInherited } from "./own-path.js";
 import { DuplicateKeyError, type AnyFilter, type SortSpec } from "./types.js";
 
 /** A stored document; indexes hold the slot, so replacing its document touches only the entries whose key changed. */
@@ -137,9 +138,16 @@ export class OrderedSlots {
 
 type Key = string | number | boolean | null | undefined;
 
-/** A value of an index's field: getDotValue, without its string split for a plain field name. */
-function valueAt(doc: PlainObject, field: string, dotted: boolean): unknown {
-  return dotted ? getDotValue(doc, field) : doc[field];
+/** How a field is read: a plain name directly, a dotted path with getDotValue, a name an object could inherit through own fields only (own-path.ts). */
+type Reading = "plain" | "dotted" | "own";
+
+function readingOf(field: string): Reading {
+  return reachesInherited(field) ? "own" : field.includes(".") ? "dotted" : "plain";
+}
+
+/** A value of an index's (or a sort's) field: getDotValue, without its string split for a plain field name. */
+function valueAt(doc: PlainObject, field: string, reading: Reading): unknown {
+  return reading === "plain" ? doc[field] : reading === "dotted" ? getDotValue(doc, field) : ownPathValue(doc, field);
 }
 
 /** A self-delimiting string for one value, so that a compound key is the concatenation of its fields'. */
@@ -213,7 +221,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 class HashIndex {
   /** A key's documents: one slot, or a set when several share it (never in a unique index). */
   readonly buckets = new Map<Key, Slot | Set<Slot>>();
-  private readonly dotted: boolean[];
+  private readonly readings: Reading[];
 
   constructor(
     readonly fields: readonly string[],
@@ -222,15 +230,15 @@ class HashIndex {
     public name: string | undefined,
     readonly sparse = false,
   ) {
-    this.dotted = fields.map((field) => field.includes("."));
+    this.readings = fields.map(readingOf);
   }
 
   /** The keys of a document (usually one; none when an indexed array is empty). */
   keysOf(doc: PlainObject): Key[] {
     const fields = this.fields;
-    if (this.sparse && fields.every((field, f) => valueAt(doc, field, this.dotted[f]!) === undefined)) return [];
+    if (this.sparse && fields.every((field, f) => valueAt(doc, field, this.readings[f]!) === undefined)) return [];
     if (fields.length === 1) {
-      const value = valueAt(doc, fields[0]!, this.dotted[0]!);
+      const value = valueAt(doc, fields[0]!, this.readings[0]!);
       if (!Array.isArray(value)) return [singleKey(value)];
       const values: unknown[] = [];
       expand(value, values);
@@ -238,7 +246,7 @@ class HashIndex {
     }
     let keys: string[] = [""];
     for (let f = 0; f < fields.length; f += 1) {
-      const value = valueAt(doc, fields[f]!, this.dotted[f]!);
+      const value = valueAt(doc, fields[f]!, this.readings[f]!);
       if (!Array.isArray(value)) {
         const text = part(value);
         for (let k = 0; k < keys.length; k += 1) keys[k] += text;
@@ -512,8 +520,8 @@ export class MemoryTable {
     const fieldChanged = (field: string): boolean => {
       let answer = changed.get(field);
       if (answer === undefined) {
-        const dotted = field.includes(".");
-        answer = !sameValue(valueAt(previous, field, dotted), valueAt(next, field, dotted));
+        const reading = readingOf(field);
+        answer = !sameValue(valueAt(previous, field, reading), valueAt(next, field, reading));
         changed.set(field, answer);
       }
       return answer;
@@ -632,10 +640,10 @@ export class MemoryTable {
     const source = candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false);
     if (sortKeys.length === 0) return matching(source, query, limit);
     const found = matching(source, query, undefined);
-    const criteria = sortKeys.map((key) => ({ key, direction: sort![key]! }));
+    const criteria = sortKeys.map((key) => ({ key, direction: sort![key]!, reading: readingOf(key) }));
     found.sort((a, b) => {
-      for (const { key, direction } of criteria) {
-        const order = direction * compareThings(getDotValue(a.doc, key), getDotValue(b.doc, key));
+      for (const { key, direction, reading } of criteria) {
+        const order = direction * compareThings(valueAt(a.doc, key, reading), valueAt(b.doc, key, reading));
         if (order !== 0) return order;
       }
       return 0;

@@ -537,6 +537,51 @@ export function describeDocumentStoreContract(
         await expect(match({ "address.zip": { $exists: false } })).resolves.toEqual(["p4", "p5"]);
       });
 
+      // Issue 16, defect 4: the embedded engine read `constructor`, `toString`
+      // and the like through the prototype chain, so `$exists: true` on them
+      // matched everyone (and `false` nobody), where MongoDB sees own fields
+      // only; a string's characters and a Date's methods were fields too.
+      test("a field named like a built-in property exists only where a document has it", async () => {
+        const b = fresh();
+        await b.insertMany([
+          { _id: "q1", meta: { plan: "pro" }, name: "ann", tags: ["vip"], at: new Date(0) },
+          { _id: "q2", meta: { constructor: "own", toString: "own too", valueOf: 1 }, name: "bob", tags: [] },
+          { _id: "q3", meta: {}, tags: [{ length: 2 }] },
+        ]);
+        const found = async (filter: Filter): Promise<string[]> => ids(await b.find(filter, { sort: { _id: 1 } }));
+        for (const key of ["constructor", "toString", "valueOf", "hasOwnProperty", "isPrototypeOf", "__defineGetter__", "toLocaleString"]) {
+          const own = key === "constructor" || key === "toString" || key === "valueOf" ? ["q2"] : [];
+          await expect(found({ [`meta.${key}`]: { $exists: true } })).resolves.toEqual(own);
+          await expect(found({ [`meta.${key}`]: { $exists: false } })).resolves.toEqual(["q1", "q2", "q3"].filter((id) => !own.includes(id)));
+          await expect(b.count({ [`meta.${key}`]: { $exists: true } })).resolves.toBe(own.length);
+          await expect(found({ [key]: { $exists: true } })).resolves.toEqual([]);
+          await expect(found({ [`meta.${key}`]: null })).resolves.toEqual(["q1", "q2", "q3"].filter((id) => !own.includes(id)));
+          await expect(found({ [`meta.${key}`]: { $ne: "own" } })).resolves.toEqual(["q1", "q2", "q3"].filter((id) => id !== "q2" || key !== "constructor"));
+        }
+        await expect(found({ "meta.constructor": "own" })).resolves.toEqual(["q2"]);
+        await expect(found({ "meta.constructor": { $in: ["own", "x"] } })).resolves.toEqual(["q2"]);
+        await expect(found({ "meta.valueOf": { $gte: 1 } })).resolves.toEqual(["q2"]);
+        await expect(found({ $or: [{ "meta.toString": { $exists: true } }, { "meta.plan": "pro" }] })).resolves.toEqual(["q1", "q2"]);
+        // A string, an array and a Date have no fields of their own but their elements'.
+        await expect(found({ "name.length": { $exists: true } })).resolves.toEqual([]);
+        await expect(found({ "name.0": { $exists: true } })).resolves.toEqual([]);
+        await expect(found({ "at.getTime": { $exists: true } })).resolves.toEqual([]);
+        await expect(found({ "tags.length": { $exists: true } })).resolves.toEqual(["q3"]);
+        await expect(found({ "tags.length": 2 })).resolves.toEqual(["q3"]);
+        await expect(found({ "tags.0": "vip" })).resolves.toEqual(["q1"]);
+        // Sorting by such a field sees own values only (missing sorts first).
+        expect(ids(await b.find({}, { sort: { "meta.constructor": -1, _id: 1 } }))).toEqual(["q2", "q1", "q3"]);
+      });
+
+      test("__proto__ is refused as a field name everywhere (no backend stores it alike)", async () => {
+        const b = fresh();
+        const doc = JSON.parse('{"_id": "p", "meta": {"__proto__": "x"}}') as AnyDoc;
+        await expect(b.insertOne(doc)).rejects.toThrow(/__proto__/);
+        await expect(b.find({ "meta.__proto__": { $exists: true } })).rejects.toThrow(/__proto__/);
+        await expect(b.updateOne({ _id: "p" }, { $set: { "meta.__proto__": "x" } })).rejects.toThrow(/__proto__/);
+        await expect(b.count({})).resolves.toBe(0);
+      });
+
       test("ranges on numbers and strings, several operators on one field", async () => {
         await expect(match({ age: { $gt: 25 } })).resolves.toEqual(["p1", "p3", "p5"]);
         await expect(match({ age: { $gte: 25, $lt: 42 } })).resolves.toEqual(["p1", "p2", "p4"]);

@@ -1,4 +1,4 @@
-import { parsePolicy } from "@emailsvc/ratelimit";
+import { DEFAULT_TEST_MODE_DAILY_LIMIT, parsePolicy, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import type { CampaignSettings } from "./usecases/deps.js";
 
@@ -16,6 +16,12 @@ export function loadConfig(env: Env = process.env): CampaignsConfig {
     throw new ConfigError(`CAMPAIGN_RATE ${err instanceof Error ? err.message : String(err)}`);
   }
   const daily = envOptional("CAMPAIGN_DAILY_LIMIT", env);
+  let testModeDailyLimit;
+  try {
+    testModeDailyLimit = parseTestModeDailyLimit(envOptional("TEST_MODE_DAILY_LIMIT", env), DEFAULT_TEST_MODE_DAILY_LIMIT);
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
+  }
   return {
     // Each tenant's messages per window, e.g. "100/1s"; "off": as fast as delivery takes them.
     rate,
@@ -23,5 +29,7 @@ export function loadConfig(env: Env = process.env): CampaignsConfig {
     scheduleMaxAgeMs: envInt("CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS", 3600, { min: 0, max: 30 * 24 * 3600 }, env) * 1000,
     maxInFlight: envInt("CAMPAIGN_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, { min: 1, max: 1_000_000 }, env),
     snapshotBudgetMs: envInt("CAMPAIGN_SNAPSHOT_BUDGET_MS", 10_000, { min: 0, max: 300_000 }, env),
+    // Test mode's recipients per account in any 24 hours (delivery counts its own sends against the same number).
+    testModeDailyLimit,
   };
 }

@@ -1,9 +1,11 @@
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
+import { DEFAULT_SANDBOX_MAX_PER_TENANT, DEFAULT_SANDBOX_RETENTION_MS } from "./storage/sandbox-messages.js";
 
 /** The delivery service's own settings (the common ones and the URLs are the skeleton's). */
 export interface DeliveryConfig {
@@ -25,6 +27,12 @@ export interface DeliveryConfig {
   preferenceLinks: PreferenceLinkSettings;
   /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 32). */
   sendConcurrency: number;
+  /** SANDBOX_RETENTION_HOURS: how long the sandbox keeps a message (default 72). */
+  sandboxRetentionMs: number;
+  /** SANDBOX_MAX_MESSAGES_PER_TENANT: most messages the sandbox keeps per account and mode, the oldest dropped first (default 10,000). */
+  sandboxMaxPerTenant: number;
+  /** TEST_MODE_DAILY_LIMIT: messages an account may send in test mode in any 24 hours (default 10,000); null: `off`. */
+  testModeDailyLimit: number | null;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -46,7 +54,18 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     unsubscribeTtlDays: envInt("UNSUBSCRIBE_LINK_TTL_DAYS", 365, { min: 1, max: 3650 }, env),
     preferenceLinks: loadPreferenceLinkSettings(env),
     sendConcurrency: envInt("DELIVERY_CONCURRENCY", DEFAULT_SEND_CONCURRENCY, { min: 1, max: 256 }, env),
+    sandboxRetentionMs: envInt("SANDBOX_RETENTION_HOURS", DEFAULT_SANDBOX_RETENTION_MS / 3_600_000, { min: 1, max: 24 * 365 }, env) * 3_600_000,
+    sandboxMaxPerTenant: envInt("SANDBOX_MAX_MESSAGES_PER_TENANT", DEFAULT_SANDBOX_MAX_PER_TENANT, { min: 1, max: 10_000_000 }, env),
+    testModeDailyLimit: testModeDailyLimit(env),
   };
+}
+
+function testModeDailyLimit(env: Env): number | null {
+  try {
+    return parseTestModeDailyLimit(envOptional("TEST_MODE_DAILY_LIMIT", env), DEFAULT_TEST_MODE_DAILY_LIMIT);
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
+  }
 }
 
 function publicApiUrl(raw: string): string {

@@ -2,6 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
+import { DocumentCounterStore, testModeQuota } from "@emailsvc/ratelimit";
 import { createServiceTransport, startServiceServer, tenantKey, tenantOfKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
@@ -15,6 +16,7 @@ import { templatesClient } from "./rpc/templates-client.js";
 import { subscribersDirectory } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
+import type { SandboxSettings } from "./storage/sandbox-messages.js";
 import { compileRenderer } from "@emailsvc/render";
 import { mailLinkWarning, mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
@@ -89,6 +91,14 @@ export interface DeliveryServiceOptions {
   sendConcurrency?: number;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
+  /**
+   * TEST_MODE_DAILY_LIMIT: messages an account may send in test mode in any
+   * 24 hours, counted in this service's store (@emailsvc/ratelimit,
+   * testModeQuota); unset or null: no quota (the service module sets it).
+   */
+  testModeDailyLimit?: number | null;
+  /** What the sandbox keeps and for how long (SANDBOX_*; bodies in files under `bodiesDir` on the embedded store). Default: 72 h, 10,000 per tenant, bodies in the rows. */
+  sandbox?: SandboxSettings;
 }
 
 export interface RunningDeliveryService {
@@ -113,7 +123,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const sender = typeof options.from === "object" ? options.from : parseSender(options.from ?? DEFAULT_FROM);
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
-  const storage = new DeliveryStorage(store);
+  const storage = new DeliveryStorage(store, options.sandbox, (what, err) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, what));
   await Promise.all([storage.createIndexes(), bus.ensureTopics([...DELIVERY_TOPICS])]);
 
   const now = Date.now;
@@ -135,7 +145,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const providers = Providers.build(providerSetup, { storage, logger, now });
   const liveProvider = providers.liveName;
 
-  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now };
+  // The test-mode quota's counters live in this service's own database: they hold across restarts and replicas.
+  const quotaCounters = options.testModeDailyLimit ? await DocumentCounterStore.open(store, { collection: "test_mode_quota", logger, clock: now }) : undefined;
+  const testModeQuotaOf = quotaCounters ? testModeQuota(quotaCounters, options.testModeDailyLimit!, now) : undefined;
+  const deps: Deps = { relay, templates, recipients, logger, liveProvider, now, ...(testModeQuotaOf ? { testModeQuota: testModeQuotaOf } : {}) };
   const consumer = new SendConsumer(
     bus,
     storage.eventTenants(),
@@ -206,7 +219,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         health.setDraining();
         await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
         await relay.stop();
-        await providers.close();
+        await Promise.all([providers.close(), quotaCounters?.close()]);
       })();
       return closing;
     },

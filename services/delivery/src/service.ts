@@ -1,3 +1,4 @@
+import * as path from "node:path";
 import { ConfigError } from "@emailsvc/runtime";
 import { defineService } from "@emailsvc/service";
 import { KeyConfigError, loadKeyRing } from "@emailsvc/tokens";
@@ -7,7 +8,7 @@ import { startDeliveryService } from "./server.js";
 /** The delivery service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
 export const deliveryService = defineService("delivery", {
   loadConfig,
-  start: async ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
+  start: async ({ store, bus, logger, port, host, urls, dataDir, embeddedStore, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");
     let tokenKeys;
     try {
@@ -33,6 +34,13 @@ export const deliveryService = defineService("delivery", {
       unsubscribeTtlDays: config.unsubscribeTtlDays,
       preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
+      testModeDailyLimit: config.testModeDailyLimit,
+      sandbox: {
+        retentionMs: config.sandboxRetentionMs,
+        maxPerTenant: config.sandboxMaxPerTenant,
+        // The embedded store holds every document in memory: bodies go to files beside it.
+        ...(embeddedStore ? { bodiesDir: path.join(dataDir, "sandbox") } : {}),
+      },
     });
     return service;
   },

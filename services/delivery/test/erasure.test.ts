@@ -187,7 +187,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
         error: "", last_error: "", attempts: 1, transient_failures: 0, lease_until: 0, lease_token: "", queued_at: now, sent_at: now,
         failed_at: null, updated_at: now, version: 1, outbox: [], outbox_pending: false,
       });
-      await sandbox().insertOne({ _id: id, tenant: tenantKey(t.tenant), from: "a@x.example", to: "many@example.com", subject: "s", html: "h", text: "t", headers: {}, captured_at: now });
+      await sandbox().insertOne({ _id: id, tenant: tenantKey(t.tenant), from: "a@x.example", to: "many@example.com", subject: "s", body: { html: "h", text: "t", headers: {} }, captured_at: now });
     }
     await publishDeleted(t, subscriberId);
     // FerretDB/SQLite scans for every filter and applies updates one at a time: 150 scrubs take

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { AppError, toConnectError, type ErrorKind } from "@emailsvc/runtime";
 import { ERROR_CODES, codesWithStatus, isErrorCode } from "../src/http/error-codes";
-import { problemBody, problemFromConnect, Problem, statusOfConnectCode } from "../src/http/problem";
+import { problemBody, problemFromConnect, Problem } from "../src/http/problem";
 import { buildOpenApiDocument } from "../src/openapi";
 
 const ROOT = join(__dirname, "..", "..", "..");
@@ -79,8 +79,10 @@ function appErrorSites(): { sites: Site[]; unparsed: string[] } {
 }
 
 /** The status the gateway answers a service's AppError of `kind` with. */
+/** The status the gateway answers a service's error of this kind with (through its real translation; a rate_limited error says when to retry). */
 function statusOfKind(kind: ErrorKind): number {
-  return statusOfConnectCode(toConnectError(new AppError(kind, "x", "x"))!.code);
+  const error = new AppError(kind, "unlisted_code", "x", kind === "rate_limited" ? { retryAfterSeconds: 1 } : {});
+  return problemFromConnect(toConnectError(error)!).problem.status;
 }
 
 describe("the error-code table", () => {

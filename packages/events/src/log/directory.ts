@@ -1,6 +1,6 @@
 // The durable storage of the in-process bus: a directory owned by one process.
 //
-//   <dir>/.lock                                  the owner's pid (@emailsvc/dir-lock)
+//   <dir>/.lock                                  who holds it: pid, start time, boot id (@emailsvc/dir-lock)
 //   <dir>/groups.json                            committed positions of every group
 //   <dir>/topics/<topic>/<partition>/<base>.log  the segment files (file-partition.ts)
 //   <dir>/creating/                              topics being created (renamed into topics/ when whole)
@@ -13,10 +13,14 @@
 // `commitIntervalMs` (plus the one in flight); a clean stop redelivers nothing.
 //
 // Retention: a closed segment is deleted once every group that consumes its
-// topic has passed it. Beyond `retentionBytes` per topic the oldest segments go
-// even if a group has not handled them (with a warning), which bounds the disk
-// a stopped consumer can pin. A group that has not consumed for
-// `groupRetentionMs` (counted from the later of its last commit and this
+// topic has passed it. The active segment is closed for that when every such
+// group has handled all of it, or once its first event is `segmentMaxAgeMs`
+// old: events carry subscriber ids, which an erasure must not leave on disk
+// for as long as a quiet partition takes to fill 8 MiB (issue 16, defect
+// 11d). Beyond `retentionMs` of age, or `retentionBytes` per topic, the
+// oldest segments go even if a group has not handled them (with a warning),
+// which bounds what a stopped consumer can keep. A group that has not consumed
+// for `groupRetentionMs` (counted from the later of its last commit and this
 // start) is forgotten, as Kafka forgets idle groups' offsets.
 
 import { randomBytes } from "node:crypto";
@@ -34,10 +38,16 @@ export interface DirectoryOptions {
   fsyncIntervalMs: number;
   commitIntervalMs: number;
   segmentBytes: number;
+  /** The active segment is closed once its first event is this old (ms). */
+  segmentMaxAgeMs: number;
   retentionBytes: number;
+  /** Segments whose last event is this old (ms) are deleted, handled or not. */
+  retentionMs: number;
   groupRetentionMs: number;
   /** How often retention runs besides after every new segment. */
   retentionCheckMs: number;
+  /** How long to wait for another process holding the directory (lockDir's waitMs). */
+  lockWaitMs?: number;
   warn: (message: string, fields: BusLogEntry["fields"]) => void;
   /** Whether a group has a subscription in this process right now (never forgotten then). */
   isActive: (group: string) => boolean;
@@ -90,7 +100,7 @@ export class DirectoryStorage implements LogStorage {
     let lock: DirLock | undefined;
     let storage: DirectoryStorage | undefined;
     try {
-      lock = await lockDir(dir, "event bus");
+      lock = await lockDir(dir, "event bus", options.lockWaitMs !== undefined ? { waitMs: options.lockWaitMs } : {});
       const { groups, seen } = await loadGroups(dir, options);
       storage = new DirectoryStorage({ ...options, dir }, lock, groups);
       for (const [group, at] of seen) storage.seen.set(group, at);
@@ -264,24 +274,35 @@ export class DirectoryStorage implements LogStorage {
         this.scheduleCommit();
       }
     }
+    const { segmentMaxAgeMs, retentionMs } = this.options;
     for (const [topic, partitions] of this.partitionsOf) {
       const capBytes = this.options.retentionBytes / partitions.length;
       for (let p = 0; p < partitions.length; p++) {
         const partition = partitions[p]!;
         const consumers = [...this.groups].filter(([, topics]) => topics.has(topic));
         const floor = Math.min(partition.end, ...consumers.map(([, topics]) => topics.get(topic)![p] ?? partition.start));
-        await partition.trimHead((segmentEnd, _bytes, retained) => {
+        // Handled by every group (a topic nobody consumes keeps its events for a later subscriber), or old.
+        await partition.rollIf(
+          (active) => (consumers.length > 0 && active.end <= floor) || now - active.firstAt >= segmentMaxAgeMs || now - active.lastAt >= retentionMs,
+        );
+        await partition.trimHead((segmentEnd, _bytes, retained, lastAt) => {
           if (segmentEnd <= floor) return true;
-          if (retained <= capBytes) return false;
-          this.options.warn("topic over its retention size: deleting events some groups have not handled yet", {
-            topic,
-            partition: p,
-            up_to_offset: segmentEnd,
-            groups: consumers
-              .filter(([, topics]) => (topics.get(topic)![p] ?? 0) < segmentEnd)
-              .map(([group]) => group)
-              .join(","),
-          });
+          const expired = now - lastAt >= retentionMs;
+          if (!expired && retained <= capBytes) return false;
+          this.options.warn(
+            expired
+              ? "events older than the log's retention: deleting events some groups have not handled yet"
+              : "topic over its retention size: deleting events some groups have not handled yet",
+            {
+              topic,
+              partition: p,
+              up_to_offset: segmentEnd,
+              groups: consumers
+                .filter(([, topics]) => (topics.get(topic)![p] ?? 0) < segmentEnd)
+                .map(([group]) => group)
+                .join(","),
+            },
+          );
           return true;
         });
       }

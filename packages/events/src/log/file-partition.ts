@@ -5,8 +5,9 @@
 //   <partition dir>/00000000000000052113.log   records from offset 52113 (the active segment)
 //
 // Appends go to the last segment; once it holds `segmentBytes` the next write
-// starts a new one. Retention deletes whole segments from the head, never the
-// active one. In memory it keeps only the byte position of each record (to
+// starts a new one, and retention may close it earlier (rollIf: every group
+// has handled it, or it has grown old). Retention deletes whole segments from
+// the head, never the active one. In memory it keeps only the byte position of each record (to
 // find an offset) and a write handle; events are read back from the files
 // (the OS page cache keeps that cheap).
 //
@@ -21,7 +22,7 @@ import * as path from "node:path";
 import type { BusLogEntry } from "../shared.js";
 import type { OutgoingEvent } from "../types.js";
 import { AppendWaiters, type LoggedEvent, type Partition } from "./partition.js";
-import { checkRecord, decodeRecords, encodeRecord, seal } from "./record.js";
+import { checkRecord, decodeRecords, encodeRecord, recordTime, seal } from "./record.js";
 
 /** When `publish` resolves: after the write to the OS ("interval", fsync every `fsyncIntervalMs`), or after fsync ("always"). */
 export type FsyncPolicy = "interval" | "always";
@@ -46,6 +47,9 @@ interface Segment {
   positions: number[];
   /** Bytes of whole records written (the file may hold no more). */
   size: number;
+  /** Publish time (ms) of its first and its last record; 0 while it has none. */
+  firstAt: number;
+  lastAt: number;
   /** Opened on the first read. */
   reader: Promise<FileHandle> | undefined;
   /** Reads in flight: a deleted segment's reader is closed once they are done. */
@@ -116,7 +120,9 @@ export class FilePartition implements Partition {
         positions.push(at);
         at += length;
       }
-      segments.push({ base, file, positions, size: at, reader: undefined, reads: 0, deleted: false });
+      const firstAt = positions.length > 0 ? recordTime(data, positions[0]!) : 0;
+      const lastAt = positions.length > 0 ? recordTime(data, positions[positions.length - 1]!) : 0;
+      segments.push({ base, file, positions, size: at, firstAt, lastAt, reader: undefined, reads: 0, deleted: false });
       if (at < data.length) {
         options.warn("dropped a torn or damaged record at the end of the log (a write cut off by a crash)", {
           topic: options.topic,
@@ -137,7 +143,7 @@ export class FilePartition implements Partition {
     }
     if (segments.length === 0) {
       await FilePartition.create(options);
-      segments.push({ base: 0, file: path.join(options.dir, segmentName(0)), positions: [], size: 0, reader: undefined, reads: 0, deleted: false });
+      segments.push({ base: 0, file: path.join(options.dir, segmentName(0)), positions: [], size: 0, firstAt: 0, lastAt: 0, reader: undefined, reads: 0, deleted: false });
     }
     const writer = await open(segments[segments.length - 1]!.file, "a");
     return new FilePartition(options, segments, writer);
@@ -225,6 +231,8 @@ export class FilePartition implements Partition {
       await this.undo(segment, error);
       throw error;
     }
+    if (segment.positions.length === 0) segment.firstAt = recordTime(batch.records[0]!, 0);
+    segment.lastAt = recordTime(batch.records[batch.records.length - 1]!, 0);
     for (const position of positions) segment.positions.push(position);
     segment.size = at;
     if (this.options.fsync !== "always") this.unsynced = true;
@@ -255,8 +263,23 @@ export class FilePartition implements Partition {
     await syncDir(this.options.dir);
     await this.writer.close();
     this.writer = writer;
-    this.segments.push({ base: next, file, positions: [], size: 0, reader: undefined, reads: 0, deleted: false });
+    this.segments.push({ base: next, file, positions: [], size: 0, firstAt: 0, lastAt: 0, reader: undefined, reads: 0, deleted: false });
     this.options.onRoll();
+  }
+
+  /**
+   * Closes the active segment, if it holds events and `decide` says so given
+   * it as it is once no write is in progress, so that retention can delete it
+   * like any closed one. Answers whether it did.
+   */
+  rollIf(decide: (active: { end: number; firstAt: number; lastAt: number }) => boolean): Promise<boolean> {
+    return this.withWriter(async () => {
+      const active = this.active;
+      if (this.closed || this.broken || active.positions.length === 0) return false;
+      if (!decide({ end: this.end, firstAt: active.firstAt, lastAt: active.lastAt })) return false;
+      await this.roll();
+      return true;
+    });
   }
 
   async read(from: number, max: number): Promise<LoggedEvent[]> {
@@ -302,14 +325,15 @@ export class FilePartition implements Partition {
 
   /**
    * Deletes closed segments from the head while `drop(segment end offset,
-   * segment bytes)` says so. Returns the new start.
+   * segment bytes, bytes retained, publish time of its last event)` says so.
+   * Returns the new start.
    */
-  async trimHead(drop: (segmentEnd: number, bytes: number, retainedBytes: number) => boolean): Promise<number> {
+  async trimHead(drop: (segmentEnd: number, bytes: number, retainedBytes: number, lastAt: number) => boolean): Promise<number> {
     let retained = this.bytes;
     while (this.segments.length > 1) {
       const head = this.segments[0]!;
       const headEnd = head.base + head.positions.length;
-      if (!drop(headEnd, head.size, retained)) break;
+      if (!drop(headEnd, head.size, retained, head.lastAt)) break;
       this.segments.shift();
       retained -= head.size;
       head.deleted = true;

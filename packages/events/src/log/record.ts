@@ -126,6 +126,11 @@ export function checkRecord(data: Buffer, at: number, expectedOffset: number): n
   return fieldsFit(body) ? end - at : undefined;
 }
 
+/** The publish time (ms) of the record starting at `at` (a whole record, as checkRecord found it). */
+export function recordTime(data: Buffer, at: number): number {
+  return data.readDoubleBE(at + RECORD_PREFIX_BYTES + KEY_AT - 8);
+}
+
 /** Walks the body's length fields: they must add up to the body's length exactly. */
 function fieldsFit(body: Buffer): boolean {
   let at = KEY_AT;

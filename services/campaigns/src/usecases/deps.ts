@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
-import type { Policy } from "@emailsvc/ratelimit";
+import type { Policy, TestModeQuota } from "@emailsvc/ratelimit";
 import { notFound, tenantKey, tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
 import { templateNotFound } from "../domain/campaign.js";
 import type { CampaignDoc, TriggerDoc } from "../storage/documents.js";
@@ -20,6 +20,8 @@ export interface CampaignSettings {
   maxInFlight: number;
   /** How long SendCampaign copies the audience before it answers (the dispatcher finishes a larger one). */
   snapshotBudgetMs: number;
+  /** TEST_MODE_DAILY_LIMIT: recipients an account's test-mode campaigns may have in any 24 hours; null or absent: no quota. */
+  testModeDailyLimit?: number | null;
 }
 
 /** What every use case needs besides its tenant's collections; built once in server.ts. No collection here. */
@@ -33,6 +35,8 @@ export interface Deps {
   settings?: CampaignSettings;
   /** Tells the dispatcher there is work now (a campaign started or resumed). */
   wake?: () => void;
+  /** TEST_MODE_DAILY_LIMIT: a test-mode campaign's recipients are charged to its account's quota when it is sent; absent: none. */
+  testModeQuota?: TestModeQuota;
 }
 
 /** One call: its context and its tenant's collections. */

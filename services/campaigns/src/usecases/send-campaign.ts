@@ -2,6 +2,7 @@ import { invalid, newId } from "@emailsvc/runtime";
 import { emptyCounts, notDraft, templateNotFound, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
+import { filterOf } from "./audience-filter.js";
 import { published, statusUpdate } from "./campaign-status.js";
 import { loadCampaign, type Deps, type Scope } from "./deps.js";
 import { snapshotAudience } from "./snapshot-audience.js";
@@ -25,6 +26,7 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   if (input.sendAt !== undefined && !Number.isFinite(input.sendAt)) {
     throw invalid("send_at is not a valid time", [{ field: "send_at", description: "is not a valid time" }]);
   }
+  await chargeTestMode(deps, scope, current);
   if (input.sendAt !== undefined && input.sendAt > now) {
     const doc = await scope.campaigns.updateOne(
       { _id: input.id, status: "draft" },
@@ -49,6 +51,18 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
     deps.wake?.();
   }
   return campaignView(await loadCampaign(scope, input.id));
+}
+
+/**
+ * In test mode, the audience as it is now counts against the account's
+ * test-mode quota (TEST_MODE_DAILY_LIMIT) before anything changes: beyond it
+ * the send is refused (429 `test_mode_quota_exceeded`, 403
+ * `test_mode_campaign_too_large`) and the campaign stays a draft.
+ */
+async function chargeTestMode(deps: Deps, scope: Scope, campaign: CampaignDoc): Promise<void> {
+  if (!deps.testModeQuota || scope.call.tenant.mode !== "test") return;
+  const recipients = await deps.audiences.count(scope.call, filterOf(campaign));
+  await deps.testModeQuota.charge(campaign.tenant, recipients);
 }
 
 /**

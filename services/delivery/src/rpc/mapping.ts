@@ -3,7 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { delivery } from "@emailsvc/proto";
 import type { EmailStatus, EmailView } from "../domain/email.js";
 import { publicErrorCode, type PublicErrorCode } from "../domain/provider.js";
-import type { SandboxMessageDoc } from "../storage/documents.js";
+import type { SandboxMessage } from "../storage/sandbox-messages.js";
 
 // proto <-> domain only; no rules here.
 
@@ -61,15 +61,15 @@ export function emailToProto(view: EmailView): delivery.Email {
   });
 }
 
-export function sandboxMessageToProto(doc: SandboxMessageDoc): delivery.SandboxMessage {
+export function sandboxMessageToProto(message: SandboxMessage): delivery.SandboxMessage {
   return create(delivery.SandboxMessageSchema, {
-    emailId: doc._id,
-    from: doc.from,
-    to: doc.to,
-    subject: doc.subject,
-    html: doc.html,
-    text: doc.text,
-    headers: doc.headers,
-    capturedAt: timestampFromMs(doc.captured_at),
+    emailId: message.emailId,
+    from: message.from,
+    to: message.to,
+    subject: message.subject,
+    html: message.html,
+    text: message.text,
+    headers: message.headers,
+    capturedAt: timestampFromMs(message.capturedAt),
   });
 }

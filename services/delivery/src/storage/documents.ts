@@ -84,16 +84,27 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   failed_at: number | null;
 }
 
-/** The whole rendered message the sandbox provider kept instead of sending. */
+/** The parts of a kept message too large for a row held in memory. */
+export interface SandboxBody {
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * A message the sandbox provider kept instead of sending (storage/sandbox-messages.ts).
+ * Small: on the embedded store, whose documents live in memory, the body is a
+ * file of its own; on MongoDB it is `body`. Rows kept before bodies moved out
+ * hold html, text and headers at the top level.
+ */
 export interface SandboxMessageDoc extends Doc {
   /** `_id` is the email id: one message per email, a resend keeps the first. */
   tenant: string;
   from: string;
   to: string;
   subject: string;
-  html: string;
-  text: string;
-  headers: Record<string, string>;
+  /** The body, when it is kept in the row (MongoDB); absent when it is a file. */
+  body?: SandboxBody;
   captured_at: number;
 }
 
@@ -140,6 +151,9 @@ export const EMAIL_INDEXES = [
 ] as const;
 
 export const SANDBOX_INDEXES = [
-  // GetSandboxMessage reads by `_id` and tenant; the tenant index keeps per-tenant scans (export, erasure) cheap.
+  // GetSandboxMessage reads by `_id` and tenant; the tenant index keeps per-tenant scans (export, erasure)
+  // and the cap's count and oldest-first trim cheap.
   { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+  // The retention sweep: messages of every tenant kept before the cutoff, oldest first.
+  { name: "expiry", fields: { captured_at: 1 } },
 ] as const;

@@ -1,4 +1,5 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
+import { SandboxArchive, type SandboxSettings, type TenantSandbox } from "./sandbox-messages.js";
 import {
   CANCELLED_CAMPAIGN_INDEXES,
   EMAIL_INDEXES,
@@ -15,7 +16,8 @@ export interface TenantRepositories {
   /** The tenant key `<account id>:<mode>`. */
   tenant: string;
   emails: TenantCollection<EmailDoc>;
-  sandbox: TenantCollection<SandboxMessageDoc>;
+  /** The tenant's messages kept by the sandbox (rows and bodies). */
+  sandbox: TenantSandbox;
   cancelledCampaigns: TenantCollection<CancelledCampaignDoc>;
   pausedCampaigns: TenantCollection<PausedCampaignDoc>;
 }
@@ -30,12 +32,19 @@ export class DeliveryStorage {
   private readonly sandbox: Collection<SandboxMessageDoc>;
   private readonly cancelled: Collection<CancelledCampaignDoc>;
   private readonly paused: Collection<PausedCampaignDoc>;
+  /** The sandbox's kept messages of every tenant, with their retention and cap. */
+  private readonly archive: SandboxArchive;
 
-  constructor(store: DocumentStore) {
+  constructor(store: DocumentStore, sandbox: SandboxSettings = {}, onError?: (what: string, err: unknown) => void) {
     this.emails = store.collection<EmailDoc>("emails");
     this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
     this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
     this.paused = store.collection<PausedCampaignDoc>("paused_campaigns");
+    this.archive = new SandboxArchive(
+      new CrossTenantCollection(this.sandbox, "sandbox: keeps each message in the tenant of its email; the retention sweep deletes expired messages of every tenant"),
+      sandbox,
+      onError,
+    );
   }
 
   async createIndexes(): Promise<void> {
@@ -51,7 +60,7 @@ export class DeliveryStorage {
     return {
       tenant,
       emails: new TenantCollection(this.emails, tenant),
-      sandbox: new TenantCollection(this.sandbox, tenant),
+      sandbox: this.archive.forTenant(tenant),
       cancelledCampaigns: new TenantCollection(this.cancelled, tenant),
       pausedCampaigns: new TenantCollection(this.paused, tenant),
     };
@@ -73,14 +82,14 @@ export class DeliveryStorage {
    */
   eventTenants(): { forTenant(tenant: string): TenantRepositories } {
     const emails = new CrossTenantCollection(this.emails, "send consumer: an event's meta names the tenant of its email");
-    const sandbox = new CrossTenantCollection(this.sandbox, "send consumer: erasure deletes the kept messages of the event's tenant");
     const cancelled = new CrossTenantCollection(this.cancelled, "send consumer: a campaign.status_changed event names its tenant");
     const paused = new CrossTenantCollection(this.paused, "send consumer: a campaign.status_changed event names its tenant");
+    // The sandbox's tenant views: erasure deletes the kept messages of the event's tenant.
     return {
       forTenant: (tenant) => ({
         tenant,
         emails: emails.forTenant(tenant),
-        sandbox: sandbox.forTenant(tenant),
+        sandbox: this.archive.forTenant(tenant),
         cancelledCampaigns: cancelled.forTenant(tenant),
         pausedCampaigns: paused.forTenant(tenant),
       }),
@@ -96,8 +105,8 @@ export class DeliveryStorage {
     await Promise.all([this.emails.compact(), this.sandbox.compact()]);
   }
 
-  /** For the sandbox provider: it keeps each message in the tenant of the email being sent. */
-  sandboxKeeper(): CrossTenantCollection<SandboxMessageDoc> {
-    return new CrossTenantCollection(this.sandbox, "sandbox provider: keeps a message in the tenant of its email");
+  /** For the sandbox provider: it keeps each message in the tenant of the email being sent, and runs the retention sweep. */
+  sandboxKeeper(): SandboxArchive {
+    return this.archive;
   }
 }

@@ -1,4 +1,5 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
+import type { TestModeQuota } from "@emailsvc/ratelimit";
 import type { CallContext, Logger } from "@emailsvc/runtime";
 import { newId, notFound } from "@emailsvc/runtime";
 import type { EmailView, ProviderName } from "../domain/email.js";
@@ -24,6 +25,8 @@ export interface Deps {
   /** The provider live-mode emails go through (EMAIL_PROVIDER); test mode is always the sandbox. */
   liveProvider: ProviderName;
   now: () => number;
+  /** TEST_MODE_DAILY_LIMIT: each test-mode email is charged to its account's quota; absent: none. */
+  testModeQuota?: TestModeQuota;
 }
 
 /** One call: its context and its tenant's collections (the only ones a use case gets). */

@@ -94,8 +94,8 @@ async function erasePages(
     if (docs.length === 0) break;
     after = docs[docs.length - 1]!._id;
     for (const doc of docs) if (doc.to_key && !doc.to_key.startsWith("erased:")) addresses.add(doc.to_key);
-    // Kept messages first: an email is scrubbed only once its message is gone.
-    await scope.sandbox.deleteMany({ _id: { $in: docs.map((doc) => doc._id) } });
+    // Kept messages first (their bodies, then their rows): an email is scrubbed only once its message is gone.
+    await scope.sandbox.deleteForEmails(docs.map((doc) => doc._id));
     for (const doc of docs) {
       const outcome = await eraseOne(deps, scope.emails, doc);
       if (outcome === "erased") erased++;

@@ -32,10 +32,7 @@ export async function exportSubscriberEmails(scope: Scope, subscriberId: string)
   }
   // Emails sent before the subject was kept: the sandbox may still have the message.
   const missing = emails.filter((e) => e.subject === undefined && e.status !== "queued").map((e) => e._id);
-  const subjects = new Map<string, string>();
-  for (let i = 0; i < missing.length; i += PAGE) {
-    for (const message of await scope.sandbox.find({ _id: { $in: missing.slice(i, i + PAGE) } })) subjects.set(message._id, message.subject);
-  }
+  const subjects = await scope.sandbox.subjects(missing);
   return JSON.stringify({
     emails: emails.map((e) => ({
       id: e._id,

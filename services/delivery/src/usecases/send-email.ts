@@ -49,6 +49,8 @@ export interface SendEmailResult {
  * a 409. Concurrent requests with one key are decided by the unique index on
  * (tenant, idem_key): one insert wins, the others read the winner and compare.
  * Invalid requests are rejected before the key is looked at, and never bind it.
+ * In test mode each new email counts against the account's quota
+ * (TEST_MODE_DAILY_LIMIT): past it a 429 `test_mode_quota_exceeded`.
  */
 export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput): Promise<SendEmailResult> {
   const templateSlug = validateSlug(input.templateSlug);
@@ -68,6 +70,8 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   ]);
   const category = mailCategory(template.category, false);
   const refused = answer ? refusal(category, answer.mailability) : undefined;
+  // Only a request that will queue a new email to be sent is charged: bad input, replays and refusals are not.
+  if (!refused) await deps.testModeQuota?.charge(scope.tenant);
   const now = deps.now();
   const id = newId("eml");
   const doc: Omit<EmailDoc, "tenant"> = {

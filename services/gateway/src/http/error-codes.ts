@@ -38,6 +38,7 @@ export const ERROR_CODES = {
   unauthenticated: { status: 401, title: "Not authenticated", when: "a service refused the call's credentials" },
   // 403: valid credentials, not allowed.
   forbidden: { status: 403, title: "Forbidden", when: "a service refused the operation to this credential" },
+  test_mode_campaign_too_large: { status: 403, title: "Campaign too large for test mode", when: "a test-mode campaign has more recipients than `TEST_MODE_DAILY_LIMIT` allows in a day" },
   plan_required: { status: 403, title: "Plan does not include this", when: "the account's plan lacks the feature; the detail names the plan needed" },
   live_key_required: { status: 403, title: "Live-mode key required", when: "the change needs a live-mode key" },
   invalid_link: { status: 403, title: "Link not valid", when: "an unsubscribe link's token is expired, altered or of another purpose" },
@@ -45,6 +46,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, title: "Not found", when: "no such resource (also for ids of another account or mode), or no such route" },
   tag_not_found: { status: 404, title: "Tag not found", when: "no such tag (for a subscriber: no public tag)" },
   template_not_found: { status: 404, title: "Template not found", when: "no template has this id or slug" },
+  sandbox_message_expired: { status: 404, title: "Sandboxed message no longer kept", when: "the sandboxed message is past its retention (`SANDBOX_RETENTION_HOURS`) or its tenant's cap (`SANDBOX_MAX_MESSAGES_PER_TENANT`)" },
   sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (or is erased)" },
   custom_domain_not_found: { status: 404, title: "No custom domain", when: "the account has no custom domain" },
   // 405.
@@ -72,6 +74,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, title: "Unsupported content type", when: "the body is not of the operation's media type" },
   // 429.
   rate_limited: { status: 429, title: "Too many requests", when: "a budget is spent; the detail names it, `Retry-After` says when to retry" },
+  test_mode_quota_exceeded: { status: 429, title: "Test-mode quota used up", when: "the account's test-mode messages of the last 24 hours reached `TEST_MODE_DAILY_LIMIT`; `Retry-After` says when one is free again" },
   // 499: the client went away before the answer (nginx's "client closed
   // request"); never received by anyone, it is what logs and metrics say
   // instead of a 500, because a client that hangs up is no server error.

@@ -119,12 +119,6 @@ const CODE_TABLE: Partial<Record<Code, { code: ErrorCode; detail: string }>> = {
 };
 const internalProblem = () => new Problem("internal", "An internal error occurred.");
 
-/** The status a service's error of this Connect code is answered with (500 for a code the table lacks). */
-export function statusOfConnectCode(code: Code): number {
-  const entry = CODE_TABLE[code];
-  return entry ? ERROR_CODES[entry.code].status : ERROR_CODES.internal.status;
-}
-
 /**
  * Translates the error of a service call. Returns `internal: true` when the
  * caller should log it (the client only learns that something went wrong).
@@ -140,14 +134,20 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
     return { problem: new Problem(entry.code, entry.detail), internal: status >= 500 };
   }
   const info = readError(err);
+  // RESOURCE_EXHAUSTED is both "too large" and a service's quota (the
+  // test-mode quota); only a quota says when to try again.
+  const retryAfter = err.code === Code.ResourceExhausted ? info.retryAfterSeconds : undefined;
   const extra = {
     errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
     existingId: info.existingId,
+    ...(retryAfter !== undefined ? { headers: { "Retry-After": String(Math.max(1, retryAfter)) } } : {}),
   };
   const detail = info.message || entry.detail;
   // A listed code keeps the status of its kind (test/error-codes.test.ts checks that they agree).
-  const problem = isErrorCode(info.errorCode) ? new Problem(info.errorCode, detail, extra) : Problem.unlisted(status, info.errorCode, detail, extra);
-  return { problem, internal: status >= 500 && !SETTLED_ANSWERS.has(info.errorCode) };
+  const problem = isErrorCode(info.errorCode)
+    ? new Problem(info.errorCode, detail, extra)
+    : Problem.unlisted(retryAfter !== undefined ? ERROR_CODES.rate_limited.status : status, info.errorCode, detail, extra);
+  return { problem, internal: problem.status >= 500 && !SETTLED_ANSWERS.has(info.errorCode) };
 }
 
 /**

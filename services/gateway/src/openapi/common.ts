@@ -117,7 +117,7 @@ export const responses: Record<string, unknown> = {
   TooManyRequests: problem(
     withCodes(
       429,
-      "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
+      "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served); or, for a send in test mode, the account's test-mode quota of messages a day (`TEST_MODE_DAILY_LIMIT`). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
     ),
     {
       "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },

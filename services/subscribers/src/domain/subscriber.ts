@@ -64,12 +64,17 @@ export function isStatus(value: string): value is Status {
 
 const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_\-]*$/;
 
-/** The metadata key rule (safe as a document field name: no `.` or `$`), for metadata and for filters on it. */
+/**
+ * The metadata key rule (safe as a document field name: no `.` or `$`), for
+ * metadata and for filters on it. `__proto__` is no field name any store keeps
+ * (JavaScript makes it the object's prototype; @emailsvc/storage refuses it):
+ * a condition on it would be a 500, so it is refused here with the rest.
+ */
 export function isMetadataKey(key: string): boolean {
-  return key.length <= LIMITS.metadataKeyLength && METADATA_KEY.test(key);
+  return key.length <= LIMITS.metadataKeyLength && METADATA_KEY.test(key) && key !== "__proto__";
 }
 
-export const METADATA_KEY_RULE = `keys are 1-${LIMITS.metadataKeyLength} characters of letters, digits, _ and -`;
+export const METADATA_KEY_RULE = `keys are 1-${LIMITS.metadataKeyLength} characters of letters, digits, _ and - (not __proto__)`;
 
 /**
  * Checks metadata given on create (`allowNull` false) or as a merge patch on

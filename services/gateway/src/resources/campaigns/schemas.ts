@@ -286,13 +286,13 @@ export const paths: Paths = {
       operationId: "sendCampaign",
       summary: "Send a draft, now or at a time",
       description:
-        "Starts a `draft`. Without a body, with `{}` or with a `send_at` now or in the past, it sends at once: the template's current version is pinned, the audience is snapshotted (`total_recipients`, `counts.total`) and the campaign answers as `sending`. With a future `send_at` it answers as `scheduled` and starts then. Once sending, recipients are handed to delivery in the background, in batches within the account's sending rate, each exactly once whatever crashes or restarts happen: follow it with `GET /api/v1/campaigns/{id}` (`counts`, `status`). A campaign that is not a draft is a 409 `campaign_not_draft` naming its state, so a repeated send sends nothing more. The template must still exist (404 `template_not_found`).",
+        "Starts a `draft`. Without a body, with `{}` or with a `send_at` now or in the past, it sends at once: the template's current version is pinned, the audience is snapshotted (`total_recipients`, `counts.total`) and the campaign answers as `sending`. With a future `send_at` it answers as `scheduled` and starts then. Once sending, recipients are handed to delivery in the background, in batches within the account's sending rate, each exactly once whatever crashes or restarts happen: follow it with `GET /api/v1/campaigns/{id}` (`counts`, `status`). A campaign that is not a draft is a 409 `campaign_not_draft` naming its state, so a repeated send sends nothing more. The template must still exist (404 `template_not_found`). In test mode its recipients count against the account's test-mode quota (`TEST_MODE_DAILY_LIMIT` messages a day): beyond it a 429 `test_mode_quota_exceeded` with `Retry-After`, and more recipients than a whole day's quota a 403 `test_mode_campaign_too_large`; the campaign stays a draft.",
       tags: ["Campaigns"],
       parameters: [param("CampaignId")],
       requestBody: optionalBody("CampaignSend"),
       responses: {
         "200": json(ref("Campaign"), "The campaign, `sending` (with `total_recipients`) or `scheduled`."),
-        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+        ...errors(...bodyErrors, "Forbidden", "NotFound", "Conflict", ...serviceErrors),
       },
     },
   },

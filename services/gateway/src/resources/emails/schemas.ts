@@ -186,7 +186,7 @@ export const paths: Paths = {
       summary: "Send a transactional email",
       description: [
         "Queues one email to one recipient, rendered from the template's current version, and answers at once with **202 Accepted** and the email as queued (`status: queued`). The email goes out through the queue; follow it with GET /api/v1/emails/{id} (the `Location` header).",
-        "Test-mode keys never deliver: their mail is kept by the sandbox (GET /api/v1/emails/{id}/sandbox).",
+        "Test-mode keys never deliver: their mail is kept by the sandbox (GET /api/v1/emails/{id}/sandbox), and an account sends at most `TEST_MODE_DAILY_LIMIT` messages a day in test mode (default 10,000; beyond it a 429 `test_mode_quota_exceeded` with `Retry-After`).",
         "**Idempotency** (as Stripe's): give a key in the `Idempotency-Key` header or in `idempotency_key` (both: they must be equal, else 400). " +
           "A repeat with the same key and the same body sends no second email and answers with the original result: status 202 and the same body, with the header `Idempotent-Replayed: true`. " +
           "The same key with another body is a 409 `idempotency_key_reused`. Two concurrent requests with one key send one email. " +
@@ -237,7 +237,7 @@ export const paths: Paths = {
       operationId: "getSandboxMessage",
       summary: "Read what a sandboxed email would have sent",
       description:
-        "The sandbox provider (the default of `npm start`, and always for test-mode keys) keeps the whole rendered message instead of sending it: sender, recipient, subject, HTML, text and headers. 404 for an email that was not sandboxed (or not rendered yet).",
+        "The sandbox provider (the default of `npm start`, and always for test-mode keys) keeps the whole rendered message instead of sending it: sender, recipient, subject, HTML, text and headers. It keeps each for `SANDBOX_RETENTION_HOURS` (72) and at most `SANDBOX_MAX_MESSAGES_PER_TENANT` (10,000) per account and mode, the oldest dropped first: a sandboxed message no longer kept (or erased) is a 404 `sandbox_message_expired`. 404 `sandbox_message_not_found` for an email that was not sandboxed (or not rendered yet).",
       tags: ["Emails"],
       parameters: [param("EmailId")],
       responses: { "200": json(ref("SandboxMessage"), "The kept message."), ...errors("NotFound", ...serviceErrors) },

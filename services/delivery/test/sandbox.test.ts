@@ -1,0 +1,155 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
+import { delivery } from "@emailsvc/proto";
+import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { CrossTenantCollection, openEmbeddedStore } from "@emailsvc/storage";
+import type { SandboxMessageDoc } from "../src/storage/documents.js";
+import { SandboxArchive, type SandboxMessage } from "../src/storage/sandbox-messages.js";
+import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+
+// Issue 16, defect 2: the sandbox kept every rendered message for ever, as a
+// document of the embedded store, which holds every document in memory: one
+// test-key campaign to 50,000 took the process from 1.2 to 2.3 GB, linearly
+// per repeat. Now the store holds small rows only (bodies are files beside
+// it), at most SANDBOX_MAX_MESSAGES_PER_TENANT per tenant (the oldest go
+// first), each for SANDBOX_RETENTION_HOURS; a message no longer kept answers
+// 404 `sandbox_message_expired`.
+
+const TEMPLATE = {
+  slug: "receipt",
+  subject: "Receipt {{n}}",
+  // A body of some size, as a real message: what used to stay in memory for each.
+  html: `<!doctype html><html><body><p>Receipt {{n}}</p><p>${"Thank you for your order. ".repeat(200)}</p></body></html>`,
+};
+
+async function failure(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (err) {
+    return readError(err);
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("the sandbox's bounds (embedded store, bodies in files)", () => {
+  let running: Harness | undefined;
+  let bodiesDir: string;
+  let clock = Date.now();
+  const CAP = 5;
+  const RETENTION_MS = 3_600_000;
+
+  /** A service whose sandbox keeps bodies in files (as DATA_DIR/sandbox on the embedded store), on a clock of the test's. */
+  async function start(maxPerTenant: number): Promise<Harness> {
+    bodiesDir = mkdtempSync(join(tmpdir(), "sandbox-bodies-"));
+    running = await startHarness({ store: "embedded", sandbox: { maxPerTenant, retentionMs: RETENTION_MS, sweepIntervalMs: 50, now: () => clock, bodiesDir } });
+    return running;
+  }
+
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+    rmSync(bodiesDir, { recursive: true, force: true });
+  });
+
+  /** Sends `n` emails one after another (ids, hence age, in order) and waits until each is kept. */
+  async function sendMany(h: Harness, call: CallContext, n: number, from = 0): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = from; i < from + n; i += 1) {
+      const { email } = await h.client.sendEmail({ templateSlug: "receipt", to: `buyer-${i}@example.com`, variables: { n: String(i) } }, as(call));
+      ids.push(email!.id);
+    }
+    for (const id of ids) {
+      await waitFor(async () => ((await h.client.getEmail({ id }, as(call))).email!.status === delivery.EmailStatus.SENT ? true : undefined), `email ${id} sent`);
+    }
+    return ids;
+  }
+
+  /** The sandbox's rows as the store holds them in memory, per tenant. */
+  async function rows(h: Harness, call: CallContext): Promise<Array<Record<string, unknown>>> {
+    return h.store.collection("sandbox_messages").find({ tenant: tenantKey(call.tenant) });
+  }
+
+  it("keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT per tenant, the oldest dropped first, with small rows in memory and the bodies in files", async () => {
+    const h = await start(CAP);
+    const busy = tenant("test");
+    const quiet = tenant("test");
+    h.templates.put(busy, TEMPLATE);
+    h.templates.put(quiet, TEMPLATE);
+    const quietIds = await sendMany(h, quiet, 2);
+    const ids = await sendMany(h, busy, 30);
+
+    // What the embedded store holds in memory for the busy tenant: at most the cap, each row small.
+    const kept = await rows(h, busy);
+    expect(kept.length).toBeLessThanOrEqual(CAP);
+    expect(kept.length).toBeGreaterThan(0);
+    for (const row of kept) {
+      expect(row).not.toHaveProperty("html");
+      expect(row).not.toHaveProperty("body");
+      expect(JSON.stringify(row).length).toBeLessThan(400);
+    }
+    // The newest are the ones kept; the other tenant keeps its own.
+    expect(kept.map((row) => row._id).sort()).toEqual(ids.slice(ids.length - kept.length));
+    expect((await rows(h, quiet)).map((row) => row._id).sort()).toEqual(quietIds);
+    const files = readdirSync(join(bodiesDir, busy.tenant.accountId, "test"));
+    expect(files.sort()).toEqual(kept.map((row) => `${row._id as string}.json`).sort());
+
+    // The newest is readable whole; the oldest answers that it is no longer kept.
+    const newest = (await h.client.getSandboxMessage({ emailId: ids[29]! }, as(busy))).message!;
+    expect(newest.subject).toBe("Receipt 29");
+    expect(newest.html).toContain("Thank you for your order.");
+    expect(newest.text).toContain("Receipt 29");
+    expect(newest.headers["Message-ID"]).toBe(`<${ids[29]}@localhost>`);
+    const oldest = await failure(h.client.getSandboxMessage({ emailId: ids[0]! }, as(busy)));
+    expect(oldest).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
+    // Another tenant's email stays unknown, not "expired".
+    expect(await failure(h.client.getSandboxMessage({ emailId: ids[29]! }, as(quiet)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_not_found" });
+
+    // The count stays bounded however many more come.
+    await sendMany(h, busy, 12, 30);
+    expect((await rows(h, busy)).length).toBeLessThanOrEqual(CAP);
+  });
+
+  it("deletes messages past SANDBOX_RETENTION_HOURS (rows and bodies), answering sandbox_message_expired", async () => {
+    clock = Date.now();
+    const h = await start(100);
+    const t = tenant("test");
+    h.templates.put(t, TEMPLATE);
+    const [id] = await sendMany(h, t, 1);
+    expect((await h.client.getSandboxMessage({ emailId: id! }, as(t))).message!.subject).toBe("Receipt 0");
+
+    // The messages were kept on the real clock, a little after `clock` was read: past the retention by a margin.
+    clock += RETENTION_MS + 10 * 60_000;
+    expect(await failure(h.client.getSandboxMessage({ emailId: id! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
+    await waitFor(async () => ((await rows(h, t)).length === 0 ? true : undefined), "the sweep deleting the row");
+    const dir = join(bodiesDir, t.tenant.accountId, "test");
+    await waitFor(async () => (readdirSync(dir).length === 0 ? true : undefined), "the sweep deleting the body");
+    expect(await failure(h.client.getSandboxMessage({ emailId: id! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
+  });
+
+  it("keeps the first body when an email is kept again (a resend after a crash), and replaces one a crash cut", async () => {
+    bodiesDir = mkdtempSync(join(tmpdir(), "sandbox-bodies-"));
+    const store = await openEmbeddedStore({});
+    const archive = new SandboxArchive(new CrossTenantCollection(store.collection<SandboxMessageDoc>("sandbox_messages"), "test"), { bodiesDir });
+    try {
+      const account = newId("acc");
+      const tenantKeyOf = `${account}:test`;
+      const message = (emailId: string, html: string): SandboxMessage => ({ emailId, from: "a@x.example", to: "b@x.example", subject: "s", html, text: "t", headers: {}, capturedAt: Date.now() });
+      const first = newId("eml");
+      await expect(archive.keep(tenantKeyOf, message(first, "<p>first</p>"))).resolves.toBe(true);
+      await expect(archive.keep(tenantKeyOf, message(first, "<p>second</p>"))).resolves.toBe(false);
+      await expect(archive.forTenant(tenantKeyOf).get(first)).resolves.toMatchObject({ html: "<p>first</p>" });
+
+      // A crash cut the body's write before its row was stored: the resend writes it whole.
+      const cut = newId("eml");
+      mkdirSync(join(bodiesDir, account, "test"), { recursive: true });
+      writeFileSync(join(bodiesDir, account, "test", `${cut}.json`), '{"html":"<p>cu');
+      await expect(archive.keep(tenantKeyOf, message(cut, "<p>whole</p>"))).resolves.toBe(true);
+      await expect(archive.forTenant(tenantKeyOf).get(cut)).resolves.toMatchObject({ html: "<p>whole</p>" });
+    } finally {
+      await archive.stop();
+      await store.close();
+    }
+  });
+});
