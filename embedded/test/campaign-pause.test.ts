@@ -127,7 +127,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("pausing a campaign over S
   }, 180_000);
 
   it("answers concurrent pause and resume calls with the state each call's own write produced, or a 409", async () => {
-    const { id } = await campaignTo(`storm-${store.replace(/\W/g, "")}`, 2);
+    const { id, addresses } = await campaignTo(`storm-${store.replace(/\W/g, "")}`, 2);
     // The relay holds the first message, so the campaign stays sending (or paused) throughout.
     sink.dataDelayMs = 60_000;
     const firstArrived = sink.nextData();
@@ -156,6 +156,10 @@ describe.each(["embedded", "mongodb+kafka"] as const)("pausing a campaign over S
     const now = await read(id);
     if (now.status === "paused") expect((await call("POST", `/api/v1/campaigns/${id}/resume`)).status).toBe(200);
     const done = await eventually(() => read(id), (c) => c.status === "sent", 1200);
-    expect(done.counts).toMatchObject({ total: 2, sent: 2 });
+    // With the emails' own statuses and reasons, so that a failure says which and why.
+    const emails = ((await call("GET", "/api/v1/emails?limit=100")).body.items as Array<{ to: string; status: string; error: string | null }>)
+      .filter((e) => addresses.includes(e.to))
+      .map(({ status, error }) => ({ status, error }));
+    expect({ counts: done.counts, emails }).toMatchObject({ counts: { total: 2, sent: 2 }, emails: [{ status: "sent" }, { status: "sent" }] });
   }, 180_000);
 });
