@@ -54,6 +54,23 @@ export function callersOf(name: ServiceName): Array<{ caller: ComponentName; cal
   });
 }
 
+/** A topic `name` produces, as its entry lists it (e.g. `ProducedTopic<"delivery">`). */
+export type ProducedTopic<N extends ComponentName> = Services[N]["topics"]["produces"][number];
+/** A topic `name` consumes, as its entry lists it. */
+export type ConsumedTopic<N extends ComponentName> = Services[N]["topics"]["consumes"][number];
+/** Any topic some entry names. */
+export type ManifestTopic = { [N in ComponentName]: ProducedTopic<N> | ConsumedTopic<N> }[ComponentName];
+
+/**
+ * Every topic `name` produces or consumes, each once, in the entry's order:
+ * what the service makes sure exists at start. The services take their topic
+ * lists from here; the entry is the one list.
+ */
+export function topicsOf<N extends ComponentName>(name: N): Array<ProducedTopic<N> | ConsumedTopic<N>> {
+  const { produces, consumes } = manifestOf(name).topics;
+  return [...new Set([...produces, ...consumes])] as Array<ProducedTopic<N> | ConsumedTopic<N>>;
+}
+
 /** A service with topics gets the event bus; one without gets none. */
 export function usesBus(name: ComponentName): boolean {
   const { produces, consumes } = manifestOf(name).topics;

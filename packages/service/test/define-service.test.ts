@@ -38,7 +38,7 @@ describe("defineService", () => {
     const delivery = defineService("delivery", { loadConfig: () => ({}), start: async () => ({ url: "", port: 0, close: async () => {} }) });
     expect(delivery.name).toBe("delivery");
     expect(delivery.manifest).toBe(SERVICES.delivery);
-    expect(delivery.calls).toEqual({ templates: "required", subscribers: "optional", portal: "optional" });
+    expect(delivery.calls).toEqual({ templates: "required", subscribers: "required", portal: "optional" });
     expect(delivery.usesBus).toBe(true);
     expect(defineService("templates", { loadConfig: () => ({}), start: async () => ({ url: "", port: 0, close: async () => {} }) }).usesBus).toBe(false);
   });

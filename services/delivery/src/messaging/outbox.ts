@@ -6,16 +6,6 @@ import { delivery } from "@emailsvc/proto";
 import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
 
-/** Topics delivery produces, in the order one flush publishes them (status after the send request it follows). */
-export const DELIVERY_PRODUCED_TOPICS = ["email.send.requested", "email.status"] as const satisfies readonly Topic[];
-/**
- * Topics delivery consumes. `subscriber.deleted` is produced by the subscribers
- * service and `campaign.status_changed` by campaigns (the registry of
- * @emailsvc/events names them; delivery imports neither service).
- */
-export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted", "campaign.status_changed"] as const satisfies readonly Topic[];
-export const DELIVERY_TOPICS: Topic[] = [...new Set<Topic>([...DELIVERY_PRODUCED_TOPICS, ...DELIVERY_CONSUMED_TOPICS])];
-
 export interface DeliveryOutboxOptions {
   storage: DeliveryStorage;
   bus: EventBus;
@@ -41,7 +31,8 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     logger: options.logger,
     name: "delivery",
     clock: options.clock,
-    topicOrder: [...DELIVERY_PRODUCED_TOPICS],
+    // A send request before the status it goes with, when one flush publishes both.
+    topicOrder: ["email.send.requested"],
     events: (doc, entry) => {
       const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
       return [

@@ -8,15 +8,6 @@ import { statusToProto } from "../rpc/mapping.js";
 import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
 import type { SubscriberStorage } from "../storage/repositories.js";
 
-/** Topics the subscribers service produces (ensured at start). */
-export const SUBSCRIBER_TOPICS: SubscriberTopic[] = [
-  "subscriber.created",
-  "subscriber.status_changed",
-  "subscriber.tag_added",
-  "subscriber.tag_removed",
-  "subscriber.deleted",
-];
-
 export interface SubscriberOutboxOptions {
   storage: SubscriberStorage;
   bus: EventBus;
