@@ -13,6 +13,7 @@ import {
 import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
 import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type EmailProvider, type FailureCode, type FailureKind } from "../src/domain/provider.js";
 import { mailCategory, refusal } from "../src/domain/eligibility.js";
+import { SERVICES } from "@emailsvc/manifest";
 import { configureProvider, loadProviders, PROVIDERS, Providers, type ProviderContext, type ProviderSetup } from "../src/providers/registry.js";
 import { failureReasonOf } from "../src/storage/documents.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
@@ -258,9 +259,19 @@ describe("config", () => {
 });
 
 describe("provider registry", () => {
-  it("knows each provider by name, the sandbox among them", () => {
-    expect([...PROVIDERS.keys()]).toEqual(["sandbox", "smtp"]);
+  it("knows each provider by name, exactly those delivery's manifest entry declares, the sandbox among them", () => {
+    expect([...PROVIDERS.keys()]).toEqual(Object.keys(SERVICES.delivery.providers.options));
+    expect([...PROVIDERS.keys()]).toContain("sandbox");
     for (const [name, definition] of PROVIDERS) expect(definition.name).toBe(name);
+  });
+
+  it("declares in the manifest the secrets each provider asks for: without them its settings fail, naming each", () => {
+    for (const [name, declaration] of Object.entries(SERVICES.delivery.providers.options)) {
+      const secrets = Object.keys(declaration.secrets);
+      if (secrets.length === 0) continue;
+      expect(() => configureProvider(name, {})).toThrow(ConfigError);
+      for (const secret of secrets) expect(() => configureProvider(name, {})).toThrow(new RegExp(secret));
+    }
   });
 
   it("picks EMAIL_PROVIDER's for live mail, always the sandbox for test mode, and builds only those", async () => {
