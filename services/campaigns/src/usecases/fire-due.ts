@@ -93,11 +93,14 @@ async function recordFailure(deps: FiringDeps, repos: TenantRepositories, fire: 
     { fire_id: fire._id, trigger_id: fire.trigger_id, template_id: fire.template_id, reason, ...(templateGone ? { trigger_disabled: true } : {}) },
     "trigger fire could not be sent",
   );
-  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: { last_failure_reason: reason, last_failure_at: now } });
+  const failure = { last_failure_reason: reason, last_failure_at: now };
+  // One write shows both the failure and the switch-off: nobody reads the one without the other.
   if (templateGone) {
-    await repos.triggers.updateOne(
+    const disabled = await repos.triggers.updateOne(
       { _id: fire.trigger_id, template_id: fire.template_id, is_active: true },
-      { $set: { is_active: false, disabled_reason: TEMPLATE_DELETED, updated_at: now } },
+      { $set: { ...failure, is_active: false, disabled_reason: TEMPLATE_DELETED, updated_at: now } },
     );
+    if (disabled) return;
   }
+  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: failure });
 }
