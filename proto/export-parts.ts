@@ -56,7 +56,7 @@ export interface DeliveryExportPart {
   }>;
 }
 
-/** The campaigns service's part: ledger rows and the trigger fires that sent mail, oldest first. */
+/** The campaigns service's part: ledger rows and the trigger fires recorded for the subscriber, oldest first. */
 export interface CampaignsExportPart {
   campaign_memberships: Array<{
     campaign_id: string;
@@ -65,7 +65,18 @@ export interface CampaignsExportPart {
     reason: string | null;
     updated_at: string;
   }>;
-  trigger_sends: Array<{ trigger_id: string; event_type: string | null; fired_at: string }>;
+  /**
+   * Every fire of a trigger for the subscriber: `sent`, `skipped` or `failed`
+   * with its `reason` (e.g. `created_not_active`, `recipient_unsubscribed`),
+   * or still `pending` (a delay); `fired_at` is its last change.
+   */
+  trigger_sends: Array<{
+    trigger_id: string;
+    event_type: string | null;
+    state: "pending" | "sent" | "skipped" | "failed";
+    reason: string | null;
+    fired_at: string;
+  }>;
 }
 
 /** Every part by the service that answers it. */

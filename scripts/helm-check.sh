@@ -12,8 +12,9 @@
 #      each runs the dist/main.js of an existing service, which reads every env
 #      var the chart sets, on ports the Dockerfile EXPOSEs;
 #   5. negative checks: unknown or misspelt values keys, missing required values,
-#      bad cross references and an incomplete mail provider (EMAIL_PROVIDER=smtp
-#      without SMTP_URL) must fail the render.
+#      bad cross references, a service called as required left out, and an
+#      incomplete mail provider (for each provider the manifest declares with
+#      secrets, e.g. EMAIL_PROVIDER=smtp without SMTP_URL) must fail the render.
 #
 # Tools are installed on first use into ${EMAILSVC_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/emailsvc}
 # (the cache of the test servers and schemathesis too):
@@ -235,11 +236,18 @@ for comp in deps:
         for n in sorted(declared - secret): err(deps[comp], f"no {n}, which its manifest says it reads")
         for n in sorted(secret - declared - set(manifest[comp]["optionalSecrets"])):
             err(deps[comp], f"gets the secret {n}, which its manifest does not say it reads")
-    provider = env.get("EMAIL_PROVIDER", {}).get("value")
-    if comp == "delivery" and provider not in ("sandbox", "smtp"): err(deps[comp], f"EMAIL_PROVIDER is {provider!r}")
-    smtp = env.get("SMTP_URL", {}).get("valueFrom", {}).get("secretKeyRef")
-    if provider == "smtp" and not smtp: err(deps[comp], "EMAIL_PROVIDER=smtp without SMTP_URL from a Secret")
-    if "SMTP_URL" in env and provider != "smtp": err(deps[comp], "gets SMTP_URL but does not send over SMTP")
+    # A component that picks a provider (delivery, EMAIL_PROVIDER) runs one its manifest declares, and
+    # gets from a Secret exactly the secrets of the provider it runs, none of another's.
+    choice = manifest.get(comp, {}).get("providers")
+    if choice:
+        provider = env.get(choice["setting"], {}).get("value") or choice["default"]
+        if provider not in choice["options"]: err(deps[comp], f"{choice['setting']} is {provider!r}, none of {sorted(choice['options'])}")
+        for other, declared_provider in choice["options"].items():
+            for n in declared_provider["secrets"]:
+                from_secret = env.get(n, {}).get("valueFrom", {}).get("secretKeyRef")
+                if other == provider and not from_secret: err(deps[comp], f"{choice['setting']}={provider} without {n} from a Secret")
+                if other != provider and n not in choice["options"].get(provider, {}).get("secrets", {}) and n in env:
+                    err(deps[comp], f"gets {n} but does not send through {other}")
 # gRPC services listen on all interfaces (their default is 127.0.0.1) on the port the
 # Service targets, and their native gRPC probes ask that port.
 for comp, s in svcs.items():
@@ -310,9 +318,11 @@ exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) f
 def source(*dirs):
     return "".join(open(f).read() for d in dirs for f in glob.glob(os.path.join(root, d, "src/**/*.ts"), recursive=True))
 shared = source("packages/runtime", "packages/storage", "packages/events", "packages/service")
-# `<NAME>_URL` settings are read by name from the manifest's calls (packages/service, serviceUrls).
+# `<NAME>_URL` settings are read by name from the manifest's calls (packages/service, serviceUrls),
+# and the setting that picks a provider from its `providers` (delivery's registry, EMAIL_PROVIDER).
 def url_vars(service):
-    return {manifest[callee]["urlVariable"] for callee in manifest.get(service, {}).get("calls", {})}
+    entry = manifest.get(service, {})
+    return {manifest[callee]["urlVariable"] for callee in entry.get("calls", {})} | ({entry["providers"]["setting"]} if entry.get("providers") else set())
 errors = []
 deployed = {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in docs if d["kind"] == "Deployment"}
 if deployed != set(manifest): errors.append(f"the components are {sorted(deployed)}, the manifest's services {sorted(manifest)}")
@@ -404,29 +414,52 @@ check "caller that is not a component fails" \
 check "secretEnv not in the Secret fails" \
   must_fail 'SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" --set 'components.subscribers.secretEnv={SMTP_URL}'
 check "delivery without the templates service fails" \
-  must_fail 'components\.delivery needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
+  must_fail 'components\.delivery needs the templates service \(TEMPLATES_URL\)' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.templates.ports.grpc.callers={gateway,campaigns,portal}'
+check "a service that a component calls as required, disabled, fails" \
+  must_fail 'components\.[a-z]+ needs the templates service' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.templates.enabled=false
+check "a required service's URL set by hand is enough" \
+  "$HELM" template emailsvc "$chart" -f "$base" --set 'components.templates.ports.grpc.callers={gateway,campaigns,portal}' \
+  --set components.delivery.env.TEMPLATES_URL=http://templates.elsewhere:50052
 check "subscribers without SUPPRESSION_KEYS fails" \
   must_fail 'components\.subscribers\.secretEnv must list SUPPRESSION_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.subscribers.secretEnv={MONGO_URL}'
 check "delivery without TOKEN_SIGNING_KEYS fails" \
   must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.delivery.secretEnv={MONGO_URL}'
-check "EMAIL_PROVIDER=smtp without SMTP_URL fails" \
-  must_fail 'EMAIL_PROVIDER=smtp needs SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set components.delivery.env.EMAIL_PROVIDER=smtp
-check "EMAIL_PROVIDER=smtp with SMTP_URL not in the Secret fails" \
-  must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set components.delivery.env.EMAIL_PROVIDER=smtp --set 'components.delivery.secretEnv={MONGO_URL,TOKEN_SIGNING_KEYS,SMTP_URL}'
-check "smtp with existingSecret, SMTP_URL not in secretEnv fails" \
-  must_fail 'add SMTP_URL to components\.delivery\.secretEnv.*existingSecret' "$HELM" template emailsvc "$chart" \
-  -f "$chart/ci/all-features-values.yaml" --set 'components.delivery.secretEnv={MONGO_URL}'
-check "EMAIL_PROVIDER=smtp in config.env, overridden, fails" \
-  must_fail 'config\.env\.EMAIL_PROVIDER=smtp is overridden' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set config.env.EMAIL_PROVIDER=smtp
-check "unknown EMAIL_PROVIDER fails the schema" \
-  must_fail 'EMAIL_PROVIDER.*(sandbox|smtp)' "$HELM" template emailsvc "$chart" -f "$base" \
+# Each provider the manifest declares with secrets (delivery's EMAIL_PROVIDER), chosen without them.
+# Lines of "component setting provider secret defaultSecrets" from the manifest.
+provider_secrets=$(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["components"]
+for comp, c in m.items():
+    choice = c.get("providers")
+    for provider, p in sorted((choice or {}).get("options", {}).items()):
+        for secret in p["secrets"]:
+            print(comp, choice["setting"], provider, secret, ",".join(c["secrets"]))' "$manifest")
+[ -n "$provider_secrets" ] || echo "note: no provider of the manifest has secrets; the provider checks below check nothing"
+while read -r comp setting provider secret defaults; do
+  [ -n "$comp" ] || continue
+  check "$setting=$provider without $secret fails" \
+    must_fail "$setting=$provider needs $secret" "$HELM" template emailsvc "$chart" -f "$base" \
+    --set "components.$comp.env.$setting=$provider"
+  check "$setting=$provider with $secret not in the Secret fails" \
+    must_fail "secrets\\.extra\\.$secret" "$HELM" template emailsvc "$chart" -f "$base" \
+    --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$defaults,$secret}"
+  check "$provider with existingSecret, $secret not in secretEnv fails" \
+    must_fail "add $secret to components\\.$comp\\.secretEnv.*existingSecret" "$HELM" template emailsvc "$chart" \
+    -f "$chart/ci/all-features-values.yaml" --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$defaults}"
+  check "$setting=$provider in config.env, overridden, fails" \
+    must_fail "config\\.env\\.$setting=$provider is overridden" "$HELM" template emailsvc "$chart" -f "$base" \
+    --set "config.env.$setting=$provider"
+done <<<"$provider_secrets"
+check "unknown EMAIL_PROVIDER fails, naming the manifest's providers" \
+  must_fail 'EMAIL_PROVIDER must be one of sandbox, smtp, got "ses"' "$HELM" template emailsvc "$chart" -f "$base" \
   --set components.delivery.env.EMAIL_PROVIDER=ses
+check "unknown EMAIL_PROVIDER in extraEnv fails" \
+  must_fail 'extraEnv EMAIL_PROVIDER must be one of' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.delivery.extraEnv[0].name=EMAIL_PROVIDER' --set 'components.delivery.extraEnv[0].value=ses'
 check "SMTP_URL that is no smtp(s):// URL fails the schema" \
   must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$chart/ci/smtp-values.yaml" \
   --set secrets.extra.SMTP_URL=smtp.example.com:587
@@ -459,12 +492,16 @@ policy_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$
 check "gRPC service on loopback fails the workload policy" \
   must_fail 'templates: GRPC_HOST is not 0\.0\.0\.0' policy_of --set components.templates.env.GRPC_HOST=127.0.0.1
 check "caller left out of the callers fails the workload policy" \
-  must_fail 'does not admit gateway, a caller of delivery' policy_of --set 'components.delivery.ports.grpc.callers={subscribers}'
+  must_fail 'does not admit gateway, a caller of delivery' policy_of --set 'components.delivery.ports.grpc.callers={campaigns,portal}'
 check "a secret the manifest does not declare fails the workload policy" \
   must_fail 'templates: gets the secret ADMIN_TOKEN, which its manifest does not say it reads' \
   policy_of --set 'components.templates.secretEnv={MONGO_URL,ADMIN_TOKEN}'
-check "a secret the manifest declares, left out, fails the workload policy" \
-  must_fail 'portal: no TOKEN_SIGNING_KEYS, which its manifest says it reads' policy_of --set 'components.portal.secretEnv={MONGO_URL}'
+check "a secret the manifest declares, left out, fails the install" \
+  must_fail 'components\.portal\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.portal.secretEnv={MONGO_URL}'
+check "a secret the manifest declares, given as plain env, fails the workload policy" \
+  must_fail 'portal: no TOKEN_SIGNING_KEYS, which its manifest says it reads' policy_of --set 'components.portal.secretEnv={MONGO_URL}' \
+  --set 'components.portal.extraEnv[0].name=TOKEN_SIGNING_KEYS' --set 'components.portal.extraEnv[0].value=k1:x'
 code_of() { "$HELM" template emailsvc "$chart" --namespace email -f "$base" "$@" >"$work/code-of.yaml" && code_check "$work/code-of.yaml"; }
 check "env var the service never reads fails the code check" \
   must_fail 'sets EMAIL_FORM, which services/delivery never reads' code_of --set components.delivery.env.EMAIL_FORM=x

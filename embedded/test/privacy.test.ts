@@ -148,7 +148,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("export and erasure throug
     const campaignsPart = JSON.parse((await grpc(campaigns.CampaignService, "campaigns").exportSubscriberData({ subscriberId: id }, { headers: callHeaders(call) })).json);
     expect(campaignsPart).toEqual({
       campaign_memberships: [{ campaign_id: campaign.body.id, campaign_name: `Campaign ${unique}`, state: "sent", reason: null, updated_at: expect.stringMatching(/Z$/) }],
-      trigger_sends: [{ trigger_id: trigger.body.id, event_type: "subscriber.tag_added", fired_at: expect.stringMatching(/Z$/) }],
+      trigger_sends: [{ trigger_id: trigger.body.id, event_type: "subscriber.tag_added", state: "sent", reason: null, fired_at: expect.stringMatching(/Z$/) }],
     });
 
     // Before: the databases hold all of it (the search below would find it).

@@ -53,6 +53,19 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     return res.body.id as string;
   };
 
+  /**
+   * The fires of trigger `triggerId` for a subscriber as their export shows them,
+   * once each has been decided (no longer pending): what the campaigns service
+   * recorded, which a test can wait for instead of waiting for a while.
+   */
+  const decidedFires = async (subscriberId: string, triggerId: string) => {
+    const fires = async () =>
+      ((await t.call("GET", `/api/v1/subscribers/${subscriberId}/export`)).body.trigger_sends as Array<{ trigger_id: string; state: string; reason: string | null }>)
+        .filter((f) => f.trigger_id === triggerId)
+        .map(({ state, reason }) => ({ state, reason }));
+    return eventually(fires, (list) => list.length > 0 && list.every((f) => f.state !== "pending"));
+  };
+
   it("lists the event types", async () => {
     const res = await t.call("GET", "/api/v1/event-types");
     expect(res.status).toBe(200);
@@ -77,14 +90,16 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     expect(sandboxed.body.html).toContain("Hello Ada");
 
     // Disabled: the next subscriber gets nothing from it. A second trigger on the
-    // same event shows that the event was handled.
+    // same event shows that the event was handled: the fires of one event are
+    // recorded together, so once the witness's fire is sent, a fire of the
+    // disabled trigger would be in bob's export too.
     expect((await t.call("PATCH", `/api/v1/triggers/${id}`, { body: { is_active: false } })).body.is_active).toBe(false);
     const witness = await trigger({ event_type: "subscriber.created", template_id: other });
-    await subscriber("bob@example.com");
-    const bobs = await until("bob@example.com", 1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await emailsTo("bob@example.com")).map((e) => e.template_id)).toEqual([other]);
-    expect(bobs).toHaveLength(1);
+    const bob = await subscriber("bob@example.com");
+    expect(await decidedFires(bob, witness)).toEqual([{ state: "sent", reason: null }]);
+    const firedForBob = (await t.call("GET", `/api/v1/subscribers/${bob}/export`)).body.trigger_sends as Array<{ trigger_id: string }>;
+    expect(firedForBob.map((f) => f.trigger_id)).toEqual([witness]);
+    expect((await until("bob@example.com", 1)).map((e) => e.template_id)).toEqual([other]);
     expect(await emailsTo("ada@example.com")).toHaveLength(1);
     expect((await t.call("DELETE", `/api/v1/triggers/${witness}`)).status).toBe(204);
     expect((await t.call("DELETE", `/api/v1/triggers/${id}`)).status).toBe(204);
@@ -125,15 +140,19 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
       headers: { "content-type": "application/x-www-form-urlencoded" },
     });
     expect(clicked.status).toBe(200);
-    expect((await t.call("GET", "/api/v1/subscribers/by-email/clicker@example.com")).body.status).toBe("unsubscribed");
+    const clicker = await t.call("GET", "/api/v1/subscribers/by-email/clicker@example.com");
+    expect(clicker.body.status).toBe("unsubscribed");
     // An import of someone who had opted out elsewhere.
-    await subscriber("optedout@example.com", { status: "unsubscribed" });
-    // Someone who did join, after both: their welcome shows that the events were handled.
-    await subscriber("joined@example.com");
-    expect((await until("joined@example.com", 1)).map((e) => e.template_id)).toEqual([welcome]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const optedOut = await subscriber("optedout@example.com", { status: "unsubscribed" });
+    // Neither joined: the trigger's fire for each is recorded, decided skipped (never pending, then sent).
+    expect(await decidedFires(clicker.body.id, id)).toEqual([{ state: "skipped", reason: "created_not_active" }]);
+    expect(await decidedFires(optedOut, id)).toEqual([{ state: "skipped", reason: "created_not_active" }]);
     expect(await emailsTo("optedout@example.com")).toEqual([]);
     expect((await emailsTo("clicker@example.com")).map((e) => e.template_id)).toEqual([promo.body.id]);
+    // Someone who did join is welcomed.
+    const joined = await subscriber("joined@example.com");
+    expect(await decidedFires(joined, id)).toEqual([{ state: "sent", reason: null }]);
+    expect((await until("joined@example.com", 1)).map((e) => e.template_id)).toEqual([welcome]);
     expect((await t.call("DELETE", `/api/v1/triggers/${id}`)).status).toBe(204);
   });
 
@@ -217,10 +236,14 @@ describe("a delayed trigger", () => {
       const account = (await call("POST", "/admin/v1/accounts", { name: "Delay" })).body.id as string;
       const key = (await call("POST", `/admin/v1/accounts/${account}/api-keys`, { mode: "test" })).body.key as string;
       const template = await call("POST", "/api/v1/templates", { name: "Later", subject: "Later", category: "transactional", mjml_content: MJML("Later") }, key);
-      expect((await call("POST", "/api/v1/triggers", { event_type: "subscriber.created", template_id: template.body.id, delay_seconds: 2 }, key)).status).toBe(201);
-      expect((await call("POST", "/api/v1/subscribers", { email: "later@example.com" }, key)).status).toBe(201);
-      // Stopped before the delay ran out: the fire is stored, not in memory.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await call("POST", "/api/v1/triggers", { event_type: "subscriber.created", template_id: template.body.id, delay_seconds: 4 }, key)).status).toBe(201);
+      const later = (await call("POST", "/api/v1/subscribers", { email: "later@example.com" }, key)).body.id as string;
+      // Stopped once the fire is recorded, before the delay ran out: the fire is stored, not in memory.
+      const fires = await eventually(
+        async () => ((await call("GET", `/api/v1/subscribers/${later}/export`, undefined, key)).body.trigger_sends ?? []) as Array<{ state: string }>,
+        (list) => list.length > 0,
+      );
+      expect(fires.map((f) => f.state)).toEqual(["pending"]);
       expect((await call("GET", "/api/v1/emails", undefined, key)).body.items).toEqual([]);
       await platform.close();
       platform = await start();

@@ -1,27 +1,38 @@
 // node packages/manifest/dist/cli.js <command>
-//   chart [--check]   write the Helm chart's components (deploy/helm/emailsvc/values.yaml)
-//                     from the manifest; --check only says whether it is stale (exit 1)
+//   chart [--check]   write what the chart takes from the manifest (deploy/helm/emailsvc/values.yaml's
+//                     components, templates/_manifest.tpl); --check only says whether either is stale (exit 1)
 //   json              the manifest and what follows from it, as JSON (scripts/helm-check.sh)
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { renderChartValues } from "./chart.js";
-import { callersOf, COMPONENT_NAMES, isServiceName, manifestOf, serviceUrlVariable, SERVICE_NAMES, startOrder } from "./index.js";
+import { renderChartManifestTemplate, renderChartValues } from "./chart.js";
+import { callersOf, COMPONENT_NAMES, isServiceName, manifestOf, optionalSecretsOf, serviceUrlVariable, SERVICE_NAMES, startOrder } from "./index.js";
 
 const root = join(__dirname, "..", "..", "..");
 const VALUES_FILE = join(root, "deploy", "helm", "emailsvc", "values.yaml");
+const MANIFEST_TEMPLATE = join(root, "deploy", "helm", "emailsvc", "templates", "_manifest.tpl");
 
 function main(argv: string[]): number {
   const [command, ...flags] = argv;
   if (command === "chart") {
-    const current = readFileSync(VALUES_FILE, "utf8");
-    const wanted = renderChartValues(current);
-    if (flags.includes("--check")) {
-      if (wanted === current) return 0;
-      console.error(`${VALUES_FILE} is stale: its components differ from packages/manifest. Run: npm run generate:chart`);
-      return 1;
+    // Each generated file: its path and what the manifest makes of its current text.
+    const files: Array<[string, (current: string) => string]> = [
+      [VALUES_FILE, renderChartValues],
+      [MANIFEST_TEMPLATE, () => renderChartManifestTemplate()],
+    ];
+    let stale = 0;
+    for (const [file, render] of files) {
+      const current = existsSync(file) ? readFileSync(file, "utf8") : "";
+      const wanted = render(current);
+      if (wanted === current) continue;
+      stale++;
+      if (flags.includes("--check")) console.error(`${file} is stale: it differs from what packages/manifest generates. Run: npm run generate:chart`);
+      else {
+        writeFileSync(file, wanted);
+        console.log(`wrote ${file}`);
+      }
     }
-    if (wanted !== current) writeFileSync(VALUES_FILE, wanted);
-    console.log(wanted === current ? "chart components up to date" : `wrote ${VALUES_FILE}`);
+    if (flags.includes("--check")) return stale === 0 ? 0 : 1;
+    if (stale === 0) console.log("chart up to date");
     return 0;
   }
   if (command === "json") {
@@ -30,6 +41,7 @@ function main(argv: string[]): number {
         name,
         {
           ...manifestOf(name),
+          optionalSecrets: optionalSecretsOf(name),
           ...(isServiceName(name) ? { urlVariable: serviceUrlVariable(name), callers: callersOf(name).map((c) => c.caller) } : {}),
         },
       ]),

@@ -54,6 +54,44 @@ export function callersOf(name: ServiceName): Array<{ caller: ComponentName; cal
   });
 }
 
+/** A mail provider of delivery's registry, by its EMAIL_PROVIDER name. */
+export type MailProviderName = keyof Services["delivery"]["providers"]["options"];
+
+/**
+ * The secret settings `name` reads only in some configurations: its
+ * `optionalSecrets`, and each of its providers' secrets, read when that
+ * provider is chosen (name → when, e.g. `SMTP_URL` → `EMAIL_PROVIDER=smtp`).
+ */
+export function optionalSecretsOf(name: ComponentName): Record<string, string> {
+  const m = manifestOf(name);
+  return { ...m.optionalSecrets, ...providerSecrets(m) };
+}
+
+function providerSecrets(m: ServiceManifest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [provider, declaration] of Object.entries(m.providers?.options ?? {})) {
+    for (const secret of Object.keys(declaration.secrets)) out[secret] = out[secret] ? `${out[secret]} or ${provider}` : `${m.providers!.setting}=${provider}`;
+  }
+  return out;
+}
+
+/** A topic `name` produces, as its entry lists it (e.g. `ProducedTopic<"delivery">`). */
+export type ProducedTopic<N extends ComponentName> = Services[N]["topics"]["produces"][number];
+/** A topic `name` consumes, as its entry lists it. */
+export type ConsumedTopic<N extends ComponentName> = Services[N]["topics"]["consumes"][number];
+/** Any topic some entry names. */
+export type ManifestTopic = { [N in ComponentName]: ProducedTopic<N> | ConsumedTopic<N> }[ComponentName];
+
+/**
+ * Every topic `name` produces or consumes, each once, in the entry's order:
+ * what the service makes sure exists at start. The services take their topic
+ * lists from here; the entry is the one list.
+ */
+export function topicsOf<N extends ComponentName>(name: N): Array<ProducedTopic<N> | ConsumedTopic<N>> {
+  const { produces, consumes } = manifestOf(name).topics;
+  return [...new Set([...produces, ...consumes])] as Array<ProducedTopic<N> | ConsumedTopic<N>>;
+}
+
 /** A service with topics gets the event bus; one without gets none. */
 export function usesBus(name: ComponentName): boolean {
   const { produces, consumes } = manifestOf(name).topics;
@@ -134,11 +172,19 @@ export function manifestProblems(services: Readonly<Record<string, ServiceManife
     for (const list of [m.topics.produces, m.topics.consumes, m.secrets, m.data.collections, m.data.dataDir]) {
       if (new Set(list).size !== list.length) problems.push(`${name}: a name is listed twice in [${list.join(", ")}]`);
     }
-    for (const secret of [...m.secrets, ...Object.keys(m.optionalSecrets)]) {
+    const optional = { ...m.optionalSecrets, ...providerSecrets(m) };
+    for (const secret of [...m.secrets, ...Object.keys(optional)]) {
       if (!ENV_NAME.test(secret)) problems.push(`${name}.secrets: ${secret} is no setting name`);
     }
-    for (const secret of Object.keys(m.optionalSecrets)) {
+    for (const secret of Object.keys(optional)) {
       if (m.secrets.includes(secret)) problems.push(`${name}: ${secret} is both a secret and an optional one`);
+    }
+    if (m.providers) {
+      if (!ENV_NAME.test(m.providers.setting)) problems.push(`${name}.providers: ${m.providers.setting} is no setting name`);
+      if (!Object.hasOwn(m.providers.options, m.providers.default)) problems.push(`${name}.providers: the default ${m.providers.default} is none of its options`);
+      for (const provider of Object.keys(m.providers.options)) {
+        if (!COMPONENT.test(provider)) problems.push(`${name}.providers.${provider}: a provider's name is a lower-case DNS label`);
+      }
     }
     for (const collection of m.data.collections) {
       if (!COLLECTION.test(collection)) problems.push(`${name}.data.collections: "${collection}" is no collection name`);

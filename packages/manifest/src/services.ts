@@ -86,7 +86,17 @@ export const SERVICES = {
       consumes: ["email.send.requested", "subscriber.deleted", "campaign.status_changed"],
     },
     secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
-    optionalSecrets: { SMTP_URL: "EMAIL_PROVIDER=smtp" },
+    optionalSecrets: {},
+    // The mail providers of its registry (services/delivery/src/providers/registry.ts, keyed by these
+    // names): adding one is its file, its entry here and in PROVIDERS (services/delivery/README.md).
+    providers: {
+      setting: "EMAIL_PROVIDER",
+      default: "sandbox",
+      options: {
+        sandbox: { summary: "keeps live-mode mail in delivery's store and sends nothing (test-mode mail always goes here)", secrets: {} },
+        smtp: { summary: "sends through any SMTP relay", secrets: { SMTP_URL: "the relay, smtp://user:pass@host:587 or smtps://...:465" } },
+      },
+    },
     data: {
       collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns", "test_mode_quota"],
       // sandbox/: the bodies of sandboxed messages on the embedded store (not held in memory).

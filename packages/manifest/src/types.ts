@@ -30,6 +30,22 @@ export interface PublicPort {
   health?: { live: string; ready: string };
 }
 
+/** What a deployment must know of one provider. */
+export interface ProviderDeclaration {
+  /** What it does, one line (the chart's docs and messages). */
+  summary: string;
+  /** The secret settings it reads when chosen: name → what to put there (the chart's messages). */
+  secrets: Readonly<Record<string, string>>;
+}
+
+export interface ProviderChoice {
+  /** The setting that picks one, e.g. `EMAIL_PROVIDER`. */
+  setting: string;
+  /** The one used when the setting is unset. */
+  default: string;
+  options: Readonly<Record<string, ProviderDeclaration>>;
+}
+
 export interface ServiceManifest {
   /** What it is, one line. */
   summary: string;
@@ -45,8 +61,15 @@ export interface ServiceManifest {
   topics: { produces: readonly string[]; consumes: readonly string[] };
   /** Secret settings it reads in every deployment (the chart's `secretEnv`). */
   secrets: readonly string[];
-  /** Secret settings it reads only in some configurations: name → when. */
+  /** Secret settings it reads only in some configurations, beside its providers' (`optionalSecretsOf`): name → when. */
   optionalSecrets: Readonly<Record<string, string>>;
+  /**
+   * Implementations it picks one of by a setting (delivery: its mail
+   * providers, EMAIL_PROVIDER). The service's registry has exactly these
+   * (its type is keyed by them); the chart accepts exactly these names and
+   * asks for each one's secrets (templates/_manifest.tpl, generated).
+   */
+  providers?: ProviderChoice;
   /**
    * What it keeps. Its database is its name (MONGO_DB overrides it), holding
    * `collections`; `dataDir` lists what it keeps under DATA_DIR when it runs

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SERVICES } from "@emailsvc/manifest";
-import { chartComponent, renderChartValues } from "@emailsvc/manifest/chart";
+import { chartComponent, chartManifest, renderChartManifestTemplate, renderChartValues } from "@emailsvc/manifest/chart";
 import { parse, parseDocument } from "yaml";
 
 // The Helm chart's components are generated from the manifest, like the
@@ -10,6 +10,7 @@ import { parse, parseDocument } from "yaml";
 
 const VALUES = join(__dirname, "..", "..", "..", "deploy", "helm", "emailsvc", "values.yaml");
 const values = readFileSync(VALUES, "utf8");
+const MANIFEST_TEMPLATE = join(__dirname, "..", "..", "..", "deploy", "helm", "emailsvc", "templates", "_manifest.tpl");
 
 describe("the chart's components", () => {
   it("are what the manifest says (else: npm run generate:chart)", () => {
@@ -30,6 +31,20 @@ describe("the chart's components", () => {
     expect(components.portal.env.PORTAL_HOST).toBe("0.0.0.0");
     expect(components.gateway.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
     expect(components.delivery.secretEnv).toEqual(["MONGO_URL", "TOKEN_SIGNING_KEYS"]);
+  });
+
+  it("gives the chart's checks the manifest's secrets, required calls and providers (else: npm run generate:chart)", () => {
+    expect(readFileSync(MANIFEST_TEMPLATE, "utf8")).toBe(renderChartManifestTemplate());
+    const generated = chartManifest();
+    expect(generated.components.delivery).toEqual({
+      secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
+      requiredCalls: { templates: "TEMPLATES_URL", subscribers: "SUBSCRIBERS_URL" },
+    });
+    // The providers are the manifest's (delivery's registry is keyed by them), each with the secrets it reads.
+    expect(Object.keys(generated.providers)).toEqual(["delivery"]);
+    expect(generated.providers.delivery!.setting).toBe("EMAIL_PROVIDER");
+    expect(Object.keys(generated.providers.delivery!.options)).toEqual(Object.keys(SERVICES.delivery.providers.options));
+    expect(Object.keys(generated.providers.delivery!.options.smtp!.secrets)).toEqual(["SMTP_URL"]);
   });
 
   it("makes a component for a service the chart does not have yet, and leaves what the chart owns", () => {

@@ -1,7 +1,13 @@
-import { DeclaredTopicsEventBus, type EventBus } from "@emailsvc/events";
-import { callsOf, manifestOf, usesBus, type CallNeed, type ServiceManifest } from "@emailsvc/manifest";
+import { DeclaredTopicsEventBus, type EventBus, type Topic } from "@emailsvc/events";
+import { callsOf, manifestOf, usesBus, type CallNeed, type ManifestTopic, type ServiceManifest } from "@emailsvc/manifest";
 import type { Env, Logger, ServiceName } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
+
+// Every topic the manifest names is one of the registry's (packages/events,
+// TOPICS): a misspelt or unregistered topic in an entry does not compile.
+type UnregisteredTopic = Exclude<ManifestTopic, Topic>;
+const manifestTopicsRegistered: [UnregisteredTopic] extends [never] ? true : UnregisteredTopic = true;
+void manifestTopicsRegistered;
 
 /** How a service depends on another one (its manifest's `calls`). */
 export type CallKind = CallNeed;

@@ -6,7 +6,8 @@ import { campaigns, triggers } from "@emailsvc/proto";
 import { createServiceTransport, newId, startServiceServer, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import { loadConfig } from "./config.js";
-import { CAMPAIGNS_CONSUMED_TOPICS, CAMPAIGNS_PRODUCED_TOPICS, subscribeCampaignEvents } from "./messaging/consumer.js";
+import { subscribeCampaignEvents } from "./messaging/consumer.js";
+import { topicsOf } from "@emailsvc/manifest";
 import { CampaignDispatcher } from "./messaging/dispatcher.js";
 import { TriggerWorker } from "./messaging/triggers.js";
 import type { CampaignDoc } from "./storage/documents.js";
@@ -60,7 +61,7 @@ function transportOf(target: string | Transport): Transport {
 export async function startCampaignsService(options: CampaignsServiceOptions): Promise<RunningCampaignsService> {
   const { store, logger } = options;
   const storage = new CampaignStorage(store);
-  await Promise.all([storage.createIndexes(), options.bus.ensureTopics([...CAMPAIGNS_CONSUMED_TOPICS, ...CAMPAIGNS_PRODUCED_TOPICS])]);
+  await Promise.all([storage.createIndexes(), options.bus.ensureTopics(topicsOf("campaigns"))]);
   const now = options.now ?? Date.now;
   const settings = options.settings ?? loadConfig();
   // Each campaign's change of status goes out on campaign.status_changed (delivery keeps the cancelled ones).

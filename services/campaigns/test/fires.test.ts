@@ -3,7 +3,7 @@ import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
 import { PermanentSendError, type FiringServices } from "../src/usecases/ports.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { DecodedBatchEvent } from "@emailsvc/events";
-import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES } from "@emailsvc/proto";
+import { delivery, SubscriberStatus, TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES } from "@emailsvc/proto";
 import { TriggerWorker, type TriggerSourceTopic } from "../src/messaging/triggers.js";
 import { fireDue } from "../src/usecases/fire-due.js";
 import type { FiringDeps, SubscriberEvent } from "../src/usecases/fires.js";
@@ -16,9 +16,9 @@ class FakeFiring implements FiringServices {
   readonly sent: Array<{ to: string; key: string }> = [];
   failNext: Error | undefined;
   /** Delivery refuses the next recipient with this reason's code. */
-  refuseNext: string | undefined;
+  refuseNext: delivery.FailureReason | undefined;
   async subscriber(_call: unknown, id: string) {
-    return id === "sub_gone" ? undefined : { email: `${id}@example.com`, status: "active" };
+    return id === "sub_gone" ? undefined : { email: `${id}@example.com` };
   }
   async tagName(_call: unknown, id: string) {
     return id === "tag_vip" ? "VIP" : "other";
@@ -67,7 +67,7 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     await repos.triggers.insertOne(doc);
     return doc._id;
   };
-  const event = (type: SubscriberEvent["type"], subscriberId = newId("sub"), tagId?: string, status?: string): SubscriberEvent => ({
+  const event = (type: SubscriberEvent["type"], subscriberId = newId("sub"), tagId?: string, status?: SubscriberStatus): SubscriberEvent => ({
     tenant,
     eventId: newId("evt"),
     type,
@@ -169,7 +169,7 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
   it("records a fire delivery refused the recipient (may not get the template's category) as skipped with its reason, and does not retry it", async () => {
     await trigger({ event_type: "subscriber.unsubscribed" });
     await recordFires(deps, repos, [event("subscriber.unsubscribed")]);
-    firing.refuseNext = "recipient_unsubscribed";
+    firing.refuseNext = delivery.FailureReason.RECIPIENT_UNSUBSCRIBED;
     await fireAll();
     expect((await repos.fires.find({})).map((f) => [f.state, f.reason, f.email_id.startsWith("eml_")])).toEqual([["skipped", "recipient_unsubscribed", true]]);
     clock += 120_000;
@@ -179,9 +179,9 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
 
   it("does not welcome a subscriber created other than active: the fire is recorded skipped, nothing is sent", async () => {
     await trigger({ event_type: "subscriber.created" });
-    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, "unsubscribed"), event("subscriber.created", newId("sub"), undefined, "active")]);
+    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, SubscriberStatus.UNSUBSCRIBED), event("subscriber.created", newId("sub"), undefined, SubscriberStatus.ACTIVE)]);
     // Events written before the status was carried fire as before (delivery still decides who may be mailed).
-    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, "")]);
+    await recordFires(deps, repos, [event("subscriber.created", newId("sub"), undefined, SubscriberStatus.UNSPECIFIED)]);
     await fireAll();
     expect((await repos.fires.find({})).map((f) => [f.state, f.reason]).sort()).toEqual([
       ["sent", ""],

@@ -154,19 +154,28 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     expect(await repos.recipients.count({})).toBe(16);
   });
 
-  it("exports a subscriber's campaign memberships and trigger sends, nobody else's", async () => {
+  it("exports a subscriber's campaign memberships and trigger fires (what became of each), nobody else's", async () => {
     const doc = await campaign({ name: "Autumn news" });
     await snapshotAudience(deps, repos, doc, clock + 60_000);
     const [a, b] = audience;
     await moveRows(repos, doc._id, { _id: { $in: [rowId(doc._id, a!), rowId(doc._id, b!)] } }, "pending", "queued", clock);
     await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: a!, status: "failed", failureReason: delivery.FailureReason.RECIPIENT_REJECTED }], clock);
     const fire = { _id: `${newId("evt")}:trg_1`, trigger_id: "trg_1", event_id: "evt_1", subscriber_id: a!, template_id: "tpl_1", event_type: "subscriber.created" as const, reason: "", email_id: newId("eml"), due_at: clock, lease_until: 0, attempts: 1, created_at: clock, updated_at: clock };
-    await repos.fires.insertMany([{ ...fire, state: "sent" as const }, { ...fire, _id: `${newId("evt")}:trg_2`, trigger_id: "trg_2", state: "pending" as const }]);
+    await repos.fires.insertMany([
+      { ...fire, state: "sent" as const },
+      { ...fire, _id: `${newId("evt")}:trg_2`, trigger_id: "trg_2", state: "pending" as const },
+      { ...fire, _id: `${newId("evt")}:trg_3`, trigger_id: "trg_3", state: "skipped" as const, reason: "created_not_active", email_id: "" },
+    ]);
     const scope = { ...repos, call: { tenant: { accountId: tenant.split(":")[0]!, mode: "test" as const }, actor: "api_key:k", requestId: "r" } };
     const part = JSON.parse(await exportSubscriberCampaigns(scope, a!));
     expect(part).toEqual({
       campaign_memberships: [{ campaign_id: doc._id, campaign_name: "Autumn news", state: "failed", reason: null, updated_at: new Date(clock).toISOString() }],
-      trigger_sends: [{ trigger_id: "trg_1", event_type: "subscriber.created", fired_at: new Date(clock).toISOString() }],
+      // Every fire, with what became of it: the subscriber sees that a welcome was skipped, and why.
+      trigger_sends: [
+        { trigger_id: "trg_1", event_type: "subscriber.created", state: "sent", reason: null, fired_at: new Date(clock).toISOString() },
+        { trigger_id: "trg_2", event_type: "subscriber.created", state: "pending", reason: null, fired_at: new Date(clock).toISOString() },
+        { trigger_id: "trg_3", event_type: "subscriber.created", state: "skipped", reason: "created_not_active", fired_at: new Date(clock).toISOString() },
+      ],
     });
     expect(JSON.stringify(part)).not.toContain(b!);
     expect(JSON.parse(await exportSubscriberCampaigns(scope, "sub_unknown"))).toEqual({ campaign_memberships: [], trigger_sends: [] });

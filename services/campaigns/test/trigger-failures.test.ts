@@ -32,7 +32,7 @@ class FakeFiring implements FiringServices {
   refuse: string | undefined;
   readonly sent: string[] = [];
   async subscriber(_call: unknown, id: string) {
-    return { email: `${id}@private.example`, status: "active" };
+    return { email: `${id}@private.example` };
   }
   async tagName() {
     return undefined;

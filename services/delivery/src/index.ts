@@ -1,6 +1,5 @@
 export { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "./server.js";
 export { loadConfig, type DeliveryConfig } from "./config.js";
-export { DELIVERY_TOPICS, DELIVERY_PRODUCED_TOPICS, DELIVERY_CONSUMED_TOPICS } from "./messaging/outbox.js";
 export { DELIVERY_GROUP } from "./messaging/send-consumer.js";
 export type { Builtins, CompileRenderer, CompiledTemplate, RenderFn, Rendered } from "./domain/renderer.js";
 export { unsubscribeLinks, type UnsubscribeTarget, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";

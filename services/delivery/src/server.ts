@@ -8,7 +8,8 @@ import type { DocumentStore } from "@emailsvc/storage";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { RendererCache, type CompileRenderer } from "./domain/renderer.js";
-import { DELIVERY_TOPICS, deliveryOutbox } from "./messaging/outbox.js";
+import { deliveryOutbox } from "./messaging/outbox.js";
+import { topicsOf } from "@emailsvc/manifest";
 import { SendConsumer } from "./messaging/send-consumer.js";
 import { loadProviders, Providers, type ProviderSetup } from "./providers/registry.js";
 import { deliveryRoutes } from "./rpc/services.js";
@@ -124,7 +125,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const compile: CompileRenderer = options.renderer ?? compileRenderer;
 
   const storage = new DeliveryStorage(store, options.sandbox, (what, err) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, what));
-  await Promise.all([storage.createIndexes(), bus.ensureTopics([...DELIVERY_TOPICS])]);
+  await Promise.all([storage.createIndexes(), bus.ensureTopics(topicsOf("delivery"))]);
 
   const now = Date.now;
   const relay = deliveryOutbox({

@@ -13,8 +13,9 @@ import {
 import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
 import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type EmailProvider, type FailureCode, type FailureKind } from "../src/domain/provider.js";
 import { mailCategory, refusal } from "../src/domain/eligibility.js";
+import { SERVICES } from "@emailsvc/manifest";
 import { configureProvider, loadProviders, PROVIDERS, Providers, type ProviderContext, type ProviderSetup } from "../src/providers/registry.js";
-import { FAILURE_REASON_TO_PROTO, failureReasonToProto } from "../src/rpc/mapping.js";
+import { failureReasonOf } from "../src/storage/documents.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
 import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
 import { compileRenderer } from "@emailsvc/render";
@@ -155,23 +156,23 @@ describe("what a failed attempt leads to", () => {
 
   it("fails a permanent rejection at once, with its code and the relay's reply", () => {
     const rejected = new SendFailure("permanent", "recipient_rejected", { reply: "550 no such user" });
-    expect(afterFailure(rejected, state(1, 0), policy)).toEqual({ retry: false, error: "recipient_rejected: 550 no such user" });
+    expect(afterFailure(rejected, state(1, 0), policy)).toEqual({ retry: false, reason: "recipient_rejected", error: "recipient_rejected: 550 no such user" });
     const render = new SendFailure("permanent", "template_render_failed", { detail: "RangeError: Maximum call stack size exceeded" });
-    expect(afterFailure(render, state(1, 0), policy)).toEqual({ retry: false, error: "template_render_failed" });
+    expect(afterFailure(render, state(1, 0), policy)).toEqual({ retry: false, reason: "template_render_failed", error: "template_render_failed" });
   });
   it("retries answered failures up to the cap, then gives up with the last reply", () => {
     expect(afterFailure(f("transient"), state(2, 2), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, error: "attempts_exhausted: 451 4.3.0 later" });
+    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, reason: "attempts_exhausted", error: "attempts_exhausted: 451 4.3.0 later" });
   });
   it("retries an unreachable provider without counting, until the queue lifetime; its detail stays inside", () => {
     expect(afterFailure(f("unreachable", "relay_unavailable"), state(40, 0, 59_000), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("unreachable", "relay_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, error: "relay_unavailable" });
-    expect(afterFailure(f("unreachable", "service_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, error: "service_unavailable" });
+    expect(afterFailure(f("unreachable", "relay_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "relay_unavailable", error: "relay_unavailable" });
+    expect(afterFailure(f("unreachable", "service_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "service_unavailable", error: "service_unavailable" });
   });
   it("shows only documented codes", () => {
     expect(publicError("recipient_erased")).toBe("recipient_erased");
     for (const code of ["template_unavailable", "template_render_failed", "relay_unavailable", "service_unavailable"] as const) {
-      expect(afterFailure(new SendFailure("permanent", code, { detail: "internal" }), state(1, 0), policy)).toEqual({ retry: false, error: code });
+      expect(afterFailure(new SendFailure("permanent", code, { detail: "internal" }), state(1, 0), policy)).toEqual({ retry: false, reason: code, error: code });
       expect(Object.keys(PUBLIC_ERRORS)).toContain(code);
     }
   });
@@ -258,9 +259,19 @@ describe("config", () => {
 });
 
 describe("provider registry", () => {
-  it("knows each provider by name, the sandbox among them", () => {
-    expect([...PROVIDERS.keys()]).toEqual(["sandbox", "smtp"]);
+  it("knows each provider by name, exactly those delivery's manifest entry declares, the sandbox among them", () => {
+    expect([...PROVIDERS.keys()]).toEqual(Object.keys(SERVICES.delivery.providers.options));
+    expect([...PROVIDERS.keys()]).toContain("sandbox");
     for (const [name, definition] of PROVIDERS) expect(definition.name).toBe(name);
+  });
+
+  it("declares in the manifest the secrets each provider asks for: without them its settings fail, naming each", () => {
+    for (const [name, declaration] of Object.entries(SERVICES.delivery.providers.options)) {
+      const secrets = Object.keys(declaration.secrets);
+      if (secrets.length === 0) continue;
+      expect(() => configureProvider(name, {})).toThrow(ConfigError);
+      for (const secret of secrets) expect(() => configureProvider(name, {})).toThrow(new RegExp(secret));
+    }
   });
 
   it("picks EMAIL_PROVIDER's for live mail, always the sandbox for test mode, and builds only those", async () => {
@@ -316,15 +327,16 @@ describe("recipient eligibility", () => {
     expect(mailCategory("unspecified", false)).toBe("transactional");
   });
 
-  it("has every refusal in the public vocabulary, and that vocabulary is the proto enum's", () => {
-    const fromEnum = Object.keys(delivery.FailureReason)
-      .filter((k) => Number.isNaN(Number(k)) && k !== "UNSPECIFIED")
-      .map((k) => k.toLowerCase())
-      .sort();
-    expect(Object.keys(PUBLIC_ERRORS).sort()).toEqual(fromEnum);
-    for (const [code, value] of Object.entries(FAILURE_REASON_TO_PROTO)) expect(delivery.FailureReason[value]).toBe(code.toUpperCase());
-    expect(failureReasonToProto("recipient_rejected: 550 5.1.1 <recipient>: User unknown")).toBe(delivery.FailureReason.RECIPIENT_REJECTED);
-    expect(failureReasonToProto("something else")).toBe(delivery.FailureReason.UNSPECIFIED);
+  it("has every refusal in the public vocabulary, and that vocabulary is the proto enum's codes", () => {
+    expect(Object.keys(PUBLIC_ERRORS).sort()).toEqual(Object.values(delivery.FAILURE_REASON_CODES).sort());
+  });
+
+  it("reads an email's reason from its own field; an email failed before that field existed, from its error text", () => {
+    const failed = { status: "failed" as const, error: "recipient_rejected: 550 5.1.1 <recipient>: User unknown" };
+    expect(failureReasonOf({ ...failed, failure_reason: "message_rejected" })).toBe("message_rejected");
+    expect(failureReasonOf(failed)).toBe("recipient_rejected");
+    expect(failureReasonOf({ status: "failed", error: "something else" })).toBeUndefined();
+    expect(failureReasonOf({ status: "sent", error: "" })).toBeUndefined();
   });
 });
 

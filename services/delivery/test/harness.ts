@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openEmbeddedStore, type DocumentStore } from "@emailsvc/storage";
-import { DELIVERY_TOPICS } from "../src/messaging/outbox.js";
+import { topicsOf } from "@emailsvc/manifest";
 import { startDeliveryService, type DeliveryServiceOptions, type RunningDeliveryService } from "../src/server.js";
 import { loadProviders, type ProviderSetup } from "../src/providers/registry.js";
 import { FakeSubscribers } from "./support/fake-subscribers.js";
@@ -54,10 +54,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const templates = await new FakeTemplates().start();
   const subscribers = await new FakeSubscribers().start();
   const received: ReceivedEvent[] = [];
-  await bus.ensureTopics([...DELIVERY_TOPICS]);
+  await bus.ensureTopics(topicsOf("delivery"));
   const observer: Subscription = await bus.subscribe({
     group: `test-observer-${newId("grp").slice(4)}`,
-    topics: [...DELIVERY_TOPICS],
+    topics: topicsOf("delivery"),
     fromBeginning: false,
     handler: async (event) => {
       received.push(event);

@@ -3,6 +3,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { delivery, events } from "@emailsvc/proto";
 import { newId, readError, tenantKey, type CallContext } from "@emailsvc/runtime";
+import type { EmailDoc } from "../src/storage/documents.js";
 import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
@@ -269,6 +270,27 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
       "email.status failed",
     );
     expect(status.headers["event-type"]).toBe("email.status");
+    // The reason is its own field, not read back from the text: on the stored email, the answer and the event.
+    expect(failed.failureReason).toBe(delivery.FailureReason.RECIPIENT_REJECTED);
+    expect(((await h.store.collection("emails").findOne({ _id: failed.id })) as EmailDoc | null)!.failure_reason).toBe("recipient_rejected");
+    expect(fromBinary(events.EmailStatusChangedSchema, status.value)).toMatchObject({ reason: "recipient_rejected", failureReason: delivery.FailureReason.RECIPIENT_REJECTED });
+  });
+
+  it("reads the reason of an email failed before the reason had a field of its own from its error text", async () => {
+    const t = tenant("live");
+    const emails = h.store.collection("emails");
+    const id = newId("eml");
+    const now = Date.now();
+    // As such an email was stored: everything but failure_reason.
+    const older: Omit<EmailDoc, "failure_reason"> = {
+      _id: id, tenant: tenantKey(t.tenant), to: "older@example.com", to_key: "older@example.com", subscriber_id: "", template_id: "tpl_x", template_slug: "welcome",
+      template_version: 1, variables_json: "{}", idempotency_key: "", idem_key: `none:${id}`, request_hash: "", status: "failed", provider: "smtp", message_id: "",
+      error: "message_rejected: 554 5.7.1 Message refused", last_error: "", attempts: 1, transient_failures: 0, lease_until: 0, lease_token: "",
+      queued_at: now, sent_at: null, failed_at: now, updated_at: now, version: 1, outbox: [], outbox_pending: false,
+    };
+    await emails.insertOne(older);
+    const read = (await h.client.getEmail({ id }, as(t))).email!;
+    expect({ error: read.error, failureReason: read.failureReason }).toEqual({ error: "message_rejected: 554 5.7.1 Message refused", failureReason: delivery.FailureReason.MESSAGE_REJECTED });
   });
 
   it("fails mail of a version stored beyond the limits at once, naming the limit for operators, compiling the version once", async () => {

@@ -4,7 +4,8 @@ import type { OutboxRelay } from "@emailsvc/outbox";
 import { startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { KeyRing } from "@emailsvc/tokens";
-import { SUBSCRIBER_TOPICS, subscriberOutbox } from "./messaging/outbox.js";
+import { subscriberOutbox } from "./messaging/outbox.js";
+import { topicsOf } from "@emailsvc/manifest";
 import { subscriberRoutes } from "./rpc/services.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
@@ -35,7 +36,7 @@ export interface RunningSubscribersService {
 export async function startSubscribersService(options: SubscribersServiceOptions): Promise<RunningSubscribersService> {
   const { store, bus, logger } = options;
   const storage = new SubscriberStorage(store);
-  await Promise.all([storage.createIndexes(), bus.ensureTopics([...SUBSCRIBER_TOPICS])]);
+  await Promise.all([storage.createIndexes(), bus.ensureTopics(topicsOf("subscribers"))]);
 
   const now = Date.now;
   const relay = subscriberOutbox({

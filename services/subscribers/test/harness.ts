@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openEmbeddedStore, type DocumentStore } from "@emailsvc/storage";
-import { SUBSCRIBER_TOPICS } from "../src/messaging/outbox.js";
+import { topicsOf } from "@emailsvc/manifest";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
 import { openTestStore, type StoreKind } from "@emailsvc/testing";
 import { generateKeyText, parseKeyRing, type KeyRing } from "@emailsvc/tokens";
@@ -39,10 +39,10 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     : await openTestStore(kind, "subscribers");
   const bus = new InProcessEventBus();
   const received: ReceivedEvent[] = [];
-  await bus.ensureTopics([...SUBSCRIBER_TOPICS]);
+  await bus.ensureTopics(topicsOf("subscribers"));
   const subscription = await bus.subscribe({
     group: "test-observer",
-    topics: [...SUBSCRIBER_TOPICS],
+    topics: topicsOf("subscribers"),
     handler: async (event) => {
       received.push(event);
     },

@@ -216,13 +216,13 @@ describe.each<StoreKind>(["embedded", "mongodb"])("subscribers service over gRPC
     expect(decoded.meta!.mode).toBe("test");
     expect(decoded.tagIds).toHaveLength(1);
     // The status it was created with: a record created unsubscribed did not sign up (no welcome trigger).
-    expect(decoded.status).toBe("active");
+    expect(decoded.status).toBe(SubscriberStatus.ACTIVE);
     const raw = Buffer.from(event.value).toString("latin1") + JSON.stringify(event.headers);
     expect(raw).not.toContain("evt@example.com");
     expect(raw).not.toContain("m-value");
     const optedOut = (await h.subscribers.createSubscriber({ email: "optout@example.com", status: SubscriberStatus.UNSUBSCRIBED }, as(t))).subscriber!.id;
     const second = await waitFor(() => h.received.find((e) => e.topic === "subscriber.created" && e.key === optedOut), "subscriber.created");
-    expect(fromBinary(events.SubscriberCreatedSchema, second.value).status).toBe("unsubscribed");
+    expect(fromBinary(events.SubscriberCreatedSchema, second.value).status).toBe(SubscriberStatus.UNSUBSCRIBED);
   });
 
   it("deletes permanently: data, tag links and history; the address is free again, for a resubscribe", async () => {

@@ -1,20 +1,13 @@
-import { subscribeEventBatches, type EventBus, type Subscription, type Topic } from "@emailsvc/events";
+import { subscribeEventBatches, type EventBus, type Subscription, type TopicBatchHandlers } from "@emailsvc/events";
+import type { ConsumedTopic } from "@emailsvc/manifest";
 import type { Logger } from "@emailsvc/runtime";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 import { recordOutcomes, type EmailOutcome } from "../usecases/record-outcomes.js";
-import { TRIGGER_SOURCE_TOPICS, type TriggerWorker } from "./triggers.js";
+import type { TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
 export const CAMPAIGNS_GROUP = "campaigns";
-
-/** Every topic the campaigns service consumes: those triggers fire on (from the one list), and the ledger's. */
-export const CAMPAIGNS_CONSUMED_TOPICS: readonly Topic[] = [
-  ...new Set<Topic>([...TRIGGER_SOURCE_TOPICS, "subscriber.status_changed", "subscriber.deleted", "email.status"]),
-];
-
-/** Topics it produces: a campaign's hand-offs, and its changes of status. */
-export const CAMPAIGNS_PRODUCED_TOPICS = ["email.send.requested", "campaign.status_changed"] as const satisfies readonly Topic[];
 
 /**
  * The service's one subscription (group `campaigns`): kafkajs hands a group's
@@ -61,6 +54,8 @@ export function subscribeCampaignEvents(
         }
         for (const [tenant, outcomes] of byTenant) await recordOutcomes(tenants.forTenant(tenant), outcomes, now());
       },
-    },
+      // A handler for each topic the manifest says campaigns consumes (the one list): one missing does not
+      // compile; one the manifest lacks is refused when the service subscribes (DeclaredTopicsEventBus).
+    } satisfies TopicBatchHandlers & Record<ConsumedTopic<"campaigns">, unknown>,
   });
 }

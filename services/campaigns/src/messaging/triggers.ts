@@ -1,5 +1,6 @@
 import type { DecodedBatchEvent } from "@emailsvc/events";
 import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, type TriggerEventType, type TriggerEventTypeInfo } from "@emailsvc/proto";
+import type { ConsumedTopic } from "@emailsvc/manifest";
 import { Rerunner } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
@@ -13,6 +14,13 @@ export type TriggerSourceTopic = TriggerEventTypeInfo["topic"];
 
 /** The topics triggers fire on, from the one list (proto/trigger-event-types.ts). */
 export const TRIGGER_SOURCE_TOPICS: readonly TriggerSourceTopic[] = [...new Set(TRIGGER_EVENT_TYPE_NAMES.map((name) => TRIGGER_EVENT_TYPES[name].topic))];
+
+// Each topic a trigger event type comes from is one the campaigns service's
+// manifest entry says it consumes (packages/manifest, the list of its topics):
+// a type from a topic the entry lacks does not compile; add the topic there.
+type UndeclaredSource = Exclude<TriggerSourceTopic, ConsumedTopic<"campaigns">>;
+const triggerSourcesDeclared: [UndeclaredSource] extends [never] ? true : UndeclaredSource = true;
+void triggerSourcesDeclared;
 
 type SourceEvent = DecodedBatchEvent<TriggerSourceTopic>;
 
@@ -61,7 +69,7 @@ export class TriggerWorker {
         this.record(batch.flatMap((e) => types.map((type) => READERS[type](e)).filter((event): event is SubscriberEvent => event !== undefined)));
       return [topic, handler];
     }),
-  ) as Partial<Record<TriggerSourceTopic, (batch: SourceEvent[]) => Promise<void>>>;
+  ) as Record<TriggerSourceTopic, (batch: SourceEvent[]) => Promise<void>>;
 
   /** Starts the firer's timer (and a first run). */
   start(): void {

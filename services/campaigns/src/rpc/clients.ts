@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AudienceService, delivery, SubscriberService, SubscriberStatus, TagService, templates } from "@emailsvc/proto";
+import { AudienceService, delivery, SubscriberService, TagService, templates } from "@emailsvc/proto";
 import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
 import { PermanentSendError, type AudienceSource, type FiringServices, type TemplateDirectory } from "../usecases/ports.js";
 
@@ -87,7 +87,7 @@ export function firingServices(transports: { subscribers: Transport; templates: 
     subscriber: (call, id) =>
       orUndefined(async () => {
         const s = (await subscribers.getSubscriber({ id }, options(call))).subscriber;
-        return s ? { email: s.email, status: SubscriberStatus[s.status].toLowerCase() } : undefined;
+        return s ? { email: s.email } : undefined;
       }, "subscribers"),
     tagName: (call, id) => orUndefined(async () => (await tags.getTag({ id }, options(call))).tag?.name, "subscribers"),
     templateSlug: (call, id) => orUndefined(async () => (await templatesClient.getTemplate({ id }, options(call))).template?.slug, "templates"),
@@ -98,8 +98,8 @@ export function firingServices(transports: { subscribers: Transport; templates: 
           options(call),
         );
         if (!res.email) throw unavailable("delivery", new ConnectError("no email in the answer", Code.Internal));
-        // The reason as delivery's enum names it (never parsed from the email's error text).
-        return { emailId: res.email.id, refused: res.refused ? delivery.FailureReason[res.email.failureReason].toLowerCase() : undefined };
+        // The reason as delivery's enum says it (never read from the email's error text).
+        return { emailId: res.email.id, refused: res.refused ? res.email.failureReason : undefined };
       } catch (err) {
         const info = readError(err);
         if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists) {

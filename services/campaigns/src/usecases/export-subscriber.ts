@@ -5,8 +5,8 @@ import type { FireDoc, RecipientDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
 
 // Campaigns' part of a subscriber's data export (GDPR Art. 15): the campaigns
-// the subscriber was a recipient of (their ledger rows), and the trigger
-// fires that sent them an email. Queries by the subscriber's id within the
+// the subscriber was a recipient of (their ledger rows), and every trigger
+// fire recorded for them: sent, skipped or failed with its reason, or pending. Queries by the subscriber's id within the
 // call's tenant only.
 
 /** Rows read per query. */
@@ -38,7 +38,7 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
       ? [[], []]
       : await Promise.all([
           all(scope.recipients, { subscriber_id: subscriberId }, "campaign memberships"),
-          all(scope.fires, { subscriber_id: subscriberId, state: "sent" }, "trigger sends"),
+          all(scope.fires, { subscriber_id: subscriberId }, "trigger sends"),
         ]);
   const names = new Map<string, string>();
   const campaignIds = [...new Set(rows.map((r) => r.campaign_id))];
@@ -64,7 +64,9 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
     trigger_sends: fires.map((f) => ({
       trigger_id: f.trigger_id,
       event_type: f.event_type ?? eventTypes.get(f.trigger_id) ?? null,
-      // A sent fire's last change is its send.
+      state: f.state,
+      reason: f.reason || null,
+      // Its last change: a sent fire's send, a skipped or failed one's decision.
       fired_at: time(f.updated_at),
     })),
   } satisfies CampaignsExportPart);

@@ -1,3 +1,4 @@
+import { delivery } from "@emailsvc/proto";
 import { settleLimited } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import { TEMPLATE_DELETED } from "../domain/trigger.js";
@@ -59,8 +60,9 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
     if (!subscriber) return void (await repos.fires.deleteOne({ _id: claimed._id }));
     if (!slug) return void (await fail("template_not_found"));
     const sent = await deps.firing.send(call, { templateSlug: slug, to: subscriber.email, idempotencyKey: `trigger-fire:${claimed._id}` });
-    // Refused by delivery (the recipient may not get this category of mail): recorded, never retried.
-    if (sent.refused) return void (await finish("skipped", sent.refused, sent.emailId));
+    // Refused by delivery (the recipient may not get this category of mail): recorded, never retried,
+    // with the reason's code (the one table; `send_refused` for a reason this build does not know).
+    if (sent.refused !== undefined) return void (await finish("skipped", delivery.failureReasonCode(sent.refused) ?? "send_refused", sent.emailId));
     await finish("sent", "", sent.emailId);
   } catch (err) {
     if (err instanceof PermanentSendError) {
@@ -91,11 +93,14 @@ async function recordFailure(deps: FiringDeps, repos: TenantRepositories, fire: 
     { fire_id: fire._id, trigger_id: fire.trigger_id, template_id: fire.template_id, reason, ...(templateGone ? { trigger_disabled: true } : {}) },
     "trigger fire could not be sent",
   );
-  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: { last_failure_reason: reason, last_failure_at: now } });
+  const failure = { last_failure_reason: reason, last_failure_at: now };
+  // One write shows both the failure and the switch-off: nobody reads the one without the other.
   if (templateGone) {
-    await repos.triggers.updateOne(
+    const disabled = await repos.triggers.updateOne(
       { _id: fire.trigger_id, template_id: fire.template_id, is_active: true },
-      { $set: { is_active: false, disabled_reason: TEMPLATE_DELETED, updated_at: now } },
+      { $set: { ...failure, is_active: false, disabled_reason: TEMPLATE_DELETED, updated_at: now } },
     );
+    if (disabled) return;
   }
+  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: failure });
 }

@@ -1,3 +1,4 @@
+import { SubscriberStatus } from "@emailsvc/proto";
 import { tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
 import type { EventType } from "../domain/trigger.js";
 import type { FireDoc } from "../storage/documents.js";
@@ -23,8 +24,8 @@ export interface SubscriberEvent {
   subscriberId: string;
   /** For tag events. */
   tagId?: string;
-  /** For subscriber.created: the status it was created with ("" when the event did not say). */
-  status?: string;
+  /** For subscriber.created: the status it was created with (unspecified when the event did not say). */
+  status?: SubscriberStatus;
   occurredAt: number;
 }
 
@@ -35,7 +36,8 @@ export interface SubscriberEvent {
  * keeps), so nobody is welcomed right after unsubscribing.
  */
 export function skipReasonOf(event: SubscriberEvent): string | undefined {
-  return event.type === "subscriber.created" && event.status && event.status !== "active" ? "created_not_active" : undefined;
+  const joined = event.status === undefined || event.status === SubscriberStatus.UNSPECIFIED || event.status === SubscriberStatus.ACTIVE;
+  return event.type === "subscriber.created" && !joined ? "created_not_active" : undefined;
 }
 
 /** The context a fire acts in: its tenant, as the trigger (for audit and logs). */

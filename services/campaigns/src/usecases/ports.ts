@@ -1,4 +1,4 @@
-import type { AudienceFilter } from "@emailsvc/proto";
+import type { AudienceFilter, delivery } from "@emailsvc/proto";
 import type { CallContext } from "@emailsvc/runtime";
 
 // What the use cases ask of other services, as they need it. The adapters
@@ -25,10 +25,9 @@ export interface TemplateDirectory {
   currentVersion(call: CallContext, templateId: string): Promise<number | undefined>;
 }
 
-/** A subscriber as a trigger needs it: where to send, and whether they may get mail. */
+/** A subscriber as a trigger needs it: where to send (whether they may get the mail is delivery's answer). */
 export interface SubscriberContact {
   email: string;
-  status: string;
 }
 
 /** What firing a trigger asks of other services. */
@@ -43,7 +42,7 @@ export interface FiringServices {
    * Queues the mail with delivery under `idempotencyKey` (a repeat returns the
    * same email); resolves to the email id, and when delivery refused the
    * recipient (they may not get the template's category of mail: delivery's
-   * decision on the subscribers service's answer), the reason's code. Rejects
+   * decision on the subscribers service's answer), the reason. Rejects
    * with a PermanentSendError when delivery refuses the request for good.
    */
   send(call: CallContext, input: { templateSlug: string; to: string; idempotencyKey: string }): Promise<SendOutcome>;
@@ -52,8 +51,8 @@ export interface FiringServices {
 /** What delivery did with a fire's mail. */
 export interface SendOutcome {
   emailId: string;
-  /** Set when delivery refused the recipient: its reason's code (delivery's FailureReason, e.g. `recipient_unsubscribed`). */
-  refused?: string | undefined;
+  /** Set when delivery refused the recipient: its reason (e.g. RECIPIENT_UNSUBSCRIBED). */
+  refused?: delivery.FailureReason | undefined;
 }
 
 /** Delivery refused the request (the template or the recipient is unusable): retrying will not help. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { parseAddress } from "@emailsvc/address";
 import { AppError, invalid } from "@emailsvc/runtime";
+import type { PublicErrorCode } from "./provider.js";
 
 // Pure rules of emails: statuses, input validation, the idempotency hash. No I/O.
 
@@ -39,7 +40,9 @@ export interface EmailView {
   idempotencyKey: string;
   provider: string;
   messageId: string;
+  /** Why it failed (see PUBLIC_ERRORS): the text people read, and the reason code reads; "" and undefined otherwise. */
   error: string;
+  failureReason: PublicErrorCode | undefined;
   attempts: number;
   queuedAt: number;
   sentAt: number | null;

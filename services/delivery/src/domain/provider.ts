@@ -1,3 +1,4 @@
+import type { delivery } from "@emailsvc/proto";
 import type { OutgoingMessage } from "./message.js";
 import type { ProviderName } from "./email.js";
 
@@ -40,15 +41,17 @@ export interface EmailProvider {
 export type FailureKind = "permanent" | "transient" | "unreachable" | "aborted";
 
 /**
- * The reasons an email may fail with, as the API shows them in `error`: a
- * stable code, followed by the relay's reply (addresses removed) where the
- * relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User
- * unknown`. Nothing else reaches a client: internal detail goes to the logs
- * and to the email's `last_error`, for operators. Each code is a value of the
- * proto enum `emailsvc.delivery.v1.FailureReason` (its name in lower case,
- * rpc/mapping.ts maps them; a test checks the two lists are one), which the
- * email, SendEmail's answer and `email.status` carry, so that consumers never
- * parse `error`. Documented in the README.
+ * The reasons an email may fail with. The email keeps its reason as a field
+ * of its own (`failure_reason`, one of these codes) and, for people, the
+ * `error` text the API shows: the code, followed by the relay's reply
+ * (addresses removed) where the relay gave one, e.g. `recipient_rejected: 550
+ * 5.1.1 <recipient>: User unknown`. Nothing else reaches a client: internal
+ * detail goes to the logs and to the email's `last_error`, for operators.
+ * The codes are the proto enum `emailsvc.delivery.v1.FailureReason`'s, by its
+ * one table (`delivery.FAILURE_REASON_CODES` of @emailsvc/proto: a code
+ * missing here, or one the enum lacks, does not compile), which the email,
+ * SendEmail's answer and `email.status` carry, so that consumers never parse
+ * `error`. Documented in the README.
  */
 export const PUBLIC_ERRORS = {
   /** The template version the email was queued with no longer exists. */
@@ -77,19 +80,13 @@ export const PUBLIC_ERRORS = {
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
   /** A campaign email whose campaign was cancelled before it was given to the provider. */
   campaign_cancelled: "the campaign was cancelled before the email was given to the provider",
-} as const;
+} as const satisfies Record<delivery.FailureReasonCode, string>;
 
-export type PublicErrorCode = keyof typeof PUBLIC_ERRORS;
+export type PublicErrorCode = delivery.FailureReasonCode;
 
 /** The `error` of a failed email: its code, and the relay's reply when there is one. */
 export function publicError(code: PublicErrorCode, reply = ""): string {
   return reply ? `${code}: ${reply}` : code;
-}
-
-/** The code of a failed email's `error` (the inverse of publicError), or undefined when it holds none. */
-export function publicErrorCode(error: string): PublicErrorCode | undefined {
-  const code = error.split(":", 1)[0]!;
-  return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
 }
 
 /** What a failed attempt is about, before the retry rules decide whether the email fails. */
@@ -124,8 +121,13 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, maxQueueAgeMs: 24 * 60 * 60 * 1000 };
 
-/** Either try again, or fail the email with `error` (its public text, see PUBLIC_ERRORS). */
-export type Outcome = { retry: true } | { retry: false; error: string };
+/** Either try again, or fail the email with `reason` and `error` (its public text, see PUBLIC_ERRORS). */
+export type Outcome = { retry: true } | { retry: false; reason: PublicErrorCode; error: string };
+
+/** The outcome of giving up: the reason, and its text with the relay's reply. */
+function failWith(reason: PublicErrorCode, reply = ""): Outcome {
+  return { retry: false, reason, error: publicError(reason, reply) };
+}
 
 /** The public code a failure of this kind ends with once it is given up on. */
 function finalCode(failure: SendFailure): PublicErrorCode {
@@ -150,15 +152,15 @@ export function afterFailure(
 ): Outcome {
   switch (failure.kind) {
     case "permanent":
-      return { retry: false, error: publicError(finalCode(failure), failure.reply) };
+      return failWith(finalCode(failure), failure.reply);
     case "transient":
       if (state.transientFailures >= policy.maxAttempts) {
-        return { retry: false, error: publicError("attempts_exhausted", failure.reply) };
+        return failWith("attempts_exhausted", failure.reply);
       }
       return { retry: true };
     case "unreachable":
       // A connection error's text names hosts and ports: for operators only.
-      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return { retry: false, error: publicError(finalCode(failure)) };
+      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return failWith(finalCode(failure));
       return { retry: true };
     case "aborted":
       return { retry: true };

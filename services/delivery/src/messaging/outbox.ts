@@ -2,20 +2,9 @@ import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
 import { OutboxRelay, withOutbox } from "@emailsvc/outbox";
 import { newId, type Logger } from "@emailsvc/runtime";
 import type { CrossTenantCollection } from "@emailsvc/storage";
-import type { delivery } from "@emailsvc/proto";
-import { failureReasonToProto } from "../rpc/mapping.js";
-import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import { delivery } from "@emailsvc/proto";
+import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
-
-/** Topics delivery produces, in the order one flush publishes them (status after the send request it follows). */
-export const DELIVERY_PRODUCED_TOPICS = ["email.send.requested", "email.status"] as const satisfies readonly Topic[];
-/**
- * Topics delivery consumes. `subscriber.deleted` is produced by the subscribers
- * service and `campaign.status_changed` by campaigns (the registry of
- * @emailsvc/events names them; delivery imports neither service).
- */
-export const DELIVERY_CONSUMED_TOPICS = ["email.send.requested", "subscriber.deleted", "campaign.status_changed"] as const satisfies readonly Topic[];
-export const DELIVERY_TOPICS: Topic[] = [...new Set<Topic>([...DELIVERY_PRODUCED_TOPICS, ...DELIVERY_CONSUMED_TOPICS])];
 
 export interface DeliveryOutboxOptions {
   storage: DeliveryStorage;
@@ -42,7 +31,8 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     logger: options.logger,
     name: "delivery",
     clock: options.clock,
-    topicOrder: [...DELIVERY_PRODUCED_TOPICS],
+    // A send request before the status it goes with, when one flush publishes both.
+    topicOrder: ["email.send.requested"],
     events: (doc, entry) => {
       const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
       return [
@@ -76,20 +66,20 @@ function sendRequest(doc: EmailDoc) {
 
 /**
  * An email.status body: ids, the status and, for a failure, its reason (the
- * enum consumers read, and its public code as text; never the relay's reply).
+ * enum consumers read, and its code as text; never the relay's reply).
  */
 export function statusEvent(
-  doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error">,
+  doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error" | "failure_reason">,
   status: string,
 ): { emailId: string; status: string; subscriberId: string; campaignId: string; reason: string; failureReason: delivery.FailureReason } {
-  const failed = status === "failed";
+  const reason = status === "failed" ? failureReasonOf({ ...doc, status: "failed" }) : undefined;
   return {
     emailId: doc._id,
     status,
     subscriberId: doc.subscriber_id ?? "",
     campaignId: doc.campaign_id ?? "",
-    reason: failed ? (doc.error.split(":", 1)[0] ?? "") : "",
-    failureReason: failureReasonToProto(failed ? doc.error : ""),
+    reason: reason ?? "",
+    failureReason: delivery.failureReasonOfCode(reason),
   };
 }
 

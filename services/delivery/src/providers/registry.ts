@@ -1,3 +1,4 @@
+import { SERVICES, type MailProviderName } from "@emailsvc/manifest";
 import { ConfigError, envString, type Env } from "@emailsvc/runtime";
 import { providerForTenant, SANDBOX_PROVIDER, type ProviderName } from "../domain/email.js";
 import type { EmailProvider } from "../domain/provider.js";
@@ -6,18 +7,27 @@ import { sandboxProvider } from "./sandbox.js";
 import { smtpProvider } from "./smtp.js";
 
 // The providers delivery can send through, by name. EMAIL_PROVIDER picks the
-// one of live-mode mail; test-mode mail always goes to `sandbox`. Adding a
-// provider (an HTTP API, say) is one file that exports a ProviderDefinition
-// (./definition.ts), plus its entry in PROVIDERS below (the checklist:
-// services/delivery/README.md, "Adding a provider").
+// one of live-mode mail; test-mode mail always goes to `sandbox`. Their names
+// and the secrets each reads are declared in delivery's manifest entry
+// (packages/manifest/src/services.ts, `providers`), which the Helm chart
+// follows (which EMAIL_PROVIDER it accepts, which secrets it asks for);
+// PROVIDERS below is keyed by those names, so a provider declared without
+// its definition, or defined without its declaration, does not compile.
+// Adding a provider (an HTTP API, say) is one file that exports a
+// ProviderDefinition (./definition.ts), its declaration in the manifest and
+// its entry here (the checklist: services/delivery/README.md, "Adding a provider").
 
 export type { ProviderContext, ProviderDefinition } from "./definition.js";
 
-/** Every provider, by name. */
+/** Every provider, by name: exactly the manifest's (SERVICES.delivery.providers). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each entry keeps its own settings type
-export const PROVIDERS: ReadonlyMap<ProviderName, ProviderDefinition<any>> = new Map(
-  [sandboxProvider, smtpProvider].map((definition) => [definition.name, definition]),
-);
+const DEFINITIONS: { readonly [N in MailProviderName]: ProviderDefinition<any> } = {
+  sandbox: sandboxProvider,
+  smtp: smtpProvider,
+};
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each entry keeps its own settings type
+export const PROVIDERS: ReadonlyMap<ProviderName, ProviderDefinition<any>> = new Map(Object.entries(DEFINITIONS));
 
 /** A provider chosen and its settings read: what the service builds at start. */
 export interface ConfiguredProvider {
@@ -46,7 +56,8 @@ export interface ProviderSetup {
 /** Reads EMAIL_PROVIDER and the settings of the providers it needs. */
 export function loadProviders(env: Env): ProviderSetup {
   const sandbox = configureProvider(SANDBOX_PROVIDER, env);
-  const name = envString("EMAIL_PROVIDER", SANDBOX_PROVIDER, env);
+  const { setting, default: fallback } = SERVICES.delivery.providers;
+  const name = envString(setting, fallback, env);
   return { sandbox, live: name === SANDBOX_PROVIDER ? sandbox : configureProvider(name, env) };
 }
 

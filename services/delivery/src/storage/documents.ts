@@ -1,6 +1,7 @@
 import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
 import type { EmailStatus } from "../domain/email.js";
+import { PUBLIC_ERRORS, type PublicErrorCode } from "../domain/provider.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // per-tenant index starts with it too, so no query can reach across tenants.
@@ -62,8 +63,17 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
    * Why it failed, as the API shows it ("" otherwise): a stable code, with the
    * relay's reply (addresses removed) where there is one, e.g.
    * `recipient_rejected: 550 5.1.1 <recipient>: User unknown` (see domain/provider.ts).
+   * For people: code reads `failure_reason`.
    */
   error: string;
+  /**
+   * Why it failed, for code: the FailureReason's code (`recipient_rejected`;
+   * delivery.FAILURE_REASON_CODES), set with `error` by every write that fails
+   * an email; absent otherwise. Emails failed before the field existed lack
+   * it: `failureReasonOf` (below) derives theirs from `error` when
+   * they are read, the one place that reads that text.
+   */
+  failure_reason?: PublicErrorCode;
   /** What went wrong inside the last failed attempt, for operators only (never in the API; no addresses). */
   last_error: string;
   /** Send attempts started (claims). */
@@ -82,6 +92,20 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
+}
+
+/**
+ * Why a failed email failed: its `failure_reason`. An email failed before
+ * that field was written has only its `error` text, whose leading code is the
+ * same vocabulary; it is read from there, here alone, each time such an email
+ * is read (no migration: they are the older records, and their text never
+ * changes). Undefined for an email that did not fail.
+ */
+export function failureReasonOf(doc: Pick<EmailDoc, "status" | "error" | "failure_reason">): PublicErrorCode | undefined {
+  if (doc.status !== "failed") return undefined;
+  if (doc.failure_reason) return doc.failure_reason;
+  const code = doc.error.split(":", 1)[0]!;
+  return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
 }
 
 /** The parts of a kept message too large for a row held in memory. */

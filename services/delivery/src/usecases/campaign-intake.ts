@@ -194,7 +194,7 @@ async function intakeChunk(
       encodeEvent(
         "email.status",
         { eventId: newId("evt"), tenant: scope.tenant, occurredAt: now },
-        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason }, "failed"),
+        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, "failed"),
       ),
     );
   for (const r of open) {

@@ -233,6 +233,7 @@ export async function deliverEmail(
       failed_at: at,
       provider: providerName,
       error: outcome.error,
+      failure_reason: outcome.reason,
       last_error: failure.detail,
       transient_failures: transientFailures,
     },

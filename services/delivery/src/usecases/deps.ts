@@ -5,7 +5,7 @@ import { newId, notFound } from "@emailsvc/runtime";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
-import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
+import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 
 /** Carries out an email's outbox right after the write that filled it (@emailsvc/outbox). */
@@ -58,6 +58,7 @@ export function emailView(doc: EmailDoc): EmailView {
     provider: doc.provider,
     messageId: doc.message_id,
     error: doc.error,
+    failureReason: failureReasonOf(doc),
     attempts: doc.attempts,
     queuedAt: doc.queued_at,
     sentAt: doc.sent_at,
@@ -65,4 +66,5 @@ export function emailView(doc: EmailDoc): EmailView {
     updatedAt: doc.updated_at,
   };
 }
+
 

@@ -114,7 +114,7 @@ async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, d
     const failed = await emails.updateOne(
       { _id: doc._id, status: "queued", lease_until: { $lt: now } },
       withOutbox<EmailDoc, OutboxEntry>(
-        { $set: { ...$set, status: "failed", failed_at: now, error: ERASED_REASON, last_error: ERASED_REASON }, $unset },
+        { $set: { ...$set, status: "failed", failed_at: now, error: ERASED_REASON, failure_reason: "recipient_erased", last_error: ERASED_REASON }, $unset },
         [outboxEntry(now, "email.status", "failed")],
         now,
       ),

@@ -104,6 +104,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
           // Refused as it is asked for: failed at the moment it was queued, no attempt (refusedAtSend).
           status: "failed" as const,
           error: publicError(refused),
+          failure_reason: refused,
           last_error: `refused at send: the recipient may not get ${category} mail`,
           failed_at: now,
           ...newOutbox([outboxEntry(now, "email.status", "failed")]),

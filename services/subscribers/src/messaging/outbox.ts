@@ -2,17 +2,11 @@ import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
 import { encodeEvent, type EncodedEvent, type EventBus, type EventOrigin } from "@emailsvc/events";
 import { clearOutbox, OutboxRelay } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/runtime";
+import { SubscriberStatus } from "@emailsvc/proto";
+import { isStatus } from "../domain/subscriber.js";
+import { statusToProto } from "../rpc/mapping.js";
 import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
 import type { SubscriberStorage } from "../storage/repositories.js";
-
-/** Topics the subscribers service produces (ensured at start). */
-export const SUBSCRIBER_TOPICS: SubscriberTopic[] = [
-  "subscriber.created",
-  "subscriber.status_changed",
-  "subscriber.tag_added",
-  "subscriber.tag_removed",
-  "subscriber.deleted",
-];
 
 export interface SubscriberOutboxOptions {
   storage: SubscriberStorage;
@@ -90,7 +84,8 @@ function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
   const subscriberId = doc._id;
   switch (bus.topic) {
     case "subscriber.created":
-      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [], status: bus.to ?? "" })];
+      // An outbox entry written before the status was carried has none: unspecified.
+      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [], status: bus.to !== undefined && isStatus(bus.to) ? statusToProto(bus.to) : SubscriberStatus.UNSPECIFIED })];
     case "subscriber.status_changed":
       return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
     case "subscriber.tag_added":

@@ -34,6 +34,11 @@ const TO_PROTO: Record<Status, SubscriberStatus> = {
   complained: SubscriberStatus.COMPLAINED,
 };
 
+/** A status as the contracts carry it (SubscriberService's answers, the subscriber.created event). */
+export function statusToProto(status: Status): SubscriberStatus {
+  return TO_PROTO[status];
+}
+
 export function statusFromProto(status: SubscriberStatus): Status | undefined {
   switch (status) {
     case SubscriberStatus.ACTIVE:

@@ -1,4 +1,5 @@
 import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
+import type { ProducedTopic } from "@emailsvc/manifest";
 import type { Doc } from "@emailsvc/storage";
 import type { AuditSource } from "../domain/audit.js";
 import type { Locale, Metadata, Status } from "../domain/subscriber.js";
@@ -7,12 +8,7 @@ import type { Locale, Metadata, Status } from "../domain/subscriber.js";
 // index starts with it too, so no query can reach across tenants.
 
 /** Topics the subscribers service produces. */
-export type SubscriberTopic =
-  | "subscriber.created"
-  | "subscriber.status_changed"
-  | "subscriber.tag_added"
-  | "subscriber.tag_removed"
-  | "subscriber.deleted";
+export type SubscriberTopic = ProducedTopic<"subscribers">;
 
 /**
  * A pending side effect of a change, kept inside the changed document (the

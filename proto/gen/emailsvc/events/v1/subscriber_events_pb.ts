@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { SubscriberStatus } from "../../subscribers/v1/subscribers_pb.js";
+import { file_emailsvc_subscribers_v1_subscribers } from "../../subscribers/v1/subscribers_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/subscriber_events.proto.
  */
 export const file_emailsvc_events_v1_subscriber_events: GenFile = /*@__PURE__*/
-  fileDesc("CiplbWFpbHN2Yy9ldmVudHMvdjEvc3Vic2NyaWJlcl9ldmVudHMucHJvdG8SEmVtYWlsc3ZjLmV2ZW50cy52MSJwCglFdmVudE1ldGESEAoIZXZlbnRfaWQYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCRIMCgRtb2RlGAMgASgJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ4ChFTdWJzY3JpYmVyQ3JlYXRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg8KB3RhZ19pZHMYAyADKAkSDgoGc3RhdHVzGAQgASgJIoUBChdTdWJzY3JpYmVyU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEhMKC2Zyb21fc3RhdHVzGAMgASgJEhEKCXRvX3N0YXR1cxgEIAEoCSJoChJTdWJzY3JpYmVyVGFnQWRkZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIOCgZ0YWdfaWQYAyABKAkiagoUU3Vic2NyaWJlclRhZ1JlbW92ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIOCgZ0YWdfaWQYAyABKAkiVwoRU3Vic2NyaWJlckRlbGV0ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiplbWFpbHN2Yy9ldmVudHMvdjEvc3Vic2NyaWJlcl9ldmVudHMucHJvdG8SEmVtYWlsc3ZjLmV2ZW50cy52MSJwCglFdmVudE1ldGESEAoIZXZlbnRfaWQYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCRIMCgRtb2RlGAMgASgJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKjAQoRU3Vic2NyaWJlckNyZWF0ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIPCgd0YWdfaWRzGAMgAygJEjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMihQEKF1N1YnNjcmliZXJTdGF0dXNDaGFuZ2VkEisKBG1ldGEYASABKAsyHS5lbWFpbHN2Yy5ldmVudHMudjEuRXZlbnRNZXRhEhUKDXN1YnNjcmliZXJfaWQYAiABKAkSEwoLZnJvbV9zdGF0dXMYAyABKAkSEQoJdG9fc3RhdHVzGAQgASgJImgKElN1YnNjcmliZXJUYWdBZGRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg4KBnRhZ19pZBgDIAEoCSJqChRTdWJzY3JpYmVyVGFnUmVtb3ZlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg4KBnRhZ19pZBgDIAEoCSJXChFTdWJzY3JpYmVyRGVsZXRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJYgZwcm90bzM", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
 
 /**
  * Common header of every event.
@@ -74,15 +76,14 @@ export type SubscriberCreated = Message<"emailsvc.events.v1.SubscriberCreated"> 
   tagIds: string[];
 
   /**
-   * The status it was created with (`active`, `unsubscribed`, `bounced`,
-   * `complained`; empty in events written before it was carried). A
-   * subscriber created other than active did not sign up (an import of an
-   * opt-out, the record a one-click unsubscribe of a non-subscriber keeps):
-   * `subscriber.created` triggers do not fire for it.
+   * The status it was created with (unspecified in events written before it
+   * was carried). A subscriber created other than active did not sign up (an
+   * import of an opt-out, the record a one-click unsubscribe of a
+   * non-subscriber keeps): `subscriber.created` triggers do not fire for it.
    *
-   * @generated from field: string status = 4;
+   * @generated from field: emailsvc.subscribers.v1.SubscriberStatus status = 4;
    */
-  status: string;
+  status: SubscriberStatus;
 };
 
 /**

@@ -90,7 +90,12 @@ export const schemas: Record<string, JsonSchema> = {
       consent: { type: "array", items: { type: "object" }, description: "Opt-ins, resubscriptions and unsubscribes." },
       emails: { type: "array", items: { type: "object" }, description: "Emails sent: template, subject, time, status, campaign." },
       campaign_memberships: { type: "array", items: { type: "object" } },
-      trigger_sends: { type: "array", items: { type: "object" } },
+      trigger_sends: {
+        type: "array",
+        items: { type: "object" },
+        description:
+          "Every fire of a trigger for the subscriber: trigger_id, event_type, state (`sent`; `skipped` or `failed` with its `reason`, e.g. `created_not_active` for someone created other than active; `pending` while its delay runs) and fired_at (its last change).",
+      },
       about_this_data: { type: "object", description: "Controller, purposes, categories, recipients, retention, source, automated decisions, rights." },
     },
   },
