@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
 import { body, bodyErrors, errors, json, lineText, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { translations } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
@@ -24,9 +24,12 @@ const portalTag: JsonSchema = {
   },
 };
 
+/** Longest sender name (as the portal takes it). */
+const SENDER_NAME_MAX = 100;
+
 /** The name the pages give the sender. */
 const senderName = {
-  ...lineText(100, "is 1-100 characters with visible text, without control characters"),
+  ...lineText(SENDER_NAME_MAX, visibleTextRule(SENDER_NAME_MAX)),
   description: 'How your subscribers know you: the preference page and the unsubscribe pages name you with it ("Your subscriptions with Acme"). 1-100 characters with visible text.',
 } as const;
 

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";
@@ -61,9 +61,9 @@ export const SubscriberCreate = {
         "The person opted in again. An address erased at its owner's request is suppressed: creating it is a 409 `subscriber_suppressed` unless this is true, with `resubscribe_reason`; then the suppression is lifted and the reason goes into the new subscriber's audit trail. No effect on an address that is not suppressed.",
     },
     resubscribe_reason: {
-      ...lineText(500, "must say something: 1-500 characters with visible text (not only spaces or invisible characters such as U+200B), without control characters"),
+      ...lineText(500, visibleTextRule(500)),
       description:
-        "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF or U+2060 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
+        "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF, U+2060 or U+2800 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
     },
   },
   // A reason with `resubscribe: true` only, and always with it.
