@@ -16,6 +16,7 @@ export type ErrorKind =
   | "not_found" // 404
   | "conflict" // 409
   | "too_large" // 413
+  | "rate_limited" // 429
   | "unavailable" // 503
   | "internal"; // 500
 
@@ -26,6 +27,9 @@ const KIND_TO_CODE: Record<ErrorKind, Code> = {
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
   too_large: Code.ResourceExhausted,
+  // The same gRPC code as too_large (a quota of the caller's is spent): the
+  // ErrorDetail's code (`rate_limited`) tells them apart.
+  rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   internal: Code.Internal,
 };
@@ -41,7 +45,12 @@ export class AppError extends Error {
     /** Stable machine code, e.g. "email_taken". */
     readonly code: string,
     message: string,
-    readonly extra: { fieldViolations?: Violation[]; existingId?: string } = {},
+    readonly extra: {
+      fieldViolations?: Violation[];
+      existingId?: string;
+      /** Response metadata the error carries to the caller (a refusal's Retry-After and RateLimit headers, lower case). */
+      metadata?: Record<string, string>;
+    } = {},
   ) {
     super(message);
     this.name = "AppError";
@@ -60,7 +69,8 @@ export function toConnectError(err: unknown): ConnectError | undefined {
       fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
       existingId: err.extra.existingId ?? "",
     });
-    return new ConnectError(err.message, KIND_TO_CODE[err.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+    const metadata = err.extra.metadata ? new Headers(err.extra.metadata) : undefined;
+    return new ConnectError(err.message, KIND_TO_CODE[err.kind], metadata, [{ desc: ErrorDetailSchema, value: detail }]);
   }
   if (err instanceof MissingTenantError) {
     return new ConnectError("missing tenant", Code.Unauthenticated);

@@ -78,8 +78,13 @@ function appErrorSites(): { sites: Site[]; unparsed: string[] } {
   return { sites, unparsed };
 }
 
-/** The status the gateway answers a service's AppError of `kind` with. */
+/**
+ * The status the gateway answers a service's AppError of `kind` with.
+ * RESOURCE_EXHAUSTED carries two kinds, told apart by the code: a spent
+ * budget (`rate_limited`, the portal's preference budgets) is a 429.
+ */
 function statusOfKind(kind: ErrorKind): number {
+  if (kind === "rate_limited") return problemFromConnect(toConnectError(new AppError(kind, "rate_limited", "x"))!).problem.status;
   return statusOfConnectCode(toConnectError(new AppError(kind, "x", "x"))!.code);
 }
 

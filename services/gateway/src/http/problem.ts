@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@emailsvc/proto";
 import { readError } from "@emailsvc/runtime";
+import { RATE_LIMIT_HEADER_NAMES } from "@emailsvc/ratelimit";
 import { ERROR_CODES, isErrorCode, type ErrorCode } from "./error-codes.js";
 
 // Every error leaves the gateway as application/problem+json (RFC 9457) with a
@@ -140,14 +141,25 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
     return { problem: new Problem(entry.code, entry.detail), internal: status >= 500 };
   }
   const info = readError(err);
-  const extra = {
+  const extra: ProblemExtra = {
     errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
     existingId: info.existingId,
   };
+  // A service's refusal of a spent budget (the portal's preference budgets) carries its Retry-After and RateLimit headers.
+  if (info.errorCode === "rate_limited") extra.headers = rateLimitHeadersOf(err.metadata);
   const detail = info.message || entry.detail;
   // A listed code keeps the status of its kind (test/error-codes.test.ts checks that they agree).
   const problem = isErrorCode(info.errorCode) ? new Problem(info.errorCode, detail, extra) : Problem.unlisted(status, info.errorCode, detail, extra);
   return { problem, internal: status >= 500 && !SETTLED_ANSWERS.has(info.errorCode) };
+}
+
+function rateLimitHeadersOf(metadata: Headers): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RATE_LIMIT_HEADER_NAMES) {
+    const value = metadata.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return headers;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Router } from "@koa/router";
 import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
-import { limitApiKeyRequests, limitPreferenceRequests } from "../http/rate-limit.js";
+import { limitApiKeyRequests } from "../http/rate-limit.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { Problem } from "../http/problem.js";
@@ -76,10 +76,11 @@ export function defineRoute(
       if (scheme === "ApiKey") {
         if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
         chain.push(limitApiKeyRequests(kit.limiter, cls));
-      } else {
-        if (cls === "send") throw new Error(`operation ${operationId}: send is an API-key class`);
-        chain.push(limitPreferenceRequests(kit.limiter, cls));
+      } else if (cls === "send") {
+        throw new Error(`operation ${operationId}: send is an API-key class`);
       }
+      // A preference-token operation's class is charged by the portal, which
+      // serves the same subscriber through its page: one budget for both doors.
     }
   }
   const validators = kit.validators.for(operationId);

@@ -46,6 +46,12 @@ const frameAncestors = {
     "Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`).",
 } as const;
 
+/** Why someone gets no mail of a category; null: they get it. */
+const mailingBlock = {
+  type: ["string", "null"],
+  enum: ["unsubscribed", "bounced", "complained", "suppressed", null],
+} as const;
+
 export const PortalSettingsUpdate = {
   type: "object",
   additionalProperties: false,
@@ -111,10 +117,21 @@ export const schemas: Record<string, JsonSchema> = {
   PreferenceCenter: {
     type: "object",
     additionalProperties: false,
-    required: ["email", "status", "locale", "subscribed_tags", "available_tags"],
+    required: ["email", "status", "locale", "subscribed_tags", "available_tags", "mailability"],
     properties: {
       email: { type: "string" },
       status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
+      mailability: {
+        type: "object",
+        additionalProperties: false,
+        required: ["marketing", "transactional"],
+        description:
+          "Whether the subscriber gets mail now, per category, as the platform decides it for every send (the subscribers service's one answer): null when they get it, else why not. A page shows a held list as subscribed only while `marketing` is null (a list held by someone who gets no marketing mail sends them nothing).",
+        properties: {
+          marketing: { ...mailingBlock, description: "Campaigns and marketing templates." },
+          transactional: { ...mailingBlock, description: "Transactional templates (receipts, password resets)." },
+        },
+      },
       locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "The subscriber's language; null while unset." },
       subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
       available_tags: {

@@ -80,7 +80,11 @@ export const SubscriberUpdate = {
   description: "Any of the fields; fields left out keep their value. Tags are changed with the tag operations.",
   properties: {
     email,
-    status,
+    status: {
+      ...status,
+      description:
+        "`active` for a bounced or complained subscriber who unsubscribed from everything meanwhile (the one-click link or the preference page: `subscriber.opted_out` in the audit trail) makes them `unsubscribed`: lifting the bounce does not undo their choice. Set `active` again only once they opted in again.",
+    },
     locale: { ...locale, description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) removes it." },
     metadata: {
       type: "object",
@@ -143,7 +147,7 @@ export const schemas: Record<string, JsonSchema> = {
       type: {
         type: "string",
         description:
-          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`.",
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it).",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {
