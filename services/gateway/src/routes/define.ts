@@ -39,8 +39,9 @@ export function toOpenApiPath(routerPath: string): string {
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
  * operation. Authentication follows the operation's `security`; an API-key
- * or preference-token operation is then charged to its rate-limit budgets
- * (its class in the document); then the path, query and header parameters and the JSON body
+ * operation is then charged to its rate-limit budgets (its class in the
+ * document; a preference-token operation's class the portal charges, for its
+ * page too); then the path, query and header parameters and the JSON body
  * are validated against the document's schemas, in that order, so that the
  * body of an unauthenticated or rate-limited caller is never read.
  */

@@ -247,7 +247,7 @@ export const paths: Paths = {
       operationId: "unsubscribeAllPreferences",
       summary: "Unsubscribe from everything",
       description:
-        "The subscriber becomes `unsubscribed` and gets no marketing mail at all (transactional mail still arrives), and leaves every public tag, so none shows as subscribed; private tags stay. Joining a tag later subscribes them again, to that tag.",
+        "No more marketing mail at all (transactional mail still arrives): the same operation as the one-click link of every marketing mail. An active subscriber becomes `unsubscribed`; a bounced or complained one keeps that status and the opt-out is recorded with it (set `active` later, they become `unsubscribed`). Every public tag is left, so none shows as subscribed; private tags stay. Joining a tag later subscribes them again, to that tag.",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
       responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...portalErrors },
