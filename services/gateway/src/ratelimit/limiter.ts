@@ -1,6 +1,6 @@
 import { counter } from "@emailsvc/runtime";
 import type { KeyIdentity } from "../http/state.js";
-import { addressBucketId, bucketKey, chargeBudgets, describePolicy, type Budget, type CounterStore, type Verdict } from "@emailsvc/ratelimit";
+import { addressBucketId, bucketKey, chargeBudgets, describePolicy, type CounterStore, type Verdict } from "@emailsvc/ratelimit";
 import type { RateClass, RateLimitConfig } from "./config.js";
 
 export type { Verdict } from "@emailsvc/ratelimit";
@@ -104,5 +104,3 @@ export class RateLimiter {
     return verdict;
   }
 }
-
-export type { Budget };
