@@ -22,8 +22,8 @@ export interface PlatformOptions {
   dbPrefix?: string;
   /**
    * The services' own settings, as each reads them alone (EMAIL_PROVIDER,
-   * SMTP_URL, EMAIL_FROM, OUTBOX_SWEEP_INTERVAL_MS, the gateway's RATE_LIMIT_*
-   * and TRUSTED_PROXY_HOPS, …; see README). `npm
+   * SMTP_URL, EMAIL_FROM, OUTBOX_SWEEP_INTERVAL_MS, the gateway's and the
+   * portal's RATE_LIMIT_* and TRUSTED_PROXY_HOPS, …; see README). `npm
    * start` passes the process's environment; default none (each default).
    */
   env?: Env;

@@ -141,14 +141,20 @@ describe.each<Mode>(["embedded", "mongodb+kafka"])("REST API end to end (%s)", (
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("subscriber_suppressed");
     // A reason that shows nothing lifts nothing (issue 16, defect 11a): zero width space, BOM, word joiner, spaces, a tag character.
-    for (const reason of ["\u200b", "\ufeff\u2060 \u200b\u00a0", "\u{E0020}"]) {
+    // And the blank-looking symbols Unicode classes as neither space nor format (issue 16 review): Braille
+    // pattern blank, the musical null notehead, the Khitan filler; the Hangul fillers, halfwidth too.
+    const messages = new Set<string>();
+    for (const reason of ["\u200b", "\ufeff\u2060 \u200b\u00a0", "\u{E0020}", "\u2800", " \u2800\u2800 ", "\u{1D159}", "\u{16FE4}", "\uffa0", "\u3164", "\u115f\u1160"]) {
       const refused = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: reason } });
       expect({ status: refused.status, code: refused.body.code, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({
         status: 400,
         code: "validation_failed",
         fields: ["resubscribe_reason"],
       });
+      messages.add(refused.body.errors[0].message);
     }
+    // Refused by the gateway's pattern (the BMP) or by the subscribers service (beyond it): one rule, one message.
+    expect([...messages]).toEqual(["1-500 characters with visible text (not only spaces or invisible characters such as U+200B or U+2800), no control characters"]);
     expect((await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com" } })).body.code).toBe("subscriber_suppressed");
     // Invisible characters around a reason are trimmed from what the audit trail keeps.
     const back = await call("POST", "/api/v1/subscribers", { body: { email: "ada@example.com", resubscribe: true, resubscribe_reason: "\u200bsigned up again\ufeff" } });

@@ -349,10 +349,14 @@ describe("portal settings", () => {
     expect((await open(id, { "accept-language": "fr" })).html).toContain("<h1>Vos abonnements chez Acme &#38; Co</h1>");
     // The other settings keep their value; null takes the name away.
     expect((await t.call("GET", "/api/v1/portal-settings")).body).toMatchObject({ frame_ancestors: [], sender_name: "Acme & Co" });
-    for (const bad of ["", "\u200b\u2060", "x".repeat(101), "line\nbreak"]) {
+    const messages = new Set<string>();
+    for (const bad of ["", "\u200b\u2060", "x".repeat(101), "line\nbreak", "\u2800", "\u2800\u3164", "\uffa0", "\u{1D159}", "\u{16FE4}\u{1D159}"]) {
       const refused = await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: bad } });
       expect({ bad, status: refused.status, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ bad, status: 400, fields: ["sender_name"] });
+      if (bad.length > 0 && bad.length <= 100 && !bad.includes("\n")) messages.add(refused.body.errors[0].message);
     }
+    // Refused by the gateway's pattern (the BMP) or by the portal (beyond it), the caller reads one rule (issue 16 review).
+    expect([...messages]).toEqual(["1-100 characters with visible text (not only spaces or invisible characters such as U+200B or U+2800), no control characters"]);
     expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } })).body.sender_name).toBeNull();
     expect((await open(id)).html).toContain("<h1>Your email preferences</h1>");
   });

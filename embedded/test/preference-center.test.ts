@@ -124,6 +124,15 @@ describe("preference-center API", () => {
     expect((await portal(token, "POST", `/tags/${offers}/subscribe`)).body.status).toBe("active");
   });
 
+  it("says who receives what as the subscribers service decides it (issue 16 review: the page does not decide it itself)", async () => {
+    const id = await subscriber("mailability@example.com", ["news"]);
+    const token = await tokenFor(id);
+    expect((await portal(token, "GET", "")).body.mailability).toEqual({ marketing: null, transactional: null });
+    expect((await portal(token, "POST", "/unsubscribe-all")).body.mailability).toEqual({ marketing: "unsubscribed", transactional: null });
+    await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "complained" } });
+    expect((await portal(token, "GET", "")).body.mailability).toEqual({ marketing: "complained", transactional: "complained" });
+  });
+
   it("gives each tag's translations, for a page in the subscriber's language", async () => {
     const translated = await t.call("POST", "/api/v1/tags", {
       body: { name: "events", is_public: true, description: "Invitations", translations: { de: { name: "Veranstaltungen", description: "Einladungen" }, it: { name: "Eventi" } } },

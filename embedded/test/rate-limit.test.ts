@@ -114,3 +114,60 @@ describe("rate limits of the running platform", () => {
     expect((await t.call("GET", "/api/v1/preference-center", { key: null, headers: { authorization: `Bearer ${token}x` } })).status).toBe(429);
   });
 });
+
+describe("one budget per subscriber, whichever door (issue 16 review)", () => {
+  let t: TestPlatform;
+  beforeAll(async () => {
+    t = await startTestPlatform("rate-limit-doors", { RATE_LIMIT_PREFERENCE_PRIVACY: "2/1h", RATE_LIMIT_PREFERENCE_WRITE: "3/60s" });
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  /** The subscriber's page session: its path and form secret. */
+  async function openPage(id: string): Promise<{ path: string; csrf: string }> {
+    const link = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body.url as string;
+    const first = await fetch(`${t.platform.portalUrl}${link.slice(link.indexOf("/preferences"))}`, { redirect: "manual" });
+    const path = first.headers.get("location")!.split("?")[0]!;
+    const html = await (await fetch(`${t.platform.portalUrl}${path}`)).text();
+    return { path, csrf: /name="csrf" value="([^"]+)"/.exec(html)![1]! };
+  }
+  const pagePost = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(`${t.platform.portalUrl}${path}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(fields).toString(),
+    });
+
+  it("counts the page's exports and the API's against the same privacy budget, and answers the page with a 429 page in its language", async () => {
+    const id = (await t.call("POST", "/api/v1/subscribers", { body: { email: "two-doors@example.com" } })).body.id as string;
+    const token = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body.token as string;
+    const api = () => t.call("GET", "/api/v1/preference-center/export", { key: null, headers: { authorization: `Bearer ${token}` } });
+    const page = await openPage(id);
+    const pageExport = (lang = "en") => pagePost(`${page.path}/export`, { csrf: page.csrf, lang });
+    expect((await pageExport()).status).toBe(200);
+    expect((await api()).status).toBe(200);
+    // The budget (2 an hour) is spent, by either door.
+    const refusedPage = await pageExport("de");
+    expect(refusedPage.status).toBe(429);
+    expect(Number(refusedPage.headers.get("retry-after"))).toBeGreaterThan(0);
+    const html = await refusedPage.text();
+    expect(html).toContain('<html lang="de">');
+    expect(html).toContain("Zu viele Anfragen");
+    const refusedApi = await api();
+    expect({ status: refusedApi.status, code: refusedApi.body.code }).toEqual({ status: 429, code: "rate_limited" });
+    expect(refusedApi.body.detail).toMatch(/^Too many privacy requests for this subscriber: the budget is 2 per 3600 s\. Retry in \d+ s\.$/);
+    expect(refusedApi.headers.get("ratelimit-policy")).toMatch(/^2;w=3600;comment="privacy per subscriber", \d+;w=\d+;comment="preference privacy per account and mode"$/);
+    // The page's erasure shares the privacy budget: the subscriber is still there.
+    expect((await pagePost(`${page.path}/delete`, { csrf: page.csrf })).status).toBe(429);
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).status).toBe(200);
+  });
+
+  it("counts the page's changes against the subscriber's write budget", async () => {
+    const tag = (await t.call("POST", "/api/v1/tags", { body: { name: "door-news", is_public: true } })).body.id as string;
+    const id = (await t.call("POST", "/api/v1/subscribers", { body: { email: "page-writes@example.com" } })).body.id as string;
+    const page = await openPage(id);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await pagePost(`${page.path}/tags/${tag}/${i % 2 === 0 ? "subscribe" : "unsubscribe"}`, { csrf: page.csrf })).status);
+    expect(statuses).toEqual([303, 303, 303, 429, 429]);
+  });
+});

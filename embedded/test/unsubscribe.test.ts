@@ -54,7 +54,11 @@ describe("one-click unsubscribe", () => {
     expect(res.status).toBe(200);
     expect(res.text).toContain("You are unsubscribed");
     expect(await statusOf(id)).toBe("unsubscribed");
-    expect((await oneClick(link)).status).toBe(200);
+    expect(res.text).not.toContain("unsubscribed already");
+    const again = await oneClick(link);
+    expect(again.status).toBe(200);
+    // Says what happened: nothing, this time.
+    expect(again.text).toContain("This had been done before: you were unsubscribed already.");
     const events = (await t.call("GET", `/api/v1/subscribers/${id}/events`)).body.items as Array<{ type: string; actor: string }>;
     expect(events.filter((e) => e.type === "subscriber.status_changed")).toEqual([
       expect.objectContaining({ type: "subscriber.status_changed", actor: "one_click", source: "one_click", ip: "127.0.0.1", user_agent: "node" }),
@@ -128,7 +132,7 @@ describe("one-click unsubscribe", () => {
     const wrongBody = await oneClick(link, "List-Unsubscribe=Yes");
     expect(wrongBody.status).toBe(400);
     // The link is fine: the page does not say otherwise.
-    expect(wrongBody.text).toContain("Nothing was changed");
+    expect(wrongBody.text).toContain("nothing was changed");
     expect(wrongBody.text).not.toContain("This link is not valid");
     expect((await oneClick(link, `${ONE_CLICK}&x=1`)).status).toBe(400);
     expect((await oneClick(link, "")).status).toBe(400);
@@ -220,5 +224,82 @@ describe("one-click pages: the subscriber's language, the sender, what happens",
     await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: "<b>Acme</b> & Co" } });
     expect((await t.call("GET", link, { key: null })).text).toContain("Unsubscribe from &#60;b&#62;Acme&#60;/b&#62; &#38; Co?");
     await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } });
+  });
+});
+
+describe("one-click unsubscribe is the platform's one 'unsubscribe from everything' (issue 16 review)", () => {
+  it("leaves every public list, as the preference portal's unsubscribe-all does; private segments stay", async () => {
+    expect((await t.call("POST", "/api/v1/tags", { body: { name: "weekly", is_public: true } })).status).toBe(201);
+    expect((await t.call("POST", "/api/v1/tags", { body: { name: "segment-a", is_public: false } })).status).toBe(201);
+    const res = await t.call("POST", "/api/v1/subscribers", { body: { email: "everything@example.com", tags: ["weekly", "segment-a"] } });
+    const id = res.body.id as string;
+    expect((await oneClick(linkFor({ subscriberId: id }))).status).toBe(200);
+    const token = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body.token as string;
+    const view = await t.call("GET", "/api/v1/preference-center", { key: null, headers: { authorization: `Bearer ${token}` } });
+    expect({ status: view.body.status, subscribed: view.body.subscribed_tags }).toEqual({ status: "unsubscribed", subscribed: [] });
+    expect((await t.call("GET", `/api/v1/subscribers/${id}`)).body.tags).toEqual(["segment-a"]);
+    // One operation, audited as the link's: the status and the list left, each with source one_click.
+    const events = (await t.call("GET", `/api/v1/subscribers/${id}/events`)).body.items as Array<{ type: string; source: string; data: Record<string, unknown> }>;
+    expect(events.filter((e) => e.type !== "subscriber.created" && e.type !== "subscriber.tag_added").map((e) => [e.type, e.source])).toEqual([
+      ["subscriber.status_changed", "one_click"],
+      ["subscriber.tag_removed", "one_click"],
+    ]);
+  });
+
+  it("remembers a bounced subscriber's unsubscribe: when the bounce is cleared they stay unsubscribed", async () => {
+    const id = await subscriber("bounced-then-out@example.com");
+    await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "bounced" } });
+    const done = await oneClick(linkFor({ subscriberId: id }));
+    expect(done.status).toBe(200);
+    expect(done.text).toContain("You are unsubscribed");
+    expect(await statusOf(id)).toBe("bounced");
+    const events = (await t.call("GET", `/api/v1/subscribers/${id}/events`)).body.items as Array<{ type: string; source: string }>;
+    expect(events.map((e) => [e.type, e.source])).toContainEqual(["subscriber.opted_out", "one_click"]);
+    // An operator clears the bounce later: the person's opt-out stands.
+    const cleared = await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "active" } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.status).toBe("unsubscribed");
+    // Now it is the status: set active again only when they opted in again.
+    expect((await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "active" } })).body.status).toBe("active");
+  });
+
+  it("says what is wrong with a body no retry can fix, in the reader's language", async () => {
+    const id = await subscriber("wrong-body@example.com", "de");
+    const link = linkFor({ subscriberId: id });
+    const plain = await oneClick(link, ONE_CLICK, "text/plain");
+    expect(plain.status).toBe(415);
+    expect(plain.text).not.toContain("try again in a moment");
+    expect(plain.text).toContain("This address only takes the one-click unsubscribe request");
+    const nope = await oneClick(link, "List-Unsubscribe=Nope");
+    expect(nope.status).toBe(400);
+    expect(nope.text).toContain("This address only takes the one-click unsubscribe request");
+    expect(nope.text).not.toContain("try again in a moment");
+    // The browser's language where the page knows no subscriber yet.
+    const german = await t.call("POST", link, { key: null, raw: "List-Unsubscribe=Nope", headers: { "content-type": "application/x-www-form-urlencoded", "accept-language": "de" } });
+    expect(german.text).toContain('<html lang="de">');
+    expect(german.text).toContain("Diese Adresse nimmt nur die Ein-Klick-Abmeldung an");
+    for (const [lang, text] of [["fr", "Cette adresse n’accepte que la demande de désabonnement en un clic"], ["it", "Questo indirizzo accetta solo la richiesta di disiscrizione con un clic"]]) {
+      const page = await t.call("POST", link, { key: null, raw: "List-Unsubscribe=Nope", headers: { "content-type": "application/x-www-form-urlencoded", "accept-language": lang! } });
+      expect(page.text).toContain(text);
+    }
+    expect(await statusOf(id)).toBe("active");
+  });
+
+  it("refuses a flood of one-click posts with one link past the link's budget (429), a page or problem+json", async () => {
+    const id = await subscriber("flood@example.com");
+    const link = linkFor({ subscriberId: id });
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) statuses.push((await oneClick(link)).status);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(5);
+    expect(statuses.slice(0, 1)).toEqual([200]);
+    expect(statuses.slice(5)).toEqual(Array(15).fill(429));
+    expect(await statusOf(id)).toBe("unsubscribed");
+    const page = await oneClick(link);
+    expect(page.status).toBe(429);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(Number(page.headers.get("retry-after"))).toBeGreaterThan(0);
+    const asJson = await t.call("POST", link, { key: null, raw: ONE_CLICK, headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" } });
+    expect({ status: asJson.status, code: asJson.body.code }).toEqual({ status: 429, code: "rate_limited" });
+    expect(Number(asJson.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 });

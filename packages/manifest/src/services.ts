@@ -142,8 +142,9 @@ export const SERVICES = {
     secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
     optionalSecrets: {},
     data: {
-      // custom_domain_budget: the counters of CUSTOM_DOMAIN_ISSUE_RATE.
-      collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget"],
+      // custom_domain_budget: the counters of CUSTOM_DOMAIN_ISSUE_RATE; rate_limits: the
+      // preference budgets' counters with RATE_LIMIT_STORE=mongo.
+      collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget", "rate_limits"],
       dataDir: ["portal/", "secrets/token-signing-keys"],
     },
   },

@@ -48,7 +48,7 @@ export function testModeQuota(store: CounterStore, limit: number, clock: () => n
         "rate_limited",
         "test_mode_quota_exceeded",
         `test mode sends at most ${limit} messages a day per account (TEST_MODE_DAILY_LIMIT); ${remaining} may go now, ${count} would in ${retryAfterSeconds} s`,
-        { retryAfterSeconds },
+        { metadata: { "retry-after": String(retryAfterSeconds) } },
       );
     },
   };

@@ -27,7 +27,7 @@ describe("testModeQuota", () => {
     const refused = await refusal(q.charge("acc_a:test"));
     expect(refused).toMatchObject({ kind: "rate_limited", code: "test_mode_quota_exceeded" });
     // One message comes back every 24 h / 10.
-    expect(refused.extra.retryAfterSeconds).toBe(DAY_MS / 10 / 1000);
+    expect(refused.extra.metadata?.["retry-after"]).toBe(String(DAY_MS / 10 / 1000));
     // Another account, and live mode, are not touched.
     await q.charge("acc_b:test", 10);
     for (let i = 0; i < 50; i += 1) await q.charge("acc_a:live");
@@ -46,7 +46,7 @@ describe("testModeQuota", () => {
   it("refuses more than a whole day's quota for good (403 test_mode_campaign_too_large)", async () => {
     const refused = await refusal(quota().charge("acc_d:test", 11));
     expect(refused).toMatchObject({ kind: "forbidden", code: "test_mode_campaign_too_large" });
-    expect(refused.extra.retryAfterSeconds).toBeUndefined();
+    expect(refused.extra.metadata).toBeUndefined();
   });
 
   it("reads TEST_MODE_DAILY_LIMIT: a number, off, or the default", () => {

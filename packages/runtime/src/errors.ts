@@ -16,7 +16,7 @@ export type ErrorKind =
   | "not_found" // 404
   | "conflict" // 409
   | "too_large" // 413
-  | "rate_limited" // 429, with retryAfterSeconds
+  | "rate_limited" // 429, with its Retry-After (and RateLimit headers) as metadata
   | "unavailable" // 503
   | "internal"; // 500
 
@@ -27,7 +27,8 @@ const KIND_TO_CODE: Record<ErrorKind, Code> = {
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
   too_large: Code.ResourceExhausted,
-  // gRPC's code for a quota; the gateway tells it from too_large by the retry-after it carries.
+  // The same gRPC code as too_large (a quota or budget of the caller's is
+  // spent); the Retry-After it carries tells them apart.
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   internal: Code.Internal,
@@ -44,7 +45,12 @@ export class AppError extends Error {
     /** Stable machine code, e.g. "email_taken". */
     readonly code: string,
     message: string,
-    readonly extra: { fieldViolations?: Violation[]; existingId?: string; /** rate_limited: when to try again. */ retryAfterSeconds?: number } = {},
+    readonly extra: {
+      fieldViolations?: Violation[];
+      existingId?: string;
+      /** Response metadata the error carries to the caller (a refusal's Retry-After and RateLimit headers, lower case). */
+      metadata?: Record<string, string>;
+    } = {},
   ) {
     super(message);
     this.name = "AppError";
@@ -63,8 +69,8 @@ export function toConnectError(err: unknown): ConnectError | undefined {
       fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
       existingId: err.extra.existingId ?? "",
     });
-    // Retry-After travels as a trailer (ErrorDetail has no field for it).
-    const metadata = err.extra.retryAfterSeconds !== undefined ? { [RETRY_AFTER]: String(err.extra.retryAfterSeconds) } : undefined;
+    // Retry-After and RateLimit headers travel as response metadata (ErrorDetail has no field for them).
+    const metadata = err.extra.metadata ? new Headers(err.extra.metadata) : undefined;
     return new ConnectError(err.message, KIND_TO_CODE[err.kind], metadata, [{ desc: ErrorDetailSchema, value: detail }]);
   }
   if (err instanceof MissingTenantError) {

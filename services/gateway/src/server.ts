@@ -17,8 +17,9 @@ import { RequestValidators } from "./http/validation.js";
 import { buildOpenApiDocument, DEFAULT_BODY_LIMIT_BYTES, type OpenApiDocument } from "./openapi.js";
 import { RESOURCES, type ResourceContext } from "./resources/index.js";
 import type { RouteKit } from "./routes/define.js";
-import { formatPolicy, loadRateLimitConfig, PREFERENCE_RATE_CLASSES, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
+import { formatPolicy, loadRateLimitConfig, RATE_CLASSES, type RateLimitConfig } from "./ratelimit/config.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
+import { SenderNames } from "./accounts/sender-names.js";
 import { auditIp, clientAddress, DocumentCounterStore, MemoryCounterStore } from "@emailsvc/ratelimit";
 
 export interface GatewayDeps {
@@ -155,6 +156,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     timeoutMs,
     clientIp: (ctx) => auditIp(clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), trustedHops)),
     accounts,
+    senderNames: new SenderNames(accounts, transports.portal, timeoutMs),
     authenticator,
     ready,
     tokenKeys: deps.tokenKeys,
@@ -218,9 +220,9 @@ async function buildRateLimiter(deps: GatewayDeps): Promise<RateLimiter | undefi
       store: config.store,
       per_key: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perKey[c])])),
       per_tenant: Object.fromEntries(RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenant[c])])),
-      per_subscriber: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perSubscriber[c])])),
-      per_tenant_preference: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenantPreference[c])])),
       auth_failures_per_address: formatPolicy(config.authFailures),
+      unsubscribe_per_address: formatPolicy(config.unsubscribePerAddress),
+      unsubscribe_per_link: formatPolicy(config.unsubscribePerLink),
       trusted_proxy_hops: config.trustedProxyHops,
     },
     "rate limits",

@@ -78,10 +78,9 @@ function appErrorSites(): { sites: Site[]; unparsed: string[] } {
   return { sites, unparsed };
 }
 
-/** The status the gateway answers a service's AppError of `kind` with. */
 /** The status the gateway answers a service's error of this kind with (through its real translation; a rate_limited error says when to retry). */
 function statusOfKind(kind: ErrorKind): number {
-  const error = new AppError(kind, "unlisted_code", "x", kind === "rate_limited" ? { retryAfterSeconds: 1 } : {});
+  const error = new AppError(kind, "unlisted_code", "x", kind === "rate_limited" ? { metadata: { "retry-after": "1" } } : {});
   return problemFromConnect(toConnectError(error)!).problem.status;
 }
 

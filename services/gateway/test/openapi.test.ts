@@ -305,15 +305,19 @@ describe("responses every operation may give", () => {
   const doc = buildOpenApiDocument();
   const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
 
-  it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials", () => {
+  it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials, and on the one-click link's", () => {
+    // Public, and budgeted per client address and per link (RATE_LIMIT_UNSUBSCRIBE_*).
+    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick"]);
     for (const op of operations) {
       expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
       const credentials = (op!.security ?? doc.security).some((r) => Object.keys(r).length > 0);
-      expect({ op: op!.operationId, has429: "429" in op!.responses }).toEqual({ op: op!.operationId, has429: credentials });
+      expect({ op: op!.operationId, has429: "429" in op!.responses }).toEqual({ op: op!.operationId, has429: credentials || budgetedPublic.has(op!.operationId) });
     }
     const tooMany = doc.components.responses.TooManyRequests as { headers: Record<string, { required?: boolean }> };
+    const oneClick = doc.paths["/unsubscribe"]!.post!.responses["429"] as { headers: Record<string, { required?: boolean }> };
     for (const name of ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy"]) {
       expect({ name, required: tooMany.headers[name]!.required }).toEqual({ name, required: true });
+      expect({ name, required: oneClick.headers[name]!.required }).toEqual({ name, required: true });
     }
   });
 

@@ -9,6 +9,7 @@
 import { MongoClient } from "mongodb";
 import { openMongoStore, type DocumentStore } from "@emailsvc/storage";
 import { parseKeyRing, signToken } from "@emailsvc/tokens";
+import { AppError } from "@emailsvc/runtime";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
 import { startHarness, type Harness, type TestResponse } from "./support/harness";
 
@@ -207,11 +208,13 @@ describe("failed authentication per client address", () => {
 });
 
 describe("the preference-center API (preference tokens)", () => {
-  // Issue 16, defect 6: 300 exports in 1.45 s from one token, each fanning
-  // out to three services. Now each request draws from its subscriber's and
-  // its tenant's budget of its class: read, write, privacy (export, erasure).
+  // Issue 16, defect 6 and its review: the budgets of a subscriber's own
+  // requests are the portal's, charged in its use cases for its REST API and
+  // its page alike (services/portal/test/budgets.test.ts, and end to end in
+  // embedded/test/rate-limit.test.ts). The gateway charges none of its own
+  // (a subscriber would otherwise spend two budgets), and passes the portal's
+  // answer on: RateLimit headers on success, 429 with Retry-After on refusal.
   let h: Harness;
-  let now = T0;
   const keys = parseKeyRing(`k1:${Buffer.alloc(32, 9).toString("base64")}`);
   const subscriber = (n: number) => `sub_01jd3x0k8m7y6t5r4q3p2n1m${String(n).padStart(2, "0")}`;
   const bearer = (subscriberId: string) => ({
@@ -219,65 +222,40 @@ describe("the preference-center API (preference tokens)", () => {
     headers: { authorization: `Bearer ${signToken(keys, { purpose: "preferences", accountId: h.accountId, mode: "test", subscriberId }, { ttlSeconds: 3600 })}` },
   });
   beforeAll(async () => {
-    h = await startHarness({
-      rateLimit: loadRateLimitConfig({
-        RATE_LIMIT_PREFERENCE_READ: "3/60s",
-        RATE_LIMIT_PREFERENCE_WRITE: "2/60s",
-        RATE_LIMIT_PREFERENCE_PRIVACY: "2/1h",
-        RATE_LIMIT_TENANT_PREFERENCE_READ: "100/1s",
-        RATE_LIMIT_TENANT_PREFERENCE_WRITE: "100/1s",
-        RATE_LIMIT_TENANT_PREFERENCE_PRIVACY: "3/1h",
-      }),
-      rateLimitClock: () => now,
-      tokenKeys: keys,
-      portal: true,
-    });
+    // The gateway's own budgets tiny: none of them may touch a preference-token request.
+    h = await startHarness({ rateLimit: loadRateLimitConfig({ ...SMALL, RATE_LIMIT_READ: "1/1h", RATE_LIMIT_TENANT_READ: "1/1h" }), tokenKeys: keys, portal: true });
   });
   afterAll(() => h.close());
 
-  it("refuses exports beyond the subscriber's privacy budget with 429 before the portal is asked; erasure shares it", async () => {
-    const statuses: number[] = [];
-    const remaining: Array<string | null> = [];
-    for (let i = 0; i < 3; i++) {
-      const res = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(1)));
-      statuses.push(res.status);
-      remaining.push(res.headers.get("ratelimit-remaining"));
-    }
-    expect(statuses).toEqual([200, 200, 429]);
-    expect(remaining).toEqual(["1", "0", "0"]);
+  const refusal = new AppError("rate_limited", "rate_limited", "Too many privacy requests for this subscriber: the budget is 2 per 3600 s. Retry in 1800 s.", {
+    metadata: {
+      "retry-after": "1800",
+      "ratelimit-limit": "2",
+      "ratelimit-remaining": "0",
+      "ratelimit-reset": "3600",
+      "ratelimit-policy": '2;w=3600;comment="privacy per subscriber", 20;w=60;comment="preference privacy per account and mode"',
+    },
+  });
+
+  it("passes the portal's refusal on as 429 rate_limited with its Retry-After and RateLimit headers", async () => {
+    h.portal.failNext = refusal;
     const refused = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(1)));
     expectRateLimited(refused, /^Too many privacy requests for this subscriber: the budget is 2 per 3600 s\. Retry in 1800 s\.$/);
-    expect(refused.headers.get("ratelimit-policy")).toBe('2;w=3600;comment="privacy per subscriber", 3;w=3600;comment="preference privacy per account and mode"');
-    expect(h.portal.methods().filter((m) => m === "exportData")).toHaveLength(2);
-    // The erasure draws from the same budget; a fresh token of the same subscriber buys nothing.
+    expect(rateHeaders(refused)).toEqual(refusal.extra.metadata);
+    h.portal.failNext = refusal;
     expect((await h.request("DELETE", "/api/v1/preference-center/account", bearer(subscriber(1)))).status).toBe(429);
-    expect(h.portal.methods()).not.toContain("eraseAccount");
-    // Reads and writes are budgets of their own.
-    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(1)))).status).toBe(200);
   });
 
-  it("counts the tenant's subscribers together, and each subscriber apart", async () => {
-    // One privacy request left in the tenant (3 per hour; subscriber 1 took 2).
-    expect((await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(2)))).status).toBe(200);
-    const refused = await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(3)));
-    expectRateLimited(refused, /^Too many privacy requests for this account's preference center in test mode: the budget is 3 per 3600 s\./);
-    // An hour later both are whole again.
-    now = T0 + 3_600_000;
-    expect((await h.request("GET", "/api/v1/preference-center/export", bearer(subscriber(3)))).status).toBe(200);
-  });
-
-  it("reads and writes beyond the subscriber's budgets get 429; another subscriber's are untouched", async () => {
-    now = T0 + 7_200_000;
-    const reads: number[] = [];
-    for (let i = 0; i < 4; i++) reads.push((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(4)))).status);
-    expect(reads).toEqual([200, 200, 200, 429]);
-    const writes: number[] = [];
-    for (let i = 0; i < 3; i++) writes.push((await h.request("POST", "/api/v1/preference-center/unsubscribe-all", bearer(subscriber(4)))).status);
-    expect(writes).toEqual([200, 200, 429]);
-    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(5)))).status).toBe(200);
-    // 20 s later one more read fits (3 per 60 s: one every 20 s).
-    now += 20_000;
-    expect((await h.request("GET", "/api/v1/preference-center", bearer(subscriber(4)))).status).toBe(200);
+  it("passes the portal's RateLimit headers on with every answer, and charges nothing itself", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await h.request("GET", "/api/v1/preference-center", bearer(subscriber(2)));
+      statuses.push(res.status);
+      expect(res.headers.get("ratelimit-policy")).toBe('60;w=60;comment="read per subscriber", 100;w=1;comment="preference read per account and mode"');
+      expect(res.headers.get("ratelimit-remaining")).toBe("59");
+    }
+    // The gateway's read budget is one an hour: a preference-token request never draws from it.
+    expect(statuses).toEqual([200, 200, 200, 200]);
   });
 });
 
@@ -407,5 +385,60 @@ describe("two gateway replicas on one MongoDB database (RATE_LIMIT_STORE=mongo)"
       statuses.push((await (i % 2 ? b : a).request("GET", "/api/v1/tags", { key: `sk_test_${String(i).padStart(40, "D")}` })).status);
     }
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429, 429, 429]);
+  });
+});
+
+describe("the one-click link (/unsubscribe)", () => {
+  // Issue 16 review: 100 one-click POSTs with one link answered 200 in 3 s,
+  // each calling three or four services. Budgets per client address (page and
+  // POST) and per link (POST), charged before any service is called.
+  let h: Harness;
+  let now = T0;
+  const keys = parseKeyRing(`k1:${Buffer.alloc(32, 7).toString("base64")}`);
+  const link = (subscriberId: string) =>
+    `/unsubscribe?token=${signToken(keys, { purpose: "unsubscribe", accountId: h.accountId, mode: "test", subscriberId }, { ttlSeconds: 3600 })}`;
+  const from = (address: string, accept = "text/html") => ({ key: null, headers: { "x-forwarded-for": address, accept } });
+  const post = (path: string, address: string, accept = "text/html") =>
+    h.request("POST", path, { key: null, rawBody: "List-Unsubscribe=One-Click", headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": address, accept } });
+  beforeAll(async () => {
+    h = await startHarness({
+      rateLimit: loadRateLimitConfig({ RATE_LIMIT_UNSUBSCRIBE_ADDRESS: "4/60s", RATE_LIMIT_UNSUBSCRIBE_LINK: "2/60s", TRUSTED_PROXY_HOPS: "1" }),
+      rateLimitClock: () => now,
+      tokenKeys: keys,
+    });
+  });
+  afterAll(() => h.close());
+
+  it("refuses a client address past its budget, page or POST, before any service is asked; other addresses go on", async () => {
+    const subscriberCalls = () => h.fake.calls.length;
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await h.request("GET", link(`sub_01jd3x0k8m7y6t5r4q3p2n1m${String(i).padStart(2, "0")}`), from("198.51.100.7"))).status);
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    const before = subscriberCalls();
+    const page = await h.request("GET", link("sub_01jd3x0k8m7y6t5r4q3p2n1m09"), from("198.51.100.7"));
+    expect(page.status).toBe(429);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(page.text).toContain("Too many requests");
+    expect(page.headers.get("retry-after")).toBe("15");
+    const problem = await post(link("sub_01jd3x0k8m7y6t5r4q3p2n1m09"), "198.51.100.7", "application/json");
+    expect(problem.status).toBe(429);
+    expect(problem.body.detail).toBe("Too many unsubscribe requests from this address: the budget is 4 per 60 s. Retry in 15 s.");
+    expect(problem.headers.get("ratelimit-policy")).toBe('4;w=60;comment="unsubscribe per client address"');
+    expect(subscriberCalls()).toBe(before);
+    expect((await h.request("GET", link("sub_01jd3x0k8m7y6t5r4q3p2n1m09"), from("198.51.100.8"))).status).toBe(200);
+    // 15 s later one more fits (4 per 60 s).
+    now += 15_000;
+    expect((await h.request("GET", link("sub_01jd3x0k8m7y6t5r4q3p2n1m09"), from("198.51.100.7"))).status).toBe(200);
+  });
+
+  it("refuses one-click POSTs of one link past its budget, whatever the address; another link goes on", async () => {
+    now = T0 + 3_600_000;
+    const one = link("sub_01jd3x0k8m7y6t5r4q3p2n1m20");
+    const statuses: number[] = [];
+    for (const address of ["203.0.113.1", "203.0.113.2", "203.0.113.3"]) statuses.push((await post(one, address)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const refused = await post(one, "203.0.113.4", "application/json");
+    expect(refused.body.detail).toBe("Too many one-click requests for this link: the budget is 2 per 60 s. Retry in 30 s.");
+    expect((await post(link("sub_01jd3x0k8m7y6t5r4q3p2n1m21"), "203.0.113.4")).status).toBe(200);
   });
 });

@@ -38,15 +38,15 @@ describe("parsePolicy", () => {
 });
 
 describe("loadRateLimitConfig", () => {
-  it("defaults: on, in memory, per key, per tenant, per subscriber and per address", () => {
+  it("defaults: on, in memory, per key, per tenant, per address, and the one-click link's", () => {
     const config = loadRateLimitConfig({});
     expect(config).toEqual({
       enabled: true,
       perKey: { read: { limit: 100, windowMs: 1000 }, write: { limit: 50, windowMs: 1000 }, send: { limit: 20, windowMs: 1000 } },
       perTenant: { read: { limit: 200, windowMs: 1000 }, write: { limit: 100, windowMs: 1000 }, send: { limit: 40, windowMs: 1000 } },
-      perSubscriber: { read: { limit: 60, windowMs: 60_000 }, write: { limit: 30, windowMs: 60_000 }, privacy: { limit: 5, windowMs: 3_600_000 } },
-      perTenantPreference: { read: { limit: 100, windowMs: 1000 }, write: { limit: 50, windowMs: 1000 }, privacy: { limit: 20, windowMs: 60_000 } },
       authFailures: { limit: 20, windowMs: 60_000 },
+      unsubscribePerAddress: { limit: 300, windowMs: 60_000 },
+      unsubscribePerLink: { limit: 5, windowMs: 60_000 },
       store: "memory",
       storeTimeoutMs: 250,
       maxKeys: 100_000,
@@ -64,13 +64,12 @@ describe("loadRateLimitConfig", () => {
     expect(in10s(config.perTenant.send)).toBeLessThan(900);
   });
 
-  it("stops the export flood of issue 16 (300 exports in 1.45 s from one token) with the defaults", () => {
+  it("stops the one-click flood of the issue 16 review (100 POSTs with one link in 3 s) with the defaults", () => {
     const config = loadRateLimitConfig({});
     const inSpan = (p: { limit: number; windowMs: number } | null, ms: number) => p!.limit + (ms * p!.limit) / p!.windowMs;
-    // One subscriber: a handful, then a few an hour; a whole tenant's subscribers together: bounded too.
-    expect(inSpan(config.perSubscriber.privacy, 1450)).toBeLessThan(6);
-    expect(inSpan(config.perSubscriber.privacy, 3_600_000)).toBeLessThanOrEqual(10);
-    expect(inSpan(config.perTenantPreference.privacy, 1450)).toBeLessThan(300 / 10);
+    expect(inSpan(config.unsubscribePerLink, 3000)).toBeLessThan(6);
+    // A mail provider posting its users' one-click requests from one address: hundreds a minute still pass.
+    expect(config.unsubscribePerAddress!.limit).toBeGreaterThanOrEqual(300);
   });
 
   it("reads every variable", () => {
@@ -83,11 +82,10 @@ describe("loadRateLimitConfig", () => {
       RATE_LIMIT_TENANT_WRITE: "4/1s",
       RATE_LIMIT_TENANT_SEND: "5/1s",
       RATE_LIMIT_AUTH_FAILURES: "6/1m",
+      RATE_LIMIT_UNSUBSCRIBE_ADDRESS: "7/1m",
+      RATE_LIMIT_UNSUBSCRIBE_LINK: "off",
+      // The portal's (its preference budgets), in the same environment under npm start: passed over here.
       RATE_LIMIT_PREFERENCE_READ: "7/1m",
-      RATE_LIMIT_PREFERENCE_WRITE: "off",
-      RATE_LIMIT_PREFERENCE_PRIVACY: "8/1h",
-      RATE_LIMIT_TENANT_PREFERENCE_READ: "9/1s",
-      RATE_LIMIT_TENANT_PREFERENCE_WRITE: "10/1s",
       RATE_LIMIT_TENANT_PREFERENCE_PRIVACY: "11/1m",
       RATE_LIMIT_STORE: "mongo",
       MONGO_URL: "mongodb://mongo:27017",
@@ -99,9 +97,9 @@ describe("loadRateLimitConfig", () => {
       enabled: true,
       perKey: { read: { limit: 1, windowMs: 1000 }, write: { limit: 2, windowMs: 1000 }, send: { limit: 300, windowMs: 60_000 } },
       perTenant: { read: null, write: { limit: 4, windowMs: 1000 }, send: { limit: 5, windowMs: 1000 } },
-      perSubscriber: { read: { limit: 7, windowMs: 60_000 }, write: null, privacy: { limit: 8, windowMs: 3_600_000 } },
-      perTenantPreference: { read: { limit: 9, windowMs: 1000 }, write: { limit: 10, windowMs: 1000 }, privacy: { limit: 11, windowMs: 60_000 } },
       authFailures: { limit: 6, windowMs: 60_000 },
+      unsubscribePerAddress: { limit: 7, windowMs: 60_000 },
+      unsubscribePerLink: null,
       store: "mongo",
       storeTimeoutMs: 50,
       maxKeys: 5000,
@@ -115,7 +113,7 @@ describe("loadRateLimitConfig", () => {
     [{ RATE_LIMIT_SEND: "300 per minute" }, /RATE_LIMIT_SEND must be "<requests>\/<window>" such as "300\/60s".*got "300 per minute"/],
     [{ RATE_LIMIT_TENANT_READ: "0/1s" }, /RATE_LIMIT_TENANT_READ the number of requests must be 1 to 1000000, got "0\/1s"/],
     [{ RATE_LIMIT_AUTH_FAILURES: "5/48h" }, /RATE_LIMIT_AUTH_FAILURES the window must be 1 s to 24 h, got "5\/48h"/],
-    [{ RATE_LIMIT_PREFERENCE_PRIVACY: "5 an hour" }, /RATE_LIMIT_PREFERENCE_PRIVACY must be "<requests>\/<window>"/],
+    [{ RATE_LIMIT_UNSUBSCRIBE_LINK: "5 a minute" }, /RATE_LIMIT_UNSUBSCRIBE_LINK must be "<requests>\/<window>"/],
     [{ RATE_LIMIT_STORE: "redis" }, /RATE_LIMIT_STORE must be "memory" or "mongo", got "redis"/],
     [{ RATE_LIMIT_STORE: "mongo" }, /RATE_LIMIT_STORE=mongo .* MONGO_URL is not set/],
     [{ RATE_LIMIT_STORE_TIMEOUT_MS: "0" }, /RATE_LIMIT_STORE_TIMEOUT_MS must be an integer in 1\.\.10000/],

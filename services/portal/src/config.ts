@@ -1,4 +1,5 @@
-import { parsePolicy, type Policy } from "@emailsvc/ratelimit";
+import { budgetSetting, DEFAULT_MAX_KEYS, parsePolicy, PREFERENCE_BUDGET_PREFIX, PREFERENCE_RATE_CLASSES, switchSetting, type Policy, type PreferenceRateClass } from "@emailsvc/ratelimit";
+import type { PreferenceBudgetConfig } from "./usecases/budgets.js";
 import { ConfigError, DEFAULT_PORTAL_PORT, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { frameAncestorsProblem } from "./domain/frame-ancestors.js";
 import { hostOf } from "./domain/custom-domain.js";
@@ -45,6 +46,54 @@ export interface PortalConfig {
   /** TOKEN_SIGNING_KEYS as set: verifies preference tokens and signs page sessions (required on MongoDB; see packages/tokens). */
   tokenSigningKeys: string | undefined;
   customDomains: CustomDomainConfig;
+  /** A subscriber's own requests, through the gateway's API and this page alike (usecases/budgets.ts). */
+  rateLimits: PreferenceRateLimits;
+}
+
+/** The preference budgets and where they are counted. */
+export interface PreferenceRateLimits extends PreferenceBudgetConfig {
+  /** RATE_LIMIT=off: none (load tests), as for the gateway. */
+  enabled: boolean;
+  /** RATE_LIMIT_STORE: `memory` (this process) or `mongo` (the portal's own database, `rate_limits`: shared by replicas, kept across restarts). */
+  store: "memory" | "mongo";
+  /** RATE_LIMIT_STORE_TIMEOUT_MS: longest wait for the shared store before a request is counted locally. */
+  storeTimeoutMs: number;
+  /** RATE_LIMIT_MAX_KEYS: most buckets one process remembers. */
+  maxKeys: number;
+}
+
+// The preference budgets' variables, written out (scripts/helm-check.sh looks
+// for each name in the code), and their defaults: per subscriber a minute's
+// worth of clicking fits at once, the export and the erasure a few an hour;
+// per tenant they bound what many subscribers together cost.
+const PER_SUBSCRIBER: Record<PreferenceRateClass, [string, string]> = {
+  read: ["RATE_LIMIT_PREFERENCE_READ", "60/60s"],
+  write: ["RATE_LIMIT_PREFERENCE_WRITE", "30/60s"],
+  privacy: ["RATE_LIMIT_PREFERENCE_PRIVACY", "5/1h"],
+};
+const PER_TENANT: Record<PreferenceRateClass, [string, string]> = {
+  read: ["RATE_LIMIT_TENANT_PREFERENCE_READ", "100/1s"],
+  write: ["RATE_LIMIT_TENANT_PREFERENCE_WRITE", "50/1s"],
+  privacy: ["RATE_LIMIT_TENANT_PREFERENCE_PRIVACY", "20/60s"],
+};
+
+/** Reads the preference budgets; a misspelt one (RATE_LIMIT_PREFERENCE_EXPORT) stops the start, as the gateway does for its own. */
+export function loadPreferenceRateLimits(env: Env): PreferenceRateLimits {
+  const known = new Set([...Object.values(PER_SUBSCRIBER), ...Object.values(PER_TENANT)].map(([name]) => name));
+  const unknown = Object.keys(env).filter((name) => PREFERENCE_BUDGET_PREFIX.test(name) && !known.has(name));
+  if (unknown.length > 0) throw new ConfigError(`unknown environment variable ${unknown.join(", ")}; the preference budgets are ${[...known].join(", ")}`);
+  const budgets = (names: Record<PreferenceRateClass, [string, string]>) =>
+    Object.fromEntries(PREFERENCE_RATE_CLASSES.map((cls) => [cls, budgetSetting(env, names[cls][0], names[cls][1])])) as Record<PreferenceRateClass, Policy | null>;
+  const store = (envOptional("RATE_LIMIT_STORE", env) ?? "memory").toLowerCase();
+  if (store !== "memory" && store !== "mongo") throw new ConfigError(`environment variable RATE_LIMIT_STORE must be "memory" or "mongo", got "${env.RATE_LIMIT_STORE}"`);
+  return {
+    enabled: switchSetting(env, "RATE_LIMIT"),
+    perSubscriber: budgets(PER_SUBSCRIBER),
+    perTenant: budgets(PER_TENANT),
+    store,
+    storeTimeoutMs: envInt("RATE_LIMIT_STORE_TIMEOUT_MS", 250, { min: 1, max: 10_000 }, env),
+    maxKeys: envInt("RATE_LIMIT_MAX_KEYS", DEFAULT_MAX_KEYS, { min: 1000, max: 10_000_000 }, env),
+  };
 }
 
 export function loadConfig(env: Env = process.env): PortalConfig {
@@ -59,6 +108,7 @@ export function loadConfig(env: Env = process.env): PortalConfig {
     linkRequestsPerIp: policy("PORTAL_LINK_REQUEST_RATE_IP", "10/1h", env),
     linkRequestsPerAddress: policy("PORTAL_LINK_REQUEST_RATE_ADDRESS", "3/1h", env),
     customDomains: customDomainConfig(env, pagePort),
+    rateLimits: loadPreferenceRateLimits(env),
   };
 }
 

@@ -12,7 +12,9 @@ import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
 import { Resolver } from "node:dns/promises";
 import { DocumentCounterStore } from "@emailsvc/ratelimit";
-import type { CustomDomainConfig } from "./config.js";
+import { loadPreferenceRateLimits, type CustomDomainConfig, type PreferenceRateLimits } from "./config.js";
+import { preferenceBudgets, UNLIMITED, type PreferenceBudgets } from "./usecases/budgets.js";
+import { formatPolicy, MemoryCounterStore, PREFERENCE_RATE_CLASSES, type CounterStore } from "@emailsvc/ratelimit";
 import { KubernetesDomainRouting } from "./kube/routing.js";
 import { DomainStorage } from "./storage/domains.js";
 import { ActiveDomainCache, type CnameResolver, type CustomDomainDeps, type DomainRouting } from "./usecases/custom-domains.js";
@@ -47,6 +49,8 @@ export interface PortalServiceOptions {
    * CUSTOM_DOMAIN_DNS_SERVERS).
    */
   customDomains?: CustomDomainConfig & { routing?: DomainRouting; resolveCname?: CnameResolver };
+  /** A subscriber's budgets (RATE_LIMIT_PREFERENCE_*, …); default: the defaults, counted in this process. */
+  rateLimits?: PreferenceRateLimits;
 }
 
 /** node:dns's CNAME lookup, through the resolvers given (CUSTOM_DOMAIN_DNS_SERVERS) or the system's. */
@@ -69,9 +73,33 @@ function transportOf(target: string | Transport): Transport {
   return typeof target === "string" ? createServiceTransport(target) : target;
 }
 
+/** The budgets the settings ask for (logged once), and their counters to close; UNLIMITED when RATE_LIMIT=off. */
+async function buildBudgets(options: PortalServiceOptions): Promise<{ budgets: PreferenceBudgets; counters?: CounterStore }> {
+  const config = options.rateLimits ?? loadPreferenceRateLimits({});
+  if (!config.enabled) {
+    options.logger.warn("preference budgets are off (RATE_LIMIT=off)");
+    return { budgets: UNLIMITED };
+  }
+  // `mongo`: the portal's own database, shared by its replicas and kept across restarts.
+  const counters =
+    config.store === "mongo"
+      ? await DocumentCounterStore.open(options.store, { timeoutMs: config.storeTimeoutMs, maxKeys: config.maxKeys, logger: options.logger })
+      : new MemoryCounterStore({ maxKeys: config.maxKeys });
+  options.logger.info(
+    {
+      store: config.store,
+      per_subscriber: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perSubscriber[c])])),
+      per_tenant: Object.fromEntries(PREFERENCE_RATE_CLASSES.map((c) => [c, formatPolicy(config.perTenant[c])])),
+    },
+    "preference budgets",
+  );
+  return { budgets: preferenceBudgets(config, counters), counters };
+}
+
 export async function startPortalService(options: PortalServiceOptions): Promise<RunningPortalService> {
   const { logger } = options;
-  const deps: PortalDeps = { subscribers: subscriberDirectory(transportOf(options.subscribers)) };
+  const { budgets, counters } = await buildBudgets(options);
+  const deps: PortalDeps = { subscribers: subscriberDirectory(transportOf(options.subscribers)), budgets };
   const storage = new PortalStorage(options.store);
   const settingsDeps: SettingsDeps = { storage, now: Date.now };
   const exportDeps: ExportDeps = {
@@ -80,6 +108,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       delivery: transportOf(options.delivery),
       campaigns: transportOf(options.campaigns),
     }),
+    budgets,
     now: Date.now,
   };
   const domains = options.customDomains;
@@ -142,6 +171,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
   } catch (err) {
     await server.close(0);
     await budget?.close();
+    await counters?.close();
     throw err;
   }
   reconciler?.start(domains!.reconcileIntervalMs);
@@ -155,6 +185,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       await reconciler?.stop();
       await Promise.all([server.close(), page?.close()]);
       await budget?.close();
+      await counters?.close();
     },
   };
 }

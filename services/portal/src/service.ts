@@ -34,6 +34,7 @@ export const portalService = defineService("portal", {
       },
       newLinks: { template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress },
       customDomains: config.customDomains,
+      rateLimits: config.rateLimits,
     });
   },
 });

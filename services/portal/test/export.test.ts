@@ -4,6 +4,7 @@ import { AppError, createServiceTransport, type CallContext } from "@emailsvc/ru
 import { freePort } from "@emailsvc/testing";
 import { exportSources } from "../src/rpc/clients";
 import { exportData } from "../src/usecases/export";
+import { UNLIMITED } from "../src/usecases/budgets";
 
 // The export's one rule beyond assembly: a service that does not give its part
 // fails the whole export, never a partial one. The subscribers and campaigns
@@ -32,7 +33,7 @@ const deliveryPart = createRouterTransport(({ service }) => {
 describe("the export", () => {
   it("holds every service's part and what the person is to be told", async () => {
     const sources = exportSources({ subscribers, delivery: deliveryPart, campaigns: campaignsPart });
-    const doc = JSON.parse(await exportData({ sources, now: () => Date.parse("2026-11-23T10:00:00Z") }, { call, subscriberId }, audit));
+    const doc = JSON.parse(await exportData({ sources, budgets: UNLIMITED, now: () => Date.parse("2026-11-23T10:00:00Z") }, { call, subscriberId }, audit));
     expect(doc.export).toEqual({ format_version: 1, generated_at: "2026-11-23T10:00:00.000Z", subscriber_id: subscriberId });
     expect(doc.profile).toEqual({ id: subscriberId });
     expect(doc.emails).toEqual([{ id: "eml_1" }]);
@@ -43,7 +44,7 @@ describe("the export", () => {
   it("fails as a whole when a service does not answer", async () => {
     const down = createServiceTransport(`http://127.0.0.1:${await freePort()}`);
     const sources = exportSources({ subscribers, delivery: down, campaigns: campaignsPart });
-    const failed = exportData({ sources, now: Date.now }, { call, subscriberId }, audit);
+    const failed = exportData({ sources, budgets: UNLIMITED, now: Date.now }, { call, subscriberId }, audit);
     await expect(failed).rejects.toBeInstanceOf(AppError);
     await expect(failed).rejects.toMatchObject({ kind: "unavailable", code: "export_incomplete" });
   });
@@ -53,14 +54,14 @@ describe("the export", () => {
       service(campaigns.CampaignService, { exportSubscriberData: () => ({ json: JSON.stringify({ memberships: [], trigger_sends: [] }) }) } as never);
     });
     const sources = exportSources({ subscribers, delivery: deliveryPart, campaigns: renamed });
-    await expect(exportData({ sources, now: Date.now }, { call, subscriberId }, audit)).rejects.toThrow(
+    await expect(exportData({ sources, budgets: UNLIMITED, now: Date.now }, { call, subscriberId }, audit)).rejects.toThrow(
       "the campaigns service's export part does not have the keys campaign_memberships, trigger_sends (campaign_memberships, memberships)",
     );
   });
 
   it("has nothing for a subscriber the subscribers service does not know (erased: the token is dead)", async () => {
     const sources = exportSources({ subscribers, delivery: deliveryPart, campaigns: campaignsPart });
-    await expect(exportData({ sources, now: Date.now }, { call, subscriberId: "sub_00000000000000000000000000" }, audit)).rejects.toMatchObject({
+    await expect(exportData({ sources, budgets: UNLIMITED, now: Date.now }, { call, subscriberId: "sub_00000000000000000000000000" }, audit)).rejects.toMatchObject({
       kind: "unauthenticated",
       code: "invalid_preference_token",
     });

@@ -126,6 +126,12 @@ describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers se
       [{ resubscribe: true, resubscribeReason: "\u200b" }, "resubscribe_reason"],
       [{ resubscribe: true, resubscribeReason: "\ufeff\u2060\u200b" }, "resubscribe_reason"],
       [{ resubscribe: true, resubscribeReason: "\u{E0020}\u{E0021}" }, "resubscribe_reason"],
+      // Blank-looking symbols that are neither space nor format (issue 16 review): Braille pattern blank,
+      // musical null notehead, Khitan small script filler, halfwidth Hangul filler.
+      [{ resubscribe: true, resubscribeReason: "\u2800" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "\u{1D159}\u2800" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "\u{16FE4}" }, "resubscribe_reason"],
+      [{ resubscribe: true, resubscribeReason: "\uffa0\u3164" }, "resubscribe_reason"],
       [{ resubscribe: true, resubscribeReason: "x".repeat(501) }, "resubscribe_reason"],
       [{ resubscribe: false, resubscribeReason: "why not" }, "resubscribe_reason"],
     ] as const) {

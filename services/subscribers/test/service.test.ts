@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { fromBinary } from "@bufbuild/protobuf";
-import { events, SubscriberStatus } from "@emailsvc/proto";
+import { events, SubscriberStatus, UnsubscribeAllOutcome } from "@emailsvc/proto";
 import { newId, readError } from "@emailsvc/runtime";
 import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
@@ -269,5 +269,75 @@ describe.each<StoreKind>(["embedded", "mongodb"])("subscribers service over gRPC
     }, "the swept audit record");
     expect(trail.events.map((e) => e.id)).toEqual([eventId]);
     await waitFor(async () => ((await h.store.collection("subscribers").findOne({ _id: id }))?.outbox_pending === false ? true : undefined), "outbox cleared");
+  });
+
+  describe("UnsubscribeAll: the one 'unsubscribe from everything' of the portal and the one-click link", () => {
+    it("unsubscribes an active subscriber and leaves every public tag in one write, audited with its source; private tags stay; a repeat changes nothing", async () => {
+      const t = tenant();
+      const { subscriber } = await h.subscribers.createSubscriber({ email: "all@example.com", tags: ["weekly", "offers", "segment"] }, as(t));
+      const tags = (await h.tags.listTags({}, as(t))).tags;
+      for (const tag of tags.filter((x) => x.name !== "segment")) await h.tags.updateTag({ id: tag.id, isPublic: true }, as(t));
+      const audit = { source: "one_click", ip: "203.0.113.9", userAgent: "Mail" };
+      const res = await h.subscribers.unsubscribeAll({ recipient: { case: "subscriberId", value: subscriber!.id }, audit }, as(t));
+      expect(res.outcome).toBe(UnsubscribeAllOutcome.UNSUBSCRIBED);
+      expect({ status: res.subscriber!.status, tags: res.subscriber!.tags }).toEqual({ status: SubscriberStatus.UNSUBSCRIBED, tags: ["segment"] });
+      const trail = await waitFor(async () => {
+        const events = (await h.subscribers.listSubscriberEvents({ subscriberId: subscriber!.id }, as(t))).events;
+        return events.length === 4 ? events : undefined;
+      }, "the audit trail");
+      expect(trail.slice(1).map((e) => [e.type, e.source, e.ip])).toEqual([
+        ["subscriber.status_changed", "one_click", "203.0.113.9"],
+        ["subscriber.tag_removed", "one_click", "203.0.113.9"],
+        ["subscriber.tag_removed", "one_click", "203.0.113.9"],
+      ]);
+      const again = await h.subscribers.unsubscribeAll({ recipient: { case: "subscriberId", value: subscriber!.id }, audit }, as(t));
+      expect(again.outcome).toBe(UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED);
+      expect((await h.subscribers.listSubscriberEvents({ subscriberId: subscriber!.id }, as(t))).events).toHaveLength(4);
+    });
+
+    it("keeps a bounced or complained status and records the opt-out, which stands when the status is set active later", async () => {
+      const t = tenant();
+      for (const status of [SubscriberStatus.BOUNCED, SubscriberStatus.COMPLAINED]) {
+        const { subscriber } = await h.subscribers.createSubscriber({ email: `verdict-${status}@example.com` }, as(t));
+        const id = subscriber!.id;
+        await h.subscribers.updateSubscriber({ id, status }, as(t));
+        const res = await h.subscribers.unsubscribeAll({ recipient: { case: "subscriberId", value: id }, audit: { source: "portal", ip: "", userAgent: "" } }, as(t));
+        expect({ outcome: res.outcome, status: res.subscriber!.status }).toEqual({ outcome: UnsubscribeAllOutcome.OPT_OUT_RECORDED, status });
+        expect((await h.subscribers.unsubscribeAll({ recipient: { case: "subscriberId", value: id } }, as(t))).outcome).toBe(UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED);
+        // Lifting the verdict does not undo the person's choice; once it is the status, active is the integrator's call again.
+        expect((await h.subscribers.updateSubscriber({ id, status: SubscriberStatus.ACTIVE }, as(t))).subscriber!.status).toBe(SubscriberStatus.UNSUBSCRIBED);
+        expect((await h.subscribers.updateSubscriber({ id, status: SubscriberStatus.ACTIVE }, as(t))).subscriber!.status).toBe(SubscriberStatus.ACTIVE);
+        const trail = await waitFor(async () => {
+          const events = (await h.subscribers.listSubscriberEvents({ subscriberId: id }, as(t))).events;
+          return events.length === 5 ? events : undefined;
+        }, "the audit trail");
+        expect(trail.map((e) => e.type)).toEqual(["subscriber.created", "subscriber.status_changed", "subscriber.opted_out", "subscriber.status_changed", "subscriber.status_changed"]);
+        expect(trail[3]!.data).toMatchObject({ to: "unsubscribed", asked: "active", reason: "opted_out" });
+        // The export lists the opt-out once, when the person made it.
+        const consent = JSON.parse((await h.subscribers.exportSubscriberData({ subscriberId: id }, as(t))).json).consent as Array<{ action: string; event_id: string }>;
+        expect(consent.map((c) => [c.action, c.event_id])).toEqual([
+          ["opt_in", trail[0]!.id],
+          ["opt_out", trail[2]!.id],
+          ["opt_in", trail[4]!.id],
+        ]);
+      }
+    });
+
+    it("records an address that is nobody's as an unsubscribed subscriber, finds one that is, and stores nothing for a suppressed one", async () => {
+      const t = tenant();
+      const res = await h.subscribers.unsubscribeAll({ recipient: { case: "email", value: "Stranger@Example.com" } }, as(t));
+      expect({ outcome: res.outcome, status: res.subscriber!.status, email: res.subscriber!.email }).toEqual({
+        outcome: UnsubscribeAllOutcome.ADDRESS_RECORDED,
+        status: SubscriberStatus.UNSUBSCRIBED,
+        email: "Stranger@Example.com",
+      });
+      expect((await h.subscribers.unsubscribeAll({ recipient: { case: "email", value: "stranger@example.com" } }, as(t))).outcome).toBe(UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED);
+      const { subscriber } = await h.subscribers.createSubscriber({ email: "erased@example.com" }, as(t));
+      await h.subscribers.deleteSubscriber({ id: subscriber!.id }, as(t));
+      const suppressed = await h.subscribers.unsubscribeAll({ recipient: { case: "email", value: "erased@example.com" } }, as(t));
+      expect({ outcome: suppressed.outcome, subscriber: suppressed.subscriber }).toEqual({ outcome: UnsubscribeAllOutcome.ADDRESS_SUPPRESSED, subscriber: undefined });
+      expect(await code(h.subscribers.unsubscribeAll({ recipient: { case: "subscriberId", value: subscriber!.id } }, as(t)))).toBe(Code.NotFound);
+      expect(await code(h.subscribers.unsubscribeAll({ recipient: { case: "email", value: "not an address" } }, as(t)))).toBe(Code.InvalidArgument);
+    });
   });
 });

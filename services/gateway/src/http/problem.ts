@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@emailsvc/proto";
 import { readError } from "@emailsvc/runtime";
+import { RATE_LIMIT_HEADER_NAMES } from "@emailsvc/ratelimit";
 import { ERROR_CODES, isErrorCode, type ErrorCode } from "./error-codes.js";
 
 // Every error leaves the gateway as application/problem+json (RFC 9457) with a
@@ -134,20 +135,30 @@ export function problemFromConnect(err: ConnectError): { problem: Problem; inter
     return { problem: new Problem(entry.code, entry.detail), internal: status >= 500 };
   }
   const info = readError(err);
-  // RESOURCE_EXHAUSTED is both "too large" and a service's quota (the
-  // test-mode quota); only a quota says when to try again.
-  const retryAfter = err.code === Code.ResourceExhausted ? info.retryAfterSeconds : undefined;
-  const extra = {
+  const extra: ProblemExtra = {
     errors: info.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
     existingId: info.existingId,
-    ...(retryAfter !== undefined ? { headers: { "Retry-After": String(Math.max(1, retryAfter)) } } : {}),
   };
+  // RESOURCE_EXHAUSTED is both "too large" and a spent budget or quota of a
+  // service's (the portal's preference budgets, the test-mode quota); only
+  // the latter carries a Retry-After, and its RateLimit headers are passed on.
+  const spent = err.code === Code.ResourceExhausted && info.retryAfterSeconds !== undefined;
+  if (spent) extra.headers = rateLimitHeadersOf(err.metadata);
   const detail = info.message || entry.detail;
   // A listed code keeps the status of its kind (test/error-codes.test.ts checks that they agree).
   const problem = isErrorCode(info.errorCode)
     ? new Problem(info.errorCode, detail, extra)
-    : Problem.unlisted(retryAfter !== undefined ? ERROR_CODES.rate_limited.status : status, info.errorCode, detail, extra);
+    : Problem.unlisted(spent ? ERROR_CODES.rate_limited.status : status, info.errorCode, detail, extra);
   return { problem, internal: problem.status >= 500 && !SETTLED_ANSWERS.has(info.errorCode) };
+}
+
+function rateLimitHeadersOf(metadata: Headers): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RATE_LIMIT_HEADER_NAMES) {
+    const value = metadata.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return headers;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Middleware } from "koa";
-import { clientAddress } from "@emailsvc/ratelimit";
-import type { PreferenceRateClass, RateClass } from "../ratelimit/config.js";
+import type { CallOptions } from "@connectrpc/connect";
+import { clientAddress, RATE_LIMIT_HEADER_NAMES } from "@emailsvc/ratelimit";
+import type { RateClass } from "../ratelimit/config.js";
 import type { RateLimiter, Verdict } from "../ratelimit/limiter.js";
 import { Problem } from "./problem.js";
 import type { GatewayContext, GatewayState } from "./state.js";
@@ -30,22 +31,53 @@ export function limitApiKeyRequests(limiter: RateLimiter, cls: RateClass): Middl
 }
 
 /**
- * After the preference-token middleware: charges the request to its
- * subscriber's and tenant's preference budget of `cls`, as limitApiKeyRequests
- * does for API keys (headers on every answer, 429 before the body is read).
+ * The RateLimit headers a service set on its answer (the portal's budgets of
+ * a subscriber's requests), passed on to the client of this request: the
+ * options of the call to add, as limitApiKeyRequests sets the gateway's own.
+ * A refusal's headers travel with the error (http/problem.ts).
  */
-export function limitPreferenceRequests(limiter: RateLimiter, cls: PreferenceRateClass): Middleware<GatewayState> {
-  return async (ctx, next) => {
-    const identity = ctx.state.preference;
-    if (!identity) throw new Error("limitPreferenceRequests runs after requirePreferenceToken");
-    const verdict = await limiter.admitPreference(identity, cls);
-    if (verdict) {
-      if (!verdict.allowed) throw rateLimited(verdict);
-      ctx.set(verdict.headers);
-    }
-    await next();
+export function forwardRateLimitHeaders(ctx: GatewayContext): Pick<CallOptions, "onHeader"> {
+  return {
+    onHeader(headers) {
+      for (const name of RATE_LIMIT_HEADER_NAMES) {
+        const value = headers.get(name);
+        if (value !== null) ctx.set(name, value);
+      }
+    },
   };
 }
+
+/**
+ * /unsubscribe's budgets (RATE_LIMIT_UNSUBSCRIBE_ADDRESS, _LINK), charged
+ * before any service is called: `address` the client's, first thing (its
+ * body is not read past it); `link` a one-click POST's, once its token
+ * verified. A spent budget is a 429 (a page, or problem+json for a JSON
+ * client) with Retry-After and the RateLimit headers.
+ */
+export interface UnsubscribeGuard {
+  address(ctx: GatewayContext): Promise<void>;
+  link(ctx: GatewayContext, link: string): Promise<void>;
+}
+
+export function unsubscribeGuard(limiter: RateLimiter): UnsubscribeGuard {
+  const hops = limiter.config.trustedProxyHops;
+  const settle = (ctx: GatewayContext, verdict: Verdict | undefined) => {
+    if (!verdict) return;
+    if (!verdict.allowed) throw rateLimited(verdict);
+    ctx.set(verdict.headers);
+  };
+  return {
+    async address(ctx) {
+      settle(ctx, await limiter.admitUnsubscribe(clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), hops)));
+    },
+    async link(ctx, link) {
+      settle(ctx, await limiter.admitOneClick(link));
+    },
+  };
+}
+
+/** No limits (RATE_LIMIT=off). */
+export const NO_UNSUBSCRIBE_GUARD: UnsubscribeGuard = { address: async () => undefined, link: async () => undefined };
 
 /**
  * Failed authentication per client address, for the credential middleware

@@ -79,6 +79,12 @@ export const RATE_LIMIT_HEADERS = {
   "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
 } as const;
 
+/** The headers every 429 carries: when to retry, and the budget that refused. */
+export const RATE_LIMITED_HEADERS = {
+  "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
+  ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
+} as const;
+
 // Error responses, one per status, all with the problem schema. They may
 // carry the RateLimit headers: an API-key operation's errors after the key
 // was checked do, and a 401 for invalid credentials carries those of the
@@ -119,10 +125,7 @@ export const responses: Record<string, unknown> = {
       429,
       "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served); or, for a send in test mode, the account's test-mode quota of messages a day (`TEST_MODE_DAILY_LIMIT`). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
     ),
-    {
-      "Retry-After": { required: true, description: "Whole seconds to wait before retrying.", schema: SECONDS },
-      ...Object.fromEntries(Object.entries(RATE_LIMIT_HEADER_OBJECTS).map(([name, header]) => [name, { ...header, required: true }])),
-    },
+    RATE_LIMITED_HEADERS,
   ),
 };
 

@@ -4,6 +4,7 @@ import type { KeyRing, PreferenceLinkBase, PreferenceLinkSettings } from "@email
 import type { ApiKeyAuthenticator } from "../accounts/authenticator.js";
 import type { GatewayContext } from "../http/state.js";
 import type { AccountStore } from "../accounts/store.js";
+import type { SenderNames } from "../accounts/sender-names.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
 import type { GatewayRouterContext } from "../http/state.js";
 import type { RouteKit } from "../routes/define.js";
@@ -30,6 +31,8 @@ export interface ResourceContext {
   clientIp(ctx: GatewayContext): string;
   /** The gateway's own accounts and API keys. */
   accounts: AccountStore;
+  /** Who a tenant's pages say the mail came from (portal setting sender_name, else the account's name), cached briefly. */
+  senderNames: SenderNames;
   authenticator: ApiKeyAuthenticator;
   /** Store reachable, every configured service SERVING, and not draining. */
   ready(): Promise<boolean>;

@@ -3,7 +3,7 @@ import type { Router } from "@koa/router";
 import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
-import { limitApiKeyRequests, limitPreferenceRequests } from "../http/rate-limit.js";
+import { limitApiKeyRequests } from "../http/rate-limit.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { Problem } from "../http/problem.js";
@@ -39,8 +39,9 @@ export function toOpenApiPath(routerPath: string): string {
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
  * operation. Authentication follows the operation's `security`; an API-key
- * or preference-token operation is then charged to its rate-limit budgets
- * (its class in the document); then the path, query and header parameters and the JSON body
+ * operation is then charged to its rate-limit budgets (its class in the
+ * document; a preference-token operation's class the portal charges, for its
+ * page too); then the path, query and header parameters and the JSON body
  * are validated against the document's schemas, in that order, so that the
  * body of an unauthenticated or rate-limited caller is never read.
  */
@@ -76,10 +77,11 @@ export function defineRoute(
       if (scheme === "ApiKey") {
         if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
         chain.push(limitApiKeyRequests(kit.limiter, cls));
-      } else {
-        if (cls === "send") throw new Error(`operation ${operationId}: send is an API-key class`);
-        chain.push(limitPreferenceRequests(kit.limiter, cls));
+      } else if (cls === "send") {
+        throw new Error(`operation ${operationId}: send is an API-key class`);
       }
+      // A preference-token operation's class is charged by the portal, which
+      // serves the same subscriber through its page: one budget for both doors.
     }
   }
   const validators = kit.validators.for(operationId);

@@ -1,11 +1,13 @@
 // An in-memory stand-in for the portal's PreferenceCenterService, served over
 // createRouterTransport, for the gateway's tests of the preference-center
 // routes (tokens, budgets): every subscriber of a token exists, holds no tag,
-// and exports an empty part from every service. The real one is tested end
+// and exports an empty part from every service; every answer carries the
+// RateLimit headers of a subscriber's read budget, as the portal's do. The real one is tested end
 // to end in embedded/test/preference-center.test.ts.
 
-import type { ConnectRouter } from "@connectrpc/connect";
-import { health, portal, SubscriberStatus } from "@emailsvc/proto";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import type { CallContext } from "@emailsvc/runtime";
+import { health, MailingBlock, portal, SubscriberStatus } from "@emailsvc/proto";
 import { FakeService } from "./fake-service";
 
 export class FakePortal extends FakeService<Record<string, never>> {
@@ -13,9 +15,31 @@ export class FakePortal extends FakeService<Record<string, never>> {
     return {};
   }
 
+  /** What the portal's budgets (usecases/budgets.ts) put in the answer's metadata. */
+  private static readonly RATE_LIMIT_METADATA: Record<string, string> = {
+    "ratelimit-limit": "60",
+    "ratelimit-remaining": "59",
+    "ratelimit-reset": "1",
+    "ratelimit-policy": '60;w=60;comment="read per subscriber", 100;w=1;comment="preference read per account and mode"',
+  };
+
+  protected override async handle<T>(method: string, ctx: HandlerContext, work: (tenant: Record<string, never>, call: CallContext, key: string) => T): Promise<T> {
+    const result = await super.handle(method, ctx, work);
+    for (const [name, value] of Object.entries(FakePortal.RATE_LIMIT_METADATA)) ctx.responseHeader.set(name, value);
+    return result;
+  }
+
   routes(): (router: ConnectRouter) => void {
     const preferences = (subscriberId: string) => ({
-      preferences: { subscriberId, email: "someone@example.com", status: SubscriberStatus.ACTIVE, subscribedTags: [], availableTags: [], locale: "" },
+      preferences: {
+        subscriberId,
+        email: "someone@example.com",
+        status: SubscriberStatus.ACTIVE,
+        subscribedTags: [],
+        availableTags: [],
+        locale: "",
+        mailability: { marketing: MailingBlock.UNSPECIFIED, transactional: MailingBlock.UNSPECIFIED },
+      },
     });
     return (router) => {
       router.service(portal.PreferenceCenterService, {

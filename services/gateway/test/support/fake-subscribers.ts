@@ -15,6 +15,7 @@ import {
   SubscriberStatus,
   TagSchema,
   TagService,
+  UnsubscribeAllOutcome,
   type AuditContext,
   type Subscriber,
   type SubscriberEvent,
@@ -116,6 +117,18 @@ export class FakeSubscribers {
             }
             subscriber.updatedAt = timestampFromDate(new Date());
             return { subscriber };
+          }, req),
+        // The contract's outline only (the real rules: services/subscribers, unsubscribe-all.ts): active becomes unsubscribed.
+        unsubscribeAll: (req, ctx) =>
+          this.handle("unsubscribeAll", ctx, (t, call) => {
+            const who = req.recipient;
+            const subscriber =
+              who.case === "subscriberId" ? this.find(t, who.value) : t.subscribers.find((s) => s.email.toLowerCase() === String(who.value ?? "").toLowerCase());
+            if (!subscriber) return { outcome: UnsubscribeAllOutcome.ADDRESS_SUPPRESSED };
+            if (subscriber.status !== SubscriberStatus.ACTIVE) return { subscriber, outcome: UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED };
+            this.event(t, subscriber.id, "subscriber.status_changed", call.actor, { to: "UNSUBSCRIBED" }, req.audit);
+            subscriber.status = SubscriberStatus.UNSUBSCRIBED;
+            return { subscriber, outcome: UnsubscribeAllOutcome.UNSUBSCRIBED };
           }, req),
         deleteSubscriber: (req, ctx) =>
           this.handle("deleteSubscriber", ctx, (t) => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { SubscriberStatus } from "@emailsvc/proto";
+import { MailingBlock } from "@emailsvc/proto";
 import type { PortalTagView, PreferencesView } from "../usecases/preferences.js";
 import { CATALOGUES, LOCALES, message, type Locale, type MessageKey, type Messages } from "./messages/index.js";
 
@@ -104,8 +104,10 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
   const parts: string[] = [];
   if (page.done) parts.push(`<p class="notice" role="status">${t(locale, page.done.key, { tag: page.done.tag ?? "" })}</p>`);
   parts.push(`<p>${t(locale, "intro", { email: view.email })}</p>`);
-  if (view.status === SubscriberStatus.UNSUBSCRIBED) parts.push(`<p class="warning">${t(locale, "status_unsubscribed")}</p>`);
-  if (view.status === SubscriberStatus.BOUNCED || view.status === SubscriberStatus.COMPLAINED) parts.push(`<p class="warning">${t(locale, "status_blocked")}</p>`);
+  // Why no marketing mail reaches them, as the subscribers service says it.
+  const blocked = view.mailability.marketing;
+  if (blocked === MailingBlock.UNSUBSCRIBED) parts.push(`<p class="warning">${t(locale, "status_unsubscribed")}</p>`);
+  if (blocked === MailingBlock.BOUNCED || blocked === MailingBlock.COMPLAINED) parts.push(`<p class="warning">${t(locale, "status_blocked")}</p>`);
 
   parts.push(`<section aria-labelledby="subscriptions"><h2 id="subscriptions">${t(locale, "subscriptions_heading")}</h2>`);
   if (view.availableTags.length === 0) {
@@ -114,7 +116,8 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
     const held = new Set(view.subscribedTags.map((tag) => tag.id));
     // A held list of someone who gets no marketing mail (unsubscribed from
     // everything, bounced, complained) sends them nothing: never "Subscribed".
-    const receiving = view.status === SubscriberStatus.ACTIVE;
+    // Who gets it is the subscribers service's answer, not this page's.
+    const receiving = blocked === MailingBlock.UNSPECIFIED;
     parts.push('<ul class="tags">');
     for (const tag of view.availableTags) {
       const isHeld = held.has(tag.id);
@@ -131,7 +134,7 @@ export function preferencesPage(ctx: PageContext, page: PreferencesPage): string
   }
   parts.push("</section>");
 
-  if (view.status === SubscriberStatus.ACTIVE) {
+  if (blocked === MailingBlock.UNSPECIFIED) {
     parts.push(
       `<section aria-labelledby="stop"><h2 id="stop">${t(locale, "unsubscribe_all_heading")}</h2><p>${t(locale, "unsubscribe_all_text")}</p>` +
         form(`${base}/unsubscribe-all`, csrf, locale, `<button type="submit" class="secondary">${t(locale, "unsubscribe_all_button")}</button>`) +
@@ -219,8 +222,9 @@ export function newLinkSentPage(ctx: PageContext): string {
   return document(ctx, t(ctx.locale, "new_link_sent_title"), `<p role="status">${t(ctx.locale, "new_link_sent_text")}</p>`);
 }
 
+/** A spent budget (new links asked for, or the subscriber's own requests): nothing was done; Retry-After says when to try again. */
 export function tooManyRequestsPage(ctx: PageContext): string {
-  return document(ctx, t(ctx.locale, "invalid_title"), `<p>${t(ctx.locale, "too_many_requests")}</p>`);
+  return document(ctx, t(ctx.locale, "too_many_title"), `<p>${t(ctx.locale, "too_many_requests")}</p>`);
 }
 
 export function errorPage(ctx: PageContext): string {

@@ -17,6 +17,7 @@ import {
 } from "../usecases/preferences.js";
 import { mailNewLink, type NewLinkDeps } from "../usecases/new-link.js";
 import { exportData, type ExportDeps } from "../usecases/export.js";
+import { retryAfterOf } from "../usecases/budgets.js";
 import {
   confirmDeletePage,
   deletedPage,
@@ -322,6 +323,12 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         return send(res, err.status, errorPage(ctx()));
       }
       if (err instanceof AppError && err.kind === "unauthenticated") return send(res, 403, invalidLinkPage(ctx(), "invalid"));
+      // The subscriber's budget of this kind of request is spent (the same one the API draws from): nothing was done.
+      if (err instanceof AppError && err.kind === "rate_limited") {
+        const retryAfter = retryAfterOf(err);
+        if (retryAfter !== undefined) res.setHeader("retry-after", retryAfter);
+        return send(res, 429, tooManyRequestsPage(ctx()));
+      }
       if (err instanceof AppError && err.kind === "not_found") return send(res, 404, errorPage(ctx()));
       logger.error({ err: err instanceof Error ? err.message : String(err) }, "portal page failed");
       return send(res, 500, errorPage(ctx()));

@@ -1,6 +1,18 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { campaigns, delivery, SubscriberService, type AuditContextSchema, SubscriberStatus, TagService, templates, type Subscriber, type Tag } from "@emailsvc/proto";
+import {
+  AudienceService,
+  campaigns,
+  delivery,
+  SubscriberService,
+  type AuditContextSchema,
+  type Mailability,
+  SubscriberStatus,
+  TagService,
+  templates,
+  type Subscriber,
+  type Tag,
+} from "@emailsvc/proto";
 import { DEFAULT_LINK_TEMPLATE } from "../domain/link-template.js";
 import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
 
@@ -35,7 +47,15 @@ export interface SubscriberDirectory {
   removeTag(call: CallContext, subscriberId: string, tagName: string, client: Client): Promise<Subscriber>;
   setStatus(call: CallContext, subscriberId: string, status: SubscriberStatus, client: Client): Promise<Subscriber>;
   setLocale(call: CallContext, subscriberId: string, locale: string, client: Client): Promise<Subscriber>;
+  /** SubscriberService.UnsubscribeAll (the one the one-click link uses too); undefined when the subscriber is gone. */
+  unsubscribeAll(call: CallContext, subscriberId: string, client: Client): Promise<Subscriber | undefined>;
   erase(call: CallContext, subscriberId: string, client: Client): Promise<void>;
+  /**
+   * Whether the subscriber may get marketing and transactional mail now: the
+   * subscribers service's one answer (AudienceService.GetRecipients, as
+   * delivery asks it); undefined when the subscriber is gone.
+   */
+  mailability(call: CallContext, subscriberId: string): Promise<Mailability | undefined>;
 }
 
 /** Passes the subscribers service's own answers (NOT_FOUND, INVALID_ARGUMENT) on; anything else is a 503. */
@@ -62,6 +82,7 @@ function notFoundAsUndefined(err: unknown): undefined {
 export function subscriberDirectory(transport: Transport): SubscriberDirectory {
   const subscribers = createClient(SubscriberService, transport);
   const tags = createClient(TagService, transport);
+  const audience = createClient(AudienceService, transport);
   const options = (call: CallContext) => ({ headers: callHeaders(call), timeoutMs: TIMEOUT_MS });
   return {
     async get(call, id) {
@@ -105,6 +126,16 @@ export function subscriberDirectory(transport: Transport): SubscriberDirectory {
     async setLocale(call, subscriberId, locale, client) {
       const res = await subscribers.updateSubscriber({ id: subscriberId, locale, audit: portalAudit(client) }, options(call)).catch(passOn);
       return res.subscriber!;
+    },
+    async unsubscribeAll(call, subscriberId, client) {
+      const res = await subscribers
+        .unsubscribeAll({ recipient: { case: "subscriberId", value: subscriberId }, audit: portalAudit(client) }, options(call))
+        .catch(notFoundAsUndefined);
+      return res?.subscriber;
+    },
+    async mailability(call, subscriberId) {
+      const res = await audience.getRecipients({ subscriberIds: [subscriberId] }, options(call)).catch(passOn);
+      return res.recipients[0]?.mailability;
     },
     async erase(call, subscriberId, client) {
       await subscribers.deleteSubscriber({ id: subscriberId, audit: portalAudit(client) }, options(call)).catch(notFoundAsUndefined);

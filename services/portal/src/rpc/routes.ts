@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
 import { invalid, isId, readCallContext } from "@emailsvc/runtime";
 import {
@@ -34,6 +34,7 @@ function preferencesToProto(view: PreferencesView): portal.Preferences {
     locale: view.locale,
     subscribedTags: view.subscribedTags,
     availableTags: view.availableTags,
+    mailability: view.mailability,
   });
 }
 
@@ -42,17 +43,24 @@ function checkedId(value: string, prefix: string, field: string): string {
   return value;
 }
 
-/** Registers PreferenceCenterService: proto in, use case, proto out. The actor of every change is `portal`. */
+/**
+ * Registers PreferenceCenterService: proto in, use case, proto out. The actor
+ * of every change is `portal`. The RateLimit headers of the subscriber's
+ * budgets go into the answer's metadata (a refusal carries them with its error).
+ */
 export function preferenceCenterRoutes(deps: PortalDeps, exportDeps: ExportDeps): (router: ConnectRouter) => void {
   return (router) => {
     const portalCall = (
       subscriberId: string,
-      ctx: Parameters<typeof readCallContext>[0],
+      ctx: HandlerContext,
       client?: { ip: string; userAgent: string },
     ): PortalCall => ({
       call: { ...readCallContext(ctx), actor: "portal" },
       subscriberId: checkedId(subscriberId, "sub", "subscriber_id"),
       client: { ip: (client?.ip ?? "").slice(0, 64), userAgent: (client?.userAgent ?? "").slice(0, 512) },
+      rateLimitHeaders: (headers) => {
+        for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
+      },
     });
     router.service(portal.PreferenceCenterService, {
       async getPreferences(req, ctx) {
@@ -79,7 +87,13 @@ export function preferenceCenterRoutes(deps: PortalDeps, exportDeps: ExportDeps)
         const call = readCallContext(ctx);
         const json = await exportData(
           exportDeps,
-          { call: source === "portal" ? { ...call, actor: "portal" } : call, subscriberId: checkedId(req.subscriberId, "sub", "subscriber_id") },
+          {
+            call: source === "portal" ? { ...call, actor: "portal" } : call,
+            subscriberId: checkedId(req.subscriberId, "sub", "subscriber_id"),
+            rateLimitHeaders: (headers) => {
+              for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
+            },
+          },
           audit,
         );
         return { json };

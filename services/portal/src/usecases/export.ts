@@ -1,6 +1,7 @@
 import { parseExportPart, type CampaignsExportPart, type DeliveryExportPart, type SubscribersExportPart } from "@emailsvc/proto";
 import type { ExportSources, AuditContextInit } from "../rpc/clients.js";
 import { tokenSubjectGone, type PortalCall } from "./preferences.js";
+import type { PreferenceBudgets } from "./budgets.js";
 
 // The subscriber's export (GDPR Art. 15 and 20, revDSG Art. 25 and 28): one
 // JSON document with every service's part, asked of each service over gRPC,
@@ -38,6 +39,8 @@ export const EXPORT_FORMAT_VERSION = 1;
 
 export interface ExportDeps {
   sources: ExportSources;
+  /** The subscriber's `privacy` budget, charged when they ask themself (source `portal`: the API or the page). */
+  budgets: PreferenceBudgets;
   now: () => number;
 }
 
@@ -49,8 +52,14 @@ export type SubscriberExport = {
   DeliveryExportPart &
   CampaignsExportPart;
 
-/** The export as JSON text. `audit` says who asked and how (`portal` or `api`); the subscribers service logs the request. */
-export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "call" | "subscriberId">, audit: AuditContextInit): Promise<string> {
+/**
+ * The export as JSON text. `audit` says who asked and how (`portal`: the
+ * subscriber, through the API or the page, which draws from their `privacy`
+ * budget; `api`: the integrator, whose API key's budgets the gateway
+ * charged); the subscribers service logs the request.
+ */
+export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "call" | "subscriberId" | "rateLimitHeaders">, audit: AuditContextInit): Promise<string> {
+  if (audit.source === "portal") await deps.budgets.charge(portal, "privacy");
   // The subscribers service first: an erased (or never known) subscriber has nothing to export.
   const own = await deps.sources.subscribers(portal.call, portal.subscriberId, audit);
   if (own === undefined) throw tokenSubjectGone();

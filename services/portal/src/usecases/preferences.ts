@@ -1,10 +1,12 @@
-import { SubscriberStatus, type Subscriber, type Tag } from "@emailsvc/proto";
+import { SubscriberStatus, type Mailability, type Subscriber, type Tag } from "@emailsvc/proto";
 import { AppError, type CallContext } from "@emailsvc/runtime";
 import type { SubscriberDirectory } from "../rpc/clients.js";
+import type { PreferenceBudgets } from "./budgets.js";
 
 // What a subscriber may do about themself, on the subscriber of a verified
 // preference token. Shared by the REST API (through PreferenceCenterService)
-// and the portal page, so both behave alike.
+// and the portal page, so both behave alike and draw from one budget: each
+// operation charges the subscriber's budget of its class first (budgets.ts).
 
 export interface PortalTagView {
   id: string;
@@ -24,10 +26,18 @@ export interface PreferencesView {
   subscribedTags: PortalTagView[];
   /** Every public tag. */
   availableTags: PortalTagView[];
+  /**
+   * Whether they get marketing and transactional mail now: the subscribers
+   * service's answer (services/subscribers, "Who may be mailed"), which the
+   * page shows lists by and never decides again from the status.
+   */
+  mailability: Mailability;
 }
 
 export interface PortalDeps {
   subscribers: SubscriberDirectory;
+  /** The subscriber's and the tenant's budgets, charged by every operation here. */
+  budgets: PreferenceBudgets;
 }
 
 /** One portal request: the tenant and actor (`portal`) and the token's subscriber. */
@@ -36,6 +46,8 @@ export interface PortalCall {
   subscriberId: string;
   /** The subscriber's client, for the audit trail (personal data: erased with the subscriber). */
   client: { ip: string; userAgent: string };
+  /** Where an admitted request's RateLimit headers go (the gRPC answer's metadata); the page leaves it out. */
+  rateLimitHeaders?: (headers: Record<string, string>) => void;
 }
 
 /**
@@ -58,10 +70,14 @@ async function subscriberOf(deps: PortalDeps, portal: PortalCall): Promise<Subsc
   return subscriber;
 }
 
-function view(subscriber: Subscriber, tags: Tag[]): PreferencesView {
+/** The view of `subscriber` as it is after a change (or a read), with the subscribers service's answer of who receives what. */
+async function view(deps: PortalDeps, portal: PortalCall, subscriber: Subscriber, tags?: Tag[]): Promise<PreferencesView> {
+  const [allTags, mailability] = await Promise.all([tags ?? deps.subscribers.tags(portal.call), deps.subscribers.mailability(portal.call, subscriber.id)]);
+  // Erased between the change and this read: the token died with them.
+  if (!mailability) throw tokenSubjectGone();
   const held = new Set(subscriber.tags);
   // Private tags are the integrator's business (segments, imports): never shown, never changed here.
-  const visible = tags.filter((t) => t.isPublic);
+  const visible = allTags.filter((t) => t.isPublic);
   return {
     subscriberId: subscriber.id,
     email: subscriber.email,
@@ -69,12 +85,14 @@ function view(subscriber: Subscriber, tags: Tag[]): PreferencesView {
     locale: subscriber.locale,
     subscribedTags: visible.filter((t) => held.has(t.name)).map(tagView),
     availableTags: visible.map(tagView),
+    mailability,
   };
 }
 
 export async function getPreferences(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
+  await deps.budgets.charge(portal, "read");
   const [subscriber, tags] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tags(portal.call)]);
-  return view(subscriber, tags);
+  return view(deps, portal, subscriber, tags);
 }
 
 /**
@@ -84,51 +102,50 @@ export async function getPreferences(deps: PortalDeps, portal: PortalCall): Prom
  * verdict, not a preference).
  */
 export async function subscribeTag(deps: PortalDeps, portal: PortalCall, tagId: string): Promise<PreferencesView> {
+  await deps.budgets.charge(portal, "write");
   const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
   if (!tag || !tag.isPublic) throw tagNotFound();
   let current = subscriber;
   if (!current.tags.includes(tag.name)) current = await deps.subscribers.addTag(portal.call, portal.subscriberId, tag.name, portal.client);
   if (current.status === SubscriberStatus.UNSUBSCRIBED) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.ACTIVE, portal.client);
-  return view(current, await deps.subscribers.tags(portal.call));
+  return view(deps, portal, current);
 }
 
 /** Leaves a tag the subscriber holds (public or not: a subscriber may always leave); not held is a no-op. */
 export async function unsubscribeTag(deps: PortalDeps, portal: PortalCall, tagId: string): Promise<PreferencesView> {
+  await deps.budgets.charge(portal, "write");
   const [subscriber, tag] = await Promise.all([subscriberOf(deps, portal), deps.subscribers.tag(portal.call, tagId)]);
   if (!tag) throw tagNotFound();
   let current = subscriber;
   if (current.tags.includes(tag.name)) current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, tag.name, portal.client);
-  return view(current, await deps.subscribers.tags(portal.call));
+  return view(deps, portal, current);
 }
 
 /**
- * No more marketing mail: unsubscribed (bounced and complained stay, they
- * receive none either), and every public list left. The status stops the
- * mail first; leaving the lists makes the page and the API say what is
- * true (no list shows as subscribed), and a list joined later brings back
- * that list alone, not every one held before. Private tags are the
- * integrator's segments and stay (the status already keeps them silent).
+ * No more marketing mail, by the subscribers service's UnsubscribeAll: the
+ * one implementation the one-click link of every marketing mail uses too
+ * (active becomes unsubscribed, bounced and complained keep their status
+ * with the opt-out recorded, every public list is left), audited as the
+ * portal's.
  */
 export async function unsubscribeAll(deps: PortalDeps, portal: PortalCall): Promise<PreferencesView> {
-  let current = await subscriberOf(deps, portal);
-  if (current.status === SubscriberStatus.ACTIVE) current = await deps.subscribers.setStatus(portal.call, portal.subscriberId, SubscriberStatus.UNSUBSCRIBED, portal.client);
-  const tags = await deps.subscribers.tags(portal.call);
-  const publicNames = new Set(tags.filter((tag) => tag.isPublic).map((tag) => tag.name));
-  for (const name of current.tags.filter((held) => publicNames.has(held))) {
-    current = await deps.subscribers.removeTag(portal.call, portal.subscriberId, name, portal.client);
-  }
-  return view(current, tags);
+  await deps.budgets.charge(portal, "write");
+  const current = await deps.subscribers.unsubscribeAll(portal.call, portal.subscriberId, portal.client);
+  if (!current) throw tokenSubjectGone();
+  return view(deps, portal, current);
 }
 
 /** Erasure: the subscribers service wipes the subscriber and tells every other service (subscriber.deleted). */
 export async function eraseAccount(deps: PortalDeps, portal: PortalCall): Promise<void> {
+  await deps.budgets.charge(portal, "privacy");
   await subscriberOf(deps, portal);
   await deps.subscribers.erase(portal.call, portal.subscriberId, portal.client);
 }
 
 /** The language the subscriber reads (the page, and mail in their language): en, de, fr, it, or "" to unset. */
 export async function setLocale(deps: PortalDeps, portal: PortalCall, locale: string): Promise<PreferencesView> {
+  await deps.budgets.charge(portal, "write");
   await subscriberOf(deps, portal);
   const current = await deps.subscribers.setLocale(portal.call, portal.subscriberId, locale, portal.client);
-  return view(current, await deps.subscribers.tags(portal.call));
+  return view(deps, portal, current);
 }

@@ -1,4 +1,4 @@
-import { ExpiringCache, hasVisibleText, invalid, tenantKey, trimInvisible, type CallContext } from "@emailsvc/runtime";
+import { ExpiringCache, hasVisibleText, invalid, tenantKey, trimInvisible, visibleTextRule, type CallContext } from "@emailsvc/runtime";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { frameAncestorsProblem } from "../domain/frame-ancestors.js";
 import type { PortalStorage } from "../storage/settings.js";
@@ -41,7 +41,7 @@ function validateSenderName(raw: string): string {
   if (raw === "") return "";
   // eslint-disable-next-line no-control-regex
   if (!hasVisibleText(name) || name.length > SENDER_NAME_MAX || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw invalid("sender_name is invalid", [{ field: "sender_name", description: `1-${SENDER_NAME_MAX} characters with visible text, no control characters ("" removes it)` }]);
+    throw invalid("sender_name is invalid", [{ field: "sender_name", description: visibleTextRule(SENDER_NAME_MAX) }]);
   }
   return name;
 }

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import type { KeyRing } from "@emailsvc/tokens";
-import { AppError, hasVisibleText, invalid, trimInvisible } from "@emailsvc/runtime";
+import { AppError, hasVisibleText, invalid, trimInvisible, visibleTextRule } from "@emailsvc/runtime";
 
 // Suppression of erased addresses. Erasure keeps nothing of a subscriber but
 // a keyed hash of their address: HMAC-SHA256 under a key from the environment
@@ -35,7 +35,7 @@ export const RESUBSCRIBE_REASON_MAX = 500;
  * `resubscribe` with its reason as given on create: a reason of 1-500
  * characters without control characters, with visible text, is required with
  * the flag, and refused without it. Invisible characters around it (spaces,
- * U+200B, U+FEFF, U+2060, …) are trimmed: a reason of only those says
+ * U+200B, U+FEFF, U+2060, U+2800, …) are trimmed: a reason of only those says
  * nothing, and would lift a suppression on no grounds. Undefined when the
  * flag is not set.
  */
@@ -48,7 +48,7 @@ export function validateResubscribe(resubscribe: boolean, rawReason: string): { 
   if (rawReason === "") throw invalid("resubscribe needs a reason", [{ field: "resubscribe_reason", description: "is required with resubscribe: true" }]);
   if (!hasVisibleText(reason)) {
     throw invalid("resubscribe_reason must say something: it holds no visible text", [
-      { field: "resubscribe_reason", description: "must hold visible text, not only spaces or invisible characters (such as U+200B)" },
+      { field: "resubscribe_reason", description: visibleTextRule(RESUBSCRIBE_REASON_MAX) },
     ]);
   }
   if (reason.length > RESUBSCRIBE_REASON_MAX) {
@@ -56,7 +56,7 @@ export function validateResubscribe(resubscribe: boolean, rawReason: string): { 
   }
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(reason)) {
-    throw invalid("resubscribe_reason holds control characters", [{ field: "resubscribe_reason", description: "no control characters" }]);
+    throw invalid("resubscribe_reason holds control characters", [{ field: "resubscribe_reason", description: visibleTextRule(RESUBSCRIBE_REASON_MAX) }]);
   }
   return { reason };
 }

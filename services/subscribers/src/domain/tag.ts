@@ -1,4 +1,4 @@
-import { hasVisibleText, invalid, isLocale, LOCALES, trimInvisible, type Locale } from "@emailsvc/runtime";
+import { hasVisibleText, invalid, visibleTextRule, isLocale, LOCALES, trimInvisible, type Locale } from "@emailsvc/runtime";
 
 /** A tag's name and description in one language. */
 export interface TagTranslation {
@@ -79,7 +79,7 @@ export function validateTranslations(raw: Readonly<Record<string, { name: string
     // eslint-disable-next-line no-control-regex
     if (!hasVisibleText(name) || name.length > TAG_LIMITS.nameLength || /[\u0000-\u001f\u007f]/.test(name)) {
       throw invalid("a translated name is invalid", [
-        { field: `${field}.${locale}.name`, description: `1-${TAG_LIMITS.nameLength} characters with visible text, no control characters` },
+        { field: `${field}.${locale}.name`, description: visibleTextRule(TAG_LIMITS.nameLength) },
       ]);
     }
     out[locale] = { name, description: validateDescription(translation.description, `${field}.${locale}.description`) };

@@ -10,6 +10,7 @@ import {
   SubscriberSchema,
   SubscriberStatus,
   TagSchema,
+  UnsubscribeAllOutcome,
   type AudienceFilter,
   type Mailability as MailabilityProto,
   type Recipient,
@@ -23,6 +24,7 @@ import type { Mailability, MailingBlock as Block } from "../domain/mailability.j
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { RecipientView } from "../usecases/audience.js";
+import type { UnsubscribeAllOutcome as Outcome } from "../usecases/unsubscribe-all.js";
 import type { AuditDoc } from "../storage/documents.js";
 
 // proto <-> domain only; no rules here.
@@ -88,6 +90,18 @@ const BLOCK_TO_PROTO: Record<Block, MailingBlock> = {
 export function mailabilityToProto(m: Mailability): MailabilityProto {
   const block = (b: Block | undefined) => (b ? BLOCK_TO_PROTO[b] : MailingBlock.UNSPECIFIED);
   return create(MailabilitySchema, { marketing: block(m.marketing), transactional: block(m.transactional) });
+}
+
+const OUTCOME_TO_PROTO: Record<Outcome, UnsubscribeAllOutcome> = {
+  unsubscribed: UnsubscribeAllOutcome.UNSUBSCRIBED,
+  already_unsubscribed: UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED,
+  opt_out_recorded: UnsubscribeAllOutcome.OPT_OUT_RECORDED,
+  address_recorded: UnsubscribeAllOutcome.ADDRESS_RECORDED,
+  address_suppressed: UnsubscribeAllOutcome.ADDRESS_SUPPRESSED,
+};
+
+export function unsubscribeAllOutcomeToProto(outcome: Outcome): UnsubscribeAllOutcome {
+  return OUTCOME_TO_PROTO[outcome];
 }
 
 export function tagToProto(view: TagView): Tag {

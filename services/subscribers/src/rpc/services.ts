@@ -16,6 +16,7 @@ import { listSubscribers } from "../usecases/list-subscribers.js";
 import { addTags, removeTag } from "../usecases/subscriber-tags.js";
 import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
 import { updateSubscriber } from "../usecases/update-subscriber.js";
+import { unsubscribeAll } from "../usecases/unsubscribe-all.js";
 import {
   audienceFilterFromProto,
   auditToProto,
@@ -24,6 +25,7 @@ import {
   statusFromProto,
   subscriberToProto,
   tagToProto,
+  unsubscribeAllOutcomeToProto,
 } from "./mapping.js";
 
 /**
@@ -93,6 +95,15 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
       },
       async exportSubscriberData(req, ctx) {
         return { json: await exportSubscriberData(deps, audited(ctx, req.audit), req.subscriberId) };
+      },
+      async unsubscribeAll(req, ctx) {
+        const who = req.recipient;
+        const target = who.case === "subscriberId" ? { subscriberId: who.value } : { email: who.case === "email" ? who.value : "" };
+        const result = await unsubscribeAll(deps, audited(ctx, req.audit), target);
+        return {
+          ...(result.subscriber ? { subscriber: subscriberToProto(result.subscriber) } : {}),
+          outcome: unsubscribeAllOutcomeToProto(result.outcome),
+        };
       },
     });
     router.service(TagService, {

@@ -41,6 +41,13 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   locale?: Locale;
   metadata: Metadata;
   tag_ids: string[];
+  /**
+   * When a bounced or complained subscriber unsubscribed from everything
+   * (usecases/unsubscribe-all.ts): their status stays, and this keeps their
+   * choice until the status leaves bounced/complained (then to unsubscribed,
+   * usecases/update-subscriber.ts). Absent or null otherwise.
+   */
+  opted_out_at?: number | null;
   created_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the

@@ -124,13 +124,16 @@ function joinsOf(trail: AuditDoc[], idsByName: Map<string, string>): Map<string,
  * The consent records the trail holds: opting in (a subscriber created
  * active, a status back to active), opting in again after an erasure
  * (`resubscribe`, with its reason), opting out (created or changed to
- * unsubscribed), and joining or leaving a tag (scope `tag`). Bounces,
- * complaints and tags deleted by the integrator are no consent and not listed.
+ * unsubscribed, or unsubscribing while bounced or complained:
+ * `subscriber.opted_out`), and joining or leaving a tag (scope `tag`).
+ * Bounces, complaints, tags deleted by the integrator and the status that
+ * follows an opt-out once a bounce is lifted (reason `opted_out`) are no
+ * new consent and not listed.
  */
 function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
   const records: SubscribersExportPart["consent"] = [];
   for (const e of trail) {
-    const data = e.data as { status?: unknown; to?: unknown; tag?: unknown; resubscribe?: unknown; resubscribe_reason?: unknown };
+    const data = e.data as { status?: unknown; to?: unknown; tag?: unknown; resubscribe?: unknown; resubscribe_reason?: unknown; reason?: unknown };
     const record = (action: "opt_in" | "opt_out" | "resubscribe", scope: "all" | "tag", tag: string | null = null, reason: string | null = null) =>
       records.push({
         event_id: e._id,
@@ -151,8 +154,12 @@ function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
         else if (data.status === "unsubscribed") record("opt_out", "all");
         break;
       case "subscriber.status_changed":
+        if (data.reason === "opted_out") break;
         if (data.to === "active") record("opt_in", "all");
         else if (data.to === "unsubscribed") record("opt_out", "all");
+        break;
+      case "subscriber.opted_out":
+        record("opt_out", "all");
         break;
       case "subscriber.tag_added":
         record("opt_in", "tag", typeof data.tag === "string" ? data.tag : null);

@@ -24,6 +24,18 @@ export interface UpdateSubscriberInput {
   locale?: unknown;
 }
 
+/**
+ * The status a change to `asked` leads to. A bounced or complained subscriber
+ * who unsubscribed from everything meanwhile (opted_out_at, unsubscribe-all.ts)
+ * and is set active (the bounce cleared, say) becomes unsubscribed: lifting
+ * the mail system's verdict does not undo the person's own choice. Set active
+ * again once they opted in again.
+ */
+function statusAfter(current: SubscriberDoc, asked: Status): Status {
+  if (asked === "active" && current.opted_out_at != null && (current.status === "bounced" || current.status === "complained")) return "unsubscribed";
+  return asked;
+}
+
 export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSubscriberInput): Promise<SubscriberView> {
   const email = input.email === undefined ? undefined : validateEmail(input.email);
   const patch = input.metadata === undefined ? undefined : validateMetadata(input.metadata, true);
@@ -31,7 +43,7 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale">> = {};
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale" | "opted_out_at">> = {};
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
@@ -59,13 +71,17 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
     // Names the fields only: the audit trail holds no address or metadata values.
     entries.push(outboxEntry(scope, now, "subscriber.updated", { fields: changed }, null));
   }
-  if (input.status !== undefined && input.status !== current.status) {
-    set.status = input.status;
+  const status = input.status === undefined ? undefined : statusAfter(current, input.status);
+  if (status !== undefined && status !== current.status) {
+    set.status = status;
+    // The opt-out kept beside bounced/complained is the status from now on.
+    if (current.opted_out_at != null) set.opted_out_at = null;
+    const asked = status !== input.status ? { asked: input.status, reason: "opted_out" } : {};
     entries.push(
-      outboxEntry(scope, now, "subscriber.status_changed", { from: current.status, to: input.status }, {
+      outboxEntry(scope, now, "subscriber.status_changed", { from: current.status, to: status, ...asked }, {
         topic: "subscriber.status_changed",
         from: current.status,
-        to: input.status,
+        to: status,
       }),
     );
   }

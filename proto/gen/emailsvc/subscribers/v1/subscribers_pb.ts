@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/subscribers.proto.
  */
 export const file_emailsvc_subscribers_v1_subscribers: GenFile = /*@__PURE__*/
-  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAkijgIKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCRITCgtyZXN1YnNjcmliZRgHIAEoCBIaChJyZXN1YnNjcmliZV9yZWFzb24YCCABKAkiUwoYQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiIKFEdldFN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJIlAKFUdldFN1YnNjcmliZXJSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciIsChtHZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiVwocR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJyChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEjkKBnN0YXR1cxgCIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSDgoGY3Vyc29yGAMgASgJImgKF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjgKC3N1YnNjcmliZXJzGAEgAygLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchITCgtuZXh0X2N1cnNvchgCIAEoCSL6AQoXVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgVhdWRpdBgFIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQSEwoGbG9jYWxlGAYgASgJSAGIAQFCCAoGX2VtYWlsQgkKB19sb2NhbGUiUwoYVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIlYKF0RlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIaChhEZWxldGVTdWJzY3JpYmVyUmVzcG9uc2UiZgoOQWRkVGFnc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIMCgR0YWdzGAIgAygJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIibAoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJMChFSZW1vdmVUYWdSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciLCAQoPU3Vic2NyaWJlckV2ZW50EgoKAmlkGAEgASgJEgwKBHR5cGUYAiABKAkSLwoLb2NjdXJyZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWFjdG9yGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgGIAEoCRIKCgJpcBgHIAEoCRISCgp1c2VyX2FnZW50GAggASgJIlMKG0xpc3RTdWJzY3JpYmVyRXZlbnRzUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJtChxMaXN0U3Vic2NyaWJlckV2ZW50c1Jlc3BvbnNlEjgKBmV2ZW50cxgBIAMoCzIoLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJFdmVudBITCgtuZXh0X2N1cnNvchgCIAEoCSJlChtFeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiLAocRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRIMCgRqc29uGAEgASgJKrgBChBTdWJzY3JpYmVyU3RhdHVzEiEKHVNVQlNDUklCRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYU1VCU0NSSUJFUl9TVEFUVVNfQUNUSVZFEAESIgoeU1VCU0NSSUJFUl9TVEFUVVNfVU5TVUJTQ1JJQkVEEAISHQoZU1VCU0NSSUJFUl9TVEFUVVNfQk9VTkNFRBADEiAKHFNVQlNDUklCRVJfU1RBVFVTX0NPTVBMQUlORUQQBDK4CQoRU3Vic2NyaWJlclNlcnZpY2USdwoQQ3JlYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEm4KDUdldFN1YnNjcmliZXISLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFN1YnNjcmliZXJSZXNwb25zZRKDAQoUR2V0U3Vic2NyaWJlckJ5RW1haWwSNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyQnlFbWFpbFJlc3BvbnNlEnQKD0xpc3RTdWJzY3JpYmVycxIvLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyc1JlcXVlc3QaMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXNwb25zZRJ3ChBVcGRhdGVTdWJzY3JpYmVyEjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QaMS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5VcGRhdGVTdWJzY3JpYmVyUmVzcG9uc2USdwoQRGVsZXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRGVsZXRlU3Vic2NyaWJlclJlc3BvbnNlElwKB0FkZFRhZ3MSJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVxdWVzdBooLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZFRhZ3NSZXNwb25zZRJiCglSZW1vdmVUYWcSKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZW1vdmVUYWdSZXF1ZXN0GiouZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVzcG9uc2USgwEKFExpc3RTdWJzY3JpYmVyRXZlbnRzEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJFdmVudHNSZXNwb25zZRKDAQoURXhwb3J0U3Vic2NyaWJlckRhdGESNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QaNS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAkijgIKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCRITCgtyZXN1YnNjcmliZRgHIAEoCBIaChJyZXN1YnNjcmliZV9yZWFzb24YCCABKAkiUwoYQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiIKFEdldFN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJIlAKFUdldFN1YnNjcmliZXJSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciIsChtHZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiVwocR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJyChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEjkKBnN0YXR1cxgCIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSDgoGY3Vyc29yGAMgASgJImgKF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjgKC3N1YnNjcmliZXJzGAEgAygLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchITCgtuZXh0X2N1cnNvchgCIAEoCSL6AQoXVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgVhdWRpdBgFIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQSEwoGbG9jYWxlGAYgASgJSAGIAQFCCAoGX2VtYWlsQgkKB19sb2NhbGUiUwoYVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIlYKF0RlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIaChhEZWxldGVTdWJzY3JpYmVyUmVzcG9uc2UiZgoOQWRkVGFnc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIMCgR0YWdzGAIgAygJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIibAoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJMChFSZW1vdmVUYWdSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJ/ChVVbnN1YnNjcmliZUFsbFJlcXVlc3QSFwoNc3Vic2NyaWJlcl9pZBgBIAEoCUgAEg8KBWVtYWlsGAIgASgJSAASLwoFYXVkaXQYAyABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0QgsKCXJlY2lwaWVudCKSAQoWVW5zdWJzY3JpYmVBbGxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchI/CgdvdXRjb21lGAIgASgOMi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVW5zdWJzY3JpYmVBbGxPdXRjb21lIsIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAYgASgJEgoKAmlwGAcgASgJEhIKCnVzZXJfYWdlbnQYCCABKAkiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkquAEKEFN1YnNjcmliZXJTdGF0dXMSIQodU1VCU0NSSUJFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhTVUJTQ1JJQkVSX1NUQVRVU19BQ1RJVkUQARIiCh5TVUJTQ1JJQkVSX1NUQVRVU19VTlNVQlNDUklCRUQQAhIdChlTVUJTQ1JJQkVSX1NUQVRVU19CT1VOQ0VEEAMSIAocU1VCU0NSSUJFUl9TVEFUVVNfQ09NUExBSU5FRBAEKqgCChVVbnN1YnNjcmliZUFsbE91dGNvbWUSJwojVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfVU5TUEVDSUZJRUQQABIoCiRVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9VTlNVQlNDUklCRUQQARIwCixVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BTFJFQURZX1VOU1VCU0NSSUJFRBACEiwKKFVOU1VCU0NSSUJFX0FMTF9PVVRDT01FX09QVF9PVVRfUkVDT1JERUQQAxIsCihVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BRERSRVNTX1JFQ09SREVEEAQSLgoqVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfQUREUkVTU19TVVBQUkVTU0VEEAUyqwoKEVN1YnNjcmliZXJTZXJ2aWNlEncKEENyZWF0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5DcmVhdGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXNwb25zZRJuCg1HZXRTdWJzY3JpYmVyEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlclJlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVzcG9uc2USgwEKFEdldFN1YnNjcmliZXJCeUVtYWlsEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRJ0Cg9MaXN0U3Vic2NyaWJlcnMSLy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXF1ZXN0GjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USdwoQVXBkYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVwZGF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEncKEERlbGV0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5EZWxldGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXNwb25zZRJcCgdBZGRUYWdzEicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQWRkVGFnc1JlcXVlc3QaKC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVzcG9uc2USYgoJUmVtb3ZlVGFnEikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlbW92ZVRhZ1Jlc3BvbnNlEoMBChRMaXN0U3Vic2NyaWJlckV2ZW50cxI0LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVxdWVzdBo1LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USgwEKFEV4cG9ydFN1YnNjcmliZXJEYXRhEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRJxCg5VbnN1YnNjcmliZUFsbBIuLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVxdWVzdBovLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.subscribers.v1.Subscriber
@@ -290,6 +290,10 @@ export type UpdateSubscriberRequest = Message<"emailsvc.subscribers.v1.UpdateSub
   email?: string | undefined;
 
   /**
+   * Unspecified: unchanged. ACTIVE for a bounced or complained subscriber who
+   * unsubscribed meanwhile (UnsubscribeAll) makes them UNSUBSCRIBED: their
+   * opt-out stands once the mail system's verdict is lifted.
+   *
    * @generated from field: emailsvc.subscribers.v1.SubscriberStatus status = 3;
    */
   status: SubscriberStatus;
@@ -462,6 +466,79 @@ export const RemoveTagResponseSchema: GenMessage<RemoveTagResponse> = /*@__PURE_
   messageDesc(file_emailsvc_subscribers_v1_subscribers, 16);
 
 /**
+ * "Unsubscribe from everything": no more marketing mail from the account, by
+ * the subscriber's own choice. The platform's one implementation of it, used
+ * by the preference portal (its button, PreferenceCenterService.UnsubscribeAll)
+ * and by the one-click link of every marketing mail (the gateway's
+ * /unsubscribe), so both do the same.
+ *
+ * @generated from message emailsvc.subscribers.v1.UnsubscribeAllRequest
+ */
+export type UnsubscribeAllRequest = Message<"emailsvc.subscribers.v1.UnsubscribeAllRequest"> & {
+  /**
+   * Whom. An address need not be a subscriber's (mail sent to an address
+   * directly): it is then kept as a subscriber created `unsubscribed`, so
+   * that later marketing mail to it is refused, unless it is suppressed
+   * already (erased at its owner's request). An address is checked as on
+   * create (INVALID_ARGUMENT); an unknown or erased subscriber id is NOT_FOUND.
+   *
+   * @generated from oneof emailsvc.subscribers.v1.UnsubscribeAllRequest.recipient
+   */
+  recipient: {
+    /**
+     * @generated from field: string subscriber_id = 1;
+     */
+    value: string;
+    case: "subscriberId";
+  } | {
+    /**
+     * @generated from field: string email = 2;
+     */
+    value: string;
+    case: "email";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * How it came (`portal`, `one_click`, `api`): every change it makes is
+   * audited with it.
+   *
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 3;
+   */
+  audit?: AuditContext | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.UnsubscribeAllRequest.
+ * Use `create(UnsubscribeAllRequestSchema)` to create a new message.
+ */
+export const UnsubscribeAllRequestSchema: GenMessage<UnsubscribeAllRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 17);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.UnsubscribeAllResponse
+ */
+export type UnsubscribeAllResponse = Message<"emailsvc.subscribers.v1.UnsubscribeAllResponse"> & {
+  /**
+   * The subscriber afterwards; absent for a suppressed address.
+   *
+   * @generated from field: emailsvc.subscribers.v1.Subscriber subscriber = 1;
+   */
+  subscriber?: Subscriber | undefined;
+
+  /**
+   * @generated from field: emailsvc.subscribers.v1.UnsubscribeAllOutcome outcome = 2;
+   */
+  outcome: UnsubscribeAllOutcome;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.UnsubscribeAllResponse.
+ * Use `create(UnsubscribeAllResponseSchema)` to create a new message.
+ */
+export const UnsubscribeAllResponseSchema: GenMessage<UnsubscribeAllResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 18);
+
+/**
  * One entry of a subscriber's audit trail.
  *
  * @generated from message emailsvc.subscribers.v1.SubscriberEvent
@@ -474,7 +551,9 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
 
   /**
    * subscriber.created, subscriber.tag_added, subscriber.tag_removed,
-   * subscriber.status_changed, subscriber.updated
+   * subscriber.status_changed, subscriber.updated, subscriber.opted_out (a
+   * bounced or complained subscriber unsubscribed from everything: the
+   * status stays, the opt-out is kept with it)
    *
    * @generated from field: string type = 2;
    */
@@ -523,7 +602,7 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
  * Use `create(SubscriberEventSchema)` to create a new message.
  */
 export const SubscriberEventSchema: GenMessage<SubscriberEvent> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 17);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 19);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscriberEventsRequest
@@ -550,7 +629,7 @@ export type ListSubscriberEventsRequest = Message<"emailsvc.subscribers.v1.ListS
  * Use `create(ListSubscriberEventsRequestSchema)` to create a new message.
  */
 export const ListSubscriberEventsRequestSchema: GenMessage<ListSubscriberEventsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 18);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 20);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscriberEventsResponse
@@ -572,7 +651,7 @@ export type ListSubscriberEventsResponse = Message<"emailsvc.subscribers.v1.List
  * Use `create(ListSubscriberEventsResponseSchema)` to create a new message.
  */
 export const ListSubscriberEventsResponseSchema: GenMessage<ListSubscriberEventsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 19);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 21);
 
 /**
  * The subscriber's part of a data export (GDPR Art. 15 and 20, revDSG Art. 25).
@@ -599,7 +678,7 @@ export type ExportSubscriberDataRequest = Message<"emailsvc.subscribers.v1.Expor
  * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
  */
 export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 20);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 22);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ExportSubscriberDataResponse
@@ -625,7 +704,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.subscribers.v1.Expo
  * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
  */
 export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 21);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 23);
 
 /**
  * @generated from enum emailsvc.subscribers.v1.SubscriberStatus
@@ -662,6 +741,64 @@ export enum SubscriberStatus {
  */
 export const SubscriberStatusSchema: GenEnum<SubscriberStatus> = /*@__PURE__*/
   enumDesc(file_emailsvc_subscribers_v1_subscribers, 0);
+
+/**
+ * What an UnsubscribeAll did.
+ *
+ * @generated from enum emailsvc.subscribers.v1.UnsubscribeAllOutcome
+ */
+export enum UnsubscribeAllOutcome {
+  /**
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The subscriber was active and is unsubscribed now.
+   *
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_UNSUBSCRIBED = 1;
+   */
+  UNSUBSCRIBED = 1,
+
+  /**
+   * The subscriber was unsubscribed already, or bounced or complained with
+   * an opt-out recorded before; at most lists were left.
+   *
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_ALREADY_UNSUBSCRIBED = 2;
+   */
+  ALREADY_UNSUBSCRIBED = 2,
+
+  /**
+   * The subscriber is bounced or complained and keeps that status (mail to
+   * them fails or is unwanted), and the opt-out is recorded with it
+   * (`subscriber.opted_out` in the audit trail): when the status is later
+   * set to active, it becomes unsubscribed instead.
+   *
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_OPT_OUT_RECORDED = 3;
+   */
+  OPT_OUT_RECORDED = 3,
+
+  /**
+   * The address was nobody's: it is kept as a subscriber created unsubscribed.
+   *
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_ADDRESS_RECORDED = 4;
+   */
+  ADDRESS_RECORDED = 4,
+
+  /**
+   * The address is nobody's and suppressed (erased at its owner's request):
+   * it gets no marketing mail already, and nothing is stored.
+   *
+   * @generated from enum value: UNSUBSCRIBE_ALL_OUTCOME_ADDRESS_SUPPRESSED = 5;
+   */
+  ADDRESS_SUPPRESSED = 5,
+}
+
+/**
+ * Describes the enum emailsvc.subscribers.v1.UnsubscribeAllOutcome.
+ */
+export const UnsubscribeAllOutcomeSchema: GenEnum<UnsubscribeAllOutcome> = /*@__PURE__*/
+  enumDesc(file_emailsvc_subscribers_v1_subscribers, 1);
 
 /**
  * @generated from service emailsvc.subscribers.v1.SubscriberService
@@ -746,6 +883,21 @@ export const SubscriberService: GenService<{
     methodKind: "unary";
     input: typeof ExportSubscriberDataRequestSchema;
     output: typeof ExportSubscriberDataResponseSchema;
+  },
+  /**
+   * No more marketing mail, by the person's choice: an active subscriber
+   * becomes unsubscribed; a bounced or complained one keeps the status and
+   * the opt-out is recorded; every public tag held is left (private tags are
+   * the integrator's segments and stay, silent with the status). One write,
+   * each change audited with the request's AuditContext. Repeating it
+   * changes nothing.
+   *
+   * @generated from rpc emailsvc.subscribers.v1.SubscriberService.UnsubscribeAll
+   */
+  unsubscribeAll: {
+    methodKind: "unary";
+    input: typeof UnsubscribeAllRequestSchema;
+    output: typeof UnsubscribeAllResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_subscribers, 0);

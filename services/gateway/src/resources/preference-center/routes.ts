@@ -11,6 +11,8 @@ import type { ResourceContext } from "../resource.js";
 import { statusToJson } from "../subscribers/mapping.js";
 import { translationsJson } from "../tags/mapping.js";
 import { rfc3339 } from "../../routes/json.js";
+import { forwardRateLimitHeaders } from "../../http/rate-limit.js";
+import { mailabilityJson } from "./mapping.js";
 import type { PortalSettingsUpdateBody } from "./schemas.js";
 
 /** The audit trail's actor of every change made through a preference token. */
@@ -25,6 +27,7 @@ function preferencesJson(p: portal.Preferences | undefined) {
     locale: p.locale === "" ? null : p.locale,
     subscribed_tags: p.subscribedTags.map(tag),
     available_tags: p.availableTags.map(tag),
+    mailability: mailabilityJson(p.mailability),
   };
 }
 
@@ -55,11 +58,18 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
     ctx.body = { token: link.token, expires_at: new Date(link.expiresAt).toISOString(), url: link.url };
   });
 
-  /** The token's subscriber and tenant, acting as `portal`, with the client for the audit trail. */
+  /**
+   * The token's subscriber and tenant, acting as `portal`, with the client for
+   * the audit trail. The portal charges the subscriber's budgets (the same
+   * ones its page draws from); their RateLimit headers come back with its answer.
+   */
   function portalCall(ctx: GatewayRouterContext) {
     const who = ctx.state.preference;
     if (!who) throw new Error("portal call without a verified preference token");
-    const options = callOptionsAs(ctx, { tenant: { accountId: who.accountId, mode: who.mode }, actor: PORTAL_ACTOR, requestId: ctx.state.requestId }, timeoutMs);
+    const options = {
+      ...callOptionsAs(ctx, { tenant: { accountId: who.accountId, mode: who.mode }, actor: PORTAL_ACTOR, requestId: ctx.state.requestId }, timeoutMs),
+      ...forwardRateLimitHeaders(ctx),
+    };
     return {
       options,
       subscriberId: who.subscriberId,
@@ -101,6 +111,8 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
       { frameAncestors: body.frame_ancestors ?? [], senderName: body.sender_name ?? "", updateMask: { paths } },
       callOptions(ctx, timeoutMs),
     );
+    // The one-click pages of this gateway name the sender from now on.
+    context.senderNames.forget(ctx.state.auth!);
     ctx.body = settingsJson(res.settings);
   });
 

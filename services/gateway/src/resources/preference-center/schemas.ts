@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
 import { body, bodyErrors, errors, json, lineText, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { translations } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
@@ -24,9 +24,12 @@ const portalTag: JsonSchema = {
   },
 };
 
+/** Longest sender name (as the portal takes it). */
+const SENDER_NAME_MAX = 100;
+
 /** The name the pages give the sender. */
 const senderName = {
-  ...lineText(100, "is 1-100 characters with visible text, without control characters"),
+  ...lineText(SENDER_NAME_MAX, visibleTextRule(SENDER_NAME_MAX)),
   description: 'How your subscribers know you: the preference page and the unsubscribe pages name you with it ("Your subscriptions with Acme"). 1-100 characters with visible text.',
 } as const;
 
@@ -41,6 +44,12 @@ const frameAncestors = {
   },
   description:
     "Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`).",
+} as const;
+
+/** Why someone gets no mail of a category; null: they get it. */
+const mailingBlock = {
+  type: ["string", "null"],
+  enum: ["unsubscribed", "bounced", "complained", "suppressed", null],
 } as const;
 
 export const PortalSettingsUpdate = {
@@ -113,10 +122,21 @@ export const schemas: Record<string, JsonSchema> = {
   PreferenceCenter: {
     type: "object",
     additionalProperties: false,
-    required: ["email", "status", "locale", "subscribed_tags", "available_tags"],
+    required: ["email", "status", "locale", "subscribed_tags", "available_tags", "mailability"],
     properties: {
       email: { type: "string" },
       status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
+      mailability: {
+        type: "object",
+        additionalProperties: false,
+        required: ["marketing", "transactional"],
+        description:
+          "Whether the subscriber gets mail now, per category, as the platform decides it for every send (the subscribers service's one answer): null when they get it, else why not. A page shows a held list as subscribed only while `marketing` is null (a list held by someone who gets no marketing mail sends them nothing).",
+        properties: {
+          marketing: { ...mailingBlock, description: "Campaigns and marketing templates." },
+          transactional: { ...mailingBlock, description: "Transactional templates (receipts, password resets)." },
+        },
+      },
       locale: { type: ["string", "null"], enum: [...LOCALES, null], description: "The subscriber's language; null while unset." },
       subscribed_tags: { type: "array", items: ref("PortalTag"), description: "The public tags the subscriber holds." },
       available_tags: {
@@ -232,7 +252,7 @@ export const paths: Paths = {
       operationId: "unsubscribeAllPreferences",
       summary: "Unsubscribe from everything",
       description:
-        "The subscriber becomes `unsubscribed` and gets no marketing mail at all (transactional mail still arrives), and leaves every public tag, so none shows as subscribed; private tags stay. Joining a tag later subscribes them again, to that tag.",
+        "No more marketing mail at all (transactional mail still arrives): the same operation as the one-click link of every marketing mail. An active subscriber becomes `unsubscribed`; a bounced or complained one keeps that status and the opt-out is recorded with it (set `active` later, they become `unsubscribed`). Every public tag is left, so none shows as subscribed; private tags stay. Joining a tag later subscribes them again, to that tag.",
       tags: ["Preference center"],
       security: PREFERENCE_TOKEN,
       responses: { "200": json(ref("PreferenceCenter"), "The subscriptions after the change."), ...portalErrors },

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";
@@ -61,9 +61,9 @@ export const SubscriberCreate = {
         "The person opted in again. An address erased at its owner's request is suppressed: creating it is a 409 `subscriber_suppressed` unless this is true, with `resubscribe_reason`; then the suppression is lifted and the reason goes into the new subscriber's audit trail. No effect on an address that is not suppressed.",
     },
     resubscribe_reason: {
-      ...lineText(500, "must say something: 1-500 characters with visible text (not only spaces or invisible characters such as U+200B), without control characters"),
+      ...lineText(500, visibleTextRule(500)),
       description:
-        "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF or U+2060 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
+        "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF, U+2060 or U+2800 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
     },
   },
   // A reason with `resubscribe: true` only, and always with it.
@@ -80,7 +80,11 @@ export const SubscriberUpdate = {
   description: "Any of the fields; fields left out keep their value. Tags are changed with the tag operations.",
   properties: {
     email,
-    status,
+    status: {
+      ...status,
+      description:
+        "`active` for a bounced or complained subscriber who unsubscribed from everything meanwhile (the one-click link or the preference page: `subscriber.opted_out` in the audit trail) makes them `unsubscribed`: lifting the bounce does not undo their choice. Set `active` again only once they opted in again.",
+    },
     locale: { ...locale, description: "The subscriber's language: `en`, `de`, `fr` or `it`; null (or an empty string) removes it." },
     metadata: {
       type: "object",
@@ -143,7 +147,7 @@ export const schemas: Record<string, JsonSchema> = {
       type: {
         type: "string",
         description:
-          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`.",
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it).",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {

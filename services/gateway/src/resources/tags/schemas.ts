@@ -1,4 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
+import { visibleTextRule } from "@emailsvc/runtime";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
@@ -23,7 +24,7 @@ const tagTranslation = {
   required: ["name"],
   properties: {
     name: {
-      ...lineText(100, "is 1-100 characters with visible text, without control characters"),
+      ...lineText(100, visibleTextRule(100)),
       description: "The name in this language: 1-100 characters with visible text, no control characters.",
     },
     description: { ...tagDescription, default: "", description: "The description in this language; empty: the tag's own." },

@@ -68,27 +68,43 @@ export function confirmPage(ctx: GatewayContext, voice: PageVoice): void {
   );
 }
 
-export function donePage(ctx: GatewayContext, voice: PageVoice): void {
-  send(ctx, 200, page(voice, "done_title", `<h1>${say(voice, "done_heading")}</h1><p>${say(voice, "done_text", "done_text_anonymous")}</p><p>${say(voice, "kept_text")}</p>`));
+/** After the one-click POST: unsubscribed `now`, or `already` (by an earlier click or the portal, or erased): the page says which. */
+export function donePage(ctx: GatewayContext, voice: PageVoice, when: "now" | "already"): void {
+  const before = when === "already" ? `<p>${say(voice, "done_already_text")}</p>` : "";
+  send(ctx, 200, page(voice, "done_title", `<h1>${say(voice, "done_heading")}</h1>${before}<p>${say(voice, "done_text", "done_text_anonymous")}</p><p>${say(voice, "kept_text")}</p>`));
+}
+
+/** Which page a problem is for the person who clicked (or whose mail program posted). */
+function problemKind(problem: Problem): "link" | "request" | "busy" | "error" {
+  const fields = (problem.extra.errors ?? []).map((e) => e.field);
+  // The link itself: its token does not verify, or is missing or of no token's shape.
+  if (problem.code === "invalid_link" || (problem.code === "validation_failed" && fields.includes("token"))) return "link";
+  // A body that is not the one-click form: sending it again cannot help.
+  if (problem.code === "unsupported_media_type" || problem.code === "payload_too_large" || (problem.code === "validation_failed" && fields.includes(ONE_CLICK_FIELD))) return "request";
+  if (problem.code === "rate_limited") return "busy";
+  return "error";
 }
 
 /**
- * A problem as the person who clicked the link should see it: a link that
- * is malformed or whose token does not verify is "not valid" (nothing
- * changed); anything else (a body no browser sends, a service down),
- * "something went wrong" (nothing changed, try again). The status stays the problem's; headers it carries (Connection:
- * close of a 413) are kept.
+ * A problem as the person who clicked the link should see it, nothing
+ * changed in each case: a link that is malformed or whose token does not
+ * verify is "not valid"; a body that is not the one-click form says what the
+ * address takes (retrying the same cannot help); a spent budget asks to try
+ * again in a few minutes (Retry-After says when); anything else (a service
+ * down) is "something went wrong, try again". The status stays the
+ * problem's; headers it carries (Retry-After, Connection: close of a 413)
+ * are kept.
  */
 export function problemPage(ctx: GatewayContext, problem: Problem, locale: Locale): void {
   const voice: PageVoice = { locale, sender: "" };
   for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
-  // The link itself: its token does not verify, or is missing or of no token's shape.
-  const badLink = problem.code === "invalid_link" || (problem.code === "validation_failed" && (problem.extra.errors ?? []).some((e) => e.field === "token"));
-  send(
-    ctx,
-    problem.status,
-    badLink
-      ? page(voice, "invalid_title", `<h1>${say(voice, "invalid_heading")}</h1><p>${say(voice, "invalid_text")}</p>`)
-      : page(voice, "error_title", `<h1>${say(voice, "error_heading")}</h1><p>${say(voice, "error_text")}</p>`),
-  );
+  const [title, heading, text] = PROBLEM_TEXTS[problemKind(problem)];
+  send(ctx, problem.status, page(voice, title, `<h1>${say(voice, heading)}</h1><p>${say(voice, text)}</p>`));
 }
+
+const PROBLEM_TEXTS: Record<ReturnType<typeof problemKind>, [MessageKey, MessageKey, MessageKey]> = {
+  link: ["invalid_title", "invalid_heading", "invalid_text"],
+  request: ["request_title", "request_heading", "request_text"],
+  busy: ["busy_title", "busy_heading", "busy_text"],
+  error: ["error_title", "error_heading", "error_text"],
+};

@@ -1,9 +1,10 @@
 import { Code, ConnectError, createClient, type CallOptions } from "@connectrpc/connect";
-import { delivery, portal, SubscriberService, SubscriberStatus } from "@emailsvc/proto";
-import { pickLocale, readError } from "@emailsvc/runtime";
+import { delivery, SubscriberService, UnsubscribeAllOutcome } from "@emailsvc/proto";
+import { pickLocale } from "@emailsvc/runtime";
 import { TokenError, verifyToken, type VerifiedToken } from "@emailsvc/tokens";
 import { readBody } from "../../http/body.js";
 import { Problem } from "../../http/problem.js";
+import { NO_UNSUBSCRIBE_GUARD, unsubscribeGuard } from "../../http/rate-limit.js";
 import type { GatewayContext, GatewayRouterContext } from "../../http/state.js";
 import { callOptionsAs, requestAudit, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
@@ -16,10 +17,14 @@ export const ONE_CLICK_ACTOR = "one_click";
 
 /**
  * /unsubscribe: the link of `List-Unsubscribe`. GET shows a confirmation page
- * and changes nothing (scanners follow links); POST unsubscribes at once.
- * Both speak the subscriber's language and name the sender; a problem is a
- * page for a browser (a broken link: "not valid") and problem+json for a
- * client that asks for JSON.
+ * and changes nothing (scanners follow links); POST unsubscribes at once,
+ * with the subscribers service's UnsubscribeAll, the same operation as the
+ * preference portal's "unsubscribe from everything". Both speak the
+ * subscriber's language and name the sender; a problem is a page for a
+ * browser (a broken link: "not valid"; a body no mail client sends: what the
+ * address takes) and problem+json for a client that asks for JSON. Budgets
+ * per client address and, for the POST, per link (RATE_LIMIT_UNSUBSCRIBE_*)
+ * are charged before any service is called.
  */
 export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void {
   const subscribersTransport = context.transport("subscribers");
@@ -27,9 +32,8 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
   const subscribers = createClient(SubscriberService, subscribersTransport);
   const deliveryTransport = context.transport("delivery");
   const emails = deliveryTransport && createClient(delivery.DeliveryService, deliveryTransport);
-  const portalTransport = context.transport("portal");
-  const portalSettings = portalTransport && createClient(portal.PortalSettingsService, portalTransport);
   const { timeoutMs, tokenKeys } = context;
+  const guard = kit.limiter ? unsubscribeGuard(kit.limiter) : NO_UNSUBSCRIBE_GUARD;
 
   /** The language of a page without a subscriber to ask: the browser's. */
   const browserLocale = (ctx: GatewayContext) => pickLocale(undefined, undefined, ctx.get("accept-language"));
@@ -48,19 +52,18 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
 
   /**
    * Who the page speaks to and about: the subscriber's stored language (else
-   * the browser's), and the sender's name (the portal setting `sender_name`,
-   * else the account's name). Lookups that fail leave the defaults: the page
-   * matters more than its wording.
+   * the browser's), and the sender's name (SenderNames: the portal setting
+   * `sender_name`, else the account's name, kept briefly). A lookup that
+   * fails leaves the defaults: the page matters more than its wording.
    */
   async function voiceOf(ctx: GatewayRouterContext, token: VerifiedToken, options: CallOptions): Promise<PageVoice> {
-    const [subscriber, settings, account] = await Promise.all([
+    const [subscriber, sender] = await Promise.all([
       token.subscriberId ? subscribers.getSubscriber({ id: token.subscriberId }, options).catch(() => undefined) : undefined,
-      portalSettings?.getPortalSettings({}, options).catch(() => undefined),
-      context.accounts.getAccount(token.accountId).catch(() => undefined),
+      context.senderNames.of({ accountId: token.accountId, mode: token.mode }),
     ]);
     const locale = pickLocale(undefined, subscriber?.subscriber?.locale, ctx.get("accept-language"));
     ctx.state.pageLocale = locale;
-    return { locale, sender: settings?.settings?.senderName || account?.name || "" };
+    return { locale, sender };
   }
 
   /** Calls on behalf of the link: its tenant, the actor one_click. */
@@ -73,6 +76,7 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
     "/unsubscribe",
     "getUnsubscribePage",
     async (ctx) => {
+      await guard.address(ctx);
       const token = verified(ctx);
       confirmPage(ctx, await voiceOf(ctx, token, callsFor(ctx, token)));
     },
@@ -85,48 +89,45 @@ export function unsubscribeRoutes(kit: RouteKit, context: ResourceContext): void
     "/unsubscribe",
     "unsubscribeOneClick",
     async (ctx) => {
+      await guard.address(ctx);
       // The body is checked before the token so that bad requests are told apart from bad links.
       await readOneClickBody(ctx);
       const token = verified(ctx);
+      // Whose link it is: the subscriber, else the email it was sent as (an address that was no subscriber).
+      await guard.link(ctx, `${token.accountId}:${token.mode}:${token.subscriberId ? `s:${token.subscriberId}` : `e:${token.emailId ?? ""}`}`);
       const options = callsFor(ctx, token);
-      const voice = await voiceOf(ctx, token, options);
       const audit = requestAudit(ctx, "one_click", context.clientIp);
-      if (token.subscriberId) {
-        await unsubscribeSubscriber(token.subscriberId, options, audit);
-      } else if (token.emailId) {
-        // The mail went to an address that was no subscriber: find it through the email.
-        const res = await requireClient(emails, "delivery").getEmail({ id: token.emailId }, options).catch(notFoundAsUndefined);
-        const to = res?.email?.to ?? "";
-        if (to !== "") await unsubscribeAddress(to, options, audit);
-      }
-      donePage(ctx, voice);
+      const [voice, outcome] = await Promise.all([voiceOf(ctx, token, options), unsubscribeLink(token, options, audit)]);
+      donePage(ctx, voice, outcome === UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED || outcome === UnsubscribeAllOutcome.ADDRESS_SUPPRESSED ? "already" : "now");
     },
     { problemPage },
   );
 
-  /** Active becomes unsubscribed; bounced, complained and unsubscribed stay; an erased subscriber is done already. */
-  async function unsubscribeSubscriber(id: string, options: CallOptions, audit: Audit): Promise<void> {
-    const found = await subscribers.getSubscriber({ id }, options).catch(notFoundAsUndefined);
-    if (found?.subscriber?.status !== SubscriberStatus.ACTIVE) return;
-    await subscribers.updateSubscriber({ id, status: SubscriberStatus.UNSUBSCRIBED, audit }, options).catch(notFoundAsUndefined);
+  /** Unsubscribes whom the link was for: its subscriber, else the address its email went to. */
+  async function unsubscribeLink(token: VerifiedToken, options: CallOptions, audit: Audit): Promise<UnsubscribeAllOutcome> {
+    if (token.subscriberId) return unsubscribeAll({ case: "subscriberId", value: token.subscriberId }, options, audit);
+    if (!token.emailId) return UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED;
+    // The mail went to an address that was no subscriber: find it through the email.
+    const res = await requireClient(emails, "delivery").getEmail({ id: token.emailId }, options).catch(notFoundAsUndefined);
+    const to = res?.email?.to ?? "";
+    // An email erased with its recipient has no address left: that person is gone (and suppressed) already.
+    if (to === "") return UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED;
+    return unsubscribeAll({ case: "email", value: to }, options, audit);
   }
 
-  async function unsubscribeAddress(email: string, options: CallOptions, audit: Audit): Promise<void> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const found = await subscribers.getSubscriberByEmail({ email }, options).catch(notFoundAsUndefined);
-      if (found?.subscriber) return unsubscribeSubscriber(found.subscriber.id, options, audit);
-      try {
-        // Kept as an unsubscribed subscriber: the suppression that stops later marketing mail.
-        await subscribers.createSubscriber({ email, status: SubscriberStatus.UNSUBSCRIBED, audit }, options);
-        return;
-      } catch (err) {
-        const info = readError(err);
-        // Erased at its owner's request: suppressed already, nothing to keep.
-        if (info.errorCode === "subscriber_suppressed") return;
-        // Created meanwhile (by an import, say): look it up again.
-        if (info.code !== Code.AlreadyExists) throw err;
-      }
-    }
+  /**
+   * The subscribers service's "unsubscribe from everything" (the portal's
+   * button does the same): no marketing mail, every public list left, a
+   * bounced or complained subscriber's opt-out recorded. An erased subscriber
+   * (NOT_FOUND: their token outlived them) gets none already.
+   */
+  async function unsubscribeAll(
+    recipient: { case: "subscriberId"; value: string } | { case: "email"; value: string },
+    options: CallOptions,
+    audit: Audit,
+  ): Promise<UnsubscribeAllOutcome> {
+    const res = await subscribers.unsubscribeAll({ recipient, audit }, options).catch(notFoundAsUndefined);
+    return res?.outcome ?? UnsubscribeAllOutcome.ALREADY_UNSUBSCRIBED;
   }
 }
 

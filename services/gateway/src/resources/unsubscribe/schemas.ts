@@ -1,4 +1,5 @@
 import { PUBLIC } from "../../openapi/kit.js";
+import { RATE_LIMIT_HEADERS, RATE_LIMITED_HEADERS } from "../../openapi/common.js";
 import type { ParameterObject, Paths } from "../../openapi/types.js";
 
 // One-click unsubscribe (RFC 8058): the link in a marketing mail's
@@ -31,9 +32,12 @@ export const parameters: Record<string, ParameterObject> = {
   },
 };
 
+/** The RateLimit headers of the budget closest to exhaustion, once the request was charged (RATE_LIMIT_UNSUBSCRIBE_*). */
+const charged = { "X-Request-Id": { $ref: "#/components/headers/RequestId" }, ...RATE_LIMIT_HEADERS };
+
 const html = (description: string) => ({
   description,
-  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+  headers: charged,
   content: { "text/html": { schema: { type: "string" } } },
 });
 
@@ -44,9 +48,9 @@ const html = (description: string) => ({
  * `application/problem+json`). The codes are those of the shared response
  * of the same status.
  */
-const pageOrProblem = (description: string) => ({
+const pageOrProblem = (description: string, headers: Record<string, unknown> = {}) => ({
   description,
-  headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } },
+  headers: { ...charged, ...headers },
   content: {
     "text/html": { schema: { type: "string" } },
     "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
@@ -54,8 +58,14 @@ const pageOrProblem = (description: string) => ({
 });
 
 const problems = {
-  "400": pageOrProblem("The link is malformed (no token, or no token's shape: `validation_failed`), or the body is not the one-click form. A page says the link is not valid; nothing changed."),
+  "400": pageOrProblem(
+    "The link is malformed (no token, or no token's shape: `validation_failed` naming `token`): a page says the link is not valid. Or the body is not the one-click form (`validation_failed` naming `List-Unsubscribe`): a page says this address takes only the one-click request, which sending again cannot change. Nothing changed.",
+  ),
   "403": pageOrProblem("The link's token does not verify (`invalid_link`): altered, signed with a key no longer accepted, expired, or not an unsubscribe link. A page says so; nothing changed."),
+  "429": pageOrProblem(
+    "A budget is spent (`rate_limited`): this client address's requests to /unsubscribe (`RATE_LIMIT_UNSUBSCRIBE_ADDRESS`, default 300 per 60 s, wide because mail providers post their users' requests from shared addresses), or a one-click POST's link (`RATE_LIMIT_UNSUBSCRIBE_LINK`, default 5 per 60 s: its first request does the work, repeats change nothing). Checked before any service is asked; nothing changed. A page asks to try again in a few minutes; `Retry-After` says when.",
+    RATE_LIMITED_HEADERS,
+  ),
   "500": pageOrProblem("An unexpected error (`internal`); a page says nothing changed and to try again."),
 };
 
@@ -86,7 +96,7 @@ export const paths: Paths = {
       operationId: "unsubscribeOneClick",
       summary: "Unsubscribe at once (RFC 8058 one-click)",
       description:
-        "What a mail provider posts when its user presses Unsubscribe (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`), as multipart/form-data (what RFC 8058 says senders SHOULD use) or form-encoded, and what the confirmation page's button posts. The recipient's subscriber is set to `unsubscribed`: no more marketing email at all (an address that was no subscriber is kept as an unsubscribed subscriber, so that later marketing mail to it is suppressed); a subscriber who is bounced or complained keeps that status. Repeating it changes nothing. The change is in the subscriber's audit trail with the actor `one_click`. The answer is a page in the subscriber's language saying so.",
+        "What a mail provider posts when its user presses Unsubscribe (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`), as multipart/form-data (what RFC 8058 says senders SHOULD use) or form-encoded, and what the confirmation page's button posts. It does what the preference portal's \"unsubscribe from everything\" does (one operation of the subscribers service): no more marketing email at all. An active subscriber becomes `unsubscribed` and leaves every public tag (private tags, the integrator's segments, stay); a subscriber who is bounced or complained keeps that status, and the opt-out is recorded with it (`subscriber.opted_out`), so that setting them `active` later makes them `unsubscribed`; an address that was no subscriber is kept as an unsubscribed subscriber, so that later marketing mail to it is refused. Repeating it changes nothing. Every change is in the subscriber's audit trail with the actor and source `one_click`. The answer is a page in the subscriber's language saying they are unsubscribed now, or were already.",
       tags: ["Unsubscribe"],
       security: PUBLIC,
       parameters: [{ $ref: "#/components/parameters/UnsubscribeToken" } as unknown as ParameterObject],
@@ -100,8 +110,8 @@ export const paths: Paths = {
       responses: {
         "200": html("Unsubscribed (or already so): a small page says so."),
         ...problems,
-        "413": pageOrProblem(`The body is larger than ${UNSUBSCRIBE_BODY_LIMIT_BYTES} bytes (${UNSUBSCRIBE_MULTIPART_LIMIT_BYTES} as multipart/form-data): \`payload_too_large\`.`),
-        "415": pageOrProblem("The body is neither multipart/form-data nor application/x-www-form-urlencoded: `unsupported_media_type`."),
+        "413": pageOrProblem(`The body is larger than ${UNSUBSCRIBE_BODY_LIMIT_BYTES} bytes (${UNSUBSCRIBE_MULTIPART_LIMIT_BYTES} as multipart/form-data): \`payload_too_large\`. A page says this address takes only the one-click request.`),
+        "415": pageOrProblem("The body is neither multipart/form-data nor application/x-www-form-urlencoded: `unsupported_media_type`. A page says this address takes only the one-click request, which sending again cannot change."),
         "503": pageOrProblem("A service is unavailable (`unavailable`, `service_unavailable`); nothing changed, retry later."),
         "504": pageOrProblem("A service did not answer in time (`deadline_exceeded`); retry."),
       },

@@ -46,6 +46,7 @@ export const de: Messages = {
   new_link_button: "Neuen Link senden",
   new_link_sent_title: "Sehen Sie in Ihrem Posteingang nach",
   new_link_sent_text: "Wenn diese Adresse auf unserer Liste steht, ist ein neuer Link unterwegs. Das kann einige Minuten dauern.",
+  too_many_title: "Zu viele Anfragen",
   too_many_requests: "Zu viele Anfragen. Bitte versuchen Sie es später noch einmal.",
   locale_heading: "Ihre Sprache",
   locale_text: "Die Sprache dieser Seite und, wo der Absender sie anbietet, Ihrer E-Mails.",

@@ -46,6 +46,7 @@ export const en = {
   new_link_button: "Send me a new link",
   new_link_sent_title: "Check your inbox",
   new_link_sent_text: "If this address is on our list, a new link is on its way to it. It can take a few minutes.",
+  too_many_title: "Too many requests",
   too_many_requests: "Too many requests. Please try again later.",
   locale_heading: "Your language",
   locale_text: "The language of this page and, where the sender offers it, of your email.",

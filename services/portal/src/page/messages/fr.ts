@@ -46,6 +46,7 @@ export const fr: Messages = {
   new_link_button: "M’envoyer un nouveau lien",
   new_link_sent_title: "Consultez votre boîte de réception",
   new_link_sent_text: "Si cette adresse figure sur notre liste, un nouveau lien est en route. Cela peut prendre quelques minutes.",
+  too_many_title: "Trop de demandes",
   too_many_requests: "Trop de demandes. Veuillez réessayer plus tard.",
   locale_heading: "Votre langue",
   locale_text: "La langue de cette page et, si l’expéditeur la propose, de vos e-mails.",

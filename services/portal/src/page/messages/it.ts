@@ -46,6 +46,7 @@ export const it: Messages = {
   new_link_button: "Inviami un nuovo link",
   new_link_sent_title: "Controlla la tua casella di posta",
   new_link_sent_text: "Se questo indirizzo è nella nostra lista, un nuovo link è in arrivo. Può richiedere qualche minuto.",
+  too_many_title: "Troppe richieste",
   too_many_requests: "Troppe richieste. Riprova più tardi.",
   locale_heading: "La tua lingua",
   locale_text: "La lingua di questa pagina e, se il mittente la offre, delle tue e-mail.",
