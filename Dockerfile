@@ -60,7 +60,7 @@ RUN --mount=type=cache,target=/root/.npm \
     npm install --omit=dev --ignore-scripts --no-audit --no-fund --workspace=services --workspace=embedded
 
 # Each workspace linked into node_modules/@emailsvc gets its built dist folder
-# (proto, packages/runtime, packages/storage, packages/events, packages/render, ...,
+# (proto, packages/runtime, packages/grpc, packages/storage, packages/events, packages/render, ...,
 # services/*, embedded).
 # Everything a service needs at run time must be in its dist: e.g. templates
 # starts dist/compile-worker.js by path as a worker thread (without it, it would

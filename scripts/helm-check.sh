@@ -317,7 +317,7 @@ dockerfile = open(os.path.join(root, "Dockerfile")).read()
 exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) for p in line.split()}
 def source(*dirs):
     return "".join(open(f).read() for d in dirs for f in glob.glob(os.path.join(root, d, "src/**/*.ts"), recursive=True))
-shared = source("packages/runtime", "packages/storage", "packages/events", "packages/service")
+shared = source("packages/runtime", "packages/telemetry", "packages/grpc", "packages/storage", "packages/events", "packages/service")
 # `<NAME>_URL` settings are read by name from the manifest's calls (packages/service, serviceUrls),
 # and the setting that picks a provider from its `providers` (delivery's registry, EMAIL_PROVIDER).
 def url_vars(service):

@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { openStore } from "@emailsvc/storage";
 import { ensureKafka, freePort, KAFKA_VERSION, SmtpSink, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";

@@ -10,7 +10,9 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { SubscriberService, type GetSubscriberResponse } from "@emailsvc/proto";
-import { createLogger, createServiceTransport, errorInterceptor, initTelemetry, serverTelemetry, startGrpcServer } from "@emailsvc/runtime";
+import { errorInterceptor } from "@emailsvc/errors";
+import { createServiceTransport, startGrpcServer } from "@emailsvc/grpc";
+import { createLogger, initTelemetry, serverTelemetry } from "@emailsvc/telemetry";
 import {
   deserializeResponse,
   getSubscriberPath,

@@ -1,15 +1,6 @@
-import {
-  createLogger,
-  DEFAULT_GATEWAY_PORT,
-  EMBEDDED_METRICS_PORT,
-  envInt,
-  envOptional,
-  envString,
-  exitOnSignal,
-  initTelemetry,
-  startMetricsServer,
-  telemetrySettings,
-} from "@emailsvc/runtime";
+import { DEFAULT_GATEWAY_PORT, EMBEDDED_METRICS_PORT, envInt, envOptional, envString } from "@emailsvc/runtime";
+import { exitOnSignal } from "@emailsvc/service";
+import { createLogger, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/telemetry";
 import { adminTokenFromEnv } from "@emailsvc/gateway";
 import { startPlatform } from "./platform.js";
 import { threadedServices } from "./services.js";

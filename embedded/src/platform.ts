@@ -1,7 +1,8 @@
 import { busRetentionFromEnv, openBus, type EventBus } from "@emailsvc/events";
 import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
 import { startOrder } from "@emailsvc/manifest";
-import { createLogger, unusedPort, type Env, type Logger, type ServiceName } from "@emailsvc/runtime";
+import { unusedPort, type Env, type ServiceName } from "@emailsvc/runtime";
+import { createLogger, type Logger } from "@emailsvc/telemetry";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";

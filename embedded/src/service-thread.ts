@@ -5,7 +5,8 @@
 // Kafka client). The main thread's side is ServiceThread in threads.ts.
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { openBus, PortEventBus, type EventBus } from "@emailsvc/events";
-import { createLogger, initTelemetry, metricsSnapshot, telemetrySettings, type Env, type ServiceName } from "@emailsvc/runtime";
+import { type Env, type ServiceName } from "@emailsvc/runtime";
+import { createLogger, initTelemetry, metricsSnapshot, telemetrySettings } from "@emailsvc/telemetry";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { SERVICE_MODULES } from "./services.js";

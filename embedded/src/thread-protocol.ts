@@ -1,6 +1,7 @@
 // Messages between the main thread and a service thread (service-thread.ts).
 import type { MessagePort } from "node:worker_threads";
-import type { Env, MetricsSnapshot, ServiceName } from "@emailsvc/runtime";
+import type { Env, ServiceName } from "@emailsvc/runtime";
+import type { MetricsSnapshot } from "@emailsvc/telemetry";
 
 /** What a service thread starts with (workerData). */
 export interface ThreadData {

@@ -2,7 +2,7 @@
 import { MessageChannel, Worker } from "node:worker_threads";
 import * as path from "node:path";
 import { exposeBus, type EventBus } from "@emailsvc/events";
-import { addMetricsSource, type MetricsSnapshot } from "@emailsvc/runtime";
+import { addMetricsSource, type MetricsSnapshot } from "@emailsvc/telemetry";
 import type { RunningService } from "@emailsvc/service";
 import type { FromThread, ThreadData, ToThread } from "./thread-protocol.js";
 

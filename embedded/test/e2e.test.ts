@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { KafkaEventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
 import { events } from "@emailsvc/proto";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
 import { freePort } from "@emailsvc/testing";

@@ -1,6 +1,7 @@
 import { Code, createClient } from "@connectrpc/connect";
 import { delivery, SubscriberService } from "@emailsvc/proto";
-import { callHeaders, createServiceTransport } from "@emailsvc/runtime";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { callHeaders } from "@emailsvc/tenancy";
 import { JSON_MAX_DEPTH } from "../../services/gateway/src/http/json-depth";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 

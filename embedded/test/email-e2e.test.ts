@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { responseChecker, sendChecked, type TestResponse } from "../../services/gateway/test/support/harness";
 import { freePort, SmtpSink } from "@emailsvc/testing";

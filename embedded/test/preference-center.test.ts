@@ -1,7 +1,8 @@
 import { createHmac } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { portal as portalApi } from "@emailsvc/proto";
-import { callHeaders, createServiceTransport } from "@emailsvc/runtime";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { callHeaders } from "@emailsvc/tenancy";
 import { KeyRing, signToken } from "@emailsvc/tokens";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { freePort, SmtpSink } from "@emailsvc/testing";
 import { startPlatform, type RunningPlatform } from "../src/platform";
 

@@ -1,6 +1,6 @@
 import { openMongoStore } from "@emailsvc/storage";
 import { TEMPLATE_LIMITS, templateAtLimits } from "@emailsvc/render";
-import { registry } from "@emailsvc/runtime";
+import { registry } from "@emailsvc/telemetry";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Issue 6, defect 1, through the REST API of the whole platform (gateway,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { openMongoStore } from "@emailsvc/storage";
 import { startPlatform } from "../src/platform";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { freePort } from "@emailsvc/testing";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
 import { GENEROUS_RATE_LIMIT_ENV, responseChecker, sendChecked, type TestResponse } from "../../../services/gateway/test/support/harness";

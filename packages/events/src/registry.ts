@@ -13,12 +13,12 @@
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { events } from "@emailsvc/proto";
+import { isId } from "@emailsvc/ids";
 import {
   context,
   counter,
   extractTraceContext,
   histogram,
-  isId,
   observedGauge,
   SpanKind,
   SpanStatusCode,
@@ -26,8 +26,8 @@ import {
   tracer,
   tracingEnabled,
   TRACEPARENT,
-  type KeyMode,
-} from "@emailsvc/runtime";
+} from "@emailsvc/telemetry";
+import { type KeyMode } from "@emailsvc/tenancy";
 import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./types.js";
 
 /** One topic: its message and the id events are keyed by (order holds per key). */

@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { events } from "@emailsvc/proto";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import {
   InProcessEventBus,
   TOPICS,

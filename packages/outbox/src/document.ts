@@ -1,4 +1,4 @@
-import { injectTraceContext, TRACEPARENT, tracingEnabled } from "@emailsvc/runtime";
+import { injectTraceContext, TRACEPARENT, tracingEnabled } from "@emailsvc/telemetry";
 import type { IndexSpec, TenantDoc, TenantUpdate } from "@emailsvc/storage";
 
 /** What every outbox entry has; a service adds what its effects need (topic, audit data, ...). */

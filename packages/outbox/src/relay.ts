@@ -1,4 +1,4 @@
-import { observedGauge } from "@emailsvc/runtime";
+import { observedGauge } from "@emailsvc/telemetry";
 import { publishEvents, withTraceparent, type EncodedEvent, type EventBus, type Topic } from "@emailsvc/events";
 import type { CrossTenantCollection, TenantCollection, TenantFilter, TenantUpdate } from "@emailsvc/storage";
 import type { OutboxDoc, OutboxEntry } from "./document.js";

@@ -1,7 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEvent, InProcessEventBus, type EventBus, type OutgoingEvent, type ReceivedEvent } from "@emailsvc/events";
 import { events } from "@emailsvc/proto";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { CrossTenantCollection, type DocumentStore, type TenantCollection } from "@emailsvc/storage";
 import { openTestStore, waitFor, type StoreKind } from "@emailsvc/testing";
 import { newOutbox, OUTBOX_INDEX, OutboxRelay, withOutbox, type OutboxDoc, type OutboxEntry, type OutboxRelayOptions } from "../src/index.js";

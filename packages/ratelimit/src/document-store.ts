@@ -1,4 +1,4 @@
-import { counter, type Logger } from "@emailsvc/runtime";
+import { counter, type Logger } from "@emailsvc/telemetry";
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
 import { decide, emissionMs, spanMs, stateAt, TAT_EPSILON, type Bucket, type BucketState } from "./gcra.js";
 import { MemoryCounterStore, outcomeOf } from "./memory-store.js";

@@ -1,4 +1,4 @@
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import type { Policy } from "./gcra.js";
 import type { CounterStore } from "./store.js";
 

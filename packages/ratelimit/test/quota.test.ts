@@ -1,4 +1,4 @@
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import { MemoryCounterStore, parseTestModeDailyLimit, testModeQuota } from "../src/index";
 
 // The test-mode quota's rules (pure logic on the memory store): a day's

@@ -1,6 +1,7 @@
 import { DeclaredTopicsEventBus, type EventBus, type Topic } from "@emailsvc/events";
 import { callsOf, manifestOf, usesBus, type CallNeed, type ManifestTopic, type ServiceManifest } from "@emailsvc/manifest";
-import type { Env, Logger, ServiceName } from "@emailsvc/runtime";
+import type { Env, ServiceName } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import type { DocumentStore } from "@emailsvc/storage";
 
 // Every topic the manifest names is one of the registry's (packages/events,

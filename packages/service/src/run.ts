@@ -1,19 +1,15 @@
 import { openBus, type BusLogger, type EventBus } from "@emailsvc/events";
 import {
   ConfigError,
-  createLogger,
   envOptional,
-  exitOnSignal,
-  initTelemetry,
-  startMetricsServer,
-  telemetrySettings,
   loadServiceEnv,
   localServiceUrl,
   serviceUrlVariable,
   type Env,
-  type Logger,
   type ServiceName,
 } from "@emailsvc/runtime";
+import { exitOnSignal } from "./shutdown.js";
+import { createLogger, initTelemetry, startMetricsServer, telemetrySettings, type Logger } from "@emailsvc/telemetry";
 import { openStore, redactUrl } from "@emailsvc/storage";
 import type { ServiceModule } from "./module.js";
 

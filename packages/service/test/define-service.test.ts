@@ -1,6 +1,6 @@
 import { InProcessEventBus, type EventBus } from "@emailsvc/events";
 import { SERVICES } from "@emailsvc/manifest";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { defineService, type ServiceDeps } from "@emailsvc/service";
 import { openStore } from "@emailsvc/storage";
 

@@ -7,7 +7,9 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { callHeaders, newId, type CallContext, type Logger } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
+import { type Logger } from "@emailsvc/telemetry";
+import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 import { openEmbeddedStore, openMongoStore, type DocumentStore } from "@emailsvc/storage";
 
 /** The two storage adapters every service's tests run on. */

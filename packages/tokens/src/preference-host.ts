@@ -1,6 +1,7 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
-import { callHeaders, ExpiringCache } from "@emailsvc/runtime";
+import { ExpiringCache } from "@emailsvc/async";
+import { callHeaders } from "@emailsvc/tenancy";
 import type { PreferenceLinkSettings } from "./preference-link.js";
 
 // Where a tenant's preference links point: `https://<its custom domain>` once

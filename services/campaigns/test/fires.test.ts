@@ -1,4 +1,5 @@
-import { createLogger, newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
+import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
 import { PermanentSendError, type FiringServices } from "../src/usecases/ports.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";

@@ -1,5 +1,6 @@
 import { delivery } from "@emailsvc/proto";
-import { createLogger, newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
+import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
 import { emptyCounts } from "../src/domain/campaign.js";
 import type { CampaignDoc } from "../src/storage/documents.js";

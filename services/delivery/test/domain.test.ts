@@ -1,5 +1,6 @@
 import { delivery } from "@emailsvc/proto";
-import { AppError, ConfigError, loadServiceEnv } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { ConfigError, loadServiceEnv } from "@emailsvc/runtime";
 import { serviceUrls } from "@emailsvc/service";
 import { loadConfig } from "../src/config.js";
 import { deliveryService } from "../src/service.js";

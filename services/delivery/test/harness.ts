@@ -1,7 +1,9 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
-import { createLogger, createServiceTransport, newId } from "@emailsvc/runtime";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { newId } from "@emailsvc/ids";
+import { createLogger } from "@emailsvc/telemetry";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

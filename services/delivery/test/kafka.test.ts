@@ -1,7 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { KafkaEventBus } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { as, smtpProviders, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 

@@ -3,7 +3,8 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { delivery, events } from "@emailsvc/proto";
-import { newId, type CallContext } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
+import { type CallContext } from "@emailsvc/tenancy";
 import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // Delivery's part of GDPR export and erasure: ExportSubscriberData lists a

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:net";
 import { delivery } from "@emailsvc/proto";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import type { EmailDoc } from "../src/storage/documents.js";
 import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";

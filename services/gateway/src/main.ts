@@ -1,6 +1,7 @@
 // The gateway alone (containers, Kubernetes): config -> store -> build ->
 // listen -> graceful shutdown. `npm start` runs it inside the embedded launcher.
-import { createLogger, exitOnSignal, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/runtime";
+import { exitOnSignal } from "@emailsvc/service";
+import { createLogger, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/telemetry";
 import { openStore, redactUrl } from "@emailsvc/storage";
 import { loadConfig } from "./config.js";
 import { startGateway } from "./server.js";

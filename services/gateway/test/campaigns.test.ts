@@ -1,6 +1,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { campaigns } from "@emailsvc/proto";
-import { AppError, HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE } from "@emailsvc/tenancy";
 import { DATE_TIME_PATTERN } from "../src/openapi/kit";
 import { timestampFromRfc3339 } from "../src/routes/json";
 import { startHarness, type Harness } from "./support/harness";

@@ -5,7 +5,7 @@
 // written, the metrics count a 499, and nothing reaches a service.
 
 import { connect, type Socket } from "node:net";
-import { startMetricsServer, type MetricsServer } from "@emailsvc/runtime";
+import { startMetricsServer, type MetricsServer } from "@emailsvc/telemetry";
 import { startHarness, type Harness } from "./support/harness";
 
 let h: Harness;

@@ -1,5 +1,5 @@
 import { delivery } from "@emailsvc/proto";
-import { HEADER_ACCOUNT, HEADER_MODE } from "@emailsvc/runtime";
+import { HEADER_ACCOUNT, HEADER_MODE } from "@emailsvc/tenancy";
 import { FAKE_VARIABLES_LIMIT } from "./support/fake-delivery";
 import { startHarness, type Harness } from "./support/harness";
 

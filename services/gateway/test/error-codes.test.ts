@@ -7,7 +7,7 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { AppError, toConnectError, type ErrorKind } from "@emailsvc/runtime";
+import { AppError, toConnectError, type ErrorKind } from "@emailsvc/errors";
 import { ERROR_CODES, codesWithStatus, isErrorCode } from "../src/http/error-codes";
 import { problemBody, problemFromConnect, Problem } from "../src/http/problem";
 import { buildOpenApiDocument } from "../src/openapi";

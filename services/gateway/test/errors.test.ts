@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import { problemFromConnect } from "../src/http/problem";
 import { startHarness, type Harness } from "./support/harness";
 

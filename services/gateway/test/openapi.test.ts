@@ -1,5 +1,5 @@
 import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { buildGateway, type Gateway } from "../src/server";
 import { createDocumentAjv } from "../src/http/validation";

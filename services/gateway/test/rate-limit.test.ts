@@ -9,7 +9,7 @@
 import { MongoClient } from "mongodb";
 import { openMongoStore, type DocumentStore } from "@emailsvc/storage";
 import { parseKeyRing, signToken } from "@emailsvc/tokens";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
 import { startHarness, type Harness, type TestResponse } from "./support/harness";
 

@@ -1,4 +1,5 @@
-import { AppError, HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { HEADER_ACCOUNT, HEADER_ACTOR, HEADER_MODE, HEADER_REQUEST_ID } from "@emailsvc/tenancy";
 import { templates as proto } from "@emailsvc/proto";
 import { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "../src/openapi";
 import { startHarness, type Harness } from "./support/harness";

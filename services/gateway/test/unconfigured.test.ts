@@ -7,7 +7,7 @@ import { join } from "node:path";
 // Readiness asks every configured service, and only those.
 
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { openStore } from "@emailsvc/storage";
 import { loadConfig } from "../src/config";
 import { buildGateway } from "../src/server";

@@ -1,6 +1,7 @@
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
-import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
+import { type Logger } from "@emailsvc/telemetry";
 import { startPageServer, type PageServerOptions, type RunningPageServer } from "./page/server.js";
 import { exportSources, linkMailer, subscriberDirectory } from "./rpc/clients.js";
 import type { ExportDeps } from "./usecases/export.js";

@@ -6,7 +6,9 @@
 // embedded/test/rate-limit.test.ts.
 
 import { MemoryCounterStore } from "@emailsvc/ratelimit";
-import { AppError, ConfigError, type CallContext } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { ConfigError } from "@emailsvc/runtime";
+import { type CallContext } from "@emailsvc/tenancy";
 import { loadPreferenceRateLimits } from "../src/config";
 import { preferenceBudgets, type Charged } from "../src/usecases/budgets";
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { MemoryCounterStore } from "@emailsvc/ratelimit";
-import { createLogger } from "@emailsvc/runtime";
+import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, startKubeCluster, testTenant, waitFor, type KubeCluster, type TestStore } from "@emailsvc/testing";
 import { DEFAULT_TIMING, type Timing } from "../src/domain/domain-states";
 import { ACCOUNT_LABEL, DOMAIN_ANNOTATION, KubernetesDomainRouting, objectNames, type KubeRoutingSettings } from "../src/kube/routing";

@@ -1,5 +1,7 @@
 import { MemoryCounterStore } from "@emailsvc/ratelimit";
-import { AppError, createLogger, type CallContext } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { createLogger } from "@emailsvc/telemetry";
+import { type CallContext } from "@emailsvc/tenancy";
 import { openTestStore, STORE_KINDS, testTenant, type TestStore } from "@emailsvc/testing";
 import { DEFAULT_TIMING, FAILED_HOST_GAP_MS, type CertificateStatus, type Timing } from "../src/domain/domain-states";
 import { DomainStorage } from "../src/storage/domains";

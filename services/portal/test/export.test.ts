@@ -1,6 +1,8 @@
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { campaigns, delivery, SubscriberService } from "@emailsvc/proto";
-import { AppError, createServiceTransport, type CallContext } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { type CallContext } from "@emailsvc/tenancy";
 import { freePort } from "@emailsvc/testing";
 import { exportSources } from "../src/rpc/clients";
 import { exportData } from "../src/usecases/export";

@@ -1,7 +1,9 @@
 import type { EventBus } from "@emailsvc/events";
 import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
-import { startServiceServer, tenantKey, type Logger } from "@emailsvc/runtime";
+import { startServiceServer } from "@emailsvc/grpc";
+import { type Logger } from "@emailsvc/telemetry";
+import { tenantKey } from "@emailsvc/tenancy";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { KeyRing } from "@emailsvc/tokens";
 import { subscriberOutbox } from "./messaging/outbox.js";

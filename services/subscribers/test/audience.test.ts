@@ -2,8 +2,9 @@ import { Code } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { AudienceFilter_Match as Match, MailingBlock, SubscriberStatus, type AudienceFilterSchema } from "@emailsvc/proto";
-import { newId, readError } from "@emailsvc/runtime";
-import type { CallContext } from "@emailsvc/runtime";
+import { readError } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
+import type { CallContext } from "@emailsvc/tenancy";
 import { as, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
 
 type Filter = MessageInitShape<typeof AudienceFilterSchema>;

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { startHarness, type Harness } from "./harness.js";
 
 // Proves the internal wire is real gRPC over HTTP/2: a plain grpc-js client,

@@ -1,7 +1,8 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/events";
 import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
-import { createLogger, createServiceTransport } from "@emailsvc/runtime";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { createLogger } from "@emailsvc/telemetry";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { SubscriberStatus } from "@emailsvc/proto";
-import { readError } from "@emailsvc/runtime";
+import { readError } from "@emailsvc/errors";
 import { createHmac } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { fromBinary } from "@bufbuild/protobuf";
 import { events, SubscriberStatus, UnsubscribeAllOutcome } from "@emailsvc/proto";
-import { newId, readError } from "@emailsvc/runtime";
+import { readError } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 async function code(promise: Promise<unknown>): Promise<Code> {

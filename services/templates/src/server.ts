@@ -1,6 +1,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { createServiceTransport, startServiceServer, type Logger } from "@emailsvc/runtime";
+import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
+import { type Logger } from "@emailsvc/telemetry";
 import type { DocumentStore } from "@emailsvc/storage";
 import { defaultCompiler } from "./compile-pool.js";
 import { templateUsersClient } from "./rpc/clients.js";

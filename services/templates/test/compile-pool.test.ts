@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { AppError, registry } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { registry } from "@emailsvc/telemetry";
 import { RendererCache } from "@emailsvc/render";
 import { BodyCompilerPool } from "../src/compile-pool.js";
 import { compileTemplateBody } from "../src/domain/body.js";

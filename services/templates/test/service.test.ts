@@ -1,7 +1,8 @@
 import { Code } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
 import { TEMPLATE_LIMITS } from "@emailsvc/render";
-import { readError, tenantKey } from "@emailsvc/runtime";
+import { readError } from "@emailsvc/errors";
+import { tenantKey } from "@emailsvc/tenancy";
 import { as, code, mjmlWith, startHarness, tenant, type Harness, type StoreKind } from "./harness.js";
 
 const { TemplateCategory } = templates;

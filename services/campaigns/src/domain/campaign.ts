@@ -1,4 +1,4 @@
-import { AppError, invalid } from "@emailsvc/runtime";
+import { AppError, invalid } from "@emailsvc/errors";
 
 // What a campaign is, apart from storage and wire: its states, its name rule,
 // and what may be done in which state.

@@ -1,5 +1,5 @@
 import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, TRIGGER_EVENT_TYPES_WITH_TAG, type TriggerEventType } from "@emailsvc/proto";
-import { invalid } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
 
 // What a trigger is: the events it can fire on (the one list is
 // proto/trigger-event-types.ts), and the rules of its fields.

@@ -1,6 +1,6 @@
 import { subscribeEventBatches, type EventBus, type Subscription, type TopicBatchHandlers } from "@emailsvc/events";
 import type { ConsumedTopic } from "@emailsvc/manifest";
-import type { Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 import { recordOutcomes, type EmailOutcome } from "../usecases/record-outcomes.js";

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { encodeEvent, publishEvents, type EventBus } from "@emailsvc/events";
 import type { Bucket, CounterStore, Policy } from "@emailsvc/ratelimit";
-import { newId, Rerunner } from "@emailsvc/runtime";
+import { Rerunner } from "@emailsvc/async";
+import { newId } from "@emailsvc/ids";
 import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
 import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";

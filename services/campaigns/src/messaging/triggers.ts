@@ -1,7 +1,7 @@
 import type { DecodedBatchEvent } from "@emailsvc/events";
 import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, type TriggerEventType, type TriggerEventTypeInfo } from "@emailsvc/proto";
 import type { ConsumedTopic } from "@emailsvc/manifest";
-import { Rerunner } from "@emailsvc/runtime";
+import { Rerunner } from "@emailsvc/async";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";

@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AudienceService, delivery, SubscriberService, TagService, templates } from "@emailsvc/proto";
-import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
+import { AppError, readError } from "@emailsvc/errors";
+import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 import { PermanentSendError, type AudienceSource, type FiringServices, type TemplateDirectory } from "../usecases/ports.js";
 
 // The services campaigns calls, with the caller's tenant in the headers (so

@@ -2,7 +2,7 @@ import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceFilterSchema, campaigns } from "@emailsvc/proto";
-import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { CampaignStatus, CampaignView } from "../domain/campaign.js";
 import { changeCampaignState } from "../usecases/change-campaign-state.js";
 import { countRecipients } from "../usecases/count-recipients.js";

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { triggers } from "@emailsvc/proto";
-import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import { EVENT_TYPES, type TriggerView } from "../domain/trigger.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { createTrigger } from "../usecases/create-trigger.js";

@@ -1,6 +1,6 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
-import { invalid } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
 import type { CampaignDoc } from "../storage/documents.js";
 
 // A campaign's audience filter is AudienceService's own message, kept as

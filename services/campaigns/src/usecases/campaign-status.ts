@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import type { TenantUpdate } from "@emailsvc/storage";
 import type { CampaignStatus } from "../domain/campaign.js";
 import type { CampaignDoc, CampaignOutboxEntry } from "../storage/documents.js";

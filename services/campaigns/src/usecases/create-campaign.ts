@@ -1,6 +1,7 @@
 import type { AudienceFilter } from "@emailsvc/proto";
 import { newOutbox } from "@emailsvc/outbox";
-import { invalid, newId } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { validateName, type CampaignView } from "../domain/campaign.js";
 import type { CampaignOutboxEntry } from "../storage/documents.js";
 import { requireFilter, storedFilter } from "./audience-filter.js";

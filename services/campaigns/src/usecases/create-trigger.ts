@@ -1,4 +1,4 @@
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { validateDelay, validateDescription, validateEventType, validateTagFor, type TriggerView } from "../domain/trigger.js";
 import { checkReferences, requireTemplate, type Deps, type Scope } from "./deps.js";
 import { triggerView } from "./views.js";

@@ -1,4 +1,4 @@
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import type { Scope } from "./deps.js";
 
 /** Deletes a trigger; its fires not yet sent are skipped (`trigger_inactive`) when they come due. */

@@ -1,5 +1,5 @@
 import type { CampaignsExportPart } from "@emailsvc/proto";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import type { TenantCollection, TenantFilter } from "@emailsvc/storage";
 import type { FireDoc, RecipientDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";

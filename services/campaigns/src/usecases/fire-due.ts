@@ -1,5 +1,5 @@
 import { delivery } from "@emailsvc/proto";
-import { settleLimited } from "@emailsvc/runtime";
+import { settleLimited } from "@emailsvc/async";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import { TEMPLATE_DELETED } from "../domain/trigger.js";
 import type { FireDoc } from "../storage/documents.js";

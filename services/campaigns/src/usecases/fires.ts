@@ -1,5 +1,6 @@
 import { SubscriberStatus } from "@emailsvc/proto";
-import { tenantOfKey, type CallContext, type Logger } from "@emailsvc/runtime";
+import { type Logger } from "@emailsvc/telemetry";
+import { tenantOfKey, type CallContext } from "@emailsvc/tenancy";
 import type { EventType } from "../domain/trigger.js";
 import type { FireDoc } from "../storage/documents.js";
 import type { FiringServices } from "./ports.js";

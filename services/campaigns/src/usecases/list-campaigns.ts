@@ -1,4 +1,4 @@
-import { pageById } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/ids";
 import type { TenantFilter } from "@emailsvc/storage";
 import type { CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";

@@ -1,4 +1,4 @@
-import { pageById } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/ids";
 import type { TenantFilter } from "@emailsvc/storage";
 import type { TriggerView } from "../domain/trigger.js";
 import type { TriggerDoc } from "../storage/documents.js";

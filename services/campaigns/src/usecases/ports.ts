@@ -1,5 +1,5 @@
 import type { AudienceFilter, delivery } from "@emailsvc/proto";
-import type { CallContext } from "@emailsvc/runtime";
+import type { CallContext } from "@emailsvc/tenancy";
 
 // What the use cases ask of other services, as they need it. The adapters
 // (gRPC clients with the caller's tenant in the headers) are in rpc/clients.ts;

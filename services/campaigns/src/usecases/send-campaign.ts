@@ -1,4 +1,5 @@
-import { invalid, newId } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { emptyCounts, notDraft, templateNotFound, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";

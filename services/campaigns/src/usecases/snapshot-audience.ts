@@ -1,4 +1,4 @@
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import type { TenantUpdate } from "@emailsvc/storage";
 import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";

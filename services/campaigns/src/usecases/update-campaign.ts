@@ -1,5 +1,5 @@
 import type { AudienceFilter } from "@emailsvc/proto";
-import { invalid } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
 import { notDraft, validateName, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
 import { storedFilter } from "./audience-filter.js";

@@ -1,4 +1,4 @@
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import { validateDelay, validateDescription, validateTagFor, type TriggerView } from "../domain/trigger.js";
 import type { TriggerDoc } from "../storage/documents.js";
 import { checkReferences, loadTrigger, type Deps, type Scope } from "./deps.js";

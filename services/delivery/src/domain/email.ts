@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { parseAddress } from "@emailsvc/address";
-import { AppError, invalid } from "@emailsvc/runtime";
+import { AppError, invalid } from "@emailsvc/errors";
 import type { PublicErrorCode } from "./provider.js";
 
 // Pure rules of emails: statuses, input validation, the idempotency hash. No I/O.

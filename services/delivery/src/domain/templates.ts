@@ -1,4 +1,4 @@
-import type { CallContext } from "@emailsvc/runtime";
+import type { CallContext } from "@emailsvc/tenancy";
 import type { CompiledTemplate } from "./renderer.js";
 
 /** Where compiled templates come from: TemplateService over gRPC (rpc/templates-client.ts). */

@@ -1,4 +1,4 @@
-import { tenantOfKey } from "@emailsvc/runtime";
+import { tenantOfKey } from "@emailsvc/tenancy";
 import { signToken, type KeyRing } from "@emailsvc/tokens";
 
 // The one-click unsubscribe link of a marketing email (RFC 8058): the

@@ -1,6 +1,7 @@
 import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
 import { OutboxRelay, withOutbox } from "@emailsvc/outbox";
-import { newId, type Logger } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
+import { type Logger } from "@emailsvc/telemetry";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import { delivery } from "@emailsvc/proto";
 import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";

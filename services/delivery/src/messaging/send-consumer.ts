@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
-import { settleLimited, type Logger } from "@emailsvc/runtime";
+import { settleLimited } from "@emailsvc/async";
+import { type Logger } from "@emailsvc/telemetry";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
 import { deliverEmail, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";

@@ -1,4 +1,5 @@
-import type { Env, Logger } from "@emailsvc/runtime";
+import type { Env } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import type { ProviderName } from "../domain/email.js";
 import type { EmailProvider } from "../domain/provider.js";
 import type { DeliveryStorage } from "../storage/repositories.js";

@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { delivery } from "@emailsvc/proto";
-import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getEmail, getSandboxMessage } from "../usecases/get-email.js";
 import { listEmails } from "../usecases/list-emails.js";

@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AudienceService, MailingBlock, type Mailability as MailabilityProto } from "@emailsvc/proto";
-import { callHeaders, tenantOfKey } from "@emailsvc/runtime";
+import { callHeaders, tenantOfKey } from "@emailsvc/tenancy";
 import {
   RecipientsUnavailableError,
   type AddressedRecipient,

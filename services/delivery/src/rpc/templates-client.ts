@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { callHeaders, type CallContext } from "@emailsvc/runtime";
+import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 import type { CompiledTemplate, TemplateCategory } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 

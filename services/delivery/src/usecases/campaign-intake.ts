@@ -1,7 +1,7 @@
 import { encodeEvent, type EncodedEvent } from "@emailsvc/events";
 import { newOutbox } from "@emailsvc/outbox";
 import { randomBytes } from "node:crypto";
-import { isId, newId } from "@emailsvc/runtime";
+import { isId, newId } from "@emailsvc/ids";
 import { isFinal } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";

@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { inSpan, SpanKind, type Logger } from "@emailsvc/runtime";
+import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";

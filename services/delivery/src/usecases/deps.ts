@@ -1,7 +1,9 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { TestModeQuota } from "@emailsvc/ratelimit";
-import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
+import type { CallContext } from "@emailsvc/tenancy";
+import { notFound } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";

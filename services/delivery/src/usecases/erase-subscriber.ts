@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import type { Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import { publicError } from "../domain/provider.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";

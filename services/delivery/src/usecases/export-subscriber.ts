@@ -1,5 +1,5 @@
 import type { DeliveryExportPart } from "@emailsvc/proto";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import type { EmailDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
 

@@ -1,4 +1,4 @@
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import type { EmailView } from "../domain/email.js";
 import type { SandboxMessage } from "../storage/sandbox-messages.js";
 import { emailView, loadEmail, type Scope } from "./deps.js";

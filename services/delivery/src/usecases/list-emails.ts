@@ -1,6 +1,6 @@
 import type { TenantFilter } from "@emailsvc/storage";
 import type { EmailDoc } from "../storage/documents.js";
-import { pageById } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/ids";
 import type { EmailView } from "../domain/email.js";
 import { emailView, type Scope } from "./deps.js";
 

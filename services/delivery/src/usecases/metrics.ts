@@ -1,4 +1,4 @@
-import { counter, histogram } from "@emailsvc/runtime";
+import { counter, histogram } from "@emailsvc/telemetry";
 
 // Delivery's own metrics (the runtime kit adds gRPC, events and process
 // metrics). Labels are statuses, providers and outcomes: no tenant, no email.

@@ -1,4 +1,4 @@
-import { tenantOfKey } from "@emailsvc/runtime";
+import { tenantOfKey } from "@emailsvc/tenancy";
 import { readsVariable, RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import type { MailCategory } from "../domain/eligibility.js";
 import { buildMessage, scrubReason, type OutgoingMessage } from "../domain/message.js";

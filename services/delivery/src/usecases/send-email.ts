@@ -1,4 +1,5 @@
-import { AppError, newId } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {

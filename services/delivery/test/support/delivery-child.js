@@ -6,7 +6,7 @@
 "use strict";
 const { openStore } = require("@emailsvc/storage");
 const { openBus } = require("@emailsvc/events");
-const { createLogger } = require("@emailsvc/runtime");
+const { createLogger } = require("@emailsvc/telemetry");
 const { startDeliveryService } = require("../../dist/server.js");
 const { loadProviders } = require("../../dist/providers/registry.js");
 

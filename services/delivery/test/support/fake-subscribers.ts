@@ -1,7 +1,9 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AudienceService, MailabilitySchema, MailingBlock, RecipientSchema, type Mailability } from "@emailsvc/proto";
-import { newId, readCallContext, startGrpcServer, tenantKey, type CallContext, type RunningGrpcServer } from "@emailsvc/runtime";
+import { startGrpcServer, type RunningGrpcServer } from "@emailsvc/grpc";
+import { newId } from "@emailsvc/ids";
+import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy";
 
 // A fake of the subscribers service's AudienceService (where delivery looks
 // recipients up), served over real gRPC so that the tenant headers delivery

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { readCallContext, startGrpcServer, tenantKey, type CallContext, type RunningGrpcServer } from "@emailsvc/runtime";
+import { startGrpcServer, type RunningGrpcServer } from "@emailsvc/grpc";
+import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy";
 
 // A fake TemplateService (the neighbour of delivery), served over real gRPC so
 // that the tenant headers delivery forwards are read exactly as the real

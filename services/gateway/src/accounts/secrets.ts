@@ -1,5 +1,5 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
-import type { KeyMode } from "@emailsvc/runtime";
+import type { KeyMode } from "@emailsvc/tenancy";
 
 // API keys and the admin token are long random secrets. Their entropy (about
 // 238 bits for 40 base62 characters) makes a slow password hash pointless: a

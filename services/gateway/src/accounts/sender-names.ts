@@ -1,6 +1,7 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
-import { callHeaders, ExpiringCache, tenantKey, type KeyMode } from "@emailsvc/runtime";
+import { ExpiringCache } from "@emailsvc/async";
+import { callHeaders, tenantKey, type KeyMode } from "@emailsvc/tenancy";
 import type { AccountStore } from "./store.js";
 
 /** How long a sender name is kept: a change made through another replica shows within this. */

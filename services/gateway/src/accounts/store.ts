@@ -1,4 +1,5 @@
-import { isId, newId, type KeyMode } from "@emailsvc/runtime";
+import { isId, newId } from "@emailsvc/ids";
+import { type KeyMode } from "@emailsvc/tenancy";
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from "@emailsvc/storage";
 import { maskApiKey, newApiKey, sha256Hex } from "./secrets.js";
 

@@ -1,5 +1,5 @@
 import type { Middleware } from "koa";
-import type { Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import type { ErrorCode } from "./error-codes.js";
 import { PROBLEM_CONTENT_TYPE, Problem, problemBody, toProblem } from "./problem.js";
 import type { GatewayContext, GatewayState } from "./state.js";

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@emailsvc/proto";
-import { readError } from "@emailsvc/runtime";
+import { readError } from "@emailsvc/errors";
 import { RATE_LIMIT_HEADER_NAMES } from "@emailsvc/ratelimit";
 import { ERROR_CODES, isErrorCode, type ErrorCode } from "./error-codes.js";
 

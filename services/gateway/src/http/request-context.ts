@@ -13,7 +13,7 @@ import {
   tracingEnabled,
   type Logger,
   type Span,
-} from "@emailsvc/runtime";
+} from "@emailsvc/telemetry";
 import type { GatewayState } from "./state.js";
 
 // A caller's X-Request-Id is kept when it is short and plain, so that one id

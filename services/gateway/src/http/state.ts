@@ -1,6 +1,7 @@
 import type { ParameterizedContext } from "koa";
 import type { RouterContext } from "@koa/router";
-import type { KeyMode, Locale } from "@emailsvc/runtime";
+import type { KeyMode } from "@emailsvc/tenancy";
+import type { Locale } from "@emailsvc/text";
 import type { Problem } from "./problem.js";
 
 /** Who called, as established by the API key. */

@@ -1,4 +1,4 @@
-import { invisibleBmpClass } from "@emailsvc/runtime";
+import { invisibleBmpClass } from "@emailsvc/text";
 import type { JsonSchema, ParameterObject } from "./types.js";
 
 // Small builders the resources write their part of the document with, so that
@@ -90,7 +90,7 @@ export const PUBLIC: Array<Record<string, string[]>> = [];
  * DEL) nor any of `forbidden` (characters, as in a regex class), at most
  * `maxLength` characters, and not blank: at least one character that shows
  * (not a space, nor a format character such as U+200B, U+FEFF or U+2060:
- * @emailsvc/runtime's text rule, whose BMP part the pattern spells out).
+ * @emailsvc/text's rule, whose BMP part the pattern spells out).
  */
 export function lineText(maxLength: number, message: string, forbidden = "") {
   const allowed = `[^\\u0000-\\u001f\\u007f${forbidden}]`;

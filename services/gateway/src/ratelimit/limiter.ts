@@ -1,4 +1,4 @@
-import { counter } from "@emailsvc/runtime";
+import { counter } from "@emailsvc/telemetry";
 import type { KeyIdentity } from "../http/state.js";
 import { addressBucketId, bucketKey, chargeBudgets, describePolicy, type CounterStore, type Verdict } from "@emailsvc/ratelimit";
 import type { RateClass, RateLimitConfig } from "./config.js";

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 import type { AuditContextSchema } from "@emailsvc/proto";
-import { callHeaders, type CallContext } from "@emailsvc/runtime";
+import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 import { Problem } from "../http/problem.js";
 import type { GatewayRouterContext } from "../http/state.js";
 

@@ -9,7 +9,8 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { campaigns, health } from "@emailsvc/proto";
-import { AppError, newId, notFound } from "@emailsvc/runtime";
+import { AppError, notFound } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { FakeService } from "./fake-service";
 import { paginate } from "./fake-subscribers";
 

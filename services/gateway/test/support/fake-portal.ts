@@ -6,7 +6,7 @@
 // to end in embedded/test/preference-center.test.ts.
 
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import type { CallContext } from "@emailsvc/runtime";
+import type { CallContext } from "@emailsvc/tenancy";
 import { health, MailingBlock, portal, SubscriberStatus } from "@emailsvc/proto";
 import { FakeService } from "./fake-service";
 

@@ -4,7 +4,7 @@
 
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { health } from "@emailsvc/proto";
-import { readCallContext, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy";
 import type { RecordedCall } from "./fake-subscribers";
 
 export abstract class FakeService<Tenant> {

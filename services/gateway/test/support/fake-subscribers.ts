@@ -21,7 +21,9 @@ import {
   type SubscriberEvent,
   type Tag,
 } from "@emailsvc/proto";
-import { AppError, invalid, newId, notFound, readCallContext, tenantKey, type CallContext } from "@emailsvc/runtime";
+import { AppError, invalid, notFound } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
+import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy";
 
 export interface RecordedCall {
   method: string;

@@ -8,7 +8,8 @@ import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { health, templates } from "@emailsvc/proto";
-import { AppError, invalid, newId, notFound } from "@emailsvc/runtime";
+import { AppError, invalid, notFound } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { FakeService } from "./fake-service";
 import { paginate } from "./fake-subscribers";
 

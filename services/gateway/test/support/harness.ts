@@ -7,7 +7,8 @@
 
 import addFormats from "ajv-formats";
 import { createRouterTransport } from "@connectrpc/connect";
-import { errorInterceptor, type Logger } from "@emailsvc/runtime";
+import { errorInterceptor } from "@emailsvc/errors";
+import { type Logger } from "@emailsvc/telemetry";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { memoryLogger as kitMemoryLogger } from "@emailsvc/testing";
 import { startGateway, type RunningGateway, type StartGatewayOptions } from "../../src/server";

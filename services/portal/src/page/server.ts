@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
 import { addressBucketId, clientAddress, MemoryCounterStore, type Policy } from "@emailsvc/ratelimit";
-import { AppError, listen, urlHost, type CallContext, type Logger } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { listen, urlHost } from "@emailsvc/runtime";
+import { type Logger } from "@emailsvc/telemetry";
+import { type CallContext } from "@emailsvc/tenancy";
 import { frameAncestorsDirective } from "../domain/frame-ancestors.js";
 import type { PageSettings } from "../usecases/settings.js";
 import { sameSecret, signToken, tokenBoundSecret, TokenError, verifyToken, type KeyRing, type VerifiedToken } from "@emailsvc/tokens";

@@ -14,7 +14,8 @@ import {
   type Tag,
 } from "@emailsvc/proto";
 import { DEFAULT_LINK_TEMPLATE } from "../domain/link-template.js";
-import { AppError, callHeaders, readError, type CallContext } from "@emailsvc/runtime";
+import { AppError, readError } from "@emailsvc/errors";
+import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 
 // What the portal asks of the subscribers service, always with the tenant and
 // the subscriber of a verified preference token. The subscribers service

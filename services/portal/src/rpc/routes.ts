@@ -2,7 +2,9 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { portal } from "@emailsvc/proto";
-import { invalid, isId, readCallContext } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
+import { isId } from "@emailsvc/ids";
+import { readCallContext } from "@emailsvc/tenancy";
 import {
   eraseAccount,
   getPreferences,

@@ -1,5 +1,7 @@
 import { bucketKey, chargeBudgets, describePolicy, type CounterStore, type Policy, type PreferenceRateClass } from "@emailsvc/ratelimit";
-import { AppError, counter, type CallContext } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { counter } from "@emailsvc/telemetry";
+import { type CallContext } from "@emailsvc/tenancy";
 
 // A subscriber's own requests, budgeted where both of their doors meet: the
 // gateway's preference-center API (a preference token) and the portal page

@@ -1,4 +1,6 @@
-import { AppError, ExpiringCache, type CallContext } from "@emailsvc/runtime";
+import { ExpiringCache } from "@emailsvc/async";
+import { AppError } from "@emailsvc/errors";
+import { type CallContext } from "@emailsvc/tenancy";
 import { checkCustomDomain } from "../domain/custom-domain.js";
 import { initialProgress, restartedProgress, type CertificateStatus, type DomainState } from "../domain/domain-states.js";
 import { DomainTakenError, type CustomDomainDoc, type DomainStorage } from "../storage/domains.js";

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { CallContext, Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
+import type { CallContext } from "@emailsvc/tenancy";
 import type { LinkMailer, SubscriberDirectory } from "../rpc/clients.js";
 
 /** How long a repeated request for a new link counts as the same one (a double submit sends one mail). */

@@ -1,5 +1,6 @@
 import { SubscriberStatus, type Mailability, type Subscriber, type Tag } from "@emailsvc/proto";
-import { AppError, type CallContext } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { type CallContext } from "@emailsvc/tenancy";
 import type { SubscriberDirectory } from "../rpc/clients.js";
 import type { PreferenceBudgets } from "./budgets.js";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { CounterStore, Policy } from "@emailsvc/ratelimit";
-import type { Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import {
   afterCertificateCheck,
   afterDnsCheck,

@@ -1,4 +1,7 @@
-import { ExpiringCache, hasVisibleText, invalid, tenantKey, trimInvisible, visibleTextRule, type CallContext } from "@emailsvc/runtime";
+import { ExpiringCache } from "@emailsvc/async";
+import { invalid } from "@emailsvc/errors";
+import { tenantKey, type CallContext } from "@emailsvc/tenancy";
+import { hasVisibleText, trimInvisible, visibleTextRule } from "@emailsvc/text";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { frameAncestorsProblem } from "../domain/frame-ancestors.js";
 import type { PortalStorage } from "../storage/settings.js";

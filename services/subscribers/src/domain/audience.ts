@@ -1,4 +1,5 @@
-import { AppError, invalid, isId, type Violation } from "@emailsvc/runtime";
+import { AppError, invalid, type Violation } from "@emailsvc/errors";
+import { isId } from "@emailsvc/ids";
 import { isMetadataKey, LIMITS, METADATA_KEY_RULE, type MetadataValue } from "./subscriber.js";
 import { tagKey, validateTagName } from "./tag.js";
 

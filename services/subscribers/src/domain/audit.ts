@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { invalid, type Violation } from "@emailsvc/runtime";
+import { invalid, type Violation } from "@emailsvc/errors";
 
 // How a change reached the platform, as the audit trail keeps it. Pure rules, no I/O.
 

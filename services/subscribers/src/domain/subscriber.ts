@@ -1,12 +1,13 @@
 import { parseAddress } from "@emailsvc/address";
-import { AppError, invalid, LOCALES, type Locale as PlatformLocale, type Violation } from "@emailsvc/runtime";
+import { AppError, invalid, type Violation } from "@emailsvc/errors";
+import { LOCALES, type Locale as PlatformLocale } from "@emailsvc/text";
 
 // Pure rules of subscribers: statuses, email and metadata validation. No I/O.
 
 export const STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
 export type Status = (typeof STATUSES)[number];
 
-/** The languages subscribers can choose (the platform's, @emailsvc/runtime); "" is "not set". */
+/** The languages subscribers can choose (the platform's, @emailsvc/text); "" is "not set". */
 export type Locale = PlatformLocale | "";
 
 export type MetadataValue = string | number | boolean;

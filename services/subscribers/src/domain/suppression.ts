@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto";
 import type { KeyRing } from "@emailsvc/tokens";
-import { AppError, hasVisibleText, invalid, trimInvisible, visibleTextRule } from "@emailsvc/runtime";
+import { AppError, invalid } from "@emailsvc/errors";
+import { hasVisibleText, trimInvisible, visibleTextRule } from "@emailsvc/text";
 
 // Suppression of erased addresses. Erasure keeps nothing of a subscriber but
 // a keyed hash of their address: HMAC-SHA256 under a key from the environment

@@ -1,4 +1,5 @@
-import { hasVisibleText, invalid, visibleTextRule, isLocale, LOCALES, trimInvisible, type Locale } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
+import { hasVisibleText, visibleTextRule, isLocale, LOCALES, trimInvisible, type Locale } from "@emailsvc/text";
 
 /** A tag's name and description in one language. */
 export interface TagTranslation {

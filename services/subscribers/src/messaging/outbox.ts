@@ -1,7 +1,7 @@
 import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
 import { encodeEvent, type EncodedEvent, type EventBus, type EventOrigin } from "@emailsvc/events";
 import { clearOutbox, OutboxRelay } from "@emailsvc/outbox";
-import type { Logger } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
 import { SubscriberStatus } from "@emailsvc/proto";
 import { isStatus } from "../domain/subscriber.js";
 import { statusToProto } from "../rpc/mapping.js";

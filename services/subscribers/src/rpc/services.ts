@@ -1,7 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
 import type { AuditContext } from "@emailsvc/proto";
-import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { HandlerContext } from "@connectrpc/connect";
 import { validateAudit } from "../domain/audit.js";
 import { createSubscriber } from "../usecases/create-subscriber.js";

@@ -1,4 +1,5 @@
-import { invalid, isId, pageLimit } from "@emailsvc/runtime";
+import { invalid } from "@emailsvc/errors";
+import { isId, pageLimit } from "@emailsvc/ids";
 import type { TenantFilter } from "@emailsvc/storage";
 import {
   AUDIENCE_PAGE,

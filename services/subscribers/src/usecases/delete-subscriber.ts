@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { suppressionHashes } from "../domain/suppression.js";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";

@@ -1,7 +1,9 @@
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
 import type { KeyRing } from "@emailsvc/tokens";
-import type { CallContext, Logger } from "@emailsvc/runtime";
-import { newId, notFound } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
+import type { CallContext } from "@emailsvc/tenancy";
+import { notFound } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { NO_AUDIT, type AuditInfo } from "../domain/audit.js";
 import { suppressionHashes } from "../domain/suppression.js";
 import type { SubscriberView } from "../domain/subscriber.js";

@@ -1,4 +1,4 @@
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { tagKey } from "../domain/tag.js";
 import type { TagDoc } from "../storage/documents.js";

@@ -1,5 +1,5 @@
 import type { SubscribersExportPart } from "@emailsvc/proto";
-import { AppError, notFound } from "@emailsvc/runtime";
+import { AppError, notFound } from "@emailsvc/errors";
 import type { AuditDoc, SubscriberDoc } from "../storage/documents.js";
 import type { Scope, Deps } from "./deps.js";
 import { logPrivacyRequest } from "./privacy-requests.js";

@@ -1,4 +1,4 @@
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import { emailKey, validateEmail, type SubscriberView } from "../domain/subscriber.js";
 import { loadSubscriber, subscriberView, type Scope } from "./deps.js";
 

@@ -1,4 +1,4 @@
-import { pageById, pageLimit } from "@emailsvc/runtime";
+import { pageById, pageLimit } from "@emailsvc/ids";
 import type { TenantFilter } from "@emailsvc/storage";
 import type { AuditDoc } from "../storage/documents.js";
 import { loadSubscriber, type Scope } from "./deps.js";

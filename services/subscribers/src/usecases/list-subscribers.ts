@@ -1,6 +1,6 @@
 import type { TenantFilter } from "@emailsvc/storage";
 import type { SubscriberDoc } from "../storage/documents.js";
-import { pageById } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/ids";
 import type { Status, SubscriberView } from "../domain/subscriber.js";
 import { subscriberViews, type Scope } from "./deps.js";
 

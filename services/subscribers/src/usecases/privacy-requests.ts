@@ -1,4 +1,4 @@
-import { newId } from "@emailsvc/runtime";
+import { newId } from "@emailsvc/ids";
 import type { PrivacyRequestKind } from "../storage/documents.js";
 import type { Deps, Scope } from "./deps.js";
 

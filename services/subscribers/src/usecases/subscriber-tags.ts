@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import { tagKey, validateTagName, validateTagNames } from "../domain/tag.js";

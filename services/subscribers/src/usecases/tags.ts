@@ -1,4 +1,5 @@
-import { AppError, newId, notFound, pageById } from "@emailsvc/runtime";
+import { AppError, notFound } from "@emailsvc/errors";
+import { newId, pageById } from "@emailsvc/ids";
 import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError, type TenantFilter } from "@emailsvc/storage";
 import { tagKey, validateDescription, validateTagName, validateTranslations, type TagView } from "../domain/tag.js";

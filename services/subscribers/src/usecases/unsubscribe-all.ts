@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import { emailKey, validateEmail, type SubscriberView } from "../domain/subscriber.js";
 import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { createSubscriber } from "./create-subscriber.js";

@@ -1,6 +1,6 @@
 import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
-import { notFound } from "@emailsvc/runtime";
+import { notFound } from "@emailsvc/errors";
 import {
   emailKey,
   mergeMetadata,

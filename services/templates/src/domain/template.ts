@@ -1,4 +1,4 @@
-import { AppError, invalid } from "@emailsvc/runtime";
+import { AppError, invalid } from "@emailsvc/errors";
 import type { MjmlProblem } from "./mjml.js";
 import type { TemplateProblem } from "@emailsvc/render";
 

@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { campaigns } from "@emailsvc/proto";
-import { AppError, callHeaders } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
+import { callHeaders } from "@emailsvc/tenancy";
 import type { TemplateUsers } from "../usecases/ports.js";
 
 // The service templates calls: campaigns, which holds the triggers and

@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
-import { readCallContext, type CallContext } from "@emailsvc/runtime";
+import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import { createTemplate } from "../usecases/create-template.js";
 import { deleteTemplate } from "../usecases/delete-template.js";
 import type { Deps, Scope } from "../usecases/deps.js";

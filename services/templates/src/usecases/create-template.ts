@@ -1,4 +1,5 @@
-import { AppError, invalid, newId } from "@emailsvc/runtime";
+import { AppError, invalid } from "@emailsvc/errors";
+import { newId } from "@emailsvc/ids";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import {
   deriveSlug,

@@ -1,4 +1,4 @@
-import { AppError, notFound } from "@emailsvc/runtime";
+import { AppError, notFound } from "@emailsvc/errors";
 import type { Deps, Scope } from "./deps.js";
 import type { TemplateUser } from "./ports.js";
 

@@ -1,5 +1,7 @@
-import type { CallContext, Logger } from "@emailsvc/runtime";
-import { notFound, tenantKey } from "@emailsvc/runtime";
+import type { Logger } from "@emailsvc/telemetry";
+import type { CallContext } from "@emailsvc/tenancy";
+import { notFound } from "@emailsvc/errors";
+import { tenantKey } from "@emailsvc/tenancy";
 import type { TemplateView } from "../domain/template.js";
 import type { TemplateDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";

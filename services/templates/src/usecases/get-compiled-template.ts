@@ -1,4 +1,4 @@
-import { invalid, notFound } from "@emailsvc/runtime";
+import { invalid, notFound } from "@emailsvc/errors";
 import type { CompiledView } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";

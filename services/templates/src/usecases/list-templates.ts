@@ -1,4 +1,4 @@
-import { pageById } from "@emailsvc/runtime";
+import { pageById } from "@emailsvc/ids";
 import type { TemplateView } from "../domain/template.js";
 import { templateView, type Page, type Scope } from "./deps.js";
 

@@ -1,4 +1,4 @@
-import type { CallContext } from "@emailsvc/runtime";
+import type { CallContext } from "@emailsvc/tenancy";
 import type { BodyResult } from "../domain/body.js";
 import type { PreviewJob, PreviewResult } from "../domain/preview.js";
 

@@ -1,5 +1,5 @@
 import type { RenderedMessage, Variables } from "@emailsvc/render";
-import { AppError } from "@emailsvc/runtime";
+import { AppError } from "@emailsvc/errors";
 import { TEMPLATE_LIMITS } from "../domain/template.js";
 import { committedVersion } from "./get-compiled-template.js";
 import { loadTemplate, type Deps, type Scope } from "./deps.js";

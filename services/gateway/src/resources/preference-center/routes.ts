@@ -3,7 +3,7 @@ import { portal, SubscriberService } from "@emailsvc/proto";
 import { mintPreferenceLink } from "@emailsvc/tokens";
 import { PREFERENCE_CHALLENGE } from "../../http/auth.js";
 import { Problem } from "../../http/problem.js";
-import { isId } from "@emailsvc/runtime";
+import { isId } from "@emailsvc/ids";
 import type { GatewayRouterContext } from "../../http/state.js";
 import { callOptions, callOptionsAs, requestAudit, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";

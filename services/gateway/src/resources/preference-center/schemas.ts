@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/text";
 import { body, bodyErrors, errors, json, lineText, noContent, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { translations } from "../tags/schemas.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";

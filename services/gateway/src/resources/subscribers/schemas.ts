@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { LOCALES, visibleTextRule } from "@emailsvc/runtime";
+import { LOCALES, visibleTextRule } from "@emailsvc/text";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import { emailAddress } from "../../openapi/common.js";
 import { tagName } from "../tags/schemas.js";

@@ -1,5 +1,5 @@
 import type { FromSchema } from "json-schema-to-ts";
-import { visibleTextRule } from "@emailsvc/runtime";
+import { visibleTextRule } from "@emailsvc/text";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
 
@@ -33,7 +33,7 @@ const tagTranslation = {
 
 /**
  * Translations by language, one entry per language the portal speaks
- * (@emailsvc/runtime's LOCALES: the test of the document holds the keys to
+ * (@emailsvc/text's LOCALES: the test of the document holds the keys to
  * that list). The portal page and the preference-center API show the entry
  * of the subscriber's language, else `name` and `description`.
  */

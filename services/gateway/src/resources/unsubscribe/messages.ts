@@ -1,6 +1,6 @@
-import type { Locale } from "@emailsvc/runtime";
+import type { Locale } from "@emailsvc/text";
 
-// The one-click pages' texts in the portal's languages (@emailsvc/runtime's
+// The one-click pages' texts in the portal's languages (@emailsvc/text's
 // LOCALES). They say exactly what the link did (or that it had been done
 // before), and what is wrong with a request no retry can fix: the subscriber gets no
 // marketing email at all from the sender any more (every list), while mail

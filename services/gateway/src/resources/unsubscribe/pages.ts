@@ -1,4 +1,4 @@
-import type { Locale } from "@emailsvc/runtime";
+import type { Locale } from "@emailsvc/text";
 import type { Problem } from "../../http/problem.js";
 import type { GatewayContext } from "../../http/state.js";
 import { message, type MessageKey } from "./messages.js";

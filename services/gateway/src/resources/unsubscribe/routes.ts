@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type CallOptions } from "@connectrpc/connect";
 import { delivery, SubscriberService, UnsubscribeAllOutcome } from "@emailsvc/proto";
-import { pickLocale } from "@emailsvc/runtime";
+import { pickLocale } from "@emailsvc/text";
 import { TokenError, verifyToken, type VerifiedToken } from "@emailsvc/tokens";
 import { readBody } from "../../http/body.js";
 import { Problem } from "../../http/problem.js";

@@ -3,12 +3,12 @@ import { en, type MessageKey, type Messages } from "./en.js";
 import { fr } from "./fr.js";
 import { it } from "./it.js";
 
-import type { Locale } from "@emailsvc/runtime";
+import type { Locale } from "@emailsvc/text";
 
 export type { MessageKey, Messages };
 
-/** The portal's languages, in the switcher's order: the platform's (@emailsvc/runtime). */
-export { isLocale, LOCALES, pickLocale, type Locale } from "@emailsvc/runtime";
+/** The portal's languages, in the switcher's order: the platform's (@emailsvc/text). */
+export { isLocale, LOCALES, pickLocale, type Locale } from "@emailsvc/text";
 
 export const CATALOGUES: Readonly<Record<Locale, Messages>> = { en, de, fr, it };
 

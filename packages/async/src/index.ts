@@ -1,0 +1,3 @@
+export * from "./limited.js";
+export * from "./rerun.js";
+export * from "./expiring-cache.js";

@@ -1,0 +1,2 @@
+export * from "./ids.js";
+export * from "./cursor.js";

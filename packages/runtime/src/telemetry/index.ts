@@ -1,3 +1,0 @@
-export * from "./tracing.js";
-export * from "./metrics.js";
-export * from "./rpc.js";
