@@ -4,7 +4,8 @@
 # No recommended packages, existing config files kept; as root, or through
 # sudo. Prints nothing on success; on failure prints apt-get's output to
 # stderr and exits non-zero. The one place the install scripts
-# (scripts/chromium, scripts/etcd) and .ci/run call apt-get through.
+# (scripts/install-program.sh behind scripts/chromium and scripts/spamassassin,
+# scripts/etcd) and .ci/run call apt-get through.
 set -euo pipefail
 what="$1"
 shift

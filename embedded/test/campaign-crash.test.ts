@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
+import { processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
 import { allItems } from "./support/platform-client";
 
 // kill -9 in the middle of a campaign: the platform process (campaigns and
@@ -16,7 +17,6 @@ import { allItems } from "./support/platform-client";
 const root = join(__dirname, "..", "..");
 const ADMIN = "crash-admin-token-0123456789abcdef";
 const RECIPIENTS = 120;
-const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
 const kafka = process.env.KAFKA_BROKERS;
 const mongo = process.env.MONGO_URL;
@@ -42,13 +42,7 @@ describe.each([
       ...GENEROUS_RATE_LIMIT_ENV,
     });
 
-  async function call(method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
-    const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN}` } : { "x-api-key": key };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`${proc!.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }
+  const call = processCaller(() => proc, ADMIN, () => key);
 
   beforeAll(async () => {
     if (servers && (!kafka || !mongo)) throw new Error("KAFKA_BROKERS and MONGO_URL are not set: run the tests through `npm test`, whose setup starts Kafka and FerretDB");
@@ -61,21 +55,7 @@ describe.each([
   });
 
   it("sends to every recipient exactly once when the process is killed mid-campaign and started again", async () => {
-    const account = await call("POST", "/admin/v1/accounts", { name: "Crash" }, true);
-    key = (await call("POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode: "test" }, true)).body.key;
-    expect((await call("POST", "/api/v1/tags", { name: "everyone" })).status).toBe(201);
-    const template = await call("POST", "/api/v1/templates", { name: "Crash", subject: "For {{metadata.name}}", category: "marketing", mjml_content: MJML });
-    expect(template.status).toBe(201);
-    for (let i = 0; i < RECIPIENTS; i += 20) {
-      const made = await Promise.all(
-        Array.from({ length: 20 }, (_, j) => call("POST", "/api/v1/subscribers", { email: `r${i + j}@example.com`, tags: ["everyone"], metadata: { name: `R${i + j}` } })),
-      );
-      expect(made.map((m) => m.status)).toEqual(Array(20).fill(201));
-    }
-    const campaign = await call("POST", "/api/v1/campaigns", { name: "Crash", template_id: template.body.id, tag_filter: { include_tags: ["everyone"] } });
-    const id = campaign.body.id as string;
-    const sent = await call("POST", `/api/v1/campaigns/${id}/send`);
-    expect(sent.body.total_recipients).toBe(RECIPIENTS);
+    const { id, sent } = await sendCampaignToEveryone(call, (k) => (key = k), { account: "Crash", mode: "test", recipients: RECIPIENTS });
 
     // Midway: some sent, most not.
     let counts = sent.body.counts;

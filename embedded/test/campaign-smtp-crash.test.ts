@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SmtpSink, startPlatformProcess, type ArrivedMessage, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
+import { processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
 
 // Issue 16, defect 9: two kill -9 in a row during one SMTP campaign sent two
 // recipients twice. Over SMTP a duplicate can come from one place only: a
@@ -24,7 +25,6 @@ import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/har
 const root = join(__dirname, "..", "..");
 const ADMIN = "smtp-crash-admin-token-0123456789abcdef";
 const RECIPIENTS = 240;
-const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
 /** Delivery's emails as its datafile holds them right now (later lines win; NeDB's format). */
 function durableEmails(dataDir: string): Map<string, { status: string }> {
@@ -69,13 +69,7 @@ describe("an SMTP campaign across repeated kill -9 (npm start's defaults)", () =
       ...GENEROUS_RATE_LIMIT_ENV,
     });
 
-  async function call(method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
-    const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN}` } : { "x-api-key": key };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`${proc!.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }
+  const call = processCaller(() => proc, ADMIN, () => key);
 
   beforeAll(async () => {
     sink = await new SmtpSink().start();
@@ -88,20 +82,7 @@ describe("an SMTP campaign across repeated kill -9 (npm start's defaults)", () =
   });
 
   it("sends every recipient the campaign; a second copy only of a message the relay took in a kill's window", async () => {
-    const account = await call("POST", "/admin/v1/accounts", { name: "SMTP crash" }, true);
-    key = (await call("POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode: "live" }, true)).body.key;
-    expect((await call("POST", "/api/v1/tags", { name: "everyone" })).status).toBe(201);
-    const template = await call("POST", "/api/v1/templates", { name: "Crash news", subject: "For {{metadata.name}}", category: "marketing", mjml_content: MJML });
-    expect(template.status).toBe(201);
-    for (let i = 0; i < RECIPIENTS; i += 20) {
-      const made = await Promise.all(
-        Array.from({ length: 20 }, (_, j) => call("POST", "/api/v1/subscribers", { email: `r${i + j}@example.com`, tags: ["everyone"], metadata: { name: `R${i + j}` } })),
-      );
-      expect(made.map((m) => m.status)).toEqual(Array(20).fill(201));
-    }
-    const campaign = await call("POST", "/api/v1/campaigns", { name: "Crash", template_id: template.body.id, tag_filter: { include_tags: ["everyone"] } });
-    const id = campaign.body.id as string;
-    expect((await call("POST", `/api/v1/campaigns/${id}/send`)).body.total_recipients).toBe(RECIPIENTS);
+    const { id } = await sendCampaignToEveryone(call, (k) => (key = k), { account: "SMTP crash", mode: "live", recipients: RECIPIENTS });
 
     // Each kill: when, how many messages had arrived at the relay by then, and the emails durably `sent` then.
     const kills: Array<{ at: number; arrived: number; durableSent: Set<string> }> = [];

@@ -6,23 +6,10 @@
 # `chromiumPath()` in packages/testing/src/browser.ts (CHROMIUM_PATH, else
 # /usr/bin/chromium). Used by .ci/run before the tests; needs root (or sudo)
 # for apt-get.
-set -euo pipefail
-BIN="${CHROMIUM_PATH:-/usr/bin/chromium}"
-if [ -x "$BIN" ]; then
-  echo "$BIN"
-  exit 0
-fi
-if [ -n "${CHROMIUM_PATH:-}" ]; then
-  echo "CHROMIUM_PATH=$CHROMIUM_PATH is not an executable; unset it to install Debian's chromium at /usr/bin/chromium" >&2
-  exit 1
-fi
+#
 # No recommended packages (a notification daemon, printer setup, upower, the
 # Mesa drivers: a headless browser without GPU needs none of them), but
 # fonts-liberation, which they would bring: metric-compatible Arial/Times/
 # Courier faces, so pages lay out as on a desktop.
-bash "$(dirname "$0")/../apt-install.sh" Chromium chromium fonts-liberation
-if [ ! -x "$BIN" ]; then
-  echo "apt-get installed chromium, but $BIN is still missing" >&2
-  exit 1
-fi
-echo "$BIN"
+set -euo pipefail
+exec bash "$(dirname "$0")/../install-program.sh" Chromium CHROMIUM_PATH /usr/bin/chromium chromium fonts-liberation

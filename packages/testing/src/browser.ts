@@ -14,7 +14,7 @@
 // (`isMobile` makes Chromium honour `<meta name="viewport">` and lay the page
 // out as a phone does; without it the 360 px viewport is a narrow desktop window.)
 
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { rm } from "node:fs/promises";
@@ -23,6 +23,7 @@ import { join } from "node:path";
 import type { AxeResults, ImpactValue, Result, RunOptions, SerialContextObject } from "axe-core";
 import type * as Playwright from "playwright-core";
 import type { Browser, BrowserContext, Frame, LaunchOptions, Locator, Page } from "playwright-core";
+import { installedProgram } from "./programs.js";
 
 /**
  * playwright-core, loaded on first use: this module is part of the kit's
@@ -68,17 +69,7 @@ export const CHROMIUM_ARGS: readonly string[] = ["--headless", "--no-sandbox", "
  * scripts/chromium/install.sh (run by .ci/run) installs it the same way.
  */
 export function chromiumPath(): string {
-  const explicit = process.env.CHROMIUM_PATH;
-  const path = explicit || DEFAULT_CHROMIUM_PATH;
-  if (!existsSync(path) || !statSync(path).isFile()) {
-    throw new Error(
-      explicit
-        ? `CHROMIUM_PATH=${explicit} is not a file: point it at a Chromium executable, or unset it to use ${DEFAULT_CHROMIUM_PATH}`
-        : `Chromium was not found at ${DEFAULT_CHROMIUM_PATH}; the browser tests need it: run \`bash scripts/chromium/install.sh\` ` +
-            "(Debian's `chromium` package through apt-get, as .ci/run does), or set CHROMIUM_PATH to a Chromium executable",
-    );
-  }
-  return path;
+  return installedProgram({ what: "Chromium", variable: "CHROMIUM_PATH", defaultPath: DEFAULT_CHROMIUM_PATH, debianPackage: "chromium", neededBy: "the browser tests" });
 }
 
 /** Options of `launchChromium`: Playwright's, less the executable (always `chromiumPath()`); `args` are added to CHROMIUM_ARGS. */

@@ -1,7 +1,8 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { installedProgram } from "./programs.js";
 
 // SpamAssassin (Debian's `spamassassin`) scoring a message as a receiving
 // server would, for deliverability tests: `spamassassin -t -L`, local rules
@@ -18,17 +19,13 @@ export const DEFAULT_SPAMASSASSIN_PATH = "/usr/bin/spamassassin";
  * scripts/spamassassin/install.sh (run by .ci/run) installs it the same way.
  */
 export function spamAssassinPath(): string {
-  const explicit = process.env.SPAMASSASSIN_PATH;
-  const path = explicit || DEFAULT_SPAMASSASSIN_PATH;
-  if (!existsSync(path) || !statSync(path).isFile()) {
-    throw new Error(
-      explicit
-        ? `SPAMASSASSIN_PATH=${explicit} is not a file: point it at the spamassassin script, or unset it to use ${DEFAULT_SPAMASSASSIN_PATH}`
-        : `SpamAssassin was not found at ${DEFAULT_SPAMASSASSIN_PATH}; the deliverability tests need it: run \`bash scripts/spamassassin/install.sh\` ` +
-            "(Debian's `spamassassin` package through apt-get, as .ci/run does), or set SPAMASSASSIN_PATH",
-    );
-  }
-  return path;
+  return installedProgram({
+    what: "SpamAssassin",
+    variable: "SPAMASSASSIN_PATH",
+    defaultPath: DEFAULT_SPAMASSASSIN_PATH,
+    debianPackage: "spamassassin",
+    neededBy: "the deliverability tests",
+  });
 }
 
 export interface SpamReport {
