@@ -5,7 +5,7 @@
 //   await bus.subscribe({ group: "delivery", topics: ["email.send.requested"], handler });
 
 import * as path from "node:path";
-import { InProcessEventBus } from "./in-process.js";
+import { DURABLE_DEFAULTS, InProcessEventBus } from "./in-process.js";
 import type { FsyncPolicy } from "./log/file-partition.js";
 import { KafkaEventBus } from "./kafka.js";
 import type { BusLogger } from "./shared.js";
@@ -145,7 +145,8 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
       ...logger,
       ...(topicPartitions !== undefined ? { topicPartitions } : {}),
       ...(replicationFactor !== undefined ? { replicationFactor } : {}),
-      ...(retentionMs !== undefined ? { topicRetentionMs: retentionMs } : {}),
+      // The same default as the in-process bus: topics the services create keep events 7 days, not the broker's default.
+      topicRetentionMs: retentionMs ?? DURABLE_DEFAULTS.retentionMs,
     });
     const namespace = options.namespace ?? (process.env.KAFKA_NAMESPACE || undefined);
     return namespace ? new NamespacedEventBus(kafka, namespace) : kafka;

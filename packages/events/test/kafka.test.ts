@@ -3,7 +3,7 @@
 // Without it the suite is skipped on a laptop but FAILS under CI.
 
 import { ConfigResourceTypes, Kafka, logLevel } from "kafkajs";
-import { KafkaEventBus } from "../src/index.js";
+import { KafkaEventBus, openBus } from "../src/index.js";
 import { describeEventBusContract } from "./contract.js";
 
 const brokers = (process.env.KAFKA_BROKERS ?? "")
@@ -35,6 +35,29 @@ if (brokers.length > 0) {
       expect(described.resources[0]!.configEntries).toContainEqual(expect.objectContaining({ configName: "retention.ms", configValue: "3600000" }));
       await admin.deleteTopics({ topics: [topic] });
     } finally {
+      await admin.disconnect();
+      await bus.close();
+    }
+  });
+
+  test("without EVENT_RETENTION_SECONDS, openBus gives the topics it creates the documented 7 days, not the broker's default", async () => {
+    const saved = process.env.EVENT_RETENTION_SECONDS;
+    delete process.env.EVENT_RETENTION_SECONDS;
+    const bus = await openBus({ brokers: brokers.join(","), clientId: "events-retention-default", logger: () => {} });
+    const topic = `retention-default-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    const kafka = new Kafka({ clientId: "events-retention-check", brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    try {
+      await bus.ensureTopics([topic]);
+      await admin.connect();
+      const described = await admin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms"] }], includeSynonyms: false });
+      // Set on the topic itself (isDefault false): the broker's default, whatever it is, does not decide.
+      expect(described.resources[0]!.configEntries).toContainEqual(
+        expect.objectContaining({ configName: "retention.ms", configValue: String(7 * 24 * 3_600_000), isDefault: false }),
+      );
+      await admin.deleteTopics({ topics: [topic] });
+    } finally {
+      if (saved !== undefined) process.env.EVENT_RETENTION_SECONDS = saved;
       await admin.disconnect();
       await bus.close();
     }

@@ -281,7 +281,8 @@ export class DirectoryStorage implements LogStorage {
         const partition = partitions[p]!;
         const consumers = [...this.groups].filter(([, topics]) => topics.has(topic));
         const floor = Math.min(partition.end, ...consumers.map(([, topics]) => topics.get(topic)![p] ?? partition.start));
-        // Handled by every group (a topic nobody consumes keeps its events for a later subscriber), or old.
+        // Handled by every group, or old. A topic no group consumes has nobody to keep its events for:
+        // its active segment rolls after segmentMaxAgeMs and goes at the next pass.
         await partition.rollIf(
           (active) => (consumers.length > 0 && active.end <= floor) || now - active.firstAt >= segmentMaxAgeMs || now - active.lastAt >= retentionMs,
         );

@@ -47,7 +47,7 @@ export const ERROR_CODES = {
   tag_not_found: { status: 404, title: "Tag not found", when: "no such tag (for a subscriber: no public tag)" },
   template_not_found: { status: 404, title: "Template not found", when: "no template has this id or slug" },
   sandbox_message_expired: { status: 404, title: "Sandboxed message no longer kept", when: "the sandboxed message is past its retention (`SANDBOX_RETENTION_HOURS`) or its tenant's cap (`SANDBOX_MAX_MESSAGES_PER_TENANT`)" },
-  sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (or is erased)" },
+  sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (an erased one is `sandbox_message_expired`)" },
   custom_domain_not_found: { status: 404, title: "No custom domain", when: "the account has no custom domain" },
   // 405.
   method_not_allowed: { status: 405, title: "Method not allowed", when: "the path does not take this method; see `Allow`" },
