@@ -44,8 +44,9 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   /**
    * When a bounced or complained subscriber unsubscribed from everything
    * (usecases/unsubscribe-all.ts): their status stays, and this keeps their
-   * choice until the status leaves bounced/complained (then to unsubscribed,
-   * usecases/update-subscriber.ts). Absent or null otherwise.
+   * choice until the status becomes unsubscribed (a change to active leads
+   * there too, usecases/update-subscriber.ts) or the person joins a list on
+   * the portal (usecases/subscriber-tags.ts). Absent or null otherwise.
    */
   opted_out_at?: number | null;
   created_at: number;
