@@ -67,7 +67,7 @@ export interface CampaignsExportPart {
   }>;
   /**
    * Every fire of a trigger for the subscriber: `sent`, `skipped` or `failed`
-   * with its `reason` (e.g. `created_not_active`, `recipient_unsubscribed`),
+   * with its `reason` (e.g. `created_not_active`, `unsubscribed_all`, `recipient_unsubscribed`),
    * or still `pending` (a delay); `fired_at` is its last change.
    */
   trigger_sends: Array<{

@@ -26,9 +26,11 @@ export interface OutboxEntry extends KitOutboxEntry {
   audit: Record<string, unknown> | null;
   /**
    * Bus event, by ids only; null when the change is not published. `to`: the
-   * status a status change moves to, or a subscriber is created with.
+   * status a status change moves to, or a subscriber is created with;
+   * `cause`: on a tag left by unsubscribing from everything, that cause
+   * (the event's TagRemovalCause; absent otherwise).
    */
-  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
+  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string; cause?: "unsubscribe_all" } | null;
 }
 
 export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
