@@ -67,7 +67,7 @@ export interface CampaignsExportPart {
   }>;
   /**
    * Every fire of a trigger for the subscriber: `sent`, `skipped` or `failed`
-   * with its `reason` (e.g. `created_not_active`, `recipient_unsubscribed`),
+   * with its `reason` (e.g. `created_not_active`, `unsubscribed_all`, `recipient_unsubscribed`),
    * or still `pending` (a delay); `fired_at` is its last change.
    */
   trigger_sends: Array<{
@@ -94,17 +94,24 @@ export const EXPORT_PART_KEYS: { readonly [S in keyof ExportParts]: ReadonlyArra
 };
 
 /**
- * A service's part as JSON text, read back: a JSON object with exactly its
- * keys (the lists as arrays, the profile an object). A part that is not is an
- * error naming the service, never a document put together from it.
+ * A service's part as JSON text, read back: a JSON object with at least its
+ * keys (the lists as arrays, the profile an object). A part without one of
+ * them is an error naming the service, never a document put together from
+ * it. Keys beyond these are kept in the value returned (newerExportPartKeys
+ * names them): during a rolling upgrade a service may answer a key this
+ * reader does not know yet, and that key holds the subscriber's data too.
+ * The right of access (GDPR Art. 15(1) and (3), revDSG Art. 25) is to all
+ * the personal data processed: dropping the key would hand out a copy that
+ * claims to be whole and is not, and refusing the part would refuse the
+ * whole export until every reader is redeployed. Passing it on as the
+ * service wrote it (ids, values, no interpretation) is complete and safe.
  */
 export function parseExportPart<S extends keyof ExportParts>(service: S, json: string): ExportParts[S] {
   const value: unknown = JSON.parse(json);
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error(`the ${service} service's export part is no JSON object`);
   const keys = EXPORT_PART_KEYS[service] as readonly string[];
-  const got = Object.keys(value);
-  const wrong = [...keys.filter((k) => !got.includes(k)), ...got.filter((k) => !keys.includes(k))];
-  if (wrong.length > 0) throw new Error(`the ${service} service's export part does not have the keys ${keys.join(", ")} (${wrong.join(", ")})`);
+  const missing = keys.filter((k) => !Object.hasOwn(value, k));
+  if (missing.length > 0) throw new Error(`the ${service} service's export part does not have the keys ${keys.join(", ")} (${missing.join(", ")} missing)`);
   for (const key of keys) {
     const field = (value as Record<string, unknown>)[key];
     const isObject = key === "profile";
@@ -113,4 +120,10 @@ export function parseExportPart<S extends keyof ExportParts>(service: S, json: s
     }
   }
   return value as ExportParts[S];
+}
+
+/** The keys of a part read by parseExportPart that its type does not list (a service newer than its reader). */
+export function newerExportPartKeys<S extends keyof ExportParts>(service: S, part: ExportParts[S]): string[] {
+  const keys = EXPORT_PART_KEYS[service] as readonly string[];
+  return Object.keys(part).filter((k) => !keys.includes(k));
 }

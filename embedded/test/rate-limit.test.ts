@@ -171,3 +171,39 @@ describe("one budget per subscriber, whichever door (issue 16 review)", () => {
     expect(statuses).toEqual([303, 303, 303, 429, 429]);
   });
 });
+
+describe("a service's refusal answers its own budget, not the API key's (issue 16 review)", () => {
+  // The API key's RateLimit headers go on every answer, set before the request
+  // reaches a service. When the service then refuses from its own budget or
+  // quota (the test-mode quota, with Retry-After), a 429 that still said the
+  // key's `RateLimit-Remaining: 16` beside the quota's `Retry-After: 17280`
+  // contradicted itself: its RateLimit headers are the quota's.
+  let t: TestPlatform;
+  beforeAll(async () => {
+    t = await startTestPlatform("rate-limit-quota", { TEST_MODE_DAILY_LIMIT: "2", RATE_LIMIT_SEND: "100/60s" });
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it("answers the test-mode quota's 429 with the quota's Retry-After and RateLimit headers, not the key's; the key's admitted sends carry the key's", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Quota", slug: "quota", subject: "Hi", category: "transactional", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(template.status).toBe(201);
+    const send = (n: number) => t.call("POST", "/api/v1/emails/send", { body: { template_slug: "quota", to: `quota-${n}@example.com` } });
+    for (let n = 0; n < 2; n++) {
+      const sent = await send(n);
+      expect(sent.status).toBe(202);
+      expect(sent.headers.get("ratelimit-policy")).toMatch(/^100;w=60;comment="send per API key"/);
+      expect(Number(sent.headers.get("ratelimit-remaining"))).toBeGreaterThan(0);
+    }
+    const refused = await send(2);
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 429, code: "test_mode_quota_exceeded" });
+    // One message comes back every 24 h / 2; the clock is the real one, so "at most".
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(43_200);
+    expect(refused.headers.get("ratelimit-policy")).toBe('2;w=86400;comment="test-mode messages per account"');
+    expect({ limit: refused.headers.get("ratelimit-limit"), remaining: refused.headers.get("ratelimit-remaining") }).toEqual({ limit: "2", remaining: "0" });
+    expect(Number(refused.headers.get("ratelimit-reset"))).toBeGreaterThanOrEqual(retryAfter);
+  });
+});

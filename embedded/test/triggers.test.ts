@@ -156,6 +156,27 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     expect((await t.call("DELETE", `/api/v1/triggers/${id}`)).status).toBe(204);
   });
 
+  it("says nothing to who unsubscribed from everything: the lists that leaves fire no tag_removed trigger, leaving one list does (issue 16 review)", async () => {
+    expect((await t.call("POST", "/api/v1/tags", { body: { name: "digest", is_public: true } })).status).toBe(201);
+    // A transactional "You left a list": a category an unsubscribed subscriber still gets.
+    const onLeave = await trigger({ event_type: "subscriber.tag_removed", template_id: other, description: "You left a list" });
+    const leftOne = await subscriber("left-one@example.com", { tags: ["digest"] });
+    expect((await t.call("DELETE", `/api/v1/subscribers/${leftOne}/tags/digest`)).status).toBe(200);
+    expect(await decidedFires(leftOne, onLeave)).toEqual([{ state: "sent", reason: null }]);
+    expect((await until("left-one@example.com", 1)).map((e) => e.template_id)).toEqual([other]);
+
+    // Unsubscribing from everything (the preference center's; the portal page
+    // and the one-click link run the same operation) leaves every public list:
+    // each fire is recorded skipped, and nothing is mailed.
+    const leftAll = await subscriber("left-all@example.com", { tags: ["digest"] });
+    const token = (await t.call("POST", `/api/v1/subscribers/${leftAll}/preference-token`)).body.token as string;
+    const done = await t.call("POST", "/api/v1/preference-center/unsubscribe-all", { key: null, headers: { authorization: `Bearer ${token}` } });
+    expect({ status: done.status, subscribed: done.body.subscribed_tags }).toEqual({ status: 200, subscribed: [] });
+    expect(await decidedFires(leftAll, onLeave)).toEqual([{ state: "skipped", reason: "unsubscribed_all" }]);
+    expect(await emailsTo("left-all@example.com")).toEqual([]);
+    expect((await t.call("DELETE", `/api/v1/triggers/${onLeave}`)).status).toBe(204);
+  });
+
   it("mails nobody who cannot receive the template's category: bounced get no transactional mail, unsubscribed no marketing", async () => {
     const news = await t.call("POST", "/api/v1/templates", {
       body: { name: "News", subject: "News", category: "marketing", mjml_content: MJML("News") },

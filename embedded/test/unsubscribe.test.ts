@@ -263,6 +263,35 @@ describe("one-click unsubscribe is the platform's one 'unsubscribe from everythi
     expect((await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "active" } })).body.status).toBe("active");
   });
 
+  it("keeps a bounced subscriber's unsubscribe across a hop to complained: clearing that later still gives unsubscribed (issue 16 review)", async () => {
+    const id = await subscriber("bounced-complained-out@example.com");
+    await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "bounced" } });
+    expect((await oneClick(linkFor({ subscriberId: id }))).status).toBe(200);
+    const complained = await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "complained" } });
+    expect({ status: complained.status, subscriber: complained.body.status }).toEqual({ status: 200, subscriber: "complained" });
+    // The verdict lifted: the person's opt-out stands, no marketing resumes.
+    expect((await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "active" } })).body.status).toBe("unsubscribed");
+  });
+
+  it("lets the person take their opt-out back themselves: a list joined on the preference portal while bounced makes clearing the bounce give active", async () => {
+    expect((await t.call("POST", "/api/v1/tags", { body: { name: "monthly", is_public: true } })).status).toBe(201);
+    const id = await subscriber("bounced-out-in@example.com");
+    await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "bounced" } });
+    expect((await oneClick(linkFor({ subscriberId: id }))).status).toBe(200);
+    const token = (await t.call("POST", `/api/v1/subscribers/${id}/preference-token`)).body.token as string;
+    const asSubscriber = { key: null, headers: { authorization: `Bearer ${token}` } };
+    const tag = ((await t.call("GET", "/api/v1/preference-center", asSubscriber)).body.available_tags as Array<{ id: string; name: string }>).find((x) => x.name === "monthly")!;
+    const joined = await t.call("POST", `/api/v1/preference-center/tags/${tag.id}/subscribe`, asSubscriber);
+    expect({ status: joined.status, subscriber: joined.body.status }).toEqual({ status: 200, subscriber: "bounced" });
+    expect((await t.call("PATCH", `/api/v1/subscribers/${id}`, { body: { status: "active" } })).body.status).toBe("active");
+    // The integrator adding a list is no opt-in of the person's: that opt-out stands.
+    const other = await subscriber("bounced-out-api@example.com");
+    await t.call("PATCH", `/api/v1/subscribers/${other}`, { body: { status: "bounced" } });
+    expect((await oneClick(linkFor({ subscriberId: other }))).status).toBe(200);
+    expect((await t.call("POST", `/api/v1/subscribers/${other}/tags`, { body: { tags: ["monthly"] } })).status).toBe(200);
+    expect((await t.call("PATCH", `/api/v1/subscribers/${other}`, { body: { status: "active" } })).body.status).toBe("unsubscribed");
+  });
+
   it("says what is wrong with a body no retry can fix, in the reader's language", async () => {
     const id = await subscriber("wrong-body@example.com", "de");
     const link = linkFor({ subscriberId: id });

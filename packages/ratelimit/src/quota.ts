@@ -1,4 +1,5 @@
 import { AppError } from "@emailsvc/errors";
+import { verdictOf, type Budget } from "./budgets.js";
 import type { Policy } from "./gcra.js";
 import type { CounterStore } from "./store.js";
 
@@ -29,6 +30,7 @@ export interface TestModeQuota {
 export function testModeQuota(store: CounterStore, limit: number, clock: () => number = Date.now): TestModeQuota {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("the test-mode daily limit must be a positive integer");
   const policy: Policy = { limit, windowMs: DAY_MS };
+  const budget: Budget = { id: "test_mode_day", label: "test-mode messages per account", subject: "this account in test mode", policy };
   return {
     limit,
     async charge(tenant, count = 1) {
@@ -42,13 +44,17 @@ export function testModeQuota(store: CounterStore, limit: number, clock: () => n
       }
       const outcome = await store.consume([{ key: `test-mode-day:${tenant}`, policy, cost: count }], clock());
       if (outcome.allowed) return;
-      const retryAfterSeconds = Math.max(1, Math.ceil(outcome.retryAfterMs / 1000));
+      // The refusal carries the quota's own RateLimit headers with its
+      // Retry-After (lower case, as gRPC metadata), which the gateway answers
+      // instead of the API key's: a client paces by the budget that refused.
+      const verdict = verdictOf([budget], outcome, () => "");
+      const metadata = Object.fromEntries(Object.entries(verdict.headers).map(([name, value]) => [name.toLowerCase(), value]));
       const remaining = outcome.states[0]?.remaining ?? 0;
       throw new AppError(
         "rate_limited",
         "test_mode_quota_exceeded",
-        `test mode sends at most ${limit} messages a day per account (TEST_MODE_DAILY_LIMIT); ${remaining} may go now, ${count} would in ${retryAfterSeconds} s`,
-        { metadata: { "retry-after": String(retryAfterSeconds) } },
+        `test mode sends at most ${limit} messages a day per account (TEST_MODE_DAILY_LIMIT); ${remaining} may go now, ${count} would in ${metadata["retry-after"]} s`,
+        { metadata },
       );
     },
   };

@@ -28,6 +28,14 @@ describe("testModeQuota", () => {
     expect(refused).toMatchObject({ kind: "rate_limited", code: "test_mode_quota_exceeded" });
     // One message comes back every 24 h / 10.
     expect(refused.extra.metadata?.["retry-after"]).toBe(String(DAY_MS / 10 / 1000));
+    // With the quota's own RateLimit headers, which the gateway answers instead of the API key's.
+    expect(refused.extra.metadata).toEqual({
+      "retry-after": "8640",
+      "ratelimit-limit": "10",
+      "ratelimit-remaining": "0",
+      "ratelimit-reset": "86400",
+      "ratelimit-policy": '10;w=86400;comment="test-mode messages per account"',
+    });
     // Another account, and live mode, are not touched.
     await q.charge("acc_b:test", 10);
     for (let i = 0; i < 50; i += 1) await q.charge("acc_a:live");

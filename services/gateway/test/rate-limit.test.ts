@@ -259,6 +259,56 @@ describe("the preference-center API (preference tokens)", () => {
   });
 });
 
+describe("a service's refusal from its own budget or quota (issue 16 review)", () => {
+  // The API key's RateLimit headers are set on every answer before the request
+  // reaches a service. A service that then refuses from its own budget (the
+  // test-mode quota, with Retry-After) is what the 429 describes: its
+  // RateLimit headers, never the key's `RateLimit-Remaining: 16` beside a
+  // `Retry-After: 17280`, which contradict each other.
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ rateLimit: loadRateLimitConfig(SMALL), rateLimitClock: () => T0 });
+  });
+  afterAll(() => h.close());
+  const send = { body: { template_slug: "quota", to: "someone@example.com" } };
+  const quota = (metadata: Record<string, string>) => new AppError("rate_limited", "test_mode_quota_exceeded", "test mode sends at most 2 messages a day per account", { metadata });
+
+  it("answers the service's RateLimit headers with its Retry-After, not the key's", async () => {
+    const theirs = {
+      "retry-after": "17280",
+      "ratelimit-limit": "5",
+      "ratelimit-remaining": "0",
+      "ratelimit-reset": "86400",
+      "ratelimit-policy": '5;w=86400;comment="test-mode messages per account"',
+    };
+    h.delivery.failNext = quota(theirs);
+    const refused = await h.request("POST", "/api/v1/emails/send", send);
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 429, code: "test_mode_quota_exceeded" });
+    expect(rateHeaders(refused)).toEqual(theirs);
+  });
+
+  it("answers a refusal that sent Retry-After only with no RateLimit headers at all, rather than the key's", async () => {
+    // Outside the document (every refusing service here sends its RateLimit
+    // headers), so read without the harness's check of it.
+    h.delivery.failNext = quota({ "retry-after": "17280" });
+    const res = await fetch(`${h.url}/api/v1/emails/send`, {
+      method: "POST",
+      headers: { "x-api-key": h.key, "content-type": "application/json" },
+      body: JSON.stringify(send.body),
+    });
+    expect(res.status).toBe(429);
+    expect(rateHeaders({ status: res.status, headers: res.headers, body: await res.json(), text: "" })).toEqual({
+      "retry-after": "17280",
+      "ratelimit-limit": null,
+      "ratelimit-remaining": null,
+      "ratelimit-reset": null,
+      "ratelimit-policy": null,
+    });
+    // The key's own budget still speaks on its answers.
+    expect((await h.request("GET", "/api/v1/templates")).headers.get("ratelimit-policy")).toMatch(/comment="read per API key"/);
+  });
+});
+
 describe("behind a trusted proxy (TRUSTED_PROXY_HOPS=1)", () => {
   let h: Harness;
   beforeAll(async () => {

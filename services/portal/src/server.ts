@@ -110,6 +110,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       campaigns: transportOf(options.campaigns),
     }),
     budgets,
+    logger,
     now: Date.now,
   };
   const domains = options.customDomains;

@@ -33,7 +33,8 @@ const READERS: { readonly [T in TriggerEventType]: (e: SourceEvent) => Subscribe
   // With the status it was created with: someone created other than active did not join (fires.ts, skipReasonOf).
   "subscriber.created": (e) => ({ ...toEvent(e, "subscriber.created"), ...("status" in e.message ? { status: e.message.status } : {}) }),
   "subscriber.tag_added": (e) => toEvent(e, "subscriber.tag_added", tagOf(e)),
-  "subscriber.tag_removed": (e) => toEvent(e, "subscriber.tag_removed", tagOf(e)),
+  // With what took the tag: leaving it by unsubscribing from everything fires nothing (fires.ts, skipReasonOf).
+  "subscriber.tag_removed": (e) => ({ ...toEvent(e, "subscriber.tag_removed", tagOf(e)), ...("cause" in e.message ? { cause: e.message.cause } : {}) }),
   "subscriber.unsubscribed": (e) => ("toStatus" in e.message && e.message.toStatus === "unsubscribed" ? toEvent(e, "subscriber.unsubscribed") : undefined),
 };
 

@@ -1,4 +1,4 @@
-import { SubscriberStatus } from "@emailsvc/proto";
+import { events, SubscriberStatus } from "@emailsvc/proto";
 import { type Logger } from "@emailsvc/telemetry";
 import { tenantOfKey, type CallContext } from "@emailsvc/tenancy";
 import type { EventType } from "../domain/trigger.js";
@@ -27,18 +27,26 @@ export interface SubscriberEvent {
   tagId?: string;
   /** For subscriber.created: the status it was created with (unspecified when the event did not say). */
   status?: SubscriberStatus;
+  /** For subscriber.tag_removed: what took the tag (unspecified: that tag alone was left). */
+  cause?: events.TagRemovalCause;
   occurredAt: number;
 }
 
 /**
- * Why an event's fires are recorded skipped, if they are: `subscriber.created`
- * is someone joining, which a subscriber created other than active is not (an
- * import of an opt-out, the record a one-click unsubscribe of a non-subscriber
- * keeps), so nobody is welcomed right after unsubscribing.
+ * Why an event's fires are recorded skipped, if they are:
+ *  - `subscriber.created` is someone joining, which a subscriber created other
+ *    than active is not (an import of an opt-out, the record a one-click
+ *    unsubscribe of a non-subscriber keeps), so nobody is welcomed right
+ *    after unsubscribing (`created_not_active`);
+ *  - `subscriber.tag_removed` caused by unsubscribing from everything is the
+ *    person asking for no more mail, not leaving one list: no "you left a
+ *    list" mail, whatever the template's category (`unsubscribed_all`).
  */
 export function skipReasonOf(event: SubscriberEvent): string | undefined {
   const joined = event.status === undefined || event.status === SubscriberStatus.UNSPECIFIED || event.status === SubscriberStatus.ACTIVE;
-  return event.type === "subscriber.created" && !joined ? "created_not_active" : undefined;
+  if (event.type === "subscriber.created" && !joined) return "created_not_active";
+  if (event.type === "subscriber.tag_removed" && event.cause === events.TagRemovalCause.UNSUBSCRIBE_ALL) return "unsubscribed_all";
+  return undefined;
 }
 
 /** The context a fire acts in: its tenant, as the trigger (for audit and logs). */

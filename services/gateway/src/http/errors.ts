@@ -1,5 +1,6 @@
 import type { Middleware } from "koa";
 import type { Logger } from "@emailsvc/telemetry";
+import { RATE_LIMIT_HEADER_NAMES } from "@emailsvc/ratelimit";
 import type { ErrorCode } from "./error-codes.js";
 import { PROBLEM_CONTENT_TYPE, Problem, problemBody, toProblem } from "./problem.js";
 import type { GatewayContext, GatewayState } from "./state.js";
@@ -7,9 +8,26 @@ import type { GatewayContext, GatewayState } from "./state.js";
 /** Writes a problem+json response. */
 export function writeProblem(ctx: GatewayContext, problem: Problem): void {
   ctx.status = problem.status;
-  for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
+  setProblemHeaders(ctx, problem);
   ctx.body = problemBody(problem, ctx.state.requestId);
   ctx.type = PROBLEM_CONTENT_TYPE;
+}
+
+/**
+ * Sets the headers a problem carries (Retry-After, Connection: close of a
+ * 413, …), as problem+json or a page. A problem with Retry-After is the
+ * refusal of a budget or quota (the gateway's, or a service's: the test-mode
+ * quota, the portal's budgets), and its RateLimit headers are those it
+ * carries, or none: the API key's, set on every answer before the request
+ * went on (http/rate-limit.ts), go first. Its `Remaining: 16` beside a
+ * quota's `Retry-After: 17280` would tell a client two different things.
+ */
+export function setProblemHeaders(ctx: GatewayContext, problem: Problem): void {
+  const headers = Object.entries(problem.extra.headers ?? {});
+  if (headers.some(([name]) => name.toLowerCase() === "retry-after")) {
+    for (const name of RATE_LIMIT_HEADER_NAMES) ctx.remove(name);
+  }
+  for (const [name, value] of headers) ctx.set(name, value);
 }
 
 const DEFAULT_DETAILS: Record<number, { code: ErrorCode; detail: string }> = {

@@ -63,7 +63,7 @@ const RATE_LIMIT_HEADER_OBJECTS = {
   "RateLimit-Reset": { description: "Seconds until that budget is whole again.", schema: SECONDS },
   "RateLimit-Policy": {
     description:
-      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `<class> per account and mode`, `<class> per subscriber`, `preference <class> per account and mode`, `failed authentication per client address`), comma-separated.',
+      'Every budget the request counted against, as `<limit>;w=<window in seconds>;comment="<class> per API key"` (or `<class> per account and mode`, `<class> per subscriber`, `preference <class> per account and mode`, `failed authentication per client address`, `test-mode messages per account`), comma-separated.',
     schema: { type: "string", pattern: '^[0-9]+;w=[0-9]+;comment="[^"]*"(, [0-9]+;w=[0-9]+;comment="[^"]*")*$' },
   },
 } as const;
@@ -123,7 +123,7 @@ export const responses: Record<string, unknown> = {
   TooManyRequests: problem(
     withCodes(
       429,
-      "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served); or, for a send in test mode, the account's test-mode quota of messages a day (`TEST_MODE_DAILY_LIMIT`). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget.",
+      "A budget is spent: this API key's or this account's (in this mode) budget of the operation's class (`x-rate-limit-class`: read, write or send); for the preference-center API, the subscriber's or this account's budget of its class (read, write, or privacy: export and erasure); or this client address's budget of failed authentications, once it is spent (valid credentials are still served); or, for a send in test mode, the account's test-mode quota of messages a day (`TEST_MODE_DAILY_LIMIT`). Retry after the number of seconds in `Retry-After`; the RateLimit headers describe the budget that refused (the quota's or the subscriber's when a service refused, never the API key's beside them).",
     ),
     RATE_LIMITED_HEADERS,
   ),

@@ -1,4 +1,5 @@
-import { parseExportPart, type CampaignsExportPart, type DeliveryExportPart, type SubscribersExportPart } from "@emailsvc/proto";
+import { EXPORT_PART_KEYS, newerExportPartKeys, parseExportPart, type CampaignsExportPart, type DeliveryExportPart, type ExportParts, type SubscribersExportPart } from "@emailsvc/proto";
+import type { Logger } from "@emailsvc/telemetry";
 import type { ExportSources, AuditContextInit } from "../rpc/clients.js";
 import { tokenSubjectGone, type PortalCall } from "./preferences.js";
 import type { PreferenceBudgets } from "./budgets.js";
@@ -41,16 +42,23 @@ export interface ExportDeps {
   sources: ExportSources;
   /** The subscriber's `privacy` budget, charged when they ask themself (source `portal`: the API or the page). */
   budgets: PreferenceBudgets;
+  /** Names the keys of a part this portal does not know (never their values). */
+  logger: Logger;
   now: () => number;
 }
 
-/** The whole document: the parts (typed once, in @emailsvc/proto) and what the person is told. */
+/**
+ * The whole document: the parts (typed once, in @emailsvc/proto) and what the
+ * person is told, and any key of a part newer than this portal (kept as the
+ * service wrote it: parseExportPart says why).
+ */
 export type SubscriberExport = {
   export: { format_version: number; generated_at: string; subscriber_id: string };
   about_this_data: typeof ABOUT_THIS_DATA;
 } & SubscribersExportPart &
   DeliveryExportPart &
-  CampaignsExportPart;
+  CampaignsExportPart &
+  Record<string, unknown>;
 
 /**
  * The export as JSON text. `audit` says who asked and how (`portal`: the
@@ -67,16 +75,34 @@ export async function exportData(deps: ExportDeps, portal: Pick<PortalCall, "cal
     deps.sources.delivery(portal.call, portal.subscriberId),
     deps.sources.campaigns(portal.call, portal.subscriberId),
   ]);
-  // Each part is checked for its keys: a part of another shape fails the export, never a document assembled from it.
+  // Each part is checked for its keys: a part without them fails the export, never a document assembled from it.
+  const parts: { [S in keyof ExportParts]: ExportParts[S] } = {
+    subscribers: parseExportPart("subscribers", own),
+    delivery: parseExportPart("delivery", emails),
+    campaigns: parseExportPart("campaigns", campaigns),
+  };
+  // The names the document gives: its own, every part's known keys, and each newer key once.
+  const taken = new Set<string>(["export", "about_this_data", ...Object.values(EXPORT_PART_KEYS).flat()]);
+  for (const service of Object.keys(parts) as Array<keyof ExportParts>) {
+    const newer = newerExportPartKeys(service, parts[service]);
+    if (newer.length === 0) continue;
+    // Kept, and said once per export: this portal is older than that service (a rolling upgrade under way, or the portal not redeployed).
+    deps.logger.warn({ service, keys: newer }, "an export part has keys this portal does not know; they are exported as the service wrote them");
+    for (const key of newer) {
+      // Two values under one name cannot both be given: fail rather than hand out one of them.
+      if (taken.has(key)) throw new Error(`the ${service} service's export part has a key ${key} the export holds already`);
+      taken.add(key);
+    }
+  }
   const document: SubscriberExport = {
     export: {
       format_version: EXPORT_FORMAT_VERSION,
       generated_at: new Date(deps.now()).toISOString(),
       subscriber_id: portal.subscriberId,
     },
-    ...parseExportPart("subscribers", own),
-    ...parseExportPart("delivery", emails),
-    ...parseExportPart("campaigns", campaigns),
+    ...parts.subscribers,
+    ...parts.delivery,
+    ...parts.campaigns,
     about_this_data: ABOUT_THIS_DATA,
   };
   return JSON.stringify(document, null, 2);

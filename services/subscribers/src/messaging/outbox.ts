@@ -2,7 +2,7 @@ import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
 import { encodeEvent, type EncodedEvent, type EventBus, type EventOrigin } from "@emailsvc/events";
 import { clearOutbox, OutboxRelay } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/telemetry";
-import { SubscriberStatus } from "@emailsvc/proto";
+import { events, SubscriberStatus } from "@emailsvc/proto";
 import { isStatus } from "../domain/subscriber.js";
 import { statusToProto } from "../rpc/mapping.js";
 import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
@@ -89,8 +89,15 @@ function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
     case "subscriber.status_changed":
       return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
     case "subscriber.tag_added":
-    case "subscriber.tag_removed":
       return [encodeEvent(bus.topic, origin, { subscriberId, tagId: bus.tag_id ?? "" })];
+    case "subscriber.tag_removed":
+      return [
+        encodeEvent(bus.topic, origin, {
+          subscriberId,
+          tagId: bus.tag_id ?? "",
+          cause: bus.cause === "unsubscribe_all" ? events.TagRemovalCause.UNSUBSCRIBE_ALL : events.TagRemovalCause.UNSPECIFIED,
+        }),
+      ];
     case "subscriber.deleted":
       return [encodeEvent(bus.topic, origin, { subscriberId })];
     default:

@@ -26,9 +26,11 @@ export interface OutboxEntry extends KitOutboxEntry {
   audit: Record<string, unknown> | null;
   /**
    * Bus event, by ids only; null when the change is not published. `to`: the
-   * status a status change moves to, or a subscriber is created with.
+   * status a status change moves to, or a subscriber is created with;
+   * `cause`: on a tag left by unsubscribing from everything, that cause
+   * (the event's TagRemovalCause; absent otherwise).
    */
-  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string } | null;
+  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string; cause?: "unsubscribe_all" } | null;
 }
 
 export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
@@ -44,8 +46,9 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   /**
    * When a bounced or complained subscriber unsubscribed from everything
    * (usecases/unsubscribe-all.ts): their status stays, and this keeps their
-   * choice until the status leaves bounced/complained (then to unsubscribed,
-   * usecases/update-subscriber.ts). Absent or null otherwise.
+   * choice until the status becomes unsubscribed (a change to active leads
+   * there too, usecases/update-subscriber.ts) or the person joins a list on
+   * the portal (usecases/subscriber-tags.ts). Absent or null otherwise.
    */
   opted_out_at?: number | null;
   created_at: number;

@@ -6,7 +6,15 @@ import { tagKey, validateTagName, validateTagNames } from "../domain/tag.js";
 import { ensureTags } from "./ensure-tags.js";
 import { loadSubscriber, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
-/** Adds tags (created when unknown); never replaces the existing ones. */
+/**
+ * Adds tags (created when unknown); never replaces the existing ones. Joined
+ * by the person on the preference portal (source `portal`), it is their
+ * opt-in again: an opt-out recorded beside a bounced or complained status
+ * (opted_out_at, unsubscribe-all.ts) is withdrawn with it, so that clearing
+ * the bounce later makes them active, not unsubscribed (update-subscriber.ts).
+ * An integrator's change (source `api`, `import`) withdraws nothing: only the
+ * person can take back their own opt-out.
+ */
 export async function addTags(deps: Deps, scope: Scope, subscriberId: string, rawNames: unknown[]): Promise<SubscriberView> {
   const names = validateTagNames(rawNames);
   const current = await loadSubscriber(scope, subscriberId);
@@ -19,10 +27,15 @@ export async function addTags(deps: Deps, scope: Scope, subscriberId: string, ra
   const entries = added.map((t) =>
     outboxEntry(scope, now, "subscriber.tag_added", { tag_id: t._id, tag: t.name }, { topic: "subscriber.tag_added", tag_id: t._id }),
   );
+  const optsInAgain = scope.origin?.source === "portal" && current.opted_out_at != null;
   // $addToSet keeps this right even when another request added one of these meanwhile.
   const doc = await scope.subscribers.updateOne(
     { _id: subscriberId, deleted: false },
-    withOutbox<SubscriberDoc, OutboxEntry>({ $addToSet: { tag_ids: { $each: added.map((t) => t._id) } } }, entries, now),
+    withOutbox<SubscriberDoc, OutboxEntry>(
+      { $addToSet: { tag_ids: { $each: added.map((t) => t._id) } }, ...(optsInAgain ? { $set: { opted_out_at: null } } : {}) },
+      entries,
+      now,
+    ),
   );
   if (!doc) throw notFound("subscriber");
   await deps.relay.afterWrite(doc);

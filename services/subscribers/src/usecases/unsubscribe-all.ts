@@ -15,7 +15,9 @@ import { isSuppressed, loadSubscriber, outboxEntry, subscriberView, type Deps, t
 //    (update-subscriber.ts) leads to unsubscribed, not back to marketing;
 //  - every public tag held is left, so that no list shows as subscribed and a
 //    list joined later brings back that list alone; private tags are the
-//    integrator's segments and stay (the status keeps them silent).
+//    integrator's segments and stay (the status keeps them silent). Each
+//    `subscriber.tag_removed` says it was caused by this (no trigger on it
+//    fires).
 // One guarded write of the subscriber's document with every entry in its
 // outbox, so a crash leaves all of it or none of it.
 
@@ -55,8 +57,17 @@ async function unsubscribeSubscriber(deps: Deps, scope: Scope, current: Subscrib
   if (held.length > 0) {
     const left = new Set(held.map((tag) => tag._id));
     set.tag_ids = current.tag_ids.filter((id) => !left.has(id));
+    // Each left tag's event says why (cause unsubscribe_all, in the audit
+    // trail as its reason): a `subscriber.tag_removed` trigger must not mail
+    // "you left a list" to someone who just asked for no more mail.
     for (const tag of held) {
-      entries.push(outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: tag._id, tag: tag.name }, { topic: "subscriber.tag_removed", tag_id: tag._id }));
+      entries.push(
+        outboxEntry(scope, now, "subscriber.tag_removed", { tag_id: tag._id, tag: tag.name, reason: "unsubscribe_all" }, {
+          topic: "subscriber.tag_removed",
+          tag_id: tag._id,
+          cause: "unsubscribe_all",
+        }),
+      );
     }
   }
   if (entries.length === 0) return { subscriber: await subscriberView(scope, current), outcome };

@@ -29,7 +29,8 @@ export interface UpdateSubscriberInput {
  * who unsubscribed from everything meanwhile (opted_out_at, unsubscribe-all.ts)
  * and is set active (the bounce cleared, say) becomes unsubscribed: lifting
  * the mail system's verdict does not undo the person's own choice. Set active
- * again once they opted in again.
+ * again once they opted in again. A hop between the verdicts (bounced to
+ * complained) keeps the opt-out for the next change (see below).
  */
 function statusAfter(current: SubscriberDoc, asked: Status): Status {
   if (asked === "active" && current.opted_out_at != null && (current.status === "bounced" || current.status === "complained")) return "unsubscribed";
@@ -74,8 +75,11 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const status = input.status === undefined ? undefined : statusAfter(current, input.status);
   if (status !== undefined && status !== current.status) {
     set.status = status;
-    // The opt-out kept beside bounced/complained is the status from now on.
-    if (current.opted_out_at != null) set.opted_out_at = null;
+    // The opt-out kept beside bounced/complained is cleared only once the
+    // status says it (unsubscribed, asked or led to by statusAfter). Any other
+    // hop (bounced to complained) keeps it: cleared there, a later change to
+    // active would resume marketing the person had opted out of.
+    if (current.opted_out_at != null && status === "unsubscribed") set.opted_out_at = null;
     const asked = status !== input.status ? { asked: input.status, reason: "opted_out" } : {};
     entries.push(
       outboxEntry(scope, now, "subscriber.status_changed", { from: current.status, to: status, ...asked }, {

@@ -2,8 +2,8 @@
 // @generated from file emailsvc/events/v1/subscriber_events.proto (package emailsvc.events.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { SubscriberStatus } from "../../subscribers/v1/subscribers_pb.js";
 import { file_emailsvc_subscribers_v1_subscribers } from "../../subscribers/v1/subscribers_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/subscriber_events.proto.
  */
 export const file_emailsvc_events_v1_subscriber_events: GenFile = /*@__PURE__*/
-  fileDesc("CiplbWFpbHN2Yy9ldmVudHMvdjEvc3Vic2NyaWJlcl9ldmVudHMucHJvdG8SEmVtYWlsc3ZjLmV2ZW50cy52MSJwCglFdmVudE1ldGESEAoIZXZlbnRfaWQYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCRIMCgRtb2RlGAMgASgJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKjAQoRU3Vic2NyaWJlckNyZWF0ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIPCgd0YWdfaWRzGAMgAygJEjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMihQEKF1N1YnNjcmliZXJTdGF0dXNDaGFuZ2VkEisKBG1ldGEYASABKAsyHS5lbWFpbHN2Yy5ldmVudHMudjEuRXZlbnRNZXRhEhUKDXN1YnNjcmliZXJfaWQYAiABKAkSEwoLZnJvbV9zdGF0dXMYAyABKAkSEQoJdG9fc3RhdHVzGAQgASgJImgKElN1YnNjcmliZXJUYWdBZGRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg4KBnRhZ19pZBgDIAEoCSJqChRTdWJzY3JpYmVyVGFnUmVtb3ZlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg4KBnRhZ19pZBgDIAEoCSJXChFTdWJzY3JpYmVyRGVsZXRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJYgZwcm90bzM", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
+  fileDesc("CiplbWFpbHN2Yy9ldmVudHMvdjEvc3Vic2NyaWJlcl9ldmVudHMucHJvdG8SEmVtYWlsc3ZjLmV2ZW50cy52MSJwCglFdmVudE1ldGESEAoIZXZlbnRfaWQYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCRIMCgRtb2RlGAMgASgJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKjAQoRU3Vic2NyaWJlckNyZWF0ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIPCgd0YWdfaWRzGAMgAygJEjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMihQEKF1N1YnNjcmliZXJTdGF0dXNDaGFuZ2VkEisKBG1ldGEYASABKAsyHS5lbWFpbHN2Yy5ldmVudHMudjEuRXZlbnRNZXRhEhUKDXN1YnNjcmliZXJfaWQYAiABKAkSEwoLZnJvbV9zdGF0dXMYAyABKAkSEQoJdG9fc3RhdHVzGAQgASgJImgKElN1YnNjcmliZXJUYWdBZGRlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJEg4KBnRhZ19pZBgDIAEoCSKeAQoUU3Vic2NyaWJlclRhZ1JlbW92ZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESFQoNc3Vic2NyaWJlcl9pZBgCIAEoCRIOCgZ0YWdfaWQYAyABKAkSMgoFY2F1c2UYBCABKA4yIy5lbWFpbHN2Yy5ldmVudHMudjEuVGFnUmVtb3ZhbENhdXNlIlcKEVN1YnNjcmliZXJEZWxldGVkEisKBG1ldGEYASABKAsyHS5lbWFpbHN2Yy5ldmVudHMudjEuRXZlbnRNZXRhEhUKDXN1YnNjcmliZXJfaWQYAiABKAkqWwoPVGFnUmVtb3ZhbENhdXNlEiEKHVRBR19SRU1PVkFMX0NBVVNFX1VOU1BFQ0lGSUVEEAASJQohVEFHX1JFTU9WQUxfQ0FVU0VfVU5TVUJTQ1JJQkVfQUxMEAFiBnByb3RvMw", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_timestamp]);
 
 /**
  * Common header of every event.
@@ -176,6 +176,14 @@ export type SubscriberTagRemoved = Message<"emailsvc.events.v1.SubscriberTagRemo
    * @generated from field: string tag_id = 3;
    */
   tagId: string;
+
+  /**
+   * Why the tag was left, where it was more than that one tag leaving
+   * (unspecified in events written before it was carried).
+   *
+   * @generated from field: emailsvc.events.v1.TagRemovalCause cause = 4;
+   */
+  cause: TagRemovalCause;
 };
 
 /**
@@ -209,4 +217,34 @@ export type SubscriberDeleted = Message<"emailsvc.events.v1.SubscriberDeleted"> 
  */
 export const SubscriberDeletedSchema: GenMessage<SubscriberDeleted> = /*@__PURE__*/
   messageDesc(file_emailsvc_events_v1_subscriber_events, 5);
+
+/**
+ * What took a tag from a subscriber, as consumers need to tell it.
+ *
+ * @generated from enum emailsvc.events.v1.TagRemovalCause
+ */
+export enum TagRemovalCause {
+  /**
+   * That tag alone was left or removed (the API, the portal's "leave").
+   *
+   * @generated from enum value: TAG_REMOVAL_CAUSE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The subscriber unsubscribed from everything (the portal's button, a
+   * one-click link), which leaves every public tag at once. The person asked
+   * for no more mail: `subscriber.tag_removed` triggers do not fire for it
+   * (recorded skipped, `unsubscribed_all`).
+   *
+   * @generated from enum value: TAG_REMOVAL_CAUSE_UNSUBSCRIBE_ALL = 1;
+   */
+  UNSUBSCRIBE_ALL = 1,
+}
+
+/**
+ * Describes the enum emailsvc.events.v1.TagRemovalCause.
+ */
+export const TagRemovalCauseSchema: GenEnum<TagRemovalCause> = /*@__PURE__*/
+  enumDesc(file_emailsvc_events_v1_subscriber_events, 0);
 

@@ -103,7 +103,7 @@ export const schemas: Record<string, JsonSchema> = {
         type: "array",
         items: { type: "object" },
         description:
-          "Every fire of a trigger for the subscriber: trigger_id, event_type, state (`sent`; `skipped` or `failed` with its `reason`, e.g. `created_not_active` for someone created other than active; `pending` while its delay runs) and fired_at (its last change).",
+          "Every fire of a trigger for the subscriber: trigger_id, event_type, state (`sent`; `skipped` or `failed` with its `reason`, e.g. `created_not_active` for someone created other than active, `unsubscribed_all` for a list left by unsubscribing from everything; `pending` while its delay runs) and fired_at (its last change).",
       },
       about_this_data: { type: "object", description: "Controller, purposes, categories, recipients, retention, source, automated decisions, rights." },
     },

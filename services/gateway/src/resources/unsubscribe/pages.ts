@@ -1,4 +1,5 @@
 import type { Locale } from "@emailsvc/text";
+import { setProblemHeaders } from "../../http/errors.js";
 import type { Problem } from "../../http/problem.js";
 import type { GatewayContext } from "../../http/state.js";
 import { message, type MessageKey } from "./messages.js";
@@ -97,7 +98,7 @@ function problemKind(problem: Problem): "link" | "request" | "busy" | "error" {
  */
 export function problemPage(ctx: GatewayContext, problem: Problem, locale: Locale): void {
   const voice: PageVoice = { locale, sender: "" };
-  for (const [name, value] of Object.entries(problem.extra.headers ?? {})) ctx.set(name, value);
+  setProblemHeaders(ctx, problem);
   const [title, heading, text] = PROBLEM_TEXTS[problemKind(problem)];
   send(ctx, problem.status, page(voice, title, `<h1>${say(voice, heading)}</h1><p>${say(voice, text)}</p>`));
 }
