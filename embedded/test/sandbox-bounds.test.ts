@@ -9,7 +9,7 @@ import { allItems, eventually, startTestPlatform, type TestPlatform } from "./su
 // process from 1.2 to 2.3 GB, linearly per repeat, for every tenant), and test
 // keys were a free, unlimited workload.
 //  - The sandbox keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT per account and
-//    mode (the oldest go first), as small rows: the store's datafile, which
+//    mode (those kept longest ago go first), as small rows: the store's datafile, which
 //    mirrors what it holds in memory, has no bodies and no more rows than
 //    that; the bodies are files under DATA_DIR/sandbox. A message no longer
 //    kept is a 404 `sandbox_message_expired`.
@@ -61,13 +61,12 @@ describe("the sandbox's bounds and the test-mode quota (embedded platform, REST)
   it("keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT messages of a test key, as small rows with the bodies in files; older ones answer sandbox_message_expired", async () => {
     const { id: accountId, key } = await account("Sandboxed");
     const ids: string[] = [];
+    // One after another, each kept before the next: the cap drops those kept longest ago.
     for (let n = 0; n < 25; n += 1) {
       const sent = await send(key, `buyer-${n}@example.com`, n);
       expect(sent.status).toBe(202);
       ids.push(sent.body.id as string);
-    }
-    for (const id of ids) {
-      const done = await eventually(async () => (await t.call("GET", `/api/v1/emails/${id}`, { key })).body as EmailJson, (e) => e.status === "sent", 600);
+      const done = await eventually(async () => (await t.call("GET", `/api/v1/emails/${sent.body.id}`, { key })).body as EmailJson, (e) => e.status === "sent", 600);
       expect(done.status).toBe("sent");
     }
 
