@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { encodeEvent, publishEvents, type EventBus } from "@emailsvc/events";
-import type { Bucket, CounterStore, Policy } from "@emailsvc/ratelimit";
+import { testModeBucket, type Bucket, type CounterStore, type Policy } from "@emailsvc/ratelimit";
+import { tenantOfKey } from "@emailsvc/tenancy";
 import { Rerunner } from "@emailsvc/async";
 import { newId } from "@emailsvc/ids";
 import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
@@ -234,16 +235,22 @@ export class CampaignDispatcher {
   }
 
   /**
-   * How many of `want` messages the tenant may hand over now (CAMPAIGN_RATE
-   * and CAMPAIGN_DAILY_LIMIT, counted in the store, so they hold across
-   * restarts and replicas). 0 after a wait of at most a second, so that a
-   * pause or cancel is seen meanwhile, however far off the budget is.
+   * How many of `want` messages the tenant may hand over now (CAMPAIGN_RATE,
+   * CAMPAIGN_DAILY_LIMIT and, in test mode, TEST_MODE_DAILY_LIMIT, counted in
+   * the store, so they hold across restarts and replicas): charged as they
+   * are handed over, so what is charged is what goes out. 0 after a wait of
+   * at most a second, so that a pause or cancel is seen meanwhile, however
+   * far off the budget is: a campaign over a budget waits for it.
    */
   private async budget(tenant: string, want: number): Promise<number> {
     const settings = this.deps.settings;
     const policies: Array<[string, Policy]> = [];
     if (settings?.rate) policies.push([`campaign-rate:${tenant}`, settings.rate]);
     if (settings?.dailyLimit) policies.push([`campaign-day:${tenant}`, { limit: settings.dailyLimit, windowMs: DAY_MS }]);
+    if (settings?.testModeDailyLimit && tenantOfKey(tenant).mode === "test") {
+      const quota = testModeBucket(tenant, settings.testModeDailyLimit);
+      policies.push([quota.key, quota.policy]);
+    }
     if (!this.limiter || policies.length === 0) return want;
     let cost = Math.min(want, ...policies.map(([, p]) => p.limit));
     for (let round = 0; round < 4 && cost > 0; round++) {
