@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { allItems, embeddedDocs, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Issue 16, defect 2, through the REST API of `npm start`'s platform (embedded
 // store, sandbox): sandboxed messages were kept for ever, each a document the
@@ -42,19 +42,6 @@ interface EmailJson {
   id: string;
   to: string | null;
   status: string;
-}
-
-/** The live documents of an embedded-store datafile (later lines win; `$$deleted` removes). */
-function liveDocs(file: string): Array<Record<string, unknown>> {
-  const docs = new Map<string, Record<string, unknown>>();
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (line.trim() === "") continue;
-    const doc = JSON.parse(line) as Record<string, unknown>;
-    if (typeof doc._id !== "string") continue; // an index line
-    if (doc.$$deleted === true) docs.delete(doc._id);
-    else docs.set(doc._id, doc);
-  }
-  return [...docs.values()];
 }
 
 describe("the sandbox's bounds and the test-mode quota (embedded platform, REST)", () => {
@@ -99,7 +86,7 @@ describe("the sandbox's bounds and the test-mode quota (embedded platform, REST)
     expect(oldest.body.code).toBe("sandbox_message_expired");
 
     // What the embedded store holds (its datafile mirrors its memory): at most the cap, no bodies.
-    const rows = liveDocs(join(t.dataDir, "delivery", "sandbox_messages.db")).filter((doc) => doc.tenant === `${accountId}:test`);
+    const rows = embeddedDocs(join(t.dataDir, "delivery", "sandbox_messages.db")).filter((doc) => doc.tenant === `${accountId}:test`);
     expect(rows.length).toBeLessThanOrEqual(CAP);
     expect(rows.map((row) => row._id)).toContain(ids[last]);
     for (const row of rows) {
