@@ -1,6 +1,6 @@
 import { SmtpSink } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { eventually, startTestPlatform, storedDocs, type TestPlatform } from "./support/platform-client";
 
 // Issue 16, defect 7: pausing a campaign smaller than CAMPAIGN_MAX_IN_FLIGHT
 // did nothing, because every recipient had already been handed to delivery
@@ -99,9 +99,16 @@ describe.each(["embedded", "mongodb+kafka"] as const)("pausing a campaign over S
     const paused = await call("POST", `/api/v1/campaigns/${id}/pause`);
     expect(paused.status).toBe(200);
     expect(paused.body.status).toBe("paused");
-    // Delivery learns of the pause from campaign.status_changed (within
-    // milliseconds); the relay answers once it surely has. Not an assertion.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Delivery learns of the pause from campaign.status_changed; the relay
+    // answers once delivery has recorded it (its paused_campaigns), so that
+    // every email after the ones the relay holds meets the pause. Polled: a
+    // fixed wait failed under load, when more emails reached the relay.
+    const recorded = await eventually(
+      async () => (await storedDocs(t, "delivery", "paused_campaigns")).some((doc) => doc._id === id),
+      (known) => known,
+      1200,
+    );
+    expect(recorded).toBe(true);
     // What the relay has finishes; every other recipient is back to waiting, neither sent nor failed.
     sink.dataDelayMs = 0;
     sink.releaseHeld();

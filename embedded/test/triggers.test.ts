@@ -231,6 +231,49 @@ describe("erasure and triggers", () => {
   }, 60_000);
 });
 
+describe("a trigger over the test-mode quota", () => {
+  // Issue 16's second review: delivery's refusal of a fire past the account's
+  // test-mode quota (429 `test_mode_quota_exceeded`, with Retry-After) was
+  // taken for "delivery unavailable": retried every minute at most, a warning
+  // each time, and never shown on the trigger. It now waits for the
+  // Retry-After, and the trigger says why.
+  it("leaves the fire pending until delivery's Retry-After, and shows test_mode_quota_exceeded on the trigger", async () => {
+    const t = await startTestPlatform("triggers-quota", { ...GENEROUS_RATE_LIMIT_ENV, TEST_MODE_DAILY_LIMIT: "2" });
+    try {
+      const template = await t.call("POST", "/api/v1/templates", { body: { name: "Hello", subject: "Hello", category: "transactional", mjml_content: MJML("Hello") } });
+      expect(template.status).toBe(201);
+      const trigger = await t.call("POST", "/api/v1/triggers", { body: { event_type: "subscriber.created", template_id: template.body.id } });
+      expect(trigger.status).toBe(201);
+      const ids: string[] = [];
+      for (const email of ["one@example.com", "two@example.com", "three@example.com"]) {
+        const created = await t.call("POST", "/api/v1/subscribers", { body: { email } });
+        expect(created.status).toBe(201);
+        ids.push(created.body.id as string);
+      }
+
+      const shown = await eventually(
+        async () => (await t.call("GET", `/api/v1/triggers/${trigger.body.id}`)).body as { is_active: boolean; last_failure: { reason: string; at: string } | null },
+        (body) => body.last_failure !== null,
+        400,
+      );
+      expect(shown).toMatchObject({ is_active: true, last_failure: { reason: "test_mode_quota_exceeded" } });
+      // Two of the three fires went out (the day's quota); the third waits, neither failed nor skipped.
+      const states = async () =>
+        (
+          await Promise.all(
+            ids.map(async (id) => ((await t.call("GET", `/api/v1/subscribers/${id}/export`)).body.trigger_sends as Array<{ state: string }>).map((f) => f.state)),
+          )
+        ).flat();
+      const decided = await eventually(states, (list) => list.filter((s) => s === "sent").length === 2, 400);
+      expect(decided.sort()).toEqual(["pending", "sent", "sent"]);
+      const emails = (await t.call("GET", "/api/v1/emails")).body.items as EmailJson[];
+      expect(emails).toHaveLength(2);
+    } finally {
+      await t.close();
+    }
+  }, 90_000);
+});
+
 describe("a delayed trigger", () => {
   it("sends after its delay, across a restart", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "trigger-delay-"));

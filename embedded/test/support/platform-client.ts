@@ -2,7 +2,8 @@
 // account and one test key made through the admin API, and a `call` that
 // checks every response against the OpenAPI document the gateway serves.
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { MongoClient } from "mongodb";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@emailsvc/telemetry";
@@ -122,5 +123,41 @@ export async function allItems<T>(get: (path: string) => Promise<{ body: any }>,
     out.push(...(res.body.items as T[]));
     if (!res.body.next_cursor) return out;
     cursor = res.body.next_cursor;
+  }
+}
+
+/** The live documents of an embedded-store datafile (later lines win; `$$deleted` removes): what the collection holds. */
+export function embeddedDocs(file: string): Array<Record<string, unknown>> {
+  const docs = new Map<string, Record<string, unknown>>();
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    const doc = JSON.parse(line) as Record<string, unknown>;
+    if (typeof doc._id !== "string") continue; // an index line
+    if (doc.$$deleted === true) docs.delete(doc._id);
+    else docs.set(doc._id, doc);
+  }
+  return [...docs.values()];
+}
+
+/**
+ * What one service's own store holds in a collection now: its database on
+ * the MongoDB server of a platform started with `mongo`, else its embedded
+ * datafile under DATA_DIR (written once the write is in memory: a document
+ * there is one the service's own reads see).
+ */
+export async function storedDocs(t: TestPlatform, service: string, collection: string): Promise<Array<Record<string, unknown>>> {
+  if (!t.mongo) return embeddedDocs(join(t.dataDir, service, `${collection}.db`));
+  const client = await MongoClient.connect(t.mongo.url, { serverSelectionTimeoutMS: 5000 });
+  try {
+    return (await client.db(`${t.mongo.dbPrefix}${service}`).collection(collection).find({}).toArray()) as unknown as Array<Record<string, unknown>>;
+  } finally {
+    await client.close();
   }
 }

@@ -120,8 +120,8 @@ export const SERVICES = {
     secrets: ["MONGO_URL"],
     optionalSecrets: {},
     data: {
-      // campaign_send_rates: the counters of CAMPAIGN_RATE and CAMPAIGN_DAILY_LIMIT.
-      collections: ["campaigns", "campaign_recipients", "triggers", "trigger_fires", "campaign_send_rates", "test_mode_quota"],
+      // campaign_send_rates: the counters of CAMPAIGN_RATE, CAMPAIGN_DAILY_LIMIT and TEST_MODE_DAILY_LIMIT.
+      collections: ["campaigns", "campaign_recipients", "triggers", "trigger_fires", "campaign_send_rates"],
       dataDir: ["campaigns/", "bus/campaigns/"],
     },
   },

@@ -180,6 +180,26 @@ export class DocumentCounterStore implements CounterStore {
     return this.local.peek(bucket, now);
   }
 
+  /**
+   * Gives a charge back: this replica's view at once, and the shared document
+   * unless requests are counted locally now (the charge was counted there).
+   * Only a bucket still partly used moves (one full again has nothing to give
+   * back). A failure is logged, never thrown: the refused refund costs the
+   * tenant one request of its budget, and the request it was for goes on.
+   */
+  async refund(bucket: Bucket, now: number): Promise<void> {
+    this.local.refundNow(bucket, now);
+    if (this.unavailableUntil !== undefined && now < this.unavailableUntil) return;
+    const emission = emissionMs(bucket.policy) * (bucket.cost ?? 1);
+    try {
+      this.stats.operations += 1;
+      const doc = await this.collection.updateOne({ _id: bucket.key, tat: { $gt: now } }, { $inc: { tat: -emission } });
+      if (doc) this.local.record(bucket.key, doc.tat, now);
+    } catch (error) {
+      this.logger?.warn({ err: { name: (error as Error).name, message: (error as Error).message } }, "rate-limit refund failed");
+    }
+  }
+
   /** Deletes the documents of buckets that have been full for a minute (they mean nothing any more). */
   async sweep(now: number = this.clock()): Promise<number> {
     try {

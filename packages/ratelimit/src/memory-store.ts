@@ -1,4 +1,4 @@
-import { decide, isIdle, stateAt, type Bucket, type BucketState, type Decision } from "./gcra.js";
+import { decide, emissionMs, isIdle, stateAt, type Bucket, type BucketState, type Decision } from "./gcra.js";
 import type { CounterStore, Outcome } from "./store.js";
 
 export interface MemoryCounterStoreOptions {
@@ -73,6 +73,17 @@ export class MemoryCounterStore implements CounterStore {
 
   peek(bucket: Bucket, now: number): BucketState {
     return stateAt(bucket.policy, this.tats.get(bucket.key), now);
+  }
+
+  async refund(bucket: Bucket, now: number): Promise<void> {
+    this.refundNow(bucket, now);
+  }
+
+  /** refund(), synchronously: the bucket's TAT moves back by what the charge added (a bucket already full stays full). */
+  refundNow(bucket: Bucket, now: number): void {
+    const tat = this.tats.get(bucket.key);
+    if (tat === undefined) return;
+    this.record(bucket.key, tat - emissionMs(bucket.policy) * (bucket.cost ?? 1), now);
   }
 
   /** The TAT known for a key; undefined when unknown or forgotten (full). */

@@ -24,6 +24,12 @@ export interface CounterStore {
    * (checked before each authentication, so it must cost nothing).
    */
   peek(bucket: Bucket, now: number): BucketState;
+  /**
+   * Gives back a charge `consume` admitted (`bucket.cost` requests), for a
+   * request that turned out not to need it: the concurrent duplicate of an
+   * idempotent request, which the request that won pays for.
+   */
+  refund(bucket: Bucket, now: number): Promise<void>;
   /** Stops background work (the shared store's sweep). */
   close(): Promise<void>;
 }

@@ -111,6 +111,19 @@ describe.each(adapters)("shared counter store on %s", (_name, openPair) => {
     expect(await a.consume([batch(5)], T0 + 500)).toMatchObject({ allowed: true, states: [{ remaining: 0 }] });
   });
 
+  it("gives a charge back to the shared budget (another replica sees the room), and never beyond a full bucket", async () => {
+    const [a, b] = await replicas();
+    for (let i = 0; i < 5; i++) expect((await a.consume([bucket("r:acc_r")], T0)).allowed).toBe(true);
+    await a.refund(bucket("r:acc_r"), T0);
+    expect(await b.consume([bucket("r:acc_r")], T0)).toMatchObject({ allowed: true, states: [{ remaining: 0 }] });
+    expect((await a.consume([bucket("r:acc_r")], T0)).allowed).toBe(false);
+    // A bucket full again has nothing to give back: refunds then add no room beyond the budget.
+    await a.refund(bucket("r:acc_r"), T0 + 60_000);
+    await b.refund(bucket("r:acc_r"), T0 + 60_000);
+    for (let i = 0; i < 5; i++) expect((await b.consume([bucket("r:acc_r")], T0 + 60_000)).allowed).toBe(true);
+    expect((await a.consume([bucket("r:acc_r")], T0 + 60_000)).allowed).toBe(false);
+  });
+
   it("two replicas share one budget: together they admit the budget, not twice it", async () => {
     const [a, b] = await replicas();
     const admitted = { a: 0, b: 0 };

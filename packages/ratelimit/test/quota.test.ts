@@ -43,7 +43,18 @@ describe("testModeQuota", () => {
     await q.charge("acc_a:test");
   });
 
-  it("charges a campaign's recipients at once: refused whole when they do not fit, never half", async () => {
+  it("gives back a charge that was not needed (a concurrent duplicate of an idempotent send)", async () => {
+    const q = quota();
+    for (let i = 0; i < 10; i += 1) await q.charge("acc_e:test");
+    await q.refund("acc_e:test");
+    await q.charge("acc_e:test");
+    expect((await refusal(q.charge("acc_e:test"))).code).toBe("test_mode_quota_exceeded");
+    // Live mode is never counted, so nothing is given back to it either.
+    await q.refund("acc_e:live");
+    expect((await refusal(q.charge("acc_e:test"))).code).toBe("test_mode_quota_exceeded");
+  });
+
+  it("charges several messages at once: refused whole when they do not fit, never half", async () => {
     const q = quota();
     await q.charge("acc_c:test", 7);
     const refused = await refusal(q.charge("acc_c:test", 4));

@@ -1,7 +1,7 @@
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { encodeEvent, type EventBus } from "@emailsvc/events";
 import { OutboxRelay } from "@emailsvc/outbox";
-import { DocumentCounterStore, testModeQuota } from "@emailsvc/ratelimit";
+import { DocumentCounterStore } from "@emailsvc/ratelimit";
 import { campaigns, triggers } from "@emailsvc/proto";
 import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
 import { newId } from "@emailsvc/ids";
@@ -77,10 +77,12 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
       encodeEvent("campaign.status_changed", { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at }, { campaignId: doc._id, status: entry.status }),
     ],
   });
-  // Sending rates are counted in the store: they hold across restarts and replicas.
-  const limiter = settings.rate || settings.dailyLimit ? await DocumentCounterStore.open(store, { collection: "campaign_send_rates", logger, clock: now }) : undefined;
-  // TEST_MODE_DAILY_LIMIT, counted in the store as well.
-  const quotaCounters = settings.testModeDailyLimit ? await DocumentCounterStore.open(store, { collection: "test_mode_quota", logger, clock: now }) : undefined;
+  // Sending budgets (CAMPAIGN_RATE, CAMPAIGN_DAILY_LIMIT, TEST_MODE_DAILY_LIMIT) are counted in the store:
+  // they hold across restarts and replicas.
+  const limiter =
+    settings.rate || settings.dailyLimit || settings.testModeDailyLimit
+      ? await DocumentCounterStore.open(store, { collection: "campaign_send_rates", logger, clock: now })
+      : undefined;
   const deps: Deps = {
     audiences: audienceClient(transportOf(options.subscribers)),
     templates: templateDirectory(transportOf(options.templates)),
@@ -88,7 +90,6 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
     now,
     relay,
     settings,
-    ...(quotaCounters ? { testModeQuota: testModeQuota(quotaCounters, settings.testModeDailyLimit!, now) } : {}),
   };
   const dispatcher = new CampaignDispatcher(deps, storage.campaignsToDispatch(), storage.eventTenants(), options.bus, limiter, {
     owner: newId("dsp"),
@@ -151,7 +152,6 @@ export async function startCampaignsService(options: CampaignsServiceOptions): P
       await Promise.all([worker.stop(), dispatcher.stop()]);
       await relay.stop();
       await limiter?.close();
-      await quotaCounters?.close();
     },
   };
 }

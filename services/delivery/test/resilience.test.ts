@@ -1,8 +1,11 @@
 import { createServer, type Server } from "node:net";
-import { delivery } from "@emailsvc/proto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeEvent, publishEvents } from "@emailsvc/events";
+import { delivery, events } from "@emailsvc/proto";
+import { tenantKey } from "@emailsvc/tenancy";
 import { newId } from "@emailsvc/ids";
 import type { EmailDoc } from "../src/storage/documents.js";
-import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
@@ -197,6 +200,62 @@ describe("delivery when a send request was lost", () => {
       }, "the lost email sent");
       expect(sent.attempts).toBe(1);
       expect((await h.client.getSandboxMessage({ emailId: lostId }, as(t))).message!.to).toBe("lost@example.com");
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe.each<StoreKind>(["embedded", "mongodb"])("the stalled-mail sweep and a paused campaign (%s)", (kind) => {
+  // Issue 16's second review: an email of a paused campaign is held (queued,
+  // unclaimed), and the stalled-mail sweep asked for every held email again
+  // each DELIVERY_STALLED_AFTER_MS: a warning, an intake pass and a recipient
+  // lookup per email, for as long as the pause lasted, only to hold it again.
+  it("leaves a paused campaign's held email alone while it asks again for other stalled mail", async () => {
+    const h = await startHarness({ store: kind, stalledAfterMs: 300 });
+    try {
+      const t = tenant("test");
+      const key = tenantKey(t.tenant);
+      const templateId = h.templates.put(t, WELCOME);
+      const subscriberId = h.subscribers.put(t, "held@example.com", { name: "H" });
+      const campaignId = newId("cmp");
+      const meta = () => ({ eventId: newId("evt"), tenant: key, occurredAt: Date.now() });
+      const emails = h.store.collection<EmailDoc>("emails");
+
+      // The campaign is paused, and delivery knows it.
+      await publishEvents(h.bus, [encodeEvent("campaign.status_changed", meta(), { campaignId, status: "paused" })]);
+      await waitFor(async () => ((await h.store.collection("paused_campaigns").findOne({ _id: campaignId })) ? true : undefined), "the pause recorded");
+      // A recipient handed over meanwhile is held: not sent, still queued.
+      const heldId = newId("eml");
+      await publishEvents(h.bus, [encodeEvent("email.send.requested", meta(), { emailId: heldId, campaignId, subscriberId, templateId, templateVersion: 1 })]);
+      const statuses = (id: string) =>
+        h.received.filter((e) => e.topic === "email.status" && e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+      await waitFor(() => (statuses(heldId).includes("held") ? true : undefined), "the email held");
+      const held = (await emails.findOne({ _id: heldId }))!;
+      expect(held).toMatchObject({ status: "queued", lease_until: 0 });
+
+      // Another queued email nothing is happening to, untouched since after the hold: the sweep asks for it again...
+      const lostId = newId("eml");
+      const now = Date.now();
+      await emails.insertOne({
+        ...held,
+        _id: lostId,
+        idem_key: `none:${lostId}`,
+        to: "lost@example.com",
+        to_key: "lost@example.com",
+        subscriber_id: "",
+        campaign_id: "",
+        queued_at: now,
+        updated_at: now,
+        outbox: [],
+        outbox_pending: false,
+      });
+      await waitFor(async () => ((await statusOf(h, lostId, t)).status === delivery.EmailStatus.SENT ? true : undefined), "the stalled email sent");
+      // ...in the same pass that finds the held one (untouched for longer), which it leaves alone.
+      expect(await emails.findOne({ _id: heldId })).toMatchObject({ status: "queued", version: held.version, updated_at: held.updated_at });
+      const requests = h.received.filter((e) => e.topic === "email.send.requested" && fromBinary(events.EmailSendRequestedSchema, e.value).emailId === heldId);
+      expect(requests).toHaveLength(1);
+      expect(statuses(heldId)).toEqual(["held"]);
     } finally {
       await h.close();
     }

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
+import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
 import { readError } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
@@ -9,7 +10,7 @@ import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import { CrossTenantCollection, openEmbeddedStore } from "@emailsvc/storage";
 import type { SandboxMessageDoc } from "../src/storage/documents.js";
 import { SandboxArchive, type SandboxMessage } from "../src/storage/sandbox-messages.js";
-import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // Issue 16, defect 2: the sandbox kept every rendered message for ever, as a
 // document of the embedded store, which holds every document in memory: one
@@ -35,6 +36,20 @@ async function failure(promise: Promise<unknown>) {
   throw new Error("expected the call to fail");
 }
 
+/**
+ * Sends `n` emails one after another, each kept before the next is sent: the
+ * order they were kept in (which the cap goes by) is the order of their ids.
+ */
+async function sendMany(h: Harness, call: CallContext, n: number, from = 0): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = from; i < from + n; i += 1) {
+    const { email } = await h.client.sendEmail({ templateSlug: "receipt", to: `buyer-${i}@example.com`, variables: { n: String(i) } }, as(call));
+    ids.push(email!.id);
+    await waitFor(async () => ((await h.client.getEmail({ id: email!.id }, as(call))).email!.status === delivery.EmailStatus.SENT ? true : undefined), `email ${email!.id} sent`);
+  }
+  return ids;
+}
+
 describe("the sandbox's bounds (embedded store, bodies in files)", () => {
   let running: Harness | undefined;
   let bodiesDir: string;
@@ -54,19 +69,6 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
     running = undefined;
     rmSync(bodiesDir, { recursive: true, force: true });
   });
-
-  /** Sends `n` emails one after another (ids, hence age, in order) and waits until each is kept. */
-  async function sendMany(h: Harness, call: CallContext, n: number, from = 0): Promise<string[]> {
-    const ids: string[] = [];
-    for (let i = from; i < from + n; i += 1) {
-      const { email } = await h.client.sendEmail({ templateSlug: "receipt", to: `buyer-${i}@example.com`, variables: { n: String(i) } }, as(call));
-      ids.push(email!.id);
-    }
-    for (const id of ids) {
-      await waitFor(async () => ((await h.client.getEmail({ id }, as(call))).email!.status === delivery.EmailStatus.SENT ? true : undefined), `email ${id} sent`);
-    }
-    return ids;
-  }
 
   /** The sandbox's rows as the store holds them in memory, per tenant. */
   async function rows(h: Harness, call: CallContext): Promise<Array<Record<string, unknown>>> {
@@ -154,4 +156,45 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
       await store.close();
     }
   });
+});
+
+describe.each<StoreKind>(["embedded", "mongodb"])("the sandbox's cap on %s storage", (kind) => {
+  const CAP = 5;
+  let running: Harness | undefined;
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+  });
+
+  async function start(): Promise<Harness> {
+    running = await startHarness({ store: kind, sandbox: { maxPerTenant: CAP } });
+    return running;
+  }
+
+  it("drops the messages kept longest ago, not the oldest email ids: a campaign's late sends (ids minted at its snapshot) stay", async () => {
+    const h = await start();
+    const t = tenant("test");
+    const templateId = h.templates.put(t, TEMPLATE);
+    const subscriberId = h.subscribers.put(t, "late-reader@example.com", { n: "late" });
+    // A campaign copied its audience (the email id is minted then) and was paused before this recipient's turn...
+    const lateId = newId("eml");
+    // ...while the tenant's other mail filled the sandbox up to its cap.
+    const earlier = await sendMany(h, t, CAP);
+    // Resumed: the campaign hands the recipient over now, long after its id was minted.
+    await publishEvents(h.bus, [
+      encodeEvent(
+        "email.send.requested",
+        { eventId: newId("evt"), tenant: tenantKey(t.tenant), occurredAt: Date.now() },
+        { emailId: lateId, campaignId: newId("cmp"), subscriberId, templateId, templateVersion: 1 },
+      ),
+    ]);
+    const status = () => h.client.getEmail({ id: lateId }, as(t)).then((res) => res.email!.status, () => undefined);
+    await waitFor(async () => ((await status()) === delivery.EmailStatus.SENT ? true : undefined), "the campaign's email sent");
+
+    // The message just kept is there; the one kept longest ago went.
+    expect((await h.client.getSandboxMessage({ emailId: lateId }, as(t))).message!.to).toBe("late-reader@example.com");
+    expect(await failure(h.client.getSandboxMessage({ emailId: earlier[0]! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
+    expect((await h.store.collection("sandbox_messages").find({ tenant: tenantKey(t.tenant) })).map((row) => row._id).sort()).toEqual([...earlier.slice(1), lateId].sort());
+  });
+
 });

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { encodeEvent, publishEvents, type EventBus } from "@emailsvc/events";
-import type { Bucket, CounterStore, Policy } from "@emailsvc/ratelimit";
+import { testModeBucket, type Bucket, type CounterStore, type Policy } from "@emailsvc/ratelimit";
+import { tenantOfKey } from "@emailsvc/tenancy";
 import { Rerunner } from "@emailsvc/async";
 import { newId } from "@emailsvc/ids";
 import type { CrossTenantCollection, TenantFilter } from "@emailsvc/storage";
@@ -8,7 +9,7 @@ import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import type { Deps } from "../usecases/deps.js";
 import { finishCampaign } from "../usecases/finish-campaign.js";
-import { moveRows, reconcile, rowRange } from "../usecases/ledger.js";
+import { countLedger, moveRows, reconcile, rowRange } from "../usecases/ledger.js";
 import { snapshotAudience } from "../usecases/snapshot-audience.js";
 import { startDueCampaign } from "../usecases/start-due-campaign.js";
 
@@ -33,10 +34,12 @@ export interface DispatcherOptions {
  * runs it:
  *
  * 1. On taking a campaign (at start, or over from a dispatcher that died),
- *    it hands over again every recipient already handed over and not yet
- *    answered (a crash may have come between the ledger write and the
- *    publish; delivery's records make a repeat a no-op), and recounts the
- *    counts from the ledger.
+ *    it recounts the counts from the ledger (not when it takes up again its
+ *    own run that ended cleanly, a resume: see run), and hands over again
+ *    every recipient already handed over and not yet answered (a crash may
+ *    have come between the ledger write and the publish, or delivery's
+ *    `held` answer may have been lost; delivery's records make a repeat a
+ *    no-op).
  * 2. It finishes the audience snapshot if the send request did not.
  * 3. It walks the pending rows in id order, a batch at a time within the
  *    tenant's sending rate and the in-flight bound: rows pending -> queued
@@ -50,6 +53,8 @@ export interface DispatcherOptions {
 export class CampaignDispatcher {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Map<string, Promise<void>>();
+  /** Campaigns whose last run here ended with every step done (`tenant/id`): taken up again, they need no recount. */
+  private readonly endedCleanly = new Set<string>();
   private readonly looker = new Rerunner(
     () => this.tick(),
     (err) => this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign dispatcher: looking for work failed; retrying on its timer"),
@@ -101,21 +106,36 @@ export class CampaignDispatcher {
       }
       const key = `${doc.tenant}/${doc._id}`;
       if (this.running.has(key)) continue;
-      const leased = await this.lease(repos, doc);
-      if (!leased) continue;
-      const run = this.run(repos, leased).finally(() => this.running.delete(key));
+      const taken = await this.take(repos, doc);
+      if (!taken) continue;
+      // Taken up again after this dispatcher's own run ended cleanly (a pause, then a resume): nothing
+      // can have been left half done, so the counts are not recounted (see run).
+      const recount = !(taken.wasOurs && this.endedCleanly.has(key));
+      this.endedCleanly.delete(key);
+      const run = this.run(repos, taken.doc, recount)
+        .then((clean) => {
+          if (!clean) return;
+          if (this.endedCleanly.size >= 10_000) this.endedCleanly.clear();
+          this.endedCleanly.add(key);
+        })
+        .finally(() => this.running.delete(key));
       this.running.set(key, run);
     }
   }
 
   /** Takes (or renews) the campaign's lease; null when another dispatcher holds it. */
   private async lease(repos: TenantRepositories, doc: CampaignDoc): Promise<CampaignDoc | null> {
+    return (await this.take(repos, doc))?.doc ?? null;
+  }
+
+  /** The lease, and whether this dispatcher held it last (its renewal) rather than taking it over from another or from none. */
+  private async take(repos: TenantRepositories, doc: CampaignDoc): Promise<{ doc: CampaignDoc; wasOurs: boolean } | null> {
     const now = this.deps.now();
     const set = { $set: { lease_owner: this.options.owner, lease_until: now + this.leaseMs } };
-    return (
-      (await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_owner: this.options.owner }, set)) ??
-      (await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_until: { $lt: now } }, set))
-    );
+    const renewed = await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_owner: this.options.owner }, set);
+    if (renewed) return { doc: renewed, wasOurs: true };
+    const taken = await repos.campaigns.updateOne({ _id: doc._id, status: "sending", lease_until: { $lt: now } }, set);
+    return taken && { doc: taken, wasOurs: false };
   }
 
   /**
@@ -131,18 +151,31 @@ export class CampaignDispatcher {
     return this.lease(repos, doc);
   }
 
-  private async run(repos: TenantRepositories, taken: CampaignDoc): Promise<void> {
+  /**
+   * Runs a campaign until it is sent, paused, cancelled or its lease lost;
+   * resolves true when it ended with every step done (no error). `recount`:
+   * the counts are recounted from the ledger first, which repairs a crash
+   * between a ledger write and its count, and is needed unless this
+   * dispatcher's own run ended cleanly last. Not otherwise: a recount sets
+   * the counts from a count of the rows, and an outcome moving a row and its
+   * count meanwhile (a resume hands the queued rows over again, which
+   * delivery answers at once) would then be counted twice or not at all (a
+   * pause and resume storm left a campaign `sending` for ever, its counts
+   * saying a row was queued that the ledger had sent).
+   */
+  private async run(repos: TenantRepositories, taken: CampaignDoc, recount: boolean): Promise<boolean> {
     const log = this.deps.logger.child({ campaign_id: taken._id });
     const id = taken._id;
     try {
+      // Recounted before the queued rows are handed over again, so that the answers to that do not race it.
+      if (recount) await reconcile(repos, id);
       await this.handOverAgain(repos, taken, 0);
-      await reconcile(repos, id);
       let cursor = "";
       let lastRecheck = this.deps.now();
       for (;;) {
-        if (this.stopped) return;
+        if (this.stopped) return true;
         const doc = await this.step(repos, taken);
-        if (!doc) return; // paused, cancelled, or the lease lost
+        if (!doc) return true; // paused, cancelled, or the lease lost
         if (!doc.snapshot_complete) {
           await snapshotAudience(this.deps, repos, doc, this.deps.now() + 2000);
           continue;
@@ -165,7 +198,7 @@ export class CampaignDispatcher {
             if (recounted.pending + recounted.queued === 0) {
               await finishCampaign(this.deps, repos, doc);
               log.info({ counts: recounted }, "campaign sent");
-              return;
+              return true;
             }
           }
           const now = this.deps.now();
@@ -174,6 +207,14 @@ export class CampaignDispatcher {
           if (now - lastRecheck > STALE_QUEUED_MS) {
             lastRecheck = now;
             await this.handOverAgain(repos, doc, STALE_QUEUED_MS);
+            // Counts left behind the ledger (a write of an outcome that failed between the row and its
+            // count) must not keep a finished campaign sending: when the ledger has nothing left to wait
+            // for, it has the last word, and the next step finishes the campaign.
+            const ledger = await countLedger(repos, id);
+            if (ledger.pending + ledger.queued === 0 && (counts?.pending ?? 0) + (counts?.queued ?? 0) !== 0) {
+              log.warn({ counts, ledger }, "campaign counts were behind its ledger; recounted");
+              await reconcile(repos, id);
+            }
           }
           await sleep(100);
           continue;
@@ -188,6 +229,7 @@ export class CampaignDispatcher {
       }
     } catch (err) {
       log.warn({ err: err instanceof Error ? err.message : String(err) }, "campaign run failed; it is taken up again");
+      return false;
     } finally {
       await repos.campaigns
         .updateOne({ _id: id, lease_owner: this.options.owner }, { $set: { lease_until: 0 } })
@@ -234,16 +276,22 @@ export class CampaignDispatcher {
   }
 
   /**
-   * How many of `want` messages the tenant may hand over now (CAMPAIGN_RATE
-   * and CAMPAIGN_DAILY_LIMIT, counted in the store, so they hold across
-   * restarts and replicas). 0 after a wait of at most a second, so that a
-   * pause or cancel is seen meanwhile, however far off the budget is.
+   * How many of `want` messages the tenant may hand over now (CAMPAIGN_RATE,
+   * CAMPAIGN_DAILY_LIMIT and, in test mode, TEST_MODE_DAILY_LIMIT, counted in
+   * the store, so they hold across restarts and replicas): charged as they
+   * are handed over, so what is charged is what goes out. 0 after a wait of
+   * at most a second, so that a pause or cancel is seen meanwhile, however
+   * far off the budget is: a campaign over a budget waits for it.
    */
   private async budget(tenant: string, want: number): Promise<number> {
     const settings = this.deps.settings;
     const policies: Array<[string, Policy]> = [];
     if (settings?.rate) policies.push([`campaign-rate:${tenant}`, settings.rate]);
     if (settings?.dailyLimit) policies.push([`campaign-day:${tenant}`, { limit: settings.dailyLimit, windowMs: DAY_MS }]);
+    if (settings?.testModeDailyLimit && tenantOfKey(tenant).mode === "test") {
+      const quota = testModeBucket(tenant, settings.testModeDailyLimit);
+      policies.push([quota.key, quota.policy]);
+    }
     if (!this.limiter || policies.length === 0) return want;
     let cost = Math.min(want, ...policies.map(([, p]) => p.limit));
     for (let round = 0; round < 4 && cost > 0; round++) {

@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { AudienceService, delivery, SubscriberService, TagService, templates } from "@emailsvc/proto";
 import { AppError, readError } from "@emailsvc/errors";
 import { callHeaders, type CallContext } from "@emailsvc/tenancy";
-import { PermanentSendError, type AudienceSource, type FiringServices, type TemplateDirectory } from "../usecases/ports.js";
+import { DeferredSendError, PermanentSendError, type AudienceSource, type FiringServices, type TemplateDirectory } from "../usecases/ports.js";
 
 // The services campaigns calls, with the caller's tenant in the headers (so
 // another tenant's template or tag is simply unknown): the adapters of the
@@ -102,11 +102,17 @@ export function firingServices(transports: { subscribers: Transport; templates: 
         // The reason as delivery's enum says it (never read from the email's error text).
         return { emailId: res.email.id, refused: res.refused ? res.email.failureReason : undefined };
       } catch (err) {
+        if (err instanceof AppError) throw err;
         const info = readError(err);
         if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists) {
           throw new PermanentSendError(info.errorCode);
         }
-        throw err instanceof AppError ? err : unavailable("delivery", err);
+        // A quota of the account's (test mode's messages a day): not an outage, and asking again
+        // before its Retry-After would be refused again.
+        if (info.code === Code.ResourceExhausted && info.retryAfterSeconds !== undefined) {
+          throw new DeferredSendError(info.errorCode, info.retryAfterSeconds * 1000);
+        }
+        throw unavailable("delivery", err);
       }
     },
   };

@@ -149,6 +149,8 @@ export const TRIGGER_INDEXES: readonly IndexSpec[] = [
 export const FIRE_INDEXES: readonly IndexSpec[] = [
   // The firer's sweep, across tenants: pending fires by due time.
   { name: "due", fields: { state: 1, due_at: 1 } },
+  // A tenant's pending fires due before a time: deferred together when delivery's test-mode quota is used up.
+  { name: "due_by_tenant", fields: { tenant: 1, state: 1, due_at: 1 } },
   // Erasure of a subscriber's fires.
   { name: "by_subscriber", fields: { tenant: 1, subscriber_id: 1 } },
 ];

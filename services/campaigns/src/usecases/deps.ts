@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { AudienceFilterSchema, type AudienceFilter } from "@emailsvc/proto";
 import type { OutboxAfterWrite } from "@emailsvc/outbox";
-import type { Policy, TestModeQuota } from "@emailsvc/ratelimit";
+import type { Policy } from "@emailsvc/ratelimit";
 import { notFound } from "@emailsvc/errors";
 import { type Logger } from "@emailsvc/telemetry";
 import { tenantKey, tenantOfKey, type CallContext } from "@emailsvc/tenancy";
@@ -22,7 +22,11 @@ export interface CampaignSettings {
   maxInFlight: number;
   /** How long SendCampaign copies the audience before it answers (the dispatcher finishes a larger one). */
   snapshotBudgetMs: number;
-  /** TEST_MODE_DAILY_LIMIT: recipients an account's test-mode campaigns may have in any 24 hours; null or absent: no quota. */
+  /**
+   * TEST_MODE_DAILY_LIMIT: recipients an account's test-mode campaigns may be
+   * handed to delivery in any 24 hours, a budget of the dispatcher's beside
+   * the sending rate (a campaign over it waits); null or absent: no quota.
+   */
   testModeDailyLimit?: number | null;
 }
 
@@ -37,8 +41,6 @@ export interface Deps {
   settings?: CampaignSettings;
   /** Tells the dispatcher there is work now (a campaign started or resumed). */
   wake?: () => void;
-  /** TEST_MODE_DAILY_LIMIT: a test-mode campaign's recipients are charged to its account's quota when it is sent; absent: none. */
-  testModeQuota?: TestModeQuota;
 }
 
 /** One call: its context and its tenant's collections. */

@@ -5,7 +5,7 @@ import { TEMPLATE_DELETED } from "../domain/trigger.js";
 import type { FireDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { fireCall, type FiringDeps } from "./fires.js";
-import { PermanentSendError } from "./ports.js";
+import { DeferredSendError, PermanentSendError } from "./ports.js";
 
 /** How long one firing attempt holds its fire. */
 const FIRE_LEASE_MS = 30_000;
@@ -37,10 +37,11 @@ export async function fireDue(
 async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDoc): Promise<void> {
   const now = deps.now();
   const claimed = await repos.fires.updateOne(
-    { _id: fire._id, state: "pending", lease_until: { $lt: now } },
+    // Still due: a fire deferred since it was read (defer, below) waits.
+    { _id: fire._id, state: "pending", due_at: { $lte: now }, lease_until: { $lt: now } },
     { $set: { lease_until: now + FIRE_LEASE_MS, updated_at: now }, $inc: { attempts: 1 } },
   );
-  if (!claimed) return; // another firer has it, or it is done
+  if (!claimed) return; // another firer has it, it is done, or it was deferred
   const call = fireCall(claimed);
   const finish = (state: FireDoc["state"], reason: string, emailId = "") =>
     repos.fires.updateOne({ _id: claimed._id, state: "pending" }, { $set: { state, reason, email_id: emailId, lease_until: 0, updated_at: deps.now() } });
@@ -69,6 +70,10 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
       await fail(err.code || "send_refused");
       return;
     }
+    if (err instanceof DeferredSendError) {
+      await defer(deps, repos, claimed, err);
+      return;
+    }
     // Not now (a service unreachable): free it, later by a backoff that grows with the attempts.
     const backoffMs = Math.min(60_000, 500 * 2 ** Math.min(claimed.attempts, 7));
     await repos.fires.updateOne(
@@ -77,6 +82,27 @@ async function fireOne(deps: FiringDeps, repos: TenantRepositories, fire: FireDo
     );
     throw err;
   }
+}
+
+/**
+ * Delivery asks for the fire later (the account's test-mode quota is used
+ * up): it waits until the Retry-After, and so do the tenant's other fires due
+ * before then, which the same quota would refuse (a backlog would otherwise
+ * ask delivery for every fire at each free message). The trigger shows why
+ * (`last_failure_reason`, `last_failure_at`) and one log line says so: not a
+ * warning per fire and pass, and not "delivery unavailable".
+ */
+async function defer(deps: FiringDeps, repos: TenantRepositories, fire: FireDoc, refusal: DeferredSendError): Promise<void> {
+  const now = deps.now();
+  const until = now + refusal.retryAfterMs;
+  await repos.fires.updateOne({ _id: fire._id, state: "pending" }, { $set: { lease_until: 0, due_at: until, updated_at: now } });
+  // Fires being sent right now (leased) finish their own attempt.
+  const others = await repos.fires.updateMany({ state: "pending", due_at: { $lt: until }, lease_until: { $lt: now } }, { $set: { due_at: until, updated_at: now } });
+  await repos.triggers.updateOne({ _id: fire.trigger_id }, { $set: { last_failure_reason: refusal.code, last_failure_at: now } });
+  deps.logger.warn(
+    { fire_id: fire._id, trigger_id: fire.trigger_id, reason: refusal.code, retry_after_s: Math.ceil(refusal.retryAfterMs / 1000), fires_deferred: others + 1 },
+    "trigger fires deferred: delivery asks to send them later",
+  );
 }
 
 /**

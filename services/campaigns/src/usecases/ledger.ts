@@ -9,8 +9,12 @@ import type { TenantRepositories } from "../storage/repositories.js";
 // and the number it matched moves between two buckets of the counts in one
 // `$inc`, so the counts add up to the total whenever they are read. A crash
 // between the two writes leaves the counts behind the ledger; `reconcile`
-// recounts them from the ledger when a dispatcher takes a campaign over and
-// when it finishes.
+// recounts them from the ledger when a dispatcher takes a campaign over from
+// another (or from its own run that failed), when it finishes, and when the
+// ledger has nothing left in flight while the counts say otherwise. A recount
+// is a count of the rows then a write of the counts, so a move between the two
+// (a row written, its count not yet) is lost or counted twice: it runs when no
+// moves are expected, never at a plain resume.
 
 /** A bucket of the counts: a state, or skipped with its reason. */
 export type Bucket = Exclude<RecipientState, "skipped"> | `skipped.${SkipReason}`;

@@ -43,7 +43,8 @@ export interface FiringServices {
    * same email); resolves to the email id, and when delivery refused the
    * recipient (they may not get the template's category of mail: delivery's
    * decision on the subscribers service's answer), the reason. Rejects
-   * with a PermanentSendError when delivery refuses the request for good.
+   * with a PermanentSendError when delivery refuses the request for good, and
+   * a DeferredSendError when it asks for it later (a quota used up).
    */
   send(call: CallContext, input: { templateSlug: string; to: string; idempotencyKey: string }): Promise<SendOutcome>;
 }
@@ -60,5 +61,20 @@ export class PermanentSendError extends Error {
   constructor(readonly code: string) {
     super(`delivery refused the send: ${code}`);
     this.name = "PermanentSendError";
+  }
+}
+
+/**
+ * Delivery refused the request for now and said when to ask again: the
+ * account's test-mode quota is used up (`test_mode_quota_exceeded`, a 429
+ * with Retry-After). Retrying sooner would be refused too.
+ */
+export class DeferredSendError extends Error {
+  constructor(
+    readonly code: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`delivery asks to send later: ${code}`);
+    this.name = "DeferredSendError";
   }
 }

@@ -1,4 +1,5 @@
 import { invalid } from "@emailsvc/errors";
+import { checkTestModeSize } from "@emailsvc/ratelimit";
 import { newId } from "@emailsvc/ids";
 import { emptyCounts, notDraft, templateNotFound, type CampaignView } from "../domain/campaign.js";
 import type { CampaignDoc } from "../storage/documents.js";
@@ -27,7 +28,7 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   if (input.sendAt !== undefined && !Number.isFinite(input.sendAt)) {
     throw invalid("send_at is not a valid time", [{ field: "send_at", description: "is not a valid time" }]);
   }
-  await chargeTestMode(deps, scope, current);
+  await refuseTooLargeForTestMode(deps, scope, current);
   if (input.sendAt !== undefined && input.sendAt > now) {
     const doc = await scope.campaigns.updateOne(
       { _id: input.id, status: "draft" },
@@ -55,15 +56,18 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
 }
 
 /**
- * In test mode, the audience as it is now counts against the account's
- * test-mode quota (TEST_MODE_DAILY_LIMIT) before anything changes: beyond it
- * the send is refused (429 `test_mode_quota_exceeded`, 403
- * `test_mode_campaign_too_large`) and the campaign stays a draft.
+ * In test mode, a campaign whose audience (as it is now) is more than a whole
+ * day's test-mode quota (TEST_MODE_DAILY_LIMIT) is refused before anything
+ * changes (403 `test_mode_campaign_too_large`; it stays a draft). The quota
+ * itself is charged as the dispatcher hands recipients to delivery (its
+ * budgets, messaging/dispatcher.ts), not here: what is charged is what goes
+ * out, whatever the audience becomes by a scheduled time, however many
+ * requests race to send one draft, and nothing for a schedule cancelled.
  */
-async function chargeTestMode(deps: Deps, scope: Scope, campaign: CampaignDoc): Promise<void> {
-  if (!deps.testModeQuota || scope.call.tenant.mode !== "test") return;
-  const recipients = await deps.audiences.count(scope.call, filterOf(campaign));
-  await deps.testModeQuota.charge(campaign.tenant, recipients);
+async function refuseTooLargeForTestMode(deps: Deps, scope: Scope, campaign: CampaignDoc): Promise<void> {
+  const limit = deps.settings?.testModeDailyLimit;
+  if (!limit || scope.call.tenant.mode !== "test") return;
+  checkTestModeSize(limit, await deps.audiences.count(scope.call, filterOf(campaign)));
 }
 
 /**

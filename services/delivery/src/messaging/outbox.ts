@@ -4,7 +4,7 @@ import { newId } from "@emailsvc/ids";
 import { type Logger } from "@emailsvc/telemetry";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import { delivery } from "@emailsvc/proto";
-import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
+import { failureReasonOf, type EmailDoc, type OutboxEntry, type PausedCampaignDoc } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
 
 export interface DeliveryOutboxOptions {
@@ -47,14 +47,13 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     passes: [
       {
         name: "stalled-mail sweep",
-        run: () => requeueStalled(options.storage.stalledSweep(), relay, options),
+        run: () => requeueStalled(options.storage.stalledSweep(), relay, options, options.storage.pausedCampaignsOfAll()),
       },
     ],
   });
   return relay;
 }
 
-/**
 /**
  * An email.send.requested body for a stored email: its id; for a campaign's
  * email (the stalled sweep asking again) also the campaign's fields, so that
@@ -84,6 +83,9 @@ export function statusEvent(
   };
 }
 
+/** Paused campaigns the stalled sweep reads at most per pass (beyond, their emails are asked for again, as before). */
+const PAUSED_PER_SWEEP = 10_000;
+
 /**
  * Gives queued emails of every tenant that nothing is happening to a fresh
  * send request: no lease held, nothing pending, untouched for
@@ -91,15 +93,30 @@ export function statusEvent(
  * restart and a crashed attempt's lease runs out within seconds, so queued mail
  * does not wait for this. The request is written to the outbox first (guarded
  * by version), then published. Resolves how many emails it requested again.
+ *
+ * Emails of a paused campaign are left alone: they are held on purpose
+ * (deliver-email.ts, `hold`), and asking again would only hold them again, a
+ * warning, an intake pass and a recipient lookup each, every `stalledAfterMs`
+ * for as long as the pause lasts. Campaigns hands them over again on resume
+ * (a lost `held` answer included: it hands over again what it has queued); a
+ * campaign cancelled while paused is no longer paused, so its held emails are
+ * asked for here once more and fail `campaign_cancelled`.
  */
 export async function requeueStalled(
   emails: CrossTenantCollection<EmailDoc>,
   relay: OutboxRelay<EmailDoc>,
   options: Pick<DeliveryOutboxOptions, "clock" | "logger" | "stalledAfterMs">,
+  paused?: CrossTenantCollection<PausedCampaignDoc>,
 ): Promise<number> {
   const now = options.clock();
+  // Campaign ids are unique across tenants, so one list serves every tenant's emails.
+  const pausedIds = paused ? (await paused.find({}, { limit: PAUSED_PER_SWEEP })).map((doc) => doc._id) : [];
   const stalled = await emails.find(
-    { status: "queued", updated_at: { $lt: now - (options.stalledAfterMs ?? 10 * 60_000) } },
+    {
+      status: "queued",
+      updated_at: { $lt: now - (options.stalledAfterMs ?? 10 * 60_000) },
+      ...(pausedIds.length > 0 ? { campaign_id: { $nin: pausedIds } } : {}),
+    },
     { limit: 100 },
   );
   let requeued = 0;

@@ -176,8 +176,11 @@ export const EMAIL_INDEXES = [
 
 export const SANDBOX_INDEXES = [
   // GetSandboxMessage reads by `_id` and tenant; the tenant index keeps per-tenant scans (export, erasure)
-  // and the cap's count and oldest-first trim cheap.
+  // and the cap's count cheap.
   { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+  // The cap's trim: a tenant's messages in the order they were kept, oldest first (not by email id: a
+  // campaign's ids are minted when its audience is copied, so a long-paused campaign sends old ids last).
+  { name: "by_tenant_kept", fields: { tenant: 1, captured_at: 1 } },
   // The retention sweep: messages of every tenant kept before the cutoff, oldest first.
   { name: "expiry", fields: { captured_at: 1 } },
 ] as const;

@@ -76,6 +76,11 @@ export class DeliveryStorage {
     return new CrossTenantCollection(this.emails, "stalled-mail sweep: finds queued emails of every tenant untouched for long");
   }
 
+  /** For the stalled-mail sweep: the paused campaigns of every tenant, whose held emails it leaves alone. */
+  pausedCampaignsOfAll(): CrossTenantCollection<PausedCampaignDoc> {
+    return new CrossTenantCollection(this.paused, "stalled-mail sweep: leaves the held emails of every tenant's paused campaigns alone");
+  }
+
   /**
    * For the consumer of email.send.requested and subscriber.deleted: the tenant
    * of each event comes from its (checked) meta, not from a call.

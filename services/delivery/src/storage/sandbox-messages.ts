@@ -14,8 +14,9 @@ import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
 //  - Bounded in time: a message is readable for `retentionMs`
 //    (SANDBOX_RETENTION_HOURS, 72 h); a sweep deletes older ones.
 //  - Bounded per tenant: at most `maxPerTenant` (SANDBOX_MAX_MESSAGES_PER_TENANT,
-//    10,000) per account and mode; past it the oldest go first, a tenth at a
-//    time (one count and one delete per batch, not per message).
+//    10,000) per account and mode; past it those kept longest ago go first, a
+//    tenth at a time (one count, one sorted read and a delete per batch of
+//    500, not per message).
 //  - Bodies off the heap: on the embedded store the row holds sender,
 //    recipient, subject and time only; HTML, text and headers are a file each,
 //    DATA_DIR/sandbox/<account>/<mode>/<email id>.json, created before its
@@ -182,21 +183,22 @@ export class SandboxArchive {
   }
 
   /**
-   * Deletes the tenant's oldest messages (by email id, which sorts by time)
-   * down to a tenth below the cap, until a count finds it within the cap
-   * (messages kept meanwhile are counted too).
+   * Deletes the tenant's messages kept longest ago (by `captured_at`, not by
+   * email id: a campaign's email ids are minted when its audience is copied,
+   * so a campaign resumed after a long pause sends old ids last, and they
+   * would go first) down to a tenth below the cap, until a count finds it
+   * within the cap (messages kept meanwhile are counted too). One sorted read
+   * per round (the index by tenant and time on MongoDB; the tenant's rows
+   * sorted in memory on the embedded store, at most the cap and what came
+   * meanwhile), then deletes in batches.
    */
   private async trim(tenant: string): Promise<void> {
     const rows = this.rows.forTenant(tenant);
     const target = this.maxPerTenant - Math.floor(this.maxPerTenant / 10);
     for (let count = await rows.count({}); count > this.maxPerTenant; count = await rows.count({})) {
-      let excess = count - target;
-      while (excess > 0) {
-        const oldest = await rows.find({}, { sort: { _id: 1 }, limit: Math.min(excess, BATCH) });
-        if (oldest.length === 0) break;
-        await this.remove(rows, oldest.map((row) => row._id));
-        excess -= oldest.length;
-      }
+      const oldest = await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: count - target });
+      if (oldest.length === 0) break;
+      for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH).map((row) => row._id));
     }
     this.counted.set(tenant, await rows.count({}));
   }

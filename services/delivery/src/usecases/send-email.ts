@@ -51,7 +51,9 @@ export interface SendEmailResult {
  * (tenant, idem_key): one insert wins, the others read the winner and compare.
  * Invalid requests are rejected before the key is looked at, and never bind it.
  * In test mode each new email counts against the account's quota
- * (TEST_MODE_DAILY_LIMIT): past it a 429 `test_mode_quota_exceeded`.
+ * (TEST_MODE_DAILY_LIMIT): past it a 429 `test_mode_quota_exceeded`. Only the
+ * request whose insert stores the email pays; one that loses the race on its
+ * key gives its charge back and replays the winner.
  */
 export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput): Promise<SendEmailResult> {
   const templateSlug = validateSlug(input.templateSlug);
@@ -71,8 +73,10 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   ]);
   const category = mailCategory(template.category, false);
   const refused = answer ? refusal(category, answer.mailability) : undefined;
-  // Only a request that will queue a new email to be sent is charged: bad input, replays and refusals are not.
-  if (!refused) await deps.testModeQuota?.charge(scope.tenant);
+  // Only a request that queues a new email to be sent is charged: bad input, replays and refusals are
+  // not, and neither is one whose insert does not happen (below: the charge is given back).
+  const charged = !refused && deps.testModeQuota !== undefined;
+  if (charged) await deps.testModeQuota!.charge(scope.tenant);
   const now = deps.now();
   const id = newId("eml");
   const doc: Omit<EmailDoc, "tenant"> = {
@@ -115,6 +119,9 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   try {
     await scope.emails.insertOne(doc);
   } catch (err) {
+    // Nothing was queued: a concurrent request with the same key pays for its own email, which this one
+    // replays (two requests racing on one key were charged twice), and a failed write sends nothing.
+    if (charged) await deps.testModeQuota!.refund(scope.tenant);
     if (err instanceof DuplicateKeyError && idempotencyKey !== undefined) {
       // A concurrent request with the same key won the insert.
       const winner = await scope.emails.findOne({ idem_key: `key:${idempotencyKey}` });
