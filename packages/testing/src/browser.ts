@@ -96,6 +96,9 @@ export type ChromiumProfileOptions = Omit<NonNullable<Parameters<Playwright.Brow
   thirdPartyCookies: "blocked" | "allowed";
 };
 
+const PROFILE_LAUNCH_TIMEOUT_MS = 30_000;
+const PROFILE_STEP_TIMEOUT_MS = 15_000;
+
 /**
  * A Chromium on a fresh profile of its own (a temporary directory, removed
  * by the returned context's `close()`) with third-party cookies explicitly
@@ -118,10 +121,16 @@ export async function launchChromiumProfile(options: ChromiumProfileOptions): Pr
     const mode = thirdPartyCookies === "blocked" ? 1 : 0;
     writeFileSync(join(userDataDir, "Default", "Preferences"), JSON.stringify({ profile: { cookie_controls_mode: mode } }));
     const context = await playwright().chromium.launchPersistentContext(userDataDir, {
+      // A start that hangs fails on its own, naming the launch, well inside a test's time.
+      timeout: PROFILE_LAUNCH_TIMEOUT_MS,
       ...contextOptions,
       executablePath: chromiumPath(),
       args: [...CHROMIUM_ARGS, ...(contextOptions.args ?? [])],
     });
+    // Likewise each action and navigation: a step that hangs (CI saw one such
+    // test run into Jest's 60 s once, without saying which step) fails with
+    // Playwright's own error naming the step and what it waited for.
+    context.setDefaultTimeout(PROFILE_STEP_TIMEOUT_MS);
     // The "close" event comes while Chromium may still write its profile, so
     // the directory goes once close() has waited for the browser to exit (or,
     // when the browser went away by itself, after the event, with retries).

@@ -164,6 +164,11 @@ describe("phone and keyboard", () => {
 });
 
 describe("cross-site iframe", () => {
+  // A Chromium of its own per test: its start and each step are bounded by
+  // launchChromiumProfile (30 s, 15 s), so that a hung step fails naming
+  // itself before this, the test's own limit, does (CI saw one run into
+  // Jest's 60 s once, unnamed).
+  const PROFILE_TEST_TIMEOUT_MS = 120_000;
   /** Loads the form in a frame of another site twice, then submits it with the keyboard; returns what the server saw. */
   async function embedAndSubmit(context: BrowserContext): Promise<{ seen: Seen[]; documentCookie: string; parentUrl: string }> {
     seen.length = 0;
@@ -196,7 +201,7 @@ describe("cross-site iframe", () => {
     } finally {
       await context.close();
     }
-  });
+  }, PROFILE_TEST_TIMEOUT_MS);
 
   it("with third-party cookies allowed (the control): the same cookie does come back", async () => {
     const context = await launchChromiumProfile({ thirdPartyCookies: "allowed" });
@@ -211,7 +216,7 @@ describe("cross-site iframe", () => {
     } finally {
       await context.close();
     }
-  });
+  }, PROFILE_TEST_TIMEOUT_MS);
 
   it("says so when the page refuses to be framed", async () => {
     const p = await browser.newPage();
