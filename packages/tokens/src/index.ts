@@ -5,3 +5,4 @@ export * from "./token.js";
 export * from "./preference-link.js";
 export * from "./preference-host.js";
 export * from "./mail-links.js";
+export * from "./sealed.js";
