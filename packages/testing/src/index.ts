@@ -39,4 +39,5 @@ export {
   type ChromiumProfileOptions,
   type CrossSiteFrame,
 } from "./browser.js";
+export { HARAKA_VERSION, startHaraka, type HarakaOptions, type HarakaRelay, type HarakaRoute } from "./haraka.js";
 export { DEFAULT_SPAMASSASSIN_PATH, spamAssassinPath, spamAssassinReport, type SpamReport } from "./spamassassin.js";
