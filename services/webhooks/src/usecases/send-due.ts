@@ -1,0 +1,124 @@
+import { settleLimited } from "@emailsvc/async";
+import type { CrossTenantCollection } from "@emailsvc/storage";
+import { openSealed } from "@emailsvc/tokens";
+import { nextAttemptAt } from "../domain/retry.js";
+import { secretKey, signatureHeader } from "../domain/signature.js";
+import { MAX_ATTEMPT_LOG, type AttemptRecord, type DeliveryDoc, type EndpointDoc } from "../storage/documents.js";
+import type { TenantRepositories } from "../storage/repositories.js";
+import { SECRET_PURPOSE, type Deps } from "./deps.js";
+import type { WebhookPoster } from "./ports.js";
+
+/** How long one attempt holds its delivery: beyond the request's timeout, so two senders never attempt one delivery at once. */
+export const DELIVERY_LEASE_MS = 60_000;
+/** Deliveries attempted at once by one sender. */
+const CONCURRENCY = 8;
+
+export interface SendingDeps extends Deps {
+  post: WebhookPoster;
+}
+
+/**
+ * Attempts the deliveries that are due (up to `limit`); returns how many it
+ * took. Each is claimed first with a lease (a guarded write), so replicas
+ * share the work and a sender that died mid-attempt leaves it to another
+ * after the lease; the attempt then goes again with the same webhook-id.
+ */
+export async function sendDue(
+  deps: SendingDeps,
+  due: CrossTenantCollection<DeliveryDoc>,
+  forTenant: (tenant: string) => TenantRepositories,
+  limit = 100,
+): Promise<number> {
+  const now = deps.now();
+  const docs = await due.find({ state: "pending", next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit });
+  const ready = docs.filter((doc) => doc.lease_until < now);
+  const results = await settleLimited(ready, CONCURRENCY, (doc) => attempt(deps, forTenant(doc.tenant), doc));
+  for (const result of results) {
+    if (result.status === "rejected") deps.logger.warn({ err: result.reason instanceof Error ? result.reason.message : String(result.reason) }, "a webhook attempt failed to record; it is tried again");
+  }
+  return ready.length;
+}
+
+async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: DeliveryDoc): Promise<void> {
+  const now = deps.now();
+  const claimed = await repos.deliveries.updateOne(
+    { _id: doc._id, state: "pending", next_attempt_at: { $lte: now }, lease_until: { $lt: now } },
+    { $set: { lease_until: now + DELIVERY_LEASE_MS, updated_at: now } },
+  );
+  if (!claimed) return;
+  const endpoint = await repos.endpoints.findOne({ _id: claimed.endpoint_id });
+  // Deleted meanwhile: its log goes with it.
+  if (!endpoint) return void (await repos.deliveries.deleteOne({ _id: claimed._id }));
+  if (!endpoint.is_active) {
+    await repos.deliveries.updateOne(
+      { _id: claimed._id, state: "pending" },
+      { $set: { state: "failed", last_error: "endpoint_disabled: not sent while the endpoint is off (replay it once on)", lease_until: 0, updated_at: deps.now() } },
+    );
+    return;
+  }
+  const timestamp = Math.floor(deps.now() / 1000);
+  const headers = {
+    "webhook-id": claimed._id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": signatureHeader(signingKeys(deps, endpoint), claimed._id, timestamp, claimed.payload),
+  };
+  const outcome = await deps.post(endpoint.url, headers, claimed.payload);
+  const at = deps.now();
+  const record: AttemptRecord = { at, code: outcome.code, duration_ms: outcome.durationMs, error: outcome.error };
+  const attempts = claimed.attempts + 1;
+  const next = outcome.ok ? undefined : nextAttemptAt(deps.retry, attempts, claimed.retry_from, at);
+  const state: DeliveryDoc["state"] = outcome.ok ? "delivered" : next === undefined ? "failed" : "pending";
+  await repos.deliveries.updateOne(
+    { _id: claimed._id, lease_until: claimed.lease_until },
+    {
+      $set: {
+        state,
+        attempts,
+        next_attempt_at: next ?? 0,
+        lease_until: 0,
+        last_code: outcome.code,
+        last_duration_ms: outcome.durationMs,
+        last_error: outcome.error,
+        last_attempt_at: at,
+        attempt_log: [...claimed.attempt_log, record].slice(-MAX_ATTEMPT_LOG),
+        updated_at: at,
+      },
+    },
+  );
+  // Ids and codes only: the URL and the answer's body stay out of logs.
+  deps.logger.info(
+    { webhook_id: endpoint._id, delivery_id: claimed._id, event_type: claimed.event_type, attempt: attempts, code: outcome.code, state },
+    outcome.ok ? "webhook delivered" : "webhook attempt failed",
+  );
+  await trackHealth(deps, repos, endpoint, outcome.ok, at);
+}
+
+/** The current secret's key, and the previous one's while it still signs. */
+function signingKeys(deps: Deps, endpoint: EndpointDoc): Buffer[] {
+  const open = (sealed: string) => secretKey(openSealed(deps.sealingKeys, SECRET_PURPOSE, sealed).toString("utf8"));
+  const keys = [open(endpoint.secret_sealed)];
+  if (endpoint.previous_secret_sealed && endpoint.previous_secret_expires_at > deps.now()) keys.push(open(endpoint.previous_secret_sealed));
+  return keys;
+}
+
+/**
+ * An endpoint's failing streak: set by its first failure after a success,
+ * cleared by a success. One whose every attempt has failed for
+ * `disableAfterMs` is turned off with a reason its GET shows.
+ */
+async function trackHealth(deps: Deps, repos: TenantRepositories, endpoint: EndpointDoc, ok: boolean, at: number): Promise<void> {
+  if (ok) {
+    if (endpoint.failing_since !== 0) await repos.endpoints.updateOne({ _id: endpoint._id }, { $set: { failing_since: 0 } });
+    return;
+  }
+  if (endpoint.failing_since === 0) {
+    await repos.endpoints.updateOne({ _id: endpoint._id, failing_since: 0 }, { $set: { failing_since: at } });
+    return;
+  }
+  if (at - endpoint.failing_since < deps.disableAfterMs || !endpoint.is_active) return;
+  const disabled = await repos.endpoints.updateOne(
+    { _id: endpoint._id, is_active: true, failing_since: endpoint.failing_since },
+    { $set: { is_active: false, disabled_reason: "failing", disabled_at: at, updated_at: at } },
+  );
+  if (disabled) deps.logger.warn({ webhook_id: endpoint._id, failing_for_s: Math.round((at - endpoint.failing_since) / 1000) }, "webhook endpoint disabled: every attempt failed");
+}
