@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   invalid_mjml: { status: 400, title: "Invalid MJML", when: "`mjml_content` does not compile; `errors` names the lines" },
   invalid_template: { status: 400, title: "Invalid template", when: "the template's subject or body breaks the template language" },
   template_exceeds_limits: { status: 400, title: "Template exceeds limits", when: "the template nests or repeats more than the template limits allow" },
+  webhook_url_forbidden: { status: 400, title: "Webhook URL not allowed", when: "the webhook URL names a loopback, private, link-local, metadata or otherwise reserved address" },
   invalid_domain: { status: 400, title: "Invalid domain", when: "the custom domain is not one a certificate can be issued for" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
