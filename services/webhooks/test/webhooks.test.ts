@@ -2,7 +2,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { newId } from "@emailsvc/ids";
 import { SubscriberStatus } from "@emailsvc/proto";
 import { STORE_KINDS } from "@emailsvc/testing";
+import { generateKeyText, parseKeyRing, seal } from "@emailsvc/tokens";
 import { Webhook } from "standardwebhooks";
+import type { EndpointDoc } from "../src/storage/documents.js";
 import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
 
 // The webhooks service over real gRPC on both stores, with the platform's
@@ -178,6 +180,20 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     );
     const got = await h.client.getWebhook({ id: created.webhook!.id }, as(call));
     expect([got.webhook!.url, got.webhook!.events]).toEqual([h.url("/fine"), ["email.sent"]]);
+  });
+
+  it("fails a delivery whose secret SEALING_KEYS can no longer open, saying so, and sends nothing unsigned", async () => {
+    const created = await create("/sealed", ["subscriber.deleted"]);
+    // Sealed under a key the service's ring does not hold (a key removed from SEALING_KEYS too early).
+    const lost = seal(parseKeyRing(generateKeyText("gone"), "SEALING_KEYS"), "webhook-secret", created.secret);
+    await h.store.collection<EndpointDoc>("webhook_endpoints").updateOne({ _id: created.webhook!.id }, { $set: { secret_sealed: lost } });
+    await h.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+    const failed = await waitFor(async () => {
+      const page = await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call));
+      return page.deliveries[0]?.state === "failed" ? page.deliveries[0] : undefined;
+    }, "the delivery failed");
+    expect(failed.lastError).toMatch(/^secret_unreadable: /);
+    expect(h.receiver.to("/sealed")).toHaveLength(0);
   });
 
   it("erases what the log held about a subscriber when they are erased, and tells the endpoint", async () => {

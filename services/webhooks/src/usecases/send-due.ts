@@ -1,6 +1,7 @@
 import { settleLimited } from "@emailsvc/async";
+import { counter, histogram } from "@emailsvc/telemetry";
 import type { CrossTenantCollection } from "@emailsvc/storage";
-import { openSealed } from "@emailsvc/tokens";
+import { openSealed, SealedValueError } from "@emailsvc/tokens";
 import { nextAttemptAt } from "../domain/retry.js";
 import { secretKey, signatureHeader } from "../domain/signature.js";
 import { MAX_ATTEMPT_LOG, type AttemptRecord, type DeliveryDoc, type EndpointDoc } from "../storage/documents.js";
@@ -10,6 +11,10 @@ import type { WebhookPoster } from "./ports.js";
 
 /** How long one attempt holds its delivery: beyond the request's timeout, so two senders never attempt one delivery at once. */
 export const DELIVERY_LEASE_MS = 60_000;
+/** Attempts by outcome (`delivered`, `retry`, `failed`) and event type: no URL, tenant or id in labels. */
+const attemptsTotal = counter("webhook_attempts_total", "Webhook attempts by outcome and event type.", ["outcome", "event_type"]);
+const attemptSeconds = histogram("webhook_attempt_duration_seconds", "How long an endpoint took to answer a webhook attempt.", ["outcome"]);
+
 /** Deliveries attempted at once by one sender. */
 const CONCURRENCY = 8;
 
@@ -43,7 +48,8 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
   const now = deps.now();
   const claimed = await repos.deliveries.updateOne(
     { _id: doc._id, state: "pending", next_attempt_at: { $lte: now }, lease_until: { $lt: now } },
-    { $set: { lease_until: now + DELIVERY_LEASE_MS, updated_at: now } },
+    // Out of the due query while it is attempted; due again at the lease's end if this sender dies.
+    { $set: { lease_until: now + DELIVERY_LEASE_MS, next_attempt_at: now + DELIVERY_LEASE_MS, updated_at: now } },
   );
   if (!claimed) return;
   const endpoint = await repos.endpoints.findOne({ _id: claimed.endpoint_id });
@@ -56,11 +62,24 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
     );
     return;
   }
+  let keys: Buffer[];
+  try {
+    keys = signingKeys(deps, endpoint);
+  } catch (err) {
+    if (!(err instanceof SealedValueError)) throw err;
+    // SEALING_KEYS lost the key that sealed it: no attempt can be signed until the secret is rotated.
+    await repos.deliveries.updateOne(
+      { _id: claimed._id, lease_until: claimed.lease_until },
+      { $set: { state: "failed", last_error: "secret_unreadable: SEALING_KEYS cannot open the endpoint's secret; rotate it, then replay", lease_until: 0, next_attempt_at: 0, updated_at: deps.now() } },
+    );
+    deps.logger.error({ webhook_id: endpoint._id, delivery_id: claimed._id }, "webhook secret cannot be opened with SEALING_KEYS");
+    return;
+  }
   const timestamp = Math.floor(deps.now() / 1000);
   const headers = {
     "webhook-id": claimed._id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": signatureHeader(signingKeys(deps, endpoint), claimed._id, timestamp, claimed.payload),
+    "webhook-signature": signatureHeader(keys, claimed._id, timestamp, claimed.payload),
   };
   const outcome = await deps.post(endpoint.url, headers, claimed.payload);
   const at = deps.now();
@@ -85,6 +104,9 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
       },
     },
   );
+  const outcomeLabel = state === "pending" ? "retry" : state;
+  attemptsTotal.inc({ outcome: outcomeLabel, event_type: claimed.event_type });
+  attemptSeconds.observe({ outcome: outcomeLabel }, outcome.durationMs / 1000);
   // Ids and codes only: the URL and the answer's body stay out of logs.
   deps.logger.info(
     { webhook_id: endpoint._id, delivery_id: claimed._id, event_type: claimed.event_type, attempt: attempts, code: outcome.code, state },
