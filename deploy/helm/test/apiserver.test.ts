@@ -124,7 +124,7 @@ describe("the chart on a real Kubernetes API server (ci/custom-domains.yaml)", (
         "NetworkPolicy/emailsvc-portal-egress",
       ]),
     );
-    expect(objects.filter((o) => o.kind === "Deployment")).toHaveLength(6);
+    expect(objects.filter((o) => o.kind === "Deployment")).toHaveLength(COMPONENT_NAMES.length);
   });
 
   it("accepts every rendered object (server-side apply), without warnings", () => {

@@ -42,6 +42,8 @@ export interface WebhooksServiceOptions {
   disableAfterMs?: number;
   /** How often the sender looks for due retries (default 1 s). */
   senderIntervalMs?: number;
+  /** How long an attempt holds its delivery (default 60 s; tests of a takeover shorten it). */
+  leaseMs?: number;
   /** Consumer group (default `webhooks`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
   /** Clock (tests). */
@@ -73,7 +75,7 @@ export async function startWebhooksService(options: WebhooksServiceOptions): Pro
     options.post ??
     ((url, headers, body) => postWebhook({ policy, resolver: options.resolver ?? systemResolver, timeoutMs: options.timeoutMs ?? 10_000 }, url, headers, body));
   const tenants = { forTenant: (tenant: string) => storage.forTenant(tenant) };
-  const sender = new WebhookSender({ ...deps, post }, storage.dueDeliveries(), tenants, options.senderIntervalMs);
+  const sender = new WebhookSender({ ...deps, post, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) }, storage.dueDeliveries(), tenants, options.senderIntervalMs);
   deps.wake = () => sender.kick();
 
   const { server, health } = await startServiceServer({

@@ -7,7 +7,7 @@ import type { DocumentStore } from "@emailsvc/storage";
 import { createLogger } from "@emailsvc/telemetry";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import { openTestStore, type StoreKind } from "@emailsvc/testing";
-import { generateKeyText, parseKeyRing } from "@emailsvc/tokens";
+import { generateKeyText, parseKeyRing, type KeyRing } from "@emailsvc/tokens";
 import type { Resolver } from "../src/http/post.js";
 import { Receiver } from "./receiver.js";
 import { startWebhooksService, type RunningWebhooksService, type WebhooksServiceOptions } from "../src/server.js";
@@ -28,6 +28,8 @@ export function testResolver(lookups: string[] = []): Resolver {
 
 export interface Harness {
   service: RunningWebhooksService;
+  /** The SEALING_KEYS the service runs with (a second instance on the same store needs them). */
+  sealingKeys: KeyRing;
   store: DocumentStore;
   bus: InProcessEventBus;
   client: Client<typeof webhooks.WebhookService>;
@@ -46,12 +48,13 @@ export async function startHarness(kind: StoreKind, options: Partial<WebhooksSer
   const bus = new InProcessEventBus();
   const receiver = await Receiver.start();
   const lookups: string[] = [];
+  const sealingKeys = parseKeyRing(generateKeyText("test"), "SEALING_KEYS");
   const service = await startWebhooksService({
     store,
     bus,
     logger: createLogger("webhooks", "silent"),
     port: 0,
-    sealingKeys: parseKeyRing(generateKeyText("test"), "SEALING_KEYS"),
+    sealingKeys,
     allowHttp: true,
     allowPrivateRanges: ["127.0.0.0/8"],
     resolver: testResolver(lookups),
@@ -61,6 +64,7 @@ export async function startHarness(kind: StoreKind, options: Partial<WebhooksSer
   });
   return {
     service,
+    sealingKeys,
     store,
     bus,
     client: createClient(webhooks.WebhookService, createServiceTransport(service.url)),

@@ -1,11 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { newId } from "@emailsvc/ids";
 import { SubscriberStatus } from "@emailsvc/proto";
-import { STORE_KINDS } from "@emailsvc/testing";
+import { memoryLogger, STORE_KINDS } from "@emailsvc/testing";
 import { generateKeyText, parseKeyRing, seal } from "@emailsvc/tokens";
 import { Webhook } from "standardwebhooks";
+import { createLogger } from "@emailsvc/telemetry";
+import type { PostOutcome } from "../src/http/post.js";
+import { startWebhooksService, type RunningWebhooksService } from "../src/server.js";
 import type { EndpointDoc } from "../src/storage/documents.js";
-import { as, startHarness, tenant, waitFor, type Harness } from "./harness.js";
+import { as, startHarness, tenant, testResolver, waitFor, type Harness } from "./harness.js";
 
 // The webhooks service over real gRPC on both stores, with the platform's
 // events published on a bus and an HTTP receiver standing for the
@@ -205,6 +208,56 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     await waitFor(() => (h.receiver.to("/erasure").length === 2 ? true : undefined), "the deleted webhook");
     const log = (await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries;
     expect(log.map((d) => d.eventType)).toEqual(["subscriber.deleted"]);
+  });
+});
+
+describe.each(STORE_KINDS)("a sender that dies mid-attempt (%s)", (kind) => {
+  it("loses nothing and repeats only the same webhook-id; the dead attempt's late answer changes nothing", async () => {
+    const call = tenant("live");
+    // Instance A: its request goes out and never comes back (the process is as good as dead).
+    const tried: Array<Record<string, string>> = [];
+    let answerLate: (outcome: PostOutcome) => void = () => undefined;
+    const hanging = new Promise<PostOutcome>((resolve) => (answerLate = resolve));
+    const { logger, logs } = memoryLogger("webhooks-a");
+    const a = await startHarness(kind, { logger, leaseMs: 300, post: async (_url, headers) => (tried.push(headers), hanging) });
+    let b: RunningWebhooksService | undefined;
+    try {
+      const created = await a.client.createWebhook({ url: a.url("/crash"), events: ["*"], description: "" }, as(call));
+      await a.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+      await waitFor(() => (tried.length === 1 ? true : undefined), "A's attempt");
+      // Instance B, on the same store, takes the delivery over once A's lease has run out.
+      b = await startWebhooksService({
+        store: a.store,
+        bus: a.bus,
+        consumerGroup: "webhooks-b",
+        logger: createLogger("webhooks-b", "silent"),
+        port: 0,
+        sealingKeys: a.sealingKeys,
+        allowHttp: true,
+        allowPrivateRanges: ["127.0.0.0/8"],
+        resolver: testResolver(),
+        leaseMs: 300,
+        senderIntervalMs: 50,
+      });
+      const [request] = await waitFor(() => (a.receiver.to("/crash").length > 0 ? a.receiver.to("/crash") : undefined), "B's attempt");
+      expect(request!.headers["webhook-id"]).toBe(tried[0]!["webhook-id"]);
+      new Webhook(created.secret).verify(request!.body, request!.headers);
+      const delivered = await waitFor(async () => {
+        const page = await a.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call));
+        return page.deliveries[0]?.state === "delivered" ? page.deliveries : undefined;
+      }, "the delivery recorded");
+      // A answers at last: its write is guarded by the lease it held, so it is dropped.
+      answerLate({ ok: false, code: 500, durationMs: 1, error: "the endpoint answered 500" });
+      await waitFor(() => (logs.some((l) => l.msg === "webhook attempt outcome dropped: its lease ran out") ? true : undefined), "A's late outcome dropped");
+      const after = (await a.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries;
+      expect(after).toHaveLength(1);
+      expect([after[0]!.id, after[0]!.state, after[0]!.attempts]).toEqual([delivered[0]!.id, "delivered", 1]);
+      expect(a.receiver.to("/crash")).toHaveLength(1);
+    } finally {
+      answerLate({ ok: false, code: 0, durationMs: 0, error: "closed" });
+      await b?.close();
+      await a.close();
+    }
   });
 });
 

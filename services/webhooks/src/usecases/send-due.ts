@@ -20,6 +20,8 @@ const CONCURRENCY = 8;
 
 export interface SendingDeps extends Deps {
   post: WebhookPoster;
+  /** How long an attempt holds its delivery (default DELIVERY_LEASE_MS; tests of a takeover shorten it). */
+  leaseMs?: number;
 }
 
 /**
@@ -46,10 +48,11 @@ export async function sendDue(
 
 async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: DeliveryDoc): Promise<void> {
   const now = deps.now();
+  const leaseMs = deps.leaseMs ?? DELIVERY_LEASE_MS;
   const claimed = await repos.deliveries.updateOne(
     { _id: doc._id, state: "pending", next_attempt_at: { $lte: now }, lease_until: { $lt: now } },
     // Out of the due query while it is attempted; due again at the lease's end if this sender dies.
-    { $set: { lease_until: now + DELIVERY_LEASE_MS, next_attempt_at: now + DELIVERY_LEASE_MS, updated_at: now } },
+    { $set: { lease_until: now + leaseMs, next_attempt_at: now + leaseMs, updated_at: now } },
   );
   if (!claimed) return;
   const endpoint = await repos.endpoints.findOne({ _id: claimed.endpoint_id });
@@ -87,7 +90,7 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
   const attempts = claimed.attempts + 1;
   const next = outcome.ok ? undefined : nextAttemptAt(deps.retry, attempts, claimed.retry_from, at);
   const state: DeliveryDoc["state"] = outcome.ok ? "delivered" : next === undefined ? "failed" : "pending";
-  await repos.deliveries.updateOne(
+  const recorded = await repos.deliveries.updateOne(
     { _id: claimed._id, lease_until: claimed.lease_until },
     {
       $set: {
@@ -104,6 +107,12 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
       },
     },
   );
+  if (!recorded) {
+    // This attempt outlived its lease and another sender has the delivery (or it was replayed or
+    // deleted): that sender's record stands, and this late outcome counts for nothing.
+    deps.logger.warn({ webhook_id: endpoint._id, delivery_id: claimed._id }, "webhook attempt outcome dropped: its lease ran out");
+    return;
+  }
   const outcomeLabel = state === "pending" ? "retry" : state;
   attemptsTotal.inc({ outcome: outcomeLabel, event_type: claimed.event_type });
   attemptSeconds.observe({ outcome: outcomeLabel }, outcome.durationMs / 1000);
