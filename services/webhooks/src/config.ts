@@ -22,6 +22,8 @@ export interface WebhooksConfig {
   retryForMs: number;
   /** WEBHOOK_DISABLE_AFTER_SECONDS: an endpoint whose every attempt failed this long is turned off (default 5 days). */
   disableAfterMs: number;
+  /** WEBHOOK_LOG_RETENTION_DAYS: how long a finished delivery stays in its endpoint's log (default 30). */
+  logRetentionDays: number;
   /** WEBHOOK_SENDER_INTERVAL_MS: how often the sender looks for due retries (default 1000). */
   senderIntervalMs: number;
 }
@@ -50,6 +52,7 @@ export function loadConfig(env: Env = process.env): WebhooksConfig {
     retryDelaysMs,
     retryForMs: envInt("WEBHOOK_RETRY_FOR_SECONDS", DEFAULT_RETRY.retryForMs / 1000, { min: 1, max: 30 * 86400 }, env) * 1000,
     disableAfterMs: envInt("WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 86400, { min: 1, max: 365 * 86400 }, env) * 1000,
+    logRetentionDays: envInt("WEBHOOK_LOG_RETENTION_DAYS", 30, { min: 1, max: 3650 }, env),
     senderIntervalMs: envInt("WEBHOOK_SENDER_INTERVAL_MS", 1000, { min: 10, max: 600_000 }, env),
   };
 }

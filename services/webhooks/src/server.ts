@@ -13,6 +13,7 @@ import { WebhookSender } from "./messaging/sender.js";
 import { webhookRoutes } from "./rpc/services.js";
 import { WebhookStorage } from "./storage/repositories.js";
 import { scopeOf, type Deps } from "./usecases/deps.js";
+import { purgeDeliveryLog } from "./usecases/purge-delivery-log.js";
 import type { WebhookPoster } from "./usecases/ports.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -44,6 +45,10 @@ export interface WebhooksServiceOptions {
   senderIntervalMs?: number;
   /** How long an attempt holds its delivery (default 60 s; tests of a takeover shorten it). */
   leaseMs?: number;
+  /** How long a finished delivery stays in its endpoint's log (default 30 days). */
+  logRetentionMs?: number;
+  /** Period of the log's retention sweep (default 1 hour; tests shorten it). */
+  purgeIntervalMs?: number;
   /** Consumer group (default `webhooks`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
   /** Clock (tests). */
@@ -100,6 +105,16 @@ export async function startWebhooksService(options: WebhooksServiceOptions): Pro
     throw err;
   }
   sender.start();
+  const retentionMs = options.logRetentionMs ?? 30 * DAY_MS;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const purgeTimer = setInterval(() => {
+    sweeping = purgeDeliveryLog(storage.finishedDeliveries(), tenants.forTenant, deps.now() - retentionMs)
+      .then((purged) => {
+        if (purged > 0) logger.info({ purged }, "webhook deliveries past their retention deleted");
+      })
+      .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "webhook log retention sweep failed"));
+  }, options.purgeIntervalMs ?? 60 * 60 * 1000);
+  purgeTimer.unref();
   logger.info({ url: server.url, allow_http: deps.urlRules.allowHttp, allowed_private_ranges: policy.allowRanges.length }, "webhooks service listening");
   return {
     url: server.url,
@@ -108,7 +123,9 @@ export async function startWebhooksService(options: WebhooksServiceOptions): Pro
       health.setDraining();
       await server.close();
       await subscription.stop();
+      clearInterval(purgeTimer);
       await sender.stop();
+      await sweeping;
     },
   };
 }

@@ -28,6 +28,7 @@ export const webhooksService = defineService("webhooks", {
       retry: { delaysMs: config.retryDelaysMs, retryForMs: config.retryForMs },
       disableAfterMs: config.disableAfterMs,
       senderIntervalMs: config.senderIntervalMs,
+      logRetentionMs: config.logRetentionDays * 24 * 60 * 60 * 1000,
     });
   },
 });

@@ -1,13 +1,16 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { newId } from "@emailsvc/ids";
 import { SubscriberStatus } from "@emailsvc/proto";
-import { memoryLogger, STORE_KINDS } from "@emailsvc/testing";
+import { memoryLogger, openTestStore, STORE_KINDS } from "@emailsvc/testing";
 import { generateKeyText, parseKeyRing, seal } from "@emailsvc/tokens";
 import { Webhook } from "standardwebhooks";
 import { createLogger } from "@emailsvc/telemetry";
 import type { PostOutcome } from "../src/http/post.js";
 import { startWebhooksService, type RunningWebhooksService } from "../src/server.js";
 import type { EndpointDoc } from "../src/storage/documents.js";
+import { WebhookStorage } from "../src/storage/repositories.js";
+import { deliveryId } from "../src/usecases/deliveries.js";
+import { purgeDeliveryLog } from "../src/usecases/purge-delivery-log.js";
 import { as, startHarness, tenant, testResolver, waitFor, type Harness } from "./harness.js";
 
 // The webhooks service over real gRPC on both stores, with the platform's
@@ -208,6 +211,50 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     await waitFor(() => (h.receiver.to("/erasure").length === 2 ? true : undefined), "the deleted webhook");
     const log = (await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries;
     expect(log.map((d) => d.eventType)).toEqual(["subscriber.deleted"]);
+  });
+});
+
+describe.each(STORE_KINDS)("the delivery log's retention (%s)", (kind) => {
+  it("deletes finished deliveries past the retention, in their tenants, and never a pending one", async () => {
+    const { store, cleanup } = await openTestStore(kind, "webhooks");
+    try {
+      const storage = new WebhookStorage(store);
+      await storage.createIndexes();
+      const now = Date.now();
+      const doc = (tenant: string, state: "pending" | "delivered" | "failed", updatedAt: number) => {
+        const id = deliveryId(newId("evt"), "whk_x");
+        const fields = { endpoint_id: "whk_x", event_id: "evt_x", event_type: "subscriber.deleted", payload: "{}", subscriber_id: "" };
+        const outcome = { attempts: 1, next_attempt_at: 0, lease_until: 0, last_code: 200, last_duration_ms: 1, last_error: "", attempt_log: [] };
+        const times = { last_attempt_at: updatedAt, retry_from: updatedAt, created_at: updatedAt, updated_at: updatedAt };
+        return storage.forTenant(tenant).deliveries.insertOne({ _id: id, ...fields, state, ...outcome, ...times }).then(() => id);
+      };
+      const [a, b] = [`${newId("acc")}:live`, `${newId("acc")}:test`];
+      const oldDelivered = await doc(a, "delivered", now - 10_000);
+      const oldFailed = await doc(b, "failed", now - 10_000);
+      const oldPending = await doc(a, "pending", now - 10_000);
+      const recent = await doc(b, "delivered", now);
+      expect(await purgeDeliveryLog(storage.finishedDeliveries(), (t) => storage.forTenant(t), now - 5_000)).toBe(2);
+      const left = [...(await storage.forTenant(a).deliveries.find({})), ...(await storage.forTenant(b).deliveries.find({}))].map((d) => d._id).sort();
+      expect(left).toEqual([oldPending, recent].sort());
+      expect(left).not.toContain(oldDelivered);
+      expect(left).not.toContain(oldFailed);
+    } finally {
+      await store.close();
+      cleanup();
+    }
+  });
+
+  it("runs on the service's timer", async () => {
+    const call = tenant("live");
+    const h = await startHarness(kind, { logRetentionMs: 300, purgeIntervalMs: 50 });
+    try {
+      const created = await h.client.createWebhook({ url: h.url("/kept"), events: ["*"], description: "" }, as(call));
+      await h.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+      await waitFor(() => (h.receiver.to("/kept").length === 1 ? true : undefined), "the webhook");
+      await waitFor(async () => ((await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries.length === 0 ? true : undefined), "the purge");
+    } finally {
+      await h.close();
+    }
   });
 });
 

@@ -81,6 +81,8 @@ export const DELIVERY_INDEXES = [
   { name: "deliveries_of_endpoint", fields: { tenant: 1, endpoint_id: 1, _id: 1 } },
   // The sender: due pending deliveries of every tenant.
   { name: "due_deliveries", fields: { state: 1, next_attempt_at: 1 } },
+  // The log's retention sweep: finished deliveries of every tenant by age.
+  { name: "finished_deliveries", fields: { state: 1, updated_at: 1 } },
   // Erasure: a subscriber's deliveries.
   { name: "deliveries_of_subscriber", fields: { tenant: 1, subscriber_id: 1 } },
 ] as const;

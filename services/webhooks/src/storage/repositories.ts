@@ -29,6 +29,11 @@ export class WebhookStorage {
     return { endpoints: new TenantCollection(this.endpoints, tenant), deliveries: new TenantCollection(this.deliveries, tenant) };
   }
 
+  /** For the log's retention sweep: finished deliveries of every tenant past their retention (each then deleted in its own tenant). */
+  finishedDeliveries(): CrossTenantCollection<DeliveryDoc> {
+    return new CrossTenantCollection(this.deliveries, "webhook log retention: finds finished deliveries of every tenant past their retention");
+  }
+
   /** For the sender: pending deliveries of every tenant that are due (each is then claimed and sent in its own tenant). */
   dueDeliveries(): CrossTenantCollection<DeliveryDoc> {
     return new CrossTenantCollection(this.deliveries, "webhook sender: finds due deliveries of every tenant");
