@@ -1,5 +1,5 @@
 import { createClient, type Client } from "@connectrpc/connect";
-import { encodeEvent, InProcessEventBus, publishEvents, type EventBody, type Topic } from "@emailsvc/events";
+import { encodeEvent, InProcessEventBus, publishEvents, type EventBody, type EventBus, type Topic } from "@emailsvc/events";
 import { createServiceTransport } from "@emailsvc/grpc";
 import { newId } from "@emailsvc/ids";
 import { webhooks } from "@emailsvc/proto";
@@ -31,7 +31,7 @@ export interface Harness {
   /** The SEALING_KEYS the service runs with (a second instance on the same store needs them). */
   sealingKeys: KeyRing;
   store: DocumentStore;
-  bus: InProcessEventBus;
+  bus: EventBus;
   client: Client<typeof webhooks.WebhookService>;
   receiver: Receiver;
   /** The resolver's lookups, by host name. */
@@ -43,9 +43,10 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** `options.bus`: another bus than a memory-only one (Kafka); the harness closes it. */
 export async function startHarness(kind: StoreKind, options: Partial<WebhooksServiceOptions> = {}): Promise<Harness> {
   const { store, cleanup } = await openTestStore(kind, "webhooks");
-  const bus = new InProcessEventBus();
+  const bus = options.bus ?? new InProcessEventBus();
   const receiver = await Receiver.start();
   const lookups: string[] = [];
   const sealingKeys = parseKeyRing(generateKeyText("test"), "SEALING_KEYS");
