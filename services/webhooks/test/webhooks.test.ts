@@ -188,6 +188,16 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     expect([got.webhook!.url, got.webhook!.events]).toEqual([h.url("/fine"), ["email.sent"]]);
   });
 
+  it("refuses more endpoints than the bound, and nothing is stored", async () => {
+    const other = tenant("live");
+    for (let i = 0; i < 20; i++) await create(`/n${i}`, ["*"], other);
+    const refused = await failure(create("/one-too-many", ["*"], other));
+    expect([refused.code, refused.message]).toEqual([Code.AlreadyExists, expect.stringContaining("at most 20")]);
+    expect((await h.client.listWebhooks({ limit: 500 }, as(other))).webhooks).toHaveLength(20);
+    // Another tenant's bound is its own.
+    await create("/mine");
+  });
+
   it("fails a delivery whose secret SEALING_KEYS can no longer open, saying so, and sends nothing unsigned", async () => {
     const created = await create("/sealed", ["subscriber.deleted"]);
     // Sealed under a key the service's ring does not hold (a key removed from SEALING_KEYS too early).
@@ -304,6 +314,29 @@ describe.each(STORE_KINDS)("a sender that dies mid-attempt (%s)", (kind) => {
       answerLate({ ok: false, code: 0, durationMs: 0, error: "closed" });
       await b?.close();
       await a.close();
+    }
+  });
+});
+
+describe.each(STORE_KINDS)("webhooks without the operator's allowance (%s)", (kind) => {
+  it("never calls a host that resolves to loopback: the attempt fails saying so, and the receiver gets nothing", async () => {
+    const call = tenant("live");
+    const h = await startHarness(kind, { allowPrivateRanges: [] });
+    try {
+      // receiver.test is a name (accepted at create); it resolves to 127.0.0.1, refused at the attempt.
+      const created = await h.client.createWebhook({ url: h.url("/private"), events: ["*"], description: "" }, as(call));
+      await h.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+      const delivery = await waitFor(async () => {
+        const page = await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call));
+        return (page.deliveries[0]?.attempts ?? 0) >= 1 ? page.deliveries[0] : undefined;
+      }, "the refused attempt");
+      expect(delivery.attemptLog[0]).toMatchObject({ responseCode: 0, error: expect.stringContaining("refused: the host resolves to a loopback") });
+      expect(h.receiver.received).toHaveLength(0);
+      // A literal loopback URL is refused at create.
+      const literal = await failure(h.client.createWebhook({ url: `http://127.0.0.1:${h.receiver.port}/x`, events: ["*"], description: "" }, as(call)));
+      expect(literal.code).toBe(Code.InvalidArgument);
+    } finally {
+      await h.close();
     }
   });
 });

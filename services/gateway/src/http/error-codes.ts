@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   domain_taken: { status: 409, title: "Domain already claimed", when: "another account holds this custom domain" },
   campaign_not_draft: { status: 409, title: "Campaign is not a draft", when: "only a draft campaign can be changed, deleted or sent" },
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
+  webhook_limit_reached: { status: 409, title: "Too many webhook endpoints", when: "the account (and mode) has the most webhook endpoints it may have; delete one first" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 413: too large.
   payload_too_large: { status: 413, title: "Request body too large", when: "the body is larger than the operation takes" },

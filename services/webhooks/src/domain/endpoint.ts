@@ -8,6 +8,11 @@ import { isWebhookEventType, WEBHOOK_EVENT_TYPE_NAMES, type WebhookEventType } f
 export const MAX_URL_LENGTH = 2048;
 export const MAX_DESCRIPTION_LENGTH = 500;
 export const MAX_EVENTS = 50;
+/** Endpoints per tenant: each event is sent to every matching one, so their number bounds the fan-out. */
+export const MAX_ENDPOINTS = 20;
+
+export const tooManyEndpoints = () =>
+  new AppError("conflict", "webhook_limit_reached", `an account (and mode) has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
 /** The one entry of `events` that asks for every type, present and future. */
 export const ALL_EVENTS = "*";
 

@@ -51,11 +51,18 @@ export async function postWebhook(options: PostOptions, url: string, headers: Re
     pinned = { address: literal, family: literal.includes(":") ? 6 : 4 };
   } else {
     let addresses: Array<{ address: string; family: number }>;
+    let dnsTimer: NodeJS.Timeout | undefined;
     try {
-      addresses = await options.resolver(target.hostname);
+      // The attempt's timeout covers the lookup too: a resolver that never answers holds no attempt.
+      const timedOut = new Promise<never>((_, reject) => {
+        dnsTimer = setTimeout(() => reject(Object.assign(new Error("DNS timeout"), { code: "ETIMEOUT" })), options.timeoutMs);
+      });
+      addresses = await Promise.race([options.resolver(target.hostname), timedOut]);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return failed(`DNS lookup failed${code ? ` (${code})` : ""}`);
+    } finally {
+      clearTimeout(dnsTimer);
     }
     if (addresses.length === 0) return failed("DNS lookup found no address");
     // Every address the name has must be allowed: the one picked is then one of them.

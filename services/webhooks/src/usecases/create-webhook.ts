@@ -1,6 +1,6 @@
 import { newId } from "@emailsvc/ids";
 import { seal } from "@emailsvc/tokens";
-import { checkDescription, checkEvents, checkUrl } from "../domain/endpoint.js";
+import { checkDescription, checkEvents, checkUrl, MAX_ENDPOINTS, tooManyEndpoints } from "../domain/endpoint.js";
 import { newSecret } from "../domain/signature.js";
 import type { EndpointDoc } from "../storage/documents.js";
 import { SECRET_PURPOSE, webhookView, type Deps, type Scope, type WebhookView } from "./deps.js";
@@ -14,6 +14,8 @@ export async function createWebhook(
   const url = checkUrl(deps.urlRules, input.url);
   const events = checkEvents(input.events);
   const description = checkDescription(input.description);
+  // A bound, not a counter: two creates at once may both pass it by one.
+  if ((await scope.endpoints.count({})) >= MAX_ENDPOINTS) throw tooManyEndpoints();
   const secret = newSecret();
   const now = deps.now();
   const doc: Omit<EndpointDoc, "tenant"> = {

@@ -125,10 +125,10 @@ export const paths: Paths = {
       operationId: "createWebhook",
       summary: "Create a webhook endpoint",
       description:
-        "Active at once: each later event of a type it asks for is POSTed to it, signed as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once.",
+        "Active at once: each later event of a type it asks for is POSTed to it, signed as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing secret, shown this once. An account has at most 20 endpoints per mode (409 `webhook_limit_reached`).",
       tags: ["Webhooks"],
       requestBody: body("WebhookCreate"),
-      responses: { "201": json(ref("WebhookWithSecret"), "The new endpoint, with its secret."), ...errors(...bodyErrors, ...serviceErrors) },
+      responses: { "201": json(ref("WebhookWithSecret"), "The new endpoint, with its secret."), ...errors(...bodyErrors, "Conflict", ...serviceErrors) },
     },
     get: {
       operationId: "listWebhooks",
