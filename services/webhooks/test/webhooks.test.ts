@@ -188,6 +188,23 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     expect([got.webhook!.url, got.webhook!.events]).toEqual([h.url("/fine"), ["email.sent"]]);
   });
 
+  it("pages an endpoint's log newest first with the cursors it mints, and refuses another", async () => {
+    const created = await create("/paged", ["subscriber.deleted"]);
+    for (let i = 0; i < 3; i++) await h.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+    await waitFor(() => (h.receiver.to("/paged").length === 3 ? true : undefined), "three webhooks");
+    const first = await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id, limit: 2 }, as(call));
+    expect(first.deliveries).toHaveLength(2);
+    const second = await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id, limit: 2, cursor: first.nextCursor }, as(call));
+    expect(second.deliveries).toHaveLength(1);
+    expect(second.nextCursor).toBe("");
+    const ids = [...first.deliveries, ...second.deliveries].map((d) => d.id);
+    expect(ids).toEqual([...ids].sort().reverse());
+    expect(new Set(ids)).toEqual(new Set(h.receiver.to("/paged").map((r) => r.headers["webhook-id"])));
+    // A cursor of another endpoint's log is not this one's.
+    const other = await create("/other", ["subscriber.deleted"]);
+    expect((await failure(h.client.listWebhookDeliveries({ webhookId: other.webhook!.id, limit: 2, cursor: first.nextCursor }, as(call)))).code).toBe(Code.InvalidArgument);
+  });
+
   it("refuses more endpoints than the bound, and nothing is stored", async () => {
     const other = tenant("live");
     for (let i = 0; i < 20; i++) await create(`/n${i}`, ["*"], other);
