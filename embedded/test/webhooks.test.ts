@@ -56,7 +56,15 @@ describe.each(["embedded", "mongodb"] as const)("webhooks through the REST API (
     expect(sent.status).toBe(202);
     const hooks = await arrived("/events", 2);
     const emailHook = hooks.map((h) => ({ h, body: new Webhook(secret).verify(h.body, h.headers) as { type: string; data: Record<string, unknown> } })).find((x) => x.body.type === "email.sent");
-    expect(emailHook?.body.data).toMatchObject({ email_id: sent.body.id, status: "sent", subscriber_id: subscriber.body.id });
+    // The recipient's address, which the integrator sent to, read from delivery as the webhook goes out.
+    expect(emailHook?.body.data).toEqual({
+      email_id: sent.body.id,
+      to: "webhook-reader@example.com",
+      subscriber_id: subscriber.body.id,
+      campaign_id: null,
+      status: "sent",
+      reason: null,
+    });
 
     // The log shows both, delivered at the first attempt with the receiver's 200.
     const log = await t.call("GET", `/api/v1/webhooks/${id}/deliveries`);

@@ -154,7 +154,10 @@ export const SERVICES = {
     grpcPort: 50058,
     metricsPort: 9469,
     public: {},
-    calls: {},
+    calls: {
+      // Optional: the payloads stand without it (to: null), and webhooks need not wait for delivery's start.
+      delivery: { need: "optional", for: "the recipient's address (to) in email events, read when each is sent, never stored" },
+    },
     topics: {
       produces: [],
       // What it forwards: delivery's email statuses, the subscribers' changes, campaigns' state changes.

@@ -1,5 +1,7 @@
 import type { EventBus } from "@emailsvc/events";
-import { startServiceServer } from "@emailsvc/grpc";
+import type { Transport } from "@connectrpc/connect";
+import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
+import { recipientLookup } from "./rpc/clients.js";
 import { topicsOf } from "@emailsvc/manifest";
 import { webhooks } from "@emailsvc/proto";
 import type { DocumentStore } from "@emailsvc/storage";
@@ -34,6 +36,8 @@ export interface WebhooksServiceOptions {
   allowPrivateRanges?: readonly string[];
   /** Resolves endpoint hosts (default the system's; tests map names to their receiver). */
   resolver?: Resolver;
+  /** The delivery service (its URL or a ready transport): the recipient's address in email events. Unset: `to` is null. */
+  delivery?: string | Transport;
   /** Replaces the HTTP request (unit tests of the sender). */
   post?: WebhookPoster;
   /** An attempt's timeout (default 10 s). */
@@ -80,7 +84,17 @@ export async function startWebhooksService(options: WebhooksServiceOptions): Pro
     options.post ??
     ((url, headers, body) => postWebhook({ policy, resolver: options.resolver ?? systemResolver, timeoutMs: options.timeoutMs ?? 10_000 }, url, headers, body));
   const tenants = { forTenant: (tenant: string) => storage.forTenant(tenant) };
-  const sender = new WebhookSender({ ...deps, post, ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}) }, storage.dueDeliveries(), tenants, options.senderIntervalMs);
+  const sender = new WebhookSender(
+    {
+      ...deps,
+      post,
+      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...(options.delivery ? { recipients: recipientLookup(typeof options.delivery === "string" ? createServiceTransport(options.delivery) : options.delivery) } : {}),
+    },
+    storage.dueDeliveries(),
+    tenants,
+    options.senderIntervalMs,
+  );
   deps.wake = () => sender.kick();
 
   const { server, health } = await startServiceServer({

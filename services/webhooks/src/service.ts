@@ -7,7 +7,7 @@ import { startWebhooksService } from "./server.js";
 /** The webhooks service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
 export const webhooksService = defineService("webhooks", {
   loadConfig,
-  start: ({ store, bus, logger, port, host, developmentSecretsDir }, config) => {
+  start: ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the webhooks service needs the event bus");
     let sealingKeys;
     try {
@@ -15,7 +15,9 @@ export const webhooksService = defineService("webhooks", {
     } catch (err) {
       throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
     }
+    if (!urls.delivery) logger.warn("DELIVERY_URL is not set: email webhooks carry no recipient address (to: null)");
     return startWebhooksService({
+      ...(urls.delivery ? { delivery: urls.delivery } : {}),
       store,
       bus,
       logger,

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { newId } from "@emailsvc/ids";
 import { SubscriberStatus } from "@emailsvc/proto";
-import { memoryLogger, openTestStore, STORE_KINDS } from "@emailsvc/testing";
+import { freePort, memoryLogger, openTestStore, STORE_KINDS } from "@emailsvc/testing";
 import { generateKeyText, parseKeyRing, seal } from "@emailsvc/tokens";
 import { Webhook } from "standardwebhooks";
 import { createLogger } from "@emailsvc/telemetry";
@@ -90,7 +90,7 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     expect(h.receiver.to("/subs")).toHaveLength(0);
     const types = h.receiver.to("/emails").map((r) => JSON.parse(r.body));
     expect(types.map((t) => t.type).sort()).toEqual(["email.bounced", "email.sent"]);
-    expect(types.find((t) => t.type === "email.bounced").data).toEqual({ email_id: emailId, subscriber_id: null, campaign_id: null, status: "bounced", reason: "mailbox_unknown" });
+    expect(types.find((t) => t.type === "email.bounced").data).toEqual({ email_id: emailId, to: null, subscriber_id: null, campaign_id: null, status: "bounced", reason: "mailbox_unknown" });
     // Redelivered: still one message per endpoint (the webhook-id is derived from event and endpoint).
     const ids = h.receiver.to("/all").map((r) => r.headers["webhook-id"]);
     expect(new Set(ids).size).toBe(ids.length);
@@ -352,6 +352,28 @@ describe.each(STORE_KINDS)("webhooks without the operator's allowance (%s)", (ki
       // A literal loopback URL is refused at create.
       const literal = await failure(h.client.createWebhook({ url: `http://127.0.0.1:${h.receiver.port}/x`, events: ["*"], description: "" }, as(call)));
       expect(literal.code).toBe(Code.InvalidArgument);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe.each(STORE_KINDS)("email webhooks while delivery cannot say who an email went to (%s)", (kind) => {
+  it("wait, without counting an attempt or sending anything without the address", async () => {
+    const call = tenant("live");
+    const { logger, logs } = memoryLogger("webhooks");
+    // Nothing listens there: every GetEmail fails as when delivery is down.
+    const h = await startHarness(kind, { logger, delivery: `http://127.0.0.1:${await freePort()}` });
+    try {
+      const created = await h.client.createWebhook({ url: h.url("/emails"), events: ["email.sent", "subscriber.deleted"], description: "" }, as(call));
+      await h.publish("email.status", call, { emailId: newId("eml"), status: "sent" });
+      await waitFor(() => (logs.some((l) => l.msg === "webhook waits: delivery did not give the email's recipient") ? true : undefined), "the wait");
+      // Other events are not held up by it.
+      await h.publish("subscriber.deleted", call, { subscriberId: newId("sub") });
+      await waitFor(() => (h.receiver.to("/emails").length === 1 ? true : undefined), "the subscriber webhook");
+      expect(JSON.parse(h.receiver.to("/emails")[0]!.body).type).toBe("subscriber.deleted");
+      const email = (await h.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries.find((d) => d.eventType === "email.sent");
+      expect([email!.state, email!.attempts]).toEqual(["pending", 0]);
     } finally {
       await h.close();
     }

@@ -59,6 +59,8 @@ export const READERS: { readonly [T in Consumed]: (e: SourceEvent<T>) => Webhook
     if (!type) return undefined;
     return base(e, type, {
       email_id: e.message.emailId,
+      // The recipient's address: filled in when the message is sent (withRecipient), never stored here.
+      to: null,
       subscriber_id: orNull(e.message.subscriberId),
       campaign_id: orNull(e.message.campaignId),
       status: e.message.status,
@@ -80,6 +82,18 @@ export const READERS: { readonly [T in Consumed]: (e: SourceEvent<T>) => Webhook
   "subscriber.deleted": (e) => base(e, "subscriber.deleted", { subscriber_id: e.message.subscriberId }),
   "campaign.status_changed": (e) => base(e, "campaign.status_changed", { campaign_id: e.message.campaignId, status: e.message.status }),
 };
+
+/**
+ * An email event's body with its recipient's address (`data.to`), as it goes
+ * out: the stored payload holds null there, so the address is read from
+ * delivery at each attempt and an erasure (delivery scrubs the email) leaves
+ * nothing of it here.
+ */
+export function withRecipient(payload: string, to: string | null): string {
+  const body = JSON.parse(payload) as { data: Record<string, unknown> };
+  body.data.to = to;
+  return JSON.stringify(body);
+}
 
 /** The JSON body sent for an event: `{type, timestamp, data}` (Standard Webhooks' recommended shape). */
 export function payloadOf(event: Pick<WebhookEvent, "type" | "occurredAt" | "data">): string {

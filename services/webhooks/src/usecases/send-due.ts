@@ -7,7 +7,8 @@ import { secretKey, signatureHeader } from "../domain/signature.js";
 import { MAX_ATTEMPT_LOG, type AttemptRecord, type DeliveryDoc, type EndpointDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { SECRET_PURPOSE, type Deps } from "./deps.js";
-import type { WebhookPoster } from "./ports.js";
+import type { RecipientLookup, WebhookPoster } from "./ports.js";
+import { withRecipient } from "../domain/event-types.js";
 
 /** How long one attempt holds its delivery: beyond the request's timeout, so two senders never attempt one delivery at once. */
 export const DELIVERY_LEASE_MS = 60_000;
@@ -20,6 +21,8 @@ const CONCURRENCY = 8;
 
 export interface SendingDeps extends Deps {
   post: WebhookPoster;
+  /** Delivery's answer for `to` in email events; unset (no DELIVERY_URL): `to` stays null. */
+  recipients?: RecipientLookup;
   /** How long an attempt holds its delivery (default DELIVERY_LEASE_MS; tests of a takeover shorten it). */
   leaseMs?: number;
 }
@@ -78,13 +81,28 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
     deps.logger.error({ webhook_id: endpoint._id, delivery_id: claimed._id }, "webhook secret cannot be opened with SEALING_KEYS");
     return;
   }
+  let body = claimed.payload;
+  const emailId = claimed.event_type.startsWith("email.") ? emailIdOf(claimed.payload) : undefined;
+  if (deps.recipients && emailId) {
+    try {
+      body = withRecipient(claimed.payload, await deps.recipients(repos.deliveries.tenant, emailId));
+    } catch (err) {
+      // Delivery cannot say now: the attempt waits (it is not the endpoint's failure, and counts for nothing).
+      await repos.deliveries.updateOne(
+        { _id: claimed._id, lease_until: claimed.lease_until },
+        { $set: { lease_until: 0, next_attempt_at: deps.now() + RECIPIENT_RETRY_MS, updated_at: deps.now() } },
+      );
+      deps.logger.warn({ delivery_id: claimed._id, err: err instanceof Error ? err.name : "error" }, "webhook waits: delivery did not give the email's recipient");
+      return;
+    }
+  }
   const timestamp = Math.floor(deps.now() / 1000);
   const headers = {
     "webhook-id": claimed._id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": signatureHeader(keys, claimed._id, timestamp, claimed.payload),
+    "webhook-signature": signatureHeader(keys, claimed._id, timestamp, body),
   };
-  const outcome = await deps.post(endpoint.url, headers, claimed.payload);
+  const outcome = await deps.post(endpoint.url, headers, body);
   const at = deps.now();
   const record: AttemptRecord = { at, code: outcome.code, duration_ms: outcome.durationMs, error: outcome.error };
   const attempts = claimed.attempts + 1;
@@ -122,6 +140,14 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
     outcome.ok ? "webhook delivered" : "webhook attempt failed",
   );
   await trackHealth(deps, repos, endpoint, outcome.ok, at);
+}
+
+/** How long an attempt waits when delivery cannot say who an email went to. */
+const RECIPIENT_RETRY_MS = 5000;
+
+function emailIdOf(payload: string): string | undefined {
+  const id = (JSON.parse(payload) as { data?: { email_id?: unknown } }).data?.email_id;
+  return typeof id === "string" && id !== "" ? id : undefined;
 }
 
 /** The current secret's key, and the previous one's while it still signs. */
