@@ -1,4 +1,7 @@
+import Ajv2020 from "ajv/dist/2020";
+import addFormats from "ajv-formats";
 import { Webhook } from "standardwebhooks";
+import type { OpenApiDocument } from "../../services/gateway/src/openapi";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { Receiver } from "../../services/webhooks/test/receiver";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
@@ -28,6 +31,17 @@ describe.each(["embedded", "mongodb"] as const)("webhooks through the REST API (
   });
 
   const url = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
+  /** Checks a body that arrived against the served document's `webhooks` entry of its type. */
+  const documented = async (body: string) => {
+    const doc = (await (await fetch(`${t.url}/api/v1/openapi.json`)).json()) as OpenApiDocument;
+    const type = (JSON.parse(body) as { type: string }).type;
+    const schema = doc.webhooks?.[type]?.post?.requestBody?.content["application/json"]?.schema;
+    expect({ type, documented: schema !== undefined }).toEqual({ type, documented: true });
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    const validate = ajv.compile(schema!);
+    expect({ type, errors: validate(JSON.parse(body)) ? null : validate.errors }).toEqual({ type, errors: null });
+  };
   const arrived = (path: string, n = 1) => eventually(async () => receiver.to(path), (list) => list.length >= n);
 
   it("signs a subscriber.created and an email.sent webhook that the reference library verifies; the secret is shown once", async () => {
@@ -66,6 +80,8 @@ describe.each(["embedded", "mongodb"] as const)("webhooks through the REST API (
       reason: null,
     });
 
+    // Both as the served document's `webhooks` describe them.
+    for (const hook of hooks) await documented(hook.body);
     // The log shows both, delivered at the first attempt with the receiver's 200.
     const log = await t.call("GET", `/api/v1/webhooks/${id}/deliveries`);
     expect(log.status).toBe(200);

@@ -114,6 +114,90 @@ export const schemas: Record<string, JsonSchema> = {
   WebhookDeliveryPage: page("WebhookDelivery", "A page of an endpoint's deliveries, newest first."),
 };
 
+// What arrives at an endpoint: the body of each event type, by the family of its data.
+const nullableId = (description: string) => ({ type: ["string", "null"], description }) as const;
+const EMAIL_DATA = {
+  type: "object",
+  required: ["email_id", "to", "subscriber_id", "campaign_id", "status", "reason"],
+  properties: {
+    email_id: { type: "string", examples: ["eml_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+    to: { type: ["string", "null"], description: "The recipient's address, as you sent to it (null once the email was erased)." },
+    subscriber_id: nullableId("The subscriber it went to, if any."),
+    campaign_id: nullableId("The campaign it belongs to, if any."),
+    status: { type: "string", description: "The email's status (sent, delivered, deferred, bounced, complained, failed, suppressed)." },
+    reason: { type: ["string", "null"], description: "Why, as a stable code (e.g. `recipient_unsubscribed`), or null." },
+  },
+} as const;
+const SUBSCRIBER_DATA = {
+  type: "object",
+  required: ["subscriber_id"],
+  properties: {
+    subscriber_id: { type: "string", examples: ["sub_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+    status: { type: ["string", "null"], description: "The subscriber's status after the change (created, updated, unsubscribed)." },
+    previous_status: { type: "string", description: "subscriber.unsubscribed: the status before." },
+    tag_ids: { type: "array", items: { type: "string" }, description: "subscriber.created: the tags it was created with." },
+    changes: {
+      type: "object",
+      description: "subscriber.updated: what changed.",
+      properties: {
+        status: { type: "object", properties: { from: { type: "string" }, to: { type: "string" } } },
+        tag_added: { type: "string", description: "A tag id." },
+        tag_removed: { type: "string", description: "A tag id." },
+      },
+    },
+  },
+} as const;
+const CAMPAIGN_DATA = {
+  type: "object",
+  required: ["campaign_id", "status"],
+  properties: { campaign_id: { type: "string" }, status: { type: "string", enum: ["scheduled", "sending", "paused", "sent", "cancelled", "failed"] } },
+} as const;
+
+const webhookHeaders: ParameterObject[] = [
+  { name: "webhook-id", in: "header", required: true, description: "The message's id: the same on every retry and replay (deduplicate by it).", schema: { type: "string" } },
+  { name: "webhook-timestamp", in: "header", required: true, description: "Unix seconds when this attempt was signed.", schema: { type: "string", pattern: "^[0-9]+$" } },
+  {
+    name: "webhook-signature",
+    in: "header",
+    required: true,
+    description: "`v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<body>\">` per signing secret, space-separated (two during the 24 h after a rotation). Verify with a Standard Webhooks library.",
+    schema: { type: "string" },
+  },
+];
+
+/** One documented request per event type, sent to the endpoints that asked for it. */
+export const webhooks: Paths = Object.fromEntries(
+  WEBHOOK_EVENT_TYPE_NAMES.map((type) => {
+    const data = type.startsWith("email.") ? EMAIL_DATA : type.startsWith("subscriber.") ? SUBSCRIBER_DATA : CAMPAIGN_DATA;
+    return [
+      type,
+      {
+        post: {
+          operationId: `webhook_${type.replace(/\./g, "_")}`,
+          summary: type,
+          description: WEBHOOK_EVENT_TYPES[type],
+          tags: ["Webhooks"],
+          security: [],
+          parameters: webhookHeaders,
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["type", "timestamp", "data"],
+                  properties: { type: { const: type }, timestamp: { type: "string", format: "date-time", description: "When the event happened." }, data },
+                },
+              },
+            },
+          },
+          responses: { "2XX": { description: "Received. Any other answer, or none within 10 s, is retried; a 3xx is not followed." } },
+        },
+      },
+    ];
+  }),
+);
+
 export const parameters: Record<string, ParameterObject> = {
   WebhookId: pathParam("id", "The webhook endpoint's id."),
   WebhookDeliveryId: pathParam("delivery_id", "The delivery's id (its `webhook-id`)."),
