@@ -378,6 +378,21 @@ describe.each(STORE_KINDS)("email webhooks while delivery cannot say who an emai
       await h.close();
     }
   });
+
+  it("go without the address once their retry window is over, rather than never", async () => {
+    const call = tenant("live");
+    const h = await startHarness(kind, { delivery: `http://127.0.0.1:${await freePort()}`, retry: { delaysMs: [100], retryForMs: 1 } });
+    try {
+      const created = await h.client.createWebhook({ url: h.url("/late"), events: ["email.sent"], description: "" }, as(call));
+      const emailId = newId("eml");
+      await h.publish("email.status", call, { emailId, status: "sent" });
+      const [request] = await waitFor(() => (h.receiver.to("/late").length > 0 ? h.receiver.to("/late") : undefined), "the webhook");
+      const body = new Webhook(created.secret).verify(request!.body, request!.headers) as { data: Record<string, unknown> };
+      expect(body.data).toMatchObject({ email_id: emailId, to: null });
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 describe.each(STORE_KINDS)("webhook endpoints that keep failing (%s)", (kind) => {

@@ -84,15 +84,21 @@ async function attempt(deps: SendingDeps, repos: TenantRepositories, doc: Delive
   let body = claimed.payload;
   const emailId = claimed.event_type.startsWith("email.") ? emailIdOf(claimed.payload) : undefined;
   if (deps.recipients && emailId) {
+    let to: string | null | undefined;
     try {
-      body = withRecipient(claimed.payload, await deps.recipients(repos.deliveries.tenant, emailId));
-    } catch (err) {
+      to = await deps.recipients(repos.deliveries.tenant, emailId);
+    } catch {
+      // Past the retry window the message goes without the address rather than never.
+      if (deps.now() >= claimed.retry_from + deps.retry.retryForMs) to = null;
+    }
+    if (to !== undefined) body = withRecipient(claimed.payload, to);
+    else {
       // Delivery cannot say now: the attempt waits (it is not the endpoint's failure, and counts for nothing).
       await repos.deliveries.updateOne(
         { _id: claimed._id, lease_until: claimed.lease_until },
         { $set: { lease_until: 0, next_attempt_at: deps.now() + RECIPIENT_RETRY_MS, updated_at: deps.now() } },
       );
-      deps.logger.warn({ delivery_id: claimed._id, err: err instanceof Error ? err.name : "error" }, "webhook waits: delivery did not give the email's recipient");
+      deps.logger.warn({ delivery_id: claimed._id }, "webhook waits: delivery did not give the email's recipient");
       return;
     }
   }
