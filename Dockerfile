@@ -9,6 +9,7 @@
 #   node services/delivery/dist/main.js      gRPC (GRPC_PORT 50053); Kafka, SMTP
 #   node services/campaigns/dist/main.js     gRPC (GRPC_PORT 50054)
 #   node services/portal/dist/main.js        gRPC (GRPC_PORT 50055), the preference page (PORTAL_PORT 8081)
+#   node services/webhooks/dist/main.js      gRPC (GRPC_PORT 50058); HTTPS to integrators' endpoints
 #   node embedded/dist/main.js               every service in one process (a quick try)
 # The default command starts the gateway.
 #
@@ -106,7 +107,7 @@ LABEL org.opencontainers.image.title="emailsvc" \
       org.opencontainers.image.description="Open-source email platform: every service of the monorepo; pick one by command." \
       org.opencontainers.image.licenses="Apache-2.0"
 USER 10001:10001
-# gateway REST API; gRPC of subscribers, templates, delivery, campaigns, portal (GRPC_PORT); the portal page (PORTAL_PORT); Prometheus metrics (METRICS_PORT, as the chart sets it).
-EXPOSE 8080 8081 50051 50052 50053 50054 50055 9464
+# gateway REST API; gRPC of subscribers, templates, delivery, campaigns, portal, webhooks (GRPC_PORT); the portal page (PORTAL_PORT); Prometheus metrics (METRICS_PORT, as the chart sets it).
+EXPOSE 8080 8081 50051 50052 50053 50054 50055 50058 9464
 # node is PID 1 and handles SIGTERM itself (drains, then exits).
 CMD ["node", "services/gateway/dist/main.js"]

@@ -11,7 +11,9 @@ export * as delivery from "./delivery.js";
 export * as campaigns from "./gen/emailsvc/campaigns/v1/campaigns_pb.js";
 export * as triggers from "./gen/emailsvc/campaigns/v1/triggers_pb.js";
 export * as portal from "./portal.js";
+export * as webhooks from "./gen/emailsvc/webhooks/v1/webhooks_pb.js";
 // Vocabularies the contracts carry as strings, with one owner each.
 export * from "./trigger-event-types.js";
+export * from "./webhook-event-types.js";
 // The parts of a subscriber's data export (each service's ExportSubscriberData), typed once.
 export * from "./export-parts.js";

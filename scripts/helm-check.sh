@@ -425,6 +425,9 @@ check "a required service's URL set by hand is enough" \
 check "subscribers without SUPPRESSION_KEYS fails" \
   must_fail 'components\.subscribers\.secretEnv must list SUPPRESSION_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.subscribers.secretEnv={MONGO_URL}'
+check "webhooks without SEALING_KEYS fails" \
+  must_fail 'components\.webhooks\.secretEnv must list SEALING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
+  --set 'components.webhooks.secretEnv={MONGO_URL}'
 check "delivery without TOKEN_SIGNING_KEYS fails" \
   must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.delivery.secretEnv={MONGO_URL}'

@@ -5,6 +5,7 @@ import { ConfigError, type Env, type ServiceName } from "@emailsvc/runtime";
 import type { ServiceModule } from "@emailsvc/service";
 import { subscribersService } from "@emailsvc/subscribers";
 import { templatesService } from "@emailsvc/templates";
+import { webhooksService } from "@emailsvc/webhooks";
 
 /**
  * The code of every gRPC service of the manifest (packages/manifest): a
@@ -19,6 +20,7 @@ export const SERVICE_MODULES: { readonly [N in ServiceName]: ServiceModule<any> 
   delivery: deliveryService,
   campaigns: campaignsService,
   portal: portalService,
+  webhooks: webhooksService,
 };
 
 /**

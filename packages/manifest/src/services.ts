@@ -26,6 +26,7 @@ export const SERVICES = {
       delivery: { need: "optional", for: "sends and email records" },
       campaigns: { need: "optional", for: "campaigns and triggers" },
       portal: { need: "optional", for: "the preference-center API, portal settings, custom domains" },
+      webhooks: { need: "optional", for: "webhook endpoints, their delivery logs and replays" },
     },
     topics: { produces: [], consumes: [] },
     secrets: ["ADMIN_TOKEN", "MONGO_URL", "TOKEN_SIGNING_KEYS"],
@@ -146,6 +147,36 @@ export const SERVICES = {
       // preference budgets' counters with RATE_LIMIT_STORE=mongo.
       collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget", "rate_limits"],
       dataDir: ["portal/", "secrets/token-signing-keys"],
+    },
+  },
+  webhooks: {
+    summary: "WebhookService: an account's endpoints, their sealed secrets, and signed, retried deliveries of the platform's events (Standard Webhooks).",
+    grpcPort: 50058,
+    metricsPort: 9469,
+    public: {},
+    calls: {
+      // Optional: the payloads stand without it (to: null), and webhooks need not wait for delivery's start.
+      delivery: { need: "optional", for: "the recipient's address (to) in email events, read when each is sent, never stored" },
+    },
+    topics: {
+      produces: [],
+      // What it forwards: delivery's email statuses, the subscribers' changes, campaigns' state changes.
+      consumes: [
+        "email.status",
+        "subscriber.created",
+        "subscriber.status_changed",
+        "subscriber.tag_added",
+        "subscriber.tag_removed",
+        "subscriber.deleted",
+        "campaign.status_changed",
+      ],
+    },
+    // SEALING_KEYS: the key ring endpoints' signing secrets are sealed under (packages/tokens, seal).
+    secrets: ["MONGO_URL", "SEALING_KEYS"],
+    optionalSecrets: {},
+    data: {
+      collections: ["webhook_endpoints", "webhook_deliveries"],
+      dataDir: ["webhooks/", "bus/webhooks/", "secrets/sealing-keys"],
     },
   },
 } as const satisfies Record<string, ServiceManifest>;

@@ -32,8 +32,8 @@ describe("the service manifest", () => {
   });
 
   it("has the gateway and the gRPC services, the gateway calling every one", () => {
-    expect(COMPONENT_NAMES).toEqual(["gateway", "subscribers", "templates", "delivery", "campaigns", "portal"]);
-    expect(SERVICE_NAMES).toEqual(["subscribers", "templates", "delivery", "campaigns", "portal"]);
+    expect(COMPONENT_NAMES).toEqual(["gateway", "subscribers", "templates", "delivery", "campaigns", "portal", "webhooks"]);
+    expect(SERVICE_NAMES).toEqual(["subscribers", "templates", "delivery", "campaigns", "portal", "webhooks"]);
     expect(Object.keys(callsOf("gateway")).sort()).toEqual([...SERVICE_NAMES].sort());
     expect(serviceUrlVariable("campaigns")).toBe("CAMPAIGNS_URL");
   });

@@ -9,7 +9,7 @@
 
 import { JSON_MAX_DEPTH } from "./http/json-depth.js";
 import * as common from "./openapi/common.js";
-import type { HttpMethod, OpenApiDocument, OperationObject } from "./openapi/types.js";
+import type { HttpMethod, OpenApiDocument, OperationObject, Paths } from "./openapi/types.js";
 import { RESOURCES, type Resource } from "./resources/index.js";
 import { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/templates/schemas.js";
 
@@ -80,12 +80,14 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
   const parameters = { ...common.parameters };
   const headers = { ...common.headers };
   const paths: OpenApiDocument["paths"] = {};
+  const webhooks: Paths = {};
   const tags: OpenApiDocument["tags"] = [];
   for (const resource of resources) {
     merge(schemas, resource.schemas, "schema");
     merge(parameters, resource.parameters, "parameter");
     merge(headers, resource.headers, "header");
     merge(paths, resource.paths, "path");
+    if (resource.webhooks) merge(webhooks, resource.webhooks, "webhook");
     for (const tag of resource.tags) {
       if (tags.some((t) => t.name === tag.name)) throw new Error(`two resources define the tag ${tag.name}`);
       tags.push(tag);
@@ -113,6 +115,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
     security: DEFAULT_SECURITY,
     tags,
     paths: addEdgeResponses(paths),
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     components: {
       schemas,
       responses: common.responses,

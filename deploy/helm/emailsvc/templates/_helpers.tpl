@@ -170,6 +170,24 @@ in the cluster (upgrades keep it: erased addresses stay suppressed), else one ne
 {{- end }}
 
 {{/*
+SEALING_KEYS of the chart's Secret: the value given, else the one already in
+the cluster (upgrades keep it: sealed secrets stay readable), else one new key.
+*/}}
+{{- define "emailsvc.sealingKeys" -}}
+{{- if .Values.secrets.sealingKeys }}
+{{- .Values.secrets.sealingKeys }}
+{{- else }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "emailsvc.secretName" .) }}
+{{- $data := dig "data" (dict) $existing }}
+{{- if hasKey $data "SEALING_KEYS" }}
+{{- index $data "SEALING_KEYS" | b64dec }}
+{{- else }}
+{{- printf "w1:%s" (randBytes 32) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 PUBLIC_API_URL: config.publicApiUrl, else the first ingress host.
 */}}
 {{- define "emailsvc.publicApiUrl" -}}

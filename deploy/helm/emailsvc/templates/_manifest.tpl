@@ -62,6 +62,13 @@ providers a component picks one of (delivery's EMAIL_PROVIDER) with their secret
         "campaigns": "CAMPAIGNS_URL",
         "templates": "TEMPLATES_URL"
       }
+    },
+    "webhooks": {
+      "secrets": [
+        "MONGO_URL",
+        "SEALING_KEYS"
+      ],
+      "requiredCalls": {}
     }
   },
   "providers": {

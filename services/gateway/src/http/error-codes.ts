@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   invalid_mjml: { status: 400, title: "Invalid MJML", when: "`mjml_content` does not compile; `errors` names the lines" },
   invalid_template: { status: 400, title: "Invalid template", when: "the template's subject or body breaks the template language" },
   template_exceeds_limits: { status: 400, title: "Template exceeds limits", when: "the template nests or repeats more than the template limits allow" },
+  webhook_url_forbidden: { status: 400, title: "Webhook URL not allowed", when: "the webhook URL names a loopback, private, link-local, metadata or otherwise reserved address" },
   invalid_domain: { status: 400, title: "Invalid domain", when: "the custom domain is not one a certificate can be issued for" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
@@ -62,6 +63,7 @@ export const ERROR_CODES = {
   domain_taken: { status: 409, title: "Domain already claimed", when: "another account holds this custom domain" },
   campaign_not_draft: { status: 409, title: "Campaign is not a draft", when: "only a draft campaign can be changed, deleted or sent" },
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
+  webhook_limit_reached: { status: 409, title: "Too many webhook endpoints", when: "the account (and mode) has the most webhook endpoints it may have; delete one first" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 413: too large.
   payload_too_large: { status: 413, title: "Request body too large", when: "the body is larger than the operation takes" },

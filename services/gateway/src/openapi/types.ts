@@ -46,6 +46,8 @@ export interface OpenApiDocument {
   security: Array<Record<string, string[]>>;
   tags: TagObject[];
   paths: Paths;
+  /** What the platform sends to its users' endpoints (OpenAPI 3.1 `webhooks`): one entry per event type. */
+  webhooks?: Paths;
   components: {
     schemas: Record<string, JsonSchema>;
     responses: Record<string, unknown>;

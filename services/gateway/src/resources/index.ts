@@ -10,6 +10,7 @@ import { tagsResource } from "./tags/index.js";
 import { templatesResource } from "./templates/index.js";
 import { triggersResource } from "./triggers/index.js";
 import { unsubscribeResource } from "./unsubscribe/index.js";
+import { webhooksResource } from "./webhooks/index.js";
 
 export type { Resource, ResourceContext, ServiceName } from "./resource.js";
 
@@ -27,6 +28,7 @@ export const RESOURCES: readonly Resource[] = [
   triggersResource,
   preferenceCenterResource,
   customDomainResource,
+  webhooksResource,
   unsubscribeResource,
   adminResource,
   systemResource,

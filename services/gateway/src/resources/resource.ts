@@ -54,6 +54,8 @@ export interface Resource {
   /** Component headers it adds (response headers). */
   headers?: Record<string, unknown>;
   paths: Paths;
+  /** Requests the platform makes to its users' endpoints, documented as OpenAPI 3.1 `webhooks` (no route serves them). */
+  webhooks?: Paths;
   /** Registers one route per operation of `paths` (defineRoute checks the match). */
   routes(kit: RouteKit, context: ResourceContext): void;
 }
