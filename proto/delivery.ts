@@ -3,6 +3,7 @@ import { FailureReason } from "./gen/emailsvc/delivery/v1/failure_reason_pb.js";
 
 export * from "./gen/emailsvc/delivery/v1/delivery_pb.js";
 export * from "./gen/emailsvc/delivery/v1/failure_reason_pb.js";
+export * from "./gen/emailsvc/delivery/v1/sender_domains_pb.js";
 
 /**
  * Each failure reason as text: the code the REST API shows at the start of an

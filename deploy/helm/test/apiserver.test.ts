@@ -282,7 +282,7 @@ describe("the chart on a real Kubernetes API server (ci/custom-domains.yaml)", (
     // No --wait: without nodes no pod gets ready. kubeVersion (>=1.27) is checked against the server's v1.31.4.
     await run(await helm(), ["install", ...args]);
     const first = await secret();
-    expect(Object.keys(first).sort()).toEqual(["ADMIN_TOKEN", "MONGO_URL", "SUPPRESSION_KEYS", "TOKEN_SIGNING_KEYS"]);
+    expect(Object.keys(first).sort()).toEqual(["ADMIN_TOKEN", "MONGO_URL", "SEALING_KEYS", "SUPPRESSION_KEYS", "TOKEN_SIGNING_KEYS"]);
     await run(await helm(), ["upgrade", ...args]);
     expect(await secret()).toEqual(first);
   });

@@ -116,7 +116,7 @@ describe("OpenAPI document", () => {
     expect(op.description).toMatch(/Idempotent-Replayed: true/);
     expect(op.description).toMatch(/409 `idempotency_key_reused`/);
     expect(op.description).toMatch(/at least 24 hours/);
-    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "429", "500", "503", "504"]);
+    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "422", "429", "500", "503", "504"]);
     expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
     expect(gateway.openapi.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header" });
   });

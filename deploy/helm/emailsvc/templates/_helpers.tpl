@@ -242,3 +242,21 @@ CUSTOM_DOMAIN_SERVICE_NAME: { value: {{ include "emailsvc.componentFullname" (di
 CUSTOM_DOMAIN_SERVICE_PORT: { value: {{ dig "components" "portal" "ports" "http" "port" "" .Values.AsMap | toString | quote }} }
 CUSTOM_DOMAIN_LABEL_SELECTOR: { value: {{ include "emailsvc.customDomainSelector" . | quote }} }
 {{- end }}
+
+{{/*
+SEALING_KEYS of the chart's Secret: the value given, else the one already in
+the cluster (upgrades keep it: sealed DKIM keys stay readable), else one new key.
+*/}}
+{{- define "emailsvc.sealingKeys" -}}
+{{- if .Values.secrets.sealingKeys }}
+{{- .Values.secrets.sealingKeys }}
+{{- else }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "emailsvc.secretName" .) }}
+{{- $data := dig "data" (dict) $existing }}
+{{- if hasKey $data "SEALING_KEYS" }}
+{{- index $data "SEALING_KEYS" | b64dec }}
+{{- else }}
+{{- printf "s1:%s" (randBytes 32) }}
+{{- end }}
+{{- end }}
+{{- end }}

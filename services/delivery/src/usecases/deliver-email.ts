@@ -3,7 +3,9 @@ import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
-import type { Sender } from "../domain/message.js";
+import type { DkimSigningKey, Sender } from "../domain/message.js";
+import { tenantOfKey } from "@emailsvc/tenancy";
+import type { SigningKeyCache } from "./sender-domains.js";
 import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
 import type { RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
@@ -36,6 +38,13 @@ export interface DeliveryDeps {
   /** The provider live-mode emails go through (EMAIL_PROVIDER). */
   liveProvider: ProviderName;
   sender: Sender;
+  /** FEEDBACK_ID_SENDER: the last field of every message's Feedback-ID. */
+  feedbackTag: string;
+  /**
+   * The opened DKIM keys of the tenants' sending domains (cached per domain):
+   * a message From one is signed (live mode: only once verified).
+   */
+  signingKeys?: SigningKeyCache | undefined;
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
   preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
@@ -160,6 +169,7 @@ export async function deliverEmail(
       return;
     }
     const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
+    message.dkim = await signingKeysFor(deps, scope, claimed.tenant, message.from.domain);
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
     const handoffStarted = performance.now();
@@ -239,6 +249,29 @@ export async function deliverEmail(
     },
   });
   log().warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
+}
+
+/**
+ * The DKIM keys a message From `domain` is signed with: the tenant's sending
+ * domain of that name, verified in live mode, any state in test mode (whose
+ * mail never leaves the sandbox). Mail From EMAIL_FROM's domain, or any
+ * other, goes unsigned. A key that does not open (SEALING_KEYS lost the key
+ * that sealed it) fails the attempt as an outage, never sends unsigned mail
+ * From a domain that has a key.
+ */
+async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, domain: string): Promise<DkimSigningKey[] | undefined> {
+  if (!deps.signingKeys) return undefined;
+  let keys;
+  try {
+    keys = await deps.signingKeys.forDomain(tenant, scope.senderDomains, domain);
+  } catch (err) {
+    throw new SendFailure("unreachable", "service_unavailable", { detail: `the DKIM key of the sending domain does not open: ${err instanceof Error ? err.name : "error"}` });
+  }
+  if (!keys || (tenantOfKey(tenant).mode === "live" && keys.status !== "verified")) return undefined;
+  return [
+    { domain: keys.domain, selector: keys.rsa.selector, privateKey: keys.rsa.privateKey },
+    { domain: keys.domain, selector: keys.ed25519.selector, privateKey: keys.ed25519.privateKey },
+  ];
 }
 
 /**
