@@ -26,6 +26,7 @@ export const FAILURE_REASON_CODES = {
   [FailureReason.RECIPIENT_SUPPRESSED]: "recipient_suppressed",
   [FailureReason.RECIPIENT_ERASED]: "recipient_erased",
   [FailureReason.CAMPAIGN_CANCELLED]: "campaign_cancelled",
+  [FailureReason.FROM_DOMAIN_NOT_VERIFIED]: "from_domain_not_verified",
 } as const satisfies Record<Exclude<FailureReason, FailureReason.UNSPECIFIED>, string>;
 
 /** A failure reason's code, e.g. `recipient_unsubscribed`. */

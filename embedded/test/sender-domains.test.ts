@@ -50,6 +50,13 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
       const tpl = await t.call("POST", "/api/v1/templates", { key, body: { name: "Shipped", slug: "shipped", subject: "Order {{order}} shipped", mjml_content: MJML, category: "transactional" } });
       expect(tpl.status).toBe(201);
     }
+    // A template with its own sender, on the domain the tests add (not verified yet).
+    const branded = await t.call("POST", "/api/v1/templates", {
+      key: liveKey,
+      body: { name: "Branded", slug: "branded", subject: "Order {{order}}", mjml_content: MJML, category: "transactional", from_email: `news@${domain}`, from_name: "Acme News", reply_to: "news-replies@example.org" },
+    });
+    expect(branded.status).toBe(201);
+    expect(branded.body).toMatchObject({ from_email: `news@${domain}`, from_name: "Acme News", reply_to: "news-replies@example.org", version: 1 });
   }, 60_000);
 
   afterAll(async () => {
@@ -66,6 +73,13 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
       else dns.txts.set(record.name, [...(dns.txts.get(record.name) ?? []), record.value]);
     }
   }
+
+  /** The published zone, as mailauth's verifier asks it: the receiving side's view of the records. */
+  const zone = async (name: string, type: string): Promise<string[][]> => {
+    const texts = type === "TXT" ? dns.txts.get(name.toLowerCase()) : undefined;
+    if (!texts) throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
+    return texts.map((text) => [text]);
+  };
 
   const record = (body: { records: Array<Record<string, unknown>> }, purpose: string) => body.records.find((r) => r.purpose === purpose)! as { type: string; name: string; value: string; status: string; found: string[]; required: boolean };
 
@@ -124,6 +138,10 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     expect(refused.status).toBe(422);
     expect(refused.body.code).toBe("from_domain_not_verified");
     expect(refused.body.detail).toContain(domain);
+    // A template's From is held to the same rule.
+    const byTemplate = await t.call("POST", "/api/v1/emails/send", { key: liveKey, body: { template_slug: "branded", to: "buyer@example.org", variables: { order: "A1" } } });
+    expect(byTemplate.status).toBe(422);
+    expect(byTemplate.body.code).toBe("from_domain_not_verified");
     expect((await t.call("GET", "/api/v1/emails?limit=500", { key: liveKey })).body.items.length).toBe(before);
 
     const sandboxed = await t.call("POST", "/api/v1/emails/send", {
@@ -190,13 +208,7 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     expect(message.parsed.headers.get("feedback-id")).toBe(`transactional:${t.accountId}:emailsvc`);
     expect(message.parsed.messageId).toBe(`<${sent.body.id}@${domain}>`);
 
-    const verdict = await dkimVerify(Buffer.from(message.raw), {
-      resolver: async (name, type) => {
-        const texts = type === "TXT" ? dns.txts.get(name.toLowerCase()) : undefined;
-        if (!texts) throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
-        return texts.map((text) => [text]);
-      },
-    });
+    const verdict = await dkimVerify(Buffer.from(message.raw), { resolver: zone });
     const passed = verdict.results.filter((r) => r.status.result === "pass");
     expect(passed.map((r) => ({ domain: r.signingDomain, selector: r.selector, algo: r.algo }))).toEqual([
       { domain, selector: records.find((r) => r.purpose === "dkim")!.name.split(".")[0], algo: "rsa-sha256" },
@@ -207,6 +219,44 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     expect(signature).toMatch(/c=relaxed\/relaxed/);
     const signed = /[;\s]h=([^;]+);/.exec(signature)![1]!.replace(/\s+/g, "").toLowerCase().split(":");
     expect(signed).toEqual(expect.arrayContaining(["from", "to", "subject", "date", "message-id", "mime-version", "content-type", "reply-to", "feedback-id"]));
+  });
+
+  it("sends with the template's From and Reply-To, signed; a change of the sender is a new version", async () => {
+    const sent = await t.call("POST", "/api/v1/emails/send", { key: liveKey, body: { template_slug: "branded", to: `reader-${store}@example.org`, variables: { order: "B1" } } });
+    expect(sent.status).toBe(202);
+    const [message] = await eventually(
+      async () => sink.to(`reader-${store}@example.org`),
+      (messages) => messages.length > 0,
+    );
+    expect(message!.parsed.from?.value).toEqual([{ address: `news@${domain}`, name: "Acme News" }]);
+    expect(message!.parsed.replyTo?.value).toEqual([{ address: "news-replies@example.org", name: "" }]);
+    const verdict = await dkimVerify(Buffer.from(message!.raw), { resolver: zone });
+    expect(verdict.results.map((r) => r.status.result)).toEqual(["pass"]);
+
+    const templateId = (await t.call("GET", "/api/v1/templates?limit=500", { key: liveKey })).body.items.find((x: { slug: string }) => x.slug === "branded").id;
+    const updated = await t.call("PATCH", `/api/v1/templates/${templateId}`, { key: liveKey, body: { reply_to: null, from_name: "Acme Letters" } });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ version: 2, from_email: `news@${domain}`, from_name: "Acme Letters", reply_to: null });
+  });
+
+  it("fails a campaign's mail whose template From is on no verified domain, with the reason", async () => {
+    const tpl = await t.call("POST", "/api/v1/templates", {
+      key: liveKey,
+      body: { name: "Elsewhere", subject: "News", mjml_content: MJML, category: "marketing", from_email: "news@unverified-elsewhere.example.com" },
+    });
+    expect(tpl.status).toBe(201);
+    expect((await t.call("POST", "/api/v1/subscribers", { key: liveKey, body: { email: `member-${store}@example.org`, tags: ["members"] } })).status).toBe(201);
+    const campaign = await t.call("POST", "/api/v1/campaigns", { key: liveKey, body: { name: "Elsewhere", template_id: tpl.body.id, tag_filter: { include_tags: ["members"] } } });
+    expect(campaign.status).toBe(201);
+    expect((await t.call("POST", `/api/v1/campaigns/${campaign.body.id}/send`, { key: liveKey })).status).toBe(200);
+    const done = await eventually(
+      () => t.call("GET", `/api/v1/campaigns/${campaign.body.id}`, { key: liveKey }),
+      (res) => res.body.status === "sent",
+    );
+    expect(done.body.counts).toMatchObject({ total: 1, sent: 0, failed: 1 });
+    const emails = (await t.call("GET", "/api/v1/emails?limit=500", { key: liveKey })).body.items as Array<{ to: string; status: string; error: string }>;
+    expect(emails.find((e) => e.to === `member-${store}@example.org`)).toMatchObject({ status: "failed", error: "from_domain_not_verified" });
+    expect(sink.to(`member-${store}@example.org`)).toEqual([]);
   });
 
   it("deletes a domain: live mail From it is refused again", async () => {

@@ -169,7 +169,7 @@ export async function deliverEmail(
       return;
     }
     const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
-    message.dkim = await signingKeysFor(deps, scope, claimed.tenant, message.from.domain);
+    message.dkim = await signingKeysFor(deps, scope, claimed.tenant, message.from);
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
     const handoffStarted = performance.now();
@@ -252,22 +252,38 @@ export async function deliverEmail(
 }
 
 /**
- * The DKIM keys a message From `domain` is signed with: the tenant's sending
+ * The DKIM keys a message From `from` is signed with: the tenant's sending
  * domain of that name, verified in live mode, any state in test mode (whose
- * mail never leaves the sandbox). Mail From EMAIL_FROM's domain, or any
- * other, goes unsigned. A key that does not open (SEALING_KEYS lost the key
- * that sealed it) fails the attempt as an outage, never sends unsigned mail
- * From a domain that has a key.
+ * mail never leaves the sandbox). Mail From EMAIL_FROM's domain goes unsigned.
+ * Live mail From any other address whose domain is not verified (a
+ * template's From, e.g. a campaign's, checked again now) fails for good with
+ * `from_domain_not_verified`: the answer cached per domain is read again
+ * before that, so a domain verified on another replica a moment ago passes.
+ * A key that does not open (SEALING_KEYS lost the key that sealed it) fails
+ * the attempt as an outage, never sends unsigned mail From a domain that has
+ * a key.
  */
-async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, domain: string): Promise<DkimSigningKey[] | undefined> {
+async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, from: Sender): Promise<DkimSigningKey[] | undefined> {
   if (!deps.signingKeys) return undefined;
-  let keys;
-  try {
-    keys = await deps.signingKeys.forDomain(tenant, scope.senderDomains, domain);
-  } catch (err) {
-    throw new SendFailure("unreachable", "service_unavailable", { detail: `the DKIM key of the sending domain does not open: ${err instanceof Error ? err.name : "error"}` });
+  const cache = deps.signingKeys;
+  const live = tenantOfKey(tenant).mode === "live";
+  const platform = from.address === deps.sender.address;
+  const read = async () => {
+    try {
+      return await cache.forDomain(tenant, scope.senderDomains, from.domain);
+    } catch (err) {
+      throw new SendFailure("unreachable", "service_unavailable", { detail: `the DKIM key of the sending domain does not open: ${err instanceof Error ? err.name : "error"}` });
+    }
+  };
+  let keys = await read();
+  if (live && !platform && keys?.status !== "verified") {
+    cache.forget(tenant, from.domain);
+    keys = await read();
+    if (keys?.status !== "verified") {
+      throw new SendFailure("permanent", "from_domain_not_verified", { detail: "the From domain is not a verified sending domain of the tenant" });
+    }
   }
-  if (!keys || (tenantOfKey(tenant).mode === "live" && keys.status !== "verified")) return undefined;
+  if (!keys || (live && keys.status !== "verified")) return undefined;
   return [
     { domain: keys.domain, selector: keys.rsa.selector, privateKey: keys.rsa.privateKey },
     { domain: keys.domain, selector: keys.ed25519.selector, privateKey: keys.ed25519.privateKey },

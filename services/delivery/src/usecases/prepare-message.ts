@@ -109,14 +109,21 @@ export async function prepareMessage(
   }, { language: recipient?.locale });
   const message = buildMessage({
     emailId: email._id,
-    from: senderFor(email, deps.sender),
+    from: senderFor(
+      {
+        // The send's own fields win, field by field, over its template version's.
+        from_email: email.from_email || prepared.template.sender?.fromEmail || undefined,
+        from_name: email.from_name ?? (prepared.template.sender?.fromName || undefined),
+      },
+      deps.sender,
+    ),
     to: email.to,
     category: prepared.template.category,
     rendered,
     unsubscribeUrl,
     tenant: email.tenant,
     campaignId: email.campaign_id || undefined,
-    replyTo: email.reply_to || undefined,
+    replyTo: email.reply_to || prepared.template.sender?.replyTo || undefined,
     feedbackTag: deps.feedbackTag,
   });
   return { message, subject: rendered.subject };

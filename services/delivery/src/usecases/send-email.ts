@@ -74,11 +74,13 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     if (earlier) return replay(earlier, hash);
   }
 
-  if (sender.fromEmail) await requireVerifiedDomain(scope, sender.fromEmail);
   const [template, answer] = await Promise.all([
     resolveTemplate(deps, scope, templateSlug, input.signal),
     recipientAtSend(deps, scope.tenant, to, input.signal),
   ]);
+  // The send's own From, else its template's: either must be on a verified domain in live mode.
+  const fromEmail = sender.fromEmail || template.sender?.fromEmail;
+  if (fromEmail) await requireVerifiedDomain(scope, fromEmail);
   const category = mailCategory(template.category, false);
   const refused = answer ? refusal(category, answer.mailability) : undefined;
   // Only a request that queues a new email to be sent is charged: bad input, replays and refusals are
