@@ -210,12 +210,18 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
 
     const verdict = await dkimVerify(Buffer.from(message.raw), { resolver: zone });
     const passed = verdict.results.filter((r) => r.status.result === "pass");
-    expect(passed.map((r) => ({ domain: r.signingDomain, selector: r.selector, algo: r.algo }))).toEqual([
+    // Both signatures pass, each with its own key: RSA (RFC 6376) and Ed25519 (RFC 8463).
+    expect(verdict.results).toHaveLength(2);
+    expect(passed.map((r) => ({ domain: r.signingDomain, selector: r.selector, algo: r.algo })).sort((a, b) => a.algo.localeCompare(b.algo))).toEqual([
+      { domain, selector: records.find((r) => r.purpose === "dkim_ed25519")!.name.split(".")[0], algo: "ed25519-sha256" },
       { domain, selector: records.find((r) => r.purpose === "dkim")!.name.split(".")[0], algo: "rsa-sha256" },
     ]);
+    // The verifier is no rubber stamp: a changed Subject fails both signatures.
+    const tampered = await dkimVerify(Buffer.from(message.raw.replace(/^Subject: .*$/m, "Subject: Order A2 cancelled")), { resolver: zone });
+    expect(tampered.results.map((r) => r.status.result)).toEqual(["fail", "fail"]);
     // The signature as it stands in the message's header, unfolded.
     const headerBlock = message.raw.slice(0, message.raw.indexOf("\r\n\r\n")).replace(/\r\n[ \t]+/g, " ");
-    const signature = headerBlock.split("\r\n").find((line) => /^dkim-signature:/i.test(line))!;
+    const signature = headerBlock.split("\r\n").find((line) => /^dkim-signature:.*a=rsa-sha256/i.test(line))!;
     expect(signature).toMatch(/c=relaxed\/relaxed/);
     const signed = /[;\s]h=([^;]+);/.exec(signature)![1]!.replace(/\s+/g, "").toLowerCase().split(":");
     expect(signed).toEqual(expect.arrayContaining(["from", "to", "subject", "date", "message-id", "mime-version", "content-type", "reply-to", "feedback-id"]));
@@ -231,7 +237,7 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     expect(message!.parsed.from?.value).toEqual([{ address: `news@${domain}`, name: "Acme News" }]);
     expect(message!.parsed.replyTo?.value).toEqual([{ address: "news-replies@example.org", name: "" }]);
     const verdict = await dkimVerify(Buffer.from(message!.raw), { resolver: zone });
-    expect(verdict.results.map((r) => r.status.result)).toEqual(["pass"]);
+    expect(verdict.results.map((r) => r.status.result)).toEqual(["pass", "pass"]);
 
     const templateId = (await t.call("GET", "/api/v1/templates?limit=500", { key: liveKey })).body.items.find((x: { slug: string }) => x.slug === "branded").id;
     const updated = await t.call("PATCH", `/api/v1/templates/${templateId}`, { key: liveKey, body: { reply_to: null, from_name: "Acme Letters" } });

@@ -2,6 +2,7 @@ import { AppError } from "@emailsvc/errors";
 import { checkRecord, checkSenderDomainName, DEFAULT_RECHECK, generateDkimKeys, missingSummary, nextCheckAt, recordsFor, requiredVerified } from "../src/domain/sender-domain.js";
 import { feedbackIdFor, senderFor, parseSender } from "../src/domain/message.js";
 import { afterCheck } from "../src/usecases/sender-domains.js";
+import { relaxedHeader } from "../src/providers/dkim.js";
 import type { SenderDomainDoc } from "../src/storage/documents.js";
 
 // The pure rules of sending domains: names, records, what a DNS answer means
@@ -149,5 +150,12 @@ describe("From and Feedback-ID", () => {
   it("names the campaign or the stream, the account and the platform", () => {
     expect(feedbackIdFor({ campaignId: "cmp_1", category: "marketing", tenant: "acc_9:live", platformTag: "emailsvc" })).toBe("cmp_1:acc_9:emailsvc");
     expect(feedbackIdFor({ category: "transactional", tenant: "acc_9:live", platformTag: "emailsvc" })).toBe("transactional:acc_9:emailsvc");
+  });
+});
+
+describe("relaxed header canonicalisation (RFC 6376 3.4.2), for the Ed25519 signature", () => {
+  it("lower-cases the name, unfolds, compresses whitespace and trims around the colon and at the end", () => {
+    expect(relaxedHeader("Subject :  Order\r\n \t 42   shipped  ")).toBe("subject:Order 42 shipped");
+    expect(relaxedHeader("DKIM-Signature: v=1; a=ed25519-sha256;\r\n h=from:to; b=")).toBe("dkim-signature:v=1; a=ed25519-sha256; h=from:to; b=");
   });
 });

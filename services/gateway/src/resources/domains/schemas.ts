@@ -42,7 +42,7 @@ export const schemas: Record<string, JsonSchema> = {
         type: "string",
         enum: RECORD_PURPOSES,
         description:
-          "`dkim`: the RSA 2048 key every message From the domain is signed with (required). `dkim_ed25519`: an Ed25519 key (RFC 8463), published for a second signature (reported, not required). `spf`: the domain's SPF record must include the platform (required; if the domain has an SPF record already, add the `include:` to it: a domain has one SPF record). `dmarc`: a suggestion (`p=none`; any DMARC record counts; reported, not required). `return_path`: the CNAME bounces will come back through (reported, not required).",
+          "`dkim`: the RSA 2048 key every message From the domain is signed with (required). `dkim_ed25519`: an Ed25519 key (RFC 8463), the key of a second signature beside the RSA one (reported, not required). `spf`: the domain's SPF record must include the platform (required; if the domain has an SPF record already, add the `include:` to it: a domain has one SPF record). `dmarc`: a suggestion (`p=none`; any DMARC record counts; reported, not required). `return_path`: the CNAME bounces will come back through (reported, not required).",
       },
       type: { type: "string", enum: ["TXT", "CNAME"] },
       name: { type: "string", description: "The record's full name, e.g. `es1a2b3c4d5er._domainkey.example.com`." },
