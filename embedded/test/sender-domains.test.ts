@@ -265,6 +265,23 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     expect(sink.to(`member-${store}@example.org`)).toEqual([]);
   });
 
+  it("records a trigger's fire failed, for good, when its template's From is on no verified domain", async () => {
+    const tpl = await t.call("POST", "/api/v1/templates", {
+      key: liveKey,
+      body: { name: "Welcome elsewhere", subject: "Welcome", mjml_content: MJML, category: "transactional", from_email: "hello@unverified-elsewhere.example.com" },
+    });
+    expect(tpl.status).toBe(201);
+    const trigger = await t.call("POST", "/api/v1/triggers", { key: liveKey, body: { event_type: "subscriber.created", template_id: tpl.body.id } });
+    expect(trigger.status).toBe(201);
+    expect((await t.call("POST", "/api/v1/subscribers", { key: liveKey, body: { email: `newcomer-${store}@example.org` } })).status).toBe(201);
+    const fires = await eventually(
+      async () => (await storedDocs(t, "campaigns", "trigger_fires")).filter((f) => f.trigger_id === trigger.body.id),
+      (docs) => docs.length === 1 && docs[0]!.state !== "pending",
+    );
+    expect(fires[0]).toMatchObject({ state: "failed", reason: "from_domain_not_verified", email_id: "" });
+    expect(sink.to(`newcomer-${store}@example.org`)).toEqual([]);
+  });
+
   it("deletes a domain: live mail From it is refused again", async () => {
     expect((await t.call("DELETE", `/api/v1/domains/${domainId}`, { key: liveKey })).status).toBe(204);
     expect((await t.call("GET", `/api/v1/domains/${domainId}`, { key: liveKey })).status).toBe(404);
