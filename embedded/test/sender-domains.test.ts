@@ -19,6 +19,8 @@ const { dkimVerify } = require("mailauth/lib/dkim/verify") as {
 
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Your order {{order}} has shipped.</mj-text></mj-column></mj-section></mj-body></mjml>";
 const SPF_INCLUDE = "_spf.platform-mail.example";
+// The operator's own DKIM key for mail From EMAIL_FROM (DKIM_PLATFORM_SELECTOR, DKIM_PLATFORM_KEY).
+const PLATFORM_KEY = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const RETURN_PATH_HOST = "bounces.platform-mail.example";
 
 describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From (%s)", (store) => {
@@ -31,6 +33,8 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
   beforeAll(async () => {
     sink = await new SmtpSink().start();
     dns = await startTestDnsServer();
+    // The operator published the platform key's record beside its own domain's.
+    dns.txts.set("platform2026._domainkey.platform-mail.example", [`v=DKIM1; k=rsa; p=${PLATFORM_KEY.publicKey.export({ type: "spki", format: "der" }).toString("base64")}`]);
     t = await startTestPlatform(
       `sender-domains-${store}`,
       {
@@ -42,6 +46,8 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
         SPF_INCLUDE,
         RETURN_PATH_HOST,
         SENDER_DOMAIN_FIRST_RECHECK_MS: "1000",
+        DKIM_PLATFORM_SELECTOR: "platform2026",
+        DKIM_PLATFORM_KEY: PLATFORM_KEY.privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
       },
       { mongo: store === "mongodb" },
     );
@@ -280,6 +286,20 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
     );
     expect(fires[0]).toMatchObject({ state: "failed", reason: "from_domain_not_verified", email_id: "" });
     expect(sink.to(`newcomer-${store}@example.org`)).toEqual([]);
+  });
+
+  it("signs mail From EMAIL_FROM with the operator's platform key", async () => {
+    const sent = await t.call("POST", "/api/v1/emails/send", { key: liveKey, body: { template_slug: "shipped", to: `plain-${store}@example.org`, variables: { order: "C1" } } });
+    expect(sent.status).toBe(202);
+    const [message] = await eventually(
+      async () => sink.to(`plain-${store}@example.org`),
+      (messages) => messages.length > 0,
+    );
+    expect(message!.parsed.from?.value).toEqual([{ address: "no-reply@platform-mail.example", name: "Platform" }]);
+    const verdict = await dkimVerify(Buffer.from(message!.raw), { resolver: zone });
+    expect(verdict.results.map((r) => ({ result: r.status.result, domain: r.signingDomain, selector: r.selector }))).toEqual([
+      { result: "pass", domain: "platform-mail.example", selector: "platform2026" },
+    ]);
   });
 
   it("deletes a domain: live mail From it is refused again", async () => {

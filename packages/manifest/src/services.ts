@@ -87,7 +87,8 @@ export const SERVICES = {
     },
     // SEALING_KEYS: seals the sending domains' DKIM private keys at rest (@emailsvc/tokens, seal).
     secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS"],
-    optionalSecrets: {},
+    // DKIM_PLATFORM_KEY: the platform's own DKIM key, signing mail From EMAIL_FROM (with DKIM_PLATFORM_SELECTOR).
+    optionalSecrets: { DKIM_PLATFORM_KEY: "DKIM_PLATFORM_SELECTOR set" },
     // The mail providers of its registry (services/delivery/src/providers/registry.ts, keyed by these
     // names): adding one is its file, its entry here and in PROVIDERS (services/delivery/README.md).
     providers: {

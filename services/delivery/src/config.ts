@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject } from "node:crypto";
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
@@ -45,6 +46,8 @@ export interface DeliveryConfig {
   feedbackTag: string;
   /** SENDER_DOMAIN_FIRST_RECHECK_MS: when a pending domain is first checked by itself; the gaps double from it up to 6 h (default 60000). */
   firstRecheckMs: number;
+  /** DKIM_PLATFORM_SELECTOR with DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM's address; unset: that mail goes unsigned. */
+  platformDkim: { selector: string; privateKey: KeyObject } | undefined;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -75,6 +78,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     dnsServers: dnsServers(env),
     feedbackTag: feedbackTag(env),
     firstRecheckMs: envInt("SENDER_DOMAIN_FIRST_RECHECK_MS", 60_000, { min: 1000, max: 3_600_000 }, env),
+    platformDkim: platformDkim(env),
   };
 }
 
@@ -90,6 +94,28 @@ function hostSetting(name: string, fallback: string, env: Env): string {
 function dnsServers(env: Env): string[] | undefined {
   const servers = envOptional("SENDER_DOMAIN_DNS_SERVERS", env)?.split(",").map((s) => s.trim()).filter(Boolean);
   return servers && servers.length > 0 ? servers : undefined;
+}
+
+/**
+ * The platform's own DKIM key for mail From EMAIL_FROM: DKIM_PLATFORM_SELECTOR
+ * and DKIM_PLATFORM_KEY (a PKCS#8 or PKCS#1 PEM of an RSA key; `\n` may
+ * stand for its line breaks), both or neither. The error never shows the key.
+ */
+function platformDkim(env: Env): { selector: string; privateKey: KeyObject } | undefined {
+  const selector = envOptional("DKIM_PLATFORM_SELECTOR", env)?.trim();
+  const pem = envOptional("DKIM_PLATFORM_KEY", env);
+  if (!selector && !pem) return undefined;
+  if (!selector || !pem) throw new ConfigError("DKIM_PLATFORM_SELECTOR and DKIM_PLATFORM_KEY go together: set both to sign mail From EMAIL_FROM, or neither");
+  if (!/^[a-z0-9](?:[a-z0-9-_.]{0,62})$/i.test(selector)) throw new ConfigError(`DKIM_PLATFORM_SELECTOR must be a DNS label such as s2026, got "${selector}"`);
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(pem.replace(/\\n/g, "\n"));
+  } catch {
+    throw new ConfigError("DKIM_PLATFORM_KEY is not a private key in PEM (-----BEGIN PRIVATE KEY-----…)");
+  }
+  // RSA: every verifier knows it (the Ed25519 signature rides on an RSA one; providers/dkim.ts).
+  if (privateKey.asymmetricKeyType !== "rsa") throw new ConfigError(`DKIM_PLATFORM_KEY must be an RSA key (2048 bits or more), got ${privateKey.asymmetricKeyType}`);
+  return { selector, privateKey };
 }
 
 /** Gmail's Feedback-ID fields are colon-separated: the tag is one field of letters, digits, `.`, `_` and `-`. */

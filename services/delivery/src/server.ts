@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
@@ -122,6 +123,8 @@ export interface DeliveryServiceOptions {
   senderDomains?: Partial<SenderDnsSettings> & { dns?: DnsLookups; dnsServers?: readonly string[]; recheck?: Partial<RecheckPolicy> };
   /** FEEDBACK_ID_SENDER (default `emailsvc`). */
   feedbackTag?: string;
+  /** DKIM_PLATFORM_SELECTOR and DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM; absent: that mail goes unsigned. */
+  platformDkim?: { selector: string; privateKey: KeyObject };
 }
 
 export interface RunningDeliveryService {
@@ -200,6 +203,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       sender,
       feedbackTag: options.feedbackTag ?? "emailsvc",
       signingKeys,
+      ...(options.platformDkim ? { platformDkim: { domain: sender.domain, ...options.platformDkim } } : {}),
       unsubscribeUrl:
         options.unsubscribeUrl ??
         (options.tokenKeys

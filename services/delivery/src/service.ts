@@ -45,6 +45,7 @@ export const deliveryService = defineService("delivery", {
         recheck: { firstDelayMs: config.firstRecheckMs },
       },
       feedbackTag: config.feedbackTag,
+      ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

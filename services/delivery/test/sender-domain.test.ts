@@ -1,3 +1,6 @@
+import { generateKeyPairSync } from "node:crypto";
+import { ConfigError } from "@emailsvc/runtime";
+import { loadConfig } from "../src/config.js";
 import { AppError } from "@emailsvc/errors";
 import { checkRecord, checkSenderDomainName, DEFAULT_RECHECK, generateDkimKeys, missingSummary, nextCheckAt, recordsFor, requiredVerified } from "../src/domain/sender-domain.js";
 import { feedbackIdFor, senderFor, parseSender } from "../src/domain/message.js";
@@ -157,5 +160,25 @@ describe("relaxed header canonicalisation (RFC 6376 3.4.2), for the Ed25519 sign
   it("lower-cases the name, unfolds, compresses whitespace and trims around the colon and at the end", () => {
     expect(relaxedHeader("Subject :  Order\r\n \t 42   shipped  ")).toBe("subject:Order 42 shipped");
     expect(relaxedHeader("DKIM-Signature: v=1; a=ed25519-sha256;\r\n h=from:to; b=")).toBe("dkim-signature:v=1; a=ed25519-sha256; h=from:to; b=");
+  });
+});
+
+describe("the platform's DKIM key (DKIM_PLATFORM_SELECTOR, DKIM_PLATFORM_KEY)", () => {
+  const pem = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+
+  it("is off by default, and read with its selector; `\\n` may stand for the PEM's line breaks", () => {
+    expect(loadConfig({}).platformDkim).toBeUndefined();
+    const config = loadConfig({ DKIM_PLATFORM_SELECTOR: "s2026", DKIM_PLATFORM_KEY: pem.replace(/\n/g, "\\n") });
+    expect(config.platformDkim).toMatchObject({ selector: "s2026" });
+    expect(config.platformDkim!.privateKey.asymmetricKeyType).toBe("rsa");
+  });
+
+  it("stops the start, never showing the key, when half set, not a key, or not RSA", () => {
+    expect(() => loadConfig({ DKIM_PLATFORM_SELECTOR: "s2026" })).toThrow(ConfigError);
+    expect(() => loadConfig({ DKIM_PLATFORM_KEY: pem })).toThrow(/go together/);
+    expect(() => loadConfig({ DKIM_PLATFORM_SELECTOR: "s2026", DKIM_PLATFORM_KEY: "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----" })).toThrow(/is not a private key in PEM \(-----BEGIN PRIVATE KEY-----…\)$/);
+    const ed = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    expect(() => loadConfig({ DKIM_PLATFORM_SELECTOR: "s2026", DKIM_PLATFORM_KEY: ed })).toThrow(/must be an RSA key/);
+    expect(() => loadConfig({ DKIM_PLATFORM_SELECTOR: "bad selector", DKIM_PLATFORM_KEY: pem })).toThrow(/DNS label/);
   });
 });

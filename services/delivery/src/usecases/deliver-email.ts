@@ -45,6 +45,8 @@ export interface DeliveryDeps {
    * a message From one is signed (live mode: only once verified).
    */
   signingKeys?: SigningKeyCache | undefined;
+  /** The platform's key (DKIM_PLATFORM_*): signs mail From EMAIL_FROM's address; absent: that mail goes unsigned. */
+  platformDkim?: DkimSigningKey | undefined;
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
   preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
@@ -254,7 +256,8 @@ export async function deliverEmail(
 /**
  * The DKIM keys a message From `from` is signed with: the tenant's sending
  * domain of that name, verified in live mode, any state in test mode (whose
- * mail never leaves the sandbox). Mail From EMAIL_FROM's domain goes unsigned.
+ * mail never leaves the sandbox). Mail From EMAIL_FROM's address is signed with
+ * the platform's key when the operator gave one (DKIM_PLATFORM_*), else not.
  * Live mail From any other address whose domain is not verified (a
  * template's From, e.g. a campaign's, checked again now) fails for good with
  * `from_domain_not_verified`: the answer cached per domain is read again
@@ -264,10 +267,11 @@ export async function deliverEmail(
  * a key.
  */
 async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, from: Sender): Promise<DkimSigningKey[] | undefined> {
+  const platform = from.address === deps.sender.address;
+  if (platform) return deps.platformDkim ? [deps.platformDkim] : undefined;
   if (!deps.signingKeys) return undefined;
   const cache = deps.signingKeys;
   const live = tenantOfKey(tenant).mode === "live";
-  const platform = from.address === deps.sender.address;
   const read = async () => {
     try {
       return await cache.forDomain(tenant, scope.senderDomains, from.domain);
@@ -276,7 +280,7 @@ async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, ten
     }
   };
   let keys = await read();
-  if (live && !platform && keys?.status !== "verified") {
+  if (live && keys?.status !== "verified") {
     cache.forget(tenant, from.domain);
     keys = await read();
     if (keys?.status !== "verified") {
