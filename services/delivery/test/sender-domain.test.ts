@@ -48,13 +48,17 @@ describe("sending domain names", () => {
 });
 
 describe("the records of a domain and what the DNS answers mean", () => {
-  const keys = generateDkimKeys();
-  const records = recordsFor("example.com", keys, SETTINGS);
+  let keys: Awaited<ReturnType<typeof generateDkimKeys>>;
+  let records: ReturnType<typeof recordsFor>;
   const byPurpose = (purpose: string) => records.find((r) => r.purpose === purpose)!;
+  beforeAll(async () => {
+    keys = await generateDkimKeys();
+    records = recordsFor("example.com", keys, SETTINGS);
+  });
 
-  it("names a selector per key, side by side for two tenants of one domain", () => {
+  it("names a selector per key, side by side for two tenants of one domain", async () => {
     expect(keys.rsa.selector).not.toBe(keys.ed25519.selector);
-    expect(generateDkimKeys().rsa.selector).not.toBe(keys.rsa.selector);
+    expect((await generateDkimKeys()).rsa.selector).not.toBe(keys.rsa.selector);
     expect(byPurpose("dkim").name).toBe(`${keys.rsa.selector}._domainkey.example.com`);
     expect(records.filter((r) => r.required).map((r) => r.purpose)).toEqual(["dkim", "spf"]);
   });
@@ -101,8 +105,11 @@ describe("the re-check's schedule", () => {
     expect(nextCheckAt(DEFAULT_RECHECK, { checks: 21, pendingSince: start, now: start + 72 * HOUR })).toBeNull();
   });
 
+  let keys: Awaited<ReturnType<typeof generateDkimKeys>>;
+  beforeAll(async () => {
+    keys = await generateDkimKeys();
+  });
   const pending = (over: Partial<SenderDomainDoc> = {}): SenderDomainDoc => {
-    const keys = generateDkimKeys();
     return {
       _id: "sdm_x",
       tenant: "acc:live",

@@ -1,4 +1,5 @@
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { generateKeyPair, randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import { checkHostName } from "@emailsvc/address";
 import { AppError } from "@emailsvc/errors";
 
@@ -50,15 +51,20 @@ export interface GeneratedKey {
   publicKey: string;
 }
 
+const generate = promisify(generateKeyPair) as unknown as (
+  type: "rsa" | "ed25519",
+  options: { modulusLength?: number },
+) => Promise<{ publicKey: import("node:crypto").KeyObject; privateKey: import("node:crypto").KeyObject }>;
+
 /**
  * RSA 2048 and Ed25519 (RFC 8463) key pairs with selectors of their own. A
  * random part in the selectors lets two tenants (or both modes of one
  * account) publish keys for one domain side by side.
  */
-export function generateDkimKeys(): { rsa: GeneratedKey; ed25519: GeneratedKey } {
+export async function generateDkimKeys(): Promise<{ rsa: GeneratedKey; ed25519: GeneratedKey }> {
   const tag = randomBytes(5).toString("hex");
-  const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
-  const ed = generateKeyPairSync("ed25519");
+  // Off the event loop (an RSA 2048 pair takes tens to hundreds of milliseconds): sends go on meanwhile.
+  const [rsa, ed] = await Promise.all([generate("rsa", { modulusLength: 2048 }), generate("ed25519", {})]);
   const edSpki = ed.publicKey.export({ type: "spki", format: "der" });
   return {
     rsa: {

@@ -18,7 +18,7 @@ export async function createSenderDomain(deps: SenderDomainDeps, scope: Scope, i
   const name = checkSenderDomainName(input.name, deps.platformHosts);
   const existing = await scope.senderDomains.findOne({ name });
   if (existing) throw exists(existing._id);
-  const keys = generateDkimKeys();
+  const keys = await generateDkimKeys();
   const now = deps.now();
   const doc: Omit<SenderDomainDoc, "tenant"> = {
     _id: newId(SENDER_DOMAIN_ID_PREFIX),
