@@ -23,7 +23,7 @@ export const SERVICES = {
     calls: {
       subscribers: { need: "required", for: "subscribers, tags, audiences" },
       templates: { need: "optional", for: "templates and previews" },
-      delivery: { need: "optional", for: "sends and email records" },
+      delivery: { need: "optional", for: "sends, email records and sending domains" },
       campaigns: { need: "optional", for: "campaigns and triggers" },
       portal: { need: "optional", for: "the preference-center API, portal settings, custom domains" },
     },
