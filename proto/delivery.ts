@@ -3,6 +3,7 @@ import { FailureReason } from "./gen/emailsvc/delivery/v1/failure_reason_pb.js";
 
 export * from "./gen/emailsvc/delivery/v1/delivery_pb.js";
 export * from "./gen/emailsvc/delivery/v1/failure_reason_pb.js";
+export * from "./gen/emailsvc/delivery/v1/sender_domains_pb.js";
 
 /**
  * Each failure reason as text: the code the REST API shows at the start of an
@@ -25,6 +26,7 @@ export const FAILURE_REASON_CODES = {
   [FailureReason.RECIPIENT_SUPPRESSED]: "recipient_suppressed",
   [FailureReason.RECIPIENT_ERASED]: "recipient_erased",
   [FailureReason.CAMPAIGN_CANCELLED]: "campaign_cancelled",
+  [FailureReason.FROM_DOMAIN_NOT_VERIFIED]: "from_domain_not_verified",
 } as const satisfies Record<Exclude<FailureReason, FailureReason.UNSPECIFIED>, string>;
 
 /** A failure reason's code, e.g. `recipient_unsubscribed`. */

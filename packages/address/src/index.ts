@@ -163,3 +163,6 @@ export function parseAddress(raw: unknown): ParsedAddress {
 function refuse(problem: AddressProblem): ParsedAddress {
   return { ok: false, problem, description: DESCRIPTIONS[problem] };
 }
+
+export { checkHostName, MAX_HOST_NAME_LENGTH, type HostNameCheck } from "./host.js";
+export { isNoRecord, systemDnsLookups, type DnsLookups } from "./dns.js";

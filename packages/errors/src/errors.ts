@@ -15,6 +15,7 @@ export type ErrorKind =
   | "forbidden" // 403
   | "not_found" // 404
   | "conflict" // 409
+  | "unprocessable" // 422: well-formed, but the account's state does not allow it (e.g. a From domain not verified)
   | "too_large" // 413
   | "rate_limited" // 429, with its Retry-After (and RateLimit headers) as metadata
   | "unavailable" // 503
@@ -26,6 +27,7 @@ const KIND_TO_CODE: Record<ErrorKind, Code> = {
   forbidden: Code.PermissionDenied,
   not_found: Code.NotFound,
   conflict: Code.AlreadyExists,
+  unprocessable: Code.FailedPrecondition,
   too_large: Code.ResourceExhausted,
   // The same gRPC code as too_large (a quota or budget of the caller's is
   // spent); the Retry-After it carries tells them apart.

@@ -23,7 +23,7 @@ export const SERVICES = {
     calls: {
       subscribers: { need: "required", for: "subscribers, tags, audiences" },
       templates: { need: "optional", for: "templates and previews" },
-      delivery: { need: "optional", for: "sends and email records" },
+      delivery: { need: "optional", for: "sends, email records and sending domains" },
       campaigns: { need: "optional", for: "campaigns and triggers" },
       portal: { need: "optional", for: "the preference-center API, portal settings, custom domains" },
       webhooks: { need: "optional", for: "webhook endpoints, their delivery logs and replays" },
@@ -69,7 +69,7 @@ export const SERVICES = {
     data: { collections: ["templates", "template_versions"], dataDir: ["templates/"] },
   },
   delivery: {
-    summary: "DeliveryService: email records with idempotency keys, rendering, and the hand-off to a provider (SMTP or the sandbox).",
+    summary: "DeliveryService and SenderDomainService: email records with idempotency keys, rendering, sending domains with their DKIM keys, signing, and the hand-off to a provider (SMTP or the sandbox).",
     grpcPort: 50053,
     metricsPort: 9463,
     public: {},
@@ -86,8 +86,10 @@ export const SERVICES = {
       produces: ["email.send.requested", "email.status"],
       consumes: ["email.send.requested", "subscriber.deleted", "campaign.status_changed"],
     },
-    secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
-    optionalSecrets: {},
+    // SEALING_KEYS: seals the sending domains' DKIM private keys at rest (@emailsvc/tokens, seal).
+    secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS"],
+    // DKIM_PLATFORM_KEY: the platform's own DKIM key, signing mail From EMAIL_FROM (with DKIM_PLATFORM_SELECTOR).
+    optionalSecrets: { DKIM_PLATFORM_KEY: "DKIM_PLATFORM_SELECTOR set" },
     // The mail providers of its registry (services/delivery/src/providers/registry.ts, keyed by these
     // names): adding one is its file, its entry here and in PROVIDERS (services/delivery/README.md).
     providers: {
@@ -99,9 +101,9 @@ export const SERVICES = {
       },
     },
     data: {
-      collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns", "test_mode_quota"],
+      collections: ["emails", "sandbox_messages", "cancelled_campaigns", "paused_campaigns", "test_mode_quota", "sender_domains"],
       // sandbox/: the bodies of sandboxed messages on the embedded store (not held in memory).
-      dataDir: ["delivery/", "bus/delivery/", "sandbox/", "secrets/token-signing-keys"],
+      dataDir: ["delivery/", "bus/delivery/", "sandbox/", "secrets/token-signing-keys", "secrets/sealing-keys"],
     },
   },
   campaigns: {

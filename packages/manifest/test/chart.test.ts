@@ -30,14 +30,14 @@ describe("the chart's components", () => {
     expect(components.portal.ports.http).toEqual({ port: 8081, env: "PORTAL_PORT", appProtocol: "http", public: true });
     expect(components.portal.env.PORTAL_HOST).toBe("0.0.0.0");
     expect(components.gateway.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
-    expect(components.delivery.secretEnv).toEqual(["MONGO_URL", "TOKEN_SIGNING_KEYS"]);
+    expect(components.delivery.secretEnv).toEqual(["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS"]);
   });
 
   it("gives the chart's checks the manifest's secrets, required calls and providers (else: npm run generate:chart)", () => {
     expect(readFileSync(MANIFEST_TEMPLATE, "utf8")).toBe(renderChartManifestTemplate());
     const generated = chartManifest();
     expect(generated.components.delivery).toEqual({
-      secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS"],
+      secrets: ["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS"],
       requiredCalls: { templates: "TEMPLATES_URL", subscribers: "SUBSCRIBERS_URL" },
     });
     // The providers are the manifest's (delivery's registry is keyed by them), each with the secrets it reads.

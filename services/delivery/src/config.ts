@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject } from "node:crypto";
 import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
 import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
@@ -33,6 +34,20 @@ export interface DeliveryConfig {
   sandboxMaxPerTenant: number;
   /** TEST_MODE_DAILY_LIMIT: messages an account may send in test mode in any 24 hours (default 10,000); null: `off`. */
   testModeDailyLimit: number | null;
+  /** SEALING_KEYS as set: seals the sending domains' DKIM private keys (required on MongoDB; generated under DATA_DIR on the embedded store). */
+  sealingKeys: string | undefined;
+  /** SPF_INCLUDE: the host a sending domain's SPF record includes (default `_spf.<EMAIL_FROM's domain>`). */
+  spfInclude: string;
+  /** RETURN_PATH_HOST: where a sending domain's return-path CNAME points (default `bounces.<EMAIL_FROM's domain>`). */
+  returnPathHost: string;
+  /** SENDER_DOMAIN_DNS_SERVERS: resolvers the records are looked up with (comma-separated ip[:port]); unset: the system's. */
+  dnsServers: string[] | undefined;
+  /** FEEDBACK_ID_SENDER: the constant last field of every message's Feedback-ID (default `emailsvc`). */
+  feedbackTag: string;
+  /** SENDER_DOMAIN_FIRST_RECHECK_MS: when a pending domain is first checked by itself; the gaps double from it up to 6 h (default 60000). */
+  firstRecheckMs: number;
+  /** DKIM_PLATFORM_SELECTOR with DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM's address; unset: that mail goes unsigned. */
+  platformDkim: { selector: string; privateKey: KeyObject } | undefined;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -57,7 +72,57 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     sandboxRetentionMs: envInt("SANDBOX_RETENTION_HOURS", DEFAULT_SANDBOX_RETENTION_MS / 3_600_000, { min: 1, max: 24 * 365 }, env) * 3_600_000,
     sandboxMaxPerTenant: envInt("SANDBOX_MAX_MESSAGES_PER_TENANT", DEFAULT_SANDBOX_MAX_PER_TENANT, { min: 1, max: 10_000_000 }, env),
     testModeDailyLimit: testModeDailyLimit(env),
+    sealingKeys: envOptional("SEALING_KEYS", env),
+    spfInclude: hostSetting("SPF_INCLUDE", `_spf.${from.domain}`, env),
+    returnPathHost: hostSetting("RETURN_PATH_HOST", `bounces.${from.domain}`, env),
+    dnsServers: dnsServers(env),
+    feedbackTag: feedbackTag(env),
+    firstRecheckMs: envInt("SENDER_DOMAIN_FIRST_RECHECK_MS", 60_000, { min: 1000, max: 3_600_000 }, env),
+    platformDkim: platformDkim(env),
   };
+}
+
+const HOST = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A host name setting, lower case, without a trailing dot. */
+function hostSetting(name: string, fallback: string, env: Env): string {
+  const value = envString(name, fallback, env).trim().toLowerCase().replace(/\.$/, "");
+  if (!HOST.test(value)) throw new ConfigError(`${name} must be a host name such as _spf.example.com, got "${value}"`);
+  return value;
+}
+
+function dnsServers(env: Env): string[] | undefined {
+  const servers = envOptional("SENDER_DOMAIN_DNS_SERVERS", env)?.split(",").map((s) => s.trim()).filter(Boolean);
+  return servers && servers.length > 0 ? servers : undefined;
+}
+
+/**
+ * The platform's own DKIM key for mail From EMAIL_FROM: DKIM_PLATFORM_SELECTOR
+ * and DKIM_PLATFORM_KEY (a PKCS#8 or PKCS#1 PEM of an RSA key; `\n` may
+ * stand for its line breaks), both or neither. The error never shows the key.
+ */
+function platformDkim(env: Env): { selector: string; privateKey: KeyObject } | undefined {
+  const selector = envOptional("DKIM_PLATFORM_SELECTOR", env)?.trim();
+  const pem = envOptional("DKIM_PLATFORM_KEY", env);
+  if (!selector && !pem) return undefined;
+  if (!selector || !pem) throw new ConfigError("DKIM_PLATFORM_SELECTOR and DKIM_PLATFORM_KEY go together: set both to sign mail From EMAIL_FROM, or neither");
+  if (!/^[a-z0-9](?:[a-z0-9-_.]{0,62})$/i.test(selector)) throw new ConfigError(`DKIM_PLATFORM_SELECTOR must be a DNS label such as s2026, got "${selector}"`);
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(pem.replace(/\\n/g, "\n"));
+  } catch {
+    throw new ConfigError("DKIM_PLATFORM_KEY is not a private key in PEM (-----BEGIN PRIVATE KEY-----…)");
+  }
+  // RSA: every verifier knows it (the Ed25519 signature rides on an RSA one; providers/dkim.ts).
+  if (privateKey.asymmetricKeyType !== "rsa") throw new ConfigError(`DKIM_PLATFORM_KEY must be an RSA key (2048 bits or more), got ${privateKey.asymmetricKeyType}`);
+  return { selector, privateKey };
+}
+
+/** Gmail's Feedback-ID fields are colon-separated: the tag is one field of letters, digits, `.`, `_` and `-`. */
+function feedbackTag(env: Env): string {
+  const value = envString("FEEDBACK_ID_SENDER", "emailsvc", env).trim();
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(value)) throw new ConfigError(`FEEDBACK_ID_SENDER must be 1-64 letters, digits, ".", "_" or "-", got "${value}"`);
+  return value;
 }
 
 function testModeDailyLimit(env: Env): number | null {

@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Transport } from "@connectrpc/connect";
 import type { EventBus } from "@emailsvc/events";
 import { delivery } from "@emailsvc/proto";
@@ -5,7 +6,12 @@ import type { OutboxRelay } from "@emailsvc/outbox";
 import { DocumentCounterStore, testModeQuota } from "@emailsvc/ratelimit";
 import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
 import { type Logger } from "@emailsvc/telemetry";
-import { tenantKey, tenantOfKey } from "@emailsvc/tenancy";
+import { tenantKey, tenantOfKey, type CallContext } from "@emailsvc/tenancy";
+import { systemDnsLookups, type DnsLookups } from "@emailsvc/address";
+import { DEFAULT_RECHECK, type RecheckPolicy, type SenderDnsSettings } from "./domain/sender-domain.js";
+import { senderDomainRoutes } from "./rpc/sender-domains.js";
+import { recheckSenderDomains } from "./usecases/recheck-sender-domains.js";
+import { SigningKeyCache, type SenderDomainDeps } from "./usecases/sender-domains.js";
 import type { DocumentStore } from "@emailsvc/storage";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
@@ -21,7 +27,7 @@ import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import type { SandboxSettings } from "./storage/sandbox-messages.js";
 import { compileRenderer } from "@emailsvc/render";
-import { mailLinkWarning, mintPreferenceLink, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { generateKeyText, mailLinkWarning, mintPreferenceLink, parseKeyRing, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps } from "./usecases/deps.js";
 
@@ -102,6 +108,23 @@ export interface DeliveryServiceOptions {
   testModeDailyLimit?: number | null;
   /** What the sandbox keeps and for how long (SANDBOX_*; bodies in files under `bodiesDir` on the embedded store). Default: 72 h, 10,000 per tenant, bodies in the rows. */
   sandbox?: SandboxSettings;
+  /**
+   * SEALING_KEYS: seals the sending domains' DKIM private keys. The service
+   * module always passes the ring; without one (tests only) a key made for
+   * this process seals them, so they do not open after a restart.
+   */
+  sealingKeys?: KeyRing;
+  /**
+   * Sending domains: the platform's side of their records (SPF_INCLUDE,
+   * RETURN_PATH_HOST, default from EMAIL_FROM's domain), the DNS they are
+   * checked against (tests: `dns`; else node:dns with SENDER_DOMAIN_DNS_SERVERS
+   * or the system's resolvers) and the re-check's schedule.
+   */
+  senderDomains?: Partial<SenderDnsSettings> & { dns?: DnsLookups; dnsServers?: readonly string[]; recheck?: Partial<RecheckPolicy> };
+  /** FEEDBACK_ID_SENDER (default `emailsvc`). */
+  feedbackTag?: string;
+  /** DKIM_PLATFORM_SELECTOR and DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM; absent: that mail goes unsigned. */
+  platformDkim?: { selector: string; privateKey: KeyObject };
 }
 
 export interface RunningDeliveryService {
@@ -130,6 +153,21 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   await Promise.all([storage.createIndexes(), bus.ensureTopics(topicsOf("delivery"))]);
 
   const now = Date.now;
+  const sealingKeys = options.sealingKeys ?? parseKeyRing(generateKeyText("process"), "SEALING_KEYS");
+  const domainOptions = options.senderDomains ?? {};
+  const senderDomainDeps: SenderDomainDeps = {
+    sealingKeys,
+    dns: domainOptions.dns ?? systemDnsLookups(domainOptions.dnsServers),
+    dnsSettings: {
+      spfInclude: domainOptions.spfInclude ?? `_spf.${sender.domain}`,
+      returnPathHost: domainOptions.returnPathHost ?? `bounces.${sender.domain}`,
+    },
+    platformHosts: platformHosts(sender, options.publicApiUrl),
+    recheck: { ...DEFAULT_RECHECK, ...domainOptions.recheck },
+    logger,
+    now,
+  };
+  const signingKeys = new SigningKeyCache(sealingKeys, now);
   const relay = deliveryOutbox({
     storage,
     bus,
@@ -138,6 +176,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
     stalledAfterMs: options.stalledAfterMs,
+    passes: [{ name: "sending-domain re-check", run: () => recheckSenderDomains(senderDomainDeps, storage.senderDomainRechecks(), signingKeys) }],
   });
   const templates = templatesClient(transport);
   const portalTransport = options.portalTransport ?? (options.portalUrl ? createServiceTransport(options.portalUrl) : undefined);
@@ -162,6 +201,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       providers,
       liveProvider,
       sender,
+      feedbackTag: options.feedbackTag ?? "emailsvc",
+      signingKeys,
+      ...(options.platformDkim ? { platformDkim: { domain: sender.domain, ...options.platformDkim } } : {}),
       unsubscribeUrl:
         options.unsubscribeUrl ??
         (options.tokenKeys
@@ -186,8 +228,12 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   );
 
   const { server, health } = await startServiceServer({
-    services: [delivery.DeliveryService],
-    routes: deliveryRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
+    services: [delivery.DeliveryService, delivery.SenderDomainService],
+    routes: (router) => {
+      const scopeOf = (call: CallContext) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) });
+      deliveryRoutes(deps, scopeOf)(router);
+      senderDomainRoutes(senderDomainDeps, signingKeys, scopeOf)(router);
+    },
     ready: () => store.ping(),
     logger,
     port: options.port,
@@ -227,6 +273,17 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       return closing;
     },
   };
+}
+
+/** The platform's own hosts, which no tenant may add as a sending domain: EMAIL_FROM's domain and PUBLIC_API_URL's host. */
+function platformHosts(sender: Sender, publicApiUrl: string | undefined): string[] {
+  const hosts = [sender.domain];
+  try {
+    hosts.push(new URL(publicApiUrl ?? DEFAULT_PUBLIC_API_URL).hostname.toLowerCase());
+  } catch {
+    // not a URL: nothing to add
+  }
+  return hosts;
 }
 
 /** `{{preference_center_url}}` of a subscriber's mail: a fresh preference link per message, on the account's custom domain once active. */

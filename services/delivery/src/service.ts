@@ -11,8 +11,10 @@ export const deliveryService = defineService("delivery", {
   start: async ({ store, bus, logger, port, host, urls, dataDir, embeddedStore, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the delivery service needs the event bus");
     let tokenKeys;
+    let sealingKeys;
     try {
       tokenKeys = loadKeyRing({ value: config.tokenSigningKeys, developmentDir: developmentSecretsDir });
+      sealingKeys = loadKeyRing({ value: config.sealingKeys, developmentDir: developmentSecretsDir, variable: "SEALING_KEYS" });
     } catch (err) {
       throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
     }
@@ -35,6 +37,15 @@ export const deliveryService = defineService("delivery", {
       preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
       testModeDailyLimit: config.testModeDailyLimit,
+      sealingKeys,
+      senderDomains: {
+        spfInclude: config.spfInclude,
+        returnPathHost: config.returnPathHost,
+        ...(config.dnsServers ? { dnsServers: config.dnsServers } : {}),
+        recheck: { firstDelayMs: config.firstRecheckMs },
+      },
+      feedbackTag: config.feedbackTag,
+      ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

@@ -222,14 +222,23 @@ describe("bad send input", () => {
   });
 
   it("unknown fields are 400 naming them", async () => {
-    const res = await send({ status: "sent", from: "boss@example.com" });
+    const res = await send({ status: "sent", sender: "boss@example.com", from: { email: "boss@example.com", address: "x" } });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual(
       expect.arrayContaining([
         { field: "status", message: "is not a known field" },
-        { field: "from", message: "is not a known field" },
+        { field: "sender", message: "is not a known field" },
+        { field: "from.address", message: "is not a known field" },
       ]),
     );
+    expectNoDeliveryCall();
+  });
+
+  it("a From or Reply-To that is no address, or a display name with a line break, is 400 naming it", async () => {
+    const res = await send({ from: { email: "not an address", name: "Boss\r\nBcc: x@example.com" }, reply_to: "nobody" });
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(["from.email", "from.name", "reply_to"]);
+    expect((await send({ from: "boss@example.com" })).body.errors).toEqual([{ field: "from", message: "must be object" }]);
     expectNoDeliveryCall();
   });
 

@@ -124,6 +124,7 @@ describe("the error-code table", () => {
       Forbidden: 403,
       NotFound: 404,
       Conflict: 409,
+      UnprocessableContent: 422,
       PayloadTooLarge: 413,
       UnsupportedMediaType: 415,
       TooManyRequests: 429,

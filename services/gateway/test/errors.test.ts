@@ -56,7 +56,8 @@ describe("service errors", () => {
     ["DeadlineExceeded", new ConnectError("x", Code.DeadlineExceeded), 504, "deadline_exceeded"],
     ["Internal", new ConnectError("db password wrong at /srv/x.js:12", Code.Internal), 500, "internal"],
     ["Unknown", new ConnectError("x", Code.Unknown), 500, "internal"],
-    ["FailedPrecondition", new ConnectError("x", Code.FailedPrecondition), 500, "internal"],
+    ["FailedPrecondition", new ConnectError("x", Code.FailedPrecondition), 422, "unprocessable"],
+    ["Aborted", new ConnectError("x", Code.Aborted), 500, "internal"],
   ];
 
   it.each(cases)("maps %s to its status, with a generic text", (_name, error, status, code) => {

@@ -45,6 +45,9 @@ describe("templates", () => {
       category: "marketing",
       version: 1,
       variables: ["first_name", "order.id"],
+      from_email: null,
+      from_name: null,
+      reply_to: null,
       created_at: expect.stringMatching(RFC3339_UTC),
       updated_at: expect.stringMatching(RFC3339_UTC),
     });

@@ -11,7 +11,7 @@ import { PortalStorage } from "./storage/settings.js";
 import { PageSettingsCache, type SettingsDeps } from "./usecases/settings.js";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
-import { Resolver } from "node:dns/promises";
+import { systemDnsLookups } from "@emailsvc/address";
 import { DocumentCounterStore } from "@emailsvc/ratelimit";
 import { loadPreferenceRateLimits, type CustomDomainConfig, type PreferenceRateLimits } from "./config.js";
 import { preferenceBudgets, UNLIMITED, type PreferenceBudgets } from "./usecases/budgets.js";
@@ -56,9 +56,8 @@ export interface PortalServiceOptions {
 
 /** node:dns's CNAME lookup, through the resolvers given (CUSTOM_DOMAIN_DNS_SERVERS) or the system's. */
 export function systemCnameResolver(servers?: readonly string[]): CnameResolver {
-  const resolver = new Resolver({ timeout: 5000, tries: 2 });
-  if (servers && servers.length > 0) resolver.setServers([...servers]);
-  return (domain) => resolver.resolveCname(domain);
+  const lookups = systemDnsLookups(servers);
+  return (domain) => lookups.resolveCname(domain);
 }
 
 export interface RunningPortalService {

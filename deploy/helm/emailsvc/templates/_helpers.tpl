@@ -171,7 +171,8 @@ in the cluster (upgrades keep it: erased addresses stay suppressed), else one ne
 
 {{/*
 SEALING_KEYS of the chart's Secret: the value given, else the one already in
-the cluster (upgrades keep it: sealed secrets stay readable), else one new key.
+the cluster (upgrades keep it: sealed DKIM keys and webhook secrets stay
+readable), else one new key.
 */}}
 {{- define "emailsvc.sealingKeys" -}}
 {{- if .Values.secrets.sealingKeys }}

@@ -34,7 +34,8 @@ providers a component picks one of (delivery's EMAIL_PROVIDER) with their secret
     "delivery": {
       "secrets": [
         "MONGO_URL",
-        "TOKEN_SIGNING_KEYS"
+        "TOKEN_SIGNING_KEYS",
+        "SEALING_KEYS"
       ],
       "requiredCalls": {
         "templates": "TEMPLATES_URL",

@@ -104,7 +104,8 @@ export function firingServices(transports: { subscribers: Transport; templates: 
       } catch (err) {
         if (err instanceof AppError) throw err;
         const info = readError(err);
-        if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists) {
+        // FailedPrecondition: the account's state refuses this send for good (a template From on no verified sending domain).
+        if (info.code === Code.InvalidArgument || info.code === Code.NotFound || info.code === Code.AlreadyExists || info.code === Code.FailedPrecondition) {
           throw new PermanentSendError(info.errorCode);
         }
         // A quota of the account's (test mode's messages a day): not an outage, and asking again

@@ -67,12 +67,12 @@ export const LIMITS = {
 export function validateRecipient(raw: unknown, field = "to"): string {
   // Checked first: a CR or LF anywhere is a header-injection attempt, not whitespace.
   if (typeof raw === "string" && /[\r\n]/.test(raw)) {
-    throw invalid("to is not a valid address", [{ field, description: "must not contain line breaks" }]);
+    throw invalid(`${field} is not a valid address`, [{ field, description: "must not contain line breaks" }]);
   }
   const parsed = parseAddress(raw);
   if (parsed.ok) return parsed.address;
-  if (parsed.problem === "required") throw invalid("to is required", [{ field, description: "is required" }]);
-  throw invalid(`to is not a valid address: it ${parsed.description}`, [{ field, description: "is not a valid email address" }]);
+  if (parsed.problem === "required") throw invalid(`${field} is required`, [{ field, description: "is required" }]);
+  throw invalid(`${field} is not a valid address: it ${parsed.description}`, [{ field, description: "is not a valid email address" }]);
 }
 
 /** The lower-cased form stored beside the address, for lookups by recipient. */
@@ -138,10 +138,31 @@ export function canonicalJson(value: unknown): string {
  * What "the same request" means for an idempotency key: sha256 of the
  * canonical JSON of the body's fields (Stripe compares the parameters too).
  */
-export function requestHash(body: { templateSlug: string; to: string; variables: Variables }): string {
+export function requestHash(body: { templateSlug: string; to: string; variables: Variables; fromEmail?: string; fromName?: string; replyTo?: string }): string {
+  // From and Reply-To join the hash only when given, so that keys stored before they existed still compare.
+  const sender = {
+    ...(body.fromEmail !== undefined ? { from_email: body.fromEmail } : {}),
+    ...(body.fromName !== undefined ? { from_name: body.fromName } : {}),
+    ...(body.replyTo !== undefined ? { reply_to: body.replyTo } : {}),
+  };
   return createHash("sha256")
-    .update(canonicalJson({ template_slug: body.templateSlug, to: body.to, variables: body.variables }))
+    .update(canonicalJson({ template_slug: body.templateSlug, to: body.to, variables: body.variables, ...sender }))
     .digest("hex");
+}
+
+/** Longest From display name taken. */
+export const DISPLAY_NAME_MAX_LENGTH = 100;
+
+/** A From display name: text without control characters or line breaks (a header carries it), 1-100 characters. */
+export function validateDisplayName(raw: unknown, field = "from.name"): string {
+  const name = typeof raw === "string" ? raw.trim() : "";
+  // eslint-disable-next-line no-control-regex
+  if (name === "" || name.length > DISPLAY_NAME_MAX_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw invalid(`${field} must be 1-${DISPLAY_NAME_MAX_LENGTH} characters without control characters or line breaks`, [
+      { field, description: `must be 1-${DISPLAY_NAME_MAX_LENGTH} characters without control characters or line breaks` },
+    ]);
+  }
+  return name;
 }
 
 export function idempotencyKeyReused(existingId: string): AppError {

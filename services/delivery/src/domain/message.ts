@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Rendered, TemplateCategory } from "./renderer.js";
 
 // Building the message that leaves: headers, parts, Message-ID. Pure.
@@ -38,11 +39,70 @@ export function messageIdFor(emailId: string, sender: Sender): string {
   return `<${emailId}@${sender.domain}>`;
 }
 
+/**
+ * A key the message is DKIM-signed with (RFC 6376, relaxed/relaxed): the
+ * From domain's selector and its opened private key. Providers that build the
+ * raw message sign the exact bytes they send.
+ */
+export interface DkimSigningKey {
+  domain: string;
+  selector: string;
+  privateKey: KeyObject;
+}
+
+/** The headers a DKIM signature covers, where the message has them (a missing one is left out of h=). */
+export const DKIM_SIGNED_HEADERS = [
+  "From",
+  "To",
+  "Subject",
+  "Date",
+  "Message-ID",
+  "MIME-Version",
+  "Content-Type",
+  "Reply-To",
+  "List-Unsubscribe",
+  "List-Unsubscribe-Post",
+  "List-Id",
+  "Feedback-ID",
+] as const;
+
+/** The sender of one email: its own From (SendEmail's `from_email`/`from_name`), else the platform's EMAIL_FROM. */
+export function senderFor(own: { from_email?: string | undefined; from_name?: string | undefined }, platform: Sender): Sender {
+  if (!own.from_email && !own.from_name) return platform;
+  const address = own.from_email || platform.address;
+  const name = own.from_name ?? (own.from_email ? "" : platform.name);
+  return {
+    name,
+    address,
+    domain: address.slice(address.lastIndexOf("@") + 1).toLowerCase(),
+    header: name ? `${quoteDisplayName(name)} <${address}>` : address,
+  };
+}
+
+/** A display name as a header writes it: a quoted string when it holds anything but atext and spaces (RFC 5322 3.2.5). */
+function quoteDisplayName(name: string): string {
+  return /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~ ]+$/.test(name) ? name : `"${name.replace(/(["\\])/g, "\\$1")}"`;
+}
+
+/**
+ * Gmail's Feedback-ID (its feedback loop reports complaint rates per value):
+ * `<campaign id, or the stream: transactional|marketing>:<account id>:<platform tag>`,
+ * the last field the sender's constant id (FEEDBACK_ID_SENDER). Ids only.
+ */
+export function feedbackIdFor(input: { campaignId?: string | undefined; category: TemplateCategory; tenant: string; platformTag: string }): string {
+  const accountId = input.tenant.split(":")[0] ?? "";
+  return `${input.campaignId || input.category}:${accountId}:${input.platformTag}`;
+}
+
 /** What a provider sends (or the sandbox keeps): everything of the message. */
 export interface OutgoingMessage {
   emailId: string;
   from: Sender;
   to: string;
+  /** Reply-To, when the email has one (also in `headers`). */
+  replyTo?: string | undefined;
+  /** The DKIM keys to sign with (the From domain's); none: sent unsigned. */
+  dkim?: DkimSigningKey[] | undefined;
   subject: string;
   html: string;
   text: string;
@@ -64,6 +124,10 @@ export interface MessageInput {
   tenant?: string | undefined;
   /** The campaign the mail belongs to: a campaign's mail is bulk mail, whatever its template's category. */
   campaignId?: string | undefined;
+  /** Reply-To address, when the email has one. */
+  replyTo?: string | undefined;
+  /** FEEDBACK_ID_SENDER: with a tenant, the message carries a Feedback-ID. */
+  feedbackTag?: string | undefined;
 }
 
 /**
@@ -102,11 +166,16 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
     if (input.unsubscribeUrl) Object.assign(headers, listUnsubscribeHeaders(input.unsubscribeUrl));
     if (input.tenant) headers["List-Id"] = listIdFor(input.tenant, input.from);
   }
+  if (input.replyTo) headers["Reply-To"] = input.replyTo;
   if (input.campaignId) headers["X-Campaign-Id"] = input.campaignId;
+  if (input.tenant && input.feedbackTag) {
+    headers["Feedback-ID"] = feedbackIdFor({ campaignId: input.campaignId, category: input.category, tenant: input.tenant, platformTag: input.feedbackTag });
+  }
   return {
     emailId: input.emailId,
     from: input.from,
     to: input.to,
+    ...(input.replyTo ? { replyTo: input.replyTo } : {}),
     subject,
     html: input.rendered.html,
     text: input.rendered.text,

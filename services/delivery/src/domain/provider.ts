@@ -80,6 +80,8 @@ export const PUBLIC_ERRORS = {
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
   /** A campaign email whose campaign was cancelled before it was given to the provider. */
   campaign_cancelled: "the campaign was cancelled before the email was given to the provider",
+  /** Live mail whose From (its template's) is not on a verified sending domain of the account when it is sent. */
+  from_domain_not_verified: "the From address is not on a verified sending domain of the account",
 } as const satisfies Record<delivery.FailureReasonCode, string>;
 
 export type PublicErrorCode = delivery.FailureReasonCode;

@@ -29,6 +29,8 @@ export interface CompiledTemplate {
   subject: string;
   /** MJML compiled to HTML, still holding the {{placeholders}}. */
   html: string;
+  /** The version's sender ("" for each field it does not set); a send's own fields win. */
+  sender?: { fromEmail: string; fromName: string; replyTo: string } | undefined;
 }
 
 export type TemplateCategory = "transactional" | "marketing" | "unspecified";

@@ -1,5 +1,5 @@
 import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
-import { OutboxRelay, withOutbox } from "@emailsvc/outbox";
+import { OutboxRelay, withOutbox, type RelayPass } from "@emailsvc/outbox";
 import { newId } from "@emailsvc/ids";
 import { type Logger } from "@emailsvc/telemetry";
 import type { CrossTenantCollection } from "@emailsvc/storage";
@@ -18,6 +18,8 @@ export interface DeliveryOutboxOptions {
   sweepGraceMs?: number;
   /** See StalledSweep (default 10 minutes). */
   stalledAfterMs?: number;
+  /** More timed work run after each sweep (the sending domains' re-check). */
+  passes?: RelayPass[];
 }
 
 /**
@@ -49,6 +51,7 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
         name: "stalled-mail sweep",
         run: () => requeueStalled(options.storage.stalledSweep(), relay, options, options.storage.pausedCampaignsOfAll()),
       },
+      ...(options.passes ?? []),
     ],
   });
   return relay;

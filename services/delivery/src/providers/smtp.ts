@@ -5,6 +5,7 @@ import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 import { defineProvider } from "./definition.js";
+import { dkimSign } from "./dkim.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -105,7 +106,7 @@ export class SmtpProvider implements EmailProvider {
   }
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
-    const { From: _from, To: _to, Subject: _subject, "Message-ID": _messageId, ...extra } = message.headers;
+    const { From: _from, To: _to, Subject: _subject, "Message-ID": _messageId, "Reply-To": _replyTo, ...extra } = message.headers;
     try {
       // The whole MIME message is built into one buffer first and handed over
       // raw: streamed as nodemailer builds it, it reaches the socket in a write
@@ -115,6 +116,7 @@ export class SmtpProvider implements EmailProvider {
         from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
         to: message.to,
         subject: message.subject,
+        ...(message.replyTo ? { replyTo: message.replyTo } : {}),
         html: message.html,
         text: message.text,
         messageId: message.messageId,
@@ -125,9 +127,11 @@ export class SmtpProvider implements EmailProvider {
       })
         .compile()
         .build();
+      // Signed last, over the bytes that leave: nothing rewrites the message after this.
+      const signed = message.dkim && message.dkim.length > 0 ? await dkimSign(raw, message.dkim) : raw;
       const info = await this.transporter.sendMail({
         envelope: { from: message.from.address, to: [message.to] },
-        raw,
+        raw: signed,
         signal: context.signal,
       });
       return { response: scrubReason(String(info.response ?? "accepted"), message.to) };

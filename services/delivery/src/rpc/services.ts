@@ -21,6 +21,9 @@ export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           to: req.to,
           variables: req.variables,
           idempotencyKey: req.idempotencyKey,
+          fromEmail: req.fromEmail,
+          fromName: req.fromName,
+          replyTo: req.replyTo,
           signal: ctx.signal,
         });
         return { email: emailToProto(result.email), replayed: result.replayed, refused: result.refused };

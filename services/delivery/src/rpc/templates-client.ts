@@ -49,6 +49,7 @@ export function templatesClient(transport: Transport, options: { timeoutMs?: num
       category: categoryOf(compiled.category),
       subject: compiled.subject,
       html: compiled.html,
+      sender: { fromEmail: compiled.fromEmail, fromName: compiled.fromName, replyTo: compiled.replyTo },
     };
   }
 

@@ -1,6 +1,7 @@
 import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
 import type { EmailStatus } from "../domain/email.js";
+import type { RecordPurpose, RecordState, SenderDomainStatus } from "../domain/sender-domain.js";
 import { PUBLIC_ERRORS, type PublicErrorCode } from "../domain/provider.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
@@ -35,6 +36,12 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   subject?: string;
   /** The campaign the email belongs to ("" or absent for one sent through SendEmail or a trigger). */
   campaign_id?: string;
+  /** SendEmail's From address (absent: EMAIL_FROM's); its domain was a verified sending domain of a live tenant when queued. */
+  from_email?: string;
+  /** SendEmail's From display name (absent: EMAIL_FROM's name, or none with from_email). */
+  from_name?: string;
+  /** SendEmail's Reply-To (absent: none). */
+  reply_to?: string;
   template_id: string;
   template_slug: string;
   /** The version the email was queued with; it is rendered with that one. */
@@ -183,4 +190,54 @@ export const SANDBOX_INDEXES = [
   { name: "by_tenant_kept", fields: { tenant: 1, captured_at: 1 } },
   // The retention sweep: messages of every tenant kept before the cutoff, oldest first.
   { name: "expiry", fields: { captured_at: 1 } },
+] as const;
+
+/** A DKIM key of a sending domain: its selector, its public key (the record's `p=`) and its private key sealed under SEALING_KEYS. */
+export interface DkimKeyDoc {
+  selector: string;
+  public_key: string;
+  /** `seal(ring, "dkim-private-key", pkcs8 pem)` (@emailsvc/tokens): never stored or shown in the clear. */
+  private_key_sealed: string;
+}
+
+/** One record to publish and what the last check found (domain/sender-domain.ts, DnsRecordView). */
+export interface SenderDnsRecordDoc {
+  purpose: RecordPurpose;
+  type: "TXT" | "CNAME";
+  name: string;
+  value: string;
+  required: boolean;
+  state: RecordState;
+  found: string[];
+}
+
+/** A sending domain of a tenant (`_id` `sdm_…`). */
+export interface SenderDomainDoc extends Doc {
+  tenant: string;
+  /** Lower case, ASCII, no trailing dot; unique per tenant. */
+  name: string;
+  status: SenderDomainStatus;
+  records: SenderDnsRecordDoc[];
+  rsa: DkimKeyDoc;
+  ed25519: DkimKeyDoc;
+  /** What is missing (pending), or why it failed; "" when verified. */
+  failure_reason: string;
+  created_at: number;
+  /** When it last started pending (created, or verified again by hand after failing): the re-checks give up 72 h after. */
+  pending_since: number;
+  /** Checks since pending_since that found it not verified (the backoff's exponent). */
+  checks: number;
+  verified_at: number | null;
+  last_checked_at: number | null;
+  /** When the background re-check looks next; null when it will not (verified, failed). */
+  next_check_at: number | null;
+}
+
+export const SENDER_DOMAIN_INDEXES = [
+  // One domain per name and tenant (409 `sender_domain_exists`); also the lookup by a From's domain at send.
+  { name: "name_per_tenant", fields: { tenant: 1, name: 1 }, unique: true },
+  // ListSenderDomains: the tenant's domains in _id order (cursor pages on _id).
+  { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
+  // The re-check: pending domains of every tenant whose next check is due.
+  { name: "recheck_due", fields: { next_check_at: 1 } },
 ] as const;

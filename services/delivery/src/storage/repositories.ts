@@ -5,10 +5,12 @@ import {
   EMAIL_INDEXES,
   PAUSED_CAMPAIGN_INDEXES,
   SANDBOX_INDEXES,
+  SENDER_DOMAIN_INDEXES,
   type CancelledCampaignDoc,
   type EmailDoc,
   type PausedCampaignDoc,
   type SandboxMessageDoc,
+  type SenderDomainDoc,
 } from "./documents.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
@@ -20,6 +22,8 @@ export interface TenantRepositories {
   sandbox: TenantSandbox;
   cancelledCampaigns: TenantCollection<CancelledCampaignDoc>;
   pausedCampaigns: TenantCollection<PausedCampaignDoc>;
+  /** The tenant's sending domains, with their sealed DKIM keys. */
+  senderDomains: TenantCollection<SenderDomainDoc>;
 }
 
 /**
@@ -32,6 +36,7 @@ export class DeliveryStorage {
   private readonly sandbox: Collection<SandboxMessageDoc>;
   private readonly cancelled: Collection<CancelledCampaignDoc>;
   private readonly paused: Collection<PausedCampaignDoc>;
+  private readonly senderDomains: Collection<SenderDomainDoc>;
   /** The sandbox's kept messages of every tenant, with their retention and cap. */
   private readonly archive: SandboxArchive;
 
@@ -40,6 +45,7 @@ export class DeliveryStorage {
     this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
     this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
     this.paused = store.collection<PausedCampaignDoc>("paused_campaigns");
+    this.senderDomains = store.collection<SenderDomainDoc>("sender_domains");
     this.archive = new SandboxArchive(
       new CrossTenantCollection(this.sandbox, "sandbox: keeps each message in the tenant of its email; the retention sweep deletes expired messages of every tenant"),
       sandbox,
@@ -53,6 +59,7 @@ export class DeliveryStorage {
       this.sandbox.createIndexes(SANDBOX_INDEXES),
       this.cancelled.createIndexes(CANCELLED_CAMPAIGN_INDEXES),
       this.paused.createIndexes(PAUSED_CAMPAIGN_INDEXES),
+      this.senderDomains.createIndexes(SENDER_DOMAIN_INDEXES),
     ]);
   }
 
@@ -63,6 +70,7 @@ export class DeliveryStorage {
       sandbox: this.archive.forTenant(tenant),
       cancelledCampaigns: new TenantCollection(this.cancelled, tenant),
       pausedCampaigns: new TenantCollection(this.paused, tenant),
+      senderDomains: new TenantCollection(this.senderDomains, tenant),
     };
   }
 
@@ -74,6 +82,11 @@ export class DeliveryStorage {
   /** For the stalled-mail sweep: queued emails of every tenant that nothing is happening to. */
   stalledSweep(): CrossTenantCollection<EmailDoc> {
     return new CrossTenantCollection(this.emails, "stalled-mail sweep: finds queued emails of every tenant untouched for long");
+  }
+
+  /** For the sending domains' re-check: pending domains of every tenant whose next check is due. */
+  senderDomainRechecks(): CrossTenantCollection<SenderDomainDoc> {
+    return new CrossTenantCollection(this.senderDomains, "sender-domain re-check: finds pending domains of every tenant whose next check is due");
   }
 
   /** For the stalled-mail sweep: the paused campaigns of every tenant, whose held emails it leaves alone. */
@@ -89,6 +102,7 @@ export class DeliveryStorage {
     const emails = new CrossTenantCollection(this.emails, "send consumer: an event's meta names the tenant of its email");
     const cancelled = new CrossTenantCollection(this.cancelled, "send consumer: a campaign.status_changed event names its tenant");
     const paused = new CrossTenantCollection(this.paused, "send consumer: a campaign.status_changed event names its tenant");
+    const senderDomains = new CrossTenantCollection(this.senderDomains, "send consumer: an email's tenant signs with its own sending domains");
     // The sandbox's tenant views: erasure deletes the kept messages of the event's tenant.
     return {
       forTenant: (tenant) => ({
@@ -97,6 +111,7 @@ export class DeliveryStorage {
         sandbox: this.archive.forTenant(tenant),
         cancelledCampaigns: cancelled.forTenant(tenant),
         pausedCampaigns: paused.forTenant(tenant),
+        senderDomains: senderDomains.forTenant(tenant),
       }),
     };
   }

@@ -3,7 +3,9 @@ import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import type { ProviderName } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
-import type { Sender } from "../domain/message.js";
+import type { DkimSigningKey, Sender } from "../domain/message.js";
+import { tenantOfKey } from "@emailsvc/tenancy";
+import type { SigningKeyCache } from "./sender-domains.js";
 import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
 import type { RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
@@ -36,6 +38,15 @@ export interface DeliveryDeps {
   /** The provider live-mode emails go through (EMAIL_PROVIDER). */
   liveProvider: ProviderName;
   sender: Sender;
+  /** FEEDBACK_ID_SENDER: the last field of every message's Feedback-ID. */
+  feedbackTag: string;
+  /**
+   * The opened DKIM keys of the tenants' sending domains (cached per domain):
+   * a message From one is signed (live mode: only once verified).
+   */
+  signingKeys?: SigningKeyCache | undefined;
+  /** The platform's key (DKIM_PLATFORM_*): signs mail From EMAIL_FROM's address; absent: that mail goes unsigned. */
+  platformDkim?: DkimSigningKey | undefined;
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
   preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
@@ -160,6 +171,7 @@ export async function deliverEmail(
       return;
     }
     const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
+    message.dkim = await signingKeysFor(deps, scope, claimed.tenant, message.from);
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
     const handoffStarted = performance.now();
@@ -239,6 +251,47 @@ export async function deliverEmail(
     },
   });
   log().warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
+}
+
+/**
+ * The DKIM keys a message From `from` is signed with: the tenant's sending
+ * domain of that name, verified in live mode, any state in test mode (whose
+ * mail never leaves the sandbox). Mail From EMAIL_FROM's address is signed with
+ * the platform's key when the operator gave one (DKIM_PLATFORM_*), else not.
+ * Live mail From any other address whose domain is not verified (a
+ * template's From, e.g. a campaign's, checked again now) fails for good with
+ * `from_domain_not_verified`: the answer cached per domain is read again
+ * before that, so a domain verified on another replica a moment ago passes.
+ * A key that does not open (SEALING_KEYS lost the key that sealed it) fails
+ * the attempt as an outage, never sends unsigned mail From a domain that has
+ * a key.
+ */
+async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, from: Sender): Promise<DkimSigningKey[] | undefined> {
+  const platform = from.address === deps.sender.address;
+  if (platform) return deps.platformDkim ? [deps.platformDkim] : undefined;
+  if (!deps.signingKeys) return undefined;
+  const cache = deps.signingKeys;
+  const live = tenantOfKey(tenant).mode === "live";
+  const read = async () => {
+    try {
+      return await cache.forDomain(tenant, scope.senderDomains, from.domain);
+    } catch (err) {
+      throw new SendFailure("unreachable", "service_unavailable", { detail: `the DKIM key of the sending domain does not open: ${err instanceof Error ? err.name : "error"}` });
+    }
+  };
+  let keys = await read();
+  if (live && keys?.status !== "verified") {
+    cache.forget(tenant, from.domain);
+    keys = await read();
+    if (keys?.status !== "verified") {
+      throw new SendFailure("permanent", "from_domain_not_verified", { detail: "the From domain is not a verified sending domain of the tenant" });
+    }
+  }
+  if (!keys || (live && keys.status !== "verified")) return undefined;
+  return [
+    { domain: keys.domain, selector: keys.rsa.selector, privateKey: keys.rsa.privateKey },
+    { domain: keys.domain, selector: keys.ed25519.selector, privateKey: keys.ed25519.privateKey },
+  ];
 }
 
 /**

@@ -1,7 +1,7 @@
 import { tenantOfKey } from "@emailsvc/tenancy";
 import { readsVariable, RenderLimitError, type TemplateRejectedError } from "@emailsvc/render";
 import type { MailCategory } from "../domain/eligibility.js";
-import { buildMessage, scrubReason, type OutgoingMessage } from "../domain/message.js";
+import { buildMessage, scrubReason, senderFor, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure } from "../domain/provider.js";
 import type { Recipient } from "../domain/recipients.js";
 import { RendererCache, type Builtins, type MessageOptions, type PreparedTemplate } from "../domain/renderer.js";
@@ -78,7 +78,7 @@ export async function templateVersion(
  * for marketing mail).
  */
 export async function prepareMessage(
-  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "preferenceUrl" | "sender">,
+  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "preferenceUrl" | "sender" | "feedbackTag">,
   email: EmailDoc,
   prepared: Renderable,
   recipient: Recipient | undefined,
@@ -109,13 +109,22 @@ export async function prepareMessage(
   }, { language: recipient?.locale });
   const message = buildMessage({
     emailId: email._id,
-    from: deps.sender,
+    from: senderFor(
+      {
+        // The send's own fields win, field by field, over its template version's.
+        from_email: email.from_email || prepared.template.sender?.fromEmail || undefined,
+        from_name: email.from_name ?? (prepared.template.sender?.fromName || undefined),
+      },
+      deps.sender,
+    ),
     to: email.to,
     category: prepared.template.category,
     rendered,
     unsubscribeUrl,
     tenant: email.tenant,
     campaignId: email.campaign_id || undefined,
+    replyTo: email.reply_to || prepared.template.sender?.replyTo || undefined,
+    feedbackTag: deps.feedbackTag,
   });
   return { message, subject: rendered.subject };
 }

@@ -10,6 +10,7 @@ import {
   validateRecipient,
   validateSlug,
   validateVariables,
+  validateDisplayName,
   type EmailView,
 } from "../domain/email.js";
 import { mailCategory, refusal } from "../domain/eligibility.js";
@@ -17,6 +18,7 @@ import { publicError } from "../domain/provider.js";
 import type { AddressAnswer } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import { emailsByStatus } from "./metrics.js";
+import { tenantOfKey } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../storage/documents.js";
 import { emailView, outboxEntry, providerForTenant, type Deps, type Scope } from "./deps.js";
 
@@ -25,6 +27,10 @@ export interface SendEmailInput {
   to: unknown;
   variables: unknown;
   idempotencyKey: unknown;
+  /** Optional From address, display name and Reply-To ("" or absent: none). */
+  fromEmail?: unknown;
+  fromName?: unknown;
+  replyTo?: unknown;
   signal?: AbortSignal;
 }
 
@@ -60,7 +66,8 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   const to = validateRecipient(input.to);
   const variables = validateVariables(input.variables);
   const idempotencyKey = validateIdempotencyKey(input.idempotencyKey);
-  const hash = requestHash({ templateSlug, to, variables });
+  const sender = validateSender(input);
+  const hash = requestHash({ templateSlug, to, variables, ...sender });
 
   if (idempotencyKey !== undefined) {
     const earlier = await scope.emails.findOne({ idem_key: `key:${idempotencyKey}` });
@@ -71,6 +78,9 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     resolveTemplate(deps, scope, templateSlug, input.signal),
     recipientAtSend(deps, scope.tenant, to, input.signal),
   ]);
+  // The send's own From, else its template's: either must be on a verified domain in live mode.
+  const fromEmail = sender.fromEmail || template.sender?.fromEmail;
+  if (fromEmail) await requireVerifiedDomain(scope, fromEmail);
   const category = mailCategory(template.category, false);
   const refused = answer ? refusal(category, answer.mailability) : undefined;
   // Only a request that queues a new email to be sent is charged: bad input, replays and refusals are
@@ -88,6 +98,9 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     template_slug: template.slug,
     template_version: template.version,
     variables_json: JSON.stringify(variables),
+    ...(sender.fromEmail ? { from_email: sender.fromEmail } : {}),
+    ...(sender.fromName !== undefined ? { from_name: sender.fromName } : {}),
+    ...(sender.replyTo ? { reply_to: sender.replyTo } : {}),
     idempotency_key: idempotencyKey ?? "",
     idem_key: idempotencyKey !== undefined ? `key:${idempotencyKey}` : `none:${id}`,
     request_hash: hash,
@@ -133,6 +146,33 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   emailsByStatus.inc({ status: stored.status });
   await deps.relay.afterWrite(stored);
   return { email: emailView(stored), replayed: false, refused: refused !== undefined };
+}
+
+/** From and Reply-To as given: addresses by the one address rule, a display name without line breaks. */
+function validateSender(input: SendEmailInput): { fromEmail?: string; fromName?: string; replyTo?: string } {
+  const given = (value: unknown) => value !== undefined && value !== null && value !== "";
+  const sender: { fromEmail?: string; fromName?: string; replyTo?: string } = {};
+  if (given(input.fromEmail)) sender.fromEmail = validateRecipient(input.fromEmail, "from.email");
+  if (given(input.fromName)) sender.fromName = validateDisplayName(input.fromName);
+  if (given(input.replyTo)) sender.replyTo = validateRecipient(input.replyTo, "reply_to");
+  return sender;
+}
+
+/**
+ * Live mail may only be From a verified sending domain of the tenant (the
+ * domain exactly: a subdomain is a domain of its own, with its own records);
+ * test mode never delivers, so it may use any. Refused before anything is
+ * stored or charged: 422 `from_domain_not_verified` naming the domain.
+ */
+async function requireVerifiedDomain(scope: Scope, fromEmail: string): Promise<void> {
+  if (tenantOfKey(scope.tenant).mode !== "live") return;
+  const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
+  const verified = await scope.senderDomains.findOne({ name: domain, status: "verified" });
+  if (!verified) {
+    throw new AppError("unprocessable", "from_domain_not_verified", `${domain} is not a verified sending domain of this account; add it (POST /api/v1/domains), publish its records and verify it`, {
+      fieldViolations: [{ field: "from.email", description: `${domain} is not a verified sending domain` }],
+    });
+  }
 }
 
 function replay(earlier: EmailDoc, hash: string): SendEmailResult {

@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   template_exceeds_limits: { status: 400, title: "Template exceeds limits", when: "the template nests or repeats more than the template limits allow" },
   webhook_url_forbidden: { status: 400, title: "Webhook URL not allowed", when: "the webhook URL names a loopback, private, link-local, metadata or otherwise reserved address" },
   invalid_domain: { status: 400, title: "Invalid domain", when: "the custom domain is not one a certificate can be issued for" },
+  invalid_sender_domain: { status: 400, title: "Invalid sending domain", when: "the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own)" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
   invalid_api_key: { status: 401, title: "Invalid API key", when: "the API key is unknown or revoked" },
@@ -50,6 +51,7 @@ export const ERROR_CODES = {
   sandbox_message_expired: { status: 404, title: "Sandboxed message no longer kept", when: "the sandboxed message is past its retention (`SANDBOX_RETENTION_HOURS`) or its tenant's cap (`SANDBOX_MAX_MESSAGES_PER_TENANT`)" },
   sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (an erased one is `sandbox_message_expired`)" },
   custom_domain_not_found: { status: 404, title: "No custom domain", when: "the account has no custom domain" },
+  sender_domain_not_found: { status: 404, title: "Sending domain not found", when: "no sending domain has this id (in this account and mode)" },
   // 405.
   method_not_allowed: { status: 405, title: "Method not allowed", when: "the path does not take this method; see `Allow`" },
   // 409: the state of the resource does not allow it.
@@ -58,6 +60,7 @@ export const ERROR_CODES = {
   subscriber_suppressed: { status: 409, title: "Email address suppressed after an erasure", when: "the address was erased at its owner's request; create it with `resubscribe` only if the person opted in again" },
   tag_name_taken: { status: 409, title: "Tag name already in use", when: "another tag has this name; `existing_id` names it" },
   slug_taken: { status: 409, title: "Slug already in use", when: "another template has this slug; `existing_id` names it" },
+  sender_domain_exists: { status: 409, title: "Sending domain already added", when: "the account (in this mode) has this sending domain already; `existing_id` names it" },
   concurrent_update: { status: 409, title: "Concurrent update", when: "another change won; read again and retry" },
   idempotency_key_reused: { status: 409, title: "Idempotency key reused", when: "the idempotency key was used before with another body" },
   domain_taken: { status: 409, title: "Domain already claimed", when: "another account holds this custom domain" },
@@ -65,6 +68,9 @@ export const ERROR_CODES = {
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
   webhook_limit_reached: { status: 409, title: "Too many webhook endpoints", when: "the account (and mode) has the most webhook endpoints it may have; delete one first" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
+  // 422: well-formed, but the account's state does not allow it.
+  unprocessable: { status: 422, title: "Unprocessable request", when: "a service refused the request in the account's present state" },
+  from_domain_not_verified: { status: 422, title: "From domain not verified", when: "a live-mode send's From is not on a verified sending domain of the account (the detail names the domain); nothing was stored" },
   // 413: too large.
   payload_too_large: { status: 413, title: "Request body too large", when: "the body is larger than the operation takes" },
   metadata_too_large: { status: 413, title: "Metadata too large", when: "metadata is larger than 8 KiB as JSON" },
@@ -90,6 +96,7 @@ export const ERROR_CODES = {
   busy: { status: 503, title: "Service busy", when: "a service has too much work queued; retry shortly" },
   shutting_down: { status: 503, title: "Service shutting down", when: "a service is stopping; retry" },
   export_incomplete: { status: 503, title: "Export incomplete", when: "a service did not answer its part of the export" },
+  dns_lookup_failed: { status: 503, title: "DNS lookup failed", when: "the DNS did not answer the lookups of a sending domain's records; nothing changed, retry" },
   custom_domains_not_enabled: { status: 503, title: "Custom domains not enabled", when: "this deployment runs without custom domains" },
   subscribers_unavailable: { status: 503, title: "Subscribers service unavailable", when: "the campaigns service could not reach the subscribers service" },
   templates_unavailable: { status: 503, title: "Templates service unavailable", when: "the campaigns service could not reach the templates service" },

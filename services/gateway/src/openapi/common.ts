@@ -113,6 +113,7 @@ export const responses: Record<string, unknown> = {
   Forbidden: problem(withCodes(403, "The credential is valid but the operation is not allowed to it.")),
   NotFound: problem(withCodes(404, "No such resource (also for ids of another account or mode).")),
   Conflict: problem(withCodes(409, "The change clashes with what exists; nothing changed.")),
+  UnprocessableContent: problem(withCodes(422, "Well-formed, but the account's present state does not allow it (e.g. a From on a domain not verified); nothing changed.")),
   PayloadTooLarge: problem(
     withCodes(413, `Too large: the body is larger than the operation takes (${DEFAULT_BODY_LIMIT_BYTES / 1024} KiB unless its description states more), or a value is larger than the service takes.`),
   ),

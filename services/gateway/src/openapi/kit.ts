@@ -47,6 +47,7 @@ const ERROR_STATUS = {
   Forbidden: "403",
   NotFound: "404",
   Conflict: "409",
+  UnprocessableContent: "422",
   PayloadTooLarge: "413",
   UnsupportedMediaType: "415",
   TooManyRequests: "429",

@@ -1,6 +1,7 @@
 import { adminResource } from "./admin/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
+import { senderDomainsResource } from "./domains/index.js";
 import { emailsResource } from "./emails/index.js";
 import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
@@ -24,6 +25,7 @@ export const RESOURCES: readonly Resource[] = [
   tagsResource,
   templatesResource,
   emailsResource,
+  senderDomainsResource,
   campaignsResource,
   triggersResource,
   preferenceCenterResource,

@@ -1,3 +1,4 @@
+import { parseAddress } from "@emailsvc/address";
 import { AppError, invalid } from "@emailsvc/errors";
 import type { MjmlProblem } from "./mjml.js";
 import type { TemplateProblem } from "@emailsvc/render";
@@ -13,8 +14,45 @@ export interface TemplateView {
   category: Category;
   version: number;
   variables: string[];
+  /** The template's sender ("" where none: mail is From EMAIL_FROM). */
+  sender: TemplateSender;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A template's From address, From display name and Reply-To; "" for each left out. */
+export interface TemplateSender {
+  fromEmail: string;
+  fromName: string;
+  replyTo: string;
+}
+
+export const NO_SENDER: TemplateSender = { fromEmail: "", fromName: "", replyTo: "" };
+
+/**
+ * The sender as given, each field checked: addresses by the one address rule
+ * (@emailsvc/address), a display name of 1-100 characters without control
+ * characters. "" removes a field; undefined leaves it as in `current`.
+ */
+export function validateSender(
+  input: { fromEmail?: string | undefined; fromName?: string | undefined; replyTo?: string | undefined },
+  current: TemplateSender = NO_SENDER,
+): TemplateSender {
+  const address = (raw: string | undefined, field: string, was: string): string => {
+    if (raw === undefined) return was;
+    if (raw.trim() === "") return "";
+    const parsed = parseAddress(raw);
+    if (!parsed.ok) throw invalid(`${field} is not a valid address: it ${parsed.description}`, [{ field, description: "is not a valid email address" }]);
+    return parsed.address;
+  };
+  let fromName = current.fromName;
+  if (input.fromName !== undefined) {
+    fromName = input.fromName.trim();
+    if (fromName.length > 100 || CONTROL.test(fromName)) {
+      throw invalid("from_name is invalid", [{ field: "from_name", description: "1-100 characters, no control characters or line breaks" }]);
+    }
+  }
+  return { fromEmail: address(input.fromEmail, "from_email", current.fromEmail), fromName, replyTo: address(input.replyTo, "reply_to", current.replyTo) };
 }
 
 /** One compiled, immutable version, as delivery renders it. */
@@ -26,6 +64,8 @@ export interface CompiledView {
   subject: string;
   html: string;
   variables: string[];
+  /** The version's sender. */
+  sender: TemplateSender;
 }
 
 export const TEMPLATE_LIMITS = {

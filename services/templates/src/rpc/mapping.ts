@@ -34,6 +34,9 @@ export function templateToProto(view: TemplateView): templates.Template {
     category: TO_PROTO[view.category],
     version: view.version,
     variables: view.variables,
+    fromEmail: view.sender.fromEmail,
+    fromName: view.sender.fromName,
+    replyTo: view.sender.replyTo,
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
   });
@@ -48,6 +51,9 @@ export function compiledToProto(view: CompiledView): templates.CompiledTemplate 
     subject: view.subject,
     html: view.html,
     variables: view.variables,
+    fromEmail: view.sender.fromEmail,
+    fromName: view.sender.fromName,
+    replyTo: view.sender.replyTo,
   });
 }
 

@@ -22,6 +22,9 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           mjml: req.mjmlContent,
           category: categoryFromProto(req.category),
           slug: req.slug,
+          fromEmail: req.fromEmail,
+          fromName: req.fromName,
+          replyTo: req.replyTo,
         });
         return { template: templateToProto(view) };
       },
@@ -39,6 +42,9 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           subject: req.subject,
           mjml: req.mjmlContent,
           category: categoryFromProto(req.category),
+          fromEmail: req.fromEmail,
+          fromName: req.fromName,
+          replyTo: req.replyTo,
         });
         return { template: templateToProto(view) };
       },

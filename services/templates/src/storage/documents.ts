@@ -28,6 +28,10 @@ export interface TemplateDoc extends Doc {
   subject: string;
   mjml: string;
   variables: string[];
+  /** The current version's sender (copies; absent on templates stored before senders existed). */
+  from_email?: string;
+  from_name?: string;
+  reply_to?: string;
   created_at: number;
   updated_at: number;
   /**
@@ -60,6 +64,10 @@ export interface TemplateVersionDoc extends Doc {
   variables: string[];
   /** Variables of the body alone (reused when only the subject changes). */
   body_variables: string[];
+  /** The version's sender: its From address, display name and Reply-To ("" or absent: none). */
+  from_email?: string;
+  from_name?: string;
+  reply_to?: string;
   created_at: number;
 }
 

@@ -7,13 +7,14 @@ import {
   validateMjmlSize,
   validateName,
   validateSlug,
+  validateSender,
   validateSubject,
   type Category,
   type TemplateView,
 } from "../domain/template.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import { checkSubject, compileBody, mergeNames } from "./content.js";
-import { templateView, type Deps, type Scope } from "./deps.js";
+import { senderFields, templateView, type Deps, type Scope } from "./deps.js";
 
 export interface CreateTemplateInput {
   name: unknown;
@@ -22,6 +23,10 @@ export interface CreateTemplateInput {
   category: Category | undefined;
   /** Derived from the name when absent. */
   slug: string | undefined;
+  /** Optional sender fields. */
+  fromEmail?: string | undefined;
+  fromName?: string | undefined;
+  replyTo?: string | undefined;
 }
 
 /** Inserts with a derived slug that loses to a concurrent create this many times give up. */
@@ -46,6 +51,7 @@ export async function createTemplate(deps: Deps, scope: Scope, input: CreateTemp
   if (!input.category) throw invalid("category is required", [{ field: "category", description: "transactional or marketing" }]);
   const category = input.category;
   const givenSlug = input.slug === undefined ? undefined : validateSlug(input.slug);
+  const sender = senderFields(validateSender(input));
 
   const subjectVariables = checkSubject(subject);
   // A given slug that is taken fails before the (costly) MJML compile.
@@ -69,6 +75,7 @@ export async function createTemplate(deps: Deps, scope: Scope, input: CreateTemp
     html: body.html,
     variables,
     body_variables: body.variables,
+    ...sender,
     created_at: now,
   };
   await scope.versions.insertOne(version);
@@ -88,6 +95,7 @@ export async function createTemplate(deps: Deps, scope: Scope, input: CreateTemp
       subject,
       mjml,
       variables,
+      ...sender,
       created_at: now,
       updated_at: now,
       deleted: false,

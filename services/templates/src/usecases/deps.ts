@@ -2,7 +2,7 @@ import type { Logger } from "@emailsvc/telemetry";
 import type { CallContext } from "@emailsvc/tenancy";
 import { notFound } from "@emailsvc/errors";
 import { tenantKey } from "@emailsvc/tenancy";
-import type { TemplateView } from "../domain/template.js";
+import type { TemplateSender, TemplateView } from "../domain/template.js";
 import type { TemplateDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import type { BodyCompiler, TemplateUsers } from "./ports.js";
@@ -49,7 +49,18 @@ export function templateView(doc: TemplateDoc): TemplateView {
     category: doc.category,
     version: doc.version,
     variables: doc.variables,
+    sender: senderOf(doc),
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
   };
+}
+
+/** The sender a template or version document holds ("" for each field it lacks). */
+export function senderOf(doc: { from_email?: string; from_name?: string; reply_to?: string }): TemplateSender {
+  return { fromEmail: doc.from_email ?? "", fromName: doc.from_name ?? "", replyTo: doc.reply_to ?? "" };
+}
+
+/** The document fields of a sender. */
+export function senderFields(sender: TemplateSender): { from_email: string; from_name: string; reply_to: string } {
+  return { from_email: sender.fromEmail, from_name: sender.fromName, reply_to: sender.replyTo };
 }

@@ -1,5 +1,6 @@
 import { invalid, notFound } from "@emailsvc/errors";
 import type { CompiledView } from "../domain/template.js";
+import { senderOf } from "./deps.js";
 import type { TemplateDoc, TemplateVersionDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
 
@@ -36,6 +37,7 @@ export async function getCompiledTemplate(scope: Scope, query: CompiledQuery): P
     subject: version.subject,
     html: version.html,
     variables: version.variables,
+    sender: senderOf(version),
   };
 }
 

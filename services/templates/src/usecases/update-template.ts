@@ -3,6 +3,7 @@ import { newId } from "@emailsvc/ids";
 import {
   validateMjmlSize,
   validateName,
+  validateSender,
   validateSubject,
   type Category,
   type TemplateView,
@@ -10,7 +11,7 @@ import {
 import type { TemplateVersionDoc } from "../storage/documents.js";
 import { checkSubject, compileBody, mergeNames, type CompiledBody } from "./content.js";
 import { discardVersion } from "./create-template.js";
-import { loadTemplate, templateView, type Deps, type Scope } from "./deps.js";
+import { loadTemplate, senderFields, senderOf, templateView, type Deps, type Scope } from "./deps.js";
 
 export interface UpdateTemplateInput {
   id: string;
@@ -19,14 +20,18 @@ export interface UpdateTemplateInput {
   mjml: unknown;
   /** Undefined: unchanged. */
   category: Category | undefined;
+  /** Sender fields: undefined unchanged, "" removed. */
+  fromEmail?: string | undefined;
+  fromName?: string | undefined;
+  replyTo?: string | undefined;
 }
 
 /** Lost races retried before answering 409 concurrent_update. */
 const ATTEMPTS = 5;
 
 /**
- * Changes name and category in place; a change of subject or MJML makes a new
- * version. No transactions: the new version document is written first, then
+ * Changes name and category in place; a change of subject, MJML or sender
+ * makes a new version (mail queued with a version keeps its sender). No transactions: the new version document is written first, then
  * the template's pointer moves from version n to n+1 with an update guarded by
  * (version n, its document id). Of two concurrent updates one moves the
  * pointer; the other discards its version document and runs again on top of
@@ -49,11 +54,14 @@ export async function updateTemplate(deps: Deps, scope: Scope, input: UpdateTemp
     if (input.category !== undefined && input.category !== current.category) set.category = input.category;
     const newSubject = subject !== undefined && subject !== current.subject;
     const newMjml = mjml !== undefined && mjml !== current.mjml;
-    if (!newSubject && !newMjml && Object.keys(set).length === 0) return templateView(current);
+    const currentSender = senderOf(current);
+    const sender = validateSender(input, currentSender);
+    const newSender = JSON.stringify(sender) !== JSON.stringify(currentSender);
+    if (!newSubject && !newMjml && !newSender && Object.keys(set).length === 0) return templateView(current);
 
     const now = deps.now();
     let versionId: string | undefined;
-    if (newSubject || newMjml) {
+    if (newSubject || newMjml || newSender) {
       let html: string;
       let htmlVariables: string[];
       if (newMjml) {
@@ -77,6 +85,7 @@ export async function updateTemplate(deps: Deps, scope: Scope, input: UpdateTemp
         html,
         variables,
         body_variables: htmlVariables,
+        ...senderFields(sender),
         created_at: now,
       };
       await scope.versions.insertOne(version);
@@ -87,6 +96,7 @@ export async function updateTemplate(deps: Deps, scope: Scope, input: UpdateTemp
         subject: version.subject,
         mjml: version.mjml,
         variables,
+        ...senderFields(sender),
       });
     }
     set.updated_at = now;

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/templates/v1/templates.proto.
  */
 export const file_emailsvc_templates_v1_templates: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEimAIKCFRlbXBsYXRlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEhQKDG1qbWxfY29udGVudBgFIAEoCRI5CghjYXRlZ29yeRgGIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5Eg8KB3ZlcnNpb24YByABKAUSEQoJdmFyaWFibGVzGAggAygJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqMBChVDcmVhdGVUZW1wbGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEhQKDG1qbWxfY29udGVudBgDIAEoCRI5CghjYXRlZ29yeRgEIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhEKBHNsdWcYBSABKAlIAIgBAUIHCgVfc2x1ZyJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIsgBChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5QgcKBV9uYW1lQgoKCF9zdWJqZWN0Qg8KDV9tam1sX2NvbnRlbnQiSwoWVXBkYXRlVGVtcGxhdGVSZXNwb25zZRIxCgh0ZW1wbGF0ZRgBIAEoCzIfLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZSIjChVEZWxldGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlVGVtcGxhdGVSZXNwb25zZSJQChZQcmV2aWV3VGVtcGxhdGVSZXF1ZXN0EgoKAmlkGAEgASgJEioKCXZhcmlhYmxlcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiYQoXUHJldmlld1RlbXBsYXRlUmVzcG9uc2USDAoEaHRtbBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEgwKBHRleHQYAyABKAkSGQoRbWlzc2luZ192YXJpYWJsZXMYBCADKAkiswEKEENvbXBpbGVkVGVtcGxhdGUSEwoLdGVtcGxhdGVfaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgFEjkKCGNhdGVnb3J5GAQgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHc3ViamVjdBgFIAEoCRIMCgRodG1sGAYgASgJEhEKCXZhcmlhYmxlcxgHIAMoCSJXChpHZXRDb21waWxlZFRlbXBsYXRlUmVxdWVzdBIMCgJpZBgBIAEoCUgAEg4KBHNsdWcYAiABKAlIABIPCgd2ZXJzaW9uGAMgASgFQgoKCHRlbXBsYXRlIlgKG0dldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZRI5Cghjb21waWxlZBgBIAEoCzInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5Db21waWxlZFRlbXBsYXRlKnsKEFRlbXBsYXRlQ2F0ZWdvcnkSIQodVEVNUExBVEVfQ0FURUdPUllfVU5TUEVDSUZJRUQQABIjCh9URU1QTEFURV9DQVRFR09SWV9UUkFOU0FDVElPTkFMEAESHwobVEVNUExBVEVfQ0FURUdPUllfTUFSS0VUSU5HEAIyoAYKD1RlbXBsYXRlU2VydmljZRJtCg5DcmVhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5DcmVhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ3JlYXRlVGVtcGxhdGVSZXNwb25zZRJkCgtHZXRUZW1wbGF0ZRIpLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRUZW1wbGF0ZVJlcXVlc3QaKi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0VGVtcGxhdGVSZXNwb25zZRJqCg1MaXN0VGVtcGxhdGVzEisuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXF1ZXN0GiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXNwb25zZRJtCg5VcGRhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5VcGRhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVXBkYXRlVGVtcGxhdGVSZXNwb25zZRJtCg5EZWxldGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5EZWxldGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuRGVsZXRlVGVtcGxhdGVSZXNwb25zZRJwCg9QcmV2aWV3VGVtcGxhdGUSLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuUHJldmlld1RlbXBsYXRlUmVxdWVzdBouLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5QcmV2aWV3VGVtcGxhdGVSZXNwb25zZRJ8ChNHZXRDb21waWxlZFRlbXBsYXRlEjEuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXF1ZXN0GjIuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEi0QIKCFRlbXBsYXRlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEhQKDG1qbWxfY29udGVudBgFIAEoCRI5CghjYXRlZ29yeRgGIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5Eg8KB3ZlcnNpb24YByABKAUSEQoJdmFyaWFibGVzGAggAygJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmZyb21fZW1haWwYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJEhAKCHJlcGx5X3RvGA0gASgJIpUCChVDcmVhdGVUZW1wbGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEhQKDG1qbWxfY29udGVudBgDIAEoCRI5CghjYXRlZ29yeRgEIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhEKBHNsdWcYBSABKAlIAIgBARIXCgpmcm9tX2VtYWlsGAYgASgJSAGIAQESFgoJZnJvbV9uYW1lGAcgASgJSAKIAQESFQoIcmVwbHlfdG8YCCABKAlIA4gBAUIHCgVfc2x1Z0INCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIroCChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhcKCmZyb21fZW1haWwYBiABKAlIA4gBARIWCglmcm9tX25hbWUYByABKAlIBIgBARIVCghyZXBseV90bxgIIAEoCUgFiAEBQgcKBV9uYW1lQgoKCF9zdWJqZWN0Qg8KDV9tam1sX2NvbnRlbnRCDQoLX2Zyb21fZW1haWxCDAoKX2Zyb21fbmFtZUILCglfcmVwbHlfdG8iSwoWVXBkYXRlVGVtcGxhdGVSZXNwb25zZRIxCgh0ZW1wbGF0ZRgBIAEoCzIfLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZSIjChVEZWxldGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlVGVtcGxhdGVSZXNwb25zZSJQChZQcmV2aWV3VGVtcGxhdGVSZXF1ZXN0EgoKAmlkGAEgASgJEioKCXZhcmlhYmxlcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiYQoXUHJldmlld1RlbXBsYXRlUmVzcG9uc2USDAoEaHRtbBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEgwKBHRleHQYAyABKAkSGQoRbWlzc2luZ192YXJpYWJsZXMYBCADKAki7AEKEENvbXBpbGVkVGVtcGxhdGUSEwoLdGVtcGxhdGVfaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgFEjkKCGNhdGVnb3J5GAQgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHc3ViamVjdBgFIAEoCRIMCgRodG1sGAYgASgJEhEKCXZhcmlhYmxlcxgHIAMoCRISCgpmcm9tX2VtYWlsGAggASgJEhEKCWZyb21fbmFtZRgJIAEoCRIQCghyZXBseV90bxgKIAEoCSJXChpHZXRDb21waWxlZFRlbXBsYXRlUmVxdWVzdBIMCgJpZBgBIAEoCUgAEg4KBHNsdWcYAiABKAlIABIPCgd2ZXJzaW9uGAMgASgFQgoKCHRlbXBsYXRlIlgKG0dldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZRI5Cghjb21waWxlZBgBIAEoCzInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5Db21waWxlZFRlbXBsYXRlKnsKEFRlbXBsYXRlQ2F0ZWdvcnkSIQodVEVNUExBVEVfQ0FURUdPUllfVU5TUEVDSUZJRUQQABIjCh9URU1QTEFURV9DQVRFR09SWV9UUkFOU0FDVElPTkFMEAESHwobVEVNUExBVEVfQ0FURUdPUllfTUFSS0VUSU5HEAIyoAYKD1RlbXBsYXRlU2VydmljZRJtCg5DcmVhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5DcmVhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ3JlYXRlVGVtcGxhdGVSZXNwb25zZRJkCgtHZXRUZW1wbGF0ZRIpLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRUZW1wbGF0ZVJlcXVlc3QaKi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0VGVtcGxhdGVSZXNwb25zZRJqCg1MaXN0VGVtcGxhdGVzEisuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXF1ZXN0GiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXNwb25zZRJtCg5VcGRhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5VcGRhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVXBkYXRlVGVtcGxhdGVSZXNwb25zZRJtCg5EZWxldGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5EZWxldGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuRGVsZXRlVGVtcGxhdGVSZXNwb25zZRJwCg9QcmV2aWV3VGVtcGxhdGUSLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuUHJldmlld1RlbXBsYXRlUmVxdWVzdBouLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5QcmV2aWV3VGVtcGxhdGVSZXNwb25zZRJ8ChNHZXRDb21waWxlZFRlbXBsYXRlEjEuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXF1ZXN0GjIuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.templates.v1.Template
@@ -73,6 +73,26 @@ export type Template = Message<"emailsvc.templates.v1.Template"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 10;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The template's sender, "" when none (mail is then From EMAIL_FROM): its
+   * From address and display name, and its Reply-To. A send's own win. Live
+   * mail From an address not on a verified sending domain is refused by
+   * delivery (templates does not know the domains).
+   *
+   * @generated from field: string from_email = 11;
+   */
+  fromEmail: string;
+
+  /**
+   * @generated from field: string from_name = 12;
+   */
+  fromName: string;
+
+  /**
+   * @generated from field: string reply_to = 13;
+   */
+  replyTo: string;
 };
 
 /**
@@ -112,6 +132,23 @@ export type CreateTemplateRequest = Message<"emailsvc.templates.v1.CreateTemplat
    * @generated from field: optional string slug = 5;
    */
   slug?: string | undefined;
+
+  /**
+   * Optional sender (see Template).
+   *
+   * @generated from field: optional string from_email = 6;
+   */
+  fromEmail?: string | undefined;
+
+  /**
+   * @generated from field: optional string from_name = 7;
+   */
+  fromName?: string | undefined;
+
+  /**
+   * @generated from field: optional string reply_to = 8;
+   */
+  replyTo?: string | undefined;
 };
 
 /**
@@ -244,6 +281,23 @@ export type UpdateTemplateRequest = Message<"emailsvc.templates.v1.UpdateTemplat
    * @generated from field: emailsvc.templates.v1.TemplateCategory category = 5;
    */
   category: TemplateCategory;
+
+  /**
+   * Unset: unchanged; "": removed. A change makes a new version (mail queued keeps its sender).
+   *
+   * @generated from field: optional string from_email = 6;
+   */
+  fromEmail?: string | undefined;
+
+  /**
+   * @generated from field: optional string from_name = 7;
+   */
+  fromName?: string | undefined;
+
+  /**
+   * @generated from field: optional string reply_to = 8;
+   */
+  replyTo?: string | undefined;
 };
 
 /**
@@ -400,6 +454,23 @@ export type CompiledTemplate = Message<"emailsvc.templates.v1.CompiledTemplate">
    * @generated from field: repeated string variables = 7;
    */
   variables: string[];
+
+  /**
+   * The version's sender ("" when none; see Template).
+   *
+   * @generated from field: string from_email = 8;
+   */
+  fromEmail: string;
+
+  /**
+   * @generated from field: string from_name = 9;
+   */
+  fromName: string;
+
+  /**
+   * @generated from field: string reply_to = 10;
+   */
+  replyTo: string;
 };
 
 /**

@@ -47,6 +47,9 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
         // Left out and {} are one body for the idempotency comparison.
         variables: (body.variables ?? {}) as JsonObject,
         idempotencyKey: key,
+        fromEmail: body.from?.email ?? "",
+        fromName: body.from?.name ?? "",
+        replyTo: body.reply_to ?? "",
       },
       callOptions(ctx, timeoutMs),
     );

@@ -4,6 +4,7 @@ import {
   body,
   errors,
   json,
+  lineText,
   nullableTimestamp,
   page,
   param,
@@ -43,6 +44,18 @@ export const EmailSend = {
     template_slug: { ...slug, description: "The `slug` of the template to send." },
     to: { ...emailAddress, description: `The one recipient's address. ${emailAddress.description}` },
     variables,
+    from: {
+      type: "object",
+      additionalProperties: false,
+      required: ["email"],
+      description:
+        "Optional sender, e.g. `{\"email\": \"hello@example.com\", \"name\": \"Example\"}`; left out: the platform's `EMAIL_FROM`. In live mode its domain must be a verified sending domain of the account (POST /api/v1/domains), else 422 `from_domain_not_verified` and nothing is stored; test mode may use any. Mail From a sending domain of the account is DKIM-signed with its key.",
+      properties: {
+        email: { ...emailAddress, description: "The From address." },
+        name: { ...lineText(100, "must show something and hold no control characters or line breaks"), description: "The display name (1-100 characters, no line breaks)." },
+      },
+    },
+    reply_to: { ...emailAddress, description: "Optional Reply-To address; left out: none." },
     idempotency_key: {
       ...idempotencyKey,
       description:
@@ -210,7 +223,7 @@ export const paths: Paths = {
           },
           content: { "application/json": { schema: ref("EmailQueued") } },
         },
-        ...errors(...bodyErrors, "NotFound", "Conflict", ...serviceErrors),
+        ...errors(...bodyErrors, "NotFound", "Conflict", "UnprocessableContent", ...serviceErrors),
       },
     },
   },

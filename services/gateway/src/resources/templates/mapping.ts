@@ -17,6 +17,9 @@ export interface TemplateSummaryJson {
 
 export interface TemplateJson extends TemplateSummaryJson {
   mjml_content: string;
+  from_email: string | null;
+  from_name: string | null;
+  reply_to: string | null;
 }
 
 export interface TemplatePreviewJson {
@@ -68,7 +71,13 @@ export function templateSummaryJson(t: templates.Template): TemplateSummaryJson 
 
 export function templateJson(t: templates.Template | undefined): TemplateJson {
   if (!t) throw new Error("the service returned no template");
-  return { ...templateSummaryJson(t), mjml_content: t.mjmlContent };
+  return {
+    ...templateSummaryJson(t),
+    mjml_content: t.mjmlContent,
+    from_email: t.fromEmail || null,
+    from_name: t.fromName || null,
+    reply_to: t.replyTo || null,
+  };
 }
 
 export function templatePreviewJson(p: templates.PreviewTemplateResponse): TemplatePreviewJson {

@@ -40,6 +40,9 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           mjmlContent: body.mjml_content,
           category: categoryFromJson(body.category),
           slug: body.slug,
+          fromEmail: body.from_email,
+          fromName: body.from_name,
+          replyTo: body.reply_to,
         },
         callOptions(ctx, timeoutMs),
       );
@@ -74,6 +77,10 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           subject: body.subject,
           mjmlContent: body.mjml_content,
           category: categoryFromJson(body.category),
+          // null removes a field: "" to the service.
+          fromEmail: body.from_email === null ? "" : body.from_email,
+          fromName: body.from_name === null ? "" : body.from_name,
+          replyTo: body.reply_to === null ? "" : body.reply_to,
         },
         callOptions(ctx, timeoutMs),
       );

@@ -2,6 +2,7 @@ import { RENDER_LIMITS, TEMPLATE_LIMITS } from "@emailsvc/render";
 import type { FromSchema } from "json-schema-to-ts";
 import { bodyErrors, body, errors, json, lineText, noContent, page, param, pathParam, ref, serviceErrors, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+import { emailAddress } from "../../openapi/common.js";
 
 // Templates' part of the OpenAPI document; body types are derived from the schemas.
 
@@ -74,6 +75,9 @@ export const TemplateCreate = {
       description:
         "1-100 lower-case letters, digits and single dashes; unique per account and mode; used as `template_slug` when sending. Derived from the name when left out.",
     },
+    from_email: { ...emailAddress, description: `Optional From address of mail sent with this template (a send's own \`from\` wins; left out: the platform's \`EMAIL_FROM\`). Live mail From an address whose domain is not a verified sending domain of the account is refused at send (422 \`from_domain_not_verified\`), and a campaign's email fails with that reason. ${emailAddress.description}` },
+    from_name: { ...lineText(100, "must show something and hold no control characters or line breaks"), description: "Optional From display name (1-100 characters)." },
+    reply_to: { ...emailAddress, description: "Optional Reply-To address (a send's own `reply_to` wins)." },
   },
 } as const;
 export type TemplateCreateBody = FromSchema<typeof TemplateCreate>;
@@ -83,12 +87,15 @@ export const TemplateUpdate = {
   additionalProperties: false,
   minProperties: 1,
   description:
-    "Any of the fields; fields left out keep their value. The slug cannot change. A change of `subject` or `mjml_content` makes a new version.",
+    "Any of the fields; fields left out keep their value. The slug cannot change. A change of `subject`, `mjml_content` or the sender (`from_email`, `from_name`, `reply_to`) makes a new version.",
   properties: {
     name: templateName,
     subject,
     mjml_content: { ...mjmlContent, description: "As on create." },
     category,
+    from_email: { ...emailAddress, type: ["string", "null"], description: "As on create; null removes it. A change of the sender makes a new version." },
+    from_name: { ...lineText(100, "must show something and hold no control characters or line breaks"), type: ["string", "null"], description: "As on create; null removes it." },
+    reply_to: { ...emailAddress, type: ["string", "null"], description: "As on create; null removes it." },
   },
 } as const;
 export type TemplateUpdateBody = FromSchema<typeof TemplateUpdate>;
@@ -129,10 +136,13 @@ export const schemas: Record<string, JsonSchema> = {
   Template: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "slug", "name", "subject", "mjml_content", "category", "version", "variables", "created_at", "updated_at"],
+    required: ["id", "slug", "name", "subject", "mjml_content", "category", "version", "variables", "from_email", "from_name", "reply_to", "created_at", "updated_at"],
     properties: {
       ...templateSummaryProperties(),
       mjml_content: { type: "string", description: "The MJML markup; may contain `{{variable_name}}`." },
+      from_email: { type: ["string", "null"], description: "The template's From address; null: `EMAIL_FROM`'s." },
+      from_name: { type: ["string", "null"], description: "The template's From display name; null: none (or `EMAIL_FROM`'s, without a `from_email`)." },
+      reply_to: { type: ["string", "null"], description: "The template's Reply-To; null: none." },
     },
   },
   TemplateSummary: {
