@@ -2,6 +2,7 @@ import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc
 import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
@@ -33,6 +34,8 @@ export interface DeliveryConfig {
   sandboxMaxPerTenant: number;
   /** TEST_MODE_DAILY_LIMIT: messages an account may send in test mode in any 24 hours (default 10,000); null: `off`. */
   testModeDailyLimit: number | null;
+  /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
+  retry: RetryPolicy;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -57,7 +60,22 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     sandboxRetentionMs: envInt("SANDBOX_RETENTION_HOURS", DEFAULT_SANDBOX_RETENTION_MS / 3_600_000, { min: 1, max: 24 * 365 }, env) * 3_600_000,
     sandboxMaxPerTenant: envInt("SANDBOX_MAX_MESSAGES_PER_TENANT", DEFAULT_SANDBOX_MAX_PER_TENANT, { min: 1, max: 10_000_000 }, env),
     testModeDailyLimit: testModeDailyLimit(env),
+    retry: {
+      windowMs: Math.round(retryHours(envOptional("DELIVERY_RETRY_HOURS", env)) * 3_600_000),
+      backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
+      maxBackoffMs: envInt("DELIVERY_RETRY_MAX_BACKOFF_SECONDS", DEFAULT_RETRY.maxBackoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
+    },
   };
+}
+
+/** DELIVERY_RETRY_HOURS: a number of hours (decimals allowed, so that tests can use seconds), at most 30 days. */
+function retryHours(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_RETRY.windowMs / 3_600_000;
+  const hours = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(hours > 0) || hours > 720) {
+    throw new ConfigError(`DELIVERY_RETRY_HOURS must be a number of hours above 0 and at most 720 (decimals allowed), got "${raw}"`);
+  }
+  return hours;
 }
 
 function testModeDailyLimit(env: Env): number | null {

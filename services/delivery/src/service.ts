@@ -35,6 +35,7 @@ export const deliveryService = defineService("delivery", {
       preferenceLinks: config.preferenceLinks,
       sendConcurrency: config.sendConcurrency,
       testModeDailyLimit: config.testModeDailyLimit,
+      retry: config.retry,
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

@@ -109,13 +109,13 @@ describe("delivery when a send outlasts its attempt's deadline", () => {
       const started = Date.now();
       const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "deadline@example.com", variables: { name: "D" } }, as(t));
       await dataIn;
-      // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: released with a transient failure.
+      // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: deferred as a transient failure.
       const released = await waitFor(async () => {
         const doc = await h.store.collection<EmailDoc>("emails").findOne({ _id: email!.id });
         return doc && doc.transient_failures > 0 ? doc : undefined;
       }, "the attempt cut off at its deadline", 4000);
       expect(Date.now() - started).toBeLessThan(4000);
-      expect(released.status).toBe("queued");
+      expect(released.status).toBe("deferred");
       expect(released.last_error).toMatch(/^send timed out/);
       sink.dataDelayMs = 0;
       const sent = await waitFor(async () => {
@@ -270,16 +270,17 @@ describe("delivery when the relay is unreachable", () => {
     await sink?.close();
   });
 
-  it("retries a refused connection until a relay appears, then sends once; refusals do not use up attempts", async () => {
+  it("defers an email while its connection is refused, retries it until a relay appears, then sends once", async () => {
     const port = await freePort();
-    h = await startHarness({ store: "embedded", providers: smtpProviders(`smtp://127.0.0.1:${port}`), retry: { maxAttempts: 2 } });
+    h = await startHarness({ store: "embedded", providers: smtpProviders(`smtp://127.0.0.1:${port}`) });
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "patient@example.com", variables: { name: "P" } }, as(t));
     const id = email!.id;
-    // Refused again and again (more often than maxAttempts), still queued.
+    // Refused again and again, deferred meanwhile with its next attempt's time.
     await waitFor(async () => ((await statusOf(h!, id, t)).attempts >= 4 ? true : undefined), "several refused attempts");
-    expect((await statusOf(h, id, t)).status).toBe(delivery.EmailStatus.QUEUED);
+    const waiting = await statusOf(h, id, t);
+    expect(waiting.status).toBe(delivery.EmailStatus.DEFERRED);
 
     sink = new SmtpSink();
     await startSinkOn(sink, port);
@@ -287,20 +288,19 @@ describe("delivery when the relay is unreachable", () => {
       const e = await statusOf(h!, id, t);
       return e.status === delivery.EmailStatus.SENT ? e : undefined;
     }, "sent once the relay is up");
-    // More attempts than maxAttempts (2): refusals did not use them up. At
-    // least 4, not 5: the fourth attempt may still have been connecting when
-    // the relay came up, and then it is the one that sends.
+    // At least 4, not 5: the fourth attempt may still have been connecting
+    // when the relay came up, and then it is the one that sends.
     expect(sent.attempts).toBeGreaterThanOrEqual(4);
     await sleep(300);
     expect(sink.to("patient@example.com")).toHaveLength(1);
   });
 
-  it("fails an email that waited longer than the queue lifetime for an unreachable relay", async () => {
+  it("fails (not bounces) an email whose retry window ended with the relay unreachable", async () => {
     const port = await freePort();
     const local = await startHarness({
       store: "embedded",
       providers: smtpProviders(`smtp://127.0.0.1:${port}`),
-      retry: { maxAttempts: 50, maxQueueAgeMs: 300 },
+      retry: { windowMs: 300 },
     });
     try {
       const t = tenant("live");
@@ -312,6 +312,7 @@ describe("delivery when the relay is unreachable", () => {
       }, "failed");
       // The connection error names a host and port: for operators (last_error), not for the API.
       expect(failed.error).toBe("relay_unavailable");
+      expect(failed.bounce).toBeUndefined();
       const stored = await local.store.collection("emails").findOne({ _id: email!.id });
       expect(stored!.last_error).toMatch(/ECONNREFUSED|ESOCKET|ECONNECTION/);
     } finally {

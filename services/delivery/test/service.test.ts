@@ -37,7 +37,8 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
       store: kind,
       providers: smtpProviders(sink.url({ user: "relay-user", pass: "s3cr:et" })),
       from: FROM,
-      retry: { maxAttempts: 3 },
+      // A "not now" is retried for a second and a half, then bounces soft.
+      retry: { windowMs: 1500 },
     });
   });
   afterEach(() => {
@@ -53,7 +54,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to, variables }, as(call));
     return waitFor(async () => {
       const got = (await h.client.getEmail({ id: email!.id }, as(call))).email!;
-      return got.status === delivery.EmailStatus.QUEUED ? undefined : got;
+      return got.status === delivery.EmailStatus.QUEUED || got.status === delivery.EmailStatus.DEFERRED ? undefined : got;
     }, `email ${email!.id} settled`);
   }
 
@@ -228,7 +229,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(a.email!.idempotencyKey).toBe("");
   });
 
-  it("retries a transient failure (451) with backoff, then sends once", async () => {
+  it("defers a transient failure (451), retries it with backoff, then sends once", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     const later = { code: 451, text: "4.3.0 Temporary local problem, try later" };
@@ -237,6 +238,19 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(sent.status).toBe(delivery.EmailStatus.SENT);
     expect(sent.attempts).toBe(3);
     expect(sent.error).toBe("");
+    expect(sent.bounce).toBeUndefined();
+    // queued -> deferred (with the relay's reply) -> sent, each with its time, in order.
+    expect(sent.history.map((c) => [c.status, c.detail])).toEqual([
+      [delivery.EmailStatus.QUEUED, ""],
+      [delivery.EmailStatus.DEFERRED, "451 4.3.0 Temporary local problem, try later"],
+      [delivery.EmailStatus.SENT, ""],
+    ]);
+    const times = sent.history.map((c) => timestampMs(c.at!));
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    await waitFor(
+      () => h.received.find((e) => e.topic === "email.status" && e.key === sent.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "deferred"),
+      "email.status deferred",
+    );
     const arrived = addressed("flaky@example.com");
     expect(arrived).toHaveLength(3);
     expect(arrived.filter((m) => m.accepted)).toHaveLength(1);
@@ -244,33 +258,43 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(new Set(arrived.map((m) => m.parsed.messageId))).toEqual(new Set([`<${sent.id}@acme.example>`]));
   });
 
-  it("gives up after the attempt cap with the last reason", async () => {
+  it("bounces soft when the retry window ends, with the last reply", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
-    sink.dataReplies.set("full@example.com", Array.from({ length: 5 }, () => ({ code: 452, text: "4.2.2 Mailbox full" })));
+    sink.dataReplies.set("full@example.com", Array.from({ length: 500 }, () => ({ code: 452, text: "4.2.2 Mailbox full" })));
     const failed = await sendAndSettle(t, "full@example.com");
-    expect(failed.status).toBe(delivery.EmailStatus.FAILED);
-    expect(failed.attempts).toBe(3);
+    expect(failed.status).toBe(delivery.EmailStatus.BOUNCED);
+    expect(failed.bounce).toMatchObject({ type: delivery.BounceType.SOFT, diagnostic: "452 4.2.2 Mailbox full" });
+    expect(failed.attempts).toBeGreaterThanOrEqual(2);
     expect(failed.error).toBe("attempts_exhausted: 452 4.2.2 Mailbox full");
+    expect(failed.failureReason).toBe(delivery.FailureReason.ATTEMPTS_EXHAUSTED);
     expect(failed.sentAt).toBeUndefined();
     expect(failed.failedAt).toBeDefined();
+    expect(failed.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.DEFERRED, delivery.EmailStatus.BOUNCED]);
     expect(acceptedFor("full@example.com")).toHaveLength(0);
+    sink.dataReplies.clear();
   });
 
-  it("fails at once on a permanent rejection (550), with the server's reason and without the address", async () => {
+  it("bounces hard at once on a permanent rejection (550), with the server's reason and without the address", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     sink.rcptReplies.set("nobody@example.com", { code: 550, text: "5.1.1 <nobody@example.com>: Recipient address rejected: User unknown" });
     const failed = await sendAndSettle(t, "nobody@example.com");
-    expect(failed.status).toBe(delivery.EmailStatus.FAILED);
+    expect(failed.status).toBe(delivery.EmailStatus.BOUNCED);
+    expect(failed.bounce).toMatchObject({ type: delivery.BounceType.HARD, diagnostic: "550 5.1.1 <recipient>: Recipient address rejected: User unknown" });
+    expect(failed.history.map((c) => [c.status, c.detail])).toEqual([
+      [delivery.EmailStatus.QUEUED, ""],
+      [delivery.EmailStatus.BOUNCED, "550 5.1.1 <recipient>: Recipient address rejected: User unknown"],
+    ]);
     expect(failed.attempts).toBe(1);
     expect(failed.error).toBe("recipient_rejected: 550 5.1.1 <recipient>: Recipient address rejected: User unknown");
     expect(timestampMs(failed.failedAt!)).toBeGreaterThanOrEqual(timestampMs(failed.queuedAt!));
     expect(addressed("nobody@example.com")).toHaveLength(0);
     const status = await waitFor(
-      () => h.received.find((e) => e.topic === "email.status" && e.key === failed.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "failed"),
-      "email.status failed",
+      () => h.received.find((e) => e.topic === "email.status" && e.key === failed.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "bounced"),
+      "email.status bounced",
     );
+    expect(fromBinary(events.EmailStatusChangedSchema, status.value).bounceType).toBe("hard");
     expect(status.headers["event-type"]).toBe("email.status");
     // The reason is its own field, not read back from the text: on the stored email, the answer and the event.
     expect(failed.failureReason).toBe(delivery.FailureReason.RECIPIENT_REJECTED);

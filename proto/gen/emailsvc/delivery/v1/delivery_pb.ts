@@ -16,7 +16,63 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/delivery/v1/delivery.proto.
  */
 export const file_emailsvc_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEi8AMKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uInoKEFNlbmRFbWFpbFJlcXVlc3QSFQoNdGVtcGxhdGVfc2x1ZxgBIAEoCRIKCgJ0bxgCIAEoCRIqCgl2YXJpYWJsZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCSJiChFTZW5kRW1haWxSZXNwb25zZRIqCgVlbWFpbBgBIAEoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhAKCHJlcGxheWVkGAIgASgIEg8KB3JlZnVzZWQYAyABKAgiHQoPR2V0RW1haWxSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEEdldEVtYWlsUmVzcG9uc2USKgoFZW1haWwYASABKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbCIyChFMaXN0RW1haWxzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiVgoSTGlzdEVtYWlsc1Jlc3BvbnNlEisKBmVtYWlscxgBIAMoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhMKC25leHRfY3Vyc29yGAIgASgJIo4CCg5TYW5kYm94TWVzc2FnZRIQCghlbWFpbF9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEg8KB3N1YmplY3QYBCABKAkSDAoEaHRtbBgFIAEoCRIMCgR0ZXh0GAYgASgJEkIKB2hlYWRlcnMYByADKAsyMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZS5IZWFkZXJzRW50cnkSLwoLY2FwdHVyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiwKGEdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBIQCghlbWFpbF9pZBgBIAEoCSJSChlHZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEjUKB21lc3NhZ2UYASABKAsyJC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZSJlChtFeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiLAocRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRIMCgRqc29uGAEgASgJKqoBCgtFbWFpbFN0YXR1cxIcChhFTUFJTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNFTUFJTF9TVEFUVVNfUVVFVUVEEAESFQoRRU1BSUxfU1RBVFVTX1NFTlQQAhIXChNFTUFJTF9TVEFUVVNfRkFJTEVEEAMSGAoURU1BSUxfU1RBVFVTX0JPVU5DRUQQBBIaChZFTUFJTF9TVEFUVVNfREVMSVZFUkVEEAUyoAQKD0RlbGl2ZXJ5U2VydmljZRJcCglTZW5kRW1haWwSJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxSZXF1ZXN0GicuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVzcG9uc2USWQoIR2V0RW1haWwSJS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlcXVlc3QaJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlc3BvbnNlEl8KCkxpc3RFbWFpbHMSJy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVxdWVzdBooLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkxpc3RFbWFpbHNSZXNwb25zZRJ0ChFHZXRTYW5kYm94TWVzc2FnZRIuLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBovLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USfQoURXhwb3J0U3Vic2NyaWJlckRhdGESMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QaMi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiTAoGQm91bmNlEi4KBHR5cGUYASABKA4yIC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Cb3VuY2VUeXBlEhIKCmRpYWdub3N0aWMYAiABKAkieQoMU3RhdHVzQ2hhbmdlEjEKBnN0YXR1cxgBIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZkZXRhaWwYAyABKAkiiAUKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEiwKBmJvdW5jZRgRIAEoCzIcLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkJvdW5jZRIzCgdoaXN0b3J5GBIgAygLMiIuZW1haWxzdmMuZGVsaXZlcnkudjEuU3RhdHVzQ2hhbmdlEjMKD25leHRfYXR0ZW1wdF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiegoQU2VuZEVtYWlsUmVxdWVzdBIVCg10ZW1wbGF0ZV9zbHVnGAEgASgJEgoKAnRvGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJImIKEVNlbmRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEAoIcmVwbGF5ZWQYAiABKAgSDwoHcmVmdXNlZBgDIAEoCCIdCg9HZXRFbWFpbFJlcXVlc3QSCgoCaWQYASABKAkiPgoQR2V0RW1haWxSZXNwb25zZRIqCgVlbWFpbBgBIAEoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsIjIKEUxpc3RFbWFpbHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJWChJMaXN0RW1haWxzUmVzcG9uc2USKwoGZW1haWxzGAEgAygLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEwoLbmV4dF9jdXJzb3IYAiABKAkijgIKDlNhbmRib3hNZXNzYWdlEhAKCGVtYWlsX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkSDwoHc3ViamVjdBgEIAEoCRIMCgRodG1sGAUgASgJEgwKBHRleHQYBiABKAkSQgoHaGVhZGVycxgHIAMoCzIxLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlLkhlYWRlcnNFbnRyeRIvCgtjYXB0dXJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiLAoYR2V0U2FuZGJveE1lc3NhZ2VSZXF1ZXN0EhAKCGVtYWlsX2lkGAEgASgJIlIKGUdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USNQoHbWVzc2FnZRgBIAEoCzIkLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkq/wEKC0VtYWlsU3RhdHVzEhwKGEVNQUlMX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE0VNQUlMX1NUQVRVU19RVUVVRUQQARIVChFFTUFJTF9TVEFUVVNfU0VOVBACEhcKE0VNQUlMX1NUQVRVU19GQUlMRUQQAxIYChRFTUFJTF9TVEFUVVNfQk9VTkNFRBAEEhoKFkVNQUlMX1NUQVRVU19ERUxJVkVSRUQQBRIZChVFTUFJTF9TVEFUVVNfREVGRVJSRUQQBhIbChdFTUFJTF9TVEFUVVNfQ09NUExBSU5FRBAHEhsKF0VNQUlMX1NUQVRVU19TVVBQUkVTU0VEEAgqVQoKQm91bmNlVHlwZRIbChdCT1VOQ0VfVFlQRV9VTlNQRUNJRklFRBAAEhQKEEJPVU5DRV9UWVBFX0hBUkQQARIUChBCT1VOQ0VfVFlQRV9TT0ZUEAIyoAQKD0RlbGl2ZXJ5U2VydmljZRJcCglTZW5kRW1haWwSJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxSZXF1ZXN0GicuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVzcG9uc2USWQoIR2V0RW1haWwSJS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlcXVlc3QaJi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRFbWFpbFJlc3BvbnNlEl8KCkxpc3RFbWFpbHMSJy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVxdWVzdBooLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkxpc3RFbWFpbHNSZXNwb25zZRJ0ChFHZXRTYW5kYm94TWVzc2FnZRIuLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBovLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USfQoURXhwb3J0U3Vic2NyaWJlckRhdGESMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QaMi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * Why an email bounced: its kind, and the relay's reply (addresses removed).
+ *
+ * @generated from message emailsvc.delivery.v1.Bounce
+ */
+export type Bounce = Message<"emailsvc.delivery.v1.Bounce"> & {
+  /**
+   * @generated from field: emailsvc.delivery.v1.BounceType type = 1;
+   */
+  type: BounceType;
+
+  /**
+   * @generated from field: string diagnostic = 2;
+   */
+  diagnostic: string;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.Bounce.
+ * Use `create(BounceSchema)` to create a new message.
+ */
+export const BounceSchema: GenMessage<Bounce> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 0);
+
+/**
+ * One change of an email's status, as it happened.
+ *
+ * @generated from message emailsvc.delivery.v1.StatusChange
+ */
+export type StatusChange = Message<"emailsvc.delivery.v1.StatusChange"> & {
+  /**
+   * @generated from field: emailsvc.delivery.v1.EmailStatus status = 1;
+   */
+  status: EmailStatus;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 2;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * What the change is about: the relay's reply (addresses removed) for
+   * deferred and bounced, the reason's code for suppressed and failed; else empty.
+   *
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.StatusChange.
+ * Use `create(StatusChangeSchema)` to create a new message.
+ */
+export const StatusChangeSchema: GenMessage<StatusChange> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 1);
 
 /**
  * @generated from message emailsvc.delivery.v1.Email
@@ -107,11 +163,33 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
   updatedAt?: Timestamp | undefined;
 
   /**
-   * Why it failed, when status is failed (the vocabulary of error's code).
+   * Why it failed, bounced or was suppressed (the vocabulary of error's code).
    *
    * @generated from field: emailsvc.delivery.v1.FailureReason failure_reason = 16;
    */
   failureReason: FailureReason;
+
+  /**
+   * Set when status is bounced.
+   *
+   * @generated from field: emailsvc.delivery.v1.Bounce bounce = 17;
+   */
+  bounce?: Bounce | undefined;
+
+  /**
+   * Every status the email had, oldest first (emails stored before this list
+   * existed start with their latest status).
+   *
+   * @generated from field: repeated emailsvc.delivery.v1.StatusChange history = 18;
+   */
+  history: StatusChange[];
+
+  /**
+   * When a deferred email is tried again; unset otherwise.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_at = 19;
+   */
+  nextAttemptAt?: Timestamp | undefined;
 };
 
 /**
@@ -119,7 +197,7 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
  * Use `create(EmailSchema)` to create a new message.
  */
 export const EmailSchema: GenMessage<Email> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 0);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 2);
 
 /**
  * @generated from message emailsvc.delivery.v1.SendEmailRequest
@@ -153,7 +231,7 @@ export type SendEmailRequest = Message<"emailsvc.delivery.v1.SendEmailRequest"> 
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 1);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 3);
 
 /**
  * @generated from message emailsvc.delivery.v1.SendEmailResponse
@@ -187,7 +265,7 @@ export type SendEmailResponse = Message<"emailsvc.delivery.v1.SendEmailResponse"
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 2);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 4);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetEmailRequest
@@ -204,7 +282,7 @@ export type GetEmailRequest = Message<"emailsvc.delivery.v1.GetEmailRequest"> & 
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 3);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetEmailResponse
@@ -221,7 +299,7 @@ export type GetEmailResponse = Message<"emailsvc.delivery.v1.GetEmailResponse"> 
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 4);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsRequest
@@ -243,7 +321,7 @@ export type ListEmailsRequest = Message<"emailsvc.delivery.v1.ListEmailsRequest"
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsResponse
@@ -265,7 +343,7 @@ export type ListEmailsResponse = Message<"emailsvc.delivery.v1.ListEmailsRespons
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
 
 /**
  * The whole rendered message a sandbox provider kept instead of sending.
@@ -319,7 +397,7 @@ export type SandboxMessage = Message<"emailsvc.delivery.v1.SandboxMessage"> & {
  * Use `create(SandboxMessageSchema)` to create a new message.
  */
 export const SandboxMessageSchema: GenMessage<SandboxMessage> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageRequest
@@ -336,7 +414,7 @@ export type GetSandboxMessageRequest = Message<"emailsvc.delivery.v1.GetSandboxM
  * Use `create(GetSandboxMessageRequestSchema)` to create a new message.
  */
 export const GetSandboxMessageRequestSchema: GenMessage<GetSandboxMessageRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageResponse
@@ -353,7 +431,7 @@ export type GetSandboxMessageResponse = Message<"emailsvc.delivery.v1.GetSandbox
  * Use `create(GetSandboxMessageResponseSchema)` to create a new message.
  */
 export const GetSandboxMessageResponseSchema: GenMessage<GetSandboxMessageResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
 
 /**
  * Delivery's part of a subscriber's data export: the emails linked to them.
@@ -379,7 +457,7 @@ export type ExportSubscriberDataRequest = Message<"emailsvc.delivery.v1.ExportSu
  * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
  */
 export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 12);
 
 /**
  * @generated from message emailsvc.delivery.v1.ExportSubscriberDataResponse
@@ -402,7 +480,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.delivery.v1.ExportS
  * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
  */
 export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 13);
 
 /**
  * @generated from enum emailsvc.delivery.v1.EmailStatus
@@ -437,6 +515,26 @@ export enum EmailStatus {
    * @generated from enum value: EMAIL_STATUS_DELIVERED = 5;
    */
   DELIVERED = 5,
+
+  /**
+   * The relay answered "not now" (SMTP 4xx) or could not be reached: tried
+   * again at next_attempt_at, with backoff, until the retry window ends.
+   *
+   * @generated from enum value: EMAIL_STATUS_DEFERRED = 6;
+   */
+  DEFERRED = 6,
+
+  /**
+   * @generated from enum value: EMAIL_STATUS_COMPLAINED = 7;
+   */
+  COMPLAINED = 7,
+
+  /**
+   * Not sent: the recipient may not get this mail (failure_reason says why).
+   *
+   * @generated from enum value: EMAIL_STATUS_SUPPRESSED = 8;
+   */
+  SUPPRESSED = 8,
 }
 
 /**
@@ -444,6 +542,36 @@ export enum EmailStatus {
  */
 export const EmailStatusSchema: GenEnum<EmailStatus> = /*@__PURE__*/
   enumDesc(file_emailsvc_delivery_v1_delivery, 0);
+
+/**
+ * @generated from enum emailsvc.delivery.v1.BounceType
+ */
+export enum BounceType {
+  /**
+   * @generated from enum value: BOUNCE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Refused for good (SMTP 5xx): the address is suppressed.
+   *
+   * @generated from enum value: BOUNCE_TYPE_HARD = 1;
+   */
+  HARD = 1,
+
+  /**
+   * Deferred (SMTP 4xx) until the retry window ended.
+   *
+   * @generated from enum value: BOUNCE_TYPE_SOFT = 2;
+   */
+  SOFT = 2,
+}
+
+/**
+ * Describes the enum emailsvc.delivery.v1.BounceType.
+ */
+export const BounceTypeSchema: GenEnum<BounceType> = /*@__PURE__*/
+  enumDesc(file_emailsvc_delivery_v1_delivery, 1);
 
 /**
  * @generated from service emailsvc.delivery.v1.DeliveryService
