@@ -16,7 +16,7 @@ import { SendConsumer } from "./messaging/send-consumer.js";
 import { loadProviders, Providers, type ProviderSetup } from "./providers/registry.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
-import { subscribersDirectory } from "./rpc/subscribers-client.js";
+import { subscribersDirectory, subscribersProblemSink } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import type { SandboxSettings } from "./storage/sandbox-messages.js";
@@ -130,6 +130,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   await Promise.all([storage.createIndexes(), bus.ensureTopics(topicsOf("delivery"))]);
 
   const now = Date.now;
+  const subscribersTransport =
+    options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const relay = deliveryOutbox({
     storage,
     bus,
@@ -138,11 +140,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
     stalledAfterMs: options.stalledAfterMs,
+    problems: subscribersTransport ? subscribersProblemSink(subscribersTransport) : undefined,
   });
   const templates = templatesClient(transport);
   const portalTransport = options.portalTransport ?? (options.portalUrl ? createServiceTransport(options.portalUrl) : undefined);
-  const subscribersTransport =
-    options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
   // Only the providers in use are built (an SMTP pool only for live mail over SMTP); test mode never gets near them.
   const providers = Providers.build(providerSetup, { storage, logger, now });

@@ -1,7 +1,7 @@
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { delivery, events } from "@emailsvc/proto";
+import { DeliveryProblem, delivery, events } from "@emailsvc/proto";
 import { readError } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
@@ -272,6 +272,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(failed.failedAt).toBeDefined();
     expect(failed.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.DEFERRED, delivery.EmailStatus.BOUNCED]);
     expect(acceptedFor("full@example.com")).toHaveLength(0);
+    await waitFor(() => h.subscribers.problems.find((p) => p.emailId === failed.id && p.problem === DeliveryProblem.SOFT_BOUNCE), "soft bounce reported");
     sink.dataReplies.clear();
   });
 
@@ -295,6 +296,10 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
       "email.status bounced",
     );
     expect(fromBinary(events.EmailStatusChangedSchema, status.value).bounceType).toBe("hard");
+    // The subscribers service is told, by the email's tenant, before the event goes out (the outbox's effect).
+    expect(h.subscribers.problems.filter((p) => p.emailId === failed.id)).toEqual([
+      { tenant: tenantKey(t.tenant), email: "nobody@example.com", problem: DeliveryProblem.HARD_BOUNCE, emailId: failed.id },
+    ]);
     expect(status.headers["event-type"]).toBe("email.status");
     // The reason is its own field, not read back from the text: on the stored email, the answer and the event.
     expect(failed.failureReason).toBe(delivery.FailureReason.RECIPIENT_REJECTED);

@@ -6,6 +6,7 @@ import type { CrossTenantCollection } from "@emailsvc/storage";
 import { delivery } from "@emailsvc/proto";
 import { failureReasonOf, type EmailDoc, type OutboxEntry, type PausedCampaignDoc } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
+import type { DeliveryProblem, DeliveryProblemSink } from "../domain/recipients.js";
 
 export interface DeliveryOutboxOptions {
   storage: DeliveryStorage;
@@ -16,6 +17,8 @@ export interface DeliveryOutboxOptions {
   sweepIntervalMs?: number;
   /** A pending outbox younger than this is left to the write that made it (default 5 s). */
   sweepGraceMs?: number;
+  /** Where bounces and complaints are reported (the subscribers service); none: nobody is told (tests, a lone delivery). */
+  problems?: DeliveryProblemSink | undefined;
   /** See requeueStalled (default 10 minutes); also how long a retry asked for may wait for its attempt before it is asked for again. */
   stalledAfterMs?: number;
 }
@@ -34,6 +37,12 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     clock: options.clock,
     // A send request before the status it goes with, when one flush publishes both.
     topicOrder: ["email.send.requested"],
+    // A bounce or complaint is reported to the subscribers service before its event is published: until it
+    // has taken it (idempotent per email), the entry stays pending and the sweep tries again.
+    effect: async (doc, entry) => {
+      const problem = entry.topic === "email.status" ? problemOf(doc, entry.status) : undefined;
+      if (problem && options.problems && doc.to) await options.problems.record(doc.tenant, { email: doc.to, problem, emailId: doc._id });
+    },
     events: (doc, entry) => {
       const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
       return [
@@ -56,6 +65,13 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     ],
   });
   return relay;
+}
+
+/** What a status change teaches about the address: a bounce (by its type) or a complaint. */
+function problemOf(doc: EmailDoc, status: OutboxEntry["status"]): DeliveryProblem | undefined {
+  if (status === "complained") return "complaint";
+  if (status !== "bounced") return undefined;
+  return doc.bounce?.type === "soft" ? "soft_bounce" : "hard_bounce";
 }
 
 /**

@@ -130,7 +130,7 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
   messageId: string;
 
   /**
-   * Why it failed, when status is failed: the failure_reason's code, followed
+   * Why it failed, bounced or was suppressed: the failure_reason's code, followed
    * by the relay's reply where the relay gave one (addresses removed).
    *
    * @generated from field: string error = 10;
