@@ -101,6 +101,20 @@ describe.each(["embedded", "mongodb+kafka"] as const)("bounces, retries and the 
     const receipt = await send("receipt", hard);
     expect(receipt).toMatchObject({ status: "suppressed", error: "recipient_bounced" });
     expect(sink.to(hard).filter((m) => m.accepted)).toHaveLength(0);
+    // Unless the template says its mail must reach them anyway (transactional only).
+    const marketingOverride = await t.call("POST", "/api/v1/templates", {
+      key: live,
+      body: { name: "x", subject: "x", category: "marketing", mjml_content: MJML, ignore_suppressions: ["hard_bounce"] },
+    });
+    expect([marketingOverride.status, marketingOverride.body.code]).toEqual([400, "validation_failed"]);
+    const reset = await t.call("POST", "/api/v1/templates", {
+      key: live,
+      body: { name: "Reset", slug: "reset", subject: "Reset", category: "transactional", mjml_content: MJML, ignore_suppressions: ["hard_bounce"] },
+    });
+    expect([reset.status, reset.body.ignore_suppressions]).toEqual([201, ["hard_bounce"]]);
+    sink.rcptReplies.delete(hard);
+    expect((await settled((await send("reset", hard)).id)).status).toBe("sent");
+    expect(sink.to(hard).filter((m) => m.accepted)).toHaveLength(1);
 
     // A campaign: the bounced subscriber is no longer in the audience; an address suppressed by hand is
     // skipped with its reason, as an email record `suppressed`.
@@ -118,7 +132,6 @@ describe.each(["embedded", "mongodb+kafka"] as const)("bounces, retries and the 
     expect(emails.filter((e) => e.to === manual).map((e) => [e.status, e.error])).toEqual([["suppressed", "recipient_suppressed"]]);
     expect(sink.to(manual)).toHaveLength(0);
     expect(sink.to(fine).filter((m) => m.accepted)).toHaveLength(1);
-    sink.rcptReplies.delete(hard);
   }, 60_000);
 
   it("a 450 that recovers: deferred, then sent; other mail goes meanwhile, not held behind it", async () => {

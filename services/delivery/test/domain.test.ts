@@ -349,6 +349,16 @@ describe("recipient eligibility", () => {
     expect(refusal("marketing", "unknown")).toBeUndefined();
   });
 
+  it("lets a transactional template's ignore_suppressions lift a bounced or complained block, never a marketing one", () => {
+    const bounced = { marketing: "bounced", transactional: "bounced" } as const;
+    const complained = { marketing: "complained", transactional: "complained" } as const;
+    expect(refusal("transactional", bounced, ["hard_bounce"])).toBeUndefined();
+    expect(refusal("transactional", complained, ["hard_bounce"])).toBe("recipient_complained");
+    expect(refusal("transactional", complained, ["complaint"])).toBeUndefined();
+    expect(refusal("marketing", bounced, ["hard_bounce", "complaint"])).toBe("recipient_bounced");
+    expect(refusal("transactional", "erased", ["hard_bounce"])).toBe("recipient_erased");
+  });
+
   it("judges campaign mail as marketing whatever its template, other mail by its template", () => {
     expect(mailCategory("transactional", true)).toBe("marketing");
     expect(mailCategory("marketing", false)).toBe("marketing");

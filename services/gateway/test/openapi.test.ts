@@ -211,6 +211,7 @@ describe("response checker on templates and emails", () => {
     subject: "Hi {{first_name}}",
     mjml_content: "<mjml></mjml>",
     category: "transactional",
+    ignore_suppressions: [],
     version: 1,
     variables: ["first_name"],
     created_at: "2026-01-01T00:00:00.000Z",
@@ -258,6 +259,8 @@ describe("response checker on templates and emails", () => {
 
   it("refuses a template with an unknown category or version 0", () => {
     expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, category: "newsletter" }))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, ignore_suppressions: ["hard_bounce"] }))).not.toThrow();
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, ignore_suppressions: ["manual"] }))).toThrow(/does not match/);
     expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, version: 0 }))).toThrow(/does not match/);
   });
 

@@ -5,7 +5,7 @@ import { PENDING, type ProviderName, type StatusChange } from "../domain/email.j
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
 import type { Sender } from "../domain/message.js";
 import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
-import type { RendererCache } from "../domain/renderer.js";
+import type { IgnorableSuppression, RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type Mailability, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
@@ -154,7 +154,7 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const category = mailCategory(prepared.template.category, campaign !== undefined);
-    const recipient = await mayBeMailed(deps, emails, claimed, token, category, campaign, signal);
+    const recipient = await mayBeMailed(deps, emails, claimed, token, category, prepared.template.ignoreSuppressions ?? [], campaign, signal);
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
@@ -302,6 +302,7 @@ async function mayBeMailed(
   email: EmailDoc,
   token: string,
   category: MailCategory,
+  ignored: readonly IgnorableSuppression[],
   campaign: CampaignSend | undefined,
   signal: AbortSignal,
 ): Promise<Recipient | undefined> {
@@ -318,7 +319,7 @@ async function mayBeMailed(
   } else {
     answer = "unknown";
   }
-  const refused = refusal(category, answer);
+  const refused = refusal(category, answer, ignored);
   if (refused) throw new SendFailure("permanent", refused, { detail: `the recipient may not get ${category} mail (${refused})` });
   return recipient;
 }

@@ -72,7 +72,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     recipientAtSend(deps, scope.tenant, to, input.signal),
   ]);
   const category = mailCategory(template.category, false);
-  const refused = answer ? refusal(category, answer.mailability) : undefined;
+  const refused = answer ? refusal(category, answer.mailability, template.ignoreSuppressions) : undefined;
   // Only a request that queues a new email to be sent is charged: bad input, replays and refusals are
   // not, and neither is one whose insert does not happen (below: the charge is given back).
   const charged = !refused && deps.testModeQuota !== undefined;

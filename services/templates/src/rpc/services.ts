@@ -21,6 +21,7 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           subject: req.subject,
           mjml: req.mjmlContent,
           category: categoryFromProto(req.category),
+          ignoreSuppressions: req.ignoreSuppressions,
           slug: req.slug,
         });
         return { template: templateToProto(view) };
@@ -39,6 +40,7 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           subject: req.subject,
           mjml: req.mjmlContent,
           category: categoryFromProto(req.category),
+          ignoreSuppressions: req.ignoreSuppressions?.reasons,
         });
         return { template: templateToProto(view) };
       },

@@ -3,6 +3,7 @@ import { newId } from "@emailsvc/ids";
 import {
   validateMjmlSize,
   validateName,
+  validateIgnoreSuppressions,
   validateSubject,
   type Category,
   type TemplateView,
@@ -19,6 +20,8 @@ export interface UpdateTemplateInput {
   mjml: unknown;
   /** Undefined: unchanged. */
   category: Category | undefined;
+  /** Undefined: unchanged; [] removes them. */
+  ignoreSuppressions?: readonly string[] | undefined;
 }
 
 /** Lost races retried before answering 409 concurrent_update. */
@@ -47,6 +50,10 @@ export async function updateTemplate(deps: Deps, scope: Scope, input: UpdateTemp
     const set: Record<string, unknown> = {};
     if (name !== undefined && name !== current.name) set.name = name;
     if (input.category !== undefined && input.category !== current.category) set.category = input.category;
+    // Checked against the category the template will have (a change to marketing with overrides left is refused).
+    const category = input.category ?? current.category;
+    const ignore = validateIgnoreSuppressions(input.ignoreSuppressions ?? current.ignore_suppressions ?? [], category);
+    if (JSON.stringify(ignore) !== JSON.stringify(current.ignore_suppressions ?? [])) set.ignore_suppressions = ignore;
     const newSubject = subject !== undefined && subject !== current.subject;
     const newMjml = mjml !== undefined && mjml !== current.mjml;
     if (!newSubject && !newMjml && Object.keys(set).length === 0) return templateView(current);

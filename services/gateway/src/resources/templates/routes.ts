@@ -39,6 +39,7 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           subject: body.subject,
           mjmlContent: body.mjml_content,
           category: categoryFromJson(body.category),
+          ignoreSuppressions: body.ignore_suppressions ?? [],
           slug: body.slug,
         },
         callOptions(ctx, timeoutMs),
@@ -74,6 +75,7 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           subject: body.subject,
           mjmlContent: body.mjml_content,
           category: categoryFromJson(body.category),
+          ...(body.ignore_suppressions !== undefined ? { ignoreSuppressions: { reasons: body.ignore_suppressions } } : {}),
         },
         callOptions(ctx, timeoutMs),
       );
