@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
 import { tenantKey } from "@emailsvc/tenancy";
@@ -333,3 +334,41 @@ async function startSinkOn(sink: SmtpSink, port: number): Promise<void> {
     }
   }
 }
+
+describe.each<StoreKind>(["embedded", "mongodb"])("a deferred email on %s storage", (kind) => {
+  it("waits in the store across a restart, is not tried early by a stale send request, and is sent once when due", async () => {
+    const sink = await new SmtpSink().start();
+    // The first retry 1.5 s after the deferral, so that the restart and the stale request come before it.
+    const h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), retry: { backoffMs: 1500, maxBackoffMs: 1500, windowMs: 60_000 } });
+    try {
+      const t = tenant("live");
+      h.templates.put(t, WELCOME);
+      sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
+      const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "later@example.com", variables: { name: "L" } }, as(t));
+      const id = email!.id;
+      const deferred = await waitFor(async () => {
+        const doc = await h.store.collection<EmailDoc>("emails").findOne({ _id: id });
+        return doc?.status === "deferred" ? doc : undefined;
+      }, "deferred");
+      expect(deferred).toMatchObject({ attempts: 1, retry_requested: false, lease_until: 0 });
+
+      // A send request for it arrives before it is due (an old one redelivered): the attempt finds it not due.
+      await publishEvents(h.bus, [encodeEvent("email.send.requested", { eventId: newId("evt"), tenant: tenantKey(t.tenant), occurredAt: Date.now() }, { emailId: id })]);
+      await h.service.close({ graceMs: 200 });
+      await h.restart();
+      const sent = await waitFor(async () => {
+        const e = await statusOf(h, id, t);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "sent after the restart, when due");
+      // One attempt refused, one that sent: the stale request tried nothing.
+      expect(sent.attempts).toBe(2);
+      expect(timestampMs(sent.sentAt!)).toBeGreaterThanOrEqual(deferred.next_attempt_at!);
+      expect(sink.to("later@example.com").filter((m) => m.accepted)).toHaveLength(1);
+      await sleep(300);
+      expect(sink.to("later@example.com")).toHaveLength(2);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});

@@ -98,7 +98,7 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   bounce?: Bounce;
   /** When a deferred email is due for its next attempt (ms); 0 or absent otherwise. The retry sweep reads it. */
   next_attempt_at?: number;
-  /** A deferred email the retry sweep asked to be sent again (cleared by the claim): only then may an attempt claim it. */
+  /** A deferred email the retry sweep asked to be sent again (cleared by its next deferral): only then may an attempt claim it. */
   retry_requested?: boolean;
 }
 

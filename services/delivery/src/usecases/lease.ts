@@ -14,8 +14,9 @@ export type Claim = { claimed: EmailDoc; token: string } | { done: true } | { bu
 /**
  * Claims a queued email for one attempt: `status: queued` and the lease free
  * → `lease_until = now + leaseMs`, `attempts + 1`. A deferred email is
- * claimed only once the retry sweep asked for it (`retry_requested`): an
- * older send request redelivered meanwhile does not try it before its time.
+ * claimed only once the retry sweep asked for it (`retry_requested`, cleared
+ * by its next deferral): an older send request redelivered meanwhile does
+ * not try it before its time.
  * `done` when the email is unknown (erased), settled (a repeated event) or
  * deferred and not due; `busy` when another attempt holds the lease (or held
  * it and died: try again once it ran out).
@@ -28,7 +29,9 @@ export async function claimEmail(deps: Pick<DeliveryDeps, "leaseMs" | "now">, em
   const won = await emails.updateOne(
     // The status read: a deferral written since then (by an attempt that held the lease) is not claimed.
     { _id: doc._id, status: doc.status, lease_until: { $lt: now }, ...(doc.status === "deferred" ? { retry_requested: true } : {}) },
-    { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now, retry_requested: false }, $inc: { attempts: 1 } },
+    // retry_requested stays: an attempt that crashes leaves the email claimable by the redelivered request
+    // once its lease runs out; only the attempt's own deferral clears it.
+    { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
   );
   if (won) return { claimed: won, token };
   const current = await emails.findOne({ _id: doc._id });
