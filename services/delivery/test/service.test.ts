@@ -6,6 +6,8 @@ import { readError } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../src/storage/documents.js";
+import { DeliveryStorage } from "../src/storage/repositories.js";
+import { recordComplaint, recordLateBounce } from "../src/usecases/record-feedback.js";
 import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
@@ -274,6 +276,38 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(acceptedFor("full@example.com")).toHaveLength(0);
     await waitFor(() => h.subscribers.problems.find((p) => p.emailId === failed.id && p.problem === DeliveryProblem.SOFT_BOUNCE), "soft bounce reported");
     sink.dataReplies.clear();
+  });
+
+  it("takes a complaint and a late bounce about sent mail: once each, with the status, its history, the event and the report to the subscribers service", async () => {
+    const t = tenant("live");
+    h.templates.put(t, WELCOME);
+    const scope = new DeliveryStorage(h.store).forTenant(tenantKey(t.tenant));
+    const deps = { relay: h.service.relay, now: Date.now };
+    const statusEvents = (id: string) =>
+      h.received.filter((e) => e.topic === "email.status" && e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value));
+
+    const spam = await sendAndSettle(t, "annoyed@example.com");
+    expect(spam.status).toBe(delivery.EmailStatus.SENT);
+    expect(await recordComplaint(deps, scope, spam.id)).toBe(true);
+    expect(await recordComplaint(deps, scope, spam.id)).toBe(false);
+    const complained = (await h.client.getEmail({ id: spam.id }, as(t))).email!;
+    expect(complained.status).toBe(delivery.EmailStatus.COMPLAINED);
+    expect(complained.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.SENT, delivery.EmailStatus.COMPLAINED]);
+    await waitFor(() => statusEvents(spam.id).find((e) => e.status === "complained"), "email.status complained");
+    expect(h.subscribers.problems.filter((p) => p.emailId === spam.id)).toEqual([
+      { tenant: tenantKey(t.tenant), email: "annoyed@example.com", problem: DeliveryProblem.COMPLAINT, emailId: spam.id },
+    ]);
+    // A bounce does not follow a complaint; nor does anything touch another tenant's email.
+    expect(await recordLateBounce(deps, scope, spam.id, { type: "hard", diagnostic: "550 5.1.1 <recipient>: gone" })).toBe(false);
+    const other = new DeliveryStorage(h.store).forTenant(tenantKey(tenant("live").tenant));
+    const late = await sendAndSettle(t, "moved.away@example.com");
+    expect(await recordComplaint(deps, other, late.id)).toBe(false);
+
+    expect(await recordLateBounce(deps, scope, late.id, { type: "hard", diagnostic: "550 5.1.1 <recipient>: gone" })).toBe(true);
+    const bounced = (await h.client.getEmail({ id: late.id }, as(t))).email!;
+    expect(bounced).toMatchObject({ status: delivery.EmailStatus.BOUNCED, error: "recipient_rejected: 550 5.1.1 <recipient>: gone", bounce: { type: delivery.BounceType.HARD } });
+    await waitFor(() => statusEvents(late.id).find((e) => e.status === "bounced" && e.bounceType === "hard"), "email.status bounced");
+    expect(h.subscribers.problems.filter((p) => p.emailId === late.id).map((p) => p.problem)).toEqual([DeliveryProblem.HARD_BOUNCE]);
   });
 
   it("bounces hard at once on a permanent rejection (550), with the server's reason and without the address", async () => {
