@@ -47,7 +47,6 @@ export const schemas: Record<string, JsonSchema> = {
 };
 
 export const parameters: Record<string, ParameterObject> = {
-  SuppressionEmail: pathParam("email", "The email address, URL-encoded.", emailAddress),
   SuppressionRemovalReason: {
     name: "reason",
     in: "query",
@@ -87,7 +86,7 @@ export const paths: Paths = {
       description:
         "With a `reason`, kept in the audit trail (of the address's subscriber, if any). The subscriber's own status (`bounced`, `complained`) is not changed: update the subscriber for that. An erased person's entry has no address to name and stays until they opt in again (a create with `resubscribe`).",
       tags: ["Suppressions"],
-      parameters: [param("SuppressionEmail"), param("SuppressionRemovalReason")],
+      parameters: [pathParam("email", "The email address, URL-encoded.", emailAddress), param("SuppressionRemovalReason")],
       responses: { "200": json(ref("Suppression"), "The entry removed."), ...errors("BadRequest", "NotFound", ...serviceErrors) },
     },
   },
