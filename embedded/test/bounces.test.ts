@@ -134,6 +134,24 @@ describe.each(["embedded", "mongodb+kafka"] as const)("bounces, retries and the 
     expect(sink.to(fine).filter((m) => m.accepted)).toHaveLength(1);
   }, 60_000);
 
+  it("a campaign's mail that bounces hard: the row failed, the email bounced, the subscriber bounced and listed", async () => {
+    expect((await t.call("POST", "/api/v1/tags", { key: live, body: { name: "promo" } })).status).toBe(201);
+    const gone = addr("campaign-gone");
+    const kept = addr("campaign-kept");
+    const goneId = await subscriber(gone, { tags: ["promo"] });
+    await subscriber(kept, { tags: ["promo"] });
+    sink.rcptReplies.set(gone, { code: 550, text: "5.1.1 User unknown" });
+    const created = await t.call("POST", "/api/v1/campaigns", { key: live, body: { name: "Promo", template_id: templateIds.news, tag_filter: { include_tags: ["promo"], match: "any" } } });
+    expect((await t.call("POST", `/api/v1/campaigns/${created.body.id}/send`, { key: live })).body.total_recipients).toBe(2);
+    const done = await eventually(async () => (await t.call("GET", `/api/v1/campaigns/${created.body.id}`, { key: live })).body, (c) => c.status === "sent" && c.counts.failed === 1, 400);
+    expect(done.counts).toMatchObject({ total: 2, sent: 1, failed: 1, skipped: 0 });
+    const emails = await allItems<EmailJson>((path) => t.call("GET", path, { key: live }), "/api/v1/emails");
+    expect(emails.filter((e) => e.to === gone).map((e) => [e.status, e.bounce?.type])).toEqual([["bounced", "hard"]]);
+    expect((await eventually(async () => (await t.call("GET", `/api/v1/subscribers/${goneId}`, { key: live })).body, (b) => b.status === "bounced")).status).toBe("bounced");
+    expect((await eventually(() => suppressions("?reason=hard_bounce"), (list) => list.some((e) => e.email === gone))).some((e) => e.email === gone)).toBe(true);
+    sink.rcptReplies.delete(gone);
+  }, 60_000);
+
   it("a 450 that recovers: deferred, then sent; other mail goes meanwhile, not held behind it", async () => {
     const slow = addr("slow");
     const other = addr("other");
