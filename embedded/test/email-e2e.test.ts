@@ -201,9 +201,10 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     });
     const refused = await until(async () => {
       const r = await call("GET", `/api/v1/emails/${rejected.body.id}`);
-      return r.body.status === "failed" ? r : undefined;
-    }, "the email to be refused");
+      return r.body.status === "bounced" ? r : undefined;
+    }, "the email to bounce");
     expect(refused.body.error).toBe("recipient_rejected: 550 5.1.1 <recipient>: Recipient address rejected: User unknown");
+    expect(refused.body.bounce).toEqual({ type: "hard", diagnostic: "550 5.1.1 <recipient>: Recipient address rejected: User unknown" });
     expect(sink.to("items@example.com")).toHaveLength(0);
   });
 
@@ -284,7 +285,7 @@ describe("templates and sending end to end (embedded, SMTP)", () => {
     expect((await call("GET", `/api/v1/subscribers/${reader}`)).body.status).toBe("unsubscribed");
     // Marketing mail stops; transactional mail still goes.
     const suppressed = await send("news", "reader@example.com");
-    expect(suppressed).toMatchObject({ status: "failed", error: "recipient_unsubscribed" });
+    expect(suppressed).toMatchObject({ status: "suppressed", error: "recipient_unsubscribed" });
     expect(sink.to("reader@example.com")).toHaveLength(1);
     expect((await send("welcome-email", "reader@example.com")).status).toBe("sent");
     expect(header(sink.to("reader@example.com")[1]!, "list-unsubscribe")).toBeUndefined();

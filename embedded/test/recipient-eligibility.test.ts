@@ -64,10 +64,10 @@ describe("a suppressed address (erased at its owner's request)", () => {
     expect(again.body.code).toBe("subscriber_suppressed");
 
     const refused = await send("news", "erased@example.com");
-    expect(refused).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(refused).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     expect((await sandboxed(refused.id)).status).toBe(404);
     // In any case of the address.
-    expect(await send("news", "ERASED@example.com")).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(await send("news", "ERASED@example.com")).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     // A receipt is not marketing: the person asked for it, and the suppression is of the mailing list.
     expect(await send("receipt", "erased@example.com")).toMatchObject({ status: "sent", error: null });
   });
@@ -78,7 +78,7 @@ describe("a suppressed address (erased at its owner's request)", () => {
     const body = { template_slug: "news", to: "atonce@example.com", idempotency_key: "refused-once" };
     const first = await t.call("POST", "/api/v1/emails/send", { body });
     expect(first.status).toBe(202);
-    expect(first.body).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(first.body).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     const replay = await t.call("POST", "/api/v1/emails/send", { body });
     expect(replay.status).toBe(202);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
@@ -98,14 +98,14 @@ describe("a suppressed address (erased at its owner's request)", () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain("You are unsubscribed");
     // Nothing was (or could be) recorded for the erased person, yet the promise holds: no more marketing mail.
-    expect(await send("news", "clicker@example.com")).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(await send("news", "clicker@example.com")).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     expect((await t.call("GET", "/api/v1/subscribers/by-email/clicker@example.com")).status).toBe(404);
   });
 
   it("is mailable again once the person opted in again (resubscribe)", async () => {
     const id = await subscriber("back@example.com");
     expect((await t.call("DELETE", `/api/v1/subscribers/${id}`)).status).toBe(204);
-    expect(await send("news", "back@example.com")).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(await send("news", "back@example.com")).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     await subscriber("back@example.com", { resubscribe: true, resubscribe_reason: "double opt-in confirmed" });
     expect(await send("news", "back@example.com")).toMatchObject({ status: "sent" });
   });
@@ -121,11 +121,11 @@ describe("who gets which category", () => {
     for (const [status, marketing, transactional] of cases) {
       const address = `${status}@example.com`;
       await subscriber(address, { status });
-      expect({ status, news: await send("news", address) }).toMatchObject({ status, news: { status: "failed", error: marketing } });
+      expect({ status, news: await send("news", address) }).toMatchObject({ status, news: { status: "suppressed", error: marketing } });
       const receipt = await send("receipt", address);
       expect({ status, receipt }).toMatchObject({
         status,
-        receipt: transactional === "sent" ? { status: "sent" } : { status: "failed", error: transactional },
+        receipt: transactional === "sent" ? { status: "sent" } : { status: "suppressed", error: transactional },
       });
     }
     expect(await send("news", "stranger@example.com")).toMatchObject({ status: "sent" });

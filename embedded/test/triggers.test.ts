@@ -190,9 +190,9 @@ describe.each(["embedded", "mongodb"] as const)("triggers (%s)", (store) => {
     expect((await t.call("POST", `/api/v1/subscribers/${bounced}/tags`, { body: { tags: ["vip"] } })).status).toBe(200);
     expect((await t.call("PATCH", `/api/v1/subscribers/${leaving}`, { body: { status: "unsubscribed" } })).status).toBe(200);
     const settled = (address: string) => eventually(() => emailsTo(address), (list) => list.length === 1 && list[0]!.status !== "queued");
-    expect((await settled("bounced@example.com")).map((e) => [e.template_id, e.status, e.error])).toEqual([[welcome, "failed", "recipient_bounced"]]);
+    expect((await settled("bounced@example.com")).map((e) => [e.template_id, e.status, e.error])).toEqual([[welcome, "suppressed", "recipient_bounced"]]);
     expect((await settled("leaving@example.com")).map((e) => [e.template_id, e.status, e.error])).toEqual([
-      [news.body.id, "failed", "recipient_unsubscribed"],
+      [news.body.id, "suppressed", "recipient_unsubscribed"],
     ]);
     for (const trg of [onVip, onLeave]) expect((await t.call("DELETE", `/api/v1/triggers/${trg}`)).status).toBe(204);
   });

@@ -16,7 +16,11 @@ export function encodeCursor(after: string, filter: string): string {
   return Buffer.from(JSON.stringify(body)).toString("base64url");
 }
 
-export function decodeCursor(cursor: string, idPrefix: string, filter: string): string {
+/**
+ * The last id a cursor names. `idPrefix`: the list's typed ids (`sub`, …), or
+ * a check of its own for a list keyed otherwise (the suppression list's keyed hashes).
+ */
+export function decodeCursor(cursor: string, idPrefix: string | ((id: string) => boolean), filter: string): string {
   const bad = () => invalid("cursor is invalid", [{ field: "cursor", description: "is not a next_cursor this list returned" }]);
   if (cursor.length > 512 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
   let body: unknown;
@@ -30,7 +34,8 @@ export function decodeCursor(cursor: string, idPrefix: string, filter: string): 
     throw bad();
   }
   const b = body as Partial<CursorBody> | null;
-  if (!b || b.v !== 1 || typeof b.after !== "string" || !isId(idPrefix, b.after) || b.filter !== filter) throw bad();
+  const validId = typeof idPrefix === "string" ? (id: string) => isId(idPrefix, id) : idPrefix;
+  if (!b || b.v !== 1 || typeof b.after !== "string" || !validId(b.after) || b.filter !== filter) throw bad();
   return b.after;
 }
 
@@ -60,7 +65,7 @@ export interface PageQuery {
  */
 export async function pageById<D extends { _id: string }>(
   request: { limit: number; cursor: string },
-  list: { idPrefix: string; filterKey?: string; newestFirst?: boolean },
+  list: { idPrefix: string | ((id: string) => boolean); filterKey?: string; newestFirst?: boolean },
   fetch: (query: PageQuery) => Promise<D[]>,
 ): Promise<{ docs: D[]; nextCursor: string }> {
   const limit = pageLimit(request.limit);

@@ -3,6 +3,7 @@ import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc
 import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
@@ -48,6 +49,8 @@ export interface DeliveryConfig {
   firstRecheckMs: number;
   /** DKIM_PLATFORM_SELECTOR with DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM's address; unset: that mail goes unsigned. */
   platformDkim: { selector: string; privateKey: KeyObject } | undefined;
+  /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
+  retry: RetryPolicy;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -79,6 +82,11 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     feedbackTag: feedbackTag(env),
     firstRecheckMs: envInt("SENDER_DOMAIN_FIRST_RECHECK_MS", 60_000, { min: 1000, max: 3_600_000 }, env),
     platformDkim: platformDkim(env),
+    retry: {
+      windowMs: Math.round(retryHours(envOptional("DELIVERY_RETRY_HOURS", env)) * 3_600_000),
+      backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
+      maxBackoffMs: envInt("DELIVERY_RETRY_MAX_BACKOFF_SECONDS", DEFAULT_RETRY.maxBackoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
+    },
   };
 }
 
@@ -123,6 +131,16 @@ function feedbackTag(env: Env): string {
   const value = envString("FEEDBACK_ID_SENDER", "emailsvc", env).trim();
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(value)) throw new ConfigError(`FEEDBACK_ID_SENDER must be 1-64 letters, digits, ".", "_" or "-", got "${value}"`);
   return value;
+}
+
+/** DELIVERY_RETRY_HOURS: a number of hours (decimals allowed, so that tests can use seconds), at most 30 days. */
+function retryHours(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_RETRY.windowMs / 3_600_000;
+  const hours = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(hours > 0) || hours > 720) {
+    throw new ConfigError(`DELIVERY_RETRY_HOURS must be a number of hours above 0 and at most 720 (decimals allowed), got "${raw}"`);
+  }
+  return hours;
 }
 
 function testModeDailyLimit(env: Env): number | null {

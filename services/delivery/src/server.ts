@@ -22,7 +22,7 @@ import { SendConsumer } from "./messaging/send-consumer.js";
 import { loadProviders, Providers, type ProviderSetup } from "./providers/registry.js";
 import { deliveryRoutes } from "./rpc/services.js";
 import { templatesClient } from "./rpc/templates-client.js";
-import { subscribersDirectory } from "./rpc/subscribers-client.js";
+import { subscribersDirectory, subscribersProblemSink } from "./rpc/subscribers-client.js";
 import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import type { SandboxSettings } from "./storage/sandbox-messages.js";
@@ -168,6 +168,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     now,
   };
   const signingKeys = new SigningKeyCache(sealingKeys, now);
+  const subscribersTransport =
+    options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const relay = deliveryOutbox({
     storage,
     bus,
@@ -177,11 +179,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     sweepGraceMs: options.sweepGraceMs,
     stalledAfterMs: options.stalledAfterMs,
     passes: [{ name: "sending-domain re-check", run: () => recheckSenderDomains(senderDomainDeps, storage.senderDomainRechecks(), signingKeys) }],
+    problems: subscribersTransport ? subscribersProblemSink(subscribersTransport) : undefined,
   });
   const templates = templatesClient(transport);
   const portalTransport = options.portalTransport ?? (options.portalUrl ? createServiceTransport(options.portalUrl) : undefined);
-  const subscribersTransport =
-    options.subscribersTransport ?? (options.subscribersUrl ? createServiceTransport(options.subscribersUrl) : undefined);
   const recipients = subscribersTransport ? subscribersDirectory(subscribersTransport) : undefined;
   // Only the providers in use are built (an SMTP pool only for live mail over SMTP); test mode never gets near them.
   const providers = Providers.build(providerSetup, { storage, logger, now });

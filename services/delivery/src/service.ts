@@ -46,6 +46,7 @@ export const deliveryService = defineService("delivery", {
       },
       feedbackTag: config.feedbackTag,
       ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
+      retry: config.retry,
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

@@ -12,7 +12,7 @@ import {
   validateVariables,
 } from "../src/domain/email.js";
 import { buildMessage, listUnsubscribeHeaders, messageIdFor, parseSender, scrubReason } from "../src/domain/message.js";
-import { afterFailure, PUBLIC_ERRORS, publicError, SendFailure, type EmailProvider, type FailureCode, type FailureKind } from "../src/domain/provider.js";
+import { afterFailure, backoffAfter, PUBLIC_ERRORS, publicError, SendFailure, type EmailProvider, type FailureCode, type FailureKind } from "../src/domain/provider.js";
 import { mailCategory, refusal } from "../src/domain/eligibility.js";
 import { SERVICES } from "@emailsvc/manifest";
 import { configureProvider, loadProviders, PROVIDERS, Providers, type ProviderContext, type ProviderSetup } from "../src/providers/registry.js";
@@ -150,35 +150,63 @@ describe("the message", () => {
 });
 
 describe("what a failed attempt leads to", () => {
-  const policy = { maxAttempts: 3, maxQueueAgeMs: 60_000 };
-  const state = (attempts: number, transientFailures: number, age = 0) => ({ attempts, transientFailures, queuedAt: 1_000_000, now: 1_000_000 + age });
+  const policy = { backoffMs: 60_000, maxBackoffMs: 3_600_000, windowMs: 72 * 3_600_000 };
+  const queuedAt = 1_000_000;
+  const state = (attempts: number, age = 0) => ({ attempts, queuedAt, now: queuedAt + age });
   const f = (kind: FailureKind, code: FailureCode = "relay_deferred") =>
     new SendFailure(kind, code, { reply: "451 4.3.0 later", detail: "ESOCKET: connect ECONNREFUSED 10.0.0.7:25" });
 
-  it("fails a permanent rejection at once, with its code and the relay's reply", () => {
+  it("bounces a refusal for good (5xx) hard at once, with its code and the relay's reply as the diagnostic", () => {
     const rejected = new SendFailure("permanent", "recipient_rejected", { reply: "550 no such user" });
-    expect(afterFailure(rejected, state(1, 0), policy)).toEqual({ retry: false, reason: "recipient_rejected", error: "recipient_rejected: 550 no such user" });
+    expect(afterFailure(rejected, state(1), policy)).toEqual({
+      kind: "settle",
+      status: "bounced",
+      reason: "recipient_rejected",
+      error: "recipient_rejected: 550 no such user",
+      bounce: { type: "hard", diagnostic: "550 no such user" },
+    });
+    const message = new SendFailure("permanent", "message_rejected", { reply: "554 5.7.1 spam" });
+    expect(afterFailure(message, state(1), policy)).toMatchObject({ kind: "settle", status: "bounced", bounce: { type: "hard" } });
+  });
+  it("fails what cannot be built, and suppresses a recipient who may not get the mail", () => {
     const render = new SendFailure("permanent", "template_render_failed", { detail: "RangeError: Maximum call stack size exceeded" });
-    expect(afterFailure(render, state(1, 0), policy)).toEqual({ retry: false, reason: "template_render_failed", error: "template_render_failed" });
+    expect(afterFailure(render, state(1), policy)).toEqual({ kind: "settle", status: "failed", reason: "template_render_failed", error: "template_render_failed" });
+    for (const code of ["recipient_unsubscribed", "recipient_bounced", "recipient_complained", "recipient_suppressed"] as const) {
+      expect(afterFailure(new SendFailure("permanent", code), state(1), policy)).toEqual({ kind: "settle", status: "suppressed", reason: code, error: code });
+    }
   });
-  it("retries answered failures up to the cap, then gives up with the last reply", () => {
-    expect(afterFailure(f("transient"), state(2, 2), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("transient"), state(3, 3), policy)).toEqual({ retry: false, reason: "attempts_exhausted", error: "attempts_exhausted: 451 4.3.0 later" });
+  it("defers a 'not now' with exponential backoff (1 min doubling, capped at 1 h) within the window", () => {
+    expect(afterFailure(f("transient"), state(1), policy)).toEqual({ kind: "defer", nextAttemptAt: queuedAt + 60_000, reply: "451 4.3.0 later" });
+    expect(afterFailure(f("transient"), state(2, 5_000), policy)).toEqual({ kind: "defer", nextAttemptAt: queuedAt + 5_000 + 120_000, reply: "451 4.3.0 later" });
+    expect(afterFailure(f("transient"), state(4), policy)).toMatchObject({ nextAttemptAt: queuedAt + 480_000 });
+    expect(afterFailure(f("transient"), state(30), policy)).toMatchObject({ nextAttemptAt: queuedAt + 3_600_000 });
+    expect(backoffAfter(1000, policy)).toBe(3_600_000);
+    // The last attempt comes at the window's end, not past it.
+    expect(afterFailure(f("transient"), state(70, policy.windowMs - 10_000), policy)).toMatchObject({ kind: "defer", nextAttemptAt: queuedAt + policy.windowMs });
   });
-  it("retries an unreachable provider without counting, until the queue lifetime; its detail stays inside", () => {
-    expect(afterFailure(f("unreachable", "relay_unavailable"), state(40, 0, 59_000), policy)).toEqual({ retry: true });
-    expect(afterFailure(f("unreachable", "relay_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "relay_unavailable", error: "relay_unavailable" });
-    expect(afterFailure(f("unreachable", "service_unavailable"), state(41, 0, 60_000), policy)).toEqual({ retry: false, reason: "service_unavailable", error: "service_unavailable" });
+  it("bounces soft once the window has passed, with the last reply", () => {
+    expect(afterFailure(f("transient"), state(80, policy.windowMs), policy)).toEqual({
+      kind: "settle",
+      status: "bounced",
+      reason: "attempts_exhausted",
+      error: "attempts_exhausted: 451 4.3.0 later",
+      bounce: { type: "soft", diagnostic: "451 4.3.0 later" },
+    });
+  });
+  it("defers an unreachable relay or service, then fails it (not a bounce: the address is not in question); its detail stays inside", () => {
+    expect(afterFailure(f("unreachable", "relay_unavailable"), state(40, 59_000), policy)).toMatchObject({ kind: "defer" });
+    expect(afterFailure(f("unreachable", "relay_unavailable"), state(41, policy.windowMs), policy)).toEqual({ kind: "settle", status: "failed", reason: "relay_unavailable", error: "relay_unavailable" });
+    expect(afterFailure(f("unreachable", "service_unavailable"), state(41, policy.windowMs), policy)).toEqual({ kind: "settle", status: "failed", reason: "service_unavailable", error: "service_unavailable" });
   });
   it("shows only documented codes", () => {
     expect(publicError("recipient_erased")).toBe("recipient_erased");
     for (const code of ["template_unavailable", "template_render_failed", "relay_unavailable", "service_unavailable"] as const) {
-      expect(afterFailure(new SendFailure("permanent", code, { detail: "internal" }), state(1, 0), policy)).toEqual({ retry: false, reason: code, error: code });
+      expect(afterFailure(new SendFailure("permanent", code, { detail: "internal" }), state(1), policy)).toEqual({ kind: "settle", status: "failed", reason: code, error: code });
       expect(Object.keys(PUBLIC_ERRORS)).toContain(code);
     }
   });
-  it("retries an aborted attempt", () => {
-    expect(afterFailure(f("aborted"), state(9, 9, 10_000_000), policy)).toEqual({ retry: true });
+  it("leaves an aborted attempt to its lease, as a crash", () => {
+    expect(afterFailure(f("aborted"), state(9, 10_000_000), policy)).toEqual({ kind: "retry" });
   });
 });
 
@@ -319,6 +347,16 @@ describe("recipient eligibility", () => {
     // A campaign's recipient who is no subscriber any more; no subscribers service to ask.
     expect(refusal("marketing", "erased")).toBe("recipient_erased");
     expect(refusal("marketing", "unknown")).toBeUndefined();
+  });
+
+  it("lets a transactional template's ignore_suppressions lift a bounced or complained block, never a marketing one", () => {
+    const bounced = { marketing: "bounced", transactional: "bounced" } as const;
+    const complained = { marketing: "complained", transactional: "complained" } as const;
+    expect(refusal("transactional", bounced, ["hard_bounce"])).toBeUndefined();
+    expect(refusal("transactional", complained, ["hard_bounce"])).toBe("recipient_complained");
+    expect(refusal("transactional", complained, ["complaint"])).toBeUndefined();
+    expect(refusal("marketing", bounced, ["hard_bounce", "complaint"])).toBe("recipient_bounced");
+    expect(refusal("transactional", "erased", ["hard_bounce"])).toBe("recipient_erased");
   });
 
   it("judges campaign mail as marketing whatever its template, other mail by its template", () => {

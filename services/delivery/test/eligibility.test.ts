@@ -23,7 +23,7 @@ describe("delivery applies the subscribers service's answer", () => {
       return e.status === delivery.EmailStatus.QUEUED ? undefined : e;
     }, "the email settled");
 
-  it("refuses at SendEmail: stored failed with its reason (enum and code), answered refused, never sent; a replay says the same", async () => {
+  it("refuses at SendEmail: stored suppressed with its reason (enum and code), answered refused, never sent; a replay says the same", async () => {
     const t = tenant("test");
     h.templates.put(t, { slug: "news", subject: "News", html: "<p>News</p>", category: "marketing" });
     const subscriberId = h.subscribers.put(t, "left@example.com", {}, undefined, { marketing: MailingBlock.UNSUBSCRIBED });
@@ -31,7 +31,7 @@ describe("delivery applies the subscribers service's answer", () => {
     const res = await h.client.sendEmail(request, as(t));
     expect(res).toMatchObject({ refused: true, replayed: false });
     expect(res.email).toMatchObject({
-      status: delivery.EmailStatus.FAILED,
+      status: delivery.EmailStatus.SUPPRESSED,
       error: "recipient_unsubscribed",
       failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED,
       attempts: 0,
@@ -39,7 +39,8 @@ describe("delivery applies the subscribers service's answer", () => {
     const again = await h.client.sendEmail(request, as(t));
     expect(again).toMatchObject({ refused: true, replayed: true, email: { id: res.email!.id } });
     const [status] = await waitFor(async () => (statusEvents(res.email!.id).length > 0 ? statusEvents(res.email!.id) : undefined), "email.status");
-    expect(status).toMatchObject({ status: "failed", reason: "recipient_unsubscribed", failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED, subscriberId });
+    expect(res.email!.history.map((c) => [c.status, c.detail])).toEqual([[delivery.EmailStatus.SUPPRESSED, "recipient_unsubscribed"]]);
+    expect(status).toMatchObject({ status: "suppressed", reason: "recipient_unsubscribed", failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED, subscriberId });
     expect(h.received.filter((e) => e.topic === "email.send.requested" && e.key === res.email!.id)).toEqual([]);
     await expect(h.client.getSandboxMessage({ emailId: res.email!.id }, as(t))).rejects.toThrow();
   });
@@ -57,7 +58,7 @@ describe("delivery applies the subscribers service's answer", () => {
     expect(await settled(t, receipt.email!.id)).toMatchObject({ status: delivery.EmailStatus.SENT, failureReason: delivery.FailureReason.UNSPECIFIED });
   });
 
-  it("asks again at the send attempt: a refusal SendEmail could not hear in time fails the email there", async () => {
+  it("asks again at the send attempt: a refusal SendEmail could not hear in time suppresses the email there", async () => {
     const t = tenant("test");
     h.templates.put(t, { slug: "receipt", subject: "Receipt", html: "<p>Thanks</p>", category: "transactional" });
     h.subscribers.put(t, "bounced@example.com", {}, undefined, { marketing: MailingBlock.BOUNCED, transactional: MailingBlock.BOUNCED });
@@ -67,13 +68,13 @@ describe("delivery applies the subscribers service's answer", () => {
     expect(res.email!.status).toBe(delivery.EmailStatus.QUEUED);
     const failed = await settled(t, res.email!.id);
     expect(failed).toMatchObject({
-      status: delivery.EmailStatus.FAILED,
+      status: delivery.EmailStatus.SUPPRESSED,
       error: "recipient_bounced",
       failureReason: delivery.FailureReason.RECIPIENT_BOUNCED,
       attempts: 1,
     });
-    await waitFor(async () => statusEvents(res.email!.id).find((e) => e.status === "failed"), "email.status failed");
-    expect(statusEvents(res.email!.id).find((e) => e.status === "failed")!.failureReason).toBe(delivery.FailureReason.RECIPIENT_BOUNCED);
+    await waitFor(async () => statusEvents(res.email!.id).find((e) => e.status === "suppressed"), "email.status suppressed");
+    expect(statusEvents(res.email!.id).find((e) => e.status === "suppressed")!.failureReason).toBe(delivery.FailureReason.RECIPIENT_BOUNCED);
     await expect(h.client.getSandboxMessage({ emailId: res.email!.id }, as(t))).rejects.toThrow();
   });
 });

@@ -41,7 +41,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
   async function settled(call: CallContext, id: string) {
     return waitFor(async () => {
       const e = (await h.client.getEmail({ id }, as(call))).email!;
-      return e.status === delivery.EmailStatus.QUEUED ? undefined : e;
+      return e.status === delivery.EmailStatus.QUEUED || e.status === delivery.EmailStatus.DEFERRED ? undefined : e;
     }, `email ${id} settled`);
   }
 
@@ -140,7 +140,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
     const liveSub = h.subscribers.put(live, "queued.live@example.com");
     const testSub = h.subscribers.put(test, "queued.test@example.com");
     // SendEmail links the email; every lookup at send time then fails (subscribers
-    // service down): the email stays queued, retried without end.
+    // service down): the email is deferred, retried without end.
     h.subscribers.unavailableAfterFirst.add("queued.live@example.com");
     h.subscribers.unavailableAfterFirst.add("queued.test@example.com");
     const queuedLive = await send(live, "queued.live@example.com");
@@ -148,7 +148,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("erasure on subscriber.deleted
     try {
       await waitFor(async () => ((await emails().findOne({ _id: queuedLive.id }))!.attempts >= 2 ? true : undefined), "send attempts");
       expect((await emails().findOne({ _id: queuedLive.id }))!.subscriber_id).toBe(liveSub);
-      expect((await h.client.getEmail({ id: queuedLive.id }, as(live))).email!.status).toBe(delivery.EmailStatus.QUEUED);
+      expect((await h.client.getEmail({ id: queuedLive.id }, as(live))).email!.status).toBe(delivery.EmailStatus.DEFERRED);
 
       h.subscribers.remove(live, "queued.live@example.com");
       h.subscribers.remove(test, "queued.test@example.com");

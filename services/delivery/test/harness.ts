@@ -78,6 +78,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       sweepGraceMs: 100,
       leaseMs: 5000,
       ...o,
+      // Deferred emails come back within tens of milliseconds (the retry sweep runs every 50 ms).
+      retry: { backoffMs: 20, maxBackoffMs: 100, windowMs: 60_000, ...o.retry },
     });
   let service = await start(overrides);
   const h: Harness = {

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
 import { tenantKey } from "@emailsvc/tenancy";
@@ -109,13 +110,13 @@ describe("delivery when a send outlasts its attempt's deadline", () => {
       const started = Date.now();
       const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "deadline@example.com", variables: { name: "D" } }, as(t));
       await dataIn;
-      // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: released with a transient failure.
+      // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: deferred as a transient failure.
       const released = await waitFor(async () => {
         const doc = await h.store.collection<EmailDoc>("emails").findOne({ _id: email!.id });
         return doc && doc.transient_failures > 0 ? doc : undefined;
       }, "the attempt cut off at its deadline", 4000);
       expect(Date.now() - started).toBeLessThan(4000);
-      expect(released.status).toBe("queued");
+      expect(released.status).toBe("deferred");
       expect(released.last_error).toMatch(/^send timed out/);
       sink.dataDelayMs = 0;
       const sent = await waitFor(async () => {
@@ -270,16 +271,17 @@ describe("delivery when the relay is unreachable", () => {
     await sink?.close();
   });
 
-  it("retries a refused connection until a relay appears, then sends once; refusals do not use up attempts", async () => {
+  it("defers an email while its connection is refused, retries it until a relay appears, then sends once", async () => {
     const port = await freePort();
-    h = await startHarness({ store: "embedded", providers: smtpProviders(`smtp://127.0.0.1:${port}`), retry: { maxAttempts: 2 } });
+    h = await startHarness({ store: "embedded", providers: smtpProviders(`smtp://127.0.0.1:${port}`) });
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "patient@example.com", variables: { name: "P" } }, as(t));
     const id = email!.id;
-    // Refused again and again (more often than maxAttempts), still queued.
+    // Refused again and again, deferred meanwhile with its next attempt's time.
     await waitFor(async () => ((await statusOf(h!, id, t)).attempts >= 4 ? true : undefined), "several refused attempts");
-    expect((await statusOf(h, id, t)).status).toBe(delivery.EmailStatus.QUEUED);
+    const waiting = await statusOf(h, id, t);
+    expect(waiting.status).toBe(delivery.EmailStatus.DEFERRED);
 
     sink = new SmtpSink();
     await startSinkOn(sink, port);
@@ -287,20 +289,19 @@ describe("delivery when the relay is unreachable", () => {
       const e = await statusOf(h!, id, t);
       return e.status === delivery.EmailStatus.SENT ? e : undefined;
     }, "sent once the relay is up");
-    // More attempts than maxAttempts (2): refusals did not use them up. At
-    // least 4, not 5: the fourth attempt may still have been connecting when
-    // the relay came up, and then it is the one that sends.
+    // At least 4, not 5: the fourth attempt may still have been connecting
+    // when the relay came up, and then it is the one that sends.
     expect(sent.attempts).toBeGreaterThanOrEqual(4);
     await sleep(300);
     expect(sink.to("patient@example.com")).toHaveLength(1);
   });
 
-  it("fails an email that waited longer than the queue lifetime for an unreachable relay", async () => {
+  it("fails (not bounces) an email whose retry window ended with the relay unreachable", async () => {
     const port = await freePort();
     const local = await startHarness({
       store: "embedded",
       providers: smtpProviders(`smtp://127.0.0.1:${port}`),
-      retry: { maxAttempts: 50, maxQueueAgeMs: 300 },
+      retry: { windowMs: 300 },
     });
     try {
       const t = tenant("live");
@@ -312,6 +313,7 @@ describe("delivery when the relay is unreachable", () => {
       }, "failed");
       // The connection error names a host and port: for operators (last_error), not for the API.
       expect(failed.error).toBe("relay_unavailable");
+      expect(failed.bounce).toBeUndefined();
       const stored = await local.store.collection("emails").findOne({ _id: email!.id });
       expect(stored!.last_error).toMatch(/ECONNREFUSED|ESOCKET|ECONNECTION/);
     } finally {
@@ -332,3 +334,41 @@ async function startSinkOn(sink: SmtpSink, port: number): Promise<void> {
     }
   }
 }
+
+describe.each<StoreKind>(["embedded", "mongodb"])("a deferred email on %s storage", (kind) => {
+  it("waits in the store across a restart, is not tried early by a stale send request, and is sent once when due", async () => {
+    const sink = await new SmtpSink().start();
+    // The first retry 1.5 s after the deferral, so that the restart and the stale request come before it.
+    const h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), retry: { backoffMs: 1500, maxBackoffMs: 1500, windowMs: 60_000 } });
+    try {
+      const t = tenant("live");
+      h.templates.put(t, WELCOME);
+      sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
+      const { email } = await h.client.sendEmail({ templateSlug: "welcome", to: "later@example.com", variables: { name: "L" } }, as(t));
+      const id = email!.id;
+      const deferred = await waitFor(async () => {
+        const doc = await h.store.collection<EmailDoc>("emails").findOne({ _id: id });
+        return doc?.status === "deferred" ? doc : undefined;
+      }, "deferred");
+      expect(deferred).toMatchObject({ attempts: 1, retry_requested: false, lease_until: 0 });
+
+      // A send request for it arrives before it is due (an old one redelivered): the attempt finds it not due.
+      await publishEvents(h.bus, [encodeEvent("email.send.requested", { eventId: newId("evt"), tenant: tenantKey(t.tenant), occurredAt: Date.now() }, { emailId: id })]);
+      await h.service.close({ graceMs: 200 });
+      await h.restart();
+      const sent = await waitFor(async () => {
+        const e = await statusOf(h, id, t);
+        return e.status === delivery.EmailStatus.SENT ? e : undefined;
+      }, "sent after the restart, when due");
+      // One attempt refused, one that sent: the stale request tried nothing.
+      expect(sent.attempts).toBe(2);
+      expect(timestampMs(sent.sentAt!)).toBeGreaterThanOrEqual(deferred.next_attempt_at!);
+      expect(sink.to("later@example.com").filter((m) => m.accepted)).toHaveLength(1);
+      await sleep(300);
+      expect(sink.to("later@example.com")).toHaveLength(2);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});

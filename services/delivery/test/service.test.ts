@@ -1,11 +1,13 @@
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { delivery, events } from "@emailsvc/proto";
+import { DeliveryProblem, delivery, events } from "@emailsvc/proto";
 import { readError } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../src/storage/documents.js";
+import { DeliveryStorage } from "../src/storage/repositories.js";
+import { recordComplaint, recordLateBounce } from "../src/usecases/record-feedback.js";
 import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
@@ -37,7 +39,8 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
       store: kind,
       providers: smtpProviders(sink.url({ user: "relay-user", pass: "s3cr:et" })),
       from: FROM,
-      retry: { maxAttempts: 3 },
+      // A "not now" is retried for a second and a half, then bounces soft.
+      retry: { windowMs: 1500 },
     });
   });
   afterEach(() => {
@@ -53,7 +56,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to, variables }, as(call));
     return waitFor(async () => {
       const got = (await h.client.getEmail({ id: email!.id }, as(call))).email!;
-      return got.status === delivery.EmailStatus.QUEUED ? undefined : got;
+      return got.status === delivery.EmailStatus.QUEUED || got.status === delivery.EmailStatus.DEFERRED ? undefined : got;
     }, `email ${email!.id} settled`);
   }
 
@@ -228,7 +231,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(a.email!.idempotencyKey).toBe("");
   });
 
-  it("retries a transient failure (451) with backoff, then sends once", async () => {
+  it("defers a transient failure (451), retries it with backoff, then sends once", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     const later = { code: 451, text: "4.3.0 Temporary local problem, try later" };
@@ -237,6 +240,19 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(sent.status).toBe(delivery.EmailStatus.SENT);
     expect(sent.attempts).toBe(3);
     expect(sent.error).toBe("");
+    expect(sent.bounce).toBeUndefined();
+    // queued -> deferred (with the relay's reply) -> sent, each with its time, in order.
+    expect(sent.history.map((c) => [c.status, c.detail])).toEqual([
+      [delivery.EmailStatus.QUEUED, ""],
+      [delivery.EmailStatus.DEFERRED, "451 4.3.0 Temporary local problem, try later"],
+      [delivery.EmailStatus.SENT, ""],
+    ]);
+    const times = sent.history.map((c) => timestampMs(c.at!));
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    await waitFor(
+      () => h.received.find((e) => e.topic === "email.status" && e.key === sent.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "deferred"),
+      "email.status deferred",
+    );
     const arrived = addressed("flaky@example.com");
     expect(arrived).toHaveLength(3);
     expect(arrived.filter((m) => m.accepted)).toHaveLength(1);
@@ -244,33 +260,80 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(new Set(arrived.map((m) => m.parsed.messageId))).toEqual(new Set([`<${sent.id}@acme.example>`]));
   });
 
-  it("gives up after the attempt cap with the last reason", async () => {
+  it("bounces soft when the retry window ends, with the last reply", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
-    sink.dataReplies.set("full@example.com", Array.from({ length: 5 }, () => ({ code: 452, text: "4.2.2 Mailbox full" })));
+    sink.dataReplies.set("full@example.com", Array.from({ length: 500 }, () => ({ code: 452, text: "4.2.2 Mailbox full" })));
     const failed = await sendAndSettle(t, "full@example.com");
-    expect(failed.status).toBe(delivery.EmailStatus.FAILED);
-    expect(failed.attempts).toBe(3);
+    expect(failed.status).toBe(delivery.EmailStatus.BOUNCED);
+    expect(failed.bounce).toMatchObject({ type: delivery.BounceType.SOFT, diagnostic: "452 4.2.2 Mailbox full" });
+    expect(failed.attempts).toBeGreaterThanOrEqual(2);
     expect(failed.error).toBe("attempts_exhausted: 452 4.2.2 Mailbox full");
+    expect(failed.failureReason).toBe(delivery.FailureReason.ATTEMPTS_EXHAUSTED);
     expect(failed.sentAt).toBeUndefined();
     expect(failed.failedAt).toBeDefined();
+    expect(failed.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.DEFERRED, delivery.EmailStatus.BOUNCED]);
     expect(acceptedFor("full@example.com")).toHaveLength(0);
+    await waitFor(() => h.subscribers.problems.find((p) => p.emailId === failed.id && p.problem === DeliveryProblem.SOFT_BOUNCE), "soft bounce reported");
+    sink.dataReplies.clear();
   });
 
-  it("fails at once on a permanent rejection (550), with the server's reason and without the address", async () => {
+  it("takes a complaint and a late bounce about sent mail: once each, with the status, its history, the event and the report to the subscribers service", async () => {
+    const t = tenant("live");
+    h.templates.put(t, WELCOME);
+    const scope = new DeliveryStorage(h.store).forTenant(tenantKey(t.tenant));
+    const deps = { relay: h.service.relay, now: Date.now };
+    const statusEvents = (id: string) =>
+      h.received.filter((e) => e.topic === "email.status" && e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value));
+
+    const spam = await sendAndSettle(t, "annoyed@example.com");
+    expect(spam.status).toBe(delivery.EmailStatus.SENT);
+    expect(await recordComplaint(deps, scope, spam.id)).toBe(true);
+    expect(await recordComplaint(deps, scope, spam.id)).toBe(false);
+    const complained = (await h.client.getEmail({ id: spam.id }, as(t))).email!;
+    expect(complained.status).toBe(delivery.EmailStatus.COMPLAINED);
+    expect(complained.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.SENT, delivery.EmailStatus.COMPLAINED]);
+    await waitFor(() => statusEvents(spam.id).find((e) => e.status === "complained"), "email.status complained");
+    expect(h.subscribers.problems.filter((p) => p.emailId === spam.id)).toEqual([
+      { tenant: tenantKey(t.tenant), email: "annoyed@example.com", problem: DeliveryProblem.COMPLAINT, emailId: spam.id },
+    ]);
+    // A bounce does not follow a complaint; nor does anything touch another tenant's email.
+    expect(await recordLateBounce(deps, scope, spam.id, { type: "hard", diagnostic: "550 5.1.1 <recipient>: gone" })).toBe(false);
+    const other = new DeliveryStorage(h.store).forTenant(tenantKey(tenant("live").tenant));
+    const late = await sendAndSettle(t, "moved.away@example.com");
+    expect(await recordComplaint(deps, other, late.id)).toBe(false);
+
+    expect(await recordLateBounce(deps, scope, late.id, { type: "hard", diagnostic: "550 5.1.1 <recipient>: gone" })).toBe(true);
+    const bounced = (await h.client.getEmail({ id: late.id }, as(t))).email!;
+    expect(bounced).toMatchObject({ status: delivery.EmailStatus.BOUNCED, error: "recipient_rejected: 550 5.1.1 <recipient>: gone", bounce: { type: delivery.BounceType.HARD } });
+    await waitFor(() => statusEvents(late.id).find((e) => e.status === "bounced" && e.bounceType === "hard"), "email.status bounced");
+    expect(h.subscribers.problems.filter((p) => p.emailId === late.id).map((p) => p.problem)).toEqual([DeliveryProblem.HARD_BOUNCE]);
+  });
+
+  it("bounces hard at once on a permanent rejection (550), with the server's reason and without the address", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);
     sink.rcptReplies.set("nobody@example.com", { code: 550, text: "5.1.1 <nobody@example.com>: Recipient address rejected: User unknown" });
     const failed = await sendAndSettle(t, "nobody@example.com");
-    expect(failed.status).toBe(delivery.EmailStatus.FAILED);
+    expect(failed.status).toBe(delivery.EmailStatus.BOUNCED);
+    expect(failed.bounce).toMatchObject({ type: delivery.BounceType.HARD, diagnostic: "550 5.1.1 <recipient>: Recipient address rejected: User unknown" });
+    expect(failed.history.map((c) => [c.status, c.detail])).toEqual([
+      [delivery.EmailStatus.QUEUED, ""],
+      [delivery.EmailStatus.BOUNCED, "550 5.1.1 <recipient>: Recipient address rejected: User unknown"],
+    ]);
     expect(failed.attempts).toBe(1);
     expect(failed.error).toBe("recipient_rejected: 550 5.1.1 <recipient>: Recipient address rejected: User unknown");
     expect(timestampMs(failed.failedAt!)).toBeGreaterThanOrEqual(timestampMs(failed.queuedAt!));
     expect(addressed("nobody@example.com")).toHaveLength(0);
     const status = await waitFor(
-      () => h.received.find((e) => e.topic === "email.status" && e.key === failed.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "failed"),
-      "email.status failed",
+      () => h.received.find((e) => e.topic === "email.status" && e.key === failed.id && fromBinary(events.EmailStatusChangedSchema, e.value).status === "bounced"),
+      "email.status bounced",
     );
+    expect(fromBinary(events.EmailStatusChangedSchema, status.value).bounceType).toBe("hard");
+    // The subscribers service is told, by the email's tenant, before the event goes out (the outbox's effect).
+    expect(h.subscribers.problems.filter((p) => p.emailId === failed.id)).toEqual([
+      { tenant: tenantKey(t.tenant), email: "nobody@example.com", problem: DeliveryProblem.HARD_BOUNCE, emailId: failed.id },
+    ]);
     expect(status.headers["event-type"]).toBe("email.status");
     // The reason is its own field, not read back from the text: on the stored email, the answer and the event.
     expect(failed.failureReason).toBe(delivery.FailureReason.RECIPIENT_REJECTED);

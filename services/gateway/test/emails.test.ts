@@ -56,17 +56,17 @@ describe("send", () => {
     expect(res.headers.get("idempotent-replayed")).toBeNull();
   });
 
-  it("answers a recipient delivery refused at once as failed with the reason, the same on a replay", async () => {
+  it("answers a recipient delivery refused at once as suppressed with the reason, the same on a replay", async () => {
     const to = recipient();
     h.delivery.refuse.set(to, delivery.FailureReason.RECIPIENT_SUPPRESSED);
     const body = { template_slug: "welcome", to, idempotency_key: "refused-1" };
     const res = await h.request("POST", "/api/v1/emails/send", { body });
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect(res.body).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
     const replay = await h.request("POST", "/api/v1/emails/send", { body });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(replay.body).toEqual(res.body);
-    expect((await h.request("GET", `/api/v1/emails/${res.body.id}`)).body).toMatchObject({ status: "failed", error: "recipient_suppressed" });
+    expect((await h.request("GET", `/api/v1/emails/${res.body.id}`)).body).toMatchObject({ status: "suppressed", error: "recipient_suppressed" });
   });
 
   it("maps the body to SendEmail in the caller's tenant; left-out variables are sent as {}", async () => {
@@ -305,6 +305,9 @@ describe("emails", () => {
       sent_at: null,
       failed_at: null,
       updated_at: expect.stringMatching(RFC3339_UTC),
+      bounce: null,
+      history: [],
+      next_attempt_at: null,
     });
   });
 

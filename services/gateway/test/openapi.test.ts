@@ -211,6 +211,7 @@ describe("response checker on templates and emails", () => {
     subject: "Hi {{first_name}}",
     mjml_content: "<mjml></mjml>",
     category: "transactional",
+    ignore_suppressions: [],
     version: 1,
     variables: ["first_name"],
     created_at: "2026-01-01T00:00:00.000Z",
@@ -232,6 +233,9 @@ describe("response checker on templates and emails", () => {
     sent_at: null,
     failed_at: null,
     updated_at: "2026-01-01T00:00:00.000Z",
+    bounce: null,
+    history: [{ status: "queued", at: "2026-01-01T00:00:00.000Z", detail: "" }],
+    next_attempt_at: null,
   };
   const queued = {
     id: "eml_1",
@@ -255,6 +259,8 @@ describe("response checker on templates and emails", () => {
 
   it("refuses a template with an unknown category or version 0", () => {
     expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, category: "newsletter" }))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, ignore_suppressions: ["hard_bounce"] }))).not.toThrow();
+    expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, ignore_suppressions: ["manual"] }))).toThrow(/does not match/);
     expect(() => check("GET", "/api/v1/templates/tpl_1", respond(200, { ...template, version: 0 }))).toThrow(/does not match/);
   });
 
@@ -262,6 +268,10 @@ describe("response checker on templates and emails", () => {
     expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, email))).not.toThrow();
     expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, status: "sent", sent_at: "2026-01-01T00:00:01.000Z" }))).not.toThrow();
     expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, status: "QUEUED" }))).toThrow(/does not match/);
+    const bounced = { ...email, status: "bounced", bounce: { type: "hard", diagnostic: "550 5.1.1 <recipient>: unknown" } };
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, bounced))).not.toThrow();
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...bounced, bounce: { type: "permanent", diagnostic: "" } }))).toThrow(/does not match/);
+    expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, status: "deferred", next_attempt_at: "2026-01-01T00:01:00.000Z" }))).not.toThrow();
     const { sent_at: _sent, ...withoutSentAt } = email;
     expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, withoutSentAt))).toThrow(/does not match/);
     expect(() => check("GET", "/api/v1/emails/eml_1", respond(200, { ...email, sent_at: "" }))).toThrow(/does not match/);

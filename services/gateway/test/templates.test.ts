@@ -43,6 +43,7 @@ describe("templates", () => {
       subject: "Welcome, {{first_name}}!",
       mjml_content: MJML,
       category: "marketing",
+      ignore_suppressions: [],
       version: 1,
       variables: ["first_name", "order.id"],
       from_email: null,

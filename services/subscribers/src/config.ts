@@ -1,4 +1,5 @@
 import { envInt, envOptional, type Env } from "@emailsvc/runtime";
+import { DEFAULT_SOFT_BOUNCES, type SoftBouncePolicy } from "./usecases/record-delivery-problem.js";
 
 /** The subscribers service's own settings (the common ones are the skeleton's). */
 export interface SubscribersConfig {
@@ -10,11 +11,17 @@ export interface SubscribersConfig {
    * MongoDB; on the embedded store a development key is kept under DATA_DIR.
    */
   suppressionKeys: string | undefined;
+  /** SOFT_BOUNCE_LIMIT in SOFT_BOUNCE_WINDOW_DAYS: soft bounces of one address that suppress it (default 3 in 30 days). */
+  softBounces: SoftBouncePolicy;
 }
 
 export function loadConfig(env: Env = process.env): SubscribersConfig {
   return {
     sweepIntervalMs: envInt("OUTBOX_SWEEP_INTERVAL_MS", 2000, { min: 10, max: 600_000 }, env),
     suppressionKeys: envOptional("SUPPRESSION_KEYS", env),
+    softBounces: {
+      limit: envInt("SOFT_BOUNCE_LIMIT", DEFAULT_SOFT_BOUNCES.limit, { min: 1, max: 100 }, env),
+      windowMs: envInt("SOFT_BOUNCE_WINDOW_DAYS", DEFAULT_SOFT_BOUNCES.windowMs / 86_400_000, { min: 1, max: 365 }, env) * 86_400_000,
+    },
   };
 }

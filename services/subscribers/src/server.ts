@@ -1,5 +1,5 @@
 import type { EventBus } from "@emailsvc/events";
-import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { startServiceServer } from "@emailsvc/grpc";
 import { type Logger } from "@emailsvc/telemetry";
@@ -12,6 +12,7 @@ import { subscriberRoutes } from "./rpc/services.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
+import type { SoftBouncePolicy } from "./usecases/record-delivery-problem.js";
 
 export interface SubscribersServiceOptions {
   store: DocumentStore;
@@ -22,6 +23,8 @@ export interface SubscribersServiceOptions {
   host?: string;
   /** SUPPRESSION_KEYS, loaded: the keys of the hashes that suppress erased addresses. */
   suppressionKeys: KeyRing;
+  /** Soft bounces of one address that suppress it (default 3 in 30 days). */
+  softBounces?: SoftBouncePolicy;
   /** Outbox sweep period; tests shorten it. */
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
@@ -49,9 +52,9 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
   });
-  const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys };
+  const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys, ...(options.softBounces ? { softBounces: options.softBounces } : {}) };
   const { server, health } = await startServiceServer({
-    services: [SubscriberService, TagService, AudienceService],
+    services: [SubscriberService, TagService, AudienceService, SuppressionService],
     routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
     ready: () => store.ping(),
     logger,

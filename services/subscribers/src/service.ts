@@ -15,6 +15,6 @@ export const subscribersService = defineService("subscribers", {
     } catch (err) {
       throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
     }
-    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys });
+    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces });
   },
 });

@@ -1,6 +1,6 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { InProcessEventBus, type EventBus, type ReceivedEvent } from "@emailsvc/events";
-import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import { createServiceTransport } from "@emailsvc/grpc";
 import { createLogger } from "@emailsvc/telemetry";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -26,13 +26,14 @@ export interface Harness {
   subscribers: Client<typeof SubscriberService>;
   tags: Client<typeof TagService>;
   audience: Client<typeof AudienceService>;
+  suppressions: Client<typeof SuppressionService>;
   close(): Promise<void>;
 }
 
 /** The harness's SUPPRESSION_KEYS. */
 export const SUPPRESSION_KEYS: KeyRing = parseKeyRing(generateKeyText("test"));
 
-export async function startHarness(kind: StoreKind): Promise<Harness> {
+export async function startHarness(kind: StoreKind, options: { softBounces?: { limit: number; windowMs: number } } = {}): Promise<Harness> {
   // The embedded store in a directory of our own, so that tests can read its datafiles.
   const dataDir = kind === "embedded" ? mkdtempSync(join(tmpdir(), "subscribers-test-")) : undefined;
   const { store, cleanup } = dataDir
@@ -56,6 +57,7 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     sweepIntervalMs: 50,
     sweepGraceMs: 100,
     suppressionKeys: SUPPRESSION_KEYS,
+    ...(options.softBounces ? { softBounces: options.softBounces } : {}),
   });
   const transport = createServiceTransport(service.url);
   return {
@@ -67,6 +69,7 @@ export async function startHarness(kind: StoreKind): Promise<Harness> {
     subscribers: createClient(SubscriberService, transport),
     tags: createClient(TagService, transport),
     audience: createClient(AudienceService, transport),
+    suppressions: createClient(SuppressionService, transport),
     async close() {
       await service.close();
       await subscription.stop();

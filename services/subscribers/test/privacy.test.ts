@@ -99,7 +99,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("privacy of the subscribers se
     const markers = await h.store.collection("suppressions").find({ tenant: `${t.tenant.accountId}:test` });
     const key = SUPPRESSION_KEYS.current;
     const expected = createHmac("sha256", key.secret).update(`${t.tenant.accountId}:test\nerased.person@example.com`).digest("base64url");
-    expect(markers).toEqual([{ _id: expected, tenant: `${t.tenant.accountId}:test`, key_id: key.id, created_at: expect.any(Number) }]);
+    expect(markers).toEqual([{ _id: expected, tenant: `${t.tenant.accountId}:test`, key_id: key.id, created_at: expect.any(Number), reason: "erased", source: "erasure" }]);
     expect(JSON.stringify(markers).toLowerCase()).not.toMatch(/erased\.person|sub_/);
 
     // Any case of the address, any way of creating it.

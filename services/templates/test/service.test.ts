@@ -24,7 +24,7 @@ const WELCOME = [
   "</mjml>",
 ].join("\n");
 
-function createReq(overrides: Partial<templates.CreateTemplateRequest> = {}) {
+function createReq(overrides: Partial<Pick<templates.CreateTemplateRequest, "name" | "subject" | "mjmlContent" | "category" | "slug">> & { ignoreSuppressions?: string[] } = {}) {
   return {
     name: "Welcome Email",
     subject: "Welcome, {{name}}!",
@@ -45,6 +45,28 @@ describe.each<StoreKind>(["embedded", "mongodb"])("templates service over gRPC o
 
   /** Version documents of one tenant, straight from the store. */
   const versionCount = (t: ReturnType<typeof tenant>) => h.store.collection("template_versions").count({ tenant: tenantKey(t.tenant) });
+
+  it("keeps a transactional template's ignore_suppressions (sorted, once each), serves it compiled, and refuses it on marketing", async () => {
+    const t = tenant();
+    const failure = (p: Promise<unknown>) => p.then(() => { throw new Error("expected the call to fail"); }, readError);
+    const { template } = await h.client.createTemplate(createReq({ slug: "reset", ignoreSuppressions: ["hard_bounce", "complaint", "hard_bounce"] }), as(t));
+    expect(template!.ignoreSuppressions).toEqual(["complaint", "hard_bounce"]);
+    const { compiled } = await h.client.getCompiledTemplate({ template: { case: "slug", value: "reset" }, version: 0 }, as(t));
+    expect(compiled!.ignoreSuppressions).toEqual(["complaint", "hard_bounce"]);
+    for (const [req, field] of [
+      [createReq({ slug: "news", category: TemplateCategory.MARKETING, ignoreSuppressions: ["hard_bounce"] }), "ignore_suppressions"],
+      [createReq({ slug: "odd", ignoreSuppressions: ["manual"] }), "ignore_suppressions[0]"],
+    ] as const) {
+      const err = await failure(h.client.createTemplate(req, as(t)));
+      expect([err.code, err.fieldViolations.map((v) => v.field)]).toEqual([Code.InvalidArgument, [field]]);
+    }
+    // Turning it into a marketing template with overrides left is refused; [] removes them.
+    const toMarketing = await failure(h.client.updateTemplate({ id: template!.id, category: TemplateCategory.MARKETING }, as(t)));
+    expect(toMarketing.code).toBe(Code.InvalidArgument);
+    const cleared = (await h.client.updateTemplate({ id: template!.id, ignoreSuppressions: { reasons: [] } }, as(t))).template!;
+    expect([cleared.ignoreSuppressions, cleared.version]).toEqual([[], 1]);
+    expect((await h.client.updateTemplate({ id: template!.id, category: TemplateCategory.MARKETING }, as(t))).template!.category).toBe(TemplateCategory.MARKETING);
+  });
 
   it("creates a template with a derived slug, version 1 and its variables, and reads it back", async () => {
     const t = tenant();

@@ -9,7 +9,7 @@ export interface EmailOutcome {
   campaignId: string;
   subscriberId: string;
   status: string;
-  /** For failed: why, in delivery's vocabulary (the enum, never the error text). */
+  /** For failed, bounced and suppressed: why, in delivery's vocabulary (the enum, never the error text). */
   failureReason: delivery.FailureReason;
 }
 
@@ -37,12 +37,19 @@ function bucketOfFailure(reason: delivery.FailureReason): Bucket {
 }
 
 /**
- * Records delivery's outcomes of a batch (sent, failed, held) on the ledger:
+ * The statuses that move a row: sent; failed, bounced and suppressed (by
+ * their reason: a suppressed recipient is skipped with it, a bounced one
+ * failed); held. Others (queued, deferred, delivered, complained) leave it.
+ */
+const SETTLED = new Set(["sent", "failed", "bounced", "suppressed", "held"]);
+
+/**
+ * Records delivery's outcomes of a batch (sent, failed, bounced, suppressed, held) on the ledger:
  * queued rows move to sent, failed or skipped, a batch per campaign and
  * outcome; `held` (delivery did not give the email to the provider because the
  * campaign is paused) moves them back to pending, so that the dispatcher hands
  * them over again once the campaign is resumed (delivery's record makes that
- * the same email). Other statuses (queued, delivered, bounced) change no row.
+ * the same email). Other statuses (queued, deferred, delivered, complained) change no row.
  * A row a cancel skipped while its email was already on its way, and that was
  * sent after all, is counted as sent: the ledger says what happened.
  */
@@ -50,7 +57,7 @@ export async function recordOutcomes(repos: TenantRepositories, outcomes: readon
   const groups = new Map<string, { campaignId: string; to: Bucket; ids: string[] }>();
   for (const o of outcomes) {
     if (!o.campaignId || !o.subscriberId) continue;
-    if (o.status !== "sent" && o.status !== "failed" && o.status !== "held") continue;
+    if (!SETTLED.has(o.status)) continue;
     const to: Bucket = o.status === "sent" ? "sent" : o.status === "held" ? "pending" : bucketOfFailure(o.failureReason);
     const key = `${o.campaignId}|${to}`;
     const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };

@@ -1,4 +1,4 @@
-import type { TemplateCategory } from "./renderer.js";
+import type { IgnorableSuppression, TemplateCategory } from "./renderer.js";
 import type { Mailability, MailingBlock } from "./recipients.js";
 import type { PublicErrorCode } from "./provider.js";
 
@@ -33,15 +33,26 @@ const REFUSAL_OF: Record<MailingBlock, RefusalCode> = {
   suppressed: "recipient_suppressed",
 };
 
+/** The block each ignorable suppression reason stands for in the answer. */
+const BLOCK_OF_IGNORED: Record<IgnorableSuppression, MailingBlock> = { hard_bounce: "bounced", complaint: "complained" };
+
 /**
  * Why the email may not go to its recipient, or undefined when it may.
  * `answer`: the recipient's mailability; `erased`: the subscriber the email
  * was addressed to (a campaign's recipient, by id) exists no more; `unknown`:
  * nobody can tell (no subscribers service configured), so it goes.
+ * `ignored`: the template's `ignore_suppressions`, which lift a bounced or
+ * complained block of transactional mail only (marketing mail never ignores it).
  */
-export function refusal(category: MailCategory, answer: Mailability | "erased" | "unknown"): RefusalCode | undefined {
+export function refusal(
+  category: MailCategory,
+  answer: Mailability | "erased" | "unknown",
+  ignored: readonly IgnorableSuppression[] = [],
+): RefusalCode | undefined {
   if (answer === "unknown") return undefined;
   if (answer === "erased") return "recipient_erased";
   const block = answer[category];
-  return block ? REFUSAL_OF[block] : undefined;
+  if (!block) return undefined;
+  if (category === "transactional" && ignored.some((reason) => BLOCK_OF_IGNORED[reason] === block)) return undefined;
+  return REFUSAL_OF[block];
 }

@@ -7,15 +7,45 @@ import type { PublicErrorCode } from "./provider.js";
 
 /**
  * Lifecycle: `queued` (stored, waiting for or in a send attempt) -> `sent`
- * (the provider took it) or `failed` (permanent rejection, or gave up).
- * `bounced` and `delivered` are reserved for providers that report them later.
+ * (the provider took it), `deferred` (the relay said "not now" or could not be
+ * reached: tried again at `next_attempt_at`, back to `sent` or on to a final
+ * status), `bounced` (refused for good: hard at once on a 5xx, soft when the
+ * retry window of a deferred email ends), `failed` (it could not be sent: no
+ * relay within the window, template gone, campaign cancelled), `suppressed`
+ * (the recipient may not get this mail: never handed to the provider).
+ * `delivered` and `complained` are set later, by what providers and
+ * recipients report.
  */
-export const STATUSES = ["queued", "sent", "failed", "bounced", "delivered"] as const;
+export const STATUSES = ["queued", "sent", "delivered", "deferred", "bounced", "complained", "failed", "suppressed"] as const;
 export type EmailStatus = (typeof STATUSES)[number];
+
+/** The statuses of an email still to be sent (a send attempt may claim it). */
+export const PENDING_STATUSES = ["queued", "deferred"] as const satisfies readonly EmailStatus[];
+export type PendingStatus = (typeof PENDING_STATUSES)[number];
+
+/** The filter on `status` of every write that may only touch an email still to be sent. */
+export const PENDING = { $in: [...PENDING_STATUSES] } as { $in: EmailStatus[] };
 
 /** Statuses after which the email is never sent (again). */
 export function isFinal(status: EmailStatus): boolean {
-  return status !== "queued";
+  return status !== "queued" && status !== "deferred";
+}
+
+/** Hard: refused for good at SMTP time (5xx); soft: "not now" (4xx) until the retry window ended. */
+export type BounceType = "hard" | "soft";
+
+export interface Bounce {
+  type: BounceType;
+  /** The relay's reply, addresses removed. */
+  diagnostic: string;
+}
+
+/** One change of status, as the email's record keeps it. */
+export interface StatusChange {
+  status: EmailStatus;
+  at: number;
+  /** The relay's reply (deferred, bounced) or the reason's code (failed, suppressed); "" otherwise. */
+  detail: string;
 }
 
 /** A provider's name in the registry (providers/registry.ts): `sandbox`, `smtp`, … (EMAIL_PROVIDER). */
@@ -48,6 +78,11 @@ export interface EmailView {
   sentAt: number | null;
   failedAt: number | null;
   updatedAt: number;
+  bounce: Bounce | undefined;
+  /** Every status the email had, oldest first. */
+  history: StatusChange[];
+  /** When a deferred email is tried again; null otherwise. */
+  nextAttemptAt: number | null;
 }
 
 export const LIMITS = {

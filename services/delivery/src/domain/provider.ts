@@ -1,6 +1,6 @@
 import type { delivery } from "@emailsvc/proto";
 import type { OutgoingMessage } from "./message.js";
-import type { ProviderName } from "./email.js";
+import type { Bounce, BounceType, ProviderName } from "./email.js";
 
 // The provider port and what a failed send means. Pure.
 
@@ -26,15 +26,15 @@ export interface EmailProvider {
 
 /**
  * How a send failed:
- * - `permanent`: the receiving side refused this message for good (SMTP 5xx),
- *   or it cannot be built (template gone, render error): the email fails at
- *   once, no retry.
+ * - `permanent`: the receiving side refused this message for good (SMTP 5xx:
+ *   a hard bounce), it cannot be built (template gone, render error: failed),
+ *   or the recipient may not get it (suppressed): no retry.
  * - `transient`: the server answered, but not now (SMTP 4xx, a reply timeout):
- *   retried, and counted toward the attempt cap.
+ *   deferred and retried with backoff; a soft bounce once the window ends.
  * - `unreachable`: no server to talk to (connection refused or lost, DNS,
  *   connect/greeting timeout, 421, the templates or subscribers service down):
- *   retried without counting toward the attempt cap, since the message itself
- *   is not the problem; bounded by the queue lifetime instead.
+ *   deferred and retried like a "not now", but failed (not bounced) once the
+ *   window ends, since the recipient's address is not in question.
  * - `aborted`: stopped by us (shutdown, the attempt's deadline, or its lease
  *   lost); the outcome is unknown, the lease decides what happens next.
  */
@@ -62,20 +62,20 @@ export const PUBLIC_ERRORS = {
   recipient_rejected: "the relay refused the recipient",
   /** The relay refused the message for good (5xx to MAIL FROM or DATA). */
   message_rejected: "the relay refused the message",
-  /** The relay answered "try later" until the attempt cap. */
-  attempts_exhausted: "the relay kept answering 'try later' until the attempt cap",
-  /** No relay could be reached (or accepted our credentials) within the queue lifetime. */
-  relay_unavailable: "the relay could not be reached within the queue lifetime",
-  /** The templates or subscribers service could not be reached within the queue lifetime. */
-  service_unavailable: "a service the send needs could not be reached within the queue lifetime",
+  /** The relay answered "try later" until the retry window ended (a soft bounce). */
+  attempts_exhausted: "the relay kept answering 'try later' until the retry window ended",
+  /** No relay could be reached (or accepted our credentials) within the retry window. */
+  relay_unavailable: "the relay could not be reached within the retry window",
+  /** The templates or subscribers service could not be reached within the retry window. */
+  service_unavailable: "a service the send needs could not be reached within the retry window",
   /** Marketing mail (a marketing template, or a campaign) whose recipient's subscriber unsubscribed. */
   recipient_unsubscribed: "the recipient unsubscribed: marketing mail is not sent to them",
   /** Any mail to a subscriber whose address bounced. */
   recipient_bounced: "the recipient's address bounced: no mail is sent to it",
   /** Any mail to a subscriber who complained about our mail. */
   recipient_complained: "the recipient complained about our mail: no mail is sent to them",
-  /** Marketing mail to an address erased at its owner's request (kept as a keyed hash, suppressed). */
-  recipient_suppressed: "the address was erased at its owner's request: marketing mail is not sent to it",
+  /** Mail to an address on the account's suppression list (erased, unsubscribed or added by hand) that this mail may not reach. */
+  recipient_suppressed: "the address is on the account's suppression list: this mail is not sent to it",
   /** The recipient's subscriber was erased before the email was sent. */
   recipient_erased: "the recipient's subscriber was erased before the email was sent",
   /** A campaign email whose campaign was cancelled before it was given to the provider. */
@@ -115,20 +115,44 @@ export class SendFailure extends Error {
 }
 
 export interface RetryPolicy {
-  /** Attempts after which a transient failure fails the email. */
-  maxAttempts: number;
-  /** How long an email may wait for an unreachable provider before it fails. */
-  maxQueueAgeMs: number;
+  /** Wait before the first retry of a deferred email (ms); doubled after each further deferral. */
+  backoffMs: number;
+  /** The longest wait between two attempts (ms). */
+  maxBackoffMs: number;
+  /**
+   * How long after it was queued an email is still tried (ms,
+   * DELIVERY_RETRY_HOURS): then a "not now" bounces it soft, and an
+   * unreachable relay or service fails it.
+   */
+  windowMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, maxQueueAgeMs: 24 * 60 * 60 * 1000 };
+/** 1 minute, doubling, at most an hour apart, for 72 hours (what receiving MTAs expect of a sender). */
+export const DEFAULT_RETRY: RetryPolicy = { backoffMs: 60_000, maxBackoffMs: 3_600_000, windowMs: 72 * 3_600_000 };
 
-/** Either try again, or fail the email with `reason` and `error` (its public text, see PUBLIC_ERRORS). */
-export type Outcome = { retry: true } | { retry: false; reason: PublicErrorCode; error: string };
+/** The refusals of the recipient (the subscribers service's answer): the email is `suppressed`, not failed. */
+const SUPPRESSION_CODES = new Set<FailureCode>(["recipient_unsubscribed", "recipient_bounced", "recipient_complained", "recipient_suppressed"]);
 
-/** The outcome of giving up: the reason, and its text with the relay's reply. */
-function failWith(reason: PublicErrorCode, reply = ""): Outcome {
-  return { retry: false, reason, error: publicError(reason, reply) };
+/** A refusal for good of the recipient or the message by the relay: a hard bounce. */
+const HARD_BOUNCE_CODES = new Set<FailureCode>(["recipient_rejected", "message_rejected"]);
+
+/**
+ * What happens to the email after a failed attempt:
+ * - `retry`: nothing is written, as after a crash (the attempt was cut off);
+ *   the lease decides who tries next;
+ * - `defer`: status `deferred` until `nextAttemptAt`, when the sweep hands it
+ *   back to the consumer;
+ * - `settle`: a final status, with the reason (its code), the `error` text
+ *   (the code and the relay's reply) and, for a bounce, its type.
+ */
+export type Outcome =
+  | { kind: "retry" }
+  | { kind: "defer"; nextAttemptAt: number; reply: string }
+  | { kind: "settle"; status: "bounced" | "failed" | "suppressed"; reason: PublicErrorCode; error: string; bounce?: Bounce };
+
+function settleWith(status: "bounced" | "failed" | "suppressed", reason: PublicErrorCode, reply = "", bounceType?: BounceType): Outcome {
+  const error = publicError(reason, reply);
+  return { kind: "settle", status, reason, error, ...(bounceType ? { bounce: { type: bounceType, diagnostic: reply || reason } } : {}) };
 }
 
 /** The public code a failure of this kind ends with once it is given up on. */
@@ -142,29 +166,35 @@ function finalCode(failure: SendFailure): PublicErrorCode {
   }
 }
 
+/** The wait before the next attempt, after `attempts` attempts: backoff doubled per attempt beyond the first, capped. */
+export function backoffAfter(attempts: number, policy: Pick<RetryPolicy, "backoffMs" | "maxBackoffMs">): number {
+  const doublings = Math.min(Math.max(attempts - 1, 0), 30);
+  return Math.min(policy.backoffMs * 2 ** doublings, policy.maxBackoffMs);
+}
+
 /**
  * What to do after a failed attempt. `attempts` counts every attempt made so
- * far including this one, `transientFailures` the ones the server answered
- * "not now" to (including this one when it is one).
+ * far including this one. A "not now" (transient) retried past the window
+ * bounces soft; an unreachable relay or service fails (`relay_unavailable`,
+ * `service_unavailable`): the recipient's address is not in question, so the
+ * subscriber is not moved. The last attempt comes at the window's end.
  */
-export function afterFailure(
-  failure: SendFailure,
-  state: { attempts: number; transientFailures: number; queuedAt: number; now: number },
-  policy: RetryPolicy,
-): Outcome {
+export function afterFailure(failure: SendFailure, state: { attempts: number; queuedAt: number; now: number }, policy: RetryPolicy): Outcome {
   switch (failure.kind) {
     case "permanent":
-      return failWith(finalCode(failure), failure.reply);
+      if (SUPPRESSION_CODES.has(failure.code)) return settleWith("suppressed", finalCode(failure));
+      if (HARD_BOUNCE_CODES.has(failure.code)) return settleWith("bounced", finalCode(failure), failure.reply, "hard");
+      return settleWith("failed", finalCode(failure), failure.reply);
     case "transient":
-      if (state.transientFailures >= policy.maxAttempts) {
-        return failWith("attempts_exhausted", failure.reply);
+    case "unreachable": {
+      const windowEnd = state.queuedAt + policy.windowMs;
+      if (state.now >= windowEnd) {
+        // A connection error's text names hosts and ports: for operators only.
+        return failure.kind === "transient" ? settleWith("bounced", "attempts_exhausted", failure.reply, "soft") : settleWith("failed", finalCode(failure));
       }
-      return { retry: true };
-    case "unreachable":
-      // A connection error's text names hosts and ports: for operators only.
-      if (state.now - state.queuedAt >= policy.maxQueueAgeMs) return failWith(finalCode(failure));
-      return { retry: true };
+      return { kind: "defer", nextAttemptAt: Math.min(state.now + backoffAfter(state.attempts, policy), windowEnd), reply: failure.reply };
+    }
     case "aborted":
-      return { retry: true };
+      return { kind: "retry" };
   }
 }

@@ -63,3 +63,15 @@ export class RecipientsUnavailableError extends Error {
     this.name = "RecipientsUnavailableError";
   }
 }
+
+/** What an email taught about its address: a hard or a soft bounce (retries ran out), or a complaint. */
+export type DeliveryProblem = "hard_bounce" | "soft_bounce" | "complaint";
+
+/**
+ * Where bounces and complaints go: the subscribers service, which keeps the
+ * suppression list and moves the address's subscriber (SuppressionService.
+ * RecordDeliveryProblem, idempotent per email). Throws when it cannot be told.
+ */
+export interface DeliveryProblemSink {
+  record(tenant: string, report: { email: string; problem: DeliveryProblem; emailId: string }): Promise<void>;
+}

@@ -25,6 +25,8 @@ export interface CompiledTemplate {
   slug: string;
   version: number;
   category: TemplateCategory;
+  /** The suppression-list reasons the template's transactional mail is sent despite (domain/eligibility.ts). */
+  ignoreSuppressions?: readonly IgnorableSuppression[];
   /** Handlebars source of the subject. */
   subject: string;
   /** MJML compiled to HTML, still holding the {{placeholders}}. */
@@ -34,6 +36,9 @@ export interface CompiledTemplate {
 }
 
 export type TemplateCategory = "transactional" | "marketing" | "unspecified";
+
+/** What a transactional template may send despite: a hard bounce, a complaint (the templates service's `ignore_suppressions`). */
+export type IgnorableSuppression = "hard_bounce" | "complaint";
 
 /**
  * A version ready to render messages with, or the reason it never will be

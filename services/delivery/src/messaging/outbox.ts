@@ -6,6 +6,7 @@ import type { CrossTenantCollection } from "@emailsvc/storage";
 import { delivery } from "@emailsvc/proto";
 import { failureReasonOf, type EmailDoc, type OutboxEntry, type PausedCampaignDoc } from "../storage/documents.js";
 import type { DeliveryStorage } from "../storage/repositories.js";
+import type { DeliveryProblem, DeliveryProblemSink } from "../domain/recipients.js";
 
 export interface DeliveryOutboxOptions {
   storage: DeliveryStorage;
@@ -16,7 +17,9 @@ export interface DeliveryOutboxOptions {
   sweepIntervalMs?: number;
   /** A pending outbox younger than this is left to the write that made it (default 5 s). */
   sweepGraceMs?: number;
-  /** See StalledSweep (default 10 minutes). */
+  /** Where bounces and complaints are reported (the subscribers service); none: nobody is told (tests, a lone delivery). */
+  problems?: DeliveryProblemSink | undefined;
+  /** See requeueStalled (default 10 minutes); also how long a retry asked for may wait for its attempt before it is asked for again. */
   stalledAfterMs?: number;
   /** More timed work run after each sweep (the sending domains' re-check). */
   passes?: RelayPass[];
@@ -36,6 +39,12 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
     clock: options.clock,
     // A send request before the status it goes with, when one flush publishes both.
     topicOrder: ["email.send.requested"],
+    // A bounce or complaint is reported to the subscribers service before its event is published: until it
+    // has taken it (idempotent per email), the entry stays pending and the sweep tries again.
+    effect: async (doc, entry) => {
+      const problem = entry.topic === "email.status" ? problemOf(doc, entry.status) : undefined;
+      if (problem && options.problems && doc.to) await options.problems.record(doc.tenant, { email: doc.to, problem, emailId: doc._id });
+    },
     events: (doc, entry) => {
       const origin = { eventId: entry.id, tenant: doc.tenant, occurredAt: entry.at };
       return [
@@ -52,9 +61,20 @@ export function deliveryOutbox(options: DeliveryOutboxOptions): OutboxRelay<Emai
         run: () => requeueStalled(options.storage.stalledSweep(), relay, options, options.storage.pausedCampaignsOfAll()),
       },
       ...(options.passes ?? []),
+      {
+        name: "retry sweep",
+        run: () => requestDueRetries(options.storage.retrySweep(), relay, options),
+      },
     ],
   });
   return relay;
+}
+
+/** What a status change teaches about the address: a bounce (by its type) or a complaint. */
+function problemOf(doc: EmailDoc, status: OutboxEntry["status"]): DeliveryProblem | undefined {
+  if (status === "complained") return "complaint";
+  if (status !== "bounced") return undefined;
+  return doc.bounce?.type === "soft" ? "soft_bounce" : "hard_bounce";
 }
 
 /**
@@ -68,14 +88,23 @@ function sendRequest(doc: EmailDoc) {
 }
 
 /**
- * An email.status body: ids, the status and, for a failure, its reason (the
- * enum consumers read, and its code as text; never the relay's reply).
+ * An email.status body: ids, the status and, for a failure, a suppression or
+ * a bounce, its reason (the enum consumers read, and its code as text; never
+ * the relay's reply), and a bounce's type.
  */
 export function statusEvent(
-  doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error" | "failure_reason">,
+  doc: Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error" | "failure_reason" | "bounce">,
   status: string,
-): { emailId: string; status: string; subscriberId: string; campaignId: string; reason: string; failureReason: delivery.FailureReason } {
-  const reason = status === "failed" ? failureReasonOf({ ...doc, status: "failed" }) : undefined;
+): {
+  emailId: string;
+  status: string;
+  subscriberId: string;
+  campaignId: string;
+  reason: string;
+  failureReason: delivery.FailureReason;
+  bounceType: string;
+} {
+  const reason = status === "failed" || status === "suppressed" || status === "bounced" ? failureReasonOf({ ...doc, status }) : undefined;
   return {
     emailId: doc._id,
     status,
@@ -83,6 +112,7 @@ export function statusEvent(
     campaignId: doc.campaign_id ?? "",
     reason: reason ?? "",
     failureReason: delivery.failureReasonOfCode(reason),
+    bounceType: status === "bounced" ? (doc.bounce?.type ?? "") : "",
   };
 }
 
@@ -135,4 +165,38 @@ export async function requeueStalled(
     await relay.flush(updated);
   }
   return requeued;
+}
+
+/** Deferred emails the retry sweep asks for at most per pass (the rest at the next pass, 2 s later). */
+const RETRIES_PER_SWEEP = 100;
+
+/**
+ * Asks again for the deferred emails of every tenant whose next attempt is
+ * due: each gets `retry_requested` (the one mark a claim of a deferred email
+ * accepts, see usecases/lease.ts) and a send request in its outbox, in one
+ * write guarded by its version, then published. Its `next_attempt_at` moves
+ * `stalledAfterMs` ahead: should that request be lost, it is asked for again
+ * then. So a deferred email waits in the store, not on the bus, and holds up
+ * no other mail. Resolves how many it asked for.
+ */
+export async function requestDueRetries(
+  emails: CrossTenantCollection<EmailDoc>,
+  relay: OutboxRelay<EmailDoc>,
+  options: Pick<DeliveryOutboxOptions, "clock" | "logger" | "stalledAfterMs">,
+): Promise<number> {
+  const now = options.clock();
+  const due = await emails.find({ status: "deferred", next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit: RETRIES_PER_SWEEP });
+  let requested = 0;
+  for (const doc of due) {
+    if (doc.outbox_pending || doc.lease_until > now) continue;
+    const entry: OutboxEntry = { id: newId("evt"), topic: "email.send.requested", at: now };
+    const updated = await emails.forTenant(doc.tenant).updateOne(
+      { _id: doc._id, version: doc.version, status: "deferred", outbox_pending: false },
+      withOutbox<EmailDoc, OutboxEntry>({ $set: { retry_requested: true, next_attempt_at: now + (options.stalledAfterMs ?? 10 * 60_000) } }, [entry], now),
+    );
+    if (!updated) continue;
+    requested++;
+    await relay.flush(updated);
+  }
+  return requested;
 }

@@ -12,7 +12,12 @@ const STATUS_TO_PROTO: Record<EmailStatus, delivery.EmailStatus> = {
   failed: delivery.EmailStatus.FAILED,
   bounced: delivery.EmailStatus.BOUNCED,
   delivered: delivery.EmailStatus.DELIVERED,
+  deferred: delivery.EmailStatus.DEFERRED,
+  complained: delivery.EmailStatus.COMPLAINED,
+  suppressed: delivery.EmailStatus.SUPPRESSED,
 };
+
+const BOUNCE_TO_PROTO = { hard: delivery.BounceType.HARD, soft: delivery.BounceType.SOFT } as const;
 
 const ts = (ms: number | null) => (ms === null ? undefined : timestampFromMs(ms));
 
@@ -34,6 +39,9 @@ export function emailToProto(view: EmailView): delivery.Email {
     sentAt: ts(view.sentAt),
     failedAt: ts(view.failedAt),
     updatedAt: ts(view.updatedAt),
+    bounce: view.bounce ? { type: BOUNCE_TO_PROTO[view.bounce.type], diagnostic: view.bounce.diagnostic } : undefined,
+    history: view.history.map((change) => ({ status: STATUS_TO_PROTO[change.status], at: timestampFromMs(change.at), detail: change.detail })),
+    nextAttemptAt: ts(view.nextAttemptAt),
   });
 }
 

@@ -1,9 +1,10 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AudienceService, MailingBlock, type Mailability as MailabilityProto } from "@emailsvc/proto";
+import { AudienceService, DeliveryProblem as DeliveryProblemProto, MailingBlock, SuppressionService, type Mailability as MailabilityProto } from "@emailsvc/proto";
 import { callHeaders, tenantOfKey } from "@emailsvc/tenancy";
 import {
   RecipientsUnavailableError,
   type AddressedRecipient,
+  type DeliveryProblemSink,
   type Mailability,
   type MailingBlock as Block,
   type RecipientDirectory,
@@ -66,4 +67,23 @@ function mailabilityOf(m: MailabilityProto | undefined): Mailability {
   const block = (b: MailingBlock | undefined): Block | undefined =>
     b === undefined || b === MailingBlock.UNSPECIFIED ? undefined : (BLOCKS[b] ?? "suppressed");
   return { marketing: block(m?.marketing), transactional: block(m?.transactional) };
+}
+
+const PROBLEM_TO_PROTO = {
+  hard_bounce: DeliveryProblemProto.HARD_BOUNCE,
+  soft_bounce: DeliveryProblemProto.SOFT_BOUNCE,
+  complaint: DeliveryProblemProto.COMPLAINT,
+} as const;
+
+/** DeliveryProblemSink over gRPC: SuppressionService.RecordDeliveryProblem in the email's tenant, as the system. */
+export function subscribersProblemSink(transport: Transport, options: { timeoutMs?: number } = {}): DeliveryProblemSink {
+  const suppressions = createClient(SuppressionService, transport);
+  return {
+    async record(tenant, report) {
+      await suppressions.recordDeliveryProblem(
+        { email: report.email, problem: PROBLEM_TO_PROTO[report.problem], emailId: report.emailId },
+        { headers: callHeaders({ tenant: tenantOfKey(tenant), actor: "system", requestId: "" }), timeoutMs: options.timeoutMs ?? 5000 },
+      );
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { templates } from "@emailsvc/proto";
 import { callHeaders, type CallContext } from "@emailsvc/tenancy";
-import type { CompiledTemplate, TemplateCategory } from "../domain/renderer.js";
+import type { CompiledTemplate, IgnorableSuppression, TemplateCategory } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 
 // TemplateSource over gRPC: TemplateService.GetCompiledTemplate, with the
@@ -47,6 +47,8 @@ export function templatesClient(transport: Transport, options: { timeoutMs?: num
       slug: compiled.slug,
       version: compiled.version,
       category: categoryOf(compiled.category),
+      // Reasons this build does not know are left out: the mail is then skipped, as by default.
+      ignoreSuppressions: compiled.ignoreSuppressions.filter((r): r is IgnorableSuppression => r === "hard_bounce" || r === "complaint"),
       subject: compiled.subject,
       html: compiled.html,
       sender: { fromEmail: compiled.fromEmail, fromName: compiled.fromName, replyTo: compiled.replyTo },

@@ -1,6 +1,6 @@
 import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
-import type { EmailStatus } from "../domain/email.js";
+import type { Bounce, EmailStatus, StatusChange } from "../domain/email.js";
 import type { RecordPurpose, RecordState, SenderDomainStatus } from "../domain/sender-domain.js";
 import { PUBLIC_ERRORS, type PublicErrorCode } from "../domain/provider.js";
 
@@ -99,17 +99,25 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
+  /** Every status change with its time (pushed by the write that makes it); absent on emails stored before it existed. */
+  status_history?: StatusChange[];
+  /** Set when the email bounced: hard or soft, and the relay's reply (addresses removed). */
+  bounce?: Bounce;
+  /** When a deferred email is due for its next attempt (ms); 0 or absent otherwise. The retry sweep reads it. */
+  next_attempt_at?: number;
+  /** A deferred email the retry sweep asked to be sent again (cleared by its next deferral): only then may an attempt claim it. */
+  retry_requested?: boolean;
 }
 
 /**
- * Why a failed email failed: its `failure_reason`. An email failed before
+ * Why a failed, suppressed or bounced email was not sent: its `failure_reason`. An email failed before
  * that field was written has only its `error` text, whose leading code is the
  * same vocabulary; it is read from there, here alone, each time such an email
  * is read (no migration: they are the older records, and their text never
  * changes). Undefined for an email that did not fail.
  */
 export function failureReasonOf(doc: Pick<EmailDoc, "status" | "error" | "failure_reason">): PublicErrorCode | undefined {
-  if (doc.status !== "failed") return undefined;
+  if (doc.status !== "failed" && doc.status !== "suppressed" && doc.status !== "bounced") return undefined;
   if (doc.failure_reason) return doc.failure_reason;
   const code = doc.error.split(":", 1)[0]!;
   return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
@@ -179,6 +187,8 @@ export const EMAIL_INDEXES = [
   // their events across restarts, so it finds work after an event was lost anyway (a topic recreated,
   // a bus directory deleted).
   { name: "stalled", fields: { status: 1, updated_at: 1 } },
+  // The retry sweep: deferred emails of every tenant whose next attempt is due, soonest first.
+  { name: "due_retries", fields: { status: 1, next_attempt_at: 1 } },
 ] as const;
 
 export const SANDBOX_INDEXES = [

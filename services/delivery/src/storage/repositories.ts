@@ -89,6 +89,11 @@ export class DeliveryStorage {
     return new CrossTenantCollection(this.senderDomains, "sender-domain re-check: finds pending domains of every tenant whose next check is due");
   }
 
+  /** For the retry sweep: deferred emails of every tenant whose next attempt is due. */
+  retrySweep(): CrossTenantCollection<EmailDoc> {
+    return new CrossTenantCollection(this.emails, "retry sweep: finds deferred emails of every tenant whose next attempt is due");
+  }
+
   /** For the stalled-mail sweep: the paused campaigns of every tenant, whose held emails it leaves alone. */
   pausedCampaignsOfAll(): CrossTenantCollection<PausedCampaignDoc> {
     return new CrossTenantCollection(this.paused, "stalled-mail sweep: leaves the held emails of every tenant's paused campaigns alone");

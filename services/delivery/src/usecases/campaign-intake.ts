@@ -2,15 +2,15 @@ import { encodeEvent, type EncodedEvent } from "@emailsvc/events";
 import { newOutbox } from "@emailsvc/outbox";
 import { randomBytes } from "node:crypto";
 import { isId, newId } from "@emailsvc/ids";
-import { isFinal } from "../domain/email.js";
+import { isFinal, type EmailStatus } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
-import { SendFailure, type PublicErrorCode } from "../domain/provider.js";
+import { publicError, SendFailure, type PublicErrorCode } from "../domain/provider.js";
 import { refusal } from "../domain/eligibility.js";
 import { statusEvent } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { RetryLater, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
 import { templateVersion } from "./prepare-message.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
@@ -125,10 +125,11 @@ export interface IntakeDeps extends DeliveryDeps {
  * send. Idempotent: an email already stored is not stored again (a recipient
  * handed over twice is one email), and one already sent or failed is left out.
  *
- * A recipient that will not be mailed is answered on `email.status` as
- * `failed` with a reason and not stored: erased (no subscriber any more), one
- * who may not get marketing mail (unsubscribed, bounced, complained: the
- * subscribers service's answer), or its campaign cancelled.
+ * A recipient that will not be mailed is answered on `email.status` with a
+ * reason: one who may not get marketing mail (unsubscribed, bounced,
+ * complained, suppressed: the subscribers service's answer) is stored
+ * `suppressed`; an erased one (no subscriber any more) is answered
+ * `suppressed` and not stored; one of a cancelled campaign `failed`, not stored.
  */
 export async function intakeCampaignRequests(
   deps: IntakeDeps,
@@ -170,7 +171,7 @@ async function intakeChunk(
     const at = deps.now();
     await deps.publish(
       answered.map((d) =>
-        encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: at }, statusEvent(d, d.status === "failed" ? "failed" : "sent")),
+        encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: at }, statusEvent(d, settledAs(d.status))),
       ),
     );
   }
@@ -189,12 +190,15 @@ async function intakeChunk(
   const token = randomBytes(9).toString("base64url");
   const fresh: Array<Omit<EmailDoc, "tenant">> = [];
   const refused: EncodedEvent[] = [];
-  const refuse = (r: CampaignRequest, reason: PublicErrorCode) =>
+  // A recipient who may not be mailed: an email record `suppressed` with the reason (the account sees every skip),
+  // stored before campaigns is told; an erased one has no address left to keep, and a cancel is no skip of theirs.
+  const suppressedDocs: Array<Omit<EmailDoc, "tenant">> = [];
+  const refuse = (r: CampaignRequest, reason: PublicErrorCode, status: "suppressed" | "failed") =>
     refused.push(
       encodeEvent(
         "email.status",
         { eventId: newId("evt"), tenant: scope.tenant, occurredAt: now },
-        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, "failed"),
+        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, status),
       ),
     );
   for (const r of open) {
@@ -202,8 +206,10 @@ async function intakeChunk(
     const recipient = recipients.get(r.subscriberId);
     // Campaign mail is marketing mail (domain/eligibility.ts).
     const refused = refusal("marketing", recipient ? recipient.mailability : "erased");
-    if (refused) refuse(r, refused);
-    else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled");
+    if (refused) {
+      if (recipient) suppressedDocs.push(suppressedDoc(deps, scope.tenant, r, recipient, refused, now));
+      refuse(r, refused, "suppressed");
+    } else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled", "failed");
     else fresh.push(emailDoc(deps, scope.tenant, r, recipient!, await templateSlug(deps, scope.tenant, r, recipient!.email, signal), now, token));
   }
   if (fresh.length > 0) {
@@ -213,11 +219,16 @@ async function intakeChunk(
     for (const i of duplicates.reverse()) fresh.splice(i, 1);
     emailsByStatus.inc({ status: "queued" }, fresh.length);
   }
+  if (suppressedDocs.length > 0) {
+    // A duplicate is the same refusal stored by another attempt: nothing to do about it.
+    const { duplicates } = await scope.emails.insertMany(suppressedDocs);
+    emailsByStatus.inc({ status: "suppressed" }, suppressedDocs.length - duplicates.length);
+  }
   if (refused.length > 0) await deps.publish(refused);
 
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
-  const report = (doc: EmailDoc, status: "sent" | "failed" | "held") =>
+  const report = (doc: EmailDoc, status: CampaignReport) =>
     outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
@@ -273,9 +284,34 @@ function emailDoc(
     sent_at: null,
     failed_at: null,
     updated_at: now,
+    status_history: [{ status: "queued", at: now, detail: "" }],
     // No events: campaigns already counts the recipient as queued.
     ...newOutbox<EmailDoc["outbox"][number]>([]),
   };
+}
+
+/**
+ * The record of a recipient the campaign may not mail: `suppressed` with the
+ * reason, never sent. Its template slug is left empty (no template is fetched
+ * for mail that does not go out); its outcome goes to campaigns with the batch.
+ */
+function suppressedDoc(deps: DeliveryDeps, tenant: string, r: CampaignRequest, recipient: AddressedRecipient, reason: PublicErrorCode, now: number): Omit<EmailDoc, "tenant"> {
+  return {
+    ...emailDoc(deps, tenant, r, recipient, "", now, ""),
+    status: "suppressed",
+    error: publicError(reason),
+    failure_reason: reason,
+    last_error: "refused at the campaign's intake: the recipient may not get marketing mail",
+    attempts: 0,
+    lease_until: 0,
+    failed_at: now,
+    status_history: [{ status: "suppressed", at: now, detail: reason }],
+  };
+}
+
+/** The status a settled campaign email is said again with: campaigns reads sent, bounced, failed and suppressed. */
+function settledAs(status: EmailStatus): string {
+  return status === "delivered" || status === "complained" ? "sent" : status;
 }
 
 /**

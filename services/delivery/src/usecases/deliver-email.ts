@@ -1,13 +1,13 @@
 import { withOutbox } from "@emailsvc/outbox";
 import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
-import type { ProviderName } from "../domain/email.js";
+import { PENDING, type ProviderName, type StatusChange } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
 import type { DkimSigningKey, Sender } from "../domain/message.js";
 import { tenantOfKey } from "@emailsvc/tenancy";
 import type { SigningKeyCache } from "./sender-domains.js";
 import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
-import type { RendererCache } from "../domain/renderer.js";
+import type { IgnorableSuppression, RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type Mailability, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
 import type { UnsubscribeUrlSource } from "../domain/unsubscribe.js";
@@ -94,8 +94,11 @@ export interface CampaignSend {
    * already settled again (see campaign-intake.ts). `held`: not given to the
    * provider because the campaign is paused (the email stays queued).
    */
-  report(doc: EmailDoc, status: "sent" | "failed" | "held"): void;
+  report(doc: EmailDoc, status: CampaignReport): void;
 }
+
+/** What the intake reports of a campaign's email (a bounce goes through the outbox instead, see `settle`). */
+export type CampaignReport = "sent" | "failed" | "suppressed" | "held";
 
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
 export class RetryLater extends Error {
@@ -114,14 +117,18 @@ export class RetryLater extends Error {
  *
  * - a recipient who may not get the email's category of mail (the subscribers
  *   service's answer, asked again now: it may have changed since SendEmail):
- *   `failed` with the reason (`recipient_unsubscribed`, …), nothing sent;
+ *   `suppressed` with the reason (`recipient_unsubscribed`, …), nothing sent;
  * - success: straight after the provider's reply, one small write records
  *   `sent` (sent_at, message_id, provider) with its `email.status` entry;
- * - permanent failure (SMTP 5xx, template gone or not renderable): `failed`
- *   with its public error (see PUBLIC_ERRORS);
- * - transient failure: the claim is released and RetryLater thrown, so the
- *   bus redelivers after a backoff; after `retry.maxAttempts` answered
- *   failures (or `retry.maxQueueAgeMs` of an unreachable provider), `failed`;
+ * - SMTP 5xx: `bounced` hard, with the relay's reply as the diagnostic;
+ *   template gone or not renderable: `failed` with its public error (see
+ *   PUBLIC_ERRORS);
+ * - "not now" (4xx) or no relay or service to talk to: `deferred` until
+ *   `next_attempt_at` (backoff, domain/provider.ts), and the event is done
+ *   with: the retry sweep (messaging/outbox.ts) asks for the email again when
+ *   it is due, so it holds up no other mail; once the retry window has
+ *   passed, `bounced` soft (4xx) or `failed` (`relay_unavailable`,
+ *   `service_unavailable`);
  * - `shutdown` aborted mid-send, or the lease lost: nothing is written, as in
  *   a crash: the lease runs out and the redelivered event sends the email
  *   again, with the same Message-ID (see the README on the duplicate window).
@@ -158,7 +165,7 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const category = mailCategory(prepared.template.category, campaign !== undefined);
-    const recipient = await mayBeMailed(deps, emails, claimed, token, category, campaign, signal);
+    const recipient = await mayBeMailed(deps, emails, claimed, token, category, prepared.template.ignoreSuppressions ?? [], campaign, signal);
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
@@ -190,7 +197,7 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject },
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject, next_attempt_at: 0 },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
@@ -228,29 +235,70 @@ export async function deliverEmail(
   }
 
   const transientFailures = claimed.transient_failures + (failure.kind === "transient" ? 1 : 0);
-  const outcome = afterFailure(
-    failure,
-    { attempts: claimed.attempts, transientFailures, queuedAt: claimed.queued_at, now: deps.now() },
-    deps.retry,
-  );
-  if (outcome.retry) {
+  const now = deps.now();
+  const outcome = afterFailure(failure, { attempts: claimed.attempts, queuedAt: claimed.queued_at, now }, deps.retry);
+  if (outcome.kind === "retry") {
     await release(deps, emails, claimed, token, { last_error: failure.detail, transient_failures: transientFailures });
     log().warn({ kind: failure.kind, code: failure.code, detail: failure.detail }, "send failed; will retry");
     throw new RetryLater(`send of ${doc._id} failed (${failure.kind}); retrying`);
   }
-  const at = deps.now();
-  await settle(deps, emails, claimed, "failed", at, campaign, {
+  if (outcome.kind === "defer") {
+    await defer(deps, emails, claimed, token, campaign, { nextAttemptAt: outcome.nextAttemptAt, reply: outcome.reply, lastError: failure.detail, transientFailures });
+    log().warn({ kind: failure.kind, code: failure.code, detail: failure.detail, next_attempt_at: new Date(outcome.nextAttemptAt).toISOString() }, "send deferred");
+    return;
+  }
+  await settle(deps, emails, claimed, outcome.status, now, campaign, {
     $set: {
-      status: "failed",
-      failed_at: at,
+      status: outcome.status,
+      failed_at: now,
       provider: providerName,
       error: outcome.error,
       failure_reason: outcome.reason,
       last_error: failure.detail,
       transient_failures: transientFailures,
+      next_attempt_at: 0,
+      ...(outcome.bounce ? { bounce: outcome.bounce } : {}),
     },
-  });
-  log().warn({ kind: failure.kind, code: failure.code, error: outcome.error, detail: failure.detail }, "email failed");
+  }, outcome.bounce?.diagnostic ?? outcome.reason);
+  log().warn({ kind: failure.kind, code: failure.code, status: outcome.status, error: outcome.error, detail: failure.detail }, `email ${outcome.status}`);
+}
+
+/**
+ * Defers the email to `nextAttemptAt`, freeing it: the retry sweep asks for it
+ * again then. Its first deferral is a change of status (history, and
+ * `email.status` through the outbox); later ones only move the time.
+ */
+async function defer(
+  deps: DeliveryDeps,
+  emails: TenantCollection<EmailDoc>,
+  doc: EmailDoc,
+  token: string,
+  campaign: CampaignSend | undefined,
+  d: { nextAttemptAt: number; reply: string; lastError: string; transientFailures: number },
+): Promise<void> {
+  const at = deps.now();
+  const $set = {
+    status: "deferred" as const,
+    next_attempt_at: d.nextAttemptAt,
+    retry_requested: false,
+    last_error: d.lastError,
+    transient_failures: d.transientFailures,
+    lease_until: 0,
+    lease_token: "",
+    updated_at: at,
+  };
+  const guard = { _id: doc._id, lease_token: token, status: PENDING };
+  if (doc.status === "deferred") {
+    await emails.updateOne(guard, { $set });
+    return;
+  }
+  const change: StatusChange = { status: "deferred", at, detail: d.reply };
+  const update = { $set, $push: { status_history: { $each: [change] } } };
+  // A campaign's email says nothing to campaigns until it is settled: its row stays queued meanwhile.
+  const written = await emails.updateOne(guard, campaign ? update : withOutbox<EmailDoc, OutboxEntry>(update, [outboxEntry(at, "email.status", "deferred")], at));
+  if (!written) return;
+  emailsByStatus.inc({ status: "deferred" });
+  if (!campaign) await deps.relay.afterWrite(written);
 }
 
 /**
@@ -307,6 +355,7 @@ async function mayBeMailed(
   email: EmailDoc,
   token: string,
   category: MailCategory,
+  ignored: readonly IgnorableSuppression[],
   campaign: CampaignSend | undefined,
   signal: AbortSignal,
 ): Promise<Recipient | undefined> {
@@ -323,35 +372,42 @@ async function mayBeMailed(
   } else {
     answer = "unknown";
   }
-  const refused = refusal(category, answer);
+  const refused = refusal(category, answer, ignored);
   if (refused) throw new SendFailure("permanent", refused, { detail: `the recipient may not get ${category} mail (${refused})` });
   return recipient;
 }
 
 /**
- * Records the outcome (first outcome wins: guarded by `status: queued`) with
- * its email.status entry: one single-document write, then the outbox flush.
+ * Records the outcome (first outcome wins: guarded by a status still to be
+ * sent) with its email.status entry and its line in the history: one
+ * single-document write, then the outbox flush. A campaign's outcome goes
+ * with its batch (`report`), except a bounce: it always leaves through the
+ * outbox, whose effect tells the subscribers service (messaging/outbox.ts),
+ * which must not be lost.
  */
 async function settle(
   deps: DeliveryDeps,
   emails: TenantCollection<EmailDoc>,
   doc: EmailDoc,
-  status: "sent" | "failed",
+  status: "sent" | "bounced" | "failed" | "suppressed",
   at: number,
   campaign: CampaignSend | undefined,
   update: TenantUpdate<EmailDoc>,
+  detail = "",
 ): Promise<void> {
-  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at } };
+  const change: StatusChange = { status, at, detail };
+  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at }, $push: { status_history: { $each: [change] } } };
+  const viaBatch = campaign !== undefined && status !== "bounced";
   const written = await emails.updateOne(
-    { _id: doc._id, status: "queued" },
-    campaign ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
+    { _id: doc._id, status: PENDING },
+    viaBatch ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
   );
   if (!written) {
     deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
     return;
   }
   emailsByStatus.inc({ status });
-  if (campaign) campaign.report(written, status);
+  if (viaBatch) campaign.report(written, status as CampaignReport);
   else await deps.relay.afterWrite(written);
 }
 
@@ -361,7 +417,7 @@ async function settle(
  * for this attempt. A link, once set, is never changed.
  */
 async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string, subscriberId: string): Promise<void> {
-  await emails.updateOne({ _id: doc._id, lease_token: token, status: "queued" }, { $set: { subscriber_id: subscriberId } });
+  await emails.updateOne({ _id: doc._id, lease_token: token, status: PENDING }, { $set: { subscriber_id: subscriberId } });
 }
 
 /**
@@ -372,7 +428,7 @@ async function link(emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: st
  */
 async function hold(deps: DeliveryDeps, emails: TenantCollection<EmailDoc>, doc: EmailDoc, token: string): Promise<void> {
   await emails.updateOne(
-    { _id: doc._id, lease_token: token, status: "queued" },
+    { _id: doc._id, lease_token: token, status: PENDING },
     { $set: { lease_until: 0, lease_token: "", updated_at: deps.now() }, $inc: { attempts: -1 } },
   );
 }
@@ -386,7 +442,7 @@ async function release(
   set: Pick<TenantUpdate<EmailDoc>, "$set">["$set"],
 ): Promise<void> {
   await emails.updateOne(
-    { _id: doc._id, lease_token: token, status: "queued" },
+    { _id: doc._id, lease_token: token, status: PENDING },
     { $set: { ...set, lease_until: 0, lease_token: "", updated_at: deps.now() } },
   );
 }

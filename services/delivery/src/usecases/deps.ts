@@ -66,6 +66,10 @@ export function emailView(doc: EmailDoc): EmailView {
     sentAt: doc.sent_at,
     failedAt: doc.failed_at,
     updatedAt: doc.updated_at,
+    bounce: doc.bounce,
+    // Emails stored before the history existed: their latest status, at their latest change.
+    history: doc.status_history ?? [{ status: doc.status, at: doc.updated_at, detail: "" }],
+    nextAttemptAt: doc.status === "deferred" && doc.next_attempt_at ? doc.next_attempt_at : null,
   };
 }
 

@@ -1,6 +1,7 @@
 import { withOutbox } from "@emailsvc/outbox";
 import type { Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
+import { isFinal, PENDING, PENDING_STATUSES } from "../domain/email.js";
 import { publicError } from "../domain/provider.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
@@ -43,7 +44,7 @@ function scrub(emailId: string): Pick<TenantUpdate<EmailDoc>, "$set" | "$unset">
  * erased, page by page, and so is every other email to an address those had
  * (mail sent before the address was a subscriber's, or while the subscribers
  * service could not tell): its sandboxed message is deleted, then the record
- * is scrubbed (see `scrub`). A queued email is failed with "recipient erased"
+ * is scrubbed (see `scrub`). A queued or deferred email is failed with "recipient erased"
  * in the same write (its `email.status` leaves through the outbox), so it is
  * never sent.
  *
@@ -109,12 +110,16 @@ async function erasePages(
 async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, doc: EmailDoc): Promise<"erased" | "busy"> {
   const now = deps.now();
   const { $set, $unset } = scrub(doc._id);
-  if (doc.status === "queued") {
+  if (!isFinal(doc.status)) {
     if (doc.lease_until >= now) return "busy";
     const failed = await emails.updateOne(
-      { _id: doc._id, status: "queued", lease_until: { $lt: now } },
+      { _id: doc._id, status: PENDING, lease_until: { $lt: now } },
       withOutbox<EmailDoc, OutboxEntry>(
-        { $set: { ...$set, status: "failed", failed_at: now, error: ERASED_REASON, failure_reason: "recipient_erased", last_error: ERASED_REASON }, $unset },
+        {
+          $set: { ...$set, status: "failed", failed_at: now, error: ERASED_REASON, failure_reason: "recipient_erased", last_error: ERASED_REASON, next_attempt_at: 0 },
+          $unset,
+          $push: { status_history: { $each: [{ status: "failed", at: now, detail: "recipient_erased" }] } },
+        },
         [outboxEntry(now, "email.status", "failed")],
         now,
       ),
@@ -125,6 +130,6 @@ async function eraseOne(deps: ErasureDeps, emails: TenantCollection<EmailDoc>, d
     return "erased";
   }
   // Statuses and timestamps stay: the account's statistics still see the email.
-  const written = await emails.updateOne({ _id: doc._id, status: { $ne: "queued" } }, { $set, $unset });
+  const written = await emails.updateOne({ _id: doc._id, status: { $nin: [...PENDING_STATUSES] } }, { $set, $unset });
   return written ? "erased" : "busy";
 }

@@ -1,5 +1,6 @@
 import type { DeliveryExportPart } from "@emailsvc/proto";
 import { AppError } from "@emailsvc/errors";
+import { isFinal } from "../domain/email.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { Scope } from "./deps.js";
 
@@ -31,7 +32,7 @@ export async function exportSubscriberEmails(scope: Scope, subscriberId: string)
     }
   }
   // Emails sent before the subject was kept: the sandbox may still have the message.
-  const missing = emails.filter((e) => e.subject === undefined && e.status !== "queued").map((e) => e._id);
+  const missing = emails.filter((e) => e.subject === undefined && isFinal(e.status)).map((e) => e._id);
   const subjects = await scope.sandbox.subjects(missing);
   return JSON.stringify({
     emails: emails.map((e) => ({

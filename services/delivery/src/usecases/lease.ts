@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { TenantCollection } from "@emailsvc/storage";
-import { isFinal } from "../domain/email.js";
+import { isFinal, PENDING } from "../domain/email.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { DeliveryDeps } from "./deliver-email.js";
 
@@ -13,22 +13,34 @@ export type Claim = { claimed: EmailDoc; token: string } | { done: true } | { bu
 
 /**
  * Claims a queued email for one attempt: `status: queued` and the lease free
- * → `lease_until = now + leaseMs`, `attempts + 1`. `done` when the email is
- * unknown (erased) or settled (a repeated event); `busy` when another attempt
- * holds the lease (or held it and died: try again once it ran out).
+ * → `lease_until = now + leaseMs`, `attempts + 1`. A deferred email is
+ * claimed only once the retry sweep asked for it (`retry_requested`, cleared
+ * by its next deferral): an older send request redelivered meanwhile does
+ * not try it before its time.
+ * `done` when the email is unknown (erased), settled (a repeated event) or
+ * deferred and not due; `busy` when another attempt holds the lease (or held
+ * it and died: try again once it ran out).
  */
 export async function claimEmail(deps: Pick<DeliveryDeps, "leaseMs" | "now">, emails: TenantCollection<EmailDoc>, emailId: string): Promise<Claim> {
   const doc = await emails.findOne({ _id: emailId });
-  if (!doc || isFinal(doc.status)) return { done: true };
+  if (!doc || notClaimable(doc)) return { done: true };
   const now = deps.now();
   const token = randomBytes(9).toString("base64url");
   const won = await emails.updateOne(
-    { _id: doc._id, status: "queued", lease_until: { $lt: now } },
+    // The status read: a deferral written since then (by an attempt that held the lease) is not claimed.
+    { _id: doc._id, status: doc.status, lease_until: { $lt: now }, ...(doc.status === "deferred" ? { retry_requested: true } : {}) },
+    // retry_requested stays: an attempt that crashes leaves the email claimable by the redelivered request
+    // once its lease runs out; only the attempt's own deferral clears it.
     { $set: { lease_until: now + deps.leaseMs, lease_token: token, updated_at: now }, $inc: { attempts: 1 } },
   );
   if (won) return { claimed: won, token };
   const current = await emails.findOne({ _id: doc._id });
-  return !current || isFinal(current.status) ? { done: true } : { busy: true };
+  return !current || notClaimable(current) ? { done: true } : { busy: true };
+}
+
+/** Settled, or deferred and not yet asked for by the retry sweep. */
+function notClaimable(doc: EmailDoc): boolean {
+  return isFinal(doc.status) || (doc.status === "deferred" && doc.retry_requested !== true);
 }
 
 /**
@@ -77,7 +89,7 @@ export class Lease {
     const until = this.deps.now() + this.deps.leaseMs;
     try {
       const renewed = await this.emails.updateOne(
-        { _id: this.emailId, lease_token: this.token, status: "queued" },
+        { _id: this.emailId, lease_token: this.token, status: PENDING },
         { $set: { lease_until: until } },
       );
       if (this.stopped) return;

@@ -38,7 +38,7 @@ export interface SendEmailResult {
   email: EmailView;
   /** True when an earlier request with this idempotency key is answered again. */
   replayed: boolean;
-  /** True when the recipient may not get this mail: stored failed at once, never sent (the same on every replay). */
+  /** True when the recipient may not get this mail: stored suppressed at once, never sent (the same on every replay). */
   refused: boolean;
 }
 
@@ -46,7 +46,7 @@ export interface SendEmailResult {
  * Queues one email and returns at once; the send consumer delivers it. When
  * the subscribers service answers in time that the recipient may not get the
  * template's category of mail (domain/eligibility.ts), the email is stored
- * `failed` with the reason instead, and never sent: the caller learns it at
+ * `suppressed` with the reason instead, and never sent: the caller learns it at
  * once (a trigger records its fire as skipped). Without an answer in time the
  * send attempt asks again, as it always does.
  *
@@ -82,7 +82,7 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
   const fromEmail = sender.fromEmail || template.sender?.fromEmail;
   if (fromEmail) await requireVerifiedDomain(scope, fromEmail);
   const category = mailCategory(template.category, false);
-  const refused = answer ? refusal(category, answer.mailability) : undefined;
+  const refused = answer ? refusal(category, answer.mailability, template.ignoreSuppressions) : undefined;
   // Only a request that queues a new email to be sent is charged: bad input, replays and refusals are
   // not, and neither is one whose insert does not happen (below: the charge is given back).
   const charged = !refused && deps.testModeQuota !== undefined;
@@ -119,15 +119,19 @@ export async function sendEmail(deps: Deps, scope: Scope, input: SendEmailInput)
     updated_at: now,
     ...(refused
       ? {
-          // Refused as it is asked for: failed at the moment it was queued, no attempt (refusedAtSend).
-          status: "failed" as const,
+          // Refused as it is asked for: suppressed at the moment it was queued, no attempt (refusedAtSend).
+          status: "suppressed" as const,
           error: publicError(refused),
           failure_reason: refused,
           last_error: `refused at send: the recipient may not get ${category} mail`,
           failed_at: now,
-          ...newOutbox([outboxEntry(now, "email.status", "failed")]),
+          status_history: [{ status: "suppressed" as const, at: now, detail: refused }],
+          ...newOutbox([outboxEntry(now, "email.status", "suppressed")]),
         }
-      : newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")])),
+      : {
+          status_history: [{ status: "queued" as const, at: now, detail: "" }],
+          ...newOutbox([outboxEntry(now, "email.send.requested"), outboxEntry(now, "email.status", "queued")]),
+        }),
   };
   try {
     await scope.emails.insertOne(doc);
@@ -182,12 +186,12 @@ function replay(earlier: EmailDoc, hash: string): SendEmailResult {
 
 /**
  * Whether SendEmail refused the email as it was asked for: only that write
- * stores an email failed at its queueing instant with no attempt (a send
- * attempt counts one; an erasure fails a queued email later, and leaves no
- * idempotency key to replay it by).
+ * stores an email suppressed at its queueing instant with no attempt (a send
+ * attempt counts one). Emails refused before `suppressed` existed were
+ * stored `failed` the same way.
  */
 function refusedAtSend(doc: EmailDoc): boolean {
-  return doc.status === "failed" && doc.attempts === 0 && doc.failed_at === doc.queued_at;
+  return (doc.status === "suppressed" || doc.status === "failed") && doc.attempts === 0 && doc.failed_at === doc.queued_at;
 }
 
 /** Time SendEmail gives the subscribers service before it leaves the question to the first send attempt. */

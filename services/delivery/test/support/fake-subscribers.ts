@@ -1,6 +1,6 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AudienceService, MailabilitySchema, MailingBlock, RecipientSchema, type Mailability } from "@emailsvc/proto";
+import { AudienceService, DeliveryProblem, MailabilitySchema, MailingBlock, RecipientSchema, SuppressionService, type Mailability } from "@emailsvc/proto";
 import { startGrpcServer, type RunningGrpcServer } from "@emailsvc/grpc";
 import { newId } from "@emailsvc/ids";
 import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy";
@@ -31,6 +31,8 @@ export class FakeSubscribers {
   readonly lookups: { tenant: string; email: string }[] = [];
   /** Lookups of these addresses (lower case) after their first one fail with UNAVAILABLE: queued at once, never sendable. */
   readonly unavailableAfterFirst = new Set<string>();
+  /** Every bounce or complaint delivery reported (SuppressionService.RecordDeliveryProblem), with its tenant. */
+  readonly problems: { tenant: string; email: string; problem: DeliveryProblem; emailId: string }[] = [];
   /** The first lookup of these addresses (lower case) answers after 1.5 s: later than SendEmail waits, so only the send attempt hears it. */
   readonly slowFirst = new Set<string>();
 
@@ -41,7 +43,13 @@ export class FakeSubscribers {
   async start(): Promise<this> {
     this.server = await startGrpcServer({
       port: 0,
-      routes: (router) =>
+      routes: (router) => {
+        router.service(SuppressionService, {
+          recordDeliveryProblem: async (req, ctx) => {
+            this.problems.push({ tenant: tenantKey(readCallContext(ctx).tenant), email: req.email, problem: req.problem, emailId: req.emailId });
+            return { suppressed: req.problem !== DeliveryProblem.SOFT_BOUNCE, subscriberId: "" };
+          },
+        });
         router.service(AudienceService, {
           getRecipientByEmail: async (req, ctx) => {
             const tenant = tenantKey(readCallContext(ctx).tenant);
@@ -59,7 +67,8 @@ export class FakeSubscribers {
             const subscribers = [...(this.byTenant.get(tenantKey(readCallContext(ctx).tenant))?.values() ?? [])];
             return { recipients: req.subscriberIds.flatMap((id) => subscribers.filter((s) => s.id === id).map(recipientOf)) };
           },
-        }),
+        });
+      },
     });
     return this;
   }

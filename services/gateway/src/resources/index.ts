@@ -6,6 +6,7 @@ import { emailsResource } from "./emails/index.js";
 import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
 import { subscribersResource } from "./subscribers/index.js";
+import { suppressionsResource } from "./suppressions/index.js";
 import { systemResource } from "./system/index.js";
 import { tagsResource } from "./tags/index.js";
 import { templatesResource } from "./templates/index.js";
@@ -26,6 +27,7 @@ export const RESOURCES: readonly Resource[] = [
   templatesResource,
   emailsResource,
   senderDomainsResource,
+  suppressionsResource,
   campaignsResource,
   triggersResource,
   preferenceCenterResource,

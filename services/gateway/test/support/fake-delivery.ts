@@ -97,7 +97,7 @@ export class FakeDelivery extends FakeService<Tenant> {
             });
             const refusal = this.refuse.get(req.to);
             if (refusal) {
-              Object.assign(email, { status: EmailStatus.FAILED, error: delivery.failureReasonCode(refusal)!, failureReason: refusal, failedAt: now });
+              Object.assign(email, { status: EmailStatus.SUPPRESSED, error: delivery.failureReasonCode(refusal)!, failureReason: refusal, failedAt: now });
             }
             t.emails.push(email);
             if (req.idempotencyKey) t.keys.set(req.idempotencyKey, { fingerprint, emailId: email.id, refused: refusal !== undefined });

@@ -1,4 +1,5 @@
 import type { Status } from "./subscriber.js";
+import type { SuppressionReason } from "./suppression.js";
 
 // Who may be mailed, per category of mail: the platform's one decision of it.
 // Delivery asks it for every email (by address, or a campaign's batch by ids)
@@ -12,6 +13,16 @@ import type { Status } from "./subscriber.js";
 // | complained subscriber             | no (complained)   | no (complained) |
 // | no subscriber, address suppressed | no (suppressed)   | yes             |
 // | no subscriber, not suppressed     | yes               | yes             |
+//
+// and the account's suppression list, for subscribers and other addresses
+// alike, adds its reason to that answer (the stricter wins per category):
+//
+// | on the list for            | marketing         | transactional   |
+// |----------------------------|-------------------|-----------------|
+// | hard_bounce                | no (bounced)      | no (bounced)    |
+// | complaint                  | no (complained)   | no (complained) |
+// | unsubscribed               | no (unsubscribed) | yes             |
+// | manual, erased             | no (suppressed)   | yes             |
 //
 // Why: unsubscribing is from the mailing list, not from the receipts and
 // password resets the person asks for; a bounced address does not work and a
@@ -48,4 +59,25 @@ export function mailabilityOf(recipient: { status: Status } | "suppressed" | "un
     case "complained":
       return { marketing: recipient.status, transactional: recipient.status };
   }
+}
+
+const BLOCK_OF_REASON: Record<SuppressionReason, MailingBlock> = {
+  hard_bounce: "bounced",
+  complaint: "complained",
+  unsubscribed: "unsubscribed",
+  manual: "suppressed",
+  erased: "suppressed",
+};
+
+/** The reasons that keep transactional mail away too: the address does not work, or its owner calls our mail spam. */
+const BLOCKS_TRANSACTIONAL = new Set<SuppressionReason>(["hard_bounce", "complaint"]);
+
+/** An answer with the address's entry on the suppression list (if any) added: the stricter block wins per category. */
+export function withSuppression(answer: Mailability, reason: SuppressionReason | undefined): Mailability {
+  if (!reason) return answer;
+  const block = BLOCK_OF_REASON[reason];
+  return {
+    marketing: answer.marketing ?? block,
+    transactional: answer.transactional ?? (BLOCKS_TRANSACTIONAL.has(reason) ? block : undefined),
+  };
 }

@@ -25,6 +25,10 @@ import type { Status, SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
 import type { RecipientView } from "../usecases/audience.js";
 import type { UnsubscribeAllOutcome as Outcome } from "../usecases/unsubscribe-all.js";
+import { DeliveryProblem as DeliveryProblemProto, SuppressionReason as SuppressionReasonProto, SuppressionSchema, type Suppression } from "@emailsvc/proto";
+import type { SuppressionReason } from "../domain/suppression.js";
+import type { SuppressionView } from "../usecases/list-suppressions.js";
+import type { DeliveryProblem } from "../usecases/record-delivery-problem.js";
 import type { AuditDoc } from "../storage/documents.js";
 
 // proto <-> domain only; no rules here.
@@ -183,4 +187,37 @@ export function audienceFilterFromProto(filter: AudienceFilter | undefined): Aud
       }
     }),
   };
+}
+
+const REASON_TO_PROTO: Record<SuppressionReason, SuppressionReasonProto> = {
+  hard_bounce: SuppressionReasonProto.HARD_BOUNCE,
+  complaint: SuppressionReasonProto.COMPLAINT,
+  unsubscribed: SuppressionReasonProto.UNSUBSCRIBED,
+  manual: SuppressionReasonProto.MANUAL,
+  erased: SuppressionReasonProto.ERASED,
+};
+
+export function suppressionReasonFromProto(reason: SuppressionReasonProto): SuppressionReason | undefined {
+  return (Object.keys(REASON_TO_PROTO) as SuppressionReason[]).find((r) => REASON_TO_PROTO[r] === reason);
+}
+
+export function suppressionToProto(view: SuppressionView): Suppression {
+  return create(SuppressionSchema, {
+    id: view.id,
+    email: view.email,
+    reason: REASON_TO_PROTO[view.reason],
+    source: view.source,
+    createdAt: timestampFromMs(view.createdAt),
+    emailId: view.emailId,
+  });
+}
+
+const PROBLEMS: Partial<Record<DeliveryProblemProto, DeliveryProblem>> = {
+  [DeliveryProblemProto.HARD_BOUNCE]: "hard_bounce",
+  [DeliveryProblemProto.SOFT_BOUNCE]: "soft_bounce",
+  [DeliveryProblemProto.COMPLAINT]: "complaint",
+};
+
+export function deliveryProblemFromProto(problem: DeliveryProblemProto): DeliveryProblem | undefined {
+  return PROBLEMS[problem];
 }

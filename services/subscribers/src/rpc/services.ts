@@ -1,5 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { AudienceService, SubscriberService, TagService } from "@emailsvc/proto";
+import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import type { AuditContext } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { HandlerContext } from "@connectrpc/connect";
@@ -17,6 +17,10 @@ import { addTags, removeTag } from "../usecases/subscriber-tags.js";
 import { createTag, deleteTag, getTag, listTags, updateTag } from "../usecases/tags.js";
 import { updateSubscriber } from "../usecases/update-subscriber.js";
 import { unsubscribeAll } from "../usecases/unsubscribe-all.js";
+import { listSuppressions } from "../usecases/list-suppressions.js";
+import { addSuppression } from "../usecases/add-suppression.js";
+import { removeSuppression } from "../usecases/remove-suppression.js";
+import { recordDeliveryProblem } from "../usecases/record-delivery-problem.js";
 import {
   audienceFilterFromProto,
   auditToProto,
@@ -24,12 +28,15 @@ import {
   recipientToProto,
   statusFromProto,
   subscriberToProto,
+  deliveryProblemFromProto,
+  suppressionReasonFromProto,
+  suppressionToProto,
   tagToProto,
   unsubscribeAllOutcomeToProto,
 } from "./mapping.js";
 
 /**
- * Registers SubscriberService, TagService and AudienceService: proto in, use case, proto out.
+ * Registers SubscriberService, TagService, AudienceService and SuppressionService: proto in, use case, proto out.
  * `scopeOf` gives a call its tenant's collections (the tenant of the call's headers).
  */
 export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
@@ -152,7 +159,7 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return { subscriberIds: page.subscriberIds, nextAfter: page.nextAfter };
       },
       async getRecipients(req, ctx) {
-        const found = await getRecipients(scopeOf(readCallContext(ctx)), req.subscriberIds);
+        const found = await getRecipients(deps, scopeOf(readCallContext(ctx)), req.subscriberIds);
         return { recipients: found.map(recipientToProto) };
       },
       async getRecipientByEmail(req, ctx) {
@@ -161,6 +168,22 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           ...(found.recipient ? { recipient: recipientToProto(found.recipient) } : {}),
           mailability: mailabilityToProto(found.mailability),
         };
+      },
+    });
+    router.service(SuppressionService, {
+      async listSuppressions(req, ctx) {
+        const page = await listSuppressions(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, reason: suppressionReasonFromProto(req.reason) });
+        return { suppressions: page.items.map(suppressionToProto), nextCursor: page.nextCursor };
+      },
+      async addSuppression(req, ctx) {
+        const result = await addSuppression(deps, audited(ctx, req.audit), { email: req.email, reason: suppressionReasonFromProto(req.reason) });
+        return { suppression: suppressionToProto(result.suppression), created: result.created };
+      },
+      async removeSuppression(req, ctx) {
+        return { suppression: suppressionToProto(await removeSuppression(deps, audited(ctx, req.audit), { email: req.email, reason: req.reason })) };
+      },
+      async recordDeliveryProblem(req, ctx) {
+        return recordDeliveryProblem(deps, scopeOf(readCallContext(ctx)), { email: req.email, problem: deliveryProblemFromProto(req.problem), emailId: req.emailId });
       },
     });
   };

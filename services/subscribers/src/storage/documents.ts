@@ -2,6 +2,7 @@ import type { OutboxDoc, OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox"
 import type { ProducedTopic } from "@emailsvc/manifest";
 import type { Doc } from "@emailsvc/storage";
 import type { AuditSource } from "../domain/audit.js";
+import type { SuppressionReason } from "../domain/suppression.js";
 import type { Locale, Metadata, Status } from "../domain/subscriber.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
@@ -90,16 +91,44 @@ export interface AuditDoc extends Doc {
 }
 
 /**
- * The suppression marker of an erased address (domain/suppression.ts):
- * `_id` is the keyed hash itself (of the tenant and the address, so unique
- * across tenants); nothing else about the person is kept.
+ * An entry of the account's suppression list (domain/suppression.ts): `_id`
+ * is the keyed hash of the tenant and the address (so unique across tenants,
+ * and found by address without storing it lower-cased twice). An entry for
+ * a bounce, a complaint, an unsubscribe or added by hand keeps the address;
+ * an erased person's keeps nothing but the hash and the reason (entries
+ * written before the list had reasons are erasure markers).
  */
 export interface SuppressionDoc extends Doc {
   tenant: string;
   /** Which key of SUPPRESSION_KEYS made the hash. */
   key_id: string;
   created_at: number;
+  /** The address as it was given or mailed; absent once its owner was erased. */
+  email?: string;
+  /** Absent on erasure markers written before reasons existed: `erased`. */
+  reason?: SuppressionReason;
+  /** `api`, `delivery`, `erasure`. */
+  source?: string;
+  /** The email whose bounce or complaint added it. */
+  email_id?: string;
 }
+
+/**
+ * A soft bounce (a deferred email that gave up) of an address, by the
+ * address's keyed hash: enough of them within the window suppress it.
+ * `_id` is the email id, so a repeated report counts once.
+ */
+export interface SoftBounceDoc extends Doc {
+  tenant: string;
+  /** The address's keyed hash under the current key. */
+  marker: string;
+  at: number;
+}
+
+export const SOFT_BOUNCE_INDEXES = [
+  // Counting an address's soft bounces within the window, and dropping older ones.
+  { name: "by_marker", fields: { tenant: 1, marker: 1, at: 1 } },
+] as const;
 
 /** What a privacy request asked for. */
 export type PrivacyRequestKind = "export" | "erasure";

@@ -3,8 +3,10 @@ import {
   AUDIT_INDEXES,
   PRIVACY_REQUEST_INDEXES,
   SUBSCRIBER_INDEXES,
+  SOFT_BOUNCE_INDEXES,
   SUPPRESSION_INDEXES,
   TAG_INDEXES,
+  type SoftBounceDoc,
   type AuditDoc,
   type PrivacyRequestDoc,
   type SubscriberDoc,
@@ -17,8 +19,10 @@ export interface TenantRepositories {
   subscribers: TenantCollection<SubscriberDoc>;
   tags: TenantCollection<TagDoc>;
   audit: TenantCollection<AuditDoc>;
-  /** Keyed hashes of erased addresses. */
+  /** The suppression list: by keyed hash of the address (erased people: the hash alone). */
   suppressions: TenantCollection<SuppressionDoc>;
+  /** Soft bounces per address (keyed hash), counted toward suppression. */
+  softBounces: TenantCollection<SoftBounceDoc>;
   /** The log of export and erasure requests (no personal data). */
   privacyRequests: TenantCollection<PrivacyRequestDoc>;
 }
@@ -33,6 +37,7 @@ export class SubscriberStorage {
   private readonly tags: Collection<TagDoc>;
   private readonly audit: Collection<AuditDoc>;
   private readonly suppressions: Collection<SuppressionDoc>;
+  private readonly softBounces: Collection<SoftBounceDoc>;
   private readonly privacyRequests: Collection<PrivacyRequestDoc>;
 
   constructor(store: DocumentStore) {
@@ -40,6 +45,7 @@ export class SubscriberStorage {
     this.tags = store.collection<TagDoc>("tags");
     this.audit = store.collection<AuditDoc>("subscriber_events");
     this.suppressions = store.collection<SuppressionDoc>("suppressions");
+    this.softBounces = store.collection<SoftBounceDoc>("soft_bounces");
     this.privacyRequests = store.collection<PrivacyRequestDoc>("privacy_requests");
   }
 
@@ -49,6 +55,7 @@ export class SubscriberStorage {
       this.tags.createIndexes(TAG_INDEXES),
       this.audit.createIndexes(AUDIT_INDEXES),
       this.suppressions.createIndexes(SUPPRESSION_INDEXES),
+      this.softBounces.createIndexes(SOFT_BOUNCE_INDEXES),
       this.privacyRequests.createIndexes(PRIVACY_REQUEST_INDEXES),
     ]);
   }
@@ -59,6 +66,7 @@ export class SubscriberStorage {
       tags: new TenantCollection(this.tags, tenant),
       audit: new TenantCollection(this.audit, tenant),
       suppressions: new TenantCollection(this.suppressions, tenant),
+      softBounces: new TenantCollection(this.softBounces, tenant),
       privacyRequests: new TenantCollection(this.privacyRequests, tenant),
     };
   }

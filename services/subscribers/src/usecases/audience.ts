@@ -10,9 +10,10 @@ import {
   type AudienceFilterInput,
   type TagRef,
 } from "../domain/audience.js";
-import { MARKETING_STATUS, mailabilityOf, type Mailability } from "../domain/mailability.js";
+import { MARKETING_STATUS, mailabilityOf, withSuppression, type Mailability } from "../domain/mailability.js";
+import { reasonOf } from "../domain/suppression.js";
 import type { SubscriberDoc } from "../storage/documents.js";
-import type { Scope } from "./deps.js";
+import { suppressionsOf, type Deps, type Scope } from "./deps.js";
 
 // The audience of a filter (AudienceService): who a campaign reaches. Count
 // and list build their query in one place, so they always agree.
@@ -72,7 +73,7 @@ export function recipientView(doc: SubscriberDoc): RecipientView {
  * they may be (delivery's campaign intake): one query by ids. Ids of no (or a
  * deleted) subscriber of the tenant are left out; the order is the order asked.
  */
-export async function getRecipients(scope: Scope, ids: readonly string[]): Promise<RecipientView[]> {
+export async function getRecipients(deps: Deps, scope: Scope, ids: readonly string[]): Promise<RecipientView[]> {
   if (ids.length === 0 || ids.length > RECIPIENTS_MAX) {
     throw invalid(`subscriber_ids must hold 1 to ${RECIPIENTS_MAX} ids`, [{ field: "subscriber_ids", description: `must hold 1 to ${RECIPIENTS_MAX} ids` }]);
   }
@@ -80,9 +81,15 @@ export async function getRecipients(scope: Scope, ids: readonly string[]): Promi
   if (bad >= 0) throw invalid("subscriber_ids holds a malformed id", [{ field: `subscriber_ids[${bad}]`, description: "is not a subscriber id" }]);
   const docs = await scope.subscribers.find({ _id: { $in: [...new Set(ids)] }, deleted: false });
   const byId = new Map(docs.map((d) => [d._id, d]));
+  // The suppression list's entries of their addresses (an address suppressed by hand, say, of an active subscriber).
+  const listed = await suppressionsOf(deps, scope, docs.map((d) => d.email_key));
   return ids.flatMap((id) => {
     const doc = byId.get(id);
-    return doc ? [recipientView(doc)] : [];
+    if (!doc) return [];
+    const view = recipientView(doc);
+    const entry = listed.get(doc.email_key);
+    if (entry) view.mailability = withSuppression(view.mailability, reasonOf(entry));
+    return [view];
   });
 }
 

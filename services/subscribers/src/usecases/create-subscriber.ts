@@ -12,7 +12,7 @@ import {
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
-import { suppressed, validateResubscribe } from "../domain/suppression.js";
+import { isErasureMarker, suppressed, validateResubscribe } from "../domain/suppression.js";
 import { validateTagNames } from "../domain/tag.js";
 import type { SubscriberDoc } from "../storage/documents.js";
 import { ensureTags, } from "./ensure-tags.js";
@@ -42,8 +42,9 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
   // Fail early on a known duplicate, before creating tags for nothing.
   await rejectTaken(scope, key);
   // An address erased at its owner's request comes back only when the person opted in again.
-  const markers = markersOf(deps, scope, key);
-  const wasSuppressed = (await scope.suppressions.count({ _id: { $in: markers } })) > 0;
+  // (Entries of the suppression list with an address, a bounce say, stop mail, not the subscriber record.)
+  const markers = (await scope.suppressions.find({ _id: { $in: markersOf(deps, scope, key) } })).filter(isErasureMarker).map((entry) => entry._id);
+  const wasSuppressed = markers.length > 0;
   if (wasSuppressed && !resubscribe) throw suppressed();
   const tags = await ensureTags(deps, scope, tagNames);
 

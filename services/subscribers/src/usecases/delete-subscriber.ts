@@ -43,12 +43,19 @@ export async function deleteSubscriber(deps: Deps, scope: Scope, id: string): Pr
   }
 }
 
-/** Writes the address's marker under the current key (idempotent: the marker is its own id). */
+/**
+ * Writes the address's marker under the current key (idempotent: the marker
+ * is its own id). An entry the address already has on the suppression list
+ * (a hard bounce, say) keeps its reason and loses the address: the list keeps
+ * refusing what it refused, by the hash alone.
+ */
 async function suppress(deps: Deps, scope: Scope, emailKey: string): Promise<void> {
-  const [current] = suppressionHashes(deps.suppressionKeys, scope.suppressions.tenant, emailKey);
+  const hashes = suppressionHashes(deps.suppressionKeys, scope.suppressions.tenant, emailKey);
+  const current = hashes[0]!;
   try {
-    await scope.suppressions.insertOne({ _id: current!.hash, key_id: current!.keyId, created_at: deps.now() });
+    await scope.suppressions.insertOne({ _id: current.hash, key_id: current.keyId, created_at: deps.now(), reason: "erased", source: "erasure" });
   } catch (err) {
     if (!(err instanceof DuplicateKeyError)) throw err;
   }
+  await scope.suppressions.updateMany({ _id: { $in: hashes.map((h) => h.hash) }, email: { $exists: true } }, { $unset: { email: true, email_id: true } });
 }

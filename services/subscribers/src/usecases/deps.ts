@@ -5,10 +5,10 @@ import type { CallContext } from "@emailsvc/tenancy";
 import { notFound } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
 import { NO_AUDIT, type AuditInfo } from "../domain/audit.js";
-import { suppressionHashes } from "../domain/suppression.js";
+import { isErasureMarker, suppressionHashes } from "../domain/suppression.js";
 import type { SubscriberView } from "../domain/subscriber.js";
 import type { TagView } from "../domain/tag.js";
-import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
+import type { OutboxEntry, SubscriberDoc, SuppressionDoc, TagDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 
 /**
@@ -20,6 +20,8 @@ export interface Deps {
   relay: OutboxAfterWrite<SubscriberDoc>;
   /** SUPPRESSION_KEYS: the keys of the hashes erased addresses are suppressed by (domain/suppression.ts). */
   suppressionKeys: KeyRing;
+  /** SOFT_BOUNCE_LIMIT, SOFT_BOUNCE_WINDOW_DAYS (default 3 in 30 days; usecases/record-delivery-problem.ts). */
+  softBounces?: { limit: number; windowMs: number };
   logger: Logger;
   now: () => number;
 }
@@ -91,7 +93,23 @@ export function markersOf(deps: Deps, scope: Scope, emailKey: string): string[] 
   return suppressionHashes(deps.suppressionKeys, scope.suppressions.tenant, emailKey).map((h) => h.hash);
 }
 
-/** Whether an address is suppressed in the scope's tenant (erased at its owner's request, not opted in again). */
+/** Whether an address was erased at its owner's request (and not opted in again): its create is refused. */
 export async function isSuppressed(deps: Deps, scope: Scope, emailKey: string): Promise<boolean> {
-  return (await scope.suppressions.count({ _id: { $in: markersOf(deps, scope, emailKey) } })) > 0;
+  return (await scope.suppressions.find({ _id: { $in: markersOf(deps, scope, emailKey) } })).some(isErasureMarker);
+}
+
+/** The address's entry on the suppression list, if any (under any key of the ring). */
+export async function suppressionOf(deps: Deps, scope: Scope, emailKey: string): Promise<SuppressionDoc | undefined> {
+  const [entry] = await scope.suppressions.find({ _id: { $in: markersOf(deps, scope, emailKey) } }, { limit: 1 });
+  return entry;
+}
+
+/** The entries of many addresses at once (a campaign's batch), by lower-cased address: one query. */
+export async function suppressionsOf(deps: Deps, scope: Scope, emailKeys: readonly string[]): Promise<Map<string, SuppressionDoc>> {
+  const keyOf = new Map<string, string>();
+  for (const key of new Set(emailKeys)) for (const marker of markersOf(deps, scope, key)) keyOf.set(marker, key);
+  const found = new Map<string, SuppressionDoc>();
+  if (keyOf.size === 0) return found;
+  for (const entry of await scope.suppressions.find({ _id: { $in: [...keyOf.keys()] } })) found.set(keyOf.get(entry._id)!, entry);
+  return found;
 }

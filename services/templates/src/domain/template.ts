@@ -5,6 +5,26 @@ import type { TemplateProblem } from "@emailsvc/render";
 
 export type Category = "transactional" | "marketing";
 
+/**
+ * The suppression-list reasons a transactional template's mail is sent
+ * despite (by default transactional mail skips an address that hard-bounced
+ * or complained; a password reset the person asks for may say otherwise).
+ * Marketing mail never ignores the list.
+ */
+export const IGNORABLE_SUPPRESSIONS = ["hard_bounce", "complaint"] as const;
+export type IgnorableSuppression = (typeof IGNORABLE_SUPPRESSIONS)[number];
+
+/** `ignore_suppressions` as given: a subset of IGNORABLE_SUPPRESSIONS (sorted, once each), only on a transactional template. */
+export function validateIgnoreSuppressions(raw: readonly string[], category: Category): IgnorableSuppression[] {
+  const field = "ignore_suppressions";
+  const bad = raw.findIndex((r) => !(IGNORABLE_SUPPRESSIONS as readonly string[]).includes(r));
+  if (bad >= 0) throw invalid(`${field} holds an unknown reason`, [{ field: `${field}[${bad}]`, description: `one of ${IGNORABLE_SUPPRESSIONS.join(", ")}` }]);
+  if (raw.length > 0 && category !== "transactional") {
+    throw invalid(`${field} is for transactional templates only`, [{ field, description: "marketing mail never ignores the suppression list" }]);
+  }
+  return [...new Set(raw as IgnorableSuppression[])].sort();
+}
+
 export interface TemplateView {
   id: string;
   slug: string;
@@ -12,6 +32,7 @@ export interface TemplateView {
   subject: string;
   mjml: string;
   category: Category;
+  ignoreSuppressions: IgnorableSuppression[];
   version: number;
   variables: string[];
   /** The template's sender ("" where none: mail is From EMAIL_FROM). */
@@ -61,6 +82,7 @@ export interface CompiledView {
   slug: string;
   version: number;
   category: Category;
+  ignoreSuppressions: IgnorableSuppression[];
   subject: string;
   html: string;
   variables: string[];

@@ -21,6 +21,7 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           subject: req.subject,
           mjml: req.mjmlContent,
           category: categoryFromProto(req.category),
+          ignoreSuppressions: req.ignoreSuppressions,
           slug: req.slug,
           fromEmail: req.fromEmail,
           fromName: req.fromName,
@@ -45,6 +46,7 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
           fromEmail: req.fromEmail,
           fromName: req.fromName,
           replyTo: req.replyTo,
+          ignoreSuppressions: req.ignoreSuppressions?.reasons,
         });
         return { template: templateToProto(view) };
       },

@@ -1,5 +1,5 @@
 import type { Doc } from "@emailsvc/storage";
-import type { Category } from "../domain/template.js";
+import type { Category, IgnorableSuppression } from "../domain/template.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index serving a request starts with it too, so no query can reach across tenants.
@@ -20,6 +20,8 @@ export interface TemplateDoc extends Doc {
    */
   slug_key: string;
   category: Category;
+  /** The suppression-list reasons its (transactional) mail is sent despite; absent: none. */
+  ignore_suppressions?: IgnorableSuppression[];
   /** Current version number (1 on create). */
   version: number;
   /** `_id` of the current version's document. */

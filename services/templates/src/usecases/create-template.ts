@@ -8,6 +8,7 @@ import {
   validateName,
   validateSlug,
   validateSender,
+  validateIgnoreSuppressions,
   validateSubject,
   type Category,
   type TemplateView,
@@ -21,6 +22,8 @@ export interface CreateTemplateInput {
   subject: unknown;
   mjml: unknown;
   category: Category | undefined;
+  /** See validateIgnoreSuppressions; absent: none. */
+  ignoreSuppressions?: readonly string[];
   /** Derived from the name when absent. */
   slug: string | undefined;
   /** Optional sender fields. */
@@ -50,6 +53,7 @@ export async function createTemplate(deps: Deps, scope: Scope, input: CreateTemp
   const mjml = validateMjmlSize(input.mjml);
   if (!input.category) throw invalid("category is required", [{ field: "category", description: "transactional or marketing" }]);
   const category = input.category;
+  const ignoreSuppressions = validateIgnoreSuppressions(input.ignoreSuppressions ?? [], category);
   const givenSlug = input.slug === undefined ? undefined : validateSlug(input.slug);
   const sender = senderFields(validateSender(input));
 
@@ -90,6 +94,7 @@ export async function createTemplate(deps: Deps, scope: Scope, input: CreateTemp
       slug,
       slug_key: slug,
       category,
+      ...(ignoreSuppressions.length > 0 ? { ignore_suppressions: ignoreSuppressions } : {}),
       version: 1,
       version_id: version._id,
       subject,

@@ -47,6 +47,7 @@ export function templateView(doc: TemplateDoc): TemplateView {
     subject: doc.subject,
     mjml: doc.mjml,
     category: doc.category,
+    ignoreSuppressions: doc.ignore_suppressions ?? [],
     version: doc.version,
     variables: doc.variables,
     sender: senderOf(doc),

@@ -34,6 +34,7 @@ export async function getCompiledTemplate(scope: Scope, query: CompiledQuery): P
     slug: template.slug,
     version: version.version,
     category: template.category,
+    ignoreSuppressions: template.ignore_suppressions ?? [],
     subject: version.subject,
     html: version.html,
     variables: version.variables,

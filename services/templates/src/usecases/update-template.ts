@@ -4,6 +4,7 @@ import {
   validateMjmlSize,
   validateName,
   validateSender,
+  validateIgnoreSuppressions,
   validateSubject,
   type Category,
   type TemplateView,
@@ -24,6 +25,8 @@ export interface UpdateTemplateInput {
   fromEmail?: string | undefined;
   fromName?: string | undefined;
   replyTo?: string | undefined;
+  /** Undefined: unchanged; [] removes them. */
+  ignoreSuppressions?: readonly string[] | undefined;
 }
 
 /** Lost races retried before answering 409 concurrent_update. */
@@ -52,6 +55,10 @@ export async function updateTemplate(deps: Deps, scope: Scope, input: UpdateTemp
     const set: Record<string, unknown> = {};
     if (name !== undefined && name !== current.name) set.name = name;
     if (input.category !== undefined && input.category !== current.category) set.category = input.category;
+    // Checked against the category the template will have (a change to marketing with overrides left is refused).
+    const category = input.category ?? current.category;
+    const ignore = validateIgnoreSuppressions(input.ignoreSuppressions ?? current.ignore_suppressions ?? [], category);
+    if (JSON.stringify(ignore) !== JSON.stringify(current.ignore_suppressions ?? [])) set.ignore_suppressions = ignore;
     const newSubject = subject !== undefined && subject !== current.subject;
     const newMjml = mjml !== undefined && mjml !== current.mjml;
     const currentSender = senderOf(current);

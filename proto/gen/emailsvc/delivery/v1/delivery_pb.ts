@@ -16,7 +16,63 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/delivery/v1/delivery.proto.
  */
 export const file_emailsvc_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEi8AMKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uIrMBChBTZW5kRW1haWxSZXF1ZXN0EhUKDXRlbXBsYXRlX3NsdWcYASABKAkSCgoCdG8YAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSEgoKZnJvbV9lbWFpbBgFIAEoCRIRCglmcm9tX25hbWUYBiABKAkSEAoIcmVwbHlfdG8YByABKAkiYgoRU2VuZEVtYWlsUmVzcG9uc2USKgoFZW1haWwYASABKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbBIQCghyZXBsYXllZBgCIAEoCBIPCgdyZWZ1c2VkGAMgASgIIh0KD0dldEVtYWlsUmVxdWVzdBIKCgJpZBgBIAEoCSI+ChBHZXRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwiMgoRTGlzdEVtYWlsc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIlYKEkxpc3RFbWFpbHNSZXNwb25zZRIrCgZlbWFpbHMYASADKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbBITCgtuZXh0X2N1cnNvchgCIAEoCSKOAgoOU2FuZGJveE1lc3NhZ2USEAoIZW1haWxfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEgwKBGh0bWwYBSABKAkSDAoEdGV4dBgGIAEoCRJCCgdoZWFkZXJzGAcgAygLMjEuZW1haWxzdmMuZGVsaXZlcnkudjEuU2FuZGJveE1lc3NhZ2UuSGVhZGVyc0VudHJ5Ei8KC2NhcHR1cmVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIsChhHZXRTYW5kYm94TWVzc2FnZVJlcXVlc3QSEAoIZW1haWxfaWQYASABKAkiUgoZR2V0U2FuZGJveE1lc3NhZ2VSZXNwb25zZRI1CgdtZXNzYWdlGAEgASgLMiQuZW1haWxzdmMuZGVsaXZlcnkudjEuU2FuZGJveE1lc3NhZ2UiZQobRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSLwoFYXVkaXQYAiABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0IiwKHEV4cG9ydFN1YnNjcmliZXJEYXRhUmVzcG9uc2USDAoEanNvbhgBIAEoCSqqAQoLRW1haWxTdGF0dXMSHAoYRU1BSUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTRU1BSUxfU1RBVFVTX1FVRVVFRBABEhUKEUVNQUlMX1NUQVRVU19TRU5UEAISFwoTRU1BSUxfU1RBVFVTX0ZBSUxFRBADEhgKFEVNQUlMX1NUQVRVU19CT1VOQ0VEEAQSGgoWRU1BSUxfU1RBVFVTX0RFTElWRVJFRBAFMqAECg9EZWxpdmVyeVNlcnZpY2USXAoJU2VuZEVtYWlsEiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVxdWVzdBonLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlElkKCEdldEVtYWlsEiUuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXF1ZXN0GiYuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXNwb25zZRJfCgpMaXN0RW1haWxzEicuZW1haWxzdmMuZGVsaXZlcnkudjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVzcG9uc2USdAoRR2V0U2FuZGJveE1lc3NhZ2USLi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlcXVlc3QaLy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEn0KFEV4cG9ydFN1YnNjcmliZXJEYXRhEjEuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjIuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_common_v1_audit, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiTAoGQm91bmNlEi4KBHR5cGUYASABKA4yIC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Cb3VuY2VUeXBlEhIKCmRpYWdub3N0aWMYAiABKAkieQoMU3RhdHVzQ2hhbmdlEjEKBnN0YXR1cxgBIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZkZXRhaWwYAyABKAkiiAUKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEiwKBmJvdW5jZRgRIAEoCzIcLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkJvdW5jZRIzCgdoaXN0b3J5GBIgAygLMiIuZW1haWxzdmMuZGVsaXZlcnkudjEuU3RhdHVzQ2hhbmdlEjMKD25leHRfYXR0ZW1wdF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiswEKEFNlbmRFbWFpbFJlcXVlc3QSFQoNdGVtcGxhdGVfc2x1ZxgBIAEoCRIKCgJ0bxgCIAEoCRIqCgl2YXJpYWJsZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRISCgpmcm9tX2VtYWlsGAUgASgJEhEKCWZyb21fbmFtZRgGIAEoCRIQCghyZXBseV90bxgHIAEoCSJiChFTZW5kRW1haWxSZXNwb25zZRIqCgVlbWFpbBgBIAEoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhAKCHJlcGxheWVkGAIgASgIEg8KB3JlZnVzZWQYAyABKAgiHQoPR2V0RW1haWxSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEEdldEVtYWlsUmVzcG9uc2USKgoFZW1haWwYASABKAsyGy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5FbWFpbCIyChFMaXN0RW1haWxzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiVgoSTGlzdEVtYWlsc1Jlc3BvbnNlEisKBmVtYWlscxgBIAMoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsEhMKC25leHRfY3Vyc29yGAIgASgJIo4CCg5TYW5kYm94TWVzc2FnZRIQCghlbWFpbF9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEg8KB3N1YmplY3QYBCABKAkSDAoEaHRtbBgFIAEoCRIMCgR0ZXh0GAYgASgJEkIKB2hlYWRlcnMYByADKAsyMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZS5IZWFkZXJzRW50cnkSLwoLY2FwdHVyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIiwKGEdldFNhbmRib3hNZXNzYWdlUmVxdWVzdBIQCghlbWFpbF9pZBgBIAEoCSJSChlHZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEjUKB21lc3NhZ2UYASABKAsyJC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TYW5kYm94TWVzc2FnZSJlChtFeHBvcnRTdWJzY3JpYmVyRGF0YVJlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIvCgVhdWRpdBgCIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiLAocRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRIMCgRqc29uGAEgASgJKv8BCgtFbWFpbFN0YXR1cxIcChhFTUFJTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNFTUFJTF9TVEFUVVNfUVVFVUVEEAESFQoRRU1BSUxfU1RBVFVTX1NFTlQQAhIXChNFTUFJTF9TVEFUVVNfRkFJTEVEEAMSGAoURU1BSUxfU1RBVFVTX0JPVU5DRUQQBBIaChZFTUFJTF9TVEFUVVNfREVMSVZFUkVEEAUSGQoVRU1BSUxfU1RBVFVTX0RFRkVSUkVEEAYSGwoXRU1BSUxfU1RBVFVTX0NPTVBMQUlORUQQBxIbChdFTUFJTF9TVEFUVVNfU1VQUFJFU1NFRBAIKlUKCkJvdW5jZVR5cGUSGwoXQk9VTkNFX1RZUEVfVU5TUEVDSUZJRUQQABIUChBCT1VOQ0VfVFlQRV9IQVJEEAESFAoQQk9VTkNFX1RZUEVfU09GVBACMqAECg9EZWxpdmVyeVNlcnZpY2USXAoJU2VuZEVtYWlsEiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVxdWVzdBonLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlElkKCEdldEVtYWlsEiUuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXF1ZXN0GiYuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXNwb25zZRJfCgpMaXN0RW1haWxzEicuZW1haWxzdmMuZGVsaXZlcnkudjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVzcG9uc2USdAoRR2V0U2FuZGJveE1lc3NhZ2USLi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlcXVlc3QaLy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEn0KFEV4cG9ydFN1YnNjcmliZXJEYXRhEjEuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjIuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_common_v1_audit, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * Why an email bounced: its kind, and the relay's reply (addresses removed).
+ *
+ * @generated from message emailsvc.delivery.v1.Bounce
+ */
+export type Bounce = Message<"emailsvc.delivery.v1.Bounce"> & {
+  /**
+   * @generated from field: emailsvc.delivery.v1.BounceType type = 1;
+   */
+  type: BounceType;
+
+  /**
+   * @generated from field: string diagnostic = 2;
+   */
+  diagnostic: string;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.Bounce.
+ * Use `create(BounceSchema)` to create a new message.
+ */
+export const BounceSchema: GenMessage<Bounce> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 0);
+
+/**
+ * One change of an email's status, as it happened.
+ *
+ * @generated from message emailsvc.delivery.v1.StatusChange
+ */
+export type StatusChange = Message<"emailsvc.delivery.v1.StatusChange"> & {
+  /**
+   * @generated from field: emailsvc.delivery.v1.EmailStatus status = 1;
+   */
+  status: EmailStatus;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 2;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * What the change is about: the relay's reply (addresses removed) for
+   * deferred and bounced, the reason's code for suppressed and failed; else empty.
+   *
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.StatusChange.
+ * Use `create(StatusChangeSchema)` to create a new message.
+ */
+export const StatusChangeSchema: GenMessage<StatusChange> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 1);
 
 /**
  * @generated from message emailsvc.delivery.v1.Email
@@ -74,7 +130,7 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
   messageId: string;
 
   /**
-   * Why it failed, when status is failed: the failure_reason's code, followed
+   * Why it failed, bounced or was suppressed: the failure_reason's code, followed
    * by the relay's reply where the relay gave one (addresses removed).
    *
    * @generated from field: string error = 10;
@@ -107,11 +163,33 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
   updatedAt?: Timestamp | undefined;
 
   /**
-   * Why it failed, when status is failed (the vocabulary of error's code).
+   * Why it failed, bounced or was suppressed (the vocabulary of error's code).
    *
    * @generated from field: emailsvc.delivery.v1.FailureReason failure_reason = 16;
    */
   failureReason: FailureReason;
+
+  /**
+   * Set when status is bounced.
+   *
+   * @generated from field: emailsvc.delivery.v1.Bounce bounce = 17;
+   */
+  bounce?: Bounce | undefined;
+
+  /**
+   * Every status the email had, oldest first (emails stored before this list
+   * existed start with their latest status).
+   *
+   * @generated from field: repeated emailsvc.delivery.v1.StatusChange history = 18;
+   */
+  history: StatusChange[];
+
+  /**
+   * When a deferred email is tried again; unset otherwise.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_at = 19;
+   */
+  nextAttemptAt?: Timestamp | undefined;
 };
 
 /**
@@ -119,7 +197,7 @@ export type Email = Message<"emailsvc.delivery.v1.Email"> & {
  * Use `create(EmailSchema)` to create a new message.
  */
 export const EmailSchema: GenMessage<Email> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 0);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 2);
 
 /**
  * @generated from message emailsvc.delivery.v1.SendEmailRequest
@@ -176,7 +254,7 @@ export type SendEmailRequest = Message<"emailsvc.delivery.v1.SendEmailRequest"> 
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 1);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 3);
 
 /**
  * @generated from message emailsvc.delivery.v1.SendEmailResponse
@@ -210,7 +288,7 @@ export type SendEmailResponse = Message<"emailsvc.delivery.v1.SendEmailResponse"
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 2);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 4);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetEmailRequest
@@ -227,7 +305,7 @@ export type GetEmailRequest = Message<"emailsvc.delivery.v1.GetEmailRequest"> & 
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 3);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetEmailResponse
@@ -244,7 +322,7 @@ export type GetEmailResponse = Message<"emailsvc.delivery.v1.GetEmailResponse"> 
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 4);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsRequest
@@ -266,7 +344,7 @@ export type ListEmailsRequest = Message<"emailsvc.delivery.v1.ListEmailsRequest"
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsResponse
@@ -288,7 +366,7 @@ export type ListEmailsResponse = Message<"emailsvc.delivery.v1.ListEmailsRespons
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
 
 /**
  * The whole rendered message a sandbox provider kept instead of sending.
@@ -342,7 +420,7 @@ export type SandboxMessage = Message<"emailsvc.delivery.v1.SandboxMessage"> & {
  * Use `create(SandboxMessageSchema)` to create a new message.
  */
 export const SandboxMessageSchema: GenMessage<SandboxMessage> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageRequest
@@ -359,7 +437,7 @@ export type GetSandboxMessageRequest = Message<"emailsvc.delivery.v1.GetSandboxM
  * Use `create(GetSandboxMessageRequestSchema)` to create a new message.
  */
 export const GetSandboxMessageRequestSchema: GenMessage<GetSandboxMessageRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageResponse
@@ -376,7 +454,7 @@ export type GetSandboxMessageResponse = Message<"emailsvc.delivery.v1.GetSandbox
  * Use `create(GetSandboxMessageResponseSchema)` to create a new message.
  */
 export const GetSandboxMessageResponseSchema: GenMessage<GetSandboxMessageResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
 
 /**
  * Delivery's part of a subscriber's data export: the emails linked to them.
@@ -402,7 +480,7 @@ export type ExportSubscriberDataRequest = Message<"emailsvc.delivery.v1.ExportSu
  * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
  */
 export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 12);
 
 /**
  * @generated from message emailsvc.delivery.v1.ExportSubscriberDataResponse
@@ -425,7 +503,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.delivery.v1.ExportS
  * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
  */
 export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 13);
 
 /**
  * @generated from enum emailsvc.delivery.v1.EmailStatus
@@ -460,6 +538,26 @@ export enum EmailStatus {
    * @generated from enum value: EMAIL_STATUS_DELIVERED = 5;
    */
   DELIVERED = 5,
+
+  /**
+   * The relay answered "not now" (SMTP 4xx) or could not be reached: tried
+   * again at next_attempt_at, with backoff, until the retry window ends.
+   *
+   * @generated from enum value: EMAIL_STATUS_DEFERRED = 6;
+   */
+  DEFERRED = 6,
+
+  /**
+   * @generated from enum value: EMAIL_STATUS_COMPLAINED = 7;
+   */
+  COMPLAINED = 7,
+
+  /**
+   * Not sent: the recipient may not get this mail (failure_reason says why).
+   *
+   * @generated from enum value: EMAIL_STATUS_SUPPRESSED = 8;
+   */
+  SUPPRESSED = 8,
 }
 
 /**
@@ -467,6 +565,36 @@ export enum EmailStatus {
  */
 export const EmailStatusSchema: GenEnum<EmailStatus> = /*@__PURE__*/
   enumDesc(file_emailsvc_delivery_v1_delivery, 0);
+
+/**
+ * @generated from enum emailsvc.delivery.v1.BounceType
+ */
+export enum BounceType {
+  /**
+   * @generated from enum value: BOUNCE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Refused for good (SMTP 5xx): the address is suppressed.
+   *
+   * @generated from enum value: BOUNCE_TYPE_HARD = 1;
+   */
+  HARD = 1,
+
+  /**
+   * Deferred (SMTP 4xx) until the retry window ended.
+   *
+   * @generated from enum value: BOUNCE_TYPE_SOFT = 2;
+   */
+  SOFT = 2,
+}
+
+/**
+ * Describes the enum emailsvc.delivery.v1.BounceType.
+ */
+export const BounceTypeSchema: GenEnum<BounceType> = /*@__PURE__*/
+  enumDesc(file_emailsvc_delivery_v1_delivery, 1);
 
 /**
  * @generated from service emailsvc.delivery.v1.DeliveryService

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/email_events.proto.
  */
 export const file_emailsvc_events_v1_email_events: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUi3AEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkSOwoOZmFpbHVyZV9yZWFzb24YByABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uYgZwcm90bzM", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
+  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUi8QEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkSOwoOZmFpbHVyZV9yZWFzb24YByABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEhMKC2JvdW5jZV90eXBlGAggASgJYgZwcm90bzM", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
 
 /**
  * Topic email.send.requested. Two producers:
@@ -87,7 +87,8 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
   emailId: string;
 
   /**
-   * queued, sent, failed, bounced, delivered; and held: a campaign's email
+   * queued, sent, deferred, bounced, complained, delivered, failed,
+   * suppressed; and held: a campaign's email
    * that delivery did not give to the provider because the campaign is
    * paused (the email stays queued; campaigns hands it over again on resume).
    *
@@ -108,7 +109,7 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
   campaignId: string;
 
   /**
-   * For failed: the public error code as the REST API shows it (the text of
+   * For failed, suppressed and bounced: the public error code as the REST API shows it (the text of
    * failure_reason, e.g. recipient_unsubscribed); else empty. For people and
    * logs: consumers read failure_reason.
    *
@@ -117,11 +118,19 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
   reason: string;
 
   /**
-   * For failed: why (delivery's vocabulary); else unspecified.
+   * For failed, suppressed and bounced: why (delivery's vocabulary); else unspecified.
    *
    * @generated from field: emailsvc.delivery.v1.FailureReason failure_reason = 7;
    */
   failureReason: FailureReason;
+
+  /**
+   * For bounced: "hard" or "soft"; else empty. The relay's reply stays in
+   * delivery's record (it may name the mailbox).
+   *
+   * @generated from field: string bounce_type = 8;
+   */
+  bounceType: string;
 };
 
 /**

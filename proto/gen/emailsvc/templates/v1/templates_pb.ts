@@ -12,7 +12,27 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/templates/v1/templates.proto.
  */
 export const file_emailsvc_templates_v1_templates: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEi0QIKCFRlbXBsYXRlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEhQKDG1qbWxfY29udGVudBgFIAEoCRI5CghjYXRlZ29yeRgGIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5Eg8KB3ZlcnNpb24YByABKAUSEQoJdmFyaWFibGVzGAggAygJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmZyb21fZW1haWwYCyABKAkSEQoJZnJvbV9uYW1lGAwgASgJEhAKCHJlcGx5X3RvGA0gASgJIpUCChVDcmVhdGVUZW1wbGF0ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEhQKDG1qbWxfY29udGVudBgDIAEoCRI5CghjYXRlZ29yeRgEIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhEKBHNsdWcYBSABKAlIAIgBARIXCgpmcm9tX2VtYWlsGAYgASgJSAGIAQESFgoJZnJvbV9uYW1lGAcgASgJSAKIAQESFQoIcmVwbHlfdG8YCCABKAlIA4gBAUIHCgVfc2x1Z0INCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIroCChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhcKCmZyb21fZW1haWwYBiABKAlIA4gBARIWCglmcm9tX25hbWUYByABKAlIBIgBARIVCghyZXBseV90bxgIIAEoCUgFiAEBQgcKBV9uYW1lQgoKCF9zdWJqZWN0Qg8KDV9tam1sX2NvbnRlbnRCDQoLX2Zyb21fZW1haWxCDAoKX2Zyb21fbmFtZUILCglfcmVwbHlfdG8iSwoWVXBkYXRlVGVtcGxhdGVSZXNwb25zZRIxCgh0ZW1wbGF0ZRgBIAEoCzIfLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZSIjChVEZWxldGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlVGVtcGxhdGVSZXNwb25zZSJQChZQcmV2aWV3VGVtcGxhdGVSZXF1ZXN0EgoKAmlkGAEgASgJEioKCXZhcmlhYmxlcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiYQoXUHJldmlld1RlbXBsYXRlUmVzcG9uc2USDAoEaHRtbBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEgwKBHRleHQYAyABKAkSGQoRbWlzc2luZ192YXJpYWJsZXMYBCADKAki7AEKEENvbXBpbGVkVGVtcGxhdGUSEwoLdGVtcGxhdGVfaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgFEjkKCGNhdGVnb3J5GAQgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHc3ViamVjdBgFIAEoCRIMCgRodG1sGAYgASgJEhEKCXZhcmlhYmxlcxgHIAMoCRISCgpmcm9tX2VtYWlsGAggASgJEhEKCWZyb21fbmFtZRgJIAEoCRIQCghyZXBseV90bxgKIAEoCSJXChpHZXRDb21waWxlZFRlbXBsYXRlUmVxdWVzdBIMCgJpZBgBIAEoCUgAEg4KBHNsdWcYAiABKAlIABIPCgd2ZXJzaW9uGAMgASgFQgoKCHRlbXBsYXRlIlgKG0dldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZRI5Cghjb21waWxlZBgBIAEoCzInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5Db21waWxlZFRlbXBsYXRlKnsKEFRlbXBsYXRlQ2F0ZWdvcnkSIQodVEVNUExBVEVfQ0FURUdPUllfVU5TUEVDSUZJRUQQABIjCh9URU1QTEFURV9DQVRFR09SWV9UUkFOU0FDVElPTkFMEAESHwobVEVNUExBVEVfQ0FURUdPUllfTUFSS0VUSU5HEAIyoAYKD1RlbXBsYXRlU2VydmljZRJtCg5DcmVhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5DcmVhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ3JlYXRlVGVtcGxhdGVSZXNwb25zZRJkCgtHZXRUZW1wbGF0ZRIpLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRUZW1wbGF0ZVJlcXVlc3QaKi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0VGVtcGxhdGVSZXNwb25zZRJqCg1MaXN0VGVtcGxhdGVzEisuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXF1ZXN0GiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZXNSZXNwb25zZRJtCg5VcGRhdGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5VcGRhdGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVXBkYXRlVGVtcGxhdGVSZXNwb25zZRJtCg5EZWxldGVUZW1wbGF0ZRIsLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5EZWxldGVUZW1wbGF0ZVJlcXVlc3QaLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuRGVsZXRlVGVtcGxhdGVSZXNwb25zZRJwCg9QcmV2aWV3VGVtcGxhdGUSLS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuUHJldmlld1RlbXBsYXRlUmVxdWVzdBouLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5QcmV2aWV3VGVtcGxhdGVSZXNwb25zZRJ8ChNHZXRDb21waWxlZFRlbXBsYXRlEjEuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXF1ZXN0GjIuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldENvbXBpbGVkVGVtcGxhdGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEiJwoUU3VwcHJlc3Npb25PdmVycmlkZXMSDwoHcmVhc29ucxgBIAMoCSLuAgoIVGVtcGxhdGUSCgoCaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIMCgRuYW1lGAMgASgJEg8KB3N1YmplY3QYBCABKAkSFAoMbWptbF9jb250ZW50GAUgASgJEjkKCGNhdGVnb3J5GAYgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHdmVyc2lvbhgHIAEoBRIRCgl2YXJpYWJsZXMYCCADKAkSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZnJvbV9lbWFpbBgLIAEoCRIRCglmcm9tX25hbWUYDCABKAkSEAoIcmVwbHlfdG8YDSABKAkSGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCSKyAgoVQ3JlYXRlVGVtcGxhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHc3ViamVjdBgCIAEoCRIUCgxtam1sX2NvbnRlbnQYAyABKAkSOQoIY2F0ZWdvcnkYBCABKA4yJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVGVtcGxhdGVDYXRlZ29yeRIRCgRzbHVnGAUgASgJSACIAQESFwoKZnJvbV9lbWFpbBgGIAEoCUgBiAEBEhYKCWZyb21fbmFtZRgHIAEoCUgCiAEBEhUKCHJlcGx5X3RvGAggASgJSAOIAQESGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCUIHCgVfc2x1Z0INCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIoQDChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhcKCmZyb21fZW1haWwYBiABKAlIA4gBARIWCglmcm9tX25hbWUYByABKAlIBIgBARIVCghyZXBseV90bxgIIAEoCUgFiAEBEkgKE2lnbm9yZV9zdXBwcmVzc2lvbnMYFCABKAsyKy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuU3VwcHJlc3Npb25PdmVycmlkZXNCBwoFX25hbWVCCgoIX3N1YmplY3RCDwoNX21qbWxfY29udGVudEINCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZVcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiMKFURlbGV0ZVRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSIYChZEZWxldGVUZW1wbGF0ZVJlc3BvbnNlIlAKFlByZXZpZXdUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSKgoJdmFyaWFibGVzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhChdQcmV2aWV3VGVtcGxhdGVSZXNwb25zZRIMCgRodG1sGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEdGV4dBgDIAEoCRIZChFtaXNzaW5nX3ZhcmlhYmxlcxgEIAMoCSKJAgoQQ29tcGlsZWRUZW1wbGF0ZRITCgt0ZW1wbGF0ZV9pZBgBIAEoCRIMCgRzbHVnGAIgASgJEg8KB3ZlcnNpb24YAyABKAUSOQoIY2F0ZWdvcnkYBCABKA4yJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVGVtcGxhdGVDYXRlZ29yeRIPCgdzdWJqZWN0GAUgASgJEgwKBGh0bWwYBiABKAkSEQoJdmFyaWFibGVzGAcgAygJEhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhsKE2lnbm9yZV9zdXBwcmVzc2lvbnMYFCADKAkiVwoaR2V0Q29tcGlsZWRUZW1wbGF0ZVJlcXVlc3QSDAoCaWQYASABKAlIABIOCgRzbHVnGAIgASgJSAASDwoHdmVyc2lvbhgDIAEoBUIKCgh0ZW1wbGF0ZSJYChtHZXRDb21waWxlZFRlbXBsYXRlUmVzcG9uc2USOQoIY29tcGlsZWQYASABKAsyJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ29tcGlsZWRUZW1wbGF0ZSp7ChBUZW1wbGF0ZUNhdGVnb3J5EiEKHVRFTVBMQVRFX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASIwofVEVNUExBVEVfQ0FURUdPUllfVFJBTlNBQ1RJT05BTBABEh8KG1RFTVBMQVRFX0NBVEVHT1JZX01BUktFVElORxACMqAGCg9UZW1wbGF0ZVNlcnZpY2USbQoOQ3JlYXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ3JlYXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLkNyZWF0ZVRlbXBsYXRlUmVzcG9uc2USZAoLR2V0VGVtcGxhdGUSKS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0VGVtcGxhdGVSZXF1ZXN0GiouZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldFRlbXBsYXRlUmVzcG9uc2USagoNTGlzdFRlbXBsYXRlcxIrLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5MaXN0VGVtcGxhdGVzUmVxdWVzdBosLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5MaXN0VGVtcGxhdGVzUmVzcG9uc2USbQoOVXBkYXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVXBkYXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLlVwZGF0ZVRlbXBsYXRlUmVzcG9uc2USbQoORGVsZXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuRGVsZXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLkRlbGV0ZVRlbXBsYXRlUmVzcG9uc2UScAoPUHJldmlld1RlbXBsYXRlEi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLlByZXZpZXdUZW1wbGF0ZVJlcXVlc3QaLi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuUHJldmlld1RlbXBsYXRlUmVzcG9uc2USfAoTR2V0Q29tcGlsZWRUZW1wbGF0ZRIxLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRDb21waWxlZFRlbXBsYXRlUmVxdWVzdBoyLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRDb21waWxlZFRlbXBsYXRlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * The suppression-list reasons a transactional template's mail ignores
+ * (`hard_bounce`, `complaint`): by default transactional mail skips both.
+ *
+ * @generated from message emailsvc.templates.v1.SuppressionOverrides
+ */
+export type SuppressionOverrides = Message<"emailsvc.templates.v1.SuppressionOverrides"> & {
+  /**
+   * @generated from field: repeated string reasons = 1;
+   */
+  reasons: string[];
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.SuppressionOverrides.
+ * Use `create(SuppressionOverridesSchema)` to create a new message.
+ */
+export const SuppressionOverridesSchema: GenMessage<SuppressionOverrides> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 0);
 
 /**
  * @generated from message emailsvc.templates.v1.Template
@@ -93,6 +113,13 @@ export type Template = Message<"emailsvc.templates.v1.Template"> & {
    * @generated from field: string reply_to = 13;
    */
   replyTo: string;
+
+  /**
+   * Numbered from 20: other fields of issue 17 are added beside it.
+   *
+   * @generated from field: repeated string ignore_suppressions = 20;
+   */
+  ignoreSuppressions: string[];
 };
 
 /**
@@ -100,7 +127,7 @@ export type Template = Message<"emailsvc.templates.v1.Template"> & {
  * Use `create(TemplateSchema)` to create a new message.
  */
 export const TemplateSchema: GenMessage<Template> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 0);
+  messageDesc(file_emailsvc_templates_v1_templates, 1);
 
 /**
  * @generated from message emailsvc.templates.v1.CreateTemplateRequest
@@ -149,6 +176,11 @@ export type CreateTemplateRequest = Message<"emailsvc.templates.v1.CreateTemplat
    * @generated from field: optional string reply_to = 8;
    */
   replyTo?: string | undefined;
+
+  /**
+   * @generated from field: repeated string ignore_suppressions = 20;
+   */
+  ignoreSuppressions: string[];
 };
 
 /**
@@ -156,7 +188,7 @@ export type CreateTemplateRequest = Message<"emailsvc.templates.v1.CreateTemplat
  * Use `create(CreateTemplateRequestSchema)` to create a new message.
  */
 export const CreateTemplateRequestSchema: GenMessage<CreateTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 1);
+  messageDesc(file_emailsvc_templates_v1_templates, 2);
 
 /**
  * @generated from message emailsvc.templates.v1.CreateTemplateResponse
@@ -173,7 +205,7 @@ export type CreateTemplateResponse = Message<"emailsvc.templates.v1.CreateTempla
  * Use `create(CreateTemplateResponseSchema)` to create a new message.
  */
 export const CreateTemplateResponseSchema: GenMessage<CreateTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 2);
+  messageDesc(file_emailsvc_templates_v1_templates, 3);
 
 /**
  * @generated from message emailsvc.templates.v1.GetTemplateRequest
@@ -190,7 +222,7 @@ export type GetTemplateRequest = Message<"emailsvc.templates.v1.GetTemplateReque
  * Use `create(GetTemplateRequestSchema)` to create a new message.
  */
 export const GetTemplateRequestSchema: GenMessage<GetTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 3);
+  messageDesc(file_emailsvc_templates_v1_templates, 4);
 
 /**
  * @generated from message emailsvc.templates.v1.GetTemplateResponse
@@ -207,7 +239,7 @@ export type GetTemplateResponse = Message<"emailsvc.templates.v1.GetTemplateResp
  * Use `create(GetTemplateResponseSchema)` to create a new message.
  */
 export const GetTemplateResponseSchema: GenMessage<GetTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 4);
+  messageDesc(file_emailsvc_templates_v1_templates, 5);
 
 /**
  * @generated from message emailsvc.templates.v1.ListTemplatesRequest
@@ -229,7 +261,7 @@ export type ListTemplatesRequest = Message<"emailsvc.templates.v1.ListTemplatesR
  * Use `create(ListTemplatesRequestSchema)` to create a new message.
  */
 export const ListTemplatesRequestSchema: GenMessage<ListTemplatesRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 5);
+  messageDesc(file_emailsvc_templates_v1_templates, 6);
 
 /**
  * @generated from message emailsvc.templates.v1.ListTemplatesResponse
@@ -251,7 +283,7 @@ export type ListTemplatesResponse = Message<"emailsvc.templates.v1.ListTemplates
  * Use `create(ListTemplatesResponseSchema)` to create a new message.
  */
 export const ListTemplatesResponseSchema: GenMessage<ListTemplatesResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 6);
+  messageDesc(file_emailsvc_templates_v1_templates, 7);
 
 /**
  * @generated from message emailsvc.templates.v1.UpdateTemplateRequest
@@ -298,6 +330,13 @@ export type UpdateTemplateRequest = Message<"emailsvc.templates.v1.UpdateTemplat
    * @generated from field: optional string reply_to = 8;
    */
   replyTo?: string | undefined;
+
+  /**
+   * Absent: unchanged.
+   *
+   * @generated from field: emailsvc.templates.v1.SuppressionOverrides ignore_suppressions = 20;
+   */
+  ignoreSuppressions?: SuppressionOverrides | undefined;
 };
 
 /**
@@ -305,7 +344,7 @@ export type UpdateTemplateRequest = Message<"emailsvc.templates.v1.UpdateTemplat
  * Use `create(UpdateTemplateRequestSchema)` to create a new message.
  */
 export const UpdateTemplateRequestSchema: GenMessage<UpdateTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 7);
+  messageDesc(file_emailsvc_templates_v1_templates, 8);
 
 /**
  * @generated from message emailsvc.templates.v1.UpdateTemplateResponse
@@ -322,7 +361,7 @@ export type UpdateTemplateResponse = Message<"emailsvc.templates.v1.UpdateTempla
  * Use `create(UpdateTemplateResponseSchema)` to create a new message.
  */
 export const UpdateTemplateResponseSchema: GenMessage<UpdateTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 8);
+  messageDesc(file_emailsvc_templates_v1_templates, 9);
 
 /**
  * @generated from message emailsvc.templates.v1.DeleteTemplateRequest
@@ -339,7 +378,7 @@ export type DeleteTemplateRequest = Message<"emailsvc.templates.v1.DeleteTemplat
  * Use `create(DeleteTemplateRequestSchema)` to create a new message.
  */
 export const DeleteTemplateRequestSchema: GenMessage<DeleteTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 9);
+  messageDesc(file_emailsvc_templates_v1_templates, 10);
 
 /**
  * @generated from message emailsvc.templates.v1.DeleteTemplateResponse
@@ -352,7 +391,7 @@ export type DeleteTemplateResponse = Message<"emailsvc.templates.v1.DeleteTempla
  * Use `create(DeleteTemplateResponseSchema)` to create a new message.
  */
 export const DeleteTemplateResponseSchema: GenMessage<DeleteTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 10);
+  messageDesc(file_emailsvc_templates_v1_templates, 11);
 
 /**
  * @generated from message emailsvc.templates.v1.PreviewTemplateRequest
@@ -374,7 +413,7 @@ export type PreviewTemplateRequest = Message<"emailsvc.templates.v1.PreviewTempl
  * Use `create(PreviewTemplateRequestSchema)` to create a new message.
  */
 export const PreviewTemplateRequestSchema: GenMessage<PreviewTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 11);
+  messageDesc(file_emailsvc_templates_v1_templates, 12);
 
 /**
  * @generated from message emailsvc.templates.v1.PreviewTemplateResponse
@@ -408,7 +447,7 @@ export type PreviewTemplateResponse = Message<"emailsvc.templates.v1.PreviewTemp
  * Use `create(PreviewTemplateResponseSchema)` to create a new message.
  */
 export const PreviewTemplateResponseSchema: GenMessage<PreviewTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 12);
+  messageDesc(file_emailsvc_templates_v1_templates, 13);
 
 /**
  * One compiled version of a template, as delivery renders it per message.
@@ -471,6 +510,13 @@ export type CompiledTemplate = Message<"emailsvc.templates.v1.CompiledTemplate">
    * @generated from field: string reply_to = 10;
    */
   replyTo: string;
+
+  /**
+   * The template's, as it is now (like category: not per version).
+   *
+   * @generated from field: repeated string ignore_suppressions = 20;
+   */
+  ignoreSuppressions: string[];
 };
 
 /**
@@ -478,7 +524,7 @@ export type CompiledTemplate = Message<"emailsvc.templates.v1.CompiledTemplate">
  * Use `create(CompiledTemplateSchema)` to create a new message.
  */
 export const CompiledTemplateSchema: GenMessage<CompiledTemplate> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 13);
+  messageDesc(file_emailsvc_templates_v1_templates, 14);
 
 /**
  * @generated from message emailsvc.templates.v1.GetCompiledTemplateRequest
@@ -514,7 +560,7 @@ export type GetCompiledTemplateRequest = Message<"emailsvc.templates.v1.GetCompi
  * Use `create(GetCompiledTemplateRequestSchema)` to create a new message.
  */
 export const GetCompiledTemplateRequestSchema: GenMessage<GetCompiledTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 14);
+  messageDesc(file_emailsvc_templates_v1_templates, 15);
 
 /**
  * @generated from message emailsvc.templates.v1.GetCompiledTemplateResponse
@@ -531,7 +577,7 @@ export type GetCompiledTemplateResponse = Message<"emailsvc.templates.v1.GetComp
  * Use `create(GetCompiledTemplateResponseSchema)` to create a new message.
  */
 export const GetCompiledTemplateResponseSchema: GenMessage<GetCompiledTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 15);
+  messageDesc(file_emailsvc_templates_v1_templates, 16);
 
 /**
  * @generated from enum emailsvc.templates.v1.TemplateCategory

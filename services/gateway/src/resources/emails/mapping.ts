@@ -20,11 +20,14 @@ export interface EmailJson {
   sent_at: string | null;
   failed_at: string | null;
   updated_at: string;
+  bounce: { type: "hard" | "soft"; diagnostic: string } | null;
+  history: Array<{ status: string; at: string; detail: string }>;
+  next_attempt_at: string | null;
 }
 
 export interface EmailQueuedJson {
   id: string;
-  status: "queued" | "failed";
+  status: "queued" | "suppressed";
   /** null when queued; the reason when refused at once. */
   error: string | null;
   to: string;
@@ -52,7 +55,17 @@ const EMAIL_STATUS_TO_JSON: Partial<Record<delivery.EmailStatus, string>> = {
   [delivery.EmailStatus.FAILED]: "failed",
   [delivery.EmailStatus.BOUNCED]: "bounced",
   [delivery.EmailStatus.DELIVERED]: "delivered",
+  [delivery.EmailStatus.DEFERRED]: "deferred",
+  [delivery.EmailStatus.COMPLAINED]: "complained",
+  [delivery.EmailStatus.SUPPRESSED]: "suppressed",
 };
+
+function bounceJson(bounce: delivery.Bounce | undefined): EmailJson["bounce"] {
+  if (!bounce) return null;
+  if (bounce.type === delivery.BounceType.HARD) return { type: "hard", diagnostic: bounce.diagnostic };
+  if (bounce.type === delivery.BounceType.SOFT) return { type: "soft", diagnostic: bounce.diagnostic };
+  throw new Error(`the service returned bounce type ${bounce.type}`);
+}
 
 function emailStatusToJson(status: delivery.EmailStatus): string {
   const value = EMAIL_STATUS_TO_JSON[status];
@@ -78,12 +91,15 @@ export function emailJson(e: delivery.Email | undefined): EmailJson {
     sent_at: rfc3339OrNull(e.sentAt),
     failed_at: rfc3339OrNull(e.failedAt),
     updated_at: rfc3339(e.updatedAt, "updated_at"),
+    bounce: bounceJson(e.bounce),
+    history: e.history.map((change) => ({ status: emailStatusToJson(change.status), at: rfc3339(change.at, "history.at"), detail: change.detail })),
+    next_attempt_at: rfc3339OrNull(e.nextAttemptAt),
   };
 }
 
 /**
  * The answer to a send: the email as it was accepted, built only from fields
- * that never change afterwards (status is `queued`, or `failed` with its
+ * that never change afterwards (status is `queued`, or `suppressed` with its
  * reason when delivery refused the recipient at once, which is final). So a
  * replay is byte-for-byte the original answer even when the service hands
  * back the email's current state (sent, failed, …).
@@ -92,7 +108,7 @@ export function emailQueuedJson(e: delivery.Email | undefined, refused: boolean)
   if (!e) throw new Error("the service returned no email");
   return {
     id: e.id,
-    status: refused ? "failed" : "queued",
+    status: refused ? "suppressed" : "queued",
     error: refused ? e.error : null,
     to: e.to,
     template_id: e.templateId,

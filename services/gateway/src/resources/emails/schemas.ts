@@ -34,7 +34,7 @@ const idempotencyKey = {
   "x-pattern-message": `is 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters, not starting or ending with a space`,
 } as const;
 
-export const EMAIL_STATUSES = ["queued", "sent", "failed", "bounced", "delivered"] as const;
+export const EMAIL_STATUSES = ["queued", "sent", "delivered", "deferred", "bounced", "complained", "failed", "suppressed"] as const;
 
 export const EmailSend = {
   type: "object",
@@ -72,18 +72,41 @@ export const schemas: Record<string, JsonSchema> = {
     type: "string",
     enum: EMAIL_STATUSES,
     description:
-      "`queued` (accepted, not sent yet), `sent` (the provider took it), `failed` (not sent; see `error`), `bounced` and `delivered` (where the provider reports them).",
+      "`queued` (accepted, not sent yet), `sent` (the provider took it), `deferred` (the relay answered \"not now\" or could not be reached: tried again at `next_attempt_at`, with backoff, for up to 72 hours), `bounced` (refused for good: `bounce.type` `hard` for a 5xx, `soft` when the retries of a deferred email ran out; the address is then suppressed), `failed` (could not be sent; see `error`), `suppressed` (not sent: the recipient may not get this mail; `error` says why), `delivered` and `complained` (where the provider or the recipient reports them).",
+  },
+  EmailBounce: {
+    type: ["object", "null"],
+    additionalProperties: false,
+    required: ["type", "diagnostic"],
+    description: "Why the email bounced; null unless `bounced`.",
+    properties: {
+      type: { type: "string", enum: ["hard", "soft"], description: "`hard`: refused for good (5xx); `soft`: \"not now\" (4xx) until the retries ran out." },
+      diagnostic: { type: "string", description: "The relay's reply (addresses replaced by `<recipient>`), e.g. `550 5.1.1 <recipient>: User unknown`." },
+    },
+  },
+  EmailStatusChange: {
+    type: "object",
+    additionalProperties: false,
+    required: ["status", "at", "detail"],
+    properties: {
+      status: ref("EmailStatus"),
+      at: timestamp("When the email took this status (RFC 3339, UTC)."),
+      detail: {
+        type: "string",
+        description: "The relay's reply for `deferred` and `bounced`, the reason's code for `suppressed` and `failed`; otherwise empty.",
+      },
+    },
   },
   EmailSend,
   EmailQueued: {
     type: "object",
     additionalProperties: false,
     description:
-      "The email as it was accepted: `queued`, or `failed` when its recipient may not get this mail (refused at once; `error` says why). A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
+      "The email as it was accepted: `queued`, or `suppressed` when its recipient may not get this mail (refused at once; `error` says why). A replay answers with this same body, whatever happened to the email since; read its current state with GET /api/v1/emails/{id}.",
     required: ["id", "status", "to", "template_id", "template_slug", "template_version", "idempotency_key", "queued_at", "error"],
     properties: {
       id: emailId(),
-      status: { type: "string", enum: ["queued", "failed"] },
+      status: { type: "string", enum: ["queued", "suppressed"] },
       error: {
         type: ["string", "null"],
         description:
@@ -116,6 +139,9 @@ export const schemas: Record<string, JsonSchema> = {
       "sent_at",
       "failed_at",
       "updated_at",
+      "bounce",
+      "history",
+      "next_attempt_at",
     ],
     properties: {
       id: emailId(),
@@ -138,13 +164,16 @@ export const schemas: Record<string, JsonSchema> = {
       error: {
         type: ["string", "null"],
         description:
-          "Why it failed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`, `campaign_cancelled`; and for a recipient who may not get this mail: `recipient_unsubscribed` (marketing mail), `recipient_suppressed` (marketing mail to an address erased at its owner's request), `recipient_bounced`, `recipient_complained` (any mail)), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
+          "Why it failed, bounced or was suppressed: a stable code (`template_unavailable`, `template_render_failed`, `recipient_rejected`, `message_rejected`, `attempts_exhausted`, `relay_unavailable`, `service_unavailable`, `recipient_erased`, `campaign_cancelled`; and for a recipient who may not get this mail: `recipient_unsubscribed` (marketing mail), `recipient_suppressed` (an address on the account's suppression list), `recipient_bounced`, `recipient_complained` (any mail)), followed by `: ` and the relay's reply (addresses replaced by `<recipient>`) where the relay gave one, e.g. `recipient_rejected: 550 5.1.1 <recipient>: User unknown`.",
       },
       attempts: { type: "integer", minimum: 0, description: "Delivery attempts so far (transient failures are retried)." },
       queued_at: timestamp("When the email was accepted (RFC 3339, UTC)."),
       sent_at: nullableTimestamp("When the provider took the message; null until then."),
-      failed_at: nullableTimestamp("When the email failed for good; null unless failed."),
+      failed_at: nullableTimestamp("When the email ended without being sent (failed, bounced or suppressed); null otherwise."),
       updated_at: timestamp("When the email last changed (RFC 3339, UTC)."),
+      bounce: ref("EmailBounce"),
+      history: { type: "array", items: ref("EmailStatusChange"), description: "Every status the email had, oldest first, each with its time." },
+      next_attempt_at: nullableTimestamp("When a deferred email is tried again; null unless `deferred`."),
     },
   },
   EmailPage: page("Email", "A page of emails."),

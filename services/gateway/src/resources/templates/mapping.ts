@@ -9,6 +9,7 @@ export interface TemplateSummaryJson {
   name: string;
   subject: string;
   category: string;
+  ignore_suppressions: string[];
   version: number;
   variables: string[];
   created_at: string;
@@ -62,6 +63,7 @@ export function templateSummaryJson(t: templates.Template): TemplateSummaryJson 
     name: t.name,
     subject: t.subject,
     category: categoryToJson(t.category),
+    ignore_suppressions: t.ignoreSuppressions,
     version: t.version,
     variables: t.variables,
     created_at: rfc3339(t.createdAt, "created_at"),

@@ -39,6 +39,7 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           subject: body.subject,
           mjmlContent: body.mjml_content,
           category: categoryFromJson(body.category),
+          ignoreSuppressions: body.ignore_suppressions ?? [],
           slug: body.slug,
           fromEmail: body.from_email,
           fromName: body.from_name,
@@ -81,6 +82,7 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
           fromEmail: body.from_email === null ? "" : body.from_email,
           fromName: body.from_name === null ? "" : body.from_name,
           replyTo: body.reply_to === null ? "" : body.reply_to,
+          ...(body.ignore_suppressions !== undefined ? { ignoreSuppressions: { reasons: body.ignore_suppressions } } : {}),
         },
         callOptions(ctx, timeoutMs),
       );

@@ -49,6 +49,15 @@ const category = {
   description: "`marketing` mail carries `List-Unsubscribe` headers; `transactional` mail is what a user's action causes.",
 } as const;
 
+const ignoreSuppressions = {
+  type: "array",
+  items: { type: "string", enum: ["hard_bounce", "complaint"] },
+  maxItems: 2,
+  uniqueItems: true,
+  description:
+    "Transactional templates only: the suppression-list reasons its mail is sent despite. By default transactional mail is not sent to an address that hard-bounced or complained (it is `suppressed` with `recipient_bounced` / `recipient_complained`); a template whose mail the person must get (a password reset they asked for) may list `hard_bounce` and/or `complaint`. Marketing mail never ignores the list (a 400).",
+} as const;
+
 /** Values of a template's placeholders; also the `variables` of a send (emails). */
 export const variables = {
   type: "object",
@@ -70,6 +79,7 @@ export const TemplateCreate = {
       description: `MJML markup, at most 512 KiB as UTF-8 (413 \`mjml_too_large\` beyond; more than ${MJML_MAX_LENGTH} characters is refused with 400 before that). Validated strictly: markup that does not compile is a 400 (\`invalid_mjml\`) whose \`errors\` name the line and the problem.`,
     },
     category,
+    ignore_suppressions: { ...ignoreSuppressions, default: [] },
     slug: {
       ...slug,
       description:
@@ -96,6 +106,7 @@ export const TemplateUpdate = {
     from_email: { ...emailAddress, type: ["string", "null"], description: "As on create; null removes it. A change of the sender makes a new version." },
     from_name: { ...lineText(100, "must show something and hold no control characters or line breaks"), type: ["string", "null"], description: "As on create; null removes it." },
     reply_to: { ...emailAddress, type: ["string", "null"], description: "As on create; null removes it." },
+    ignore_suppressions: { ...ignoreSuppressions, description: `${ignoreSuppressions.description} \`[]\` removes them.` },
   },
 } as const;
 export type TemplateUpdateBody = FromSchema<typeof TemplateUpdate>;
@@ -114,6 +125,7 @@ function templateSummaryProperties(): Record<string, JsonSchema> {
     name: { type: "string" },
     subject: { type: "string", description: "May contain `{{variable_name}}`." },
     category: ref("TemplateCategory"),
+    ignore_suppressions: { ...ignoreSuppressions, readOnly: false },
     version: {
       type: "integer",
       minimum: 1,
@@ -136,7 +148,7 @@ export const schemas: Record<string, JsonSchema> = {
   Template: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "slug", "name", "subject", "mjml_content", "category", "version", "variables", "from_email", "from_name", "reply_to", "created_at", "updated_at"],
+    required: ["id", "slug", "name", "subject", "mjml_content", "category", "ignore_suppressions", "version", "variables", "from_email", "from_name", "reply_to", "created_at", "updated_at"],
     properties: {
       ...templateSummaryProperties(),
       mjml_content: { type: "string", description: "The MJML markup; may contain `{{variable_name}}`." },
@@ -149,7 +161,7 @@ export const schemas: Record<string, JsonSchema> = {
     type: "object",
     additionalProperties: false,
     description: "A template without its MJML (lists); read one template for its `mjml_content`.",
-    required: ["id", "slug", "name", "subject", "category", "version", "variables", "created_at", "updated_at"],
+    required: ["id", "slug", "name", "subject", "category", "ignore_suppressions", "version", "variables", "created_at", "updated_at"],
     properties: templateSummaryProperties(),
   },
   TemplateCreate,
@@ -220,7 +232,7 @@ export const paths: Paths = {
       operationId: "updateTemplate",
       summary: "Update a template",
       description: [
-        "Changes any of name, subject, mjml_content and category; the slug cannot change. Two updates at once: one of them may get a 409 `concurrent_update`; retry it.",
+        "Changes any of name, subject, mjml_content, category and ignore_suppressions; the slug cannot change. Two updates at once: one of them may get a 409 `concurrent_update`; retry it.",
         "A change of the subject or the MJML makes a new version (`version` + 1); emails queued before keep the version they were queued with.",
         LIMITS_TEXT,
         `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here.`,
