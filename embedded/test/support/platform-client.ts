@@ -57,7 +57,8 @@ export async function startTestPlatform(
     gatewayPort: 0,
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
-    logger: createLogger(name, "silent"),
+    // TEST_PLATFORM_LOG_LEVEL=info shows the platform's logs while a test is debugged.
+    logger: createLogger(name, process.env.TEST_PLATFORM_LOG_LEVEL === "info" ? "info" : "silent"),
     env: {
       OUTBOX_SWEEP_INTERVAL_MS: "500",
       // Suites run side by side: each portal page on a free port (known before the start, so mail links point at it).

@@ -49,6 +49,13 @@ export interface DeliveryConfig {
   firstRecheckMs: number;
   /** DKIM_PLATFORM_SELECTOR with DKIM_PLATFORM_KEY: signs mail From EMAIL_FROM's address; unset: that mail goes unsigned. */
   platformDkim: { selector: string; privateKey: KeyObject } | undefined;
+  /**
+   * BOUNCE_SMTP_PORT and BOUNCE_SMTP_HOST (default 127.0.0.1): the bounce
+   * receiver's SMTP listener; set, every message's return path names its
+   * email (VERP) at RETURN_PATH_HOST or `bounces.<From domain>`. Unset: no
+   * receiver, and the envelope sender is the From address.
+   */
+  bounceReceiver: { port: number; host: string } | undefined;
   /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
   retry: RetryPolicy;
 }
@@ -82,6 +89,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     feedbackTag: feedbackTag(env),
     firstRecheckMs: envInt("SENDER_DOMAIN_FIRST_RECHECK_MS", 60_000, { min: 1000, max: 3_600_000 }, env),
     platformDkim: platformDkim(env),
+    bounceReceiver: bounceReceiver(env),
     retry: {
       windowMs: Math.round(retryHours(envOptional("DELIVERY_RETRY_HOURS", env)) * 3_600_000),
       backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
@@ -131,6 +139,11 @@ function feedbackTag(env: Env): string {
   const value = envString("FEEDBACK_ID_SENDER", "emailsvc", env).trim();
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(value)) throw new ConfigError(`FEEDBACK_ID_SENDER must be 1-64 letters, digits, ".", "_" or "-", got "${value}"`);
   return value;
+}
+
+function bounceReceiver(env: Env): { port: number; host: string } | undefined {
+  if (envOptional("BOUNCE_SMTP_PORT", env) === undefined) return undefined;
+  return { port: envInt("BOUNCE_SMTP_PORT", 25, { min: 0, max: 65_535 }, env), host: envString("BOUNCE_SMTP_HOST", "127.0.0.1", env) };
 }
 
 /** DELIVERY_RETRY_HOURS: a number of hours (decimals allowed, so that tests can use seconds), at most 30 days. */

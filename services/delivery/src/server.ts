@@ -29,7 +29,9 @@ import type { SandboxSettings } from "./storage/sandbox-messages.js";
 import { compileRenderer } from "@emailsvc/render";
 import { generateKeyText, mailLinkWarning, mintPreferenceLink, parseKeyRing, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
-import type { Deps } from "./usecases/deps.js";
+import type { Deps, OutboxFlusher } from "./usecases/deps.js";
+import { startBounceReceiver, type RunningBounceReceiver } from "./inbound/bounce-receiver.js";
+import { applyFeedbackReport, type ApplyReportDeps } from "./usecases/apply-feedback-report.js";
 
 export interface DeliveryServiceOptions {
   store: DocumentStore;
@@ -80,8 +82,14 @@ export interface DeliveryServiceOptions {
    */
   portalUrl?: string;
   portalTransport?: Transport;
-  /** Give-up rules (default 8 answered failures; 24 h of an unreachable provider). */
+  /** How a deferred email is retried (DELIVERY_RETRY_*; default 1 min doubling to 1 h apart, for 72 h). */
   retry?: Partial<RetryPolicy>;
+  /**
+   * The bounce receiver's listener (BOUNCE_SMTP_PORT/HOST; port 0: any free
+   * one, for tests): with it, return paths name their email (needs
+   * tokenKeys) and what comes back to them is applied (inbound/).
+   */
+  bounceReceiver?: { port: number; host: string };
   /**
    * How long a claim holds an email without renewal (default 10 s): a crashed
    * attempt's email is free again within this. Renewed every third of it
@@ -130,6 +138,8 @@ export interface DeliveryServiceOptions {
 export interface RunningDeliveryService {
   url: string;
   port: number;
+  /** The bounce receiver's SMTP port, when it runs. */
+  bouncePort: number | undefined;
   relay: OutboxRelay<EmailDoc>;
   /**
    * Drains: NOT_SERVING, the gRPC server finishes calls in flight, the consumer
@@ -204,6 +214,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       sender,
       feedbackTag: options.feedbackTag ?? "emailsvc",
       signingKeys,
+      ...(options.bounceReceiver && options.tokenKeys ? { returnPaths: { keys: options.tokenKeys, host: senderDomainDeps.dnsSettings.returnPathHost } } : {}),
       ...(options.platformDkim ? { platformDkim: { domain: sender.domain, ...options.platformDkim } } : {}),
       unsubscribeUrl:
         options.unsubscribeUrl ??
@@ -247,6 +258,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     throw err;
   }
   relay.start();
+  const bounces = options.bounceReceiver ? await startBounces(options, storage, relay, logger, now, server) : undefined;
   logger.info({ url: server.url, provider: liveProvider, sends_to: providerSetup.live.description }, "delivery service listening");
   // Live mail leaves for real: links to this machine or over http would not
   // work for its recipients (packages/tokens, mail-links.ts). Said once, not refused.
@@ -262,18 +274,41 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   return {
     url: server.url,
     port: server.port,
+    bouncePort: bounces?.port,
     relay,
     close(closeOptions = {}) {
       closing ??= (async () => {
         const graceMs = closeOptions.graceMs ?? 10_000;
         health.setDraining();
         await Promise.all([server.close(graceMs), consumer.stop(graceMs)]);
+        await bounces?.close();
         await relay.stop();
         await Promise.all([providers.close(), quotaCounters?.close()]);
       })();
       return closing;
     },
   };
+}
+
+/** The bounce receiver, applying each report it takes to the email its return path names; a start that fails stops the gRPC server too. */
+async function startBounces(
+  options: DeliveryServiceOptions,
+  storage: DeliveryStorage,
+  relay: OutboxFlusher,
+  logger: Logger,
+  now: () => number,
+  server: { close(graceMs: number): Promise<void> },
+): Promise<RunningBounceReceiver> {
+  const keys = options.tokenKeys;
+  if (!keys) throw new Error("the bounce receiver needs tokenKeys (TOKEN_SIGNING_KEYS): return paths are signed with them");
+  const emails = storage.returnPathEmails();
+  const deps: ApplyReportDeps = { keys, emails, scope: (tenant) => storage.forTenant(tenant), relay, now, logger };
+  try {
+    return await startBounceReceiver({ ...options.bounceReceiver!, keys, logger, apply: (arrived) => applyFeedbackReport(deps, arrived) });
+  } catch (err) {
+    await server.close(0);
+    throw err;
+  }
 }
 
 /** The platform's own hosts, which no tenant may add as a sending domain: EMAIL_FROM's domain and PUBLIC_API_URL's host. */

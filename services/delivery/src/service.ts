@@ -47,6 +47,7 @@ export const deliveryService = defineService("delivery", {
       feedbackTag: config.feedbackTag,
       ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
       retry: config.retry,
+      ...(config.bounceReceiver ? { bounceReceiver: config.bounceReceiver } : {}),
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

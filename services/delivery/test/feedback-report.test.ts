@@ -10,13 +10,13 @@ import { bounceHostFor, emailIdOfReturnPath, returnPathFor } from "../src/domain
 // the return path itself: which email it names, and that a forged one names
 // none.
 
-const EMAIL_ID = "em_01jbz6k8m2n3p4q5r6s7t8v9wx";
+const EMAIL_ID = "eml_01jbz6k8m2n3p4q5r6s7t8v9wx";
 const ring = new KeyRing([{ id: "k2", secret: Buffer.alloc(32, 2) }]);
 
 describe("return paths (VERP)", () => {
   it("names its email, aligned with a verified sending domain, and stays a short lower-case local part", () => {
     const address = returnPathFor(ring, EMAIL_ID, bounceHostFor("Mail.Acme.example", "bounces.platform.example"));
-    expect(address).toMatch(/^b\+em_01jbz6k8m2n3p4q5r6s7t8v9wx\.[0-9a-f]{16}@bounces\.mail\.acme\.example$/);
+    expect(address).toMatch(/^b\+eml_01jbz6k8m2n3p4q5r6s7t8v9wx\.[0-9a-f]{16}@bounces\.mail\.acme\.example$/);
     expect(address.split("@")[0]!.length).toBeLessThanOrEqual(64);
     expect(emailIdOfReturnPath(ring, address)).toBe(EMAIL_ID);
     expect(emailIdOfReturnPath(ring, address.toUpperCase())).toBe(EMAIL_ID); // a relay that folds case
@@ -29,7 +29,7 @@ describe("return paths (VERP)", () => {
     const signedBefore = returnPathFor(old, EMAIL_ID, "bounces.platform.example");
     expect(emailIdOfReturnPath(rotated, signedBefore)).toBe(EMAIL_ID);
     expect(emailIdOfReturnPath(ring, signedBefore)).toBeNull(); // that key is gone
-    const other = "em_01jbz6k8m2n3p4q5r6s7t8v9wy";
+    const other = "eml_01jbz6k8m2n3p4q5r6s7t8v9wy";
     const [local, host] = returnPathFor(ring, EMAIL_ID, "b.example").split("@") as [string, string];
     expect(emailIdOfReturnPath(ring, `${local.replace(EMAIL_ID, other)}@${host}`)).toBeNull();
     expect(emailIdOfReturnPath(ring, `b+${EMAIL_ID}.0000000000000000@b.example`)).toBeNull();

@@ -101,6 +101,8 @@ export interface OutgoingMessage {
   to: string;
   /** Reply-To, when the email has one (also in `headers`). */
   replyTo?: string | undefined;
+  /** The envelope sender (MAIL FROM) when it is not the From address: the VERP return path naming this email (domain/return-path.ts). */
+  returnPath?: string | undefined;
   /** The DKIM keys to sign with (the From domain's); none: sent unsigned. */
   dkim?: DkimSigningKey[] | undefined;
   subject: string;

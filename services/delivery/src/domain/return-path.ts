@@ -20,7 +20,7 @@ import { RETURN_PATH_LABEL } from "./sender-domain.js";
 
 const PREFIX = "b+";
 const SIGNATURE_HEX = 16;
-const EMAIL_ID = /^em_[0-9a-z]{26}$/;
+const EMAIL_ID = /^eml_[0-9a-z]{26}$/;
 
 function signature(secret: Buffer, emailId: string): string {
   return createHmac("sha256", secret).update(`emailsvc return-path\0${emailId}`).digest("hex").slice(0, SIGNATURE_HEX);
@@ -33,7 +33,7 @@ export function bounceHostFor(fromDomain: string | undefined, returnPathHost: st
 
 /** The return path of one email, signed with the ring's current key. */
 export function returnPathFor(ring: KeyRing, emailId: string, bounceHost: string): string {
-  if (!EMAIL_ID.test(emailId)) throw new RangeError("a return path names an email id (em_…)");
+  if (!EMAIL_ID.test(emailId)) throw new RangeError("a return path names an email id (eml_…)");
   return `${PREFIX}${emailId}.${signature(ring.current.secret, emailId)}@${bounceHost}`;
 }
 

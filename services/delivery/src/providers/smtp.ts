@@ -130,7 +130,7 @@ export class SmtpProvider implements EmailProvider {
       // Signed last, over the bytes that leave: nothing rewrites the message after this.
       const signed = message.dkim && message.dkim.length > 0 ? await dkimSign(raw, message.dkim) : raw;
       const info = await this.transporter.sendMail({
-        envelope: { from: message.from.address, to: [message.to] },
+        envelope: { from: message.returnPath ?? message.from.address, to: [message.to] },
         raw: signed,
         signal: context.signal,
       });

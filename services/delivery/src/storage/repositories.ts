@@ -94,6 +94,11 @@ export class DeliveryStorage {
     return new CrossTenantCollection(this.emails, "retry sweep: finds deferred emails of every tenant whose next attempt is due");
   }
 
+  /** For the bounce receiver: the email a signed return path names, in whichever tenant it is (its id is all a report carries). */
+  returnPathEmails(): CrossTenantCollection<EmailDoc> {
+    return new CrossTenantCollection(this.emails, "bounce receiver: finds the email a signed return path names, in its tenant");
+  }
+
   /** For the stalled-mail sweep: the paused campaigns of every tenant, whose held emails it leaves alone. */
   pausedCampaignsOfAll(): CrossTenantCollection<PausedCampaignDoc> {
     return new CrossTenantCollection(this.paused, "stalled-mail sweep: leaves the held emails of every tenant's paused campaigns alone");

@@ -4,6 +4,8 @@ import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import { PENDING, type ProviderName, type StatusChange } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
 import type { DkimSigningKey, Sender } from "../domain/message.js";
+import { bounceHostFor, returnPathFor } from "../domain/return-path.js";
+import type { KeyRing } from "@emailsvc/tokens";
 import { tenantOfKey } from "@emailsvc/tenancy";
 import type { SigningKeyCache } from "./sender-domains.js";
 import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
@@ -45,6 +47,13 @@ export interface DeliveryDeps {
    * a message From one is signed (live mode: only once verified).
    */
   signingKeys?: SigningKeyCache | undefined;
+  /**
+   * Where the bounce receiver runs (BOUNCE_SMTP_PORT): each message's return
+   * path names its email, signed with these keys (TOKEN_SIGNING_KEYS), at
+   * `bounces.<From domain>` when that CNAME is verified, else at `host`
+   * (RETURN_PATH_HOST). Absent: the envelope sender is the From address.
+   */
+  returnPaths?: { keys: KeyRing; host: string } | undefined;
   /** The platform's key (DKIM_PLATFORM_*): signs mail From EMAIL_FROM's address; absent: that mail goes unsigned. */
   platformDkim?: DkimSigningKey | undefined;
   unsubscribeUrl: UnsubscribeUrlSource;
@@ -178,7 +187,13 @@ export async function deliverEmail(
       return;
     }
     const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
-    message.dkim = await signingKeysFor(deps, scope, claimed.tenant, message.from);
+    const domain = await sendingDomainOf(deps, scope, claimed.tenant, message.from);
+    message.dkim = domain?.dkim;
+    // VERP, where the bounce receiver runs: what comes back names this email (domain/return-path.ts).
+    if (deps.returnPaths) {
+      const host = bounceHostFor(domain?.returnPathVerified ? message.from.domain : undefined, deps.returnPaths.host);
+      message.returnPath = returnPathFor(deps.returnPaths.keys, claimed._id, host);
+    }
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
     const handoffStarted = performance.now();
@@ -302,7 +317,9 @@ async function defer(
 }
 
 /**
- * The DKIM keys a message From `from` is signed with: the tenant's sending
+ * The sending domain a message From `from` goes out with: the DKIM keys it
+ * is signed with, and whether its return-path CNAME is verified (the return
+ * path may then be aligned with it). The tenant's sending
  * domain of that name, verified in live mode, any state in test mode (whose
  * mail never leaves the sandbox). Mail From EMAIL_FROM's address is signed with
  * the platform's key when the operator gave one (DKIM_PLATFORM_*), else not.
@@ -314,9 +331,14 @@ async function defer(
  * the attempt as an outage, never sends unsigned mail From a domain that has
  * a key.
  */
-async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, tenant: string, from: Sender): Promise<DkimSigningKey[] | undefined> {
+async function sendingDomainOf(
+  deps: DeliveryDeps,
+  scope: TenantRepositories,
+  tenant: string,
+  from: Sender,
+): Promise<{ dkim: DkimSigningKey[]; returnPathVerified: boolean } | undefined> {
   const platform = from.address === deps.sender.address;
-  if (platform) return deps.platformDkim ? [deps.platformDkim] : undefined;
+  if (platform) return deps.platformDkim ? { dkim: [deps.platformDkim], returnPathVerified: false } : undefined;
   if (!deps.signingKeys) return undefined;
   const cache = deps.signingKeys;
   const live = tenantOfKey(tenant).mode === "live";
@@ -336,10 +358,13 @@ async function signingKeysFor(deps: DeliveryDeps, scope: TenantRepositories, ten
     }
   }
   if (!keys || (live && keys.status !== "verified")) return undefined;
-  return [
-    { domain: keys.domain, selector: keys.rsa.selector, privateKey: keys.rsa.privateKey },
-    { domain: keys.domain, selector: keys.ed25519.selector, privateKey: keys.ed25519.privateKey },
-  ];
+  return {
+    dkim: [
+      { domain: keys.domain, selector: keys.rsa.selector, privateKey: keys.rsa.privateKey },
+      { domain: keys.domain, selector: keys.ed25519.selector, privateKey: keys.ed25519.privateKey },
+    ],
+    returnPathVerified: keys.returnPathVerified,
+  };
 }
 
 /**

@@ -113,6 +113,8 @@ export function afterCheck(doc: SenderDomainDoc, records: DnsRecordView[], now: 
 export interface DomainSigningKeys {
   domain: string;
   status: SenderDomainStatus;
+  /** Its return-path CNAME was found as published: return paths may be `bounces.<domain>`, aligned with the From for DMARC. */
+  returnPathVerified: boolean;
   rsa: { selector: string; privateKey: KeyObject };
   ed25519: { selector: string; privateKey: KeyObject };
 }
@@ -143,6 +145,7 @@ export class SigningKeyCache {
       return {
         domain: doc.name,
         status: doc.status,
+        returnPathVerified: doc.records.some((record) => record.purpose === "return_path" && record.state === "verified"),
         rsa: { selector: doc.rsa.selector, privateKey: open(doc.rsa.private_key_sealed) },
         ed25519: { selector: doc.ed25519.selector, privateKey: open(doc.ed25519.private_key_sealed) },
       };
