@@ -14,6 +14,8 @@ export interface SendContext {
 export interface SendResult {
   /** What the provider says it did, for logs (e.g. the relay's "250 OK queued as X"). */
   response: string;
+  /** The provider's own id of the message (SES's MessageId), kept on the email; none from SMTP or the sandbox. */
+  providerMessageId?: string | undefined;
 }
 
 /** Sends one message, or keeps it (sandbox). Throws a SendFailure when it did not. */

@@ -158,7 +158,7 @@ export class SesProvider implements EmailProvider {
         }),
         { abortSignal: context.signal },
       );
-      return { response: `accepted as ${answer.MessageId ?? "?"}` };
+      return { response: `accepted as ${answer.MessageId ?? "?"}`, providerMessageId: answer.MessageId };
     } catch (err) {
       const failure = classifySesError(err as SesErrorLike, message.to, context.signal);
       if (ACCOUNT_BLOCKED.has((err as SesErrorLike).name ?? "")) {
