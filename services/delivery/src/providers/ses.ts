@@ -146,7 +146,8 @@ export class SesProvider implements EmailProvider {
     try {
       raw = await buildRawMessage(message);
     } catch (err) {
-      throw new SendFailure("permanent", "message_rejected", { detail: scrubReason(`the message could not be built: ${(err as Error).message}`, message.to) });
+      // As with SMTP (where the same build fails inside the send): retried, counted toward the attempt cap.
+      throw new SendFailure("transient", "relay_deferred", { detail: scrubReason(`the message could not be built or signed: ${(err as Error).message}`, message.to) });
     }
     try {
       const answer = await this.client.send(
