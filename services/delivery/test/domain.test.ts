@@ -267,7 +267,7 @@ describe("SES errors and settings", () => {
 
   it.each<[Record<string, unknown>, FailureKind, FailureCode]>([
     [answered("MessageRejected", 400, "Email address is not verified: bob@example.com"), "permanent", "message_rejected"],
-    [answered("MailFromDomainNotVerifiedException", 400, "MAIL FROM domain not verified"), "permanent", "message_rejected"],
+    [answered("MailFromDomainNotVerifiedException", 400, "MAIL FROM domain not verified"), "permanent", "from_domain_not_verified"],
     [answered("BadRequestException", 400, "Illegal address"), "permanent", "message_rejected"],
     [answered("TooManyRequestsException", 429, "Maximum sending rate exceeded"), "transient", "relay_deferred"],
     [answered("LimitExceededException", 400, "Daily quota exceeded"), "transient", "relay_deferred"],

@@ -91,7 +91,7 @@ describe("SES provider against a stand-in of the SES v2 API", () => {
 
   it.each<[Answer, string, string, string]>([
     [{ status: 400, type: "MessageRejected", message: "Email address is not verified: jane@example.org" }, "permanent", "message_rejected", "MessageRejected: Email address is not verified: <recipient>"],
-    [{ status: 400, type: "MailFromDomainNotVerifiedException", message: "MAIL FROM domain not verified" }, "permanent", "message_rejected", "MailFromDomainNotVerifiedException: MAIL FROM domain not verified"],
+    [{ status: 400, type: "MailFromDomainNotVerifiedException", message: "MAIL FROM domain not verified" }, "permanent", "from_domain_not_verified", "MailFromDomainNotVerifiedException: MAIL FROM domain not verified"],
     [{ status: 400, type: "BadRequestException", message: "Missing required header" }, "permanent", "message_rejected", "BadRequestException: Missing required header"],
     [{ status: 429, type: "TooManyRequestsException", message: "Maximum sending rate exceeded." }, "transient", "relay_deferred", "TooManyRequestsException: Maximum sending rate exceeded."],
     [{ status: 400, type: "SendingPausedException", message: "Sending is paused for this account." }, "transient", "relay_deferred", "SendingPausedException: Sending is paused for this account."],

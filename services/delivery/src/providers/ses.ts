@@ -85,13 +85,14 @@ const THROTTLED = new Set(["TooManyRequestsException", "LimitExceededException",
 /** The account may not send at the moment: transient, with a log line saying why (an operator must act). */
 const ACCOUNT_BLOCKED = new Set(["AccountSuspendedException", "SendingPausedException"]);
 /** SES refused this message for good. */
-const REJECTED = new Set(["MessageRejected", "MailFromDomainNotVerifiedException", "BadRequestException"]);
+const REJECTED = new Set(["MessageRejected", "BadRequestException"]);
 
 /**
  * What an SES failure means for the email, as classifySmtpError does for a
  * relay: throttling, 5xx and an answer timed out are transient (retried,
  * counted); no answer at all or our credentials refused are unreachable;
- * MessageRejected, MailFromDomainNotVerified and other 4xx permanent with
+ * MessageRejected and other 4xx permanent (`message_rejected`),
+ * MailFromDomainNotVerified permanent `from_domain_not_verified`, each with
  * SES's message (addresses removed) as the reply; our abort aborted.
  */
 export function classifySesError(err: SesErrorLike, recipient: string, signal?: AbortSignal): SendFailure {
@@ -103,6 +104,9 @@ export function classifySesError(err: SesErrorLike, recipient: string, signal?: 
   if (signal?.aborted || name === "AbortError") return failure("aborted", "send_aborted");
   if (CREDENTIALS_REFUSED.has(name) || status === 401 || status === 403) return failure("unreachable", "relay_unavailable");
   if (THROTTLED.has(name) || ACCOUNT_BLOCKED.has(name) || status === 429) return failure("transient", "relay_deferred", message ? `${name}: ${message}` : name);
+  // The sending side's domain is not verified with SES: about the sender, never the recipient's address
+  // (so not a bounce), and what the account's sending domains are for.
+  if (name === "MailFromDomainNotVerifiedException") return failure("permanent", "from_domain_not_verified", message ? `${name}: ${message}` : name);
   if (REJECTED.has(name)) return failure("permanent", "message_rejected", message ? `${name}: ${message}` : name);
   if (status === undefined) {
     // No answer to a request sent: SES may have taken the message, so it counts like an SMTP reply timeout.
