@@ -41,3 +41,4 @@ export {
 } from "./browser.js";
 export { HARAKA_VERSION, startHaraka, type HarakaOptions, type HarakaRelay, type HarakaRoute } from "./haraka.js";
 export { DEFAULT_SPAMASSASSIN_PATH, spamAssassinPath, spamAssassinReport, type SpamReport } from "./spamassassin.js";
+export { startSesEmulator, type SesEmulator, type SesSentMessage, type SesStoredEmail } from "./ses-emulator.js";

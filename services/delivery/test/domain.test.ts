@@ -19,6 +19,7 @@ import { configureProvider, loadProviders, PROVIDERS, Providers, type ProviderCo
 import { failureReasonOf } from "../src/storage/documents.js";
 import { RendererCache, type CompiledTemplate, type Rendered } from "../src/domain/renderer.js";
 import { classifySmtpError, parseSmtpUrl } from "../src/providers/smtp.js";
+import { classifySesError, parseSesSettings } from "../src/providers/ses.js";
 import { compileRenderer } from "@emailsvc/render";
 
 function appError(fn: () => unknown): AppError {
@@ -156,7 +157,7 @@ describe("what a failed attempt leads to", () => {
   const f = (kind: FailureKind, code: FailureCode = "relay_deferred") =>
     new SendFailure(kind, code, { reply: "451 4.3.0 later", detail: "ESOCKET: connect ECONNREFUSED 10.0.0.7:25" });
 
-  it("bounces a refusal for good (5xx) hard at once, with its code and the relay's reply as the diagnostic", () => {
+  it("bounces a refusal of the recipient (5xx at RCPT) hard at once, with its code and the relay's reply as the diagnostic; a refusal of the message fails it", () => {
     const rejected = new SendFailure("permanent", "recipient_rejected", { reply: "550 no such user" });
     expect(afterFailure(rejected, state(1), policy)).toEqual({
       kind: "settle",
@@ -166,7 +167,8 @@ describe("what a failed attempt leads to", () => {
       bounce: { type: "hard", diagnostic: "550 no such user" },
     });
     const message = new SendFailure("permanent", "message_rejected", { reply: "554 5.7.1 spam" });
-    expect(afterFailure(message, state(1), policy)).toMatchObject({ kind: "settle", status: "bounced", bounce: { type: "hard" } });
+    // About the content or the sender, not the address: failed, and no bounce to suppress the recipient by.
+    expect(afterFailure(message, state(1), policy)).toEqual({ kind: "settle", status: "failed", reason: "message_rejected", error: "message_rejected: 554 5.7.1 spam" });
   });
   it("fails what cannot be built, and suppresses a recipient who may not get the mail", () => {
     const render = new SendFailure("permanent", "template_render_failed", { detail: "RangeError: Maximum call stack size exceeded" });
@@ -275,7 +277,7 @@ describe("config", () => {
   });
 
   it("fails fast on a bad provider, SMTP without URL, a bad URL or sender", () => {
-    expect(() => loadConfig({ EMAIL_PROVIDER: "ses" })).toThrow(/EMAIL_PROVIDER/);
+    expect(() => loadConfig({ EMAIL_PROVIDER: "mailgun" })).toThrow(/EMAIL_PROVIDER must be one of sandbox, smtp, ses/);
     expect(() => loadConfig({ EMAIL_PROVIDER: "smtp" })).toThrow(/SMTP_URL/);
     expect(() => loadConfig({ EMAIL_PROVIDER: "smtp", SMTP_URL: "ftp://x" })).toThrow(/SMTP_URL/);
     expect(() => loadConfig({ EMAIL_FROM: "nobody" })).toThrow(/EMAIL_FROM/);
@@ -284,6 +286,63 @@ describe("config", () => {
     expect(loadConfig({ EMAIL_PROVIDER: "smtp", SMTP_URL: "smtps://u:p@relay.example", EMAIL_FROM: "Acme <a@acme.example>" })).toMatchObject({
       providers: { live: { name: "smtp", description: "smtps://u@relay.example:465" }, sandbox: { name: "sandbox" } },
     });
+  });
+});
+
+describe("SES errors and settings", () => {
+  const SES = { EMAIL_PROVIDER: "ses", SES_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "AKIAEXAMPLE", AWS_SECRET_ACCESS_KEY: "wJalrXUtnFEMI/K7MDENG" };
+  const classify = (err: Record<string, unknown>, signal?: AbortSignal) => classifySesError(Object.assign(new Error(String(err.message ?? "x")), err), "bob@example.com", signal);
+  const answered = (name: string, status: number, message: string, fault: "client" | "server" = status >= 500 ? "server" : "client") => ({ name, message, $fault: fault, $metadata: { httpStatusCode: status } });
+
+  it.each<[Record<string, unknown>, FailureKind, FailureCode]>([
+    [answered("MessageRejected", 400, "Email address is not verified: bob@example.com"), "permanent", "message_rejected"],
+    [answered("MailFromDomainNotVerifiedException", 400, "MAIL FROM domain not verified"), "permanent", "from_domain_not_verified"],
+    [answered("BadRequestException", 400, "Illegal address"), "permanent", "message_rejected"],
+    [answered("TooManyRequestsException", 429, "Maximum sending rate exceeded"), "transient", "relay_deferred"],
+    [answered("LimitExceededException", 400, "Daily quota exceeded"), "transient", "relay_deferred"],
+    [answered("AccountSuspendedException", 400, "account suspended"), "transient", "relay_deferred"],
+    [answered("SendingPausedException", 400, "sending paused"), "transient", "relay_deferred"],
+    [answered("InternalServiceErrorException", 500, "internal"), "transient", "relay_deferred"],
+    [answered("ServiceUnavailable", 503, ""), "transient", "relay_deferred"],
+    [answered("UnrecognizedClientException", 403, "The security token included in the request is invalid."), "unreachable", "relay_unavailable"],
+    [answered("NotFoundException", 404, "Configuration set <x> does not exist."), "unreachable", "relay_unavailable"],
+    [{ name: "Error", code: "ECONNREFUSED", message: "connect ECONNREFUSED 127.0.0.1:8005" }, "unreachable", "relay_unavailable"],
+    [{ name: "TimeoutError", message: "Connection timed out after 5000 ms" }, "transient", "relay_deferred"],
+    [{ name: "AbortError", message: "Request aborted" }, "aborted", "send_aborted"],
+  ])("%j is %s (%s)", (err, kind, code) => {
+    const failure = classify(err);
+    expect(failure.kind).toBe(kind);
+    expect(failure.code).toBe(code);
+    expect(failure.reply).not.toContain("bob@example.com");
+    expect(failure.detail).not.toContain("bob@example.com");
+  });
+
+  it("shows SES's message, addresses removed, for a refusal; nothing of a network error or of our credentials", () => {
+    expect(classify(answered("MessageRejected", 400, "Email address is not verified: bob@example.com")).reply).toBe("MessageRejected: Email address is not verified: <recipient>");
+    expect(classify({ name: "Error", code: "ECONNREFUSED", message: "connect ECONNREFUSED 10.1.2.3:443" }).reply).toBe("");
+    expect(classify(answered("UnrecognizedClientException", 403, "invalid token")).reply).toBe("");
+    const controller = new AbortController();
+    controller.abort();
+    expect(classify(answered("InternalServiceErrorException", 500, "x"), controller.signal).kind).toBe("aborted");
+  });
+
+  it("reads its settings at start, naming each missing or bad one, never a key", () => {
+    expect(() => loadConfig({ EMAIL_PROVIDER: "ses" })).toThrow("EMAIL_PROVIDER=ses needs SES_REGION (e.g. eu-west-1), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY");
+    expect(() => loadConfig({ ...SES, SES_REGION: "" })).toThrow(/needs SES_REGION/);
+    expect(() => loadConfig({ ...SES, AWS_SECRET_ACCESS_KEY: undefined })).toThrow(/needs AWS_SECRET_ACCESS_KEY$/);
+    expect(() => loadConfig({ ...SES, SES_REGION: "EU West" })).toThrow(/SES_REGION must be/);
+    expect(() => loadConfig({ ...SES, SES_ENDPOINT: "localhost:8005" })).toThrow(/SES_ENDPOINT/);
+    expect(() => loadConfig({ ...SES, SES_ENDPOINT: "https://AKIA:secret@ses.example" })).toThrow(expect.objectContaining({ message: expect.not.stringContaining("secret@") }));
+    expect(() => loadConfig({ ...SES, SES_CONFIGURATION_SET: "has spaces" })).toThrow(/SES_CONFIGURATION_SET/);
+    expect(parseSesSettings({ ...SES, SES_ENDPOINT: "http://127.0.0.1:8005", SES_CONFIGURATION_SET: "emailsvc-events" })).toEqual({
+      region: "eu-west-1",
+      endpoint: "http://127.0.0.1:8005",
+      configurationSet: "emailsvc-events",
+      credentials: { accessKeyId: "AKIAEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG" },
+    });
+    const live = loadConfig({ ...SES, SES_CONFIGURATION_SET: "emailsvc-events" }).providers.live;
+    expect(live).toMatchObject({ name: "ses", description: "ses eu-west-1 configuration set emailsvc-events" });
+    expect(live.description).not.toMatch(/AKIA|wJalr/);
   });
 });
 
@@ -323,7 +382,7 @@ describe("provider registry", () => {
   });
 
   it("fails fast with a ConfigError naming the variable: an unknown EMAIL_PROVIDER lists the known ones", () => {
-    expect(() => loadProviders({ EMAIL_PROVIDER: "ses" })).toThrow(new ConfigError('EMAIL_PROVIDER must be one of sandbox, smtp, got "ses"'));
+    expect(() => loadProviders({ EMAIL_PROVIDER: "mailgun" })).toThrow(new ConfigError('EMAIL_PROVIDER must be one of sandbox, smtp, ses, got "mailgun"'));
     expect(() => configureProvider("smtp", {})).toThrow(ConfigError);
     expect(() => configureProvider("smtp", {})).toThrow(/SMTP_URL/);
     const badUrl = { SMTP_URL: "smtp://u:topsecret@relay.example?pool=x" };

@@ -299,6 +299,7 @@ describe("emails", () => {
       idempotency_key: "get-1",
       provider: "sandbox",
       message_id: null,
+      provider_message_id: null,
       error: null,
       attempts: 0,
       queued_at: sent.body.queued_at,

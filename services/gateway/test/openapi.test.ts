@@ -227,6 +227,7 @@ describe("response checker on templates and emails", () => {
     idempotency_key: null,
     provider: "sandbox",
     message_id: null,
+    provider_message_id: null,
     error: null,
     attempts: 0,
     queued_at: "2026-01-01T00:00:00.000Z",

@@ -70,6 +70,8 @@ export interface EmailView {
   idempotencyKey: string;
   provider: string;
   messageId: string;
+  /** The provider's own id of the message (SES's MessageId), "" when none. */
+  providerMessageId: string;
   /** Why it failed (see PUBLIC_ERRORS): the text people read, and the reason code reads; "" and undefined otherwise. */
   error: string;
   failureReason: PublicErrorCode | undefined;

@@ -14,6 +14,8 @@ export interface SendContext {
 export interface SendResult {
   /** What the provider says it did, for logs (e.g. the relay's "250 OK queued as X"). */
   response: string;
+  /** The provider's own id of the message (SES's MessageId), kept on the email; none from SMTP or the sandbox. */
+  providerMessageId?: string | undefined;
 }
 
 /** Sends one message, or keeps it (sandbox). Throws a SendFailure when it did not. */
@@ -133,8 +135,15 @@ export const DEFAULT_RETRY: RetryPolicy = { backoffMs: 60_000, maxBackoffMs: 3_6
 /** The refusals of the recipient (the subscribers service's answer): the email is `suppressed`, not failed. */
 const SUPPRESSION_CODES = new Set<FailureCode>(["recipient_unsubscribed", "recipient_bounced", "recipient_complained", "recipient_suppressed"]);
 
-/** A refusal for good of the recipient or the message by the relay: a hard bounce. */
-const HARD_BOUNCE_CODES = new Set<FailureCode>(["recipient_rejected", "message_rejected"]);
+/**
+ * A refusal for good of the recipient by the relay (a 5xx at RCPT): a hard
+ * bounce, which suppresses the address. A refusal of the message (a 5xx at
+ * MAIL FROM or DATA: content, policy, the sender; an HTTP provider's
+ * MessageRejected) is about the message, not the address: the email fails
+ * (`message_rejected`) and the recipient stays mailable, as Postmark and SES
+ * treat content and policy rejections.
+ */
+const HARD_BOUNCE_CODES = new Set<FailureCode>(["recipient_rejected"]);
 
 /**
  * What happens to the email after a failed attempt:

@@ -4,6 +4,7 @@ import { providerForTenant, SANDBOX_PROVIDER, type ProviderName } from "../domai
 import type { EmailProvider } from "../domain/provider.js";
 import type { ProviderContext, ProviderDefinition } from "./definition.js";
 import { sandboxProvider } from "./sandbox.js";
+import { sesProvider } from "./ses.js";
 import { smtpProvider } from "./smtp.js";
 
 // The providers delivery can send through, by name. EMAIL_PROVIDER picks the
@@ -24,6 +25,7 @@ export type { ProviderContext, ProviderDefinition } from "./definition.js";
 const DEFINITIONS: { readonly [N in MailProviderName]: ProviderDefinition<any> } = {
   sandbox: sandboxProvider,
   smtp: smtpProvider,
+  ses: sesProvider,
 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each entry keeps its own settings type

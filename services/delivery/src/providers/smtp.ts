@@ -1,11 +1,10 @@
 import { ConfigError, envOptional } from "@emailsvc/runtime";
 import nodemailer from "nodemailer";
-import MailComposer from "nodemailer/lib/mail-composer";
 import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 import { defineProvider } from "./definition.js";
-import { dkimSign } from "./dkim.js";
+import { buildRawMessage } from "./mime.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -106,29 +105,8 @@ export class SmtpProvider implements EmailProvider {
   }
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
-    const { From: _from, To: _to, Subject: _subject, "Message-ID": _messageId, "Reply-To": _replyTo, ...extra } = message.headers;
     try {
-      // The whole MIME message is built into one buffer first and handed over
-      // raw: streamed as nodemailer builds it, it reaches the socket in a write
-      // per header line and encoded line (measured: a third of the CPU of an
-      // SMTP campaign went to those writes).
-      const raw = await new MailComposer({
-        from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
-        to: message.to,
-        subject: message.subject,
-        ...(message.replyTo ? { replyTo: message.replyTo } : {}),
-        html: message.html,
-        text: message.text,
-        messageId: message.messageId,
-        headers: extra,
-        // No tracking pixels or link rewriting: nodemailer sends what we give it.
-        disableFileAccess: true,
-        disableUrlAccess: true,
-      })
-        .compile()
-        .build();
-      // Signed last, over the bytes that leave: nothing rewrites the message after this.
-      const signed = message.dkim && message.dkim.length > 0 ? await dkimSign(raw, message.dkim) : raw;
+      const signed = await buildRawMessage(message);
       const info = await this.transporter.sendMail({
         envelope: { from: message.returnPath ?? message.from.address, to: [message.to] },
         raw: signed,

@@ -32,6 +32,7 @@ export function emailToProto(view: EmailView): delivery.Email {
     idempotencyKey: view.idempotencyKey,
     provider: view.provider,
     messageId: view.messageId,
+    providerMessageId: view.providerMessageId,
     error: view.error,
     failureReason: delivery.failureReasonOfCode(view.failureReason),
     attempts: view.attempts,

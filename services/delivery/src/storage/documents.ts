@@ -66,6 +66,8 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   provider: string;
   /** Message-ID header of the sent message ("" until sent). */
   message_id: string;
+  /** The provider's own id of the sent message (SES's MessageId); absent until sent, and from providers that give none. */
+  provider_message_id?: string;
   /**
    * Why it failed, as the API shows it ("" otherwise): a stable code, with the
    * relay's reply (addresses removed) where there is one, e.g.

@@ -212,7 +212,7 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, provider: provider.name, error: "", last_error: "", subject, next_attempt_at: 0 },
+      $set: { status: "sent", sent_at: at, message_id: message.messageId, ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}), provider: provider.name, error: "", last_error: "", subject, next_attempt_at: 0 },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);

@@ -59,6 +59,7 @@ export function emailView(doc: EmailDoc): EmailView {
     idempotencyKey: doc.idempotency_key,
     provider: doc.provider,
     messageId: doc.message_id,
+    providerMessageId: doc.provider_message_id ?? "",
     error: doc.error,
     failureReason: failureReasonOf(doc),
     attempts: doc.attempts,

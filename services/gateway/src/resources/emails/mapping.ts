@@ -14,6 +14,7 @@ export interface EmailJson {
   idempotency_key: string | null;
   provider: string | null;
   message_id: string | null;
+  provider_message_id: string | null;
   error: string | null;
   attempts: number;
   queued_at: string;
@@ -85,6 +86,7 @@ export function emailJson(e: delivery.Email | undefined): EmailJson {
     idempotency_key: stringOrNull(e.idempotencyKey),
     provider: stringOrNull(e.provider),
     message_id: stringOrNull(e.messageId),
+    provider_message_id: stringOrNull(e.providerMessageId),
     error: stringOrNull(e.error),
     attempts: e.attempts,
     queued_at: rfc3339(e.queuedAt, "queued_at"),

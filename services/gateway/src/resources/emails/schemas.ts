@@ -133,6 +133,7 @@ export const schemas: Record<string, JsonSchema> = {
       "idempotency_key",
       "provider",
       "message_id",
+      "provider_message_id",
       "error",
       "attempts",
       "queued_at",
@@ -159,8 +160,9 @@ export const schemas: Record<string, JsonSchema> = {
         description: "The template version the email was queued with; it is sent with that one, even if the template changed since.",
       },
       idempotency_key: { type: ["string", "null"], description: "The key it was sent with, if any." },
-      provider: { type: ["string", "null"], description: "`smtp` or `sandbox` (never really sent; see GET /api/v1/emails/{id}/sandbox)." },
+      provider: { type: ["string", "null"], description: "`smtp`, `ses`, or `sandbox` (never really sent; see GET /api/v1/emails/{id}/sandbox)." },
       message_id: { type: ["string", "null"], description: "The `Message-ID` header of the message, once sent." },
+      provider_message_id: { type: ["string", "null"], description: "The provider's own id of the message once sent, where it gives one (`ses`: the SES MessageId its bounce, complaint and delivery notifications name); null otherwise." },
       error: {
         type: ["string", "null"],
         description:
