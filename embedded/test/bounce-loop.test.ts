@@ -10,7 +10,8 @@ import { allItems, eventually, startTestPlatform, type TestPlatform } from "./su
 // real DSN to the message's return path, the platform's bounce receiver
 // (BOUNCE_SMTP_PORT). A hard bounce and a soft bounce the relay gave up on
 // reach the email's status, the subscriber, the suppression list and a signed
-// webhook; a complaint (ARF, as a feedback loop sends it) does too; the next
+// webhook; a complaint (ARF, as a feedback loop sends it) does too; a soft
+// bounce the relay recovers from changes nothing; the next
 // campaign skips the suppressed addresses with the reason; a forged return
 // path is refused at RCPT.
 
@@ -69,13 +70,15 @@ describe("bounces and complaints come back over a real relay", () => {
     expect((await call("POST", "/api/v1/templates", { name: "news", slug: "news", subject: "News", category: "marketing", mjml_content: MJML })).status).toBe(201);
     expect((await call("POST", "/api/v1/tags", { name: "readers" })).status).toBe(201);
     const people: Record<string, string> = {};
-    for (const name of ["gone", "full", "annoyed", "fine"]) {
+    for (const name of ["gone", "full", "annoyed", "fine", "later"]) {
       const res = await call("POST", "/api/v1/subscribers", { email: `${name}@mailbox.test`, tags: ["readers"] });
       expect(res.status).toBe(201);
       people[name] = res.body.id;
     }
     nextHop.rcptReplies.set("gone@mailbox.test", { code: 550, text: "5.1.1 <gone@mailbox.test>: user unknown" });
     nextHop.rcptReplies.set("full@mailbox.test", { code: 452, text: "4.2.2 mailbox full" });
+    // A soft bounce that recovers: the next hop says "not now" once; the relay tries again 5 s later and it is taken.
+    nextHop.dataReplies.set("later@mailbox.test", [{ code: 451, text: "4.3.0 try again later" }]);
     const sent: Record<string, string> = {};
     for (const name of Object.keys(people)) {
       const res = await call("POST", "/api/v1/emails/send", { template_slug: "news", to: `${name}@mailbox.test` });
@@ -101,6 +104,10 @@ describe("bounces and complaints come back over a real relay", () => {
     expect(await eventually(() => subscriberStatus(people.annoyed!), (s) => s === "complained")).toBe("complained");
     expect(await subscriberStatus(people.full!)).toBe("active");
     expect((await email(sent.fine!)).status).toBe("sent");
+    // The recovered one reached its mailbox at the relay's second try, and nothing came back about it.
+    expect(await eventually(async () => nextHop.messages.filter((m) => m.envelope.to.includes("later@mailbox.test") && m.accepted).length, (n) => n >= 1, 600)).toBe(1);
+    expect((await email(sent.later!)).status).toBe("sent");
+    expect(await subscriberStatus(people.later!)).toBe("active");
     const listed = await eventually(
       () => allItems<{ email: string; reason: string; email_id: string | null }>((path) => call("GET", path), "/api/v1/suppressions"),
       (items) => items.length >= 2,
@@ -121,9 +128,9 @@ describe("bounces and complaints come back over a real relay", () => {
     const templateId = (await call("GET", "/api/v1/templates?limit=10")).body.items[0].id as string;
     const campaign = await call("POST", "/api/v1/campaigns", { name: "next", template_id: templateId, tag_filter: { include_tags: ["readers"], match: "any" } });
     expect(campaign.status).toBe(201);
-    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(2);
+    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(3);
     const done = await eventually(async () => (await call("GET", `/api/v1/campaigns/${campaign.body.id}`)).body, (c) => c.status === "sent", 600);
-    expect(done.counts).toMatchObject({ total: 2 });
+    expect(done.counts).toMatchObject({ total: 3 });
     // The relay hands the campaign's mail on by itself: fine's second message arrives; the listed got nothing more.
     const received = (name: string) => nextHop.messages.filter((m) => m.envelope.to.includes(`${name}@mailbox.test`)).length;
     expect(await eventually(async () => received("fine"), (n) => n >= 2, 600)).toBe(2);
