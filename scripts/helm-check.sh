@@ -432,7 +432,8 @@ check "delivery without TOKEN_SIGNING_KEYS fails" \
   must_fail 'components\.delivery\.secretEnv must list TOKEN_SIGNING_KEYS' "$HELM" template emailsvc "$chart" -f "$base" \
   --set 'components.delivery.secretEnv={MONGO_URL}'
 # Each provider the manifest declares with secrets (delivery's EMAIL_PROVIDER), chosen without them.
-# Lines of "component setting provider secret defaultSecrets" from the manifest.
+# Lines of "component setting provider secret defaultSecrets otherSecretsOfTheProvider" from the manifest
+# ("-": none): the provider's other secrets are given, so that the one left out is the one named.
 provider_secrets=$(python3 -c '
 import json, sys
 m = json.load(open(sys.argv[1]))["components"]
@@ -440,29 +441,35 @@ for comp, c in m.items():
     choice = c.get("providers")
     for provider, p in sorted((choice or {}).get("options", {}).items()):
         for secret in p["secrets"]:
-            print(comp, choice["setting"], provider, secret, ",".join(c["secrets"]))' "$manifest")
+            others = [o for o in p["secrets"] if o != secret]
+            print(comp, choice["setting"], provider, secret, ",".join(c["secrets"]), ",".join(others) or "-")' "$manifest")
 [ -n "$provider_secrets" ] || echo "note: no provider of the manifest has secrets; the provider checks below check nothing"
-while read -r comp setting provider secret defaults; do
+while read -r comp setting provider secret defaults others; do
   [ -n "$comp" ] || continue
+  given=() listed="$defaults"
+  if [ "$others" != "-" ]; then
+    listed="$defaults,$others"
+    for o in ${others//,/ }; do given+=(--set "secrets.extra.$o=given-for-the-check"); done
+  fi
   check "$setting=$provider without $secret fails" \
     must_fail "$setting=$provider needs $secret" "$HELM" template emailsvc "$chart" -f "$base" \
-    --set "components.$comp.env.$setting=$provider"
+    --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$listed}" "${given[@]}"
   check "$setting=$provider with $secret not in the Secret fails" \
     must_fail "secrets\\.extra\\.$secret" "$HELM" template emailsvc "$chart" -f "$base" \
-    --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$defaults,$secret}"
+    --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$listed,$secret}" "${given[@]}"
   check "$provider with existingSecret, $secret not in secretEnv fails" \
     must_fail "add $secret to components\\.$comp\\.secretEnv.*existingSecret" "$HELM" template emailsvc "$chart" \
-    -f "$chart/ci/all-features-values.yaml" --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$defaults}"
+    -f "$chart/ci/all-features-values.yaml" --set "components.$comp.env.$setting=$provider" --set "components.$comp.secretEnv={$listed}"
   check "$setting=$provider in config.env, overridden, fails" \
     must_fail "config\\.env\\.$setting=$provider is overridden" "$HELM" template emailsvc "$chart" -f "$base" \
     --set "config.env.$setting=$provider"
 done <<<"$provider_secrets"
 check "unknown EMAIL_PROVIDER fails, naming the manifest's providers" \
-  must_fail 'EMAIL_PROVIDER must be one of sandbox, smtp, got "ses"' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set components.delivery.env.EMAIL_PROVIDER=ses
+  must_fail "EMAIL_PROVIDER must be one of $(python3 -c 'import json,sys; print(", ".join(sorted(json.load(open(sys.argv[1]))["components"]["delivery"]["providers"]["options"])))' "$manifest"), got \"postmark\"" "$HELM" template emailsvc "$chart" -f "$base" \
+  --set components.delivery.env.EMAIL_PROVIDER=postmark
 check "unknown EMAIL_PROVIDER in extraEnv fails" \
   must_fail 'extraEnv EMAIL_PROVIDER must be one of' "$HELM" template emailsvc "$chart" -f "$base" \
-  --set 'components.delivery.extraEnv[0].name=EMAIL_PROVIDER' --set 'components.delivery.extraEnv[0].value=ses'
+  --set 'components.delivery.extraEnv[0].name=EMAIL_PROVIDER' --set 'components.delivery.extraEnv[0].value=postmark'
 check "SMTP_URL that is no smtp(s):// URL fails the schema" \
   must_fail 'secrets\.extra\.SMTP_URL' "$HELM" template emailsvc "$chart" -f "$chart/ci/smtp-values.yaml" \
   --set secrets.extra.SMTP_URL=smtp.example.com:587
