@@ -6,6 +6,7 @@ import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
+import type { CertificateFetcher } from "./domain/sns-signature.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
 import { DEFAULT_SANDBOX_MAX_PER_TENANT, DEFAULT_SANDBOX_RETENTION_MS } from "./storage/sandbox-messages.js";
 
@@ -62,6 +63,8 @@ export interface DeliveryConfig {
    * /api/v1/providers/ses/notifications takes; empty: that route answers 404.
    */
   sesNotificationTopics: string[];
+  /** Never read from the environment: tests stand in for SNS's HTTPS with it (the embedded platform's configOverrides). */
+  sesCertificateFetcher?: CertificateFetcher;
   /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
   retry: RetryPolicy;
 }
