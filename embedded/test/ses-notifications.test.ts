@@ -116,12 +116,19 @@ describe.each(["embedded", "mongodb"] as const)("SES notifications through the g
   });
 });
 
-describe("SES notifications not configured", () => {
-  it("answer 404 provider_notifications_disabled", async () => {
-    const t = await startTestPlatform("ses-notifications-off");
+describe("SES notifications not configured, and the route's bounds", () => {
+  it("answer 404 provider_notifications_disabled; a body over 256 KiB is a 413; a client address past its budget a 429 before anything is read", async () => {
+    const t = await startTestPlatform("ses-notifications-off", { ...GENEROUS_RATE_LIMIT_ENV, RATE_LIMIT_PROVIDER_NOTIFICATIONS: "3/60s" });
     try {
-      const res = await t.call("POST", "/api/v1/providers/ses/notifications", { key: "", raw: "{}", headers: { "content-type": "text/plain" } });
-      expect([res.status, res.body.code]).toEqual([404, "provider_notifications_disabled"]);
+      const post = (raw: string) => t.call("POST", "/api/v1/providers/ses/notifications", { key: "", raw, headers: { "content-type": "text/plain" } });
+      const off = await post("{}");
+      expect([off.status, off.body.code]).toEqual([404, "provider_notifications_disabled"]);
+      const large = await post(JSON.stringify({ Type: "Notification", Message: "x".repeat(256 * 1024) }));
+      expect([large.status, large.body.code]).toEqual([413, "payload_too_large"]);
+      expect((await post("{}")).status).toBe(404);
+      const limited = await post("{}");
+      expect([limited.status, limited.body.code]).toEqual([429, "rate_limited"]);
+      expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
     } finally {
       await t.close();
     }
