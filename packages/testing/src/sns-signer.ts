@@ -15,17 +15,27 @@ export const TEST_SNS_CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNoti
 export interface SnsTestSigner {
   /** The certificate's PEM. */
   readonly certificate: string;
+  /** Another certificate (of the key `forged` signs with): what a verifier fetching the wrong one sees. */
+  readonly otherCertificate: string;
   /** Serves the certificate at TEST_SNS_CERT_URL and records visits to any other URL (a SubscribeURL). */
   fetch(url: string): Promise<string>;
   /** URLs fetched other than the certificate's, oldest first. */
   readonly visited: string[];
-  /** An SNS message of `fields`, signed (or signed with another key: `forged`). */
-  sign(fields: Record<string, string>, options?: { forged?: boolean }): Record<string, string>;
+  /** An SNS message of `fields`, signed (SignatureVersion 2 unless `version` says 1; with another key: `forged`). */
+  sign(fields: Record<string, string>, options?: SignOptions): Record<string, string>;
   /** A Notification on `topicArn` carrying `event` (SES's event, as JSON), signed. */
-  notification(topicArn: string, event: object, options?: { forged?: boolean; messageId?: string }): Record<string, string>;
+  notification(topicArn: string, event: object, options?: SignOptions & { messageId?: string }): Record<string, string>;
   close(): void;
 }
 
+export interface SignOptions {
+  forged?: boolean;
+  /** 1: SHA1withRSA; 2 (default): SHA256withRSA. */
+  version?: "1" | "2";
+}
+
+// Written out here rather than taken from the code under test, so that a
+// mistake there fails the tests instead of signing along with it.
 const SIGNED_FIELDS = {
   Notification: ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"],
   Confirmation: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
@@ -45,16 +55,18 @@ export function snsTestSigner(): SnsTestSigner {
   const other = make("other");
   const visited: string[] = [];
   let sequence = 0;
-  const sign = (fields: Record<string, string>, options: { forged?: boolean } = {}) => {
-    const message: Record<string, string> = { ...fields, SignatureVersion: "2", SigningCertURL: TEST_SNS_CERT_URL };
+  const sign = (fields: Record<string, string>, options: SignOptions = {}) => {
+    const version = options.version ?? "2";
+    const message: Record<string, string> = { ...fields, SignatureVersion: version, SigningCertURL: TEST_SNS_CERT_URL };
     const names = message.Type === "Notification" ? SIGNED_FIELDS.Notification : SIGNED_FIELDS.Confirmation;
     const text = names.filter((n) => message[n] !== undefined).map((n) => `${n}\n${message[n]}\n`).join("");
-    const signer = createSign("RSA-SHA256");
+    const signer = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256");
     signer.update(text, "utf8");
     return { ...message, Signature: signer.sign(options.forged ? other.key : signing.key, "base64") };
   };
   return {
     certificate: signing.cert,
+    otherCertificate: other.cert,
     visited,
     async fetch(url) {
       if (url === TEST_SNS_CERT_URL) return signing.cert;
