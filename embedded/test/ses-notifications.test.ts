@@ -1,5 +1,7 @@
+import { Webhook } from "standardwebhooks";
 import { snsTestSigner, startSesEmulator, type SesEmulator, type SnsTestSigner } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
+import { Receiver } from "../../services/webhooks/test/receiver";
 import type { DeliveryConfig } from "../../services/delivery/src/config";
 import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
@@ -9,8 +11,9 @@ import { allItems, eventually, startTestPlatform, type TestPlatform } from "./su
 // text/plain). The delivery service fetches the signing certificate through
 // a stand-in of SNS's HTTPS (no setting can hold one: configOverrides); the
 // rest is the platform's own code. The email shows delivered or bounced, a
-// hard bounce suppresses the address and bounces the subscriber, and what is
-// forged, of another topic or malformed is refused with its code.
+// hard bounce suppresses the address and bounces the subscriber, each change
+// sends its signed webhook, and what is forged, of another topic or malformed
+// is refused with its code.
 
 const TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-events";
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Your order has shipped.</mj-text></mj-column></mj-section></mj-body></mjml>";
@@ -20,10 +23,13 @@ describe.each(["embedded", "mongodb"] as const)("SES notifications through the g
   let ses: SesEmulator;
   let sns: SnsTestSigner;
   let liveKey: string;
+  let receiver: Receiver;
+  let secret: string;
 
   beforeAll(async () => {
     ses = await startSesEmulator();
     sns = snsTestSigner();
+    receiver = await Receiver.start();
     t = await startTestPlatform(
       `ses-notifications-${store}`,
       {
@@ -35,17 +41,23 @@ describe.each(["embedded", "mongodb"] as const)("SES notifications through the g
         AWS_ACCESS_KEY_ID: "AKIATESTONLY",
         AWS_SECRET_ACCESS_KEY: "test-only-secret",
         SES_NOTIFICATION_TOPIC_ARNS: TOPIC,
+        WEBHOOK_ALLOW_HTTP: "true",
+        WEBHOOK_ALLOW_PRIVATE_RANGES: "127.0.0.0/8",
       },
       { mongo: store === "mongodb", configOverrides: { delivery: (config: DeliveryConfig) => ({ ...config, sesCertificateFetcher: (url: string) => sns.fetch(url) }) } },
     );
     liveKey = (await t.call("POST", `/admin/v1/accounts/${t.accountId}/api-keys`, { admin: true, body: { mode: "live" } })).body.key;
     const tpl = await t.call("POST", "/api/v1/templates", { key: liveKey, body: { name: "Shipped", slug: "shipped", subject: "Shipped", mjml_content: MJML, category: "transactional" } });
     expect(tpl.status).toBe(201);
+    const hook = await t.call("POST", "/api/v1/webhooks", { key: liveKey, body: { url: `http://127.0.0.1:${receiver.port}/mail`, events: ["email.delivered", "email.bounced"] } });
+    expect(hook.status).toBe(201);
+    secret = hook.body.secret;
   }, 60_000);
 
   afterAll(async () => {
     await t?.close();
     await ses?.close();
+    await receiver?.close();
     sns?.close();
   });
 
@@ -100,6 +112,11 @@ describe.each(["embedded", "mongodb"] as const)("SES notifications through the g
       (res) => res.body.status === "bounced",
     );
     expect(moved.body.status).toBe("bounced");
+
+    // One signed webhook per change, none for the repeats.
+    const hooks = await eventually(async () => receiver.to("/mail"), (list) => list.length >= 2);
+    const bodies = hooks.map((h) => new Webhook(secret).verify(h.body, h.headers) as { type: string; data: { email_id: string } });
+    expect(bodies.map((b) => `${b.type} ${b.data.email_id}`).sort()).toEqual([`email.bounced ${bouncing.id}`, `email.delivered ${fine.id}`].sort());
   });
 
   it("refuses a forged message (403), another topic (403) and a body that is no SNS message (400), changing nothing", async () => {
