@@ -36,6 +36,12 @@ export interface PlatformOptions {
   threads?: readonly ServiceName[];
   /** A service thread died on its own; default: log and end the process, as a crash of a lone service would. */
   onThreadCrash?: (name: ServiceName, error: Error) => void;
+  /**
+   * Tests only: changes a service's loaded settings before it starts, for
+   * what no setting may hold (delivery's `sesCertificateFetcher`, standing in
+   * for SNS's HTTPS). Not for a service in a thread (a function does not cross).
+   */
+  configOverrides?: Partial<Record<ServiceName, (config: never) => unknown>>;
 }
 
 export interface RunningPlatform {
@@ -79,7 +85,14 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // TOKEN_SIGNING_KEYS of options wins for every service, as it does for the gateway.
     const env: Env = { ...(options.env ?? {}), ...(options.tokenSigningKeys ? { TOKEN_SIGNING_KEYS: options.tokenSigningKeys } : {}) };
     const order = startOrder();
-    const configs = new Map(order.map((name) => [name, SERVICE_MODULES[name].loadConfig(env) as unknown]));
+    const configs = new Map(
+      order.map((name) => {
+        const loaded = SERVICE_MODULES[name].loadConfig(env) as never;
+        const override = options.configOverrides?.[name];
+        if (override && options.threads?.includes(name)) throw new Error(`configOverrides of ${name}: not for a service in a thread`);
+        return [name, override ? override(loaded) : (loaded as unknown)];
+      }),
+    );
     // The gateway's rate limits (RATE_LIMIT_*), as when it runs alone; the
     // shared store, when asked for, is the gateway's own MongoDB database.
     const rateLimit = loadRateLimitConfig({ ...env, MONGO_URL: options.mongoUrl });

@@ -10,7 +10,7 @@ import { createLogger } from "@emailsvc/telemetry";
 import { freePort } from "@emailsvc/testing";
 import type { OpenApiDocument } from "../../../services/gateway/src/openapi";
 import { GENEROUS_RATE_LIMIT_ENV, responseChecker, sendChecked, type TestResponse } from "../../../services/gateway/test/support/harness";
-import { startPlatform, type RunningPlatform } from "../../src/platform";
+import { startPlatform, type PlatformOptions, type RunningPlatform } from "../../src/platform";
 
 export const ADMIN_TOKEN = "edge-admin-token-0123456789abcdef";
 
@@ -44,7 +44,7 @@ export interface TestPlatform {
 export async function startTestPlatform(
   name: string,
   env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV,
-  options: { mongo?: boolean; kafka?: boolean } = {},
+  options: { mongo?: boolean; kafka?: boolean; configOverrides?: PlatformOptions["configOverrides"] } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
@@ -69,6 +69,7 @@ export async function startTestPlatform(
     },
     ...(mongo ? { mongoUrl: mongo.url, dbPrefix: mongo.dbPrefix } : {}),
     ...(kafkaBrokers ? { kafkaBrokers } : {}),
+    ...(options.configOverrides ? { configOverrides: options.configOverrides } : {}),
   });
   const doc = (await (await fetch(`${platform.gatewayUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
   const check = responseChecker(doc);

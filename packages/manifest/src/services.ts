@@ -99,7 +99,7 @@ export const SERVICES = {
         sandbox: { summary: "keeps live-mode mail in delivery's store and sends nothing (test-mode mail always goes here)", secrets: {} },
         smtp: { summary: "sends through any SMTP relay", secrets: { SMTP_URL: "the relay, smtp://user:pass@host:587 or smtps://...:465" } },
         ses: {
-          summary: "sends through Amazon SES's v2 API (SES_REGION; SES_ENDPOINT, SES_CONFIGURATION_SET optional)",
+          summary: "sends through Amazon SES's v2 API (SES_REGION; SES_ENDPOINT, SES_CONFIGURATION_SET optional; SES_NOTIFICATION_TOPIC_ARNS: its SNS notifications taken)",
           secrets: { AWS_ACCESS_KEY_ID: "an IAM access key id allowed ses:SendRawEmail", AWS_SECRET_ACCESS_KEY: "that access key's secret" },
         },
       },

@@ -42,3 +42,4 @@ export {
 export { HARAKA_VERSION, startHaraka, type HarakaOptions, type HarakaRelay, type HarakaRoute } from "./haraka.js";
 export { DEFAULT_SPAMASSASSIN_PATH, spamAssassinPath, spamAssassinReport, type SpamReport } from "./spamassassin.js";
 export { startSesEmulator, type SesEmulator, type SesSentMessage, type SesStoredEmail } from "./ses-emulator.js";
+export { snsTestSigner, TEST_SNS_CERT_URL, type SignOptions as SnsSignOptions, type SnsTestSigner } from "./sns-signer.js";

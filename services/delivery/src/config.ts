@@ -6,6 +6,7 @@ import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./domain/provider.js";
 import { loadProviders, type ProviderSetup } from "./providers/registry.js";
 import { DEFAULT_PUBLIC_API_URL } from "./domain/unsubscribe.js";
+import type { CertificateFetcher } from "./domain/sns-signature.js";
 import { DEFAULT_SEND_CONCURRENCY } from "./messaging/send-consumer.js";
 import { DEFAULT_SANDBOX_MAX_PER_TENANT, DEFAULT_SANDBOX_RETENTION_MS } from "./storage/sandbox-messages.js";
 
@@ -56,6 +57,14 @@ export interface DeliveryConfig {
    * receiver, and the envelope sender is the From address.
    */
   bounceReceiver: { port: number; host: string } | undefined;
+  /**
+   * SES_NOTIFICATION_TOPIC_ARNS (comma-separated): the SNS topics whose
+   * messages (SES's bounces, complaints, deliveries) the gateway's
+   * /api/v1/providers/ses/notifications takes; empty: that route answers 404.
+   */
+  sesNotificationTopics: string[];
+  /** Never read from the environment: tests stand in for SNS's HTTPS with it (the embedded platform's configOverrides). */
+  sesCertificateFetcher?: CertificateFetcher;
   /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
   retry: RetryPolicy;
 }
@@ -90,6 +99,7 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
     firstRecheckMs: envInt("SENDER_DOMAIN_FIRST_RECHECK_MS", 60_000, { min: 1000, max: 3_600_000 }, env),
     platformDkim: platformDkim(env),
     bounceReceiver: bounceReceiver(env),
+    sesNotificationTopics: sesNotificationTopics(env),
     retry: {
       windowMs: Math.round(retryHours(envOptional("DELIVERY_RETRY_HOURS", env)) * 3_600_000),
       backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
@@ -144,6 +154,17 @@ function feedbackTag(env: Env): string {
 function bounceReceiver(env: Env): { port: number; host: string } | undefined {
   if (envOptional("BOUNCE_SMTP_PORT", env) === undefined) return undefined;
   return { port: envInt("BOUNCE_SMTP_PORT", 25, { min: 0, max: 65_535 }, env), host: envString("BOUNCE_SMTP_HOST", "127.0.0.1", env) };
+}
+
+/** `arn:aws:sns:<region>:<account>:<topic>` (or the aws-cn, aws-us-gov partitions), each exactly as SNS writes it in TopicArn. */
+function sesNotificationTopics(env: Env): string[] {
+  const topics = (envOptional("SES_NOTIFICATION_TOPIC_ARNS", env) ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+  for (const topic of topics) {
+    if (!/^arn:aws(-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/.test(topic)) {
+      throw new ConfigError(`SES_NOTIFICATION_TOPIC_ARNS must list SNS topic ARNs such as arn:aws:sns:eu-west-1:123456789012:ses-events, got "${topic}"`);
+    }
+  }
+  return topics;
 }
 
 /** DELIVERY_RETRY_HOURS: a number of hours (decimals allowed, so that tests can use seconds), at most 30 days. */

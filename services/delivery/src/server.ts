@@ -32,6 +32,8 @@ import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } f
 import type { Deps, OutboxFlusher } from "./usecases/deps.js";
 import { startBounceReceiver, type RunningBounceReceiver } from "./inbound/bounce-receiver.js";
 import { applyFeedbackReport, type ApplyReportDeps } from "./usecases/apply-feedback-report.js";
+import { fetchCertificate, SnsSignatureVerifier, type CertificateFetcher } from "./domain/sns-signature.js";
+import { takeSesNotification, type ProviderNotificationDeps } from "./usecases/take-provider-notification.js";
 
 export interface DeliveryServiceOptions {
   store: DocumentStore;
@@ -82,6 +84,13 @@ export interface DeliveryServiceOptions {
    */
   portalUrl?: string;
   portalTransport?: Transport;
+  /**
+   * SES's notifications through SNS (SES_NOTIFICATION_TOPIC_ARNS: the topics
+   * taken; none: TakeProviderNotification answers NOT_FOUND). Tests pass their
+   * own `fetchCertificate` (the signing certificate, and the SubscribeURL
+   * visited); production fetches from SNS over HTTPS.
+   */
+  sesNotifications?: { topics: readonly string[]; fetchCertificate?: CertificateFetcher };
   /** How a deferred email is retried (DELIVERY_RETRY_*; default 1 min doubling to 1 h apart, for 72 h). */
   retry?: Partial<RetryPolicy>;
   /**
@@ -239,11 +248,23 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     options.sendConcurrency,
   );
 
+  const notificationFetch = options.sesNotifications?.fetchCertificate ?? fetchCertificate;
+  const notificationDeps: ProviderNotificationDeps = {
+    topics: new Set(options.sesNotifications?.topics ?? []),
+    verifier: new SnsSignatureVerifier({ fetchCertificate: notificationFetch }),
+    fetch: notificationFetch,
+    emails: storage.providerNotificationEmails(),
+    scope: (tenant) => storage.forTenant(tenant),
+    relay,
+    now,
+    logger,
+  };
+
   const { server, health } = await startServiceServer({
     services: [delivery.DeliveryService, delivery.SenderDomainService],
     routes: (router) => {
       const scopeOf = (call: CallContext) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) });
-      deliveryRoutes(deps, scopeOf)(router);
+      deliveryRoutes(deps, scopeOf, (body) => takeSesNotification(notificationDeps, body))(router);
       senderDomainRoutes(senderDomainDeps, signingKeys, scopeOf)(router);
     },
     ready: () => store.ping(),

@@ -48,6 +48,7 @@ export const deliveryService = defineService("delivery", {
       ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
       retry: config.retry,
       ...(config.bounceReceiver ? { bounceReceiver: config.bounceReceiver } : {}),
+      sesNotifications: { topics: config.sesNotificationTopics, ...(config.sesCertificateFetcher ? { fetchCertificate: config.sesCertificateFetcher } : {}) },
       sandbox: {
         retentionMs: config.sandboxRetentionMs,
         maxPerTenant: config.sandboxMaxPerTenant,

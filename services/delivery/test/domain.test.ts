@@ -287,6 +287,16 @@ describe("config", () => {
       providers: { live: { name: "smtp", description: "smtps://u@relay.example:465" }, sandbox: { name: "sandbox" } },
     });
   });
+
+  it("reads SES_NOTIFICATION_TOPIC_ARNS as SNS topic ARNs, none by default, and refuses anything else", () => {
+    expect(loadConfig({}).sesNotificationTopics).toEqual([]);
+    expect(loadConfig({ SES_NOTIFICATION_TOPIC_ARNS: " arn:aws:sns:eu-west-1:123456789012:ses-events, arn:aws-cn:sns:cn-north-1:123456789012:other " }).sesNotificationTopics).toEqual([
+      "arn:aws:sns:eu-west-1:123456789012:ses-events",
+      "arn:aws-cn:sns:cn-north-1:123456789012:other",
+    ]);
+    expect(() => loadConfig({ SES_NOTIFICATION_TOPIC_ARNS: "ses-events" })).toThrow(/SES_NOTIFICATION_TOPIC_ARNS must list SNS topic ARNs/);
+    expect(() => loadConfig({ SES_NOTIFICATION_TOPIC_ARNS: "arn:aws:sqs:eu-west-1:123456789012:queue" })).toThrow(/SES_NOTIFICATION_TOPIC_ARNS/);
+  });
 });
 
 describe("SES errors and settings", () => {

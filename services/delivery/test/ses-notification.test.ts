@@ -1,41 +1,29 @@
-import { execFileSync } from "node:child_process";
-import { createSign } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { snsTestSigner, TEST_SNS_CERT_URL, type SnsTestSigner } from "@emailsvc/testing";
 import { readSesNotification } from "../src/domain/ses-notification";
-import { isSnsCertificateUrl, parseSnsMessage, snsStringToSign, SnsMessageRefused, SnsSignatureVerifier, type SnsMessage } from "../src/domain/sns-signature";
+import { isSnsCertificateUrl, parseSnsMessage, SnsMessageRefused, SnsSignatureVerifier, type SnsMessage } from "../src/domain/sns-signature";
 
 // SES's notifications through SNS, read as the endpoint that takes them in
 // will: the signature checked with a certificate of our own (made by openssl,
-// served by an injected fetcher, as SNS serves its own), then the SES event
+// served by an injected fetcher, as SNS serves its own; snsTestSigner of
+// @emailsvc/testing), then the SES event
 // read into per-recipient records. The events are shaped as SES documents
 // them (identity notifications and configuration-set events).
 
-const CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem";
-let dir: string;
-let privateKey: string;
+const CERT_URL = TEST_SNS_CERT_URL;
+let sns: SnsTestSigner;
 let certificate: string;
 let otherCertificate: string;
 
-function makeCertificate(name: string): { key: string; cert: string } {
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sns.amazonaws.com", "-days", "2", "-keyout", join(dir, `${name}.key`), "-out", join(dir, `${name}.pem`)], { stdio: "ignore" });
-  return { key: readFileSync(join(dir, `${name}.key`), "utf8"), cert: readFileSync(join(dir, `${name}.pem`), "utf8") };
-}
-
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "sns-certs-"));
-  ({ key: privateKey, cert: certificate } = makeCertificate("signing"));
-  otherCertificate = makeCertificate("other").cert;
+  sns = snsTestSigner();
+  ({ certificate, otherCertificate } = sns);
 });
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => sns.close());
 
-function signed(fields: Omit<SnsMessage, "Signature" | "SignatureVersion" | "SigningCertURL">, version: "1" | "2" = "2", key = privateKey): SnsMessage {
-  const message = { ...fields, SignatureVersion: version, SigningCertURL: CERT_URL, Signature: "" } as SnsMessage;
-  const signer = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256");
-  signer.update(snsStringToSign(message), "utf8");
-  return { ...message, Signature: signer.sign(key, "base64") };
+/** Signed by the kit, which writes SNS's string to sign out itself (not snsStringToSign, the code under test). */
+function signed(fields: Omit<SnsMessage, "Signature" | "SignatureVersion" | "SigningCertURL">, version: "1" | "2" = "2"): SnsMessage {
+  return sns.sign(fields as unknown as Record<string, string>, { version }) as unknown as SnsMessage;
 }
 
 const bounceEvent = {

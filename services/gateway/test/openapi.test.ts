@@ -317,8 +317,8 @@ describe("responses every operation may give", () => {
   const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
 
   it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials, and on the one-click link's", () => {
-    // Public, and budgeted per client address and per link (RATE_LIMIT_UNSUBSCRIBE_*).
-    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick"]);
+    // Public, and budgeted per client address (RATE_LIMIT_UNSUBSCRIBE_*, RATE_LIMIT_PROVIDER_NOTIFICATIONS) and per link.
+    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick", "takeSesNotification"]);
     for (const op of operations) {
       expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
       const credentials = (op!.security ?? doc.security).some((r) => Object.keys(r).length > 0);

@@ -47,6 +47,7 @@ describe("loadRateLimitConfig", () => {
       authFailures: { limit: 20, windowMs: 60_000 },
       unsubscribePerAddress: { limit: 300, windowMs: 60_000 },
       unsubscribePerLink: { limit: 5, windowMs: 60_000 },
+      providerNotificationsPerAddress: { limit: 600, windowMs: 60_000 },
       store: "memory",
       storeTimeoutMs: 250,
       maxKeys: 100_000,
@@ -84,6 +85,7 @@ describe("loadRateLimitConfig", () => {
       RATE_LIMIT_AUTH_FAILURES: "6/1m",
       RATE_LIMIT_UNSUBSCRIBE_ADDRESS: "7/1m",
       RATE_LIMIT_UNSUBSCRIBE_LINK: "off",
+      RATE_LIMIT_PROVIDER_NOTIFICATIONS: "8/1m",
       // The portal's (its preference budgets), in the same environment under npm start: passed over here.
       RATE_LIMIT_PREFERENCE_READ: "7/1m",
       RATE_LIMIT_TENANT_PREFERENCE_PRIVACY: "11/1m",
@@ -100,6 +102,7 @@ describe("loadRateLimitConfig", () => {
       authFailures: { limit: 6, windowMs: 60_000 },
       unsubscribePerAddress: { limit: 7, windowMs: 60_000 },
       unsubscribePerLink: null,
+      providerNotificationsPerAddress: { limit: 8, windowMs: 60_000 },
       store: "mongo",
       storeTimeoutMs: 50,
       maxKeys: 5000,

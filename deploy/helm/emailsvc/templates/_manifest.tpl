@@ -88,7 +88,7 @@ providers a component picks one of (delivery's EMAIL_PROVIDER) with their secret
           }
         },
         "ses": {
-          "summary": "sends through Amazon SES's v2 API (SES_REGION; SES_ENDPOINT, SES_CONFIGURATION_SET optional)",
+          "summary": "sends through Amazon SES's v2 API (SES_REGION; SES_ENDPOINT, SES_CONFIGURATION_SET optional; SES_NOTIFICATION_TOPIC_ARNS: its SNS notifications taken)",
           "secrets": {
             "AWS_ACCESS_KEY_ID": "an IAM access key id allowed ses:SendRawEmail",
             "AWS_SECRET_ACCESS_KEY": "that access key's secret"

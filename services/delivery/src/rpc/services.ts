@@ -1,4 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import { invalid } from "@emailsvc/errors";
 import { delivery } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { Deps, Scope } from "../usecases/deps.js";
@@ -7,12 +8,24 @@ import { listEmails } from "../usecases/list-emails.js";
 import { sendEmail } from "../usecases/send-email.js";
 import { exportSubscriberEmails } from "../usecases/export-subscriber.js";
 import { emailToProto, sandboxMessageToProto } from "./mapping.js";
+import type { NotificationOutcome } from "../usecases/take-provider-notification.js";
+
+const OUTCOMES: Record<NotificationOutcome, delivery.ProviderNotificationOutcome> = {
+  applied: delivery.ProviderNotificationOutcome.APPLIED,
+  unchanged: delivery.ProviderNotificationOutcome.UNCHANGED,
+  subscription_confirmed: delivery.ProviderNotificationOutcome.SUBSCRIPTION_CONFIRMED,
+  ignored: delivery.ProviderNotificationOutcome.IGNORED,
+};
 
 /**
  * Registers DeliveryService: proto in, use case, proto out. `scopeOf` gives a
  * call its tenant's collections (the tenant of the call's headers).
  */
-export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
+export function deliveryRoutes(
+  deps: Deps,
+  scopeOf: (call: CallContext) => Scope,
+  takeSesNotification: (body: Uint8Array) => Promise<NotificationOutcome>,
+): (router: ConnectRouter) => void {
   return (router) => {
     router.service(delivery.DeliveryService, {
       async sendEmail(req, ctx) {
@@ -40,6 +53,11 @@ export function deliveryRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       },
       async exportSubscriberData(req, ctx) {
         return { json: await exportSubscriberEmails(scopeOf(readCallContext(ctx)), req.subscriberId) };
+      },
+      // No tenant: the provider's signature authenticates it, and the email it names gives the tenant.
+      async takeProviderNotification(req) {
+        if (req.provider !== "ses") throw invalid("provider must be ses", [{ field: "provider", description: "must be ses" }]);
+        return { outcome: OUTCOMES[await takeSesNotification(req.body)] };
       },
     });
   };

@@ -183,6 +183,10 @@ export const EMAIL_INDEXES = [
   { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
   // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
+  // A provider's notification (SES through SNS) names the email by the provider's message id only, and
+  // no tenant: the lookup crosses tenants (repositories.ts, providerNotificationEmails), so the index
+  // cannot start with the tenant.
+  { name: "by_provider_message_id", fields: { provider_message_id: 1 } },
   // The outbox relay's sweep for changes whose events are not published yet.
   OUTBOX_INDEX,
   // The stalled sweep: queued emails nobody has touched for a while. A safety net only: both buses keep

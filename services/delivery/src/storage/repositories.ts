@@ -99,6 +99,16 @@ export class DeliveryStorage {
     return new CrossTenantCollection(this.emails, "bounce receiver: finds the email a signed return path names, in its tenant");
   }
 
+  /**
+   * For provider notifications (SES through SNS): the email a notification
+   * names by the provider's message id, in whichever tenant it is (a
+   * signed notification names no tenant). Found, its tenant's own
+   * collections do the writing.
+   */
+  providerNotificationEmails(): CrossTenantCollection<EmailDoc> {
+    return new CrossTenantCollection(this.emails, "provider notifications: find the email a signed notification names by provider_message_id, in its tenant");
+  }
+
   /** For the stalled-mail sweep: the paused campaigns of every tenant, whose held emails it leaves alone. */
   pausedCampaignsOfAll(): CrossTenantCollection<PausedCampaignDoc> {
     return new CrossTenantCollection(this.paused, "stalled-mail sweep: leaves the held emails of every tenant's paused campaigns alone");

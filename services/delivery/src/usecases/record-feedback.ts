@@ -8,8 +8,8 @@ import { outboxEntry, type OutboxFlusher } from "./deps.js";
 import { emailsByStatus } from "./metrics.js";
 
 // What comes back after an email left: a bounce a relay returns later (a
-// delivery status notification to the return path) and a complaint (a
-// feedback-loop report). The inbound receiver (a later change: VERP return
+// delivery status notification to the return path), a complaint (a
+// feedback-loop report) and, from a provider that reports it, the delivery. The inbound receiver (a later change: VERP return
 // paths, RFC 3464 and RFC 5965 parsing) calls these once it has mapped a
 // report to its email; so may an HTTP provider's notifications. Each is one
 // guarded write with its `email.status` outbox entry, whose effect tells the
@@ -44,16 +44,25 @@ export async function recordComplaint(deps: FeedbackDeps, scope: Pick<TenantRepo
   return move(deps, scope.emails, emailId, "complained", "", {});
 }
 
+/**
+ * The receiving server took the email (a provider's delivery notification):
+ * `sent` → `delivered`. Only from `sent`: a delivery reported after a bounce
+ * or a complaint (notifications arrive in any order) changes nothing.
+ */
+export async function recordDelivered(deps: FeedbackDeps, scope: Pick<TenantRepositories, "emails">, emailId: string): Promise<boolean> {
+  return move(deps, scope.emails, emailId, "delivered", "", {});
+}
+
 async function move(
   deps: FeedbackDeps,
   emails: TenantCollection<EmailDoc>,
   emailId: string,
-  status: "bounced" | "complained",
+  status: "bounced" | "complained" | "delivered",
   detail: string,
   set: Partial<Pick<EmailDoc, "bounce" | "error" | "failure_reason">>,
 ): Promise<boolean> {
   const at = deps.now();
-  const from = status === "complained" ? [...AFTER_SENDING, "bounced" as const] : AFTER_SENDING;
+  const from: EmailStatus[] = status === "complained" ? [...AFTER_SENDING, "bounced"] : status === "delivered" ? ["sent"] : AFTER_SENDING;
   const change: StatusChange = { status, at, detail };
   const written = await emails.updateOne(
     { _id: emailId, status: { $in: from } },

@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   webhook_url_forbidden: { status: 400, title: "Webhook URL not allowed", when: "the webhook URL names a loopback, private, link-local, metadata or otherwise reserved address" },
   invalid_domain: { status: 400, title: "Invalid domain", when: "the custom domain is not one a certificate can be issued for" },
   invalid_sender_domain: { status: 400, title: "Invalid sending domain", when: "the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own)" },
+  sns_message_malformed: { status: 400, title: "Not an SNS message", when: "the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
   invalid_api_key: { status: 401, title: "Invalid API key", when: "the API key is unknown or revoked" },
@@ -44,6 +45,8 @@ export const ERROR_CODES = {
   plan_required: { status: 403, title: "Plan does not include this", when: "the account's plan lacks the feature; the detail names the plan needed" },
   live_key_required: { status: 403, title: "Live-mode key required", when: "the change needs a live-mode key" },
   invalid_link: { status: 403, title: "Link not valid", when: "an unsubscribe link's token is expired, altered or of another purpose" },
+  sns_signature_invalid: { status: 403, title: "SNS signature not valid", when: "the SNS message's signature does not verify against an SNS certificate; nothing changed" },
+  sns_topic_not_allowed: { status: 403, title: "SNS topic not allowed", when: "the SNS message's TopicArn is not one of `SES_NOTIFICATION_TOPIC_ARNS`; nothing changed" },
   // 404.
   not_found: { status: 404, title: "Not found", when: "no such resource (also for ids of another account or mode), or no such route" },
   tag_not_found: { status: 404, title: "Tag not found", when: "no such tag (for a subscriber: no public tag)" },
@@ -52,6 +55,7 @@ export const ERROR_CODES = {
   sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (an erased one is `sandbox_message_expired`)" },
   custom_domain_not_found: { status: 404, title: "No custom domain", when: "the account has no custom domain" },
   sender_domain_not_found: { status: 404, title: "Sending domain not found", when: "no sending domain has this id (in this account and mode)" },
+  provider_notifications_disabled: { status: 404, title: "Provider notifications not enabled", when: "this platform takes no SES notifications (`SES_NOTIFICATION_TOPIC_ARNS` is not set)" },
   // 405.
   method_not_allowed: { status: 405, title: "Method not allowed", when: "the path does not take this method; see `Allow`" },
   // 409: the state of the resource does not allow it.

@@ -105,3 +105,19 @@ export function authFailureGuard(limiter: RateLimiter): AuthFailureGuard {
 
 /** No limits (RATE_LIMIT=off or RATE_LIMIT_AUTH_FAILURES=off). */
 export const NO_AUTH_GUARD: AuthFailureGuard = { failed: async () => ({}) };
+
+/**
+ * A provider's notification route (RATE_LIMIT_PROVIDER_NOTIFICATIONS): the
+ * client address's budget, charged first thing (the body is not read past
+ * it). Undefined limiter: no limits.
+ */
+export function providerNotificationGuard(limiter: RateLimiter | undefined): (ctx: GatewayContext) => Promise<void> {
+  if (!limiter) return async () => undefined;
+  const hops = limiter.config.trustedProxyHops;
+  return async (ctx) => {
+    const verdict = await limiter.admitProviderNotification(clientAddress(ctx.req.socket.remoteAddress, ctx.get("x-forwarded-for"), hops));
+    if (!verdict) return;
+    if (!verdict.allowed) throw rateLimited(verdict);
+    ctx.set(verdict.headers);
+  };
+}

@@ -30,6 +30,12 @@ export interface RateLimitConfig {
    */
   unsubscribePerAddress: Policy | null;
   unsubscribePerLink: Policy | null;
+  /**
+   * RATE_LIMIT_PROVIDER_NOTIFICATIONS: posts to a provider's notification
+   * route (SES through SNS) per client address, charged before the body is
+   * read or its signature checked.
+   */
+  providerNotificationsPerAddress: Policy | null;
   /** RATE_LIMIT_STORE: `memory` (this process) or `mongo` (the gateway's MongoDB database, shared by replicas). */
   store: "memory" | "mongo";
   /** RATE_LIMIT_STORE_TIMEOUT_MS: longest wait for the shared store before a request is counted locally. */
@@ -64,6 +70,9 @@ export const RATE_LIMIT_DEFAULTS = {
   authFailures: "20/60s",
   unsubscribePerAddress: "300/60s",
   unsubscribePerLink: "5/60s",
+  // SNS posts a campaign's bounces and deliveries as fast as SES reports them, from a few addresses:
+  // wide enough for that, far below a flood of forged messages that each cost a signature check.
+  providerNotificationsPerAddress: "600/60s",
 } as const;
 
 // The variables, written out (scripts/helm-check.sh looks for each name in the code).
@@ -79,6 +88,7 @@ const OTHER_VARIABLES = [
   "RATE_LIMIT_AUTH_FAILURES",
   "RATE_LIMIT_UNSUBSCRIBE_ADDRESS",
   "RATE_LIMIT_UNSUBSCRIBE_LINK",
+  "RATE_LIMIT_PROVIDER_NOTIFICATIONS",
   "RATE_LIMIT_STORE",
   "RATE_LIMIT_STORE_TIMEOUT_MS",
   "RATE_LIMIT_MAX_KEYS",
@@ -112,6 +122,7 @@ export function loadRateLimitConfig(env: Env = process.env): RateLimitConfig {
     authFailures: budgetSetting(env, "RATE_LIMIT_AUTH_FAILURES", RATE_LIMIT_DEFAULTS.authFailures),
     unsubscribePerAddress: budgetSetting(env, "RATE_LIMIT_UNSUBSCRIBE_ADDRESS", RATE_LIMIT_DEFAULTS.unsubscribePerAddress),
     unsubscribePerLink: budgetSetting(env, "RATE_LIMIT_UNSUBSCRIBE_LINK", RATE_LIMIT_DEFAULTS.unsubscribePerLink),
+    providerNotificationsPerAddress: budgetSetting(env, "RATE_LIMIT_PROVIDER_NOTIFICATIONS", RATE_LIMIT_DEFAULTS.providerNotificationsPerAddress),
     store,
     storeTimeoutMs: envInt("RATE_LIMIT_STORE_TIMEOUT_MS", 250, { min: 1, max: 10_000 }, env),
     maxKeys: envInt("RATE_LIMIT_MAX_KEYS", DEFAULT_MAX_KEYS, { min: 1000, max: 10_000_000 }, env),

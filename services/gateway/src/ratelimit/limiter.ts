@@ -78,6 +78,28 @@ export class RateLimiter {
     );
   }
 
+  /** Charges a post to a provider's notification route to its client address; undefined when the budget is off. */
+  async admitProviderNotification(address: string): Promise<Verdict | undefined> {
+    return this.counted(
+      await chargeBudgets(
+        this.store,
+        [
+          {
+            budget: {
+              id: "provider_notifications",
+              label: "provider notifications per client address",
+              subject: "this address",
+              policy: this.config.providerNotificationsPerAddress,
+            },
+            key: `pn:${addressBucketId(address)}`,
+          },
+        ],
+        this.clock(),
+        (budget) => `Too many provider notifications from ${budget.subject}: the budget is ${describePolicy(budget.policy)}.`,
+      ),
+    );
+  }
+
   /** After a failed authentication: charges the address; refused when its budget was already used up. */
   async authFailed(address: string): Promise<Verdict | undefined> {
     return this.counted(
