@@ -185,11 +185,26 @@ describe.each(["embedded", "mongodb"] as const)("sending domains, DKIM and From 
       () => t.call("GET", `/api/v1/domains/${domainId}`, { key: liveKey }),
       (res) => res.body.status === "verified",
     );
-    expect(verified.body).toMatchObject({ failure_reason: null, next_check_at: null, verified_at: expect.any(String) });
+    // Looked up again daily: a record removed later shows.
+    expect(verified.body).toMatchObject({ failure_reason: null, next_check_at: expect.any(String), verified_at: expect.any(String) });
+    expect(Date.parse(verified.body.next_check_at) - Date.parse(verified.body.last_checked_at)).toBe(24 * 3_600_000);
     expect(verified.body.records.map((r: { status: string }) => r.status)).toEqual(["verified", "verified", "verified", "verified", "verified"]);
     // A check by hand answers the same.
     const checked = await t.call("POST", `/api/v1/domains/${domainId}/verify`, { key: liveKey });
     expect(checked.body.status).toBe("verified");
+
+    // A required record removed after verification: still verified (mail goes on, signed) for 72 h, saying what is missing
+    // since when; back, as before.
+    const spf = dns.txts.get(domain)!;
+    dns.txts.delete(domain);
+    const missing = await t.call("POST", `/api/v1/domains/${domainId}/verify`, { key: liveKey });
+    expect(missing.body).toMatchObject({ status: "verified", verified_at: verified.body.verified_at });
+    expect(record(missing.body, "spf")).toMatchObject({ status: "missing" });
+    expect(missing.body.failure_reason).toMatch(/^since .*: SPF record at .* is missing; mail is still sent and signed until .*, then the domain fails unless the records are back$/);
+    expect(Date.parse(missing.body.next_check_at) - Date.parse(missing.body.last_checked_at)).toBe(3_600_000);
+    dns.txts.set(domain, spf);
+    const back = await t.call("POST", `/api/v1/domains/${domainId}/verify`, { key: liveKey });
+    expect(back.body).toMatchObject({ status: "verified", failure_reason: null });
   });
 
   it("sends live mail From the verified domain, DKIM-signed so that an independent verifier passes it, with Feedback-ID and Reply-To", async () => {

@@ -140,10 +140,37 @@ describe("the re-check's schedule", () => {
   it("verifies a domain whose required records are seen, and restarts a failed one checked by hand", () => {
     const doc = pending();
     const seen = doc.records.map((r) => ({ ...r, state: r.required ? ("verified" as const) : ("missing" as const) }));
-    expect(afterCheck(doc, seen, 5, DEFAULT_RECHECK, false)).toMatchObject({ status: "verified", verified_at: 5, next_check_at: null, failure_reason: "" });
+    expect(afterCheck(doc, seen, 5, DEFAULT_RECHECK, false)).toMatchObject({ status: "verified", verified_at: 5, next_check_at: 5 + 24 * HOUR, failure_reason: "", failing_since: null });
     const failed = pending({ status: "failed", next_check_at: null, pending_since: 0, checks: 30 });
     const missing = doc.records.map((r) => ({ ...r, state: "missing" as const }));
     expect(afterCheck(failed, missing, 100 * HOUR, DEFAULT_RECHECK, true)).toMatchObject({ status: "pending", pending_since: 100 * HOUR, checks: 0, next_check_at: 100 * HOUR + 60_000 });
+  });
+
+  // A verified domain whose records went missing.
+  const verified = (over: Partial<SenderDomainDoc> = {}) => pending({ status: "verified", verified_at: 1, checks: 0, next_check_at: 10 * HOUR, ...over });
+
+  it("keeps sending, signed, for 72 h, saying what is missing since when and looking hourly; back in time, it is as before", () => {
+    const doc = verified();
+    const missing = doc.records.map((r) => ({ ...r, state: (r.purpose === "spf" ? "missing" : "verified") as "missing" | "verified" }));
+    const first = afterCheck(doc, missing, 10 * HOUR, DEFAULT_RECHECK, false);
+    expect(first).toMatchObject({ status: "verified", verified_at: 1, failing_since: 10 * HOUR, next_check_at: 11 * HOUR });
+    expect(first.failure_reason).toMatch(/^since 1970-01-01T10:00:00\.000Z: SPF record at example\.com is missing; mail is still sent and signed until 1970-01-04T10:00:00\.000Z/);
+    const later = afterCheck({ ...doc, ...first }, missing, 40 * HOUR, DEFAULT_RECHECK, false);
+    expect(later).toMatchObject({ status: "verified", failing_since: 10 * HOUR, next_check_at: 41 * HOUR });
+    const seen = doc.records.map((r) => ({ ...r, state: "verified" as const }));
+    expect(afterCheck({ ...doc, ...later }, seen, 41 * HOUR, DEFAULT_RECHECK, false)).toMatchObject({ status: "verified", verified_at: 1, failing_since: null, failure_reason: "", next_check_at: 65 * HOUR });
+  });
+
+  it("fails once they stay missing for 72 h (a check by hand the same), and a check by hand then starts over", () => {
+    const doc = verified({ failing_since: 10 * HOUR });
+    const missing = doc.records.map((r) => ({ ...r, state: "missing" as const }));
+    for (const byHand of [false, true]) {
+      const outcome = afterCheck(doc, missing, 82 * HOUR, DEFAULT_RECHECK, byHand);
+      expect(outcome).toMatchObject({ status: "failed", verified_at: null, next_check_at: null, failing_since: null });
+      expect(outcome.failure_reason).toMatch(/^missing for 72 h after it was verified: DKIM record/);
+    }
+    const failed = { ...doc, ...afterCheck(doc, missing, 82 * HOUR, DEFAULT_RECHECK, false) };
+    expect(afterCheck(failed, missing, 83 * HOUR, DEFAULT_RECHECK, true)).toMatchObject({ status: "pending", pending_since: 83 * HOUR, next_check_at: 83 * HOUR + 60_000 });
   });
 });
 

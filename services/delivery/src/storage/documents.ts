@@ -247,6 +247,8 @@ export interface SenderDomainDoc extends Doc {
   last_checked_at: number | null;
   /** When the background re-check looks next; null when it will not (verified, failed). */
   next_check_at: number | null;
+  /** When a verified domain's required records were first found missing (its grace runs from then); null or absent while they are seen. */
+  failing_since?: number | null;
 }
 
 export const SENDER_DOMAIN_INDEXES = [

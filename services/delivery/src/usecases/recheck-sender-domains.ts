@@ -9,8 +9,9 @@ const PER_PASS = 20;
 const CLAIM_MS = 5 * 60_000;
 
 /**
- * The background re-check of pending domains (a pass of delivery's outbox
- * sweep, so it runs on its timer on both stores): each due domain is claimed
+ * The background re-check of pending and verified domains (a pass of
+ * delivery's outbox sweep, so it runs on its timer on both stores; verified
+ * ones daily, see afterCheck): each due domain is claimed
  * by a guarded write (its next check moved past the claim), looked up, and
  * written back with its status and next check (a minute, doubling, up to 6 h
  * apart; failed 72 h after it started pending). A resolver that does not
@@ -19,12 +20,13 @@ const CLAIM_MS = 5 * 60_000;
  */
 export async function recheckSenderDomains(deps: SenderDomainDeps, domains: CrossTenantCollection<SenderDomainDoc>, keys: SigningKeyCache): Promise<number> {
   const now = deps.now();
-  const due = await domains.find({ status: "pending", next_check_at: { $lte: now } }, { sort: { next_check_at: 1 }, limit: PER_PASS });
+  // Pending domains on their backoff, and verified ones on their daily (or, records missing, hourly) look.
+  const due = await domains.find({ status: { $in: ["pending", "verified"] }, next_check_at: { $lte: now } }, { sort: { next_check_at: 1 }, limit: PER_PASS });
   let checked = 0;
   for (const doc of due) {
     const tenantDomains = domains.forTenant(doc.tenant);
     const claimed = await tenantDomains.updateOne(
-      { _id: doc._id, status: "pending", next_check_at: doc.next_check_at },
+      { _id: doc._id, status: doc.status, next_check_at: doc.next_check_at },
       { $set: { next_check_at: now + CLAIM_MS } },
     );
     if (!claimed) continue;

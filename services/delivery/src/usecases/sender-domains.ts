@@ -84,18 +84,68 @@ export type CheckOutcome = {
   verified_at: number | null;
   last_checked_at: number;
   next_check_at: number | null;
+  failing_since: number | null;
 };
+
+/** How often a verified domain's records are looked up again: a record removed later shows, and the domain fails if it stays removed. */
+export const VERIFIED_RECHECK_MS = 24 * 3_600_000;
+/** How often a verified domain whose records went missing is looked up, during its grace. */
+const FAILING_RECHECK_MS = 3_600_000;
 
 /**
  * The domain after a check. Verified once the required records (DKIM RSA,
- * SPF) are seen; a verified domain whose records are gone is pending again
- * (its mail is no longer signed or allowed live) and re-checked. A check by
- * hand of a failed domain starts the re-checks over; the background re-check
- * gives up `giveUpAfterMs` after the domain started pending.
+ * SPF) are seen, and looked up again daily. A verified domain whose records
+ * went missing keeps sending, signed, for `giveUpAfterMs` (a DNS change
+ * being made, a provider's outage), `failure_reason` saying what is missing
+ * since when, looked up hourly; still missing then, it fails (its live mail
+ * is refused until verified again), so that a sender never goes on for long
+ * with mail that fails DKIM or SPF under DMARC. A check by hand of a failed
+ * domain starts the re-checks over; the background re-check of a pending
+ * domain gives up `giveUpAfterMs` after it started pending.
  */
 export function afterCheck(doc: SenderDomainDoc, records: DnsRecordView[], now: number, policy: RecheckPolicy, byHand: boolean): CheckOutcome {
   if (requiredVerified(records)) {
-    return { status: "verified", records, failure_reason: "", pending_since: doc.pending_since, checks: 0, verified_at: doc.verified_at ?? now, last_checked_at: now, next_check_at: null };
+    return {
+      status: "verified",
+      records,
+      failure_reason: "",
+      pending_since: doc.pending_since,
+      checks: 0,
+      verified_at: doc.verified_at ?? now,
+      last_checked_at: now,
+      next_check_at: now + VERIFIED_RECHECK_MS,
+      failing_since: null,
+    };
+  }
+  if (doc.status === "verified") {
+    const since = doc.failing_since ?? now;
+    const failsAt = since + policy.giveUpAfterMs;
+    const missingNow = missingSummary(records);
+    if (now < failsAt) {
+      return {
+        status: "verified",
+        records,
+        failure_reason: `since ${new Date(since).toISOString()}: ${missingNow}; mail is still sent and signed until ${new Date(failsAt).toISOString()}, then the domain fails unless the records are back`,
+        pending_since: doc.pending_since,
+        checks: doc.checks,
+        verified_at: doc.verified_at,
+        last_checked_at: now,
+        next_check_at: Math.min(now + FAILING_RECHECK_MS, failsAt),
+        failing_since: since,
+      };
+    }
+    const hours = Math.round(policy.giveUpAfterMs / 3_600_000);
+    return {
+      status: "failed",
+      records,
+      failure_reason: `missing for ${hours} h after it was verified: ${missingNow}; publish the records and verify again`,
+      pending_since: doc.pending_since,
+      checks: doc.checks,
+      verified_at: null,
+      last_checked_at: now,
+      next_check_at: null,
+      failing_since: null,
+    };
   }
   const restart = doc.status !== "pending" || (byHand && doc.next_check_at === null);
   const pendingSince = restart ? now : doc.pending_since;
@@ -104,9 +154,9 @@ export function afterCheck(doc: SenderDomainDoc, records: DnsRecordView[], now: 
   const missing = missingSummary(records);
   if (next === null) {
     const hours = Math.round(policy.giveUpAfterMs / 3_600_000);
-    return { status: "failed", records, failure_reason: `not verified after ${hours} h: ${missing}; publish the records and verify again`, pending_since: pendingSince, checks, verified_at: null, last_checked_at: now, next_check_at: null };
+    return { status: "failed", records, failure_reason: `not verified after ${hours} h: ${missing}; publish the records and verify again`, pending_since: pendingSince, checks, verified_at: null, last_checked_at: now, next_check_at: null, failing_since: null };
   }
-  return { status: "pending", records, failure_reason: missing, pending_since: pendingSince, checks, verified_at: null, last_checked_at: now, next_check_at: next };
+  return { status: "pending", records, failure_reason: missing, pending_since: pendingSince, checks, verified_at: null, last_checked_at: now, next_check_at: next, failing_since: null };
 }
 
 /** A sending domain's signing keys, opened. */
