@@ -1,7 +1,7 @@
 import { createTransport } from "nodemailer";
 import { KeyRing } from "@emailsvc/tokens";
 import { SmtpSink, startHaraka, type HarakaRelay } from "@emailsvc/testing";
-import { fieldGroups, readFeedbackReport } from "../src/domain/feedback-report";
+import { fieldGroups, isComplaint, readFeedbackReport } from "../src/domain/feedback-report";
 import { bounceHostFor, emailIdOfReturnPath, returnPathFor } from "../src/domain/return-path";
 
 // What comes back to a return path, read as the bounce receiver will: real
@@ -142,6 +142,11 @@ describe("complaints (ARF) and what is neither", () => {
     expect(readFeedbackReport(noType)).toEqual({ kind: "unrecognised", reason: "a feedback report without Feedback-Type" });
     const dsnWithoutRecipients = arf("x").replace("report-type=feedback-report", "report-type=delivery-status").replace("message/feedback-report", "message/delivery-status");
     expect((readFeedbackReport(dsnWithoutRecipients)).kind).toBe("unrecognised");
+  });
+
+  it("counts as a complaint what calls the mail spam, from ARF and SES alike, and not a mark taken back or a forgery report", () => {
+    expect(["abuse", "fraud", "virus", "other", undefined].map(isComplaint)).toEqual([true, true, true, true, true]);
+    expect(["not-spam", "auth-failure"].map(isComplaint)).toEqual([false, false]);
   });
 
   it("reads report fields with folded lines and repeated names as RFC 3464 writes them", () => {

@@ -184,3 +184,13 @@ export function readFeedbackReport(raw: Buffer | string): FeedbackReport {
   }
   return { kind: "unrecognised", reason: `a report of type ${reportType ?? "(none)"}` };
 }
+
+/**
+ * Whether feedback of this type is a complaint about our mail (the ARF
+ * Feedback-Type, SES's complaintFeedbackType; absent: SES sends complaints
+ * without one). `not-spam` takes a mark back and `auth-failure` reports a
+ * forgery: neither is the recipient calling the mail spam.
+ */
+export function isComplaint(feedbackType: string | undefined): boolean {
+  return feedbackType !== "not-spam" && feedbackType !== "auth-failure";
+}

@@ -65,23 +65,28 @@ export function snsStringToSign(message: SnsMessage): string {
   return names.map((name) => `${name}\n${(message as unknown as Record<string, string>)[name]}\n`).join("");
 }
 
-/** `https://sns.<region>.amazonaws.com/….pem` (or amazonaws.com.cn): the only places a signing certificate is fetched from. */
-export function isSnsCertificateUrl(raw: string): boolean {
+/** `raw` as a URL when it is SNS's own: https on the default port, no credentials, `sns.<region>.amazonaws.com` (or `.com.cn`); else null. */
+function snsUrl(raw: string): URL | null {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    return false;
+    return null;
   }
-  return (
-    url.protocol === "https:" &&
-    url.port === "" &&
-    !url.username &&
-    !url.password &&
-    /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname) &&
-    url.pathname.endsWith(".pem") &&
-    url.search === ""
-  );
+  const ours = url.protocol === "https:" && url.port === "" && !url.username && !url.password && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname);
+  return ours ? url : null;
+}
+
+/** `https://sns.<region>.amazonaws.com/….pem` (or amazonaws.com.cn): the only places a signing certificate is fetched from. */
+export function isSnsCertificateUrl(raw: string): boolean {
+  const url = snsUrl(raw);
+  return url !== null && url.pathname.endsWith(".pem") && url.search === "";
+}
+
+/** `https://sns.<region>.amazonaws.com/?Action=ConfirmSubscription&…`: the only SubscribeURL visited. */
+export function isSnsSubscribeUrl(raw: string): boolean {
+  const url = snsUrl(raw);
+  return url !== null && url.pathname === "/" && url.searchParams.get("Action") === "ConfirmSubscription";
 }
 
 /** Fetches a certificate (PEM) from a URL isSnsCertificateUrl allowed. */

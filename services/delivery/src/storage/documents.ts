@@ -1,7 +1,7 @@
 import { OUTBOX_INDEX, type OutboxDoc, type OutboxEntry as KitOutboxEntry } from "@emailsvc/outbox";
 import type { Doc } from "@emailsvc/storage";
 import type { Bounce, EmailStatus, StatusChange } from "../domain/email.js";
-import type { RecordPurpose, RecordState, SenderDomainStatus } from "../domain/sender-domain.js";
+import type { DnsRecordView, SenderDomainStatus } from "../domain/sender-domain.js";
 import { PUBLIC_ERRORS, type PublicErrorCode } from "../domain/provider.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
@@ -216,16 +216,8 @@ export interface DkimKeyDoc {
   private_key_sealed: string;
 }
 
-/** One record to publish and what the last check found (domain/sender-domain.ts, DnsRecordView). */
-export interface SenderDnsRecordDoc {
-  purpose: RecordPurpose;
-  type: "TXT" | "CNAME";
-  name: string;
-  value: string;
-  required: boolean;
-  state: RecordState;
-  found: string[];
-}
+/** One record to publish and what the last check found: stored as the domain's view of it. */
+export type SenderDnsRecordDoc = DnsRecordView;
 
 /** A sending domain of a tenant (`_id` `sdm_…`). */
 export interface SenderDomainDoc extends Doc {

@@ -2,7 +2,7 @@ import type { KeyRing } from "@emailsvc/tokens";
 import type { Logger } from "@emailsvc/telemetry";
 import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { Bounce } from "../domain/email.js";
-import type { DsnRecipient } from "../domain/feedback-report.js";
+import { isComplaint, type DsnRecipient } from "../domain/feedback-report.js";
 import { scrubReason } from "../domain/message.js";
 import { emailIdOfReturnPath } from "../domain/return-path.js";
 import type { ArrivedReport } from "../inbound/bounce-receiver.js";
@@ -52,8 +52,7 @@ export async function applyFeedbackReport(deps: ApplyReportDeps, arrived: Arrive
   }
   const scope = deps.scope(email.tenant);
   if (report.kind === "complaint") {
-    // "not-spam" and the like are no complaint.
-    if (report.feedbackType !== "abuse" && report.feedbackType !== "fraud" && report.feedbackType !== "virus") return;
+    if (!isComplaint(report.feedbackType)) return;
     const moved = await recordComplaint(deps, scope, emailId);
     deps.logger.info({ email_id: emailId, applied: moved }, "bounce receiver: complaint");
     return;

@@ -4,7 +4,8 @@ import type { CrossTenantCollection } from "@emailsvc/storage";
 import type { Bounce } from "../domain/email.js";
 import { scrubReason } from "../domain/message.js";
 import { readSesNotification } from "../domain/ses-notification.js";
-import { parseSnsMessage, SnsMessageRefused, type CertificateFetcher, type SnsMessage, type SnsSignatureVerifier } from "../domain/sns-signature.js";
+import { isComplaint } from "../domain/feedback-report.js";
+import { isSnsSubscribeUrl, parseSnsMessage, SnsMessageRefused, type CertificateFetcher, type SnsMessage, type SnsSignatureVerifier } from "../domain/sns-signature.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { bounceOfReport } from "./apply-feedback-report.js";
@@ -69,25 +70,6 @@ export async function takeSesNotification(deps: ProviderNotificationDeps, body: 
   }
 }
 
-/** `https://sns.<region>.amazonaws.com/?Action=ConfirmSubscription&…`: the only SubscribeURL visited. */
-export function isSnsSubscribeUrl(raw: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return false;
-  }
-  return (
-    url.protocol === "https:" &&
-    url.port === "" &&
-    !url.username &&
-    !url.password &&
-    /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname) &&
-    url.pathname === "/" &&
-    url.searchParams.get("Action") === "ConfirmSubscription"
-  );
-}
-
 async function confirmSubscription(deps: ProviderNotificationDeps, message: SnsMessage): Promise<NotificationOutcome> {
   const url = message.SubscribeURL ?? "";
   if (!isSnsSubscribeUrl(url)) throw new AppError("invalid", "sns_message_malformed", "Not an SNS message: SubscribeURL is not an https://sns.<region>.amazonaws.com/?Action=ConfirmSubscription URL.");
@@ -132,7 +114,7 @@ async function applyNotification(deps: ProviderNotificationDeps, message: SnsMes
     case "complaint": {
       if (!event.recipients.some((r) => ours(r))) return ignoredAsNotOurs(deps, email, event.kind);
       // A report the recipient marked as not spam is no complaint.
-      if (event.feedbackType === "not-spam") return "ignored";
+      if (!isComplaint(event.feedbackType)) return "ignored";
       moved = await recordComplaint(deps, scope, email._id);
       deps.logger.info({ email_id: email._id, applied: moved }, "SES notifications: complaint");
       break;
