@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/subscribers.proto.
  */
 export const file_emailsvc_subscribers_v1_subscribers: GenFile = /*@__PURE__*/
-  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAkijgIKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCRITCgtyZXN1YnNjcmliZRgHIAEoCBIaChJyZXN1YnNjcmliZV9yZWFzb24YCCABKAkiUwoYQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiIKFEdldFN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJIlAKFUdldFN1YnNjcmliZXJSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciIsChtHZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiVwocR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJyChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEjkKBnN0YXR1cxgCIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSDgoGY3Vyc29yGAMgASgJImgKF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjgKC3N1YnNjcmliZXJzGAEgAygLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchITCgtuZXh0X2N1cnNvchgCIAEoCSL6AQoXVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgVhdWRpdBgFIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQSEwoGbG9jYWxlGAYgASgJSAGIAQFCCAoGX2VtYWlsQgkKB19sb2NhbGUiUwoYVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIlYKF0RlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIaChhEZWxldGVTdWJzY3JpYmVyUmVzcG9uc2UiZgoOQWRkVGFnc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIMCgR0YWdzGAIgAygJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIibAoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJMChFSZW1vdmVUYWdSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJ/ChVVbnN1YnNjcmliZUFsbFJlcXVlc3QSFwoNc3Vic2NyaWJlcl9pZBgBIAEoCUgAEg8KBWVtYWlsGAIgASgJSAASLwoFYXVkaXQYAyABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0QgsKCXJlY2lwaWVudCKSAQoWVW5zdWJzY3JpYmVBbGxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchI/CgdvdXRjb21lGAIgASgOMi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVW5zdWJzY3JpYmVBbGxPdXRjb21lIsIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAYgASgJEgoKAmlwGAcgASgJEhIKCnVzZXJfYWdlbnQYCCABKAkiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkquAEKEFN1YnNjcmliZXJTdGF0dXMSIQodU1VCU0NSSUJFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhTVUJTQ1JJQkVSX1NUQVRVU19BQ1RJVkUQARIiCh5TVUJTQ1JJQkVSX1NUQVRVU19VTlNVQlNDUklCRUQQAhIdChlTVUJTQ1JJQkVSX1NUQVRVU19CT1VOQ0VEEAMSIAocU1VCU0NSSUJFUl9TVEFUVVNfQ09NUExBSU5FRBAEKqgCChVVbnN1YnNjcmliZUFsbE91dGNvbWUSJwojVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfVU5TUEVDSUZJRUQQABIoCiRVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9VTlNVQlNDUklCRUQQARIwCixVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BTFJFQURZX1VOU1VCU0NSSUJFRBACEiwKKFVOU1VCU0NSSUJFX0FMTF9PVVRDT01FX09QVF9PVVRfUkVDT1JERUQQAxIsCihVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BRERSRVNTX1JFQ09SREVEEAQSLgoqVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfQUREUkVTU19TVVBQUkVTU0VEEAUyqwoKEVN1YnNjcmliZXJTZXJ2aWNlEncKEENyZWF0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5DcmVhdGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXNwb25zZRJuCg1HZXRTdWJzY3JpYmVyEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlclJlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVzcG9uc2USgwEKFEdldFN1YnNjcmliZXJCeUVtYWlsEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRJ0Cg9MaXN0U3Vic2NyaWJlcnMSLy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXF1ZXN0GjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USdwoQVXBkYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVwZGF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEncKEERlbGV0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5EZWxldGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXNwb25zZRJcCgdBZGRUYWdzEicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQWRkVGFnc1JlcXVlc3QaKC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVzcG9uc2USYgoJUmVtb3ZlVGFnEikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlbW92ZVRhZ1Jlc3BvbnNlEoMBChRMaXN0U3Vic2NyaWJlckV2ZW50cxI0LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVxdWVzdBo1LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USgwEKFEV4cG9ydFN1YnNjcmliZXJEYXRhEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRJxCg5VbnN1YnNjcmliZUFsbBIuLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVxdWVzdBovLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVzcG9uc2ViBnByb3RvMw", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CillbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9zdWJzY3JpYmVycy5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEiiwIKClN1YnNjcmliZXISCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDAoEdGFncxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZsb2NhbGUYCCABKAkiyAIKF0NyZWF0ZVN1YnNjcmliZXJSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHRhZ3MYAiADKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKBnN0YXR1cxgEIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSLwoFYXVkaXQYBSABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0Eg4KBmxvY2FsZRgGIAEoCRITCgtyZXN1YnNjcmliZRgHIAEoCBIaChJyZXN1YnNjcmliZV9yZWFzb24YCCABKAkSOAoHY29uc2VudBgJIAEoCzInLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvbnNlbnRXb3JkaW5nIkIKDkNvbnNlbnRXb3JkaW5nEgwKBHRleHQYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAki0gEKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEdGFncxgCIAMoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGbG9jYWxlGAQgASgJEjgKB2NvbnNlbnQYBSABKAsyJy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5Db25zZW50V29yZGluZxIvCgVhdWRpdBgGIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQiEAoOU2lnblVwUmVzcG9uc2UiUwoYQ3JlYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIiIKFEdldFN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJIlAKFUdldFN1YnNjcmliZXJSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciIsChtHZXRTdWJzY3JpYmVyQnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiVwocR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJyChZMaXN0U3Vic2NyaWJlcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEjkKBnN0YXR1cxgCIAEoDjIpLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXJTdGF0dXMSDgoGY3Vyc29yGAMgASgJImgKF0xpc3RTdWJzY3JpYmVyc1Jlc3BvbnNlEjgKC3N1YnNjcmliZXJzGAEgAygLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchITCgtuZXh0X2N1cnNvchgCIAEoCSL6AQoXVXBkYXRlU3Vic2NyaWJlclJlcXVlc3QSCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARI5CgZzdGF0dXMYAyABKA4yKS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyU3RhdHVzEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgVhdWRpdBgFIAEoCzIgLmVtYWlsc3ZjLmNvbW1vbi52MS5BdWRpdENvbnRleHQSEwoGbG9jYWxlGAYgASgJSAGIAQFCCAoGX2VtYWlsQgkKB19sb2NhbGUiUwoYVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEjcKCnN1YnNjcmliZXIYASABKAsyIy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5TdWJzY3JpYmVyIlYKF0RlbGV0ZVN1YnNjcmliZXJSZXF1ZXN0EgoKAmlkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIaChhEZWxldGVTdWJzY3JpYmVyUmVzcG9uc2UiZgoOQWRkVGFnc1JlcXVlc3QSFQoNc3Vic2NyaWJlcl9pZBgBIAEoCRIMCgR0YWdzGAIgAygJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJKCg9BZGRUYWdzUmVzcG9uc2USNwoKc3Vic2NyaWJlchgBIAEoCzIjLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlN1YnNjcmliZXIibAoQUmVtb3ZlVGFnUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEhAKCHRhZ19uYW1lGAIgASgJEi8KBWF1ZGl0GAMgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCJMChFSZW1vdmVUYWdSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlciJ/ChVVbnN1YnNjcmliZUFsbFJlcXVlc3QSFwoNc3Vic2NyaWJlcl9pZBgBIAEoCUgAEg8KBWVtYWlsGAIgASgJSAASLwoFYXVkaXQYAyABKAsyIC5lbWFpbHN2Yy5jb21tb24udjEuQXVkaXRDb250ZXh0QgsKCXJlY2lwaWVudCKSAQoWVW5zdWJzY3JpYmVBbGxSZXNwb25zZRI3CgpzdWJzY3JpYmVyGAEgASgLMiMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlchI/CgdvdXRjb21lGAIgASgOMi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVW5zdWJzY3JpYmVBbGxPdXRjb21lIsIBCg9TdWJzY3JpYmVyRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCgtvY2N1cnJlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSJQoEZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAYgASgJEgoKAmlwGAcgASgJEhIKCnVzZXJfYWdlbnQYCCABKAkiUwobTGlzdFN1YnNjcmliZXJFdmVudHNSZXF1ZXN0EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIm0KHExpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USOAoGZXZlbnRzGAEgAygLMiguZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlckV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgJImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkquAEKEFN1YnNjcmliZXJTdGF0dXMSIQodU1VCU0NSSUJFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhTVUJTQ1JJQkVSX1NUQVRVU19BQ1RJVkUQARIiCh5TVUJTQ1JJQkVSX1NUQVRVU19VTlNVQlNDUklCRUQQAhIdChlTVUJTQ1JJQkVSX1NUQVRVU19CT1VOQ0VEEAMSIAocU1VCU0NSSUJFUl9TVEFUVVNfQ09NUExBSU5FRBAEKqgCChVVbnN1YnNjcmliZUFsbE91dGNvbWUSJwojVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfVU5TUEVDSUZJRUQQABIoCiRVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9VTlNVQlNDUklCRUQQARIwCixVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BTFJFQURZX1VOU1VCU0NSSUJFRBACEiwKKFVOU1VCU0NSSUJFX0FMTF9PVVRDT01FX09QVF9PVVRfUkVDT1JERUQQAxIsCihVTlNVQlNDUklCRV9BTExfT1VUQ09NRV9BRERSRVNTX1JFQ09SREVEEAQSLgoqVU5TVUJTQ1JJQkVfQUxMX09VVENPTUVfQUREUkVTU19TVVBQUkVTU0VEEAUyhgsKEVN1YnNjcmliZXJTZXJ2aWNlEncKEENyZWF0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5DcmVhdGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNyZWF0ZVN1YnNjcmliZXJSZXNwb25zZRJuCg1HZXRTdWJzY3JpYmVyEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlclJlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRTdWJzY3JpYmVyUmVzcG9uc2USgwEKFEdldFN1YnNjcmliZXJCeUVtYWlsEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0U3Vic2NyaWJlckJ5RW1haWxSZXNwb25zZRJ0Cg9MaXN0U3Vic2NyaWJlcnMSLy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0U3Vic2NyaWJlcnNSZXF1ZXN0GjAuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdFN1YnNjcmliZXJzUmVzcG9uc2USdwoQVXBkYXRlU3Vic2NyaWJlchIwLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVwZGF0ZVN1YnNjcmliZXJSZXF1ZXN0GjEuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuVXBkYXRlU3Vic2NyaWJlclJlc3BvbnNlEncKEERlbGV0ZVN1YnNjcmliZXISMC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5EZWxldGVTdWJzY3JpYmVyUmVxdWVzdBoxLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkRlbGV0ZVN1YnNjcmliZXJSZXNwb25zZRJcCgdBZGRUYWdzEicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQWRkVGFnc1JlcXVlc3QaKC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5BZGRUYWdzUmVzcG9uc2USYgoJUmVtb3ZlVGFnEikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuUmVtb3ZlVGFnUmVxdWVzdBoqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlbW92ZVRhZ1Jlc3BvbnNlEoMBChRMaXN0U3Vic2NyaWJlckV2ZW50cxI0LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVxdWVzdBo1LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RTdWJzY3JpYmVyRXZlbnRzUmVzcG9uc2USgwEKFEV4cG9ydFN1YnNjcmliZXJEYXRhEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRJxCg5VbnN1YnNjcmliZUFsbBIuLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVxdWVzdBovLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlVuc3Vic2NyaWJlQWxsUmVzcG9uc2USWQoGU2lnblVwEiYuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU2lnblVwUmVxdWVzdBonLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlNpZ25VcFJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message emailsvc.subscribers.v1.Subscriber
@@ -126,6 +126,14 @@ export type CreateSubscriberRequest = Message<"emailsvc.subscribers.v1.CreateSub
    * @generated from field: string resubscribe_reason = 8;
    */
   resubscribeReason: string;
+
+  /**
+   * What the person saw and agreed to, kept in the subscriber's consent record
+   * with the request's AuditContext (when, how, IP, user agent). Optional.
+   *
+   * @generated from field: emailsvc.subscribers.v1.ConsentWording consent = 9;
+   */
+  consent?: ConsentWording | undefined;
 };
 
 /**
@@ -134,6 +142,102 @@ export type CreateSubscriberRequest = Message<"emailsvc.subscribers.v1.CreateSub
  */
 export const CreateSubscriberRequestSchema: GenMessage<CreateSubscriberRequest> = /*@__PURE__*/
   messageDesc(file_emailsvc_subscribers_v1_subscribers, 1);
+
+/**
+ * The wording of an opt-in as the person saw it: the text itself (at most
+ * 2,000 characters) or a version label of it the account keeps (at most 100),
+ * and where it was shown (a signup form's id, an import job's id).
+ *
+ * @generated from message emailsvc.subscribers.v1.ConsentWording
+ */
+export type ConsentWording = Message<"emailsvc.subscribers.v1.ConsentWording"> & {
+  /**
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string source_id = 3;
+   */
+  sourceId: string;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.ConsentWording.
+ * Use `create(ConsentWordingSchema)` to create a new message.
+ */
+export const ConsentWordingSchema: GenMessage<ConsentWording> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 2);
+
+/**
+ * A person asked to be subscribed (a public signup form, the portal): the
+ * account's double opt-in decides whether they become `active` now or get a
+ * confirmation mail first. The answer is the same whether the address was
+ * new, pending, subscribed or suppressed, so that it never tells a stranger
+ * whether someone is on the list.
+ *
+ * @generated from message emailsvc.subscribers.v1.SignUpRequest
+ */
+export type SignUpRequest = Message<"emailsvc.subscribers.v1.SignUpRequest"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+
+  /**
+   * Public tags only (INVALID_ARGUMENT `tag_not_public` otherwise).
+   *
+   * @generated from field: repeated string tags = 2;
+   */
+  tags: string[];
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 3;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: string locale = 4;
+   */
+  locale: string;
+
+  /**
+   * @generated from field: emailsvc.subscribers.v1.ConsentWording consent = 5;
+   */
+  consent?: ConsentWording | undefined;
+
+  /**
+   * @generated from field: emailsvc.common.v1.AuditContext audit = 6;
+   */
+  audit?: AuditContext | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.SignUpRequest.
+ * Use `create(SignUpRequestSchema)` to create a new message.
+ */
+export const SignUpRequestSchema: GenMessage<SignUpRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 3);
+
+/**
+ * Deliberately empty (see SignUpRequest).
+ *
+ * @generated from message emailsvc.subscribers.v1.SignUpResponse
+ */
+export type SignUpResponse = Message<"emailsvc.subscribers.v1.SignUpResponse"> & {
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.SignUpResponse.
+ * Use `create(SignUpResponseSchema)` to create a new message.
+ */
+export const SignUpResponseSchema: GenMessage<SignUpResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 4);
 
 /**
  * @generated from message emailsvc.subscribers.v1.CreateSubscriberResponse
@@ -150,7 +254,7 @@ export type CreateSubscriberResponse = Message<"emailsvc.subscribers.v1.CreateSu
  * Use `create(CreateSubscriberResponseSchema)` to create a new message.
  */
 export const CreateSubscriberResponseSchema: GenMessage<CreateSubscriberResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 2);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 5);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetSubscriberRequest
@@ -167,7 +271,7 @@ export type GetSubscriberRequest = Message<"emailsvc.subscribers.v1.GetSubscribe
  * Use `create(GetSubscriberRequestSchema)` to create a new message.
  */
 export const GetSubscriberRequestSchema: GenMessage<GetSubscriberRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 3);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 6);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetSubscriberResponse
@@ -184,7 +288,7 @@ export type GetSubscriberResponse = Message<"emailsvc.subscribers.v1.GetSubscrib
  * Use `create(GetSubscriberResponseSchema)` to create a new message.
  */
 export const GetSubscriberResponseSchema: GenMessage<GetSubscriberResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 4);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 7);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetSubscriberByEmailRequest
@@ -201,7 +305,7 @@ export type GetSubscriberByEmailRequest = Message<"emailsvc.subscribers.v1.GetSu
  * Use `create(GetSubscriberByEmailRequestSchema)` to create a new message.
  */
 export const GetSubscriberByEmailRequestSchema: GenMessage<GetSubscriberByEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 5);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 8);
 
 /**
  * @generated from message emailsvc.subscribers.v1.GetSubscriberByEmailResponse
@@ -218,7 +322,7 @@ export type GetSubscriberByEmailResponse = Message<"emailsvc.subscribers.v1.GetS
  * Use `create(GetSubscriberByEmailResponseSchema)` to create a new message.
  */
 export const GetSubscriberByEmailResponseSchema: GenMessage<GetSubscriberByEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 6);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 9);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscribersRequest
@@ -249,7 +353,7 @@ export type ListSubscribersRequest = Message<"emailsvc.subscribers.v1.ListSubscr
  * Use `create(ListSubscribersRequestSchema)` to create a new message.
  */
 export const ListSubscribersRequestSchema: GenMessage<ListSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 7);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 10);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscribersResponse
@@ -273,7 +377,7 @@ export type ListSubscribersResponse = Message<"emailsvc.subscribers.v1.ListSubsc
  * Use `create(ListSubscribersResponseSchema)` to create a new message.
  */
 export const ListSubscribersResponseSchema: GenMessage<ListSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 8);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 11);
 
 /**
  * @generated from message emailsvc.subscribers.v1.UpdateSubscriberRequest
@@ -323,7 +427,7 @@ export type UpdateSubscriberRequest = Message<"emailsvc.subscribers.v1.UpdateSub
  * Use `create(UpdateSubscriberRequestSchema)` to create a new message.
  */
 export const UpdateSubscriberRequestSchema: GenMessage<UpdateSubscriberRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 9);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 12);
 
 /**
  * @generated from message emailsvc.subscribers.v1.UpdateSubscriberResponse
@@ -340,7 +444,7 @@ export type UpdateSubscriberResponse = Message<"emailsvc.subscribers.v1.UpdateSu
  * Use `create(UpdateSubscriberResponseSchema)` to create a new message.
  */
 export const UpdateSubscriberResponseSchema: GenMessage<UpdateSubscriberResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 10);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 13);
 
 /**
  * @generated from message emailsvc.subscribers.v1.DeleteSubscriberRequest
@@ -362,7 +466,7 @@ export type DeleteSubscriberRequest = Message<"emailsvc.subscribers.v1.DeleteSub
  * Use `create(DeleteSubscriberRequestSchema)` to create a new message.
  */
 export const DeleteSubscriberRequestSchema: GenMessage<DeleteSubscriberRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 11);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 14);
 
 /**
  * @generated from message emailsvc.subscribers.v1.DeleteSubscriberResponse
@@ -375,7 +479,7 @@ export type DeleteSubscriberResponse = Message<"emailsvc.subscribers.v1.DeleteSu
  * Use `create(DeleteSubscriberResponseSchema)` to create a new message.
  */
 export const DeleteSubscriberResponseSchema: GenMessage<DeleteSubscriberResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 12);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 15);
 
 /**
  * @generated from message emailsvc.subscribers.v1.AddTagsRequest
@@ -402,7 +506,7 @@ export type AddTagsRequest = Message<"emailsvc.subscribers.v1.AddTagsRequest"> &
  * Use `create(AddTagsRequestSchema)` to create a new message.
  */
 export const AddTagsRequestSchema: GenMessage<AddTagsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 13);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 16);
 
 /**
  * @generated from message emailsvc.subscribers.v1.AddTagsResponse
@@ -419,7 +523,7 @@ export type AddTagsResponse = Message<"emailsvc.subscribers.v1.AddTagsResponse">
  * Use `create(AddTagsResponseSchema)` to create a new message.
  */
 export const AddTagsResponseSchema: GenMessage<AddTagsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 14);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 17);
 
 /**
  * @generated from message emailsvc.subscribers.v1.RemoveTagRequest
@@ -446,7 +550,7 @@ export type RemoveTagRequest = Message<"emailsvc.subscribers.v1.RemoveTagRequest
  * Use `create(RemoveTagRequestSchema)` to create a new message.
  */
 export const RemoveTagRequestSchema: GenMessage<RemoveTagRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 15);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 18);
 
 /**
  * @generated from message emailsvc.subscribers.v1.RemoveTagResponse
@@ -463,7 +567,7 @@ export type RemoveTagResponse = Message<"emailsvc.subscribers.v1.RemoveTagRespon
  * Use `create(RemoveTagResponseSchema)` to create a new message.
  */
 export const RemoveTagResponseSchema: GenMessage<RemoveTagResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 16);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 19);
 
 /**
  * "Unsubscribe from everything": no more marketing mail from the account, by
@@ -512,7 +616,7 @@ export type UnsubscribeAllRequest = Message<"emailsvc.subscribers.v1.Unsubscribe
  * Use `create(UnsubscribeAllRequestSchema)` to create a new message.
  */
 export const UnsubscribeAllRequestSchema: GenMessage<UnsubscribeAllRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 17);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 20);
 
 /**
  * @generated from message emailsvc.subscribers.v1.UnsubscribeAllResponse
@@ -536,7 +640,7 @@ export type UnsubscribeAllResponse = Message<"emailsvc.subscribers.v1.Unsubscrib
  * Use `create(UnsubscribeAllResponseSchema)` to create a new message.
  */
 export const UnsubscribeAllResponseSchema: GenMessage<UnsubscribeAllResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 18);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 21);
 
 /**
  * One entry of a subscriber's audit trail.
@@ -602,7 +706,7 @@ export type SubscriberEvent = Message<"emailsvc.subscribers.v1.SubscriberEvent">
  * Use `create(SubscriberEventSchema)` to create a new message.
  */
 export const SubscriberEventSchema: GenMessage<SubscriberEvent> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 19);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 22);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscriberEventsRequest
@@ -629,7 +733,7 @@ export type ListSubscriberEventsRequest = Message<"emailsvc.subscribers.v1.ListS
  * Use `create(ListSubscriberEventsRequestSchema)` to create a new message.
  */
 export const ListSubscriberEventsRequestSchema: GenMessage<ListSubscriberEventsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 20);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 23);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ListSubscriberEventsResponse
@@ -651,7 +755,7 @@ export type ListSubscriberEventsResponse = Message<"emailsvc.subscribers.v1.List
  * Use `create(ListSubscriberEventsResponseSchema)` to create a new message.
  */
 export const ListSubscriberEventsResponseSchema: GenMessage<ListSubscriberEventsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 21);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 24);
 
 /**
  * The subscriber's part of a data export (GDPR Art. 15 and 20, revDSG Art. 25).
@@ -678,7 +782,7 @@ export type ExportSubscriberDataRequest = Message<"emailsvc.subscribers.v1.Expor
  * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
  */
 export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 22);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 25);
 
 /**
  * @generated from message emailsvc.subscribers.v1.ExportSubscriberDataResponse
@@ -704,7 +808,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.subscribers.v1.Expo
  * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
  */
 export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_subscribers, 23);
+  messageDesc(file_emailsvc_subscribers_v1_subscribers, 26);
 
 /**
  * @generated from enum emailsvc.subscribers.v1.SubscriberStatus
@@ -898,6 +1002,14 @@ export const SubscriberService: GenService<{
     methodKind: "unary";
     input: typeof UnsubscribeAllRequestSchema;
     output: typeof UnsubscribeAllResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.subscribers.v1.SubscriberService.SignUp
+   */
+  signUp: {
+    methodKind: "unary";
+    input: typeof SignUpRequestSchema;
+    output: typeof SignUpResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_subscribers, 0);
