@@ -14,6 +14,13 @@ export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
 export interface RouteOptions {
   /** Largest body of this route; default the kit's (256 KiB). */
   bodyLimitBytes?: number;
+  /**
+   * What one request counts for against its API-key budgets, from its
+   * validated request (a batch: its messages). With it the charge comes
+   * after validation, so a refused batch's body has been read (within the
+   * body limit); without it, 1, charged before the body is read.
+   */
+  rateCost?: (ctx: GatewayContext) => number;
   /** Problems of this route as a page for browsers (problem+json when the client asks for JSON): every problem, validation's too. */
   problemPage?: (ctx: GatewayContext, problem: Problem) => void;
 }
@@ -59,7 +66,8 @@ export function defineRoute(
   }
   const security = found.operation.security ?? kit.doc.security;
   const chain: Array<Middleware<GatewayState>> = [];
-  const { problemPage } = options;
+  const { problemPage, rateCost } = options;
+  let chargeAfterValidation: Middleware<GatewayState> | undefined;
   if (problemPage) {
     chain.push(async (ctx, next) => {
       ctx.state.problemPage = problemPage;
@@ -76,7 +84,8 @@ export function defineRoute(
       if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
       if (scheme === "ApiKey") {
         if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
-        chain.push(limitApiKeyRequests(kit.limiter, cls));
+        if (rateCost) chargeAfterValidation = limitApiKeyRequests(kit.limiter, cls, rateCost);
+        else chain.push(limitApiKeyRequests(kit.limiter, cls));
       } else if (cls === "send") {
         throw new Error(`operation ${operationId}: send is an API-key class`);
       }
@@ -97,5 +106,6 @@ export function defineRoute(
     }
     await next();
   });
+  if (chargeAfterValidation) chain.push(chargeAfterValidation);
   kit.router.register(path, [method], [...chain, handler], { name: operationId });
 }
