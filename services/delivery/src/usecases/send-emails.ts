@@ -1,5 +1,4 @@
 import { AppError } from "@emailsvc/errors";
-import { settleLimited } from "@emailsvc/async";
 import { newId } from "@emailsvc/ids";
 import { newOutbox } from "@emailsvc/outbox";
 import { tenantOfKey } from "@emailsvc/tenancy";
@@ -49,9 +48,6 @@ export type SendOutcome = SendEmailResult | { error: AppError };
 /** Most messages one call takes (POST /api/v1/emails/batch; Postmark's batch size). */
 export const MAX_BATCH_MESSAGES = 500;
 
-/** Recipient lookups of one call in flight at once (each is one call to the subscribers service). */
-const LOOKUP_CONCURRENCY = 16;
-
 /** Time SendEmail gives the subscribers service before it leaves the question to the first send attempt. */
 const LOOKUP_AT_SEND_MS = 1000;
 
@@ -76,8 +72,8 @@ interface Sender {
  * The send rules, for one message (SendEmail) and for a batch (SendEmails)
  * alike: each message is decided as if sent alone, and its outcome is in its
  * place of the answer. The batch only shares the work: one idempotency query,
- * one template lookup per slug, one recipient lookup per address, one check
- * per From domain, one test-mode charge and one insertMany.
+ * one template lookup per slug, one recipient lookup for all the addresses,
+ * one check per From domain, one test-mode charge and one insertMany.
  *
  * Queues each email and returns at once; the send consumer delivers it. When
  * the subscribers service answers in time that the recipient may not get the
@@ -376,29 +372,21 @@ function refusedAtSend(doc: EmailDoc): boolean {
 
 /**
  * What the subscribers service says about each recipient (by lower-cased
- * address): their subscriber id, so that an email queued for a subscriber is
- * erased with them even before it is sent, and whether they may be mailed.
- * Best effort: an address without an answer in time is absent, its email is
- * queued and the send attempt asks again.
+ * address), in one call per 1,000 addresses: their subscriber id, so that an
+ * email queued for a subscriber is erased with them even before it is sent,
+ * and whether they may be mailed. Best effort: without an answer in time the
+ * map is empty, the emails are queued and each send attempt asks again.
  */
 async function recipientsAtSend(deps: Deps, tenant: string, addresses: readonly string[], signal: AbortSignal | undefined): Promise<Map<string, AddressAnswer>> {
-  const answers = new Map<string, AddressAnswer>();
   const directory = deps.recipients;
-  if (!directory || addresses.length === 0) return answers;
+  if (!directory || addresses.length === 0) return new Map();
   const timeout = AbortSignal.timeout(LOOKUP_AT_SEND_MS);
-  const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  const settled = await settleLimited(addresses, LOOKUP_CONCURRENCY, (address) => directory.lookup(tenant, address, bounded));
-  let failed = 0;
-  let lastError = "";
-  settled.forEach((s, i) => {
-    if (s.status === "fulfilled") answers.set(addresses[i]!, s.value);
-    else {
-      failed++;
-      lastError = s.reason instanceof Error ? s.reason.message : String(s.reason);
-    }
-  });
-  if (failed > 0) deps.logger.warn({ failed, err: lastError }, "recipient lookup at send failed; asked again at the send attempt");
-  return answers;
+  try {
+    return await directory.lookupMany(tenant, addresses, signal ? AbortSignal.any([signal, timeout]) : timeout);
+  } catch (err) {
+    deps.logger.warn({ addresses: addresses.length, err: err instanceof Error ? err.message : String(err) }, "recipient lookup at send failed; asked again at the send attempt");
+    return new Map();
+  }
 }
 
 async function resolveTemplate(deps: Deps, scope: Scope, slug: string, signal: AbortSignal | undefined): Promise<CompiledTemplate> {
