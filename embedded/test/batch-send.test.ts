@@ -122,6 +122,25 @@ describe.each(["embedded", "mongodb+kafka"] as const)("batch sending (%s)", (sto
     expect(sink.to(first).filter((m) => m.accepted)).toHaveLength(1);
   });
 
+  it("decides a key given again after a message that was not stored as the same requests one after the other would", async () => {
+    const key = `later-${store}`;
+    const res = await batch([
+      { template_slug: "no-such-template", to: addr("later"), idempotency_key: key },
+      { template_slug: "receipt", to: addr("later"), idempotency_key: key },
+      { template_slug: "receipt", to: addr("later"), idempotency_key: key },
+      { template_slug: "news", to: addr("later"), idempotency_key: key },
+    ]);
+    expect(res.status).toBe(200);
+    const results = res.body.results as Entry[];
+    expect(results.map((r) => [r.status, r.error?.code ?? r.email?.status, r.replayed])).toEqual([
+      [404, "template_not_found", false],
+      [202, "queued", false],
+      [202, "queued", true],
+      [409, "idempotency_key_reused", false],
+    ]);
+    expect(results[2]!.email!.id).toBe(results[1]!.email!.id);
+  });
+
   it("keeps test-mode mail in the sandbox, and no key sees another mode's emails", async () => {
     const res = await batch([{ template_slug: "receipt", to: addr("sandboxed"), variables: { name: "Tess" } }], t.key);
     expect(res.status).toBe(200);
