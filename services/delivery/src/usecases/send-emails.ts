@@ -117,7 +117,7 @@ export async function sendEmails(deps: Deps, scope: Scope, inputs: readonly Send
 
   // Keys used before this call: replays (or 409s) at once. A key given twice in the batch: the first decides.
   const keys = [...new Set(candidates.flatMap((c) => (c.idempotencyKey !== undefined ? [`key:${c.idempotencyKey}`] : [])))];
-  const earlier = new Map((keys.length > 0 ? await scope.emails.find({ idem_key: { $in: keys } }) : []).map((d) => [d.idem_key, d]));
+  const earlier = new Map((await emailsWithKeys(scope, keys)).map((d) => [d.idem_key, d]));
   const firstWithKey = new Map<string, Candidate>();
   const open: Candidate[] = [];
   const laterWithKey: Candidate[] = [];
@@ -142,7 +142,8 @@ export async function sendEmails(deps: Deps, scope: Scope, inputs: readonly Send
   const templates = await lookupEach(unique(open.map((c) => c.templateSlug)), (slug) => resolveTemplate(deps, scope, slug, signal));
   const answers = await recipientsAtSend(deps, scope.tenant, unique(open.map((c) => c.to.toLowerCase())), signal);
   const fromOf = (c: Candidate) => c.sender.fromEmail || templateOf(templates, c)?.sender?.fromEmail;
-  const domains = await lookupEach(unique(open.flatMap((c) => { const from = fromOf(c); return from ? [from] : []; })), (from) => requireVerifiedDomain(scope, from));
+  const froms = unique(open.flatMap((c) => fromOf(c) ?? []));
+  const domains = await lookupEach(froms, (from) => requireVerifiedDomain(scope, from));
 
   const now = deps.now();
   const toQueue: Array<{ c: Candidate; doc: Omit<EmailDoc, "tenant">; refused: boolean }> = [];
@@ -209,7 +210,7 @@ export async function sendEmails(deps: Deps, scope: Scope, inputs: readonly Send
     ...laterWithKey,
   ];
   const missing = unique(pendingKeys.map((c) => `key:${c.idempotencyKey}`).filter((k) => !winners.has(k)));
-  if (missing.length > 0) for (const d of await scope.emails.find({ idem_key: { $in: missing } })) winners.set(d.idem_key, d);
+  for (const d of await emailsWithKeys(scope, missing)) winners.set(d.idem_key, d);
   // A key whose first message was not stored (its template unknown, the quota spent): the later ones are
   // decided on their own, as the same requests sent one after the other would be.
   const undecided: Candidate[] = [];
@@ -236,6 +237,20 @@ export async function sendEmails(deps: Deps, scope: Scope, inputs: readonly Send
     if (!o) throw new Error(`message ${i} of the batch was not decided`);
     return o;
   });
+}
+
+/**
+ * The emails holding these keys (`key:<key>`). One key, as a single send has,
+ * is an equality query: FerretDB evaluates `$in` in Go after fetching the
+ * whole collection, where it pushes equality down to PostgreSQL.
+ */
+async function emailsWithKeys(scope: Scope, keys: readonly string[]): Promise<EmailDoc[]> {
+  if (keys.length === 0) return [];
+  if (keys.length === 1) {
+    const found = await scope.emails.findOne({ idem_key: keys[0]! });
+    return found ? [found] : [];
+  }
+  return scope.emails.find({ idem_key: { $in: [...keys] } });
 }
 
 function validate(input: SendEmailInput, index: number): Candidate {
@@ -372,7 +387,7 @@ function refusedAtSend(doc: EmailDoc): boolean {
 
 /**
  * What the subscribers service says about each recipient (by lower-cased
- * address), in one call per 1,000 addresses: their subscriber id, so that an
+ * address), in one call per 1,000 addresses (one address: GetRecipientByEmail): their subscriber id, so that an
  * email queued for a subscriber is erased with them even before it is sent,
  * and whether they may be mailed. Best effort: without an answer in time the
  * map is empty, the emails are queued and each send attempt asks again.
@@ -381,8 +396,11 @@ async function recipientsAtSend(deps: Deps, tenant: string, addresses: readonly 
   const directory = deps.recipients;
   if (!directory || addresses.length === 0) return new Map();
   const timeout = AbortSignal.timeout(LOOKUP_AT_SEND_MS);
+  const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
   try {
-    return await directory.lookupMany(tenant, addresses, signal ? AbortSignal.any([signal, timeout]) : timeout);
+    // One address (a single send): the single lookup, an equality query in the subscribers service.
+    if (addresses.length === 1) return new Map([[addresses[0]!, await directory.lookup(tenant, addresses[0]!, bounded)]]);
+    return await directory.lookupMany(tenant, addresses, bounded);
   } catch (err) {
     deps.logger.warn({ addresses: addresses.length, err: err instanceof Error ? err.message : String(err) }, "recipient lookup at send failed; asked again at the send attempt");
     return new Map();
