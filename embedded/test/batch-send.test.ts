@@ -210,8 +210,14 @@ describe("batch sending and the budgets (embedded)", () => {
     expect(refused.body.detail).toMatch(/^Too many send requests for this API key: this one counts 3, the budget is 5 per 60 s\./);
     const tooBig = await t.call("POST", "/api/v1/emails/batch", { body: Array.from({ length: 6 }, (_, i) => message(10 + i)) });
     expect([tooBig.status, tooBig.body.code]).toEqual([413, "batch_exceeds_rate_limit"]);
-    // A single send still has its two.
+    // A malformed batch counts one, as any refused request: one of the two left.
+    const malformed = await t.call("POST", "/api/v1/emails/batch", { body: { not: "an array" } });
+    expect([malformed.status, malformed.body.code]).toEqual([400, "validation_failed"]);
+    expect(malformed.headers.get("ratelimit-remaining")).toBe("1");
+    // A single send takes the last one.
     expect((await t.call("POST", "/api/v1/emails/send", { body: message(20) })).status).toBe(202);
+    const spent = await t.call("POST", "/api/v1/emails/batch", { raw: "[not json" });
+    expect([spent.status, spent.body.code]).toEqual([429, "rate_limited"]);
     expect((await emailsTo("budget")).map((e) => e.to).sort()).toEqual(["budget0@example.com", "budget1@example.com", "budget20@example.com", "budget2@example.com"]);
   });
 
