@@ -7,9 +7,8 @@ import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
-import { emailJson, emailQueuedJson, sandboxMessageJson } from "./mapping.js";
+import { emailJson, emailQueuedJson, sandboxMessageJson, type EmailQueuedJson } from "./mapping.js";
 import { BATCH_BODY_LIMIT_BYTES, type EmailSendBody } from "./schemas.js";
-import type { EmailQueuedJson } from "./mapping.js";
 
 /** The header that carries the idempotency key (Stripe's name), as declared in the document. */
 const IDEMPOTENCY_HEADER = "Idempotency-Key";
