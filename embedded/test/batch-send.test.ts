@@ -126,6 +126,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("batch sending (%s)", (sto
     const key = `later-${store}`;
     const res = await batch([
       { template_slug: "no-such-template", to: addr("later"), idempotency_key: key },
+      { template_slug: "no-such-template", to: addr("later"), idempotency_key: key },
       { template_slug: "receipt", to: addr("later"), idempotency_key: key },
       { template_slug: "receipt", to: addr("later"), idempotency_key: key },
       { template_slug: "news", to: addr("later"), idempotency_key: key },
@@ -134,11 +135,12 @@ describe.each(["embedded", "mongodb+kafka"] as const)("batch sending (%s)", (sto
     const results = res.body.results as Entry[];
     expect(results.map((r) => [r.status, r.error?.code ?? r.email?.status, r.replayed])).toEqual([
       [404, "template_not_found", false],
+      [404, "template_not_found", false],
       [202, "queued", false],
       [202, "queued", true],
       [409, "idempotency_key_reused", false],
     ]);
-    expect(results[2]!.email!.id).toBe(results[1]!.email!.id);
+    expect(results[3]!.email!.id).toBe(results[2]!.email!.id);
   });
 
   it("keeps test-mode mail in the sandbox, and no key sees another mode's emails", async () => {

@@ -217,7 +217,11 @@ export async function sendEmails(deps: Deps, scope: Scope, inputs: readonly Send
   for (const c of pendingKeys) {
     const winner = winners.get(`key:${c.idempotencyKey}`);
     if (!winner) {
-      undecided.push(c);
+      // The same message again fails as the first did (a retry of it in the same instant would).
+      const first = firstWithKey.get(`key:${c.idempotencyKey}`);
+      const firstOutcome = first && outcomes[first.index];
+      if (first && first.hash === c.hash && firstOutcome && "error" in firstOutcome) outcomes[c.index] = firstOutcome;
+      else undecided.push(c);
       continue;
     }
     try {
