@@ -15,17 +15,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureKafka, ensureMongo, freePort, KAFKA_VERSION, npmStartNodeArgs } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
+import { writeResultsBlock } from "../support/readme.js";
 
 const repo = join(__dirname, "..", "..", ".."); // bench/dist/api -> repo root
 const ADMIN = "bench-admin-token-0123456789abcdef";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+/** Messages per POST /api/v1/emails/batch (at most 500), and batches in flight. */
+const BATCH_SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 500);
+const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 4);
 
 interface Cell {
   store: string;
-  operation: "create" | "get" | "send";
+  operation: "create" | "get" | "send" | "batch";
   concurrency: number;
   requests: number;
+  /** Emails per request: 1, or a batch's messages. */
+  messages_per_request: number;
+  /** Emails accepted (202 for a send, a 202 entry of a batch) per second. */
+  messages_per_s: number;
   errors: number;
   seconds: number;
   rps: number;
@@ -62,15 +70,15 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** Runs `op` from CONCURRENCY loops for SECONDS; returns latencies and errors. */
-async function load(op: (i: number) => Promise<boolean>): Promise<{ latencies: number[]; errors: number; seconds: number }> {
+/** Runs `op` from `concurrency` loops for SECONDS; returns latencies and errors. */
+async function load(op: (i: number) => Promise<boolean>, concurrency = CONCURRENCY): Promise<{ latencies: number[]; errors: number; seconds: number; concurrency: number }> {
   const latencies: number[] = [];
   let errors = 0;
   let counter = 0;
   const started = process.hrtime.bigint();
   const deadline = Date.now() + SECONDS * 1000;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (Date.now() < deadline) {
         const t0 = process.hrtime.bigint();
         const ok = await op(counter++).catch(() => false);
@@ -79,7 +87,7 @@ async function load(op: (i: number) => Promise<boolean>): Promise<{ latencies: n
       }
     }),
   );
-  return { latencies: latencies.sort((a, b) => a - b), errors, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+  return { latencies: latencies.sort((a, b) => a - b), errors, seconds: Number(process.hrtime.bigint() - started) / 1e9, concurrency };
 }
 
 async function startPlatform(env: Record<string, string>): Promise<{ child: ChildProcess; base: URL; dataDir: string }> {
@@ -136,18 +144,32 @@ async function benchStore(store: string, env: Record<string, string>): Promise<C
       const res = await request(base, "POST", "/api/v1/emails/send", headers, JSON.stringify({ template_slug: slug, to: `r${i}-${run}@example.com`, variables: { first_name: `N${i}`, cta_url: "https://example.com/x" }, idempotency_key: `k-${run}-${i}` }));
       return res.status === 202;
     });
-    const cell = (operation: Cell["operation"], r: typeof create): Cell => ({
+    // The same sends, BATCH_SIZE to a request (POST /api/v1/emails/batch), each message with its own key:
+    // a request counts when every message was accepted.
+    const batch = await load(async (i) => {
+      const messages = Array.from({ length: BATCH_SIZE }, (_, j) => ({
+        template_slug: slug,
+        to: `b${i}-${j}-${run}@example.com`,
+        variables: { first_name: `N${j}`, cta_url: "https://example.com/x" },
+        idempotency_key: `b-${run}-${i}-${j}`,
+      }));
+      const res = await request(base, "POST", "/api/v1/emails/batch", headers, JSON.stringify(messages));
+      return res.status === 200 && (JSON.parse(res.text) as { accepted: number }).accepted === BATCH_SIZE;
+    }, BATCH_CONCURRENCY);
+    const cell = (operation: Cell["operation"], r: typeof create, perRequest = 1): Cell => ({
       store,
       operation,
-      concurrency: CONCURRENCY,
+      concurrency: r.concurrency,
       requests: r.latencies.length,
+      messages_per_request: perRequest,
+      messages_per_s: operation === "send" || operation === "batch" ? Math.round(((r.latencies.length - r.errors) * perRequest) / r.seconds) : 0,
       errors: r.errors,
       seconds: Number(r.seconds.toFixed(2)),
       rps: Math.round(r.latencies.length / r.seconds),
       p50_ms: Number(percentile(r.latencies, 50).toFixed(2)),
       p99_ms: Number(percentile(r.latencies, 99).toFixed(2)),
     });
-    return [cell("create", create), cell("get", get), cell("send", send)];
+    return [cell("create", create), cell("get", get), cell("send", send), cell("batch", batch, BATCH_SIZE)];
   } finally {
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
@@ -184,6 +206,20 @@ async function main(): Promise<void> {
   console.log("| store | operation | concurrency | req/s | p50 ms | p99 ms | errors |");
   console.log("|---|---|---|---|---|---|---|");
   for (const c of cells) console.log(`| ${c.store} | ${c.operation} | ${c.concurrency} | ${c.rps} | ${c.p50_ms} | ${c.p99_ms} | ${c.errors} |`);
+  // Sends one by one and in batches, side by side (bench/README.md, "Batch sending").
+  const sends = cells.filter((c) => c.operation === "send" || c.operation === "batch");
+  const table = [
+    `Measured ${machine.date} on ${machine.cpus} cores (${machine.cpu}), Node ${machine.node}, /proc/loadavg at start ${machine.loadavg_start} (\`results/api.json\`):`,
+    "",
+    "| store | how | in flight | requests/s | emails accepted/s | p50 ms | p99 ms | errors |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+    ...sends.map(
+      (c) =>
+        `| ${c.store} | ${c.operation === "batch" ? `POST /emails/batch, ${c.messages_per_request} a request` : "POST /emails/send"} | ${c.concurrency} | ${c.rps} | ${c.messages_per_s} | ${c.p50_ms} | ${c.p99_ms} | ${c.errors} |`,
+    ),
+  ].join("\n");
+  writeResultsBlock(join(repo, "bench", "README.md"), "api-batch", "Batch sending: emails accepted through the gateway", table);
+  console.log(table);
   agent.destroy();
 }
 

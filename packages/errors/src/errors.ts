@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { ErrorDetailSchema, type FieldViolation } from "@emailsvc/proto";
+import { ErrorDetailSchema, type ErrorDetail, type FieldViolation } from "@emailsvc/proto";
 import { create } from "@bufbuild/protobuf";
 import { MissingTenantError } from "@emailsvc/tenancy";
 import type { Logger } from "@emailsvc/telemetry";
@@ -64,16 +64,32 @@ export const invalid = (message: string, fieldViolations: Violation[] = []) =>
 
 export const notFound = (what: string) => new AppError("not_found", "not_found", `${what} not found`);
 
+/**
+ * What a call failing with `err` answers: its gRPC code, message, detail and
+ * metadata. A batch RPC carries these per item (delivery's SendEmails), as
+ * the unary call's error would.
+ */
+export function errorParts(err: AppError): { code: Code; message: string; detail: ErrorDetail; metadata: Record<string, string> } {
+  const detail = create(ErrorDetailSchema, {
+    code: err.code,
+    fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
+    existingId: err.extra.existingId ?? "",
+  });
+  return { code: KIND_TO_CODE[err.kind], message: err.message, detail, metadata: err.extra.metadata ?? {} };
+}
+
+/** The error a call answers for one item of a batch, from errorParts as the batch carried them (client side: readError reads it). */
+export function errorFromParts(parts: { code: Code; message: string; detail: ErrorDetail | undefined; metadata: Record<string, string> }): ConnectError {
+  const details = parts.detail ? [{ desc: ErrorDetailSchema, value: parts.detail }] : [];
+  return new ConnectError(parts.message, parts.code, new Headers(parts.metadata), details);
+}
+
 export function toConnectError(err: unknown): ConnectError | undefined {
   if (err instanceof AppError) {
-    const detail = create(ErrorDetailSchema, {
-      code: err.code,
-      fieldViolations: (err.extra.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
-      existingId: err.extra.existingId ?? "",
-    });
+    const { code, message, detail } = errorParts(err);
     // Retry-After and RateLimit headers travel as response metadata (ErrorDetail has no field for them).
     const metadata = err.extra.metadata ? new Headers(err.extra.metadata) : undefined;
-    return new ConnectError(err.message, KIND_TO_CODE[err.kind], metadata, [{ desc: ErrorDetailSchema, value: detail }]);
+    return new ConnectError(message, code, metadata, [{ desc: ErrorDetailSchema, value: detail }]);
   }
   if (err instanceof MissingTenantError) {
     return new ConnectError("missing tenant", Code.Unauthenticated);

@@ -14,6 +14,8 @@ export interface RelayLogger {
 /** What a use case needs of the relay: carry out the outbox its write just filled. */
 export interface OutboxAfterWrite<D> {
   afterWrite(doc: D): Promise<void>;
+  /** The same for many documents one write stored (an insertMany): their events in one batch per topic. */
+  afterWriteMany(docs: readonly D[]): Promise<void>;
 }
 
 /** A periodic pass run after each outbox sweep (e.g. delivery's stalled-mail sweep). */
@@ -105,6 +107,59 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
       await this.flush(doc);
     } catch (err) {
       this.options.logger.warn({ document_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+    }
+  }
+
+  /**
+   * afterWrite for the documents one write just stored (delivery's batch
+   * send): the effects of every entry, then the events of all of them in
+   * one batch per topic, then their outboxes cleared by one write per
+   * version (guarded by it, as clearOutbox does). A document changed
+   * meanwhile (the send consumer took its email already) is flushed again on
+   * its own, its events carried out with their ids: consumers drop repeats.
+   * Never rejects, as afterWrite; with a service's own `complete`, or one
+   * document, it is afterWrite per document.
+   */
+  async afterWriteMany(docs: readonly D[]): Promise<void> {
+    if (docs.length === 0) return;
+    if (docs.length === 1 || this.options.complete) {
+      await Promise.all(docs.map((doc) => this.afterWrite(doc)));
+      return;
+    }
+    try {
+      await this.flushMany(docs);
+    } catch (err) {
+      this.options.logger.warn({ documents: docs.length, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+    }
+  }
+
+  private async flushMany(docs: readonly D[]): Promise<void> {
+    const encoded: EncodedEvent[] = [];
+    for (const doc of docs) {
+      const documents = this.scope(doc);
+      for (const entry of doc.outbox) {
+        if (this.options.effect) await this.options.effect(doc, entry, documents);
+        for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
+      }
+    }
+    await publishEvents(this.options.bus, encoded, this.options.topicOrder);
+    // Grouped by tenant and version: one guarded write clears each group.
+    const groups = new Map<string, D[]>();
+    for (const doc of docs) {
+      const key = `${doc.tenant}|${doc.version}`;
+      groups.set(key, [...(groups.get(key) ?? []), doc]);
+    }
+    for (const group of groups.values()) {
+      const documents = this.scope(group[0]!);
+      const ids = group.map((d) => d._id);
+      const cleared = await documents.updateMany(
+        { _id: { $in: ids }, version: group[0]!.version, outbox_pending: true } as TenantFilter<D>,
+        { $set: { outbox: [], outbox_pending: false } } as TenantUpdate<D>,
+      );
+      if (cleared === ids.length) continue;
+      // Some changed since (or were cleared by another flush): whatever is still pending is flushed on its own.
+      const left = await documents.find({ _id: { $in: ids }, outbox_pending: true } as TenantFilter<D>);
+      await Promise.all(left.map((doc) => this.flush(doc)));
     }
   }
 

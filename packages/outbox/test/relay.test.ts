@@ -132,6 +132,50 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     expect(calls).toEqual(["email.send.requested:3", "email.status:3"]);
   });
 
+  it("carries out the outboxes of many documents one write stored in one publish per topic, and clears them all", async () => {
+    const calls: string[] = [];
+    const counting: EventBus = { ...flaky.bus, publish: async (topic, list) => (calls.push(`${topic}:${list.length}`), flaky.bus.publish(topic, list)) };
+    const relay = relayOf({ bus: counting });
+    const t = tenant();
+    const docs = await Promise.all(Array.from({ length: 5 }, (_, i) => insert(t, [entry(`queued ${i}`), entry(`held ${i}`)])));
+    await relay.afterWriteMany(docs);
+    expect(calls).toEqual(["email.status:10"]);
+    await until(() => docs.every((d) => statusesOf(d._id).length === 2));
+    expect(effects).toHaveLength(10);
+    for (const d of docs) expect((await notes.forTenant(t).findOne({ _id: d._id }))!.outbox_pending).toBe(false);
+  });
+
+  it("flushes a document of the many that changed meanwhile on its own: its new entries go out too, nothing is left pending", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const docs = await Promise.all([insert(t, [entry("a")]), insert(t, [entry("b")]), insert(t, [entry("c")])]);
+    // Another write appends to the second one (a new version) before the flush clears them.
+    await notes.forTenant(t).updateOne({ _id: docs[1]!._id }, withOutbox<NoteDoc, NoteEntry>({ $set: { body: "changed" } }, [entry("b2")], now));
+    await relay.afterWriteMany(docs);
+    await until(() => statusesOf(docs[1]!._id).includes("b2"));
+    expect(statusesOf(docs[0]!._id)).toEqual(["a"]);
+    expect(statusesOf(docs[2]!._id)).toEqual(["c"]);
+    // "b" may go out twice (with its one event id, which consumers drop), never be lost.
+    expect(new Set(statusesOf(docs[1]!._id))).toEqual(new Set(["b", "b2"]));
+    for (const d of docs) expect((await notes.forTenant(t).findOne({ _id: d._id }))!.outbox_pending).toBe(false);
+  });
+
+  it("leaves many documents to the sweep when the bus is down: nothing lost, the call never fails", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const docs = await Promise.all([insert(t, [entry("x")]), insert(t, [entry("y")])]);
+    flaky.down = true;
+    try {
+      await expect(relay.afterWriteMany(docs)).resolves.toBeUndefined();
+    } finally {
+      flaky.down = false;
+    }
+    for (const d of docs) expect((await notes.forTenant(t).findOne({ _id: d._id }))!.outbox_pending).toBe(true);
+    now += 10_000;
+    await relay.sweep();
+    await until(() => docs.every((d) => statusesOf(d._id).length === 1));
+  });
+
   it("goes on with a concurrent change's new entries only, each once", async () => {
     const t = tenant();
     const doc = await insert(t, [entry("one")]);

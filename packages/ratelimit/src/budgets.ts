@@ -44,17 +44,19 @@ export interface Charge {
 /**
  * Charges one request to every budget that is set (all or none) on the
  * store's clock `now`; undefined when none is set. `refusal` words the detail
- * of the budget that refused.
+ * of the budget that refused. `cost` is what the request counts for (a batch
+ * of messages counts one per message); at most each budget's limit.
  */
 export async function chargeBudgets(
   store: CounterStore,
   charges: readonly Charge[],
   now: number,
   refusal: (budget: Budget) => string,
+  cost = 1,
 ): Promise<Verdict | undefined> {
   const budgets = charges.filter((c): c is { budget: Budget; key: string } => c.budget.policy !== null);
   if (budgets.length === 0) return undefined;
-  const buckets: Bucket[] = budgets.map(({ budget, key }) => ({ key, policy: budget.policy }));
+  const buckets: Bucket[] = budgets.map(({ budget, key }) => ({ key, policy: budget.policy, ...(cost !== 1 ? { cost } : {}) }));
   // On the GCRA's time grid (gcra.ts), so that every TAT stays exact.
   const outcome = await store.consume(buckets, onGrid(now));
   return verdictOf(

@@ -428,6 +428,41 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect((await h.client.listEmails({}, as(owner))).emails).toEqual([]);
   });
 
+  it("answers each message of a batch (SendEmails) as SendEmail answers it alone, in its place, and stores only the good ones", async () => {
+    const t = tenant("live");
+    h.templates.put(t, WELCOME);
+    const ok = { templateSlug: "welcome", to: "batch-ok@example.com", variables: { name: "x" } };
+    const bad: Array<Parameters<typeof h.client.sendEmail>[0]> = [
+      { ...ok, to: "not-an-address" },
+      { ...ok, to: "victim@example.com\r\nBcc: all@example.com" },
+      { ...ok, templateSlug: "no-such-template" },
+      { ...ok, templateSlug: "" },
+      { ...ok, variables: { big: "x".repeat(70 * 1024) } },
+      { ...ok, idempotencyKey: "a\u0001b" },
+      { ...ok, fromEmail: "news@unverified.example" },
+    ];
+    const alone = await Promise.all(bad.map((req) => failure(h.client.sendEmail(req, as(t)))));
+    const { results } = await h.client.sendEmails({ messages: [ok, ...bad, { ...ok, to: "batch-ok2@example.com" }] }, as(t));
+    expect(results).toHaveLength(bad.length + 2);
+    expect(results[0]!.outcome.case).toBe("sent");
+    expect(results[bad.length + 1]!.outcome.case).toBe("sent");
+    bad.forEach((_, i) => {
+      const outcome = results[i + 1]!.outcome;
+      if (outcome.case !== "error") throw new Error(`message ${i + 1} was not refused`);
+      expect({ i, code: outcome.value.grpcCode, errorCode: outcome.value.detail?.code, fields: outcome.value.detail?.fieldViolations.map((v) => v.field) }).toEqual({
+        i,
+        code: alone[i]!.code,
+        errorCode: alone[i]!.errorCode,
+        fields: alone[i]!.fieldViolations.map((v) => v.field),
+      });
+    });
+    const stored = (await h.client.listEmails({}, as(t))).emails.filter((e) => e.to.startsWith("batch-ok"));
+    expect(stored).toHaveLength(2);
+    // More than 500 is refused whole.
+    const tooMany = await failure(h.client.sendEmails({ messages: Array.from({ length: 501 }, () => ok) }, as(t)));
+    expect([tooMany.code, tooMany.fieldViolations[0]?.field]).toEqual([Code.InvalidArgument, "messages"]);
+  });
+
   it("answers 503 when the templates service fails, and stores nothing", async () => {
     const t = tenant("live");
     h.templates.put(t, WELCOME);

@@ -332,11 +332,11 @@ describe("responses every operation may give", () => {
     }
   });
 
-  it("gives every API-key and preference-token operation a rate-limit class (send for the send, privacy for export and erasure, GET read, others write) and none to the others", () => {
+  it("gives every API-key and preference-token operation a rate-limit class (send for the sends, single and batch, privacy for export and erasure, GET read, others write) and none to the others", () => {
     const classes = Object.fromEntries(
       Object.values(doc.paths).flatMap((item) => Object.entries(item).map(([method, op]) => [op!.operationId, { method, cls: op!["x-rate-limit-class"] }])),
     );
-    const special: Record<string, string> = { sendEmail: "send", exportPreferenceData: "privacy", deletePreferenceAccount: "privacy" };
+    const special: Record<string, string> = { sendEmail: "send", sendEmailBatch: "send", exportPreferenceData: "privacy", deletePreferenceAccount: "privacy" };
     for (const op of operations) {
       const limited = (op!.security ?? doc.security).some((r) => "ApiKey" in r || "PreferenceToken" in r);
       const { method, cls } = classes[op!.operationId]!;

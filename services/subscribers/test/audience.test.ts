@@ -435,6 +435,22 @@ describe.each<StoreKind>(["embedded", "mongodb"])("audience of a filter on %s st
     const stranger = await h.audience.getRecipientByEmail({ email: "stranger@example.com" }, as(owner));
     expect([stranger.recipient, block(stranger.mailability)]).toEqual([undefined, [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED]]);
     expect((await failure(h.audience.getRecipientByEmail({ email: "not an address" }, as(owner)))).code).toBe(Code.InvalidArgument);
+    // Many addresses in one call (a batch of emails): each answered as the single lookup answers it, in order;
+    // a malformed one is nobody's and unblocked, and another tenant's subscribers are nobody's here.
+    const asked = ["BOUNCED@example.com", "not an address", "active@example.com", "stranger@example.com", "unsubscribed@example.com", "complained@example.com", "bounced@example.com"];
+    const { answers } = await h.audience.getRecipientsByEmail({ emails: asked }, as(owner));
+    expect(answers.map((a) => [a.recipient?.subscriberId, block(a.mailability)])).toEqual([
+      [ids.bounced, expected.bounced],
+      [undefined, [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED]],
+      [undefined, [MailingBlock.SUPPRESSED, MailingBlock.UNSPECIFIED]],
+      [undefined, [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED]],
+      [ids.unsubscribed, expected.unsubscribed],
+      [ids.complained, expected.complained],
+      [ids.bounced, expected.bounced],
+    ]);
+    const other = await h.audience.getRecipientsByEmail({ emails: ["bounced@example.com"] }, as(tenant("test")));
+    expect(other.answers.map((a) => [a.recipient, block(a.mailability)])).toEqual([[undefined, [MailingBlock.UNSPECIFIED, MailingBlock.UNSPECIFIED]]]);
+    expect((await failure(h.audience.getRecipientsByEmail({ emails: Array.from({ length: 1001 }, () => "a@example.com") }, as(owner)))).code).toBe(Code.InvalidArgument);
     // Opted in again: the suppression is lifted.
     await h.subscribers.createSubscriber({ email: "active@example.com", resubscribe: true, resubscribeReason: "double opt-in" }, as(owner));
     expect(block((await h.audience.getRecipientByEmail({ email: "active@example.com" }, as(owner))).mailability)).toEqual([

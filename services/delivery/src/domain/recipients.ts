@@ -40,6 +40,9 @@ export interface AddressAnswer {
   mailability: Mailability;
 }
 
+/** Most addresses one AudienceService.GetRecipientsByEmail call takes. */
+export const ADDRESSES_PER_CALL = 1000;
+
 /** Most ids one `byIds` call takes (AudienceService.GetRecipients). */
 export const RECIPIENTS_PER_CALL = 1000;
 
@@ -49,6 +52,11 @@ export interface RecipientDirectory {
    * and whether it may be mailed. Throws RecipientsUnavailableError.
    */
   lookup(tenant: string, email: string, signal: AbortSignal): Promise<AddressAnswer>;
+  /**
+   * The same for many addresses (a batch of emails), by the address as
+   * given: one call per ADDRESSES_PER_CALL. Throws RecipientsUnavailableError.
+   */
+  lookupMany(tenant: string, emails: readonly string[], signal: AbortSignal): Promise<Map<string, AddressAnswer>>;
   /**
    * The tenant's subscribers with these ids (at most RECIPIENTS_PER_CALL), by
    * id; an id of no subscriber (erased) is absent. A campaign's recipients

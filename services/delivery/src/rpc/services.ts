@@ -1,11 +1,12 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { invalid } from "@emailsvc/errors";
+import { errorParts, invalid } from "@emailsvc/errors";
 import { delivery } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getEmail, getSandboxMessage } from "../usecases/get-email.js";
 import { listEmails } from "../usecases/list-emails.js";
 import { sendEmail } from "../usecases/send-email.js";
+import { MAX_BATCH_MESSAGES, sendEmails } from "../usecases/send-emails.js";
 import { exportSubscriberEmails } from "../usecases/export-subscriber.js";
 import { emailToProto, sandboxMessageToProto } from "./mapping.js";
 import type { NotificationOutcome } from "../usecases/take-provider-notification.js";
@@ -40,6 +41,22 @@ export function deliveryRoutes(
           signal: ctx.signal,
         });
         return { email: emailToProto(result.email), replayed: result.replayed, refused: result.refused };
+      },
+      async sendEmails(req, ctx) {
+        if (req.messages.length > MAX_BATCH_MESSAGES) {
+          throw invalid(`a batch holds at most ${MAX_BATCH_MESSAGES} messages`, [{ field: "messages", description: `at most ${MAX_BATCH_MESSAGES}` }]);
+        }
+        const outcomes = await sendEmails(deps, scopeOf(readCallContext(ctx)), req.messages.map((m) => ({ ...m, variables: m.variables })), ctx.signal);
+        return {
+          results: outcomes.map((outcome) => {
+            if (!("error" in outcome)) {
+              return { outcome: { case: "sent" as const, value: { email: emailToProto(outcome.email), replayed: outcome.replayed, refused: outcome.refused } } };
+            }
+            // As SendEmail would have failed for this message alone.
+            const { code, message, detail, metadata } = errorParts(outcome.error);
+            return { outcome: { case: "error" as const, value: { grpcCode: code, message, detail, metadata } } };
+          }),
+        };
       },
       async getEmail(req, ctx) {
         return { email: emailToProto(await getEmail(scopeOf(readCallContext(ctx)), req.id)) };

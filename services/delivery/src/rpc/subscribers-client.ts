@@ -1,8 +1,10 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AudienceService, DeliveryProblem as DeliveryProblemProto, MailingBlock, SuppressionService, type Mailability as MailabilityProto } from "@emailsvc/proto";
+import { AudienceService, DeliveryProblem as DeliveryProblemProto, MailingBlock, SuppressionService, type Mailability as MailabilityProto, type Recipient as RecipientProto } from "@emailsvc/proto";
 import { callHeaders, tenantOfKey } from "@emailsvc/tenancy";
 import {
+  ADDRESSES_PER_CALL,
   RecipientsUnavailableError,
+  type AddressAnswer,
   type AddressedRecipient,
   type DeliveryProblemSink,
   type Mailability,
@@ -10,8 +12,8 @@ import {
   type RecipientDirectory,
 } from "../domain/recipients.js";
 
-// RecipientDirectory over gRPC: AudienceService.GetRecipientByEmail and
-// GetRecipients in the email's own tenant (`<account>:<mode>`), acting as the
+// RecipientDirectory over gRPC: AudienceService.GetRecipientByEmail,
+// GetRecipientsByEmail and GetRecipients in the email's own tenant (`<account>:<mode>`), acting as the
 // system. The subscribers service answers whether each recipient may be
 // mailed; nothing here decides it.
 export function subscribersDirectory(transport: Transport, options: { timeoutMs?: number } = {}): RecipientDirectory {
@@ -34,20 +36,39 @@ export function subscribersDirectory(transport: Transport, options: { timeoutMs?
         throw new RecipientsUnavailableError();
       }
     },
+    async lookupMany(tenant, emails, signal) {
+      const answers = new Map<string, AddressAnswer>();
+      for (let i = 0; i < emails.length; i += ADDRESSES_PER_CALL) {
+        const chunk = emails.slice(i, i + ADDRESSES_PER_CALL);
+        let res;
+        try {
+          res = await audience.getRecipientsByEmail({ emails: [...chunk] }, { headers: headersOf(tenant), timeoutMs, signal });
+        } catch {
+          throw new RecipientsUnavailableError();
+        }
+        if (res.answers.length !== chunk.length) throw new RecipientsUnavailableError();
+        res.answers.forEach((answer, j) => answers.set(chunk[j]!, answerOf(answer.recipient, answer.mailability)));
+      }
+      return answers;
+    },
     async lookup(tenant, email, signal) {
       try {
         const res = await audience.getRecipientByEmail({ email }, { headers: headersOf(tenant), timeoutMs, signal });
-        const r = res.recipient;
-        return {
-          recipient: r?.subscriberId ? { subscriberId: r.subscriberId, metadata: r.metadata ?? {}, mailability: mailabilityOf(r.mailability), locale: r.locale || undefined } : undefined,
-          mailability: mailabilityOf(res.mailability),
-        };
+        return answerOf(res.recipient, res.mailability);
       } catch (err) {
         // An address the subscribers service would not store: nobody's, and never suppressed.
         if (ConnectError.from(err).code === Code.InvalidArgument) return { recipient: undefined, mailability: { marketing: undefined, transactional: undefined } };
         throw new RecipientsUnavailableError();
       }
     },
+  };
+}
+
+/** One address's answer as delivery's domain reads it. */
+function answerOf(r: RecipientProto | undefined, mailability: MailabilityProto | undefined): AddressAnswer {
+  return {
+    recipient: r?.subscriberId ? { subscriberId: r.subscriberId, metadata: r.metadata ?? {}, mailability: mailabilityOf(r.mailability), locale: r.locale || undefined } : undefined,
+    mailability: mailabilityOf(mailability),
   };
 }
 

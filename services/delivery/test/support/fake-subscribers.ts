@@ -7,8 +7,8 @@ import { readCallContext, tenantKey, type CallContext } from "@emailsvc/tenancy"
 
 // A fake of the subscribers service's AudienceService (where delivery looks
 // recipients up), served over real gRPC so that the tenant headers delivery
-// sends are read as the real service reads them. GetRecipientByEmail and
-// GetRecipients answer what a test put: subscribers with a mailability of the
+// sends are read as the real service reads them. GetRecipientByEmail,
+// GetRecipientsByEmail and GetRecipients answer what a test put: subscribers with a mailability of the
 // test's choosing (default: anything may be sent), and suppressed addresses.
 
 interface FakeSubscriber {
@@ -54,14 +54,15 @@ export class FakeSubscribers {
           getRecipientByEmail: async (req, ctx) => {
             const tenant = tenantKey(readCallContext(ctx).tenant);
             const key = req.email.trim().toLowerCase();
-            const earlier = this.lookups.filter((l) => l.tenant === tenant && l.email === key).length;
-            this.lookups.push({ tenant, email: key });
-            if (earlier > 0 && this.unavailableAfterFirst.has(key)) throw new ConnectError("down on purpose", Code.Unavailable);
-            if (earlier === 0 && this.slowFirst.has(key)) await new Promise((resolve) => setTimeout(resolve, 1500));
-            const found = this.byTenant.get(tenant)?.get(key);
-            if (found) return { recipient: recipientOf(found), mailability: found.mailability };
-            const suppressed = this.suppressed.get(tenant)?.has(key);
-            return { mailability: suppressed ? create(MailabilitySchema, { marketing: MailingBlock.SUPPRESSED }) : MAILABLE() };
+            await this.looked(tenant, [key]);
+            return this.answer(tenant, key);
+          },
+          // Many addresses: each counted and answered as GetRecipientByEmail does; one down or slow makes the call so.
+          getRecipientsByEmail: async (req, ctx) => {
+            const tenant = tenantKey(readCallContext(ctx).tenant);
+            const keys = req.emails.map((email) => email.trim().toLowerCase());
+            await this.looked(tenant, keys);
+            return { answers: keys.map((key) => this.answer(tenant, key)) };
           },
           getRecipients: async (req, ctx) => {
             const subscribers = [...(this.byTenant.get(tenantKey(readCallContext(ctx).tenant))?.values() ?? [])];
@@ -71,6 +72,27 @@ export class FakeSubscribers {
       },
     });
     return this;
+  }
+
+  /** Records lookups of `keys`; fails or waits as the test asked for them. */
+  private async looked(tenant: string, keys: readonly string[]): Promise<void> {
+    let slow = false;
+    let down = false;
+    for (const key of keys) {
+      const earlier = this.lookups.filter((l) => l.tenant === tenant && l.email === key).length;
+      this.lookups.push({ tenant, email: key });
+      if (earlier > 0 && this.unavailableAfterFirst.has(key)) down = true;
+      if (earlier === 0 && this.slowFirst.has(key)) slow = true;
+    }
+    if (down) throw new ConnectError("down on purpose", Code.Unavailable);
+    if (slow) await new Promise((resolve) => setTimeout(resolve, 1500));
+  }
+
+  private answer(tenant: string, key: string) {
+    const found = this.byTenant.get(tenant)?.get(key);
+    if (found) return { recipient: recipientOf(found), mailability: found.mailability };
+    const suppressed = this.suppressed.get(tenant)?.has(key);
+    return { mailability: suppressed ? create(MailabilitySchema, { marketing: MailingBlock.SUPPRESSED }) : MAILABLE() };
   }
 
   async close(): Promise<void> {

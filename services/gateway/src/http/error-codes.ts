@@ -81,6 +81,7 @@ export const ERROR_CODES = {
   variables_too_large: { status: 413, title: "Variables too large", when: "variables are larger than the service takes" },
   mjml_too_large: { status: 413, title: "MJML too large", when: "`mjml_content` is larger than 512 KiB" },
   render_too_large: { status: 413, title: "Rendered message too large", when: "the rendered message exceeds the render budget" },
+  batch_exceeds_rate_limit: { status: 413, title: "Batch larger than the send budget", when: "a batch has more messages than the `send` budgets of the key or the account admit at once (each message counts one); nothing was sent: split it" },
   export_too_large: { status: 413, title: "Export too large", when: "a service's part of the export exceeds its bound" },
   // 415.
   unsupported_media_type: { status: 415, title: "Unsupported content type", when: "the body is not of the operation's media type" },

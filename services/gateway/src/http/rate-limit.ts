@@ -15,13 +15,24 @@ export function rateLimited(verdict: Verdict): Problem {
  * After the API-key middleware: charges the request to its key's and
  * tenant's budget of `cls`, sets the RateLimit headers (on every answer,
  * so clients can pace themselves), and answers 429 when a budget is spent,
- * before the body is read.
+ * before the body is read. With `costOf` (a batch: one per message, which
+ * only the validated body tells), it runs after validation instead and
+ * charges that many, all or none.
  */
-export function limitApiKeyRequests(limiter: RateLimiter, cls: RateClass): Middleware<GatewayState> {
+export function limitApiKeyRequests(limiter: RateLimiter, cls: RateClass, costOf?: (ctx: GatewayContext) => number): Middleware<GatewayState> {
   return async (ctx, next) => {
     const identity = ctx.state.auth;
     if (!identity) throw new Error("limitApiKeyRequests runs after requireApiKey");
-    const verdict = await limiter.admit(identity, cls);
+    const cost = costOf ? costOf(ctx) : 1;
+    // A request that no wait would ever admit (a batch larger than a bucket holds) is told so, not to retry.
+    const largest = limiter.largestCost(cls);
+    if (largest !== undefined && cost > largest) {
+      throw new Problem(
+        "batch_exceeds_rate_limit",
+        `This request counts ${cost} against the ${cls} budgets, which admit at most ${largest} at once; split it into smaller ones.`,
+      );
+    }
+    const verdict = await limiter.admit(identity, cls, cost);
     if (verdict) {
       if (!verdict.allowed) throw rateLimited(verdict);
       ctx.set(verdict.headers);

@@ -77,8 +77,12 @@ export interface OperationValidators {
 export class RequestValidators {
   private readonly byOperation = new Map<string, OperationValidators>();
 
+  private readonly components = new Map<string, (value: unknown) => unknown>();
+  private readonly bodies: Ajv2020;
+
   constructor(private readonly doc: OpenApiDocument) {
     const bodies = createDocumentAjv(doc, { useDefaults: true });
+    this.bodies = bodies;
     // Query values arrive as strings: coerce to the declared types.
     const queries = createDocumentAjv(doc, { coerceTypes: true, useDefaults: true });
     for (const item of Object.values(doc.paths)) {
@@ -92,6 +96,25 @@ export class RequestValidators {
         });
       }
     }
+  }
+
+  /**
+   * A component schema's validator for a part of a body checked on its own
+   * (each message of a batch send): the value, or 400 `validation_failed`
+   * naming its fields relative to the part.
+   */
+  component(name: string): (value: unknown) => unknown {
+    let validator = this.components.get(name);
+    if (!validator) {
+      const validate = schemaValidator(this.bodies, name);
+      const readOnly = this.readOnlyFields(name);
+      validator = (value) => {
+        if (!validate(value)) throw validationProblem(validate.errors ?? [], readOnly, "The message is invalid.");
+        return value;
+      };
+      this.components.set(name, validator);
+    }
+    return validator;
   }
 
   for(operationId: string): OperationValidators {

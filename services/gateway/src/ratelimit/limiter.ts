@@ -24,8 +24,22 @@ export class RateLimiter {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** Charges an authenticated request to its key's and its tenant's budget of `cls`; undefined when neither is set. */
-  async admit(identity: KeyIdentity, cls: RateClass): Promise<Verdict | undefined> {
+  /**
+   * The largest cost one request of `cls` can ever be admitted with: the
+   * smallest limit of its budgets that are set (a bucket holds no more);
+   * undefined when none is set.
+   */
+  largestCost(cls: RateClass): number | undefined {
+    const limits = [this.config.perKey[cls], this.config.perTenant[cls]].flatMap((policy) => (policy ? [policy.limit] : []));
+    return limits.length > 0 ? Math.min(...limits) : undefined;
+  }
+
+  /**
+   * Charges an authenticated request to its key's and its tenant's budget of
+   * `cls` (`cost` requests: a batch send counts its messages); undefined when
+   * neither is set.
+   */
+  async admit(identity: KeyIdentity, cls: RateClass, cost = 1): Promise<Verdict | undefined> {
     return this.counted(
       await chargeBudgets(
         this.store,
@@ -40,7 +54,11 @@ export class RateLimiter {
           },
         ],
         this.clock(),
-        (budget) => `Too many ${cls} requests for ${budget.subject}: the budget is ${describePolicy(budget.policy)}.`,
+        (budget) =>
+          cost === 1
+            ? `Too many ${cls} requests for ${budget.subject}: the budget is ${describePolicy(budget.policy)}.`
+            : `Too many ${cls} requests for ${budget.subject}: this one counts ${cost}, the budget is ${describePolicy(budget.policy)}.`,
+        cost,
       ),
     );
   }

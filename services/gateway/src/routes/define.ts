@@ -14,6 +14,14 @@ export type Handler = (ctx: GatewayRouterContext) => Promise<void>;
 export interface RouteOptions {
   /** Largest body of this route; default the kit's (256 KiB). */
   bodyLimitBytes?: number;
+  /**
+   * What one request counts for against its API-key budgets, from its
+   * validated request (a batch: its messages). With it the charge comes
+   * after validation, so a refused batch's body has been read (within the
+   * body limit), and a request refused by validation counts one; without
+   * it, 1, charged before the body is read.
+   */
+  rateCost?: (ctx: GatewayContext) => number;
   /** Problems of this route as a page for browsers (problem+json when the client asks for JSON): every problem, validation's too. */
   problemPage?: (ctx: GatewayContext, problem: Problem) => void;
 }
@@ -59,7 +67,10 @@ export function defineRoute(
   }
   const security = found.operation.security ?? kit.doc.security;
   const chain: Array<Middleware<GatewayState>> = [];
-  const { problemPage } = options;
+  const { problemPage, rateCost } = options;
+  let chargeAfterValidation: Middleware<GatewayState> | undefined;
+  // With a cost from the body: what a request whose body is refused (malformed, too large) costs, one.
+  let chargeRefused: Middleware<GatewayState> | undefined;
   if (problemPage) {
     chain.push(async (ctx, next) => {
       ctx.state.problemPage = problemPage;
@@ -76,7 +87,12 @@ export function defineRoute(
       if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
       if (scheme === "ApiKey") {
         if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
-        chain.push(limitApiKeyRequests(kit.limiter, cls));
+        if (rateCost) {
+          chargeAfterValidation = limitApiKeyRequests(kit.limiter, cls, rateCost);
+          chargeRefused = limitApiKeyRequests(kit.limiter, cls);
+        } else {
+          chain.push(limitApiKeyRequests(kit.limiter, cls));
+        }
       } else if (cls === "send") {
         throw new Error(`operation ${operationId}: send is an API-key class`);
       }
@@ -87,15 +103,23 @@ export function defineRoute(
   const validators = kit.validators.for(operationId);
   const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;
   chain.push(async (ctx, next) => {
-    validators.path(ctx.params);
-    ctx.state.query = validators.query(ctx.query);
-    ctx.state.headers = validators.headers(ctx.headers);
-    if (validators.body) {
-      // An optional body left out stays undefined; one that is sent is validated.
-      const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: validators.bodyOptional });
-      ctx.state.body = value === undefined ? undefined : validators.body(value);
+    try {
+      validators.path(ctx.params);
+      ctx.state.query = validators.query(ctx.query);
+      ctx.state.headers = validators.headers(ctx.headers);
+      if (validators.body) {
+        // An optional body left out stays undefined; one that is sent is validated.
+        const value = await readJsonBody(ctx.req, bodyLimitBytes, { optional: validators.bodyOptional });
+        ctx.state.body = value === undefined ? undefined : validators.body(value);
+      }
+    } catch (err) {
+      // Refused before its cost is known: it is charged as one request (a 429 once the budget is spent),
+      // so that malformed batches are not free to send over and over.
+      if (chargeRefused) await chargeRefused(ctx, async () => undefined);
+      throw err;
     }
     await next();
   });
+  if (chargeAfterValidation) chain.push(chargeAfterValidation);
   kit.router.register(path, [method], [...chain, handler], { name: operationId });
 }

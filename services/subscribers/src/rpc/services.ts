@@ -10,7 +10,7 @@ import { exportSubscriberData } from "../usecases/export-subscriber.js";
 import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getSubscriber, getSubscriberByEmail } from "../usecases/get-subscriber.js";
-import { getRecipientByEmail } from "../usecases/get-recipient-by-email.js";
+import { getRecipientByEmail, getRecipientsByEmail } from "../usecases/get-recipient-by-email.js";
 import { listSubscriberEvents } from "../usecases/list-subscriber-events.js";
 import { listSubscribers } from "../usecases/list-subscribers.js";
 import { addTags, removeTag } from "../usecases/subscriber-tags.js";
@@ -167,6 +167,15 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
         return {
           ...(found.recipient ? { recipient: recipientToProto(found.recipient) } : {}),
           mailability: mailabilityToProto(found.mailability),
+        };
+      },
+      async getRecipientsByEmail(req, ctx) {
+        const answers = await getRecipientsByEmail(deps, scopeOf(readCallContext(ctx)), req.emails);
+        return {
+          answers: answers.map((found) => ({
+            ...(found.recipient ? { recipient: recipientToProto(found.recipient) } : {}),
+            mailability: mailabilityToProto(found.mailability),
+          })),
         };
       },
     });

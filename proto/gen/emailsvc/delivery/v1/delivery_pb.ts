@@ -6,6 +6,8 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AuditContext } from "../../common/v1/audit_pb.js";
 import { file_emailsvc_common_v1_audit } from "../../common/v1/audit_pb.js";
+import type { ErrorDetail } from "../../common/v1/errors_pb.js";
+import { file_emailsvc_common_v1_errors } from "../../common/v1/errors_pb.js";
 import type { FailureReason } from "./failure_reason_pb.js";
 import { file_emailsvc_delivery_v1_failure_reason } from "./failure_reason_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -16,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/delivery/v1/delivery.proto.
  */
 export const file_emailsvc_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiTAoGQm91bmNlEi4KBHR5cGUYASABKA4yIC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Cb3VuY2VUeXBlEhIKCmRpYWdub3N0aWMYAiABKAkieQoMU3RhdHVzQ2hhbmdlEjEKBnN0YXR1cxgBIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZkZXRhaWwYAyABKAkipQUKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEiwKBmJvdW5jZRgRIAEoCzIcLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkJvdW5jZRIzCgdoaXN0b3J5GBIgAygLMiIuZW1haWxzdmMuZGVsaXZlcnkudjEuU3RhdHVzQ2hhbmdlEjMKD25leHRfYXR0ZW1wdF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTcHJvdmlkZXJfbWVzc2FnZV9pZBgUIAEoCSKzAQoQU2VuZEVtYWlsUmVxdWVzdBIVCg10ZW1wbGF0ZV9zbHVnGAEgASgJEgoKAnRvGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEhAKCHJlcGx5X3RvGAcgASgJImIKEVNlbmRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEAoIcmVwbGF5ZWQYAiABKAgSDwoHcmVmdXNlZBgDIAEoCCIdCg9HZXRFbWFpbFJlcXVlc3QSCgoCaWQYASABKAkiPgoQR2V0RW1haWxSZXNwb25zZRIqCgVlbWFpbBgBIAEoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsIjIKEUxpc3RFbWFpbHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJWChJMaXN0RW1haWxzUmVzcG9uc2USKwoGZW1haWxzGAEgAygLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEwoLbmV4dF9jdXJzb3IYAiABKAkijgIKDlNhbmRib3hNZXNzYWdlEhAKCGVtYWlsX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkSDwoHc3ViamVjdBgEIAEoCRIMCgRodG1sGAUgASgJEgwKBHRleHQYBiABKAkSQgoHaGVhZGVycxgHIAMoCzIxLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlLkhlYWRlcnNFbnRyeRIvCgtjYXB0dXJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiLAoYR2V0U2FuZGJveE1lc3NhZ2VSZXF1ZXN0EhAKCGVtYWlsX2lkGAEgASgJIlIKGUdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USNQoHbWVzc2FnZRgBIAEoCzIkLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkiQQofVGFrZVByb3ZpZGVyTm90aWZpY2F0aW9uUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIMCgRib2R5GAIgASgMImYKIFRha2VQcm92aWRlck5vdGlmaWNhdGlvblJlc3BvbnNlEkIKB291dGNvbWUYASABKA4yMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Qcm92aWRlck5vdGlmaWNhdGlvbk91dGNvbWUq/wEKC0VtYWlsU3RhdHVzEhwKGEVNQUlMX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE0VNQUlMX1NUQVRVU19RVUVVRUQQARIVChFFTUFJTF9TVEFUVVNfU0VOVBACEhcKE0VNQUlMX1NUQVRVU19GQUlMRUQQAxIYChRFTUFJTF9TVEFUVVNfQk9VTkNFRBAEEhoKFkVNQUlMX1NUQVRVU19ERUxJVkVSRUQQBRIZChVFTUFJTF9TVEFUVVNfREVGRVJSRUQQBhIbChdFTUFJTF9TVEFUVVNfQ09NUExBSU5FRBAHEhsKF0VNQUlMX1NUQVRVU19TVVBQUkVTU0VEEAgqVQoKQm91bmNlVHlwZRIbChdCT1VOQ0VfVFlQRV9VTlNQRUNJRklFRBAAEhQKEEJPVU5DRV9UWVBFX0hBUkQQARIUChBCT1VOQ0VfVFlQRV9TT0ZUEAIqiQIKG1Byb3ZpZGVyTm90aWZpY2F0aW9uT3V0Y29tZRItCilQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9VTlNQRUNJRklFRBAAEikKJVBST1ZJREVSX05PVElGSUNBVElPTl9PVVRDT01FX0FQUExJRUQQARIrCidQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9VTkNIQU5HRUQQAhI4CjRQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9TVUJTQ1JJUFRJT05fQ09ORklSTUVEEAMSKQolUFJPVklERVJfTk9USUZJQ0FUSU9OX09VVENPTUVfSUdOT1JFRBAEMqwFCg9EZWxpdmVyeVNlcnZpY2USXAoJU2VuZEVtYWlsEiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVxdWVzdBonLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlElkKCEdldEVtYWlsEiUuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXF1ZXN0GiYuZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0RW1haWxSZXNwb25zZRJfCgpMaXN0RW1haWxzEicuZW1haWxzdmMuZGVsaXZlcnkudjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5MaXN0RW1haWxzUmVzcG9uc2USdAoRR2V0U2FuZGJveE1lc3NhZ2USLi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlcXVlc3QaLy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5HZXRTYW5kYm94TWVzc2FnZVJlc3BvbnNlEn0KFEV4cG9ydFN1YnNjcmliZXJEYXRhEjEuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXF1ZXN0GjIuZW1haWxzdmMuZGVsaXZlcnkudjEuRXhwb3J0U3Vic2NyaWJlckRhdGFSZXNwb25zZRKJAQoYVGFrZVByb3ZpZGVyTm90aWZpY2F0aW9uEjUuZW1haWxzdmMuZGVsaXZlcnkudjEuVGFrZVByb3ZpZGVyTm90aWZpY2F0aW9uUmVxdWVzdBo2LmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlRha2VQcm92aWRlck5vdGlmaWNhdGlvblJlc3BvbnNlYgZwcm90bzM", [file_emailsvc_common_v1_audit, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNlbWFpbHN2Yy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUZW1haWxzdmMuZGVsaXZlcnkudjEiTAoGQm91bmNlEi4KBHR5cGUYASABKA4yIC5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Cb3VuY2VUeXBlEhIKCmRpYWdub3N0aWMYAiABKAkieQoMU3RhdHVzQ2hhbmdlEjEKBnN0YXR1cxgBIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZkZXRhaWwYAyABKAkipQUKBUVtYWlsEgoKAmlkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsU3RhdHVzEgoKAnRvGAMgASgJEhMKC3RlbXBsYXRlX2lkGAQgASgJEhUKDXRlbXBsYXRlX3NsdWcYBSABKAkSGAoQdGVtcGxhdGVfdmVyc2lvbhgGIAEoBRIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSEAoIcHJvdmlkZXIYCCABKAkSEgoKbWVzc2FnZV9pZBgJIAEoCRINCgVlcnJvchgKIAEoCRIQCghhdHRlbXB0cxgLIAEoBRItCglxdWV1ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWZhaWxlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoOZmFpbHVyZV9yZWFzb24YECABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEiwKBmJvdW5jZRgRIAEoCzIcLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkJvdW5jZRIzCgdoaXN0b3J5GBIgAygLMiIuZW1haWxzdmMuZGVsaXZlcnkudjEuU3RhdHVzQ2hhbmdlEjMKD25leHRfYXR0ZW1wdF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTcHJvdmlkZXJfbWVzc2FnZV9pZBgUIAEoCSKzAQoQU2VuZEVtYWlsUmVxdWVzdBIVCg10ZW1wbGF0ZV9zbHVnGAEgASgJEgoKAnRvGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEhAKCHJlcGx5X3RvGAcgASgJImIKEVNlbmRFbWFpbFJlc3BvbnNlEioKBWVtYWlsGAEgASgLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEAoIcmVwbGF5ZWQYAiABKAgSDwoHcmVmdXNlZBgDIAEoCCJNChFTZW5kRW1haWxzUmVxdWVzdBI4CghtZXNzYWdlcxgBIAMoCzImLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlcXVlc3Qi3gEKD1NlbmRFbWFpbHNFcnJvchIRCglncnBjX2NvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIvCgZkZXRhaWwYAyABKAsyHy5lbWFpbHN2Yy5jb21tb24udjEuRXJyb3JEZXRhaWwSRQoIbWV0YWRhdGEYBCADKAsyMy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxzRXJyb3IuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijgEKEFNlbmRFbWFpbHNSZXN1bHQSNwoEc2VudBgBIAEoCzInLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlSAASNgoFZXJyb3IYAiABKAsyJS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxzRXJyb3JIAEIJCgdvdXRjb21lIk0KElNlbmRFbWFpbHNSZXNwb25zZRI3CgdyZXN1bHRzGAEgAygLMiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsc1Jlc3VsdCIdCg9HZXRFbWFpbFJlcXVlc3QSCgoCaWQYASABKAkiPgoQR2V0RW1haWxSZXNwb25zZRIqCgVlbWFpbBgBIAEoCzIbLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkVtYWlsIjIKEUxpc3RFbWFpbHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJWChJMaXN0RW1haWxzUmVzcG9uc2USKwoGZW1haWxzGAEgAygLMhsuZW1haWxzdmMuZGVsaXZlcnkudjEuRW1haWwSEwoLbmV4dF9jdXJzb3IYAiABKAkijgIKDlNhbmRib3hNZXNzYWdlEhAKCGVtYWlsX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkSDwoHc3ViamVjdBgEIAEoCRIMCgRodG1sGAUgASgJEgwKBHRleHQYBiABKAkSQgoHaGVhZGVycxgHIAMoCzIxLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlLkhlYWRlcnNFbnRyeRIvCgtjYXB0dXJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiLAoYR2V0U2FuZGJveE1lc3NhZ2VSZXF1ZXN0EhAKCGVtYWlsX2lkGAEgASgJIlIKGUdldFNhbmRib3hNZXNzYWdlUmVzcG9uc2USNQoHbWVzc2FnZRgBIAEoCzIkLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNhbmRib3hNZXNzYWdlImUKG0V4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBIVCg1zdWJzY3JpYmVyX2lkGAEgASgJEi8KBWF1ZGl0GAIgASgLMiAuZW1haWxzdmMuY29tbW9uLnYxLkF1ZGl0Q29udGV4dCIsChxFeHBvcnRTdWJzY3JpYmVyRGF0YVJlc3BvbnNlEgwKBGpzb24YASABKAkiQQofVGFrZVByb3ZpZGVyTm90aWZpY2F0aW9uUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRIMCgRib2R5GAIgASgMImYKIFRha2VQcm92aWRlck5vdGlmaWNhdGlvblJlc3BvbnNlEkIKB291dGNvbWUYASABKA4yMS5lbWFpbHN2Yy5kZWxpdmVyeS52MS5Qcm92aWRlck5vdGlmaWNhdGlvbk91dGNvbWUq/wEKC0VtYWlsU3RhdHVzEhwKGEVNQUlMX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE0VNQUlMX1NUQVRVU19RVUVVRUQQARIVChFFTUFJTF9TVEFUVVNfU0VOVBACEhcKE0VNQUlMX1NUQVRVU19GQUlMRUQQAxIYChRFTUFJTF9TVEFUVVNfQk9VTkNFRBAEEhoKFkVNQUlMX1NUQVRVU19ERUxJVkVSRUQQBRIZChVFTUFJTF9TVEFUVVNfREVGRVJSRUQQBhIbChdFTUFJTF9TVEFUVVNfQ09NUExBSU5FRBAHEhsKF0VNQUlMX1NUQVRVU19TVVBQUkVTU0VEEAgqVQoKQm91bmNlVHlwZRIbChdCT1VOQ0VfVFlQRV9VTlNQRUNJRklFRBAAEhQKEEJPVU5DRV9UWVBFX0hBUkQQARIUChBCT1VOQ0VfVFlQRV9TT0ZUEAIqiQIKG1Byb3ZpZGVyTm90aWZpY2F0aW9uT3V0Y29tZRItCilQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9VTlNQRUNJRklFRBAAEikKJVBST1ZJREVSX05PVElGSUNBVElPTl9PVVRDT01FX0FQUExJRUQQARIrCidQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9VTkNIQU5HRUQQAhI4CjRQUk9WSURFUl9OT1RJRklDQVRJT05fT1VUQ09NRV9TVUJTQ1JJUFRJT05fQ09ORklSTUVEEAMSKQolUFJPVklERVJfTk9USUZJQ0FUSU9OX09VVENPTUVfSUdOT1JFRBAEMo0GCg9EZWxpdmVyeVNlcnZpY2USXAoJU2VuZEVtYWlsEiYuZW1haWxzdmMuZGVsaXZlcnkudjEuU2VuZEVtYWlsUmVxdWVzdBonLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbFJlc3BvbnNlEl8KClNlbmRFbWFpbHMSJy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5TZW5kRW1haWxzUmVxdWVzdBooLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlNlbmRFbWFpbHNSZXNwb25zZRJZCghHZXRFbWFpbBIlLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldEVtYWlsUmVxdWVzdBomLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkdldEVtYWlsUmVzcG9uc2USXwoKTGlzdEVtYWlscxInLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkxpc3RFbWFpbHNSZXF1ZXN0GiguZW1haWxzdmMuZGVsaXZlcnkudjEuTGlzdEVtYWlsc1Jlc3BvbnNlEnQKEUdldFNhbmRib3hNZXNzYWdlEi4uZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0U2FuZGJveE1lc3NhZ2VSZXF1ZXN0Gi8uZW1haWxzdmMuZGVsaXZlcnkudjEuR2V0U2FuZGJveE1lc3NhZ2VSZXNwb25zZRJ9ChRFeHBvcnRTdWJzY3JpYmVyRGF0YRIxLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkV4cG9ydFN1YnNjcmliZXJEYXRhUmVxdWVzdBoyLmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLkV4cG9ydFN1YnNjcmliZXJEYXRhUmVzcG9uc2USiQEKGFRha2VQcm92aWRlck5vdGlmaWNhdGlvbhI1LmVtYWlsc3ZjLmRlbGl2ZXJ5LnYxLlRha2VQcm92aWRlck5vdGlmaWNhdGlvblJlcXVlc3QaNi5lbWFpbHN2Yy5kZWxpdmVyeS52MS5UYWtlUHJvdmlkZXJOb3RpZmljYXRpb25SZXNwb25zZWIGcHJvdG8z", [file_emailsvc_common_v1_audit, file_emailsvc_common_v1_errors, file_emailsvc_delivery_v1_failure_reason, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Why an email bounced: its kind, and the relay's reply (addresses removed).
@@ -300,6 +302,117 @@ export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE_
   messageDesc(file_emailsvc_delivery_v1_delivery, 4);
 
 /**
+ * Many sends in one call (POST /api/v1/emails/batch): each message is what
+ * SendEmail takes, with its own idempotency key, and is decided by the same
+ * rules as SendEmail (one implementation); the whole batch costs one
+ * template lookup per slug, one idempotency query and one store write.
+ *
+ * @generated from message emailsvc.delivery.v1.SendEmailsRequest
+ */
+export type SendEmailsRequest = Message<"emailsvc.delivery.v1.SendEmailsRequest"> & {
+  /**
+   * At most 500.
+   *
+   * @generated from field: repeated emailsvc.delivery.v1.SendEmailRequest messages = 1;
+   */
+  messages: SendEmailRequest[];
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.SendEmailsRequest.
+ * Use `create(SendEmailsRequestSchema)` to create a new message.
+ */
+export const SendEmailsRequestSchema: GenMessage<SendEmailsRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
+
+/**
+ * Why one message of a batch was not accepted: what SendEmail would have
+ * failed with for it alone.
+ *
+ * @generated from message emailsvc.delivery.v1.SendEmailsError
+ */
+export type SendEmailsError = Message<"emailsvc.delivery.v1.SendEmailsError"> & {
+  /**
+   * The gRPC status code SendEmail would have answered (google.rpc.Code).
+   *
+   * @generated from field: int32 grpc_code = 1;
+   */
+  grpcCode: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: emailsvc.common.v1.ErrorDetail detail = 3;
+   */
+  detail?: ErrorDetail | undefined;
+
+  /**
+   * Response metadata of the refusal (a quota's retry-after and RateLimit headers, lower case).
+   *
+   * @generated from field: map<string, string> metadata = 4;
+   */
+  metadata: { [key: string]: string };
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.SendEmailsError.
+ * Use `create(SendEmailsErrorSchema)` to create a new message.
+ */
+export const SendEmailsErrorSchema: GenMessage<SendEmailsError> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
+
+/**
+ * @generated from message emailsvc.delivery.v1.SendEmailsResult
+ */
+export type SendEmailsResult = Message<"emailsvc.delivery.v1.SendEmailsResult"> & {
+  /**
+   * @generated from oneof emailsvc.delivery.v1.SendEmailsResult.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: emailsvc.delivery.v1.SendEmailResponse sent = 1;
+     */
+    value: SendEmailResponse;
+    case: "sent";
+  } | {
+    /**
+     * @generated from field: emailsvc.delivery.v1.SendEmailsError error = 2;
+     */
+    value: SendEmailsError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.SendEmailsResult.
+ * Use `create(SendEmailsResultSchema)` to create a new message.
+ */
+export const SendEmailsResultSchema: GenMessage<SendEmailsResult> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
+
+/**
+ * @generated from message emailsvc.delivery.v1.SendEmailsResponse
+ */
+export type SendEmailsResponse = Message<"emailsvc.delivery.v1.SendEmailsResponse"> & {
+  /**
+   * One per message, in the order of the request.
+   *
+   * @generated from field: repeated emailsvc.delivery.v1.SendEmailsResult results = 1;
+   */
+  results: SendEmailsResult[];
+};
+
+/**
+ * Describes the message emailsvc.delivery.v1.SendEmailsResponse.
+ * Use `create(SendEmailsResponseSchema)` to create a new message.
+ */
+export const SendEmailsResponseSchema: GenMessage<SendEmailsResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
+
+/**
  * @generated from message emailsvc.delivery.v1.GetEmailRequest
  */
 export type GetEmailRequest = Message<"emailsvc.delivery.v1.GetEmailRequest"> & {
@@ -314,7 +427,7 @@ export type GetEmailRequest = Message<"emailsvc.delivery.v1.GetEmailRequest"> & 
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 5);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetEmailResponse
@@ -331,7 +444,7 @@ export type GetEmailResponse = Message<"emailsvc.delivery.v1.GetEmailResponse"> 
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 6);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsRequest
@@ -353,7 +466,7 @@ export type ListEmailsRequest = Message<"emailsvc.delivery.v1.ListEmailsRequest"
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 7);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
 
 /**
  * @generated from message emailsvc.delivery.v1.ListEmailsResponse
@@ -375,7 +488,7 @@ export type ListEmailsResponse = Message<"emailsvc.delivery.v1.ListEmailsRespons
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 8);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 12);
 
 /**
  * The whole rendered message a sandbox provider kept instead of sending.
@@ -429,7 +542,7 @@ export type SandboxMessage = Message<"emailsvc.delivery.v1.SandboxMessage"> & {
  * Use `create(SandboxMessageSchema)` to create a new message.
  */
 export const SandboxMessageSchema: GenMessage<SandboxMessage> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 9);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 13);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageRequest
@@ -446,7 +559,7 @@ export type GetSandboxMessageRequest = Message<"emailsvc.delivery.v1.GetSandboxM
  * Use `create(GetSandboxMessageRequestSchema)` to create a new message.
  */
 export const GetSandboxMessageRequestSchema: GenMessage<GetSandboxMessageRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 10);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 14);
 
 /**
  * @generated from message emailsvc.delivery.v1.GetSandboxMessageResponse
@@ -463,7 +576,7 @@ export type GetSandboxMessageResponse = Message<"emailsvc.delivery.v1.GetSandbox
  * Use `create(GetSandboxMessageResponseSchema)` to create a new message.
  */
 export const GetSandboxMessageResponseSchema: GenMessage<GetSandboxMessageResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 11);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 15);
 
 /**
  * Delivery's part of a subscriber's data export: the emails linked to them.
@@ -489,7 +602,7 @@ export type ExportSubscriberDataRequest = Message<"emailsvc.delivery.v1.ExportSu
  * Use `create(ExportSubscriberDataRequestSchema)` to create a new message.
  */
 export const ExportSubscriberDataRequestSchema: GenMessage<ExportSubscriberDataRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 12);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 16);
 
 /**
  * @generated from message emailsvc.delivery.v1.ExportSubscriberDataResponse
@@ -512,7 +625,7 @@ export type ExportSubscriberDataResponse = Message<"emailsvc.delivery.v1.ExportS
  * Use `create(ExportSubscriberDataResponseSchema)` to create a new message.
  */
 export const ExportSubscriberDataResponseSchema: GenMessage<ExportSubscriberDataResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 13);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 17);
 
 /**
  * A provider's notification about mail it took, as the provider posted it:
@@ -546,7 +659,7 @@ export type TakeProviderNotificationRequest = Message<"emailsvc.delivery.v1.Take
  * Use `create(TakeProviderNotificationRequestSchema)` to create a new message.
  */
 export const TakeProviderNotificationRequestSchema: GenMessage<TakeProviderNotificationRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 14);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 18);
 
 /**
  * @generated from message emailsvc.delivery.v1.TakeProviderNotificationResponse
@@ -563,7 +676,7 @@ export type TakeProviderNotificationResponse = Message<"emailsvc.delivery.v1.Tak
  * Use `create(TakeProviderNotificationResponseSchema)` to create a new message.
  */
 export const TakeProviderNotificationResponseSchema: GenMessage<TakeProviderNotificationResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_delivery_v1_delivery, 15);
+  messageDesc(file_emailsvc_delivery_v1_delivery, 19);
 
 /**
  * @generated from enum emailsvc.delivery.v1.EmailStatus
@@ -711,6 +824,14 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof SendEmailRequestSchema;
     output: typeof SendEmailResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.delivery.v1.DeliveryService.SendEmails
+   */
+  sendEmails: {
+    methodKind: "unary";
+    input: typeof SendEmailsRequestSchema;
+    output: typeof SendEmailsResponseSchema;
   },
   /**
    * @generated from rpc emailsvc.delivery.v1.DeliveryService.GetEmail

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/subscribers/v1/audience.proto.
  */
 export const file_emailsvc_subscribers_v1_audience: GenFile = /*@__PURE__*/
-  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJIi4KFEdldFJlY2lwaWVudHNSZXF1ZXN0EhYKDnN1YnNjcmliZXJfaWRzGAEgAygJIoUBCgtNYWlsYWJpbGl0eRI4CgltYXJrZXRpbmcYASABKA4yJS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsaW5nQmxvY2sSPAoNdHJhbnNhY3Rpb25hbBgCIAEoDjIlLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1haWxpbmdCbG9jayLiAQoJUmVjaXBpZW50EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGbG9jYWxlGAUgASgJEjkKC21haWxhYmlsaXR5GAYgASgLMiQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTWFpbGFiaWxpdHkiKwoaR2V0UmVjaXBpZW50QnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkijwEKG0dldFJlY2lwaWVudEJ5RW1haWxSZXNwb25zZRI1CglyZWNpcGllbnQYASABKAsyIi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZWNpcGllbnQSOQoLbWFpbGFiaWxpdHkYAiABKAsyJC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsYWJpbGl0eSJPChVHZXRSZWNpcGllbnRzUmVzcG9uc2USNgoKcmVjaXBpZW50cxgBIAMoCzIiLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlY2lwaWVudCqkAQoMTWFpbGluZ0Jsb2NrEh0KGU1BSUxJTkdfQkxPQ0tfVU5TUEVDSUZJRUQQABIeChpNQUlMSU5HX0JMT0NLX1VOU1VCU0NSSUJFRBABEhkKFU1BSUxJTkdfQkxPQ0tfQk9VTkNFRBACEhwKGE1BSUxJTkdfQkxPQ0tfQ09NUExBSU5FRBADEhwKGE1BSUxJTkdfQkxPQ0tfU1VQUFJFU1NFRBAEMuEDCg9BdWRpZW5jZVNlcnZpY2USbgoNQ291bnRBdWRpZW5jZRItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0Gi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQ291bnRBdWRpZW5jZVJlc3BvbnNlEmsKDExpc3RBdWRpZW5jZRIsLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkxpc3RBdWRpZW5jZVJlcXVlc3QaLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0QXVkaWVuY2VSZXNwb25zZRJuCg1HZXRSZWNpcGllbnRzEi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c1JlcXVlc3QaLi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRzUmVzcG9uc2USgAEKE0dldFJlY2lwaWVudEJ5RW1haWwSMy5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRCeUVtYWlsUmVxdWVzdBo0LmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFJlY2lwaWVudEJ5RW1haWxSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_struct]);
+  fileDesc("CiZlbWFpbHN2Yy9zdWJzY3JpYmVycy92MS9hdWRpZW5jZS5wcm90bxIXZW1haWxzdmMuc3Vic2NyaWJlcnMudjEi9gEKDkF1ZGllbmNlRmlsdGVyEhQKDGluY2x1ZGVfdGFncxgBIAMoCRI8CgVtYXRjaBgCIAEoDjItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkF1ZGllbmNlRmlsdGVyLk1hdGNoEhQKDGV4Y2x1ZGVfdGFncxgDIAMoCRI8CghtZXRhZGF0YRgEIAMoCzIqLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1ldGFkYXRhQ29uZGl0aW9uIjwKBU1hdGNoEhUKEU1BVENIX1VOU1BFQ0lGSUVEEAASDQoJTUFUQ0hfQU5ZEAESDQoJTUFUQ0hfQUxMEAIikwEKEU1ldGFkYXRhQ29uZGl0aW9uEgsKA2tleRgBIAEoCRIoCgZlcXVhbHMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIoCgJpbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVIABIQCgZleGlzdHMYBCABKAhIAEILCgljb25kaXRpb24iTwoUQ291bnRBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXIiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDInoKE0xpc3RBdWRpZW5jZVJlcXVlc3QSNwoGZmlsdGVyGAEgASgLMicuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuQXVkaWVuY2VGaWx0ZXISGwoTYWZ0ZXJfc3Vic2NyaWJlcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBSJCChRMaXN0QXVkaWVuY2VSZXNwb25zZRIWCg5zdWJzY3JpYmVyX2lkcxgBIAMoCRISCgpuZXh0X2FmdGVyGAIgASgJIi4KFEdldFJlY2lwaWVudHNSZXF1ZXN0EhYKDnN1YnNjcmliZXJfaWRzGAEgAygJIoUBCgtNYWlsYWJpbGl0eRI4CgltYXJrZXRpbmcYASABKA4yJS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsaW5nQmxvY2sSPAoNdHJhbnNhY3Rpb25hbBgCIAEoDjIlLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1haWxpbmdCbG9jayLiAQoJUmVjaXBpZW50EhUKDXN1YnNjcmliZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSOQoGc3RhdHVzGAMgASgOMikuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuU3Vic2NyaWJlclN0YXR1cxIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGbG9jYWxlGAUgASgJEjkKC21haWxhYmlsaXR5GAYgASgLMiQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTWFpbGFiaWxpdHkiKwoaR2V0UmVjaXBpZW50QnlFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkijwEKG0dldFJlY2lwaWVudEJ5RW1haWxSZXNwb25zZRI1CglyZWNpcGllbnQYASABKAsyIi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZWNpcGllbnQSOQoLbWFpbGFiaWxpdHkYAiABKAsyJC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5NYWlsYWJpbGl0eSItChtHZXRSZWNpcGllbnRzQnlFbWFpbFJlcXVlc3QSDgoGZW1haWxzGAEgAygJIoEBCg1BZGRyZXNzQW5zd2VyEjUKCXJlY2lwaWVudBgBIAEoCzIiLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLlJlY2lwaWVudBI5CgttYWlsYWJpbGl0eRgCIAEoCzIkLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLk1haWxhYmlsaXR5IlcKHEdldFJlY2lwaWVudHNCeUVtYWlsUmVzcG9uc2USNwoHYW5zd2VycxgBIAMoCzImLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkFkZHJlc3NBbnN3ZXIiTwoVR2V0UmVjaXBpZW50c1Jlc3BvbnNlEjYKCnJlY2lwaWVudHMYASADKAsyIi5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5SZWNpcGllbnQqpAEKDE1haWxpbmdCbG9jaxIdChlNQUlMSU5HX0JMT0NLX1VOU1BFQ0lGSUVEEAASHgoaTUFJTElOR19CTE9DS19VTlNVQlNDUklCRUQQARIZChVNQUlMSU5HX0JMT0NLX0JPVU5DRUQQAhIcChhNQUlMSU5HX0JMT0NLX0NPTVBMQUlORUQQAxIcChhNQUlMSU5HX0JMT0NLX1NVUFBSRVNTRUQQBDLnBAoPQXVkaWVuY2VTZXJ2aWNlEm4KDUNvdW50QXVkaWVuY2USLS5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5Db3VudEF1ZGllbmNlUmVxdWVzdBouLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkNvdW50QXVkaWVuY2VSZXNwb25zZRJrCgxMaXN0QXVkaWVuY2USLC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5MaXN0QXVkaWVuY2VSZXF1ZXN0Gi0uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuTGlzdEF1ZGllbmNlUmVzcG9uc2USbgoNR2V0UmVjaXBpZW50cxItLmVtYWlsc3ZjLnN1YnNjcmliZXJzLnYxLkdldFJlY2lwaWVudHNSZXF1ZXN0Gi4uZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c1Jlc3BvbnNlEoABChNHZXRSZWNpcGllbnRCeUVtYWlsEjMuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50QnlFbWFpbFJlcXVlc3QaNC5lbWFpbHN2Yy5zdWJzY3JpYmVycy52MS5HZXRSZWNpcGllbnRCeUVtYWlsUmVzcG9uc2USgwEKFEdldFJlY2lwaWVudHNCeUVtYWlsEjQuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c0J5RW1haWxSZXF1ZXN0GjUuZW1haWxzdmMuc3Vic2NyaWJlcnMudjEuR2V0UmVjaXBpZW50c0J5RW1haWxSZXNwb25zZWIGcHJvdG8z", [file_emailsvc_subscribers_v1_subscribers, file_google_protobuf_struct]);
 
 /**
  * Which subscribers an audience holds. Every condition given must hold
@@ -398,6 +398,70 @@ export const GetRecipientByEmailResponseSchema: GenMessage<GetRecipientByEmailRe
   messageDesc(file_emailsvc_subscribers_v1_audience, 10);
 
 /**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientsByEmailRequest
+ */
+export type GetRecipientsByEmailRequest = Message<"emailsvc.subscribers.v1.GetRecipientsByEmailRequest"> & {
+  /**
+   * At most 1,000 addresses (compared ignoring case).
+   *
+   * @generated from field: repeated string emails = 1;
+   */
+  emails: string[];
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientsByEmailRequest.
+ * Use `create(GetRecipientsByEmailRequestSchema)` to create a new message.
+ */
+export const GetRecipientsByEmailRequestSchema: GenMessage<GetRecipientsByEmailRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 11);
+
+/**
+ * What GetRecipientByEmail answers for one address.
+ *
+ * @generated from message emailsvc.subscribers.v1.AddressAnswer
+ */
+export type AddressAnswer = Message<"emailsvc.subscribers.v1.AddressAnswer"> & {
+  /**
+   * @generated from field: emailsvc.subscribers.v1.Recipient recipient = 1;
+   */
+  recipient?: Recipient | undefined;
+
+  /**
+   * @generated from field: emailsvc.subscribers.v1.Mailability mailability = 2;
+   */
+  mailability?: Mailability | undefined;
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.AddressAnswer.
+ * Use `create(AddressAnswerSchema)` to create a new message.
+ */
+export const AddressAnswerSchema: GenMessage<AddressAnswer> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 12);
+
+/**
+ * @generated from message emailsvc.subscribers.v1.GetRecipientsByEmailResponse
+ */
+export type GetRecipientsByEmailResponse = Message<"emailsvc.subscribers.v1.GetRecipientsByEmailResponse"> & {
+  /**
+   * One per address asked, in its order: as GetRecipientByEmail would answer
+   * it; an address the service would not store is nobody's (no recipient,
+   * no block), where GetRecipientByEmail answers INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated emailsvc.subscribers.v1.AddressAnswer answers = 1;
+   */
+  answers: AddressAnswer[];
+};
+
+/**
+ * Describes the message emailsvc.subscribers.v1.GetRecipientsByEmailResponse.
+ * Use `create(GetRecipientsByEmailResponseSchema)` to create a new message.
+ */
+export const GetRecipientsByEmailResponseSchema: GenMessage<GetRecipientsByEmailResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_subscribers_v1_audience, 13);
+
+/**
  * @generated from message emailsvc.subscribers.v1.GetRecipientsResponse
  */
 export type GetRecipientsResponse = Message<"emailsvc.subscribers.v1.GetRecipientsResponse"> & {
@@ -415,7 +479,7 @@ export type GetRecipientsResponse = Message<"emailsvc.subscribers.v1.GetRecipien
  * Use `create(GetRecipientsResponseSchema)` to create a new message.
  */
 export const GetRecipientsResponseSchema: GenMessage<GetRecipientsResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_subscribers_v1_audience, 11);
+  messageDesc(file_emailsvc_subscribers_v1_audience, 14);
 
 /**
  * Why an address may not get a category of mail. UNSPECIFIED: it may.
@@ -514,6 +578,17 @@ export const AudienceService: GenService<{
     methodKind: "unary";
     input: typeof GetRecipientByEmailRequestSchema;
     output: typeof GetRecipientByEmailResponseSchema;
+  },
+  /**
+   * Many addresses in one call: what delivery needs to send a batch of
+   * emails (POST /api/v1/emails/batch), two queries for all of them.
+   *
+   * @generated from rpc emailsvc.subscribers.v1.AudienceService.GetRecipientsByEmail
+   */
+  getRecipientsByEmail: {
+    methodKind: "unary";
+    input: typeof GetRecipientsByEmailRequestSchema;
+    output: typeof GetRecipientsByEmailResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_emailsvc_subscribers_v1_audience, 0);

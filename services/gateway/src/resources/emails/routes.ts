@@ -1,13 +1,14 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { delivery } from "@emailsvc/proto";
-import { Problem } from "../../http/problem.js";
+import { errorFromParts } from "@emailsvc/errors";
+import { Problem, problemBody, problemFromConnect, type ProblemBody } from "../../http/problem.js";
 import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
-import { emailJson, emailQueuedJson, sandboxMessageJson } from "./mapping.js";
-import type { EmailSendBody } from "./schemas.js";
+import { emailJson, emailQueuedJson, sandboxMessageJson, type EmailQueuedJson } from "./mapping.js";
+import { BATCH_BODY_LIMIT_BYTES, type EmailSendBody } from "./schemas.js";
 
 /** The header that carries the idempotency key (Stripe's name), as declared in the document. */
 const IDEMPOTENCY_HEADER = "Idempotency-Key";
@@ -25,6 +26,29 @@ export function idempotencyKey(headerKey: string | undefined, bodyKey: string | 
   return bodyKey ?? headerKey ?? "";
 }
 
+/** One batch entry (schema EmailBatchEntry). */
+interface BatchEntry {
+  index: number;
+  status: number;
+  email: EmailQueuedJson | null;
+  replayed: boolean;
+  error: ProblemBody | null;
+}
+
+/** A send's body as DeliveryService takes it; `headerKey` the Idempotency-Key header's ("" for none). */
+function sendRequest(body: EmailSendBody, headerKey: string) {
+  return {
+    templateSlug: body.template_slug,
+    to: body.to,
+    // Left out and {} are one body for the idempotency comparison.
+    variables: (body.variables ?? {}) as JsonObject,
+    idempotencyKey: headerKey || body.idempotency_key || "",
+    fromEmail: body.from?.email ?? "",
+    fromName: body.from?.name ?? "",
+    replyTo: body.reply_to ?? "",
+  };
+}
+
 /**
  * /api/v1/emails: REST in, DeliveryService calls out. Without the service
  * (DELIVERY_URL not configured) every route answers 503 `service_unavailable`
@@ -40,19 +64,7 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
   defineRoute(kit, "post", "/api/v1/emails/send", "sendEmail", async (ctx) => {
     const body = ctx.state.body as EmailSendBody;
     const key = idempotencyKey(ctx.state.headers?.[IDEMPOTENCY_HEADER] as string | undefined, body.idempotency_key);
-    const res = await service().sendEmail(
-      {
-        templateSlug: body.template_slug,
-        to: body.to,
-        // Left out and {} are one body for the idempotency comparison.
-        variables: (body.variables ?? {}) as JsonObject,
-        idempotencyKey: key,
-        fromEmail: body.from?.email ?? "",
-        fromName: body.from?.name ?? "",
-        replyTo: body.reply_to ?? "",
-      },
-      callOptions(ctx, timeoutMs),
-    );
+    const res = await service().sendEmail(sendRequest(body, key), callOptions(ctx, timeoutMs));
     // The same status and body for the original and every replay (Stripe);
     // only the header tells them apart.
     const email = emailQueuedJson(res.email, res.refused);
@@ -61,6 +73,59 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
     if (res.replayed) ctx.set("Idempotent-Replayed", "true");
     ctx.body = email;
   });
+
+  // 200 once the batch was read; each entry has the status a single send would have answered.
+  const validateMessage = kit.validators.component("EmailSend");
+  defineRoute(
+    kit,
+    "post",
+    "/api/v1/emails/batch",
+    "sendEmailBatch",
+    async (ctx) => {
+      const messages = ctx.state.body as unknown[];
+      const results = new Array<BatchEntry>(messages.length);
+      const errorEntry = (index: number, problem: Problem): BatchEntry => ({
+        index,
+        status: problem.status,
+        email: null,
+        replayed: false,
+        error: problemBody(problem, ctx.state.requestId),
+      });
+      // Each message is checked on its own, as a single send's body: a bad one fails alone.
+      const valid: Array<{ index: number; request: ReturnType<typeof sendRequest> }> = [];
+      messages.forEach((message, index) => {
+        try {
+          valid.push({ index, request: sendRequest(validateMessage(message) as EmailSendBody, "") });
+        } catch (err) {
+          if (!(err instanceof Problem)) throw err;
+          results[index] = errorEntry(index, err);
+        }
+      });
+      if (valid.length > 0) {
+        const res = await service().sendEmails({ messages: valid.map((v) => v.request) }, callOptions(ctx, timeoutMs));
+        if (res.results.length !== valid.length) throw new Error(`delivery answered ${res.results.length} results for ${valid.length} messages`);
+        res.results.forEach((result, i) => {
+          const { index } = valid[i]!;
+          const outcome = result.outcome;
+          if (outcome.case === "sent") {
+            results[index] = { index, status: 202, email: emailQueuedJson(outcome.value.email, outcome.value.refused), replayed: outcome.value.replayed, error: null };
+          } else if (outcome.case === "error") {
+            const { problem } = problemFromConnect(
+              errorFromParts({ code: outcome.value.grpcCode, message: outcome.value.message, detail: outcome.value.detail, metadata: outcome.value.metadata }),
+            );
+            results[index] = errorEntry(index, problem);
+          } else {
+            throw new Error("delivery answered a batch result without an outcome");
+          }
+        });
+      }
+      const accepted = results.filter((r) => r.status === 202).length;
+      ctx.status = 200;
+      ctx.body = { accepted, failed: results.length - accepted, results };
+    },
+    // Each message counts one against the send budgets (all or none), once the body tells how many.
+    { bodyLimitBytes: BATCH_BODY_LIMIT_BYTES, rateCost: (ctx) => (ctx.state.body as unknown[]).length },
+  );
 
   defineRoute(kit, "get", "/api/v1/emails", "listEmails", async (ctx) => {
     const query = ctx.state.query as { limit: number; cursor?: string };

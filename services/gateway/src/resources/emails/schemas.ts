@@ -65,6 +65,12 @@ export const EmailSend = {
 } as const;
 export type EmailSendBody = FromSchema<typeof EmailSend>;
 
+/** Most messages one batch takes (Postmark's batch size; Resend takes 100). */
+export const MAX_BATCH_MESSAGES = 500;
+
+/** Largest body of a batch: 500 messages of about 16 KiB each (a single send's body may be 256 KiB). */
+export const BATCH_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+
 const emailId = (): JsonSchema => ({ type: "string", readOnly: true, examples: ["eml_01jd3x0k8m7y6t5r4q3p2n1m0k"] });
 
 export const schemas: Record<string, JsonSchema> = {
@@ -98,6 +104,37 @@ export const schemas: Record<string, JsonSchema> = {
     },
   },
   EmailSend,
+  EmailBatch: {
+    type: "array",
+    minItems: 1,
+    maxItems: MAX_BATCH_MESSAGES,
+    description: `1-${MAX_BATCH_MESSAGES} messages, each an \`EmailSend\` (what POST /api/v1/emails/send takes, with its own \`idempotency_key\`). Each message is checked on its own: one that breaks \`EmailSend\` gets a 400 \`validation_failed\` in its entry of the answer, and the others go on.`,
+    items: { type: "object", description: "An `EmailSend`." },
+  },
+  EmailBatchEntry: {
+    type: "object",
+    additionalProperties: false,
+    required: ["index", "status", "email", "replayed", "error"],
+    description:
+      "One message's outcome, in the place of the message. `status` is what POST /api/v1/emails/send would have answered for this message alone: 202 (accepted: `email` is the email as queued, or `suppressed` with its reason when its recipient may not get this mail), or an error status with `error` the problem it would have answered (its `code` the same: 400 `validation_failed`, 404 `template_not_found`, 409 `idempotency_key_reused`, 422 `from_domain_not_verified`, 429 `test_mode_quota_exceeded`, 503 `templates_unavailable`, …).",
+    properties: {
+      index: { type: "integer", minimum: 0, description: "The message's position in the request, from 0." },
+      status: { type: "integer", description: "202, or the error's HTTP status." },
+      email: { anyOf: [ref("EmailQueued"), { type: "null" }], description: "The email as accepted; null for an error." },
+      replayed: { type: "boolean", description: "True when the message's idempotency key was used before (in an earlier request, or earlier in this batch) with the same message: no new email, the original one is answered." },
+      error: { anyOf: [ref("Problem"), { type: "null" }], description: "Why the message was not accepted; null when it was. Its `request_id` is the batch's." },
+    },
+  },
+  EmailBatchResult: {
+    type: "object",
+    additionalProperties: false,
+    required: ["accepted", "failed", "results"],
+    properties: {
+      accepted: { type: "integer", minimum: 0, description: "Entries with status 202 (queued, refused for their recipient, or replayed)." },
+      failed: { type: "integer", minimum: 0, description: "Entries with an error." },
+      results: { type: "array", items: ref("EmailBatchEntry"), description: "One entry per message, in the request's order." },
+    },
+  },
   EmailQueued: {
     type: "object",
     additionalProperties: false,
@@ -255,6 +292,26 @@ export const paths: Paths = {
           content: { "application/json": { schema: ref("EmailQueued") } },
         },
         ...errors(...bodyErrors, "NotFound", "Conflict", "UnprocessableContent", ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/emails/batch": {
+    post: {
+      operationId: "sendEmailBatch",
+      summary: "Send a batch of transactional emails",
+      description: [
+        `Queues up to ${MAX_BATCH_MESSAGES} emails in one request: a JSON array of messages, each what POST /api/v1/emails/send takes (its own recipient, template, variables, sender and \`idempotency_key\`), decided by the same rules as a single send: validation, the template, the recipient's suppressions, the From domain, idempotency and the test-mode quota.`,
+        "**The answer is 200 once the batch was read**, whatever became of its messages: `results` holds one entry per message, in order, with the status a single send would have answered for it: 202 and the queued `email`, or the error status and the same problem (`code`) a single send would have answered. Retry only the failed entries (with their idempotency keys, a retry of the whole batch is also safe). The batch as a whole is refused, and nothing of it sent, when it is not a JSON array of 1-500 objects (400), is larger than 8 MiB (413 `payload_too_large`), or does not fit in the `send` budgets (429, or 413 `batch_exceeds_rate_limit` when it never could).",
+        "**Idempotency**: per message, with its `idempotency_key` (no `Idempotency-Key` header for a batch). A key used before with the same message answers the original email (`replayed: true`); with another message, that entry is a 409 `idempotency_key_reused`. A key given twice in one batch is the same: the first message sends, the later one replays it.",
+        "**Rate limits**: each message counts one against the key's and the account's `send` budgets, charged all or none once the batch is read: a batch that does not fit is a 429 with `Retry-After` (until the whole batch fits) and nothing is sent; a batch refused as malformed counts one. **Test mode**: the new emails of a batch are charged to the day's quota together; when they do not all fit, each of them gets a 429 `test_mode_quota_exceeded` entry and none is sent.",
+      ].join("\n\n"),
+      tags: ["Emails"],
+      // The send budget, one per message (services/gateway/src/routes/define.ts, rateCost).
+      "x-rate-limit-class": "send",
+      requestBody: body("EmailBatch"),
+      responses: {
+        "200": json(ref("EmailBatchResult"), "The batch was read: each message's outcome, in order."),
+        ...errors(...bodyErrors, "TooManyRequests", ...serviceErrors),
       },
     },
   },
