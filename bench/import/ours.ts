@@ -34,10 +34,11 @@ export async function startImport(base: string, key: string, file: ImportFile): 
     body: await openAsBlob(file.path),
   });
   const text = await res.text();
-  if (res.status === 404) {
+  // Without the route, /subscribers/{id} takes the path: 405 (404 on a gateway without that either).
+  if (res.status === 404 || res.status === 405) {
     throw new Error(
-      "POST /api/v1/subscribers/imports answered 404: the import API (issue 18's bulk import) is not in this build. " +
-        "Build a branch that has it, or run listmonk's side alone (IMPORT_BENCH_EMBEDDED=off IMPORT_BENCH_SPLIT=off).",
+      `POST /api/v1/subscribers/imports answered ${res.status}: the import API (issue 18's bulk import) is not in this build. " +
+        "Build a branch that has it, or run listmonk's side alone (IMPORT_BENCH_EMBEDDED=off IMPORT_BENCH_SPLIT=off).`,
     );
   }
   if (res.status !== 202 && res.status !== 201) throw new Error(`POST /api/v1/subscribers/imports: ${res.status} ${text}`);
@@ -50,7 +51,9 @@ export async function waitForImport(base: string, key: string, id: string, log: 
   for (;;) {
     const job = await api(base, key, "GET", `/api/v1/subscribers/imports/${id}`);
     if (job.status !== 200) throw new Error(`GET /api/v1/subscribers/imports/${id}: ${job.status} ${JSON.stringify(job.body)}`);
-    const view = job.body as { state: string } & JobCounts;
+    // The counts as the job shows them (nested under `counts`, or beside its state).
+    const body = job.body as { state: string; counts?: JobCounts } & Partial<JobCounts>;
+    const view = { state: body.state, ...(body.counts ?? (body as JobCounts)) };
     if (!["uploading", "queued", "running"].includes(view.state)) return view;
     if (performance.now() - lastLog > 5000) {
       lastLog = performance.now();

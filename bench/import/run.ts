@@ -199,8 +199,9 @@ async function main(): Promise<void> {
       return;
     }
 
+    const notRun = ["IMPORT_BENCH_EMBEDDED", "IMPORT_BENCH_SPLIT", "IMPORT_BENCH_LISTMONK"].filter((name) => !on(name));
     const at = new Date().toISOString();
-    const results = { machine, rows: N, file: { bytes: file.bytes, expected, erased: file.erased.length, duplicates: file.duplicates, bad: file.badRows.length }, listmonk_params: LISTMONK_IMPORT_PARAMS, runs: rows, at };
+    const results = { machine, rows: N, file: { bytes: file.bytes, expected, erased: file.erased.length, duplicates: file.duplicates, bad: file.badRows.length }, listmonk_params: LISTMONK_IMPORT_PARAMS, runs: rows, not_run: notRun, at };
     const dir = join(REPO, "bench", "results");
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "import.json"), JSON.stringify(results, null, 2) + "\n");
@@ -213,6 +214,7 @@ async function main(): Promise<void> {
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rows.map((r) => `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} |`),
       ...(ours && theirs ? ["", `Ratio (embedded rows/s ÷ listmonk's): ${(ours.rows_per_s / theirs.rows_per_s).toFixed(2)}.`] : []),
+      ...(notRun.length > 0 ? ["", `Not run this time (\`=off\`): ${notRun.join(", ")}.`] : []),
     ].join("\n");
     writeResultsBlock(join(REPO, "bench", "README.md"), "import", "Subscriber import", table);
     console.log(table);
