@@ -12,7 +12,7 @@
 // the request's (mode, status, overwrite, delimiter, lists).
 import { openAsBlob } from "node:fs";
 import { basename } from "node:path";
-import { LISTMONK_VERSION, startListmonk } from "../support/listmonk.js";
+import { startListmonk, type ListmonkBuild } from "../support/listmonk.js";
 import { cpuSeconds, peakRssMb } from "../support/process.js";
 import type { ImportFile } from "./generate.js";
 
@@ -22,7 +22,16 @@ import type { ImportFile } from "./generate.js";
  * (an address already there, or again later in the file, keeps its first
  * values: our `create` mode), into the default list.
  */
-export const LISTMONK_IMPORT_PARAMS = { mode: "subscribe", subscription_status: "confirmed", overwrite: false, delim: ",", lists: [1] };
+export const LISTMONK_IMPORT_PARAMS = {
+  mode: "subscribe",
+  subscription_status: "confirmed",
+  overwrite: false,
+  // Later releases split `overwrite` in two; v1.1.0 ignores these.
+  overwrite_userinfo: false,
+  overwrite_subscription_status: false,
+  delim: ",",
+  lists: [1],
+};
 
 export interface ListmonkImportResult {
   version: string;
@@ -45,8 +54,10 @@ export interface ListmonkImportResult {
 
 const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-export async function runListmonkImport(file: ImportFile, log: (line: string) => void = console.log): Promise<ListmonkImportResult> {
+/** One import of `file` by a fresh listmonk (`build`: v1.1.0 from the module proxy unless given). */
+export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild, log: (line: string) => void = console.log): Promise<ListmonkImportResult> {
   const listmonk = await startListmonk({
+    ...(build ? { build } : {}),
     settings: {},
     log,
     // Setup, not timed: the two example subscribers --install creates removed,
@@ -77,7 +88,7 @@ export async function runListmonkImport(file: ImportFile, log: (line: string) =>
       if (stats.status !== "importing" && stats.status !== "stopping") break;
       if (performance.now() - lastLog > 5000) {
         lastLog = performance.now();
-        log(`  listmonk ${LISTMONK_VERSION}: ${((performance.now() - t0) / 1000).toFixed(1)} s, ${stats.imported} of ${stats.total} imported`);
+        log(`  listmonk ${listmonk.version}: ${((performance.now() - t0) / 1000).toFixed(1)} s, ${stats.imported} of ${stats.total} imported`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -107,7 +118,7 @@ export async function runListmonkImport(file: ImportFile, log: (line: string) =>
     }
     const missing = file.good.filter((address) => !present.has(address)).length;
     return {
-      version: LISTMONK_VERSION,
+      version: listmonk.version,
       seconds,
       total: stats.total,
       imported: stats.imported,

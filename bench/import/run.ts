@@ -10,7 +10,8 @@
 //   npm run bench:import -w @emailsvc/bench     (writes bench/results/import.json)
 //
 // IMPORT_BENCH_N sets the rows; IMPORT_BENCH_EMBEDDED, IMPORT_BENCH_SPLIT,
-// IMPORT_BENCH_LISTMONK `=off` skip a run. Timed from the upload's first byte
+// IMPORT_BENCH_LISTMONK `=off` skip a run; LISTMONK_SRC (a clone of
+// listmonk's repository) runs that release's import too. Timed from the upload's first byte
 // until the job (listmonk: its import) is finished; each run's counts are
 // checked against what the file must give, by the system's own database.
 import { randomBytes } from "node:crypto";
@@ -19,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { ensureKafka, ensureMongo, KAFKA_VERSION } from "@emailsvc/testing";
+import { listmonkFromSource, type ListmonkBuild } from "../support/listmonk.js";
 import { describeMachine } from "../support/machine.js";
 import { api, oneProcess, processPerService, REPO, type Running, type ServiceName } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
@@ -173,25 +175,32 @@ async function main(): Promise<void> {
       }
     });
 
-    if (on("IMPORT_BENCH_LISTMONK")) await attempt("listmonk", async () => {
-      console.log(`listmonk: ${file.rows} rows`);
-      const lm = await runListmonkImport(file);
-      console.log(lm);
-      rows.push({
-        run: `listmonk ${lm.version} (PostgreSQL)`,
-        rows: file.rows,
-        seconds: round(lm.seconds),
-        rows_per_s: Math.round(file.rows / lm.seconds),
-        created: lm.created,
-        skipped: lm.imported - lm.created,
-        failed: lm.skipped_lines,
-        missing: lm.missing,
-        extra: lm.extra,
-        peak_rss_mb: lm.peak_rss_mb,
-        cpu_s: round(lm.cpu_s),
-        db_cpu_s: round(lm.postgres_cpu_s),
-      });
-    });
+    if (on("IMPORT_BENCH_LISTMONK")) {
+      // v1.1.0 from the module proxy; with LISTMONK_SRC (a clone of its
+      // repository, e.g. at v6.2.0) that release as well.
+      const builds: Array<() => Promise<ListmonkBuild | undefined>> = [async () => undefined];
+      if (process.env.LISTMONK_SRC) builds.push(() => listmonkFromSource(process.env.LISTMONK_SRC!));
+      for (const build of builds) {
+        await attempt("listmonk", async () => {
+          const lm = await runListmonkImport(file, await build());
+          console.log(lm);
+          rows.push({
+            run: `listmonk ${lm.version} (PostgreSQL)`,
+            rows: file.rows,
+            seconds: round(lm.seconds),
+            rows_per_s: Math.round(file.rows / lm.seconds),
+            created: lm.created,
+            skipped: lm.imported - lm.created,
+            failed: lm.skipped_lines,
+            missing: lm.missing,
+            extra: lm.extra,
+            peak_rss_mb: lm.peak_rss_mb,
+            cpu_s: round(lm.cpu_s),
+            db_cpu_s: round(lm.postgres_cpu_s),
+          });
+        });
+      }
+    }
 
     if (failures.length > 0) {
       console.error(`not recorded, ${failures.length} run(s) failed:\n${failures.join("\n")}`);
@@ -206,14 +215,16 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "import.json"), JSON.stringify(results, null, 2) + "\n");
     const ours = rows.find((r) => r.run.startsWith("emailsvc: embedded"));
-    const theirs = rows.find((r) => r.run.startsWith("listmonk"));
+    const theirs = rows.filter((r) => r.run.startsWith("listmonk"));
     const table = [
       `Run of ${at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} rows (${(file.bytes / 1e6).toFixed(1)} MB), of which ${file.badRows.length} not addresses, ${file.duplicates} repeats in the file, ${file.erased.length} erased beforehand: expected ${expected.created} created, ${expected.skipped} skipped, ${expected.failed} failed.`,
       "",
       "| run | rows | s | rows/s | created | skipped | failed | missing | extra | CPU s | DB CPU s | peak RSS MB (all processes) |",
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rows.map((r) => `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} |`),
-      ...(ours && theirs ? ["", `Ratio (embedded rows/s ÷ listmonk's): ${(ours.rows_per_s / theirs.rows_per_s).toFixed(2)}.`] : []),
+      ...(ours && theirs.length > 0
+        ? ["", `Ratio (our embedded rows/s ÷ listmonk's): ${theirs.map((r) => `${(ours.rows_per_s / r.rows_per_s).toFixed(2)} against ${r.run.replace(" (PostgreSQL)", "")}`).join(", ")}.`]
+        : []),
       ...(notRun.length > 0 ? ["", `Not run this time (\`=off\`): ${notRun.join(", ")}.`] : []),
     ].join("\n");
     writeResultsBlock(join(REPO, "bench", "README.md"), "import", "Subscriber import", table);

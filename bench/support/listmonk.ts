@@ -9,6 +9,8 @@
 // "This module version is not available"), so v1.1.0 (2021) is what runs. Its
 // sending path (a manager that fetches subscribers in batches and hands each
 // message to a pool of SMTP connections) is the one later releases still have.
+// A later release runs from a clone of its repository instead (LISTMONK_SRC,
+// `listmonkFromSource`; the import benchmark runs it beside v1.1.0).
 import { execFile } from "node:child_process";
 import { spawn, type ChildProcess } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -17,15 +19,23 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { ensureCachedDir, freePort, startPostgres } from "@emailsvc/testing";
 import { treeCpuSeconds } from "./process.js";
-import { peakRssMb } from "../support/process.js";
 
 const run = promisify(execFile);
 
 export const LISTMONK_VERSION = "v1.1.0";
 const MODULE = "github.com/knadh/listmonk";
 
+/** A listmonk build: its version, its binary and the directory it runs in (its queries, schema and static files). */
+export interface ListmonkBuild {
+  version: string;
+  binary: string;
+  dir: string;
+  /** From v4 on: the admin API takes an API user's token (created at --install), no longer the config's admin password. */
+  apiUsers: boolean;
+}
+
 /** Builds listmonk once (about a minute cold) into the cache (the testing kit's ensureCachedDir), then reuses it. */
-export async function prepareListmonk(log: (line: string) => void = console.log): Promise<{ binary: string; dir: string }> {
+export async function prepareListmonk(log: (line: string) => void = console.log): Promise<ListmonkBuild> {
   const { dir: home } = await ensureCachedDir(`listmonk-${LISTMONK_VERSION}`, async (tmp) => {
     log(`building listmonk ${LISTMONK_VERSION} from the Go module proxy`);
     const scratch = mkdtempSync(join(tmpdir(), "listmonk-mod-"));
@@ -49,7 +59,37 @@ export async function prepareListmonk(log: (line: string) => void = console.log)
       rmSync(scratch, { recursive: true, force: true });
     }
   });
-  return { binary: join(home, "listmonk"), dir: join(home, "src") };
+  return { version: LISTMONK_VERSION, binary: join(home, "listmonk"), dir: join(home, "src"), apiUsers: false };
+}
+
+/**
+ * Builds the listmonk of a clone of its repository (`src`, e.g. LISTMONK_SRC
+ * at v6.2.0) once per commit into the cache: `go build` of its checked-out
+ * tree (its Go modules from the proxy), the admin app's build replaced by a
+ * placeholder as for v1.1.0 (the API does not need it). Its version is what
+ * `git describe --tags` says.
+ */
+export async function listmonkFromSource(src: string, log: (line: string) => void = console.log): Promise<ListmonkBuild> {
+  const version = (await run("git", ["-C", src, "describe", "--tags", "--always"])).stdout.trim();
+  const commit = (await run("git", ["-C", src, "rev-parse", "--short=12", "HEAD"])).stdout.trim();
+  const { dir: home } = await ensureCachedDir(`listmonk-src-${commit}`, async (tmp) => {
+    log(`building listmonk ${version} from ${src}`);
+    const copy = join(tmp, "src");
+    // The tracked files at HEAD only: no build output or node_modules of the clone.
+    const archive = join(tmp, "src.tar");
+    await run("git", ["-C", src, "archive", "--format=tar", "-o", archive, "HEAD"]);
+    mkdirSync(copy, { recursive: true });
+    await run("tar", ["-xf", archive, "-C", copy]);
+    rmSync(archive);
+    mkdirSync(join(copy, "frontend", "dist"), { recursive: true });
+    writeFileSync(join(copy, "frontend", "dist", "index.html"), "<!doctype html><title>listmonk</title>");
+    await run("go", ["build", "-o", join(tmp, "listmonk"), "-ldflags", `-s -w -X 'main.versionString=${version}' -X 'main.buildString=${version} (${commit})'`, "./cmd"], {
+      cwd: copy,
+      env: { ...process.env, CGO_ENABLED: "0" },
+      maxBuffer: 16 << 20,
+    });
+  });
+  return { version, binary: join(home, "listmonk"), dir: join(home, "src"), apiUsers: true };
 }
 
 /** A running listmonk on its own PostgreSQL, with its admin API. */
@@ -78,12 +118,15 @@ export interface Listmonk {
  * starts, so that it reads them), then the binary, until /api/health answers.
  */
 export async function startListmonk(options: {
+  /** Default: v1.1.0 from the module proxy (prepareListmonk). */
+  build?: ListmonkBuild;
   settings: Record<string, unknown>;
   setup?: (psql: (sql: string) => Promise<string>) => Promise<void>;
   log?: (line: string) => void;
 }): Promise<Listmonk> {
   const log = options.log ?? console.log;
-  const { binary, dir } = await prepareListmonk(log);
+  const build = options.build ?? (await prepareListmonk(log));
+  const { binary, dir } = build;
   const pg = await startPostgres();
   const work = mkdtempSync(join(tmpdir(), "listmonk-run-"));
   let child: ChildProcess | undefined;
@@ -123,7 +166,14 @@ export async function startListmonk(options: {
         "",
       ].join("\n"),
     );
-    await run(binary, ["--config", config, "--install", "--yes"], { cwd: dir });
+    // A later release makes its first admin, and an API user whose token it
+    // prints to stderr, from these at --install; v1.1.0 reads the config's.
+    const installed = await run(binary, ["--config", config, "--install", "--yes"], {
+      cwd: dir,
+      env: { ...process.env, LISTMONK_ADMIN_USER: "bench", LISTMONK_ADMIN_PASSWORD: "bench-password", LISTMONK_ADMIN_API_USER: "benchapi" },
+    });
+    const token = /LISTMONK_ADMIN_API_TOKEN="([^"]+)"/.exec(installed.stderr)?.[1];
+    if (build.apiUsers && !token) throw new Error(`listmonk ${build.version} --install printed no API token:\n${installed.stderr}`);
     for (const [key, value] of Object.entries(options.settings)) {
       await psql(`UPDATE settings SET value = '${JSON.stringify(value)}'::jsonb WHERE key = '${key}'`);
     }
@@ -134,7 +184,7 @@ export async function startListmonk(options: {
     child.stdout!.on("data", (d) => output.push(String(d)));
     child.stderr!.on("data", (d) => output.push(String(d)));
     const base = `http://127.0.0.1:${port}`;
-    const auth = { authorization: `Basic ${Buffer.from("bench:bench-password").toString("base64")}` };
+    const auth = { authorization: build.apiUsers ? `token benchapi:${token}` : `Basic ${Buffer.from("bench:bench-password").toString("base64")}` };
     for (let i = 0; ; i++) {
       if (child.exitCode !== null || i > 300) throw new Error(`listmonk did not start:\n${output.join("")}`);
       try {
@@ -151,7 +201,7 @@ export async function startListmonk(options: {
       return JSON.parse(text) as { data: any };
     };
     return {
-      version: LISTMONK_VERSION,
+      version: build.version,
       base,
       auth,
       call,
