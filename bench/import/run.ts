@@ -48,6 +48,8 @@ export interface ImportRow {
   cpu_s: number;
   /** listmonk only: its PostgreSQL's CPU seconds meanwhile (ours on MongoDB: the shared server's are not counted). */
   db_cpu_s?: number;
+  /** Each process's peak memory and CPU seconds during the import (ours: the platform, or each service). */
+  processes: Record<string, { peak_rss_mb: number; cpu_s: number }>;
 }
 
 function round(x: number): number {
@@ -74,12 +76,16 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       if (erased.status >= 300) throw new Error(`erasing a subscriber beforehand: ${erased.status} ${JSON.stringify(erased.body)}`);
     }
     const cpu0 = platform.cpuSeconds();
+    const cpuBefore = platform.perProcess();
     const t0 = performance.now();
     const id = await startImport(platform.url, key, file);
     const job = await waitForImport(platform.url, key, id, console.log, t0);
     const seconds = (performance.now() - t0) / 1000;
     const cpu = platform.cpuSeconds() - cpu0;
     const peak = platform.peakRssMb();
+    const processes = Object.fromEntries(
+      Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (cpuBefore[name]?.cpu_s ?? 0)) }]),
+    );
     if (job.state !== "completed") throw new Error(`import ended ${job.state}: ${JSON.stringify(job)}`);
     await platform.stop();
     stopped = true;
@@ -96,6 +102,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       extra,
       peak_rss_mb: peak,
       cpu_s: round(cpu),
+      processes,
     };
   } finally {
     if (!stopped) await platform.stop();
@@ -197,6 +204,7 @@ async function main(): Promise<void> {
             peak_rss_mb: lm.peak_rss_mb,
             cpu_s: round(lm.cpu_s),
             db_cpu_s: round(lm.postgres_cpu_s),
+            processes: { listmonk: { peak_rss_mb: lm.peak_rss_mb, cpu_s: round(lm.cpu_s) } },
           });
         });
       }

@@ -30,13 +30,21 @@ export interface Running {
   peakRssMb(): number;
   /** CPU seconds its processes have used so far. */
   cpuSeconds(): number;
+  /** Each process's peak memory (MB) and CPU seconds so far, by name (`platform`, or the service). */
+  perProcess(): Record<string, { peak_rss_mb: number; cpu_s: number }>;
   stop(): Promise<void>;
 }
 
 /** `npm start`: every service in one process. */
 export async function oneProcess(dataDir: string, env: Record<string, string>): Promise<Running> {
   const p = await startPlatform(dataDir, env);
-  return { url: p.url, peakRssMb: () => peakRssMb(p.child.pid!), cpuSeconds: () => cpuSeconds(p.child.pid!), stop: () => p.stop() };
+  return {
+    url: p.url,
+    peakRssMb: () => peakRssMb(p.child.pid!),
+    cpuSeconds: () => cpuSeconds(p.child.pid!),
+    perProcess: () => ({ platform: { peak_rss_mb: peakRssMb(p.child.pid!), cpu_s: cpuSeconds(p.child.pid!) } }),
+    stop: () => p.stop(),
+  };
 }
 
 export const SERVICES = ["subscribers", "templates", "delivery", "campaigns", "webhooks", "gateway"] as const;
@@ -59,13 +67,16 @@ export async function processPerService(dataDir: string, env: Record<string, str
     WEBHOOKS_URL: `http://127.0.0.1:${ports.webhooks}`,
   };
   const started: NodeProcess[] = [];
+  const names: ServiceName[] = [];
   const stop = async () => {
     await Promise.all(started.map((p) => p.stop()));
   };
   const url = `http://127.0.0.1:${ports.gateway}`;
   try {
-    const start = async (service: ServiceName, extra: Record<string, string>, readyUrl?: string) =>
+    const start = async (service: ServiceName, extra: Record<string, string>, readyUrl?: string) => {
       started.push(await startNodeProcess(REPO, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...env, ...own(service), ...extra }, readyUrl ? { readyUrl } : {}));
+      names.push(service);
+    };
     for (const service of ["subscribers", "templates", "delivery", "campaigns", "webhooks"] as const) await start(service, { GRPC_PORT: String(ports[service]) });
     await start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" }, `${url}/readyz`);
   } catch (err) {
@@ -76,6 +87,7 @@ export async function processPerService(dataDir: string, env: Record<string, str
     url,
     peakRssMb: () => started.reduce((sum, p) => sum + peakRssMb(p.child.pid!), 0),
     cpuSeconds: () => started.reduce((sum, p) => sum + cpuSeconds(p.child.pid!), 0),
+    perProcess: () => Object.fromEntries(started.map((p, i) => [names[i]!, { peak_rss_mb: peakRssMb(p.child.pid!), cpu_s: cpuSeconds(p.child.pid!) }])),
     stop,
   };
 }
