@@ -21,11 +21,11 @@ export interface JobCounts {
  * one function that knows the request's shape; resolves the job's id.
  */
 export async function startImport(base: string, key: string, file: ImportFile): Promise<string> {
+  // The tags cell's names are separated by `;` (TAG_SEPARATOR), which the import takes, as `,`.
   const query = new URLSearchParams({
     mode: "create",
     email_column: "email",
     tags_column: "tags",
-    tags_separator: ";",
     metadata_columns: "name,city,plan",
   });
   const res = await fetch(`${base}/api/v1/subscribers/imports?${query}`, {
