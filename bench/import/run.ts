@@ -52,6 +52,20 @@ export interface ImportRow {
   processes: Record<string, { peak_rss_mb: number; cpu_s: number }>;
 }
 
+/** The MongoDB-protocol server by what it says of itself (FerretDB names its version and backend apart). */
+async function describeMongo(url: string, fallback: string): Promise<string> {
+  const client = await MongoClient.connect(url);
+  try {
+    const info = (await client.db("admin").command({ buildInfo: 1 })) as { version?: string; ferretdbVersion?: string; ferretdb?: { version?: string; backend?: string } };
+    if (info.ferretdbVersion) return `FerretDB ${info.ferretdbVersion}`;
+    return info.version ? `MongoDB ${info.version}` : fallback;
+  } catch {
+    return fallback;
+  } finally {
+    await client.close();
+  }
+}
+
 function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
@@ -161,9 +175,10 @@ async function main(): Promise<void> {
         SEALING_KEYS: keys(),
       };
       const dbName = (service: string) => `${prefix}_${service}`;
+      const server = await describeMongo(mongo.url, mongo.description);
       try {
         rows.push(
-          await runOurs(`emailsvc: process per service, ${mongo.description}, Kafka ${KAFKA_VERSION}`, file, () => processPerService(dataDir, env, (service: ServiceName) => ({ MONGO_DB: dbName(service) })), (service) => ({
+          await runOurs(`emailsvc: process per service, ${server}, Kafka ${KAFKA_VERSION}`, file, () => processPerService(dataDir, env, (service: ServiceName) => ({ MONGO_DB: dbName(service) })), (service) => ({
             mongoUrl: mongo.url,
             dbName: dbName(service),
           })),
