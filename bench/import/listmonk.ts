@@ -10,7 +10,7 @@
 // transaction committed every 10,000 rows. Its progress is a count of rows
 // committed; it has no per-row report beyond a log, and its only settings are
 // the request's (mode, status, overwrite, delimiter, lists).
-import { openAsBlob } from "node:fs";
+import { openAsBlob, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { startListmonk, type ListmonkBuild } from "../support/listmonk.js";
 import { cpuSeconds, peakRssMb } from "../support/process.js";
@@ -50,6 +50,8 @@ export interface ListmonkImportResult {
   peak_rss_mb: number;
   cpu_s: number;
   postgres_cpu_s: number;
+  /** /proc/loadavg as the import started. */
+  loadavg_start: string;
 }
 
 const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
@@ -78,6 +80,7 @@ export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild,
     form.set("file", await openAsBlob(file.path, { type: "text/csv" }), basename(file.path).replace(/\.[^.]*$/, "") + ".csv");
     const cpu0 = cpuSeconds(listmonk.pid);
     const pgCpu0 = listmonk.postgresCpuSeconds();
+    const loadavg = readFileSync("/proc/loadavg", "utf8").trim();
     const t0 = performance.now();
     const started = await fetch(`${listmonk.base}/api/import/subscribers`, { method: "POST", headers: listmonk.auth, body: form });
     if (!started.ok) throw new Error(`listmonk POST /api/import/subscribers: ${started.status} ${await started.text()}`);
@@ -130,6 +133,7 @@ export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild,
       peak_rss_mb: peakRssMb(listmonk.pid),
       cpu_s: cpu,
       postgres_cpu_s: postgresCpu,
+      loadavg_start: loadavg,
     };
   } finally {
     await listmonk.stop();

@@ -15,7 +15,7 @@
 // until the job (listmonk: its import) is finished; each run's counts are
 // checked against what the file must give, by the system's own database.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
@@ -36,7 +36,11 @@ export interface ImportRow {
   rows: number;
   seconds: number;
   rows_per_s: number;
-  /** As the system reports them (listmonk: created and blocklisted by its tables, skipped = rows its log skipped). */
+  /**
+   * As the system reports them. listmonk's: created = subscribers new in its
+   * tables, skipped = rows it committed beyond those (repeats, blocklisted),
+   * failed = rows its log says it skipped.
+   */
   created: number;
   skipped: number;
   failed: number;
@@ -50,13 +54,15 @@ export interface ImportRow {
   db_cpu_s?: number;
   /** Each process's peak memory and CPU seconds during the import (ours: the platform, or each service). */
   processes: Record<string, { peak_rss_mb: number; cpu_s: number }>;
+  /** /proc/loadavg as this run's import started (the runs are minutes apart on a shared machine). */
+  loadavg_start: string;
 }
 
-/** The MongoDB-protocol server by what it says of itself (FerretDB names its version and backend apart). */
+/** The MongoDB-protocol server by what it says of itself (FerretDB names its own version beside the MongoDB one it speaks). */
 async function describeMongo(url: string, fallback: string): Promise<string> {
   const client = await MongoClient.connect(url);
   try {
-    const info = (await client.db("admin").command({ buildInfo: 1 })) as { version?: string; ferretdbVersion?: string; ferretdb?: { version?: string; backend?: string } };
+    const info = (await client.db("admin").command({ buildInfo: 1 })) as { version?: string; ferretdbVersion?: string };
     if (info.ferretdbVersion) return `FerretDB ${info.ferretdbVersion}`;
     return info.version ? `MongoDB ${info.version}` : fallback;
   } catch {
@@ -91,6 +97,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
     }
     const cpu0 = platform.cpuSeconds();
     const cpuBefore = platform.perProcess();
+    const loadavg = readFileSync("/proc/loadavg", "utf8").trim();
     const t0 = performance.now();
     const id = await startImport(platform.url, key, file);
     const job = await waitForImport(platform.url, key, id, console.log, t0);
@@ -117,6 +124,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       peak_rss_mb: peak,
       cpu_s: round(cpu),
       processes,
+      loadavg_start: loadavg,
     };
   } finally {
     if (!stopped) await platform.stop();
@@ -220,6 +228,7 @@ async function main(): Promise<void> {
             cpu_s: round(lm.cpu_s),
             db_cpu_s: round(lm.postgres_cpu_s),
             processes: { listmonk: { peak_rss_mb: lm.peak_rss_mb, cpu_s: round(lm.cpu_s) } },
+            loadavg_start: lm.loadavg_start,
           });
         });
       }
@@ -251,9 +260,12 @@ async function main(): Promise<void> {
     const table = [
       `Run of ${at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} rows (${(file.bytes / 1e6).toFixed(1)} MB), of which ${file.badRows.length} not addresses, ${file.duplicates} repeats in the file, ${file.erased.length} erased beforehand: expected ${expected.created} created, ${expected.skipped} skipped, ${expected.failed} failed.`,
       "",
-      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | CPU s | DB CPU s | peak RSS MB (all processes) |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-      ...rows.map((r) => `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} |`),
+      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | CPU s | DB CPU s | peak RSS MB (all processes) | load at its start |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ...rows.map(
+        (r) =>
+          `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} | ${r.loadavg_start.split(" ")[0]} |`,
+      ),
       ...(ours && theirs.length > 0
         ? ["", `Ratio (our embedded rows/s ÷ listmonk's): ${theirs.map((r) => `${(ours.rows_per_s / r.rows_per_s).toFixed(2)} against ${r.run.replace(" (PostgreSQL)", "")}`).join(", ")}.`]
         : []),
