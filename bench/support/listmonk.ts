@@ -30,8 +30,6 @@ export interface ListmonkBuild {
   version: string;
   binary: string;
   dir: string;
-  /** From v4 on: the admin API takes an API user's token (created at --install), no longer the config's admin password. */
-  apiUsers: boolean;
 }
 
 /** Builds listmonk once (about a minute cold) into the cache (the testing kit's ensureCachedDir), then reuses it. */
@@ -59,7 +57,7 @@ export async function prepareListmonk(log: (line: string) => void = console.log)
       rmSync(scratch, { recursive: true, force: true });
     }
   });
-  return { version: LISTMONK_VERSION, binary: join(home, "listmonk"), dir: join(home, "src"), apiUsers: false };
+  return { version: LISTMONK_VERSION, binary: join(home, "listmonk"), dir: join(home, "src") };
 }
 
 /**
@@ -89,7 +87,7 @@ export async function listmonkFromSource(src: string, log: (line: string) => voi
       maxBuffer: 16 << 20,
     });
   });
-  return { version, binary: join(home, "listmonk"), dir: join(home, "src"), apiUsers: true };
+  return { version, binary: join(home, "listmonk"), dir: join(home, "src") };
 }
 
 /** A running listmonk on its own PostgreSQL, with its admin API. */
@@ -166,14 +164,14 @@ export async function startListmonk(options: {
         "",
       ].join("\n"),
     );
-    // A later release makes its first admin, and an API user whose token it
-    // prints to stderr, from these at --install; v1.1.0 reads the config's.
+    // From v4 on, the admin API takes an API user's token, no longer the
+    // config's admin password: --install makes the first admin and an API
+    // user from these, and prints the user's token to stderr. v1.1.0 ignores them.
     const installed = await run(binary, ["--config", config, "--install", "--yes"], {
       cwd: dir,
       env: { ...process.env, LISTMONK_ADMIN_USER: "bench", LISTMONK_ADMIN_PASSWORD: "bench-password", LISTMONK_ADMIN_API_USER: "benchapi" },
     });
     const token = /LISTMONK_ADMIN_API_TOKEN="([^"]+)"/.exec(installed.stderr)?.[1];
-    if (build.apiUsers && !token) throw new Error(`listmonk ${build.version} --install printed no API token:\n${installed.stderr}`);
     for (const [key, value] of Object.entries(options.settings)) {
       await psql(`UPDATE settings SET value = '${JSON.stringify(value)}'::jsonb WHERE key = '${key}'`);
     }
@@ -184,7 +182,7 @@ export async function startListmonk(options: {
     child.stdout!.on("data", (d) => output.push(String(d)));
     child.stderr!.on("data", (d) => output.push(String(d)));
     const base = `http://127.0.0.1:${port}`;
-    const auth = { authorization: build.apiUsers ? `token benchapi:${token}` : `Basic ${Buffer.from("bench:bench-password").toString("base64")}` };
+    const auth = { authorization: token ? `token benchapi:${token}` : `Basic ${Buffer.from("bench:bench-password").toString("base64")}` };
     for (let i = 0; ; i++) {
       if (child.exitCode !== null || i > 300) throw new Error(`listmonk did not start:\n${output.join("")}`);
       try {
