@@ -45,9 +45,14 @@ export async function startImport(base: string, key: string, file: ImportFile): 
   return (JSON.parse(text) as { id: string }).id;
 }
 
+/** A job whose rows read stay the same this long has stalled: the run fails instead of waiting for ever. */
+const STALL_MS = 5 * 60_000;
+
 /** Polls the job until it is no longer queued or running; resolves its last view. */
 export async function waitForImport(base: string, key: string, id: string, log: (line: string) => void, t0: number): Promise<{ state: string } & JobCounts> {
   let lastLog = 0;
+  let lastRead = -1;
+  let lastProgress = performance.now();
   for (;;) {
     const job = await api(base, key, "GET", `/api/v1/subscribers/imports/${id}`);
     if (job.status !== 200) throw new Error(`GET /api/v1/subscribers/imports/${id}: ${job.status} ${JSON.stringify(job.body)}`);
@@ -55,6 +60,12 @@ export async function waitForImport(base: string, key: string, id: string, log: 
     const body = job.body as { state: string; counts?: JobCounts } & Partial<JobCounts>;
     const view = { state: body.state, ...(body.counts ?? (body as JobCounts)) };
     if (!["uploading", "queued", "running"].includes(view.state)) return view;
+    if (view.rows_read !== lastRead) {
+      lastRead = view.rows_read;
+      lastProgress = performance.now();
+    } else if (performance.now() - lastProgress > STALL_MS) {
+      throw new Error(`import ${id} stalled: ${view.state}, ${view.rows_read} rows read, none more for ${STALL_MS / 60_000} min`);
+    }
     if (performance.now() - lastLog > 5000) {
       lastLog = performance.now();
       log(`  ${((performance.now() - t0) / 1000).toFixed(1)} s: ${view.state}, ${view.rows_read} read, ${view.created} created, ${view.skipped} skipped, ${view.failed} failed`);
