@@ -86,9 +86,19 @@ export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild,
     if (!started.ok) throw new Error(`listmonk POST /api/import/subscribers: ${started.status} ${await started.text()}`);
     let stats: { status: string; total: number; imported: number };
     let lastLog = 0;
+    let lastImported = -1;
+    let lastProgress = performance.now();
     for (;;) {
       stats = (await listmonk.call("GET", "/api/import/subscribers")).data;
       if (stats.status !== "importing" && stats.status !== "stopping") break;
+      // Its counter moves every 10,000 rows; a statement that fails ends its
+      // committing goroutine while the reader waits on the queue for ever.
+      if (stats.imported !== lastImported) {
+        lastImported = stats.imported;
+        lastProgress = performance.now();
+      } else if (performance.now() - lastProgress > 5 * 60_000) {
+        throw new Error(`listmonk's import stalled at ${stats.imported} of ${stats.total}:\n${(await listmonk.call("GET", "/api/import/subscribers/logs")).data}`);
+      }
       if (performance.now() - lastLog > 5000) {
         lastLog = performance.now();
         log(`  listmonk ${listmonk.version}: ${((performance.now() - t0) / 1000).toFixed(1)} s, ${stats.imported} of ${stats.total} imported`);
