@@ -15,6 +15,13 @@ export const TAG_SEPARATOR = ";";
  */
 export const COLUMNS = ["email", "name", "city", "plan", "attributes", "tags"] as const;
 
+export interface RowValues {
+  name: string;
+  city: string;
+  plan: string;
+  tags: string[];
+}
+
 export interface ImportFile {
   path: string;
   bytes: number;
@@ -22,6 +29,8 @@ export interface ImportFile {
   rows: number;
   /** Each distinct good address once, in the order of its first row (the erased ones included). */
   good: string[];
+  /** What each good address's first row says (the values a correct import keeps). */
+  values: Map<string, RowValues>;
   /** Good addresses erased before the import (ours skips them as suppressed); none of them repeated in the file. */
   erased: string[];
   /** Rows repeating an address of an earlier good row (the first row wins). */
@@ -74,6 +83,7 @@ export async function generateImportFile(path: string, rows: number, options: { 
   const duplicateShare = options.duplicateShare ?? 0.02;
   const erasedShare = options.erasedShare ?? 0.005;
   const good: string[] = [];
+  const values = new Map<string, RowValues>();
   const erased = new Set<string>();
   const badRows: number[] = [];
   let duplicates = 0;
@@ -84,7 +94,8 @@ export async function generateImportFile(path: string, rows: number, options: { 
     const name = `${pick(FIRST)} ${pick(LAST)}`;
     const city = pick(CITIES);
     const plan = pick(PLANS);
-    const tags = TAGS.filter(() => random() < 0.3).join(TAG_SEPARATOR);
+    const tagList = TAGS.filter(() => random() < 0.3);
+    const tags = tagList.join(TAG_SEPARATOR);
     const roll = random();
     let email: string;
     if (roll < badShare) {
@@ -105,6 +116,7 @@ export async function generateImportFile(path: string, rows: number, options: { 
       good.push(email);
       if (random() < erasedShare) erased.add(email);
     }
+    if (!values.has(email) && badRows.at(-1) !== row) values.set(email, { name, city, plan, tags: tagList });
     const attributes = JSON.stringify({ city, plan });
     buffer += [email, name, city, plan, attributes, tags].map(cell).join(",") + "\n";
     if (buffer.length > 1 << 16) {
@@ -116,5 +128,5 @@ export async function generateImportFile(path: string, rows: number, options: { 
   bytes += Buffer.byteLength(buffer);
   out.end(buffer);
   await once(out, "finish");
-  return { path, bytes, rows, good, erased: [...erased], duplicates, badRows };
+  return { path, bytes, rows, good, values, erased: [...erased], duplicates, badRows };
 }

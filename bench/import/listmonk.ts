@@ -47,6 +47,8 @@ export interface ListmonkImportResult {
   /** Good addresses with no subscriber, and subscribers the file does not explain. */
   missing: number;
   extra: number;
+  /** Subscribers whose name or attributes are not their address's first row's. */
+  wrong: number;
   peak_rss_mb: number;
   cpu_s: number;
   postgres_cpu_s: number;
@@ -113,17 +115,26 @@ export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild,
     const skippedLines = logs.split("\n").filter((line) => line.includes("skipping")).length;
 
     // Every good row exactly once, by its tables (email is unique there).
-    const rows = (await listmonk.psql("SELECT s.email, s.status, count(sl.list_id) FROM subscribers s LEFT JOIN subscriber_lists sl ON sl.subscriber_id = s.id AND sl.list_id = 1 GROUP BY s.id"))
+    // Fields separated by a tab (no value holds one).
+    const rows = (
+      await listmonk.psql(
+        "SELECT s.email, s.status, count(sl.list_id), s.name, coalesce(s.attribs->>'city', ''), coalesce(s.attribs->>'plan', '') FROM subscribers s LEFT JOIN subscriber_lists sl ON sl.subscriber_id = s.id AND sl.list_id = 1 GROUP BY s.id",
+        "\t",
+      )
+    )
       .split("\n")
       .filter(Boolean)
-      .map((line) => line.split("|"));
+      .map((line) => line.split("\t"));
     const erased = new Set(file.erased);
     const expected = new Set(file.good);
     const present = new Set<string>();
     let extra = 0;
     let created = 0;
     let blocklisted = 0;
-    for (const [email, status, lists] of rows) {
+    let wrong = 0;
+    for (const [email, status, lists, name, city, plan] of rows) {
+      const want = erased.has(email!) ? undefined : file.values.get(email!);
+      if (want && (name !== want.name || city !== want.city || plan !== want.plan)) wrong++;
       if (!expected.has(email!) || lists !== "1") extra++;
       present.add(email!);
       if (status === "enabled" && !erased.has(email!)) created++;
@@ -140,6 +151,7 @@ export async function runListmonkImport(file: ImportFile, build?: ListmonkBuild,
       blocklisted,
       missing,
       extra,
+      wrong,
       peak_rss_mb: peakRssMb(listmonk.pid),
       cpu_s: cpu,
       postgres_cpu_s: postgresCpu,

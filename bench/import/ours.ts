@@ -78,22 +78,33 @@ export async function waitForImport(base: string, key: string, id: string, log: 
  * Every good row exactly once, by the subscribers service's own store (after
  * the platform stopped): `missing` good addresses with no live subscriber
  * (the erased ones excepted), `extra` subscribers the file does not explain
- * (an erased address back, an address twice, anything else).
+ * (an erased address back, an address twice, anything else), `wrong` ones
+ * whose metadata or tags are not their address's first row's.
  */
-export async function checkOurs(store: { mongoUrl?: string; dataDir?: string; dbName: string }, tenant: string, file: ImportFile): Promise<{ missing: number; extra: number }> {
+export async function checkOurs(store: { mongoUrl?: string; dataDir?: string; dbName: string }, tenant: string, file: ImportFile): Promise<{ missing: number; extra: number; wrong: number }> {
   const opened = await openStore(store);
   try {
     const docs = await opened.collection("subscribers").find({ tenant });
+    const tagNames = new Map((await opened.collection("tags").find({ tenant })).map((t) => [t._id as string, t.name as string]));
     const live = docs.filter((d) => d.deleted !== true);
     const erased = new Set(file.erased);
     const seen = new Map<string, number>();
-    for (const d of live) seen.set(d.email_key as string, (seen.get(d.email_key as string) ?? 0) + 1);
+    let wrong = 0;
+    for (const d of live) {
+      const key = d.email_key as string;
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+      const want = file.values.get(key);
+      if (!want) continue;
+      const metadata = d.metadata as Record<string, unknown>;
+      const tags = (d.tag_ids as string[]).map((id) => tagNames.get(id)).sort();
+      if (metadata.name !== want.name || metadata.city !== want.city || metadata.plan !== want.plan || tags.join(",") !== [...want.tags].sort().join(",")) wrong++;
+    }
     let missing = 0;
     for (const address of file.good) if (!erased.has(address) && seen.get(address) === undefined) missing++;
     const expected = new Set(file.good.filter((address) => !erased.has(address)));
     let extra = 0;
     for (const [address, count] of seen) extra += expected.has(address) ? count - 1 : count;
-    return { missing, extra };
+    return { missing, extra, wrong };
   } finally {
     await opened.close();
   }

@@ -47,6 +47,8 @@ export interface ImportRow {
   /** Good addresses without exactly one subscriber, and subscribers the file does not explain: both must be 0. */
   missing: number;
   extra: number;
+  /** Subscribers whose values (ours: metadata and tags; listmonk: name and attributes) are not their address's first row's: must be 0. */
+  wrong: number;
   peak_rss_mb: number;
   /** CPU seconds of the system's own processes during the import. */
   cpu_s: number;
@@ -110,7 +112,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
     if (job.state !== "completed") throw new Error(`import ended ${job.state}: ${JSON.stringify(job)}`);
     await platform.stop();
     stopped = true;
-    const { missing, extra } = await checkOurs(store("subscribers"), `${account.body.id}:live`, file);
+    const { missing, extra, wrong } = await checkOurs(store("subscribers"), `${account.body.id}:live`, file);
     return {
       run: name,
       rows: file.rows,
@@ -121,6 +123,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       failed: job.failed,
       missing,
       extra,
+      wrong,
       peak_rss_mb: peak,
       cpu_s: round(cpu),
       processes,
@@ -224,6 +227,7 @@ async function main(): Promise<void> {
             failed: lm.skipped_lines,
             missing: lm.missing,
             extra: lm.extra,
+            wrong: lm.wrong,
             peak_rss_mb: lm.peak_rss_mb,
             cpu_s: round(lm.cpu_s),
             db_cpu_s: round(lm.postgres_cpu_s),
@@ -238,7 +242,9 @@ async function main(): Promise<void> {
     // counts (listmonk's "skipped" and "failed" as derived above) differing
     // from what the file must give is only said (the table shows both).
     for (const r of rows) {
-      if (r.missing > 0 || r.extra > 0) failures.push(`${r.run}: ${r.missing} good addresses missing, ${r.extra} subscribers the file does not explain`);
+      if (r.missing > 0 || r.extra > 0 || r.wrong > 0) {
+        failures.push(`${r.run}: ${r.missing} good addresses missing, ${r.extra} subscribers the file does not explain, ${r.wrong} with values not their first row's`);
+      }
       const off = (["created", "skipped", "failed"] as const).filter((k) => r[k] !== expected[k]);
       if (off.length > 0) console.warn(`${r.run}: its ${off.join(", ")} differ from the file's ${JSON.stringify(expected)}`);
     }
@@ -260,11 +266,11 @@ async function main(): Promise<void> {
     const table = [
       `Run of ${at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} rows (${(file.bytes / 1e6).toFixed(1)} MB), of which ${file.badRows.length} not addresses, ${file.duplicates} repeats in the file, ${file.erased.length} erased beforehand: expected ${expected.created} created, ${expected.skipped} skipped, ${expected.failed} failed.`,
       "",
-      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | CPU s | DB CPU s | peak RSS MB (all processes) | load at its start |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | wrong | CPU s | DB CPU s | peak RSS MB (all processes) | load at its start |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rows.map(
         (r) =>
-          `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} | ${r.loadavg_start.split(" ")[0]} |`,
+          `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.wrong} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} | ${r.loadavg_start.split(" ")[0]} |`,
       ),
       ...(ours && theirs.length > 0
         ? ["", `Ratio (our embedded rows/s ÷ listmonk's): ${theirs.map((r) => `${(ours.rows_per_s / r.rows_per_s).toFixed(2)} against ${r.run.replace(" (PostgreSQL)", "")}`).join(", ")}.`]

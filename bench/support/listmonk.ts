@@ -99,8 +99,8 @@ export interface Listmonk {
   auth: Record<string, string>;
   /** A JSON call to its admin API; throws on an error status. */
   call(method: string, path: string, body?: unknown): Promise<{ data: any }>;
-  /** One SQL script through psql on its database; the output unaligned, tuples only. */
-  psql(sql: string): Promise<string>;
+  /** One SQL script through psql on its database; the output unaligned, tuples only, fields split by `separator` (default `|`). */
+  psql(sql: string, separator?: string): Promise<string>;
   /** listmonk's process id. */
   pid: number;
   /** CPU seconds PostgreSQL (the postmaster and its backends) has used so far. */
@@ -137,8 +137,8 @@ export async function startListmonk(options: {
     rmSync(work, { recursive: true, force: true });
   };
   try {
-    const psql = async (sql: string) =>
-      (await run("psql", ["-h", pg.socketDir, "-U", "ferretdb", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-q", "-A", "-t", "-c", sql], { maxBuffer: 256 << 20 })).stdout;
+    const psql = async (sql: string, separator = "|") =>
+      (await run("psql", ["-h", pg.socketDir, "-U", "ferretdb", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-q", "-A", "-t", "-F", separator, "-c", sql], { maxBuffer: 256 << 20 })).stdout;
     const postmaster = Number(readFileSync(join(pg.socketDir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
     const port = await freePort();
     const config = join(work, "config.toml");
