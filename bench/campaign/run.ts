@@ -22,6 +22,7 @@ import { LISTMONK_VERSION } from "../support/listmonk.js";
 import { api, oneProcess, processPerService, REPO as repo, startPlatform as startPlatformWith, type Running } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { runListmonkCampaign } from "./listmonk.js";
+
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
 /** Recipients of the side-by-side run through SMTP (ours and listmonk's). */
 const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
