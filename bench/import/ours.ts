@@ -37,8 +37,8 @@ export async function startImport(base: string, key: string, file: ImportFile): 
   // Without the route, /subscribers/{id} takes the path: 405 (404 on a gateway without that either).
   if (res.status === 404 || res.status === 405) {
     throw new Error(
-      `POST /api/v1/subscribers/imports answered ${res.status}: the import API (issue 18's bulk import) is not in this build. " +
-        "Build a branch that has it, or run listmonk's side alone (IMPORT_BENCH_EMBEDDED=off IMPORT_BENCH_SPLIT=off).`,
+      `POST /api/v1/subscribers/imports answered ${res.status}: the import API (issue 18's bulk import) is not in this build. ` +
+        "Build a branch that has it, or run listmonk's side alone (IMPORT_BENCH_EMBEDDED=off IMPORT_BENCH_SPLIT=off).",
     );
   }
   if (res.status !== 202 && res.status !== 201) throw new Error(`POST /api/v1/subscribers/imports: ${res.status} ${text}`);

@@ -22,7 +22,7 @@ import { MongoClient } from "mongodb";
 import { ensureKafka, ensureMongo, KAFKA_VERSION } from "@emailsvc/testing";
 import { listmonkFromSource, type ListmonkBuild } from "../support/listmonk.js";
 import { describeMachine } from "../support/machine.js";
-import { api, oneProcess, processPerService, REPO, type Running, type ServiceName } from "../support/platform.js";
+import { api, oneProcess, processPerService, REPO, SERVICES, type Running, type ServiceName } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { generateImportFile, type ImportFile } from "./generate.js";
 import { LISTMONK_IMPORT_PARAMS, runListmonkImport } from "./listmonk.js";
@@ -171,39 +171,39 @@ async function main(): Promise<void> {
 
     if (on("IMPORT_BENCH_SPLIT")) await attempt("process per service", async () => {
       const mongo = await ensureMongo();
-      const kafka = await ensureKafka();
-      const dataDir = mkdtempSync(join(tmpdir(), "bench-import-split-"));
-      const prefix = `bimp${Date.now().toString(36)}`;
-      const keys = () => `k1:${randomBytes(32).toString("base64")}`;
-      // On MongoDB no service keeps development keys: the same keys for every service.
-      const env = {
-        ...unlimited,
-        MONGO_URL: mongo.url,
-        KAFKA_BROKERS: kafka.brokers,
-        KAFKA_NAMESPACE: prefix,
-        TOKEN_SIGNING_KEYS: keys(),
-        SUPPRESSION_KEYS: keys(),
-        SEALING_KEYS: keys(),
-      };
-      const dbName = (service: string) => `${prefix}_${service}`;
-      const server = await describeMongo(mongo.url, mongo.description);
       try {
-        rows.push(
-          await runOurs(`emailsvc: process per service, ${server}, Kafka ${KAFKA_VERSION}`, file, () => processPerService(dataDir, env, (service: ServiceName) => ({ MONGO_DB: dbName(service) })), (service) => ({
-            mongoUrl: mongo.url,
-            dbName: dbName(service),
-          })),
-        );
-        console.log(rows.at(-1));
-      } finally {
-        const client = await MongoClient.connect(mongo.url);
+        const kafka = await ensureKafka();
+        const dataDir = mkdtempSync(join(tmpdir(), "bench-import-split-"));
+        const prefix = `bimp${Date.now().toString(36)}`;
+        const dbName = (service: string) => `${prefix}_${service}`;
+        const keys = () => `k1:${randomBytes(32).toString("base64")}`;
+        // On MongoDB no service keeps development keys: the same keys for every service.
+        const env = {
+          ...unlimited,
+          MONGO_URL: mongo.url,
+          KAFKA_BROKERS: kafka.brokers,
+          KAFKA_NAMESPACE: prefix,
+          TOKEN_SIGNING_KEYS: keys(),
+          SUPPRESSION_KEYS: keys(),
+          SEALING_KEYS: keys(),
+        };
         try {
-          for (const service of ["subscribers", "templates", "delivery", "campaigns", "webhooks", "gateway"]) await client.db(dbName(service)).dropDatabase();
+          const server = await describeMongo(mongo.url, mongo.description);
+          const launch = () => processPerService(dataDir, env, (service: ServiceName) => ({ MONGO_DB: dbName(service) }));
+          rows.push(await runOurs(`emailsvc: process per service, ${server}, Kafka ${KAFKA_VERSION}`, file, launch, (service) => ({ mongoUrl: mongo.url, dbName: dbName(service) })));
+          console.log(rows.at(-1));
         } finally {
-          await client.close();
+          // The run's databases go (the server may be a shared one); so does its data directory.
+          const client = await MongoClient.connect(mongo.url);
+          try {
+            for (const service of SERVICES) await client.db(dbName(service)).dropDatabase();
+          } finally {
+            await client.close();
+          }
+          rmSync(dataDir, { recursive: true, force: true });
+          await kafka.stop();
         }
-        rmSync(dataDir, { recursive: true, force: true });
-        await kafka.stop();
+      } finally {
         await mongo.stop();
       }
     });
