@@ -50,6 +50,8 @@ export interface ImportRow {
   /** Subscribers whose values (ours: metadata and tags; listmonk: name and attributes) are not their address's first row's: must be 0. */
   wrong: number;
   peak_rss_mb: number;
+  /** The same peak as the import started (after the setup): what the import added is the difference (ours; the embedded store keeps every document in memory, so part of it is the subscribers themselves). */
+  peak_rss_before_mb?: number;
   /** CPU seconds of the system's own processes during the import. */
   cpu_s: number;
   /** listmonk only: its PostgreSQL's CPU seconds meanwhile (ours on MongoDB: the shared server's are not counted). */
@@ -98,6 +100,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       if (erased.status >= 300) throw new Error(`erasing a subscriber beforehand: ${erased.status} ${JSON.stringify(erased.body)}`);
     }
     const cpu0 = platform.cpuSeconds();
+    const peakBefore = platform.peakRssMb();
     const cpuBefore = platform.perProcess();
     const loadavg = readFileSync("/proc/loadavg", "utf8").trim();
     const t0 = performance.now();
@@ -125,6 +128,7 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       extra,
       wrong,
       peak_rss_mb: peak,
+      peak_rss_before_mb: peakBefore,
       cpu_s: round(cpu),
       processes,
       loadavg_start: loadavg,
