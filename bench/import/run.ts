@@ -11,7 +11,8 @@
 //
 // IMPORT_BENCH_N sets the rows; IMPORT_BENCH_EMBEDDED, IMPORT_BENCH_SPLIT,
 // IMPORT_BENCH_LISTMONK `=off` skip a run; LISTMONK_SRC (a clone of
-// listmonk's repository) runs that release's import too. Timed from the upload's first byte
+// listmonk's repository, at LISTMONK_REF or its HEAD) runs that release's
+// import too. Timed from the upload's first byte
 // until the job (listmonk: its import) is finished; each run's counts are
 // checked against what the file must give, by the system's own database.
 import { randomBytes } from "node:crypto";
@@ -214,9 +215,9 @@ async function main(): Promise<void> {
 
     if (on("IMPORT_BENCH_LISTMONK")) {
       // v1.1.0 from the module proxy; with LISTMONK_SRC (a clone of its
-      // repository, e.g. at v6.2.0) that release as well.
+      // repository) the release at LISTMONK_REF (default its HEAD) as well.
       const builds: Array<() => Promise<ListmonkBuild | undefined>> = [async () => undefined];
-      if (process.env.LISTMONK_SRC) builds.push(() => listmonkFromSource(process.env.LISTMONK_SRC!));
+      if (process.env.LISTMONK_SRC) builds.push(() => listmonkFromSource(process.env.LISTMONK_SRC!, process.env.LISTMONK_REF || "HEAD"));
       for (const build of builds) {
         await attempt("listmonk", async () => {
           const lm = await runListmonkImport(file, await build());

@@ -61,21 +61,22 @@ export async function prepareListmonk(log: (line: string) => void = console.log)
 }
 
 /**
- * Builds the listmonk of a clone of its repository (`src`, e.g. LISTMONK_SRC
- * at v6.2.0) once per commit into the cache: `go build` of its checked-out
- * tree (its Go modules from the proxy), the admin app's build replaced by a
+ * Builds the listmonk of a clone of its repository (`src`, e.g. LISTMONK_SRC;
+ * a bare one such as a mirror works too) at `ref` (default HEAD, e.g.
+ * v6.2.0) once per commit into the cache: `go build` of that commit's tree
+ * (its Go modules from the proxy), the admin app's build replaced by a
  * placeholder as for v1.1.0 (the API does not need it). Its version is what
- * `git describe --tags` says.
+ * `git describe --tags` says of it.
  */
-export async function listmonkFromSource(src: string, log: (line: string) => void = console.log): Promise<ListmonkBuild> {
-  const version = (await run("git", ["-C", src, "describe", "--tags", "--always"])).stdout.trim();
-  const commit = (await run("git", ["-C", src, "rev-parse", "--short=12", "HEAD"])).stdout.trim();
+export async function listmonkFromSource(src: string, ref = "HEAD", log: (line: string) => void = console.log): Promise<ListmonkBuild> {
+  const version = (await run("git", ["-C", src, "describe", "--tags", "--always", ref])).stdout.trim();
+  const commit = (await run("git", ["-C", src, "rev-parse", "--short=12", `${ref}^{commit}`])).stdout.trim();
   const { dir: home } = await ensureCachedDir(`listmonk-src-${commit}`, async (tmp) => {
     log(`building listmonk ${version} from ${src}`);
     const copy = join(tmp, "src");
-    // The tracked files at HEAD only: no build output or node_modules of the clone.
+    // The commit's tracked files only: no build output or node_modules of the clone.
     const archive = join(tmp, "src.tar");
-    await run("git", ["-C", src, "archive", "--format=tar", "-o", archive, "HEAD"]);
+    await run("git", ["-C", src, "archive", "--format=tar", "-o", archive, commit]);
     mkdirSync(copy, { recursive: true });
     await run("tar", ["-xf", archive, "-C", copy]);
     rmSync(archive);
