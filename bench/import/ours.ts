@@ -21,7 +21,7 @@ export interface JobCounts {
  * one function that knows the request's shape; resolves the job's id.
  */
 export async function startImport(base: string, key: string, file: ImportFile): Promise<string> {
-  // The tags cell's names are separated by `;` (TAG_SEPARATOR), which the import takes, as `,`.
+  // The tags cell holds names separated by `;` (TAG_SEPARATOR), which the import splits on, as it does on `,`.
   const query = new URLSearchParams({
     mode: "create",
     email_column: "email",
