@@ -16,14 +16,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/ids";
 import { openStore } from "@emailsvc/storage";
-import { ensureKafka, freePort, KAFKA_VERSION, SmtpSink, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "@emailsvc/testing";
+import { ensureKafka, KAFKA_VERSION, SmtpSink, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
+import { LISTMONK_VERSION } from "../support/listmonk.js";
+import { api, oneProcess, processPerService, REPO as repo, startPlatform as startPlatformWith, type Running } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
-import { LISTMONK_VERSION, runListmonkCampaign } from "./listmonk.js";
-import { cpuSeconds, peakRssMb } from "./process.js";
+import { runListmonkCampaign } from "./listmonk.js";
 
-const repo = join(__dirname, "..", "..", ".."); // bench/dist/campaign -> repo root
-const ADMIN = "bench-admin-token-0123456789abcdef";
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
 /** Recipients of the side-by-side run through SMTP (ours and listmonk's). */
 const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
@@ -70,18 +69,9 @@ export interface CampaignRow {
  */
 const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off" };
 
-/** The platform as `npm start` runs it, with UNLIMITED; BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles it. */
+/** The platform as `npm start` runs it, with UNLIMITED. */
 function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  return startPlatformProcess(repo, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...UNLIMITED, ...env }, { nodeArgs });
-}
-
-async function api(base: string, key: string, method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN}` } : { "x-api-key": key };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(base + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return startPlatformWith(dataDir, { ...UNLIMITED, ...env });
 }
 
 export interface Audience {
@@ -143,56 +133,6 @@ export async function prepareAudience(n: number, mode: "test" | "live", env: Rec
  * timings and the platform's peak memory. `verify` counts what the provider
  * got (after the platform stopped).
  */
-/** A running platform as the campaign run needs it: its gateway, its processes' peak memory, a drain. */
-interface Running {
-  url: string;
-  peakRssMb(): number;
-  /** CPU seconds its processes have used so far. */
-  cpuSeconds(): number;
-  stop(): Promise<void>;
-}
-
-/** `npm start`: every service in one process. */
-async function oneProcess(dataDir: string, env: Record<string, string>): Promise<Running> {
-  const p = await startPlatform(dataDir, env);
-  return { url: p.url, peakRssMb: () => peakRssMb(p.child.pid!), cpuSeconds: () => cpuSeconds(p.child.pid!), stop: () => p.stop() };
-}
-
-/**
- * Every service in its own process, as a deployment runs them (each from its
- * own script, on the same DATA_DIR: one store folder per service), over Kafka.
- * Peak memory is the sum of the processes' peaks.
- */
-async function processPerService(dataDir: string, env: Record<string, string>): Promise<Running> {
-  const ports = { subscribers: await freePort(), templates: await freePort(), delivery: await freePort(), campaigns: await freePort(), gateway: await freePort() };
-  const urls = {
-    SUBSCRIBERS_URL: `http://127.0.0.1:${ports.subscribers}`,
-    TEMPLATES_URL: `http://127.0.0.1:${ports.templates}`,
-    DELIVERY_URL: `http://127.0.0.1:${ports.delivery}`,
-    CAMPAIGNS_URL: `http://127.0.0.1:${ports.campaigns}`,
-  };
-  const started: NodeProcess[] = [];
-  const stop = async () => {
-    await Promise.all(started.map((p) => p.stop()));
-  };
-  const url = `http://127.0.0.1:${ports.gateway}`;
-  try {
-    const start = async (service: string, own: Record<string, string>, readyUrl?: string) =>
-      started.push(await startNodeProcess(repo, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...UNLIMITED, ...env, ...own }, readyUrl ? { readyUrl } : {}));
-    for (const service of ["subscribers", "templates", "delivery", "campaigns"] as const) await start(service, { GRPC_PORT: String(ports[service]) });
-    await start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" }, `${url}/readyz`);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  return {
-    url,
-    peakRssMb: () => started.reduce((sum, p) => sum + peakRssMb(p.child.pid!), 0),
-    cpuSeconds: () => started.reduce((sum, p) => sum + cpuSeconds(p.child.pid!), 0),
-    stop,
-  };
-}
-
 export async function runCampaign(
   name: string,
   audience: Audience,
@@ -200,7 +140,7 @@ export async function runCampaign(
   verify: () => Promise<{ lost: number; duplicates: number }>,
   launch: (dataDir: string, env: Record<string, string>) => Promise<Running> = oneProcess,
 ): Promise<CampaignRow> {
-  const platform = await launch(audience.dataDir, env);
+  const platform = await launch(audience.dataDir, { ...UNLIMITED, ...env });
   try {
     const created = await api(platform.url, audience.key, "POST", "/api/v1/campaigns", {
       name: "Bench",
