@@ -32,6 +32,12 @@ export interface OutboxEntry extends KitOutboxEntry {
    * (the event's TagRemovalCause; absent otherwise).
    */
   bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string; cause?: "unsubscribe_all" } | null;
+  /**
+   * A double opt-in confirmation mail to hand to delivery (the relay's
+   * effect, usecases/ports.ts): the account's template slug, "" for the
+   * platform's own. Absent on other entries.
+   */
+  mail?: { template: string };
 }
 
 export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {

@@ -74,6 +74,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     tags,
     consent,
     confirmBy: confirm ? deps.now() + settings.confirmationExpirySeconds * 1000 : undefined,
+    confirmationTemplate: settings.confirmationTemplate,
     audit: wasSuppressed && resubscribe ? { resubscribe: true, resubscribe_reason: resubscribe.reason } : {},
   });
   // The suppression goes once the subscriber it made way for exists (a failed create keeps it).
@@ -90,8 +91,9 @@ export interface NewSubscriber {
   metadata: Metadata;
   tags: TagDoc[];
   consent: ConsentWording | undefined;
-  /** For a pending subscriber: when it expires unconfirmed. */
+  /** For a pending subscriber: when it expires unconfirmed, and the template of its confirmation mail ("" for the platform's). */
   confirmBy: number | undefined;
+  confirmationTemplate?: string;
   /** More audit data of the creation (a resubscribe and its reason). */
   audit: Record<string, unknown>;
 }
@@ -130,6 +132,12 @@ export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubsc
         tag_ids: tagIds,
         to: fresh.status,
       }),
+      // Double opt-in: the confirmation mail goes through the outbox, so that
+      // a crash after the insert still sends it, once (its id is the send's
+      // idempotency key).
+      ...(fresh.status === "pending"
+        ? [{ ...outboxEntry(scope, now, "subscriber.confirmation_sent", { template: fresh.confirmationTemplate || null }, null), mail: { template: fresh.confirmationTemplate ?? "" } }]
+        : []),
     ]),
   };
   try {

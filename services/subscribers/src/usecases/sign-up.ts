@@ -69,6 +69,7 @@ export async function signUp(deps: Deps, scope: Scope, input: SignUpInput): Prom
       tags: tagNames.map((name) => byKey.get(tagKey(name))!),
       consent,
       confirmBy: pending ? deps.now() + settings.confirmationExpirySeconds * 1000 : undefined,
+      confirmationTemplate: settings.confirmationTemplate,
       audit: {},
     });
     await deps.relay.afterWrite(stored);
