@@ -124,4 +124,62 @@ describe("double opt-in through a mail and a click", () => {
     expect(await statusOf(id)).toBe("pending");
     await page.close();
   });
+
+  it("fires subscriber.created triggers on the confirmation, not on the creation", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Welcome", subject: "Welcome", category: "transactional", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Welcome aboard</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    const trigger = await t.call("POST", "/api/v1/triggers", { body: { event_type: "subscriber.created", template_id: template.body.id } });
+    expect(trigger.status).toBe(201);
+    try {
+      const id = (await t.call("POST", "/api/v1/subscribers", { body: { email: "welcome-later@example.com", double_opt_in: true } })).body.id as string;
+      const fires = async () => (await t.call("GET", `/api/v1/subscribers/${id}/export`)).body.trigger_sends as Array<{ trigger_id: string; state: string; reason: string | null }>;
+      // The creation's fire is decided (skipped: not a signup yet) and only the confirmation mail went out.
+      expect(await eventually(fires, (list) => list.length === 1 && list[0]!.state !== "pending")).toEqual([expect.objectContaining({ trigger_id: trigger.body.id, state: "skipped", reason: "created_not_active" })]);
+      const mail = await confirmationMail("welcome-later@example.com");
+
+      // Confirmed (the page's POST, as the button sends it): now the welcome mail goes.
+      const token = new URL(mail.link).searchParams.get("token")!;
+      const posted = await fetch(`${t.platform.portalUrl}/confirm`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `token=${encodeURIComponent(token)}` });
+      expect(posted.status).toBe(200);
+      await posted.text();
+      const after = await eventually(fires, (list) => list.length === 2 && list.every((f) => f.state !== "pending"));
+      expect(after.map((f) => f.state).sort()).toEqual(["sent", "skipped"]);
+      const welcomes = await eventually(
+        async () => ((await t.call("GET", "/api/v1/emails?limit=500")).body.items as Array<EmailJson & { template_id: string }>).filter((e) => e.to === "welcome-later@example.com" && e.template_id === template.body.id),
+        (found) => found.length === 1,
+      );
+      expect(welcomes).toHaveLength(1);
+    } finally {
+      await t.call("DELETE", `/api/v1/triggers/${trigger.body.id}`);
+    }
+  });
+});
+
+describe("double opt-in settings through the REST API", () => {
+  it("reads the defaults, changes the fields given, and refuses bad values changing nothing", async () => {
+    const defaults = await t.call("GET", "/api/v1/audience-settings");
+    expect(defaults.status).toBe(200);
+    expect(defaults.body).toEqual({ double_opt_in: true, double_opt_in_for_api: false, confirmation_expiry_seconds: 604800, confirmation_template: null });
+
+    const changed = await t.call("PATCH", "/api/v1/audience-settings", { body: { double_opt_in_for_api: true, confirmation_expiry_seconds: 86400 } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toEqual({ double_opt_in: true, double_opt_in_for_api: true, confirmation_expiry_seconds: 86400, confirmation_template: null });
+    // API creates now follow double opt-in; a create that sets a status does not.
+    expect((await t.call("POST", "/api/v1/subscribers", { body: { email: "by-setting@example.com" } })).body.status).toBe("pending");
+    expect((await t.call("POST", "/api/v1/subscribers", { body: { email: "own-consent@example.com", status: "active" } })).body.status).toBe("active");
+    const pending = await t.call("GET", "/api/v1/subscribers?status=pending&limit=100");
+    expect((pending.body.items as Array<{ email: string }>).map((s) => s.email)).toContain("by-setting@example.com");
+
+    for (const body of [{ confirmation_expiry_seconds: 10 }, { confirmation_template: "Not A Slug" }, { unknown: true }, {}]) {
+      const refused = await t.call("PATCH", "/api/v1/audience-settings", { body });
+      expect(refused.status).toBe(400);
+      expect(refused.body.code).toBe("validation_failed");
+    }
+    // pending is not settable by a create.
+    const settable = await t.call("POST", "/api/v1/subscribers", { body: { email: "no-pending@example.com", status: "pending" } });
+    expect(settable.status).toBe(400);
+    expect((await t.call("PATCH", "/api/v1/audience-settings", { body: { double_opt_in_for_api: false, confirmation_expiry_seconds: 604800 } })).status).toBe(200);
+    expect((await t.call("GET", "/api/v1/audience-settings")).body).toEqual(defaults.body);
+  });
 });
