@@ -215,7 +215,7 @@ export const schemas: Record<string, JsonSchema> = {
       type: {
         type: "string",
         description:
-          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why).",
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why), `subscriber.confirmation_sent` (double opt-in: the confirmation mail handed to delivery; the confirmation itself is a `subscriber.status_changed` from `pending` to `active` with `data.reason` `confirmed`). A creation's `data.consent` holds the wording the person saw (`text`, `version`, `source_id`) when the request gave it.",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {
