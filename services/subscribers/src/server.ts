@@ -37,6 +37,8 @@ export interface SubscribersServiceOptions {
   templatesUrl?: string;
   /** The shortest confirmation window an account may set (default 60 s; tests lower it). */
   minConfirmationExpirySeconds?: number;
+  /** A pending subscriber's signup again resends the confirmation this long after the last (default 1 hour; tests shorten it). */
+  confirmationResendAfterMs?: number;
 }
 
 export interface RunningSubscribersService {
@@ -77,6 +79,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     suppressionKeys: options.suppressionKeys,
     ...(options.softBounces ? { softBounces: options.softBounces } : {}),
     ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
+    ...(options.confirmationResendAfterMs !== undefined ? { confirmationResendAfterMs: options.confirmationResendAfterMs } : {}),
   };
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService, SuppressionService],

@@ -63,6 +63,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
    * the expiry sweep (usecases/expire-pending.ts); absent or null otherwise.
    */
   confirm_by?: number | null;
+  /** A pending subscriber's last confirmation mail (its outbox entry's time): a signup again resends it at most hourly. */
+  confirmation_mailed_at?: number | null;
   created_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the

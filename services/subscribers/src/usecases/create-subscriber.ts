@@ -16,7 +16,7 @@ import {
 import { consentData, pendingNotSettable, validateConsentWording, type ConsentWording } from "../domain/double-opt-in.js";
 import { isErasureMarker, suppressed, validateResubscribe } from "../domain/suppression.js";
 import { validateTagNames } from "../domain/tag.js";
-import type { SubscriberDoc, TagDoc } from "../storage/documents.js";
+import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
 import { getAudienceSettings } from "./audience-settings.js";
 import { ensureTags, } from "./ensure-tags.js";
 import { markersOf, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
@@ -116,7 +116,7 @@ export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubsc
     locale: fresh.locale,
     metadata: fresh.metadata,
     tag_ids: tagIds,
-    ...(fresh.confirmBy !== undefined ? { confirm_by: fresh.confirmBy } : {}),
+    ...(fresh.confirmBy !== undefined ? { confirm_by: fresh.confirmBy, confirmation_mailed_at: now } : {}),
     created_at: now,
     updated_at: now,
     deleted: false,
@@ -135,9 +135,7 @@ export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubsc
       // Double opt-in: the confirmation mail goes through the outbox, so that
       // a crash after the insert still sends it, once (its id is the send's
       // idempotency key).
-      ...(fresh.status === "pending"
-        ? [{ ...outboxEntry(scope, now, "subscriber.confirmation_sent", { template: fresh.confirmationTemplate || null }, null), mail: { template: fresh.confirmationTemplate ?? "" } }]
-        : []),
+      ...(fresh.status === "pending" ? [confirmationEntry(scope, now, fresh.confirmationTemplate ?? "")] : []),
     ]),
   };
   try {
@@ -159,4 +157,9 @@ export async function rejectTaken(scope: Scope, key: string, exceptId?: string):
       fieldViolations: [{ field: "email", description: "is already taken" }],
     });
   }
+}
+
+/** The outbox entry of a confirmation mail (messaging/outbox.ts hands it to delivery), audited as sent. */
+export function confirmationEntry(scope: Scope, now: number, template: string): OutboxEntry {
+  return { ...outboxEntry(scope, now, "subscriber.confirmation_sent", { template: template || null }, null), mail: { template } };
 }
