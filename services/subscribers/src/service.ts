@@ -7,7 +7,7 @@ import { startSubscribersService } from "./server.js";
 /** The subscribers service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
 export const subscribersService = defineService("subscribers", {
   loadConfig,
-  start: ({ store, bus, logger, port, host, developmentSecretsDir }, config) => {
+  start: ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the subscribers service needs the event bus");
     let suppressionKeys;
     try {
@@ -15,6 +15,11 @@ export const subscribersService = defineService("subscribers", {
     } catch (err) {
       throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
     }
-    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces });
+    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces,
+      expirySweepIntervalMs: config.expirySweepIntervalMs,
+      ...(urls.delivery ? { deliveryUrl: urls.delivery } : {}),
+      ...(urls.templates ? { templatesUrl: urls.templates } : {}),
+      minConfirmationExpirySeconds: config.minConfirmationExpirySeconds,
+    });
   },
 });

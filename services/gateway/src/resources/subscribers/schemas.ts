@@ -10,9 +10,30 @@ import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js"
 // schema ajv validates with, the document publishes and the handler reads
 // are one definition.
 
-export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
+export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained", "pending"] as const;
 
-const status = { type: "string", enum: SUBSCRIBER_STATUSES } as const;
+const status = {
+  type: "string",
+  enum: SUBSCRIBER_STATUSES,
+  description:
+    "`pending`: signed up with double opt-in and not confirmed yet (no marketing mail; erased when the account's confirmation window passes unconfirmed). It comes from double opt-in only: a create or update cannot set it.",
+} as const;
+/** The statuses a create or an update may set (not `pending`: that comes from double opt-in). */
+const settableStatus = { type: "string", enum: SUBSCRIBER_STATUSES.filter((s) => s !== "pending") as Exclude<(typeof SUBSCRIBER_STATUSES)[number], "pending">[] } as const;
+
+/** What the person saw when they opted in, kept in the consent record. */
+export const consentWording = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description:
+    "What the person saw and agreed to, kept in the subscriber's consent record with the request's time, IP address and user agent (the audit trail, the export): the wording itself, a version label of it you keep, and where it was shown (a form's id, say).",
+  properties: {
+    text: { type: "string", maxLength: 2000, description: "The wording as shown, at most 2,000 characters." },
+    version: { type: "string", maxLength: 100, pattern: "^[^\\u0000-\\u001f\\u007f]*$", description: "A version label of the wording, at most 100 characters." },
+    source_id: { type: "string", maxLength: 100, pattern: "^[^\\u0000-\\u001f\\u007f]*$", description: "Where it was shown (a form's id, a page), at most 100 characters." },
+  },
+} as const;
 
 export const METADATA_KEY = {
   maxLength: 40,
@@ -53,7 +74,13 @@ export const SubscriberCreate = {
       description: "At most 100 tag names; tags that do not exist yet are created.",
     },
     metadata,
-    status: { ...status, description: "Defaults to `active`." },
+    status: { ...settableStatus, description: "Defaults to `active` (`pending` with double opt-in, and then it must be left out)." },
+    double_opt_in: {
+      type: "boolean",
+      description:
+        "Create the subscriber `pending` and send them the account's confirmation mail; they become `active` when they click its link (see `/api/v1/audience-settings`). Without it, creates follow the account's `double_opt_in_for_api` (default off: you usually hold the consent yourself). Not with `status`.",
+    },
+    consent: consentWording,
     locale,
     resubscribe: {
       type: "boolean",
@@ -66,10 +93,19 @@ export const SubscriberCreate = {
         "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF, U+2060 or U+2800 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
     },
   },
-  // A reason with `resubscribe: true` only, and always with it.
-  if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
-  then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
-  else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
+  allOf: [
+    // A reason with `resubscribe: true` only, and always with it.
+    {
+      if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
+      then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
+      else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
+    },
+    // Double opt-in creates a pending subscriber: no status with it.
+    {
+      if: { type: "object", properties: { double_opt_in: { const: true } }, required: ["double_opt_in"] },
+      then: { not: { properties: { status: true }, required: ["status"] } },
+    },
+  ],
 } as const;
 export type SubscriberCreateBody = FromSchema<typeof SubscriberCreate>;
 
@@ -81,7 +117,7 @@ export const SubscriberUpdate = {
   properties: {
     email,
     status: {
-      ...status,
+      ...settableStatus,
       description:
         "`active` for a bounced or complained subscriber who unsubscribed from everything meanwhile (the one-click link or the preference page: `subscriber.opted_out` in the audit trail) makes them `unsubscribed`: lifting the bounce does not undo their choice. Set `active` again only once they opted in again.",
     },
@@ -114,7 +150,48 @@ export const SubscriberTagsAdd = {
 } as const;
 export type SubscriberTagsAddBody = FromSchema<typeof SubscriberTagsAdd>;
 
+const confirmationExpiry = {
+  type: "integer",
+  minimum: 60,
+  maximum: 7_776_000,
+  description: "How long an unconfirmed (`pending`) subscriber is kept before it is erased, in seconds: 60 to 7,776,000 (90 days). Default 604,800 (7 days).",
+} as const;
+const confirmationTemplate = {
+  type: ["string", "null"],
+  maxLength: 100,
+  pattern: "^[a-z0-9][a-z0-9_-]*$",
+  description:
+    "The slug of your template for the confirmation mail (category `transactional`: a pending subscriber gets no marketing mail); it gets `{{confirmation_url}}` (the button's link) and the platform's words in the subscriber's language as `subject`, `heading`, `intro`, `button` and `ignore`. null: the platform's own mail in English, German, French or Italian (made in your account as the template `platform-double-opt-in` on the first confirmation, which you may edit).",
+} as const;
+
+export const AudienceSettingsUpdate = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description: "Any of the fields; fields left out keep their value.",
+  properties: {
+    double_opt_in: { type: "boolean", description: "People who sign up (a signup form, the portal) confirm by mail before they are mailed." },
+    double_opt_in_for_api: { type: "boolean", description: "`POST /api/v1/subscribers` without a `status` creates pending subscribers too." },
+    confirmation_expiry_seconds: confirmationExpiry,
+    confirmation_template: confirmationTemplate,
+  },
+} as const;
+export type AudienceSettingsUpdateBody = FromSchema<typeof AudienceSettingsUpdate>;
+
 export const schemas: Record<string, JsonSchema> = {
+  AudienceSettings: {
+    type: "object",
+    additionalProperties: false,
+    required: ["double_opt_in", "double_opt_in_for_api", "confirmation_expiry_seconds", "confirmation_template"],
+    description: "Your account's double opt-in, in this key's mode (live and test are apart).",
+    properties: {
+      double_opt_in: { type: "boolean", description: "People who sign up (a signup form, the portal) become `pending` and get a confirmation mail; they are `active` once they click its button. Default true: anyone can type anyone's address into a form." },
+      double_opt_in_for_api: { type: "boolean", description: "`POST /api/v1/subscribers` without a `status` does the same (a request can always ask with `double_opt_in`). Default false: an integrator creating subscribers server-side usually holds the consent itself." },
+      confirmation_expiry_seconds: confirmationExpiry,
+      confirmation_template: confirmationTemplate,
+    },
+  },
+  AudienceSettingsUpdate,
   SubscriberStatus: status,
   Metadata: metadata,
   Subscriber: {
@@ -147,7 +224,7 @@ export const schemas: Record<string, JsonSchema> = {
       type: {
         type: "string",
         description:
-          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why).",
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why), `subscriber.confirmation_sent` (double opt-in: the confirmation mail handed to delivery; the confirmation itself is a `subscriber.status_changed` from `pending` to `active` with `data.reason` `confirmed`). A creation's `data.consent` holds the wording the person saw (`text`, `version`, `source_id`) when the request gave it.",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {
@@ -269,13 +346,29 @@ export const paths: Paths = {
       operationId: "listSubscriberEvents",
       summary: "Read a subscriber's audit trail",
       description:
-        "Every subscription change (created, status changed, tag added or removed, fields updated), with a UTC timestamp, who made it, how it came (`api`, `portal`, `one_click`, `import`) and the request's IP address and user agent. Deleted with the subscriber.",
+        "Every subscription change (created, status changed, tag added or removed, fields updated), with a UTC timestamp, who made it, how it came (`api`, `portal`, `one_click`, `import`, `form`) and the request's IP address and user agent. Deleted with the subscriber.",
       tags: ["Subscribers"],
       parameters: [param("SubscriberId"), param("Limit"), param("Cursor")],
       responses: {
         "200": json(ref("SubscriberEventPage"), "A page of audit-trail entries."),
         ...errors("BadRequest", "NotFound", ...serviceErrors),
       },
+    },
+  },
+  "/api/v1/audience-settings": {
+    get: {
+      operationId: "getAudienceSettings",
+      summary: "Your double opt-in settings",
+      tags: ["Subscribers"],
+      responses: { "200": json(ref("AudienceSettings"), "The settings (the defaults until first changed)."), ...errors(...serviceErrors) },
+    },
+    patch: {
+      operationId: "updateAudienceSettings",
+      summary: "Change your double opt-in settings",
+      description: "Changes the fields given; the others keep their value. A new confirmation window applies to subscribers who sign up from now on.",
+      tags: ["Subscribers"],
+      requestBody: body("AudienceSettingsUpdate"),
+      responses: { "200": json(ref("AudienceSettings"), "The settings after the change."), ...errors(...bodyErrors, ...serviceErrors) },
     },
   },
 };

@@ -52,5 +52,13 @@ export const de: Messages = {
   locale_text: "Die Sprache dieser Seite und, wo der Absender sie anbietet, Ihrer E-Mails.",
   save_button: "Sprache speichern",
   done_locale: "Ihre Sprache ist gespeichert.",
+  optin_title: "Abonnement bestätigen",
+  optin_text: "Bitte bestätigen Sie, dass Sie unsere E-Mails an diese Adresse erhalten möchten.",
+  optin_button: "Ja, ich möchte mich anmelden",
+  optin_done_title: "Abonnement bestätigt",
+  optin_done_text: "Danke: Sie sind angemeldet. Mit dem Link in jeder unserer E-Mails können Sie ändern, was Sie erhalten.",
+  optin_used_title: "Dieser Link wurde schon verwendet",
+  optin_used_text: "Dieser Bestätigungslink wurde schon verwendet, oder Ihr Abonnement hat sich seither geändert. Es wurde nichts geändert.",
+  optin_gone_text: "Der Link ist abgelaufen: Das Abonnement wurde nicht rechtzeitig bestätigt. Melden Sie sich erneut an, um einen neuen Link zu erhalten.",
   error_text: "Etwas ist schiefgelaufen. Bitte versuchen Sie es gleich noch einmal.",
 };

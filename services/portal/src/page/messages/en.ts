@@ -52,6 +52,14 @@ export const en = {
   locale_text: "The language of this page and, where the sender offers it, of your email.",
   save_button: "Save language",
   done_locale: "Your language is saved.",
+  optin_title: "Confirm your subscription",
+  optin_text: "Please confirm that you want to receive our emails at this address.",
+  optin_button: "Yes, subscribe me",
+  optin_done_title: "Subscription confirmed",
+  optin_done_text: "Thank you: you are subscribed. You can change what you receive with the link in any of our emails.",
+  optin_used_title: "This link was used already",
+  optin_used_text: "This confirmation link was used already, or your subscription changed since. Nothing was changed.",
+  optin_gone_text: "The link has expired: the subscription was not confirmed in time. Sign up again to get a new link.",
   error_text: "Something went wrong. Please try again in a moment.",
 } as const;
 

@@ -52,5 +52,13 @@ export const fr: Messages = {
   locale_text: "La langue de cette page et, si l’expéditeur la propose, de vos e-mails.",
   save_button: "Enregistrer la langue",
   done_locale: "Votre langue est enregistrée.",
+  optin_title: "Confirmez votre abonnement",
+  optin_text: "Veuillez confirmer que vous souhaitez recevoir nos e-mails à cette adresse.",
+  optin_button: "Oui, je m’abonne",
+  optin_done_title: "Abonnement confirmé",
+  optin_done_text: "Merci : vous êtes abonné. Vous pouvez modifier ce que vous recevez avec le lien figurant dans chacun de nos e-mails.",
+  optin_used_title: "Ce lien a déjà été utilisé",
+  optin_used_text: "Ce lien de confirmation a déjà été utilisé, ou votre abonnement a changé depuis. Rien n’a été modifié.",
+  optin_gone_text: "Le lien a expiré : l’abonnement n’a pas été confirmé à temps. Inscrivez-vous à nouveau pour recevoir un nouveau lien.",
   error_text: "Une erreur s’est produite. Veuillez réessayer dans un instant.",
 };

@@ -52,5 +52,13 @@ export const it: Messages = {
   locale_text: "La lingua di questa pagina e, se il mittente la offre, delle tue e-mail.",
   save_button: "Salva la lingua",
   done_locale: "La tua lingua è stata salvata.",
+  optin_title: "Conferma la tua iscrizione",
+  optin_text: "Conferma di voler ricevere le nostre e-mail a questo indirizzo.",
+  optin_button: "Sì, iscrivimi",
+  optin_done_title: "Iscrizione confermata",
+  optin_done_text: "Grazie: sei iscritto. Puoi modificare ciò che ricevi con il link presente in ogni nostra e-mail.",
+  optin_used_title: "Questo link è già stato usato",
+  optin_used_text: "Questo link di conferma è già stato usato, oppure la tua iscrizione è cambiata nel frattempo. Non è stato modificato nulla.",
+  optin_gone_text: "Il link è scaduto: l’iscrizione non è stata confermata in tempo. Iscriviti di nuovo per ricevere un nuovo link.",
   error_text: "Qualcosa è andato storto. Riprova tra un momento.",
 };
