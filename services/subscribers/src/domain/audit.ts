@@ -3,8 +3,8 @@ import { invalid, type Violation } from "@emailsvc/errors";
 
 // How a change reached the platform, as the audit trail keeps it. Pure rules, no I/O.
 
-/** The ways a subscription change comes: the REST API, the preference portal, a one-click unsubscribe link, a bulk import. */
-export const AUDIT_SOURCES = ["api", "portal", "one_click", "import"] as const;
+/** The ways a subscription change comes: the REST API, the preference portal, a one-click unsubscribe link, a bulk import, a public signup form. */
+export const AUDIT_SOURCES = ["api", "portal", "one_click", "import", "form"] as const;
 export type AuditSource = (typeof AUDIT_SOURCES)[number];
 
 /** Longest user agent kept (the edge cuts longer ones to this). */

@@ -24,7 +24,7 @@ export const file_emailsvc_common_v1_audit: GenFile = /*@__PURE__*/
  */
 export type AuditContext = Message<"emailsvc.common.v1.AuditContext"> & {
   /**
-   * One of `api`, `portal`, `one_click`, `import`.
+   * One of `api`, `portal`, `one_click`, `import`, `form` (a public signup form).
    *
    * @generated from field: string source = 1;
    */

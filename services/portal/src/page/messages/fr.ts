@@ -53,4 +53,13 @@ export const fr: Messages = {
   save_button: "Enregistrer la langue",
   done_locale: "Votre langue est enregistrée.",
   error_text: "Une erreur s’est produite. Veuillez réessayer dans un instant.",
+  signup_checking_title: "Un instant",
+  signup_checking_text: "Nous vérifions que cette inscription vient d'une personne et non d'un programme. Cela prend quelques secondes.",
+  signup_noscript: "Cette vérification a besoin de JavaScript. Activez-le, ou inscrivez-vous depuis un navigateur qui l'a.",
+  signup_continue: "Continuer",
+  signup_done_title: "Consultez votre boîte de réception",
+  signup_done_text: "Merci. Si l'expéditeur demande une confirmation, un e-mail avec un lien est en route : ouvrez-le pour terminer votre inscription.",
+  signup_refused_title: "Inscription impossible",
+  signup_refused_text: "Nous n'avons pas pu prendre cette inscription. Revenez en arrière, vérifiez l'adresse et les champs, puis réessayez.",
+  signup_forbidden_text: "Ce formulaire d'inscription ne peut pas être utilisé depuis la page d'où il a été envoyé.",
 };
