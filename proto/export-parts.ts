@@ -29,7 +29,12 @@ export interface SubscribersExportPart {
   }>;
   consent: Array<{
     event_id: string;
-    action: "opt_in" | "opt_out" | "resubscribe";
+    /**
+     * `opt_in_requested`: signed up with double opt-in, not confirmed by that
+     * record; `confirmed`: the click on the confirmation link (its time, IP
+     * and user agent).
+     */
+    action: "opt_in" | "opt_in_requested" | "confirmed" | "opt_out" | "resubscribe";
     scope: "all" | "tag";
     tag: string | null;
     at: string;
@@ -38,6 +43,8 @@ export interface SubscribersExportPart {
     ip: string | null;
     user_agent: string | null;
     reason: string | null;
+    /** The wording the person saw (ConsentWording), on an opt-in that carried it; null otherwise. */
+    wording: { text: string | null; version: string | null; source_id: string | null } | null;
   }>;
 }
 

@@ -50,7 +50,7 @@ export const SERVICES = {
     secrets: ["MONGO_URL", "SUPPRESSION_KEYS"],
     optionalSecrets: {},
     data: {
-      collections: ["subscribers", "tags", "subscriber_events", "suppressions", "soft_bounces", "privacy_requests"],
+      collections: ["subscribers", "tags", "subscriber_events", "suppressions", "soft_bounces", "privacy_requests", "audience_settings"],
       dataDir: ["subscribers/", "bus/subscribers/", "secrets/suppression-keys"],
     },
   },

@@ -1,4 +1,5 @@
 import { envInt, envOptional, type Env } from "@emailsvc/runtime";
+import { CONFIRMATION_EXPIRY } from "./domain/double-opt-in.js";
 import { DEFAULT_SOFT_BOUNCES, type SoftBouncePolicy } from "./usecases/record-delivery-problem.js";
 
 /** The subscribers service's own settings (the common ones are the skeleton's). */
@@ -13,6 +14,10 @@ export interface SubscribersConfig {
   suppressionKeys: string | undefined;
   /** SOFT_BOUNCE_LIMIT in SOFT_BOUNCE_WINDOW_DAYS: soft bounces of one address that suppress it (default 3 in 30 days). */
   softBounces: SoftBouncePolicy;
+  /** CONFIRMATION_EXPIRY_SWEEP_INTERVAL_MS: how often unconfirmed pending subscribers past their deadline are erased (default 60000). */
+  expirySweepIntervalMs: number;
+  /** CONFIRMATION_EXPIRY_MIN_SECONDS: the shortest confirmation window an account may set (default 60; a test lowers it). */
+  minConfirmationExpirySeconds: number;
 }
 
 export function loadConfig(env: Env = process.env): SubscribersConfig {
@@ -23,5 +28,7 @@ export function loadConfig(env: Env = process.env): SubscribersConfig {
       limit: envInt("SOFT_BOUNCE_LIMIT", DEFAULT_SOFT_BOUNCES.limit, { min: 1, max: 100 }, env),
       windowMs: envInt("SOFT_BOUNCE_WINDOW_DAYS", DEFAULT_SOFT_BOUNCES.windowMs / 86_400_000, { min: 1, max: 365 }, env) * 86_400_000,
     },
+    expirySweepIntervalMs: envInt("CONFIRMATION_EXPIRY_SWEEP_INTERVAL_MS", 60_000, { min: 10, max: 3_600_000 }, env),
+    minConfirmationExpirySeconds: envInt("CONFIRMATION_EXPIRY_MIN_SECONDS", CONFIRMATION_EXPIRY.minSeconds, { min: 1, max: CONFIRMATION_EXPIRY.minSeconds }, env),
   };
 }

@@ -12,6 +12,7 @@ import { subscriberRoutes } from "./rpc/services.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
+import { expirePending } from "./usecases/expire-pending.js";
 import type { SoftBouncePolicy } from "./usecases/record-delivery-problem.js";
 
 export interface SubscribersServiceOptions {
@@ -28,6 +29,10 @@ export interface SubscribersServiceOptions {
   /** Outbox sweep period; tests shorten it. */
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
+  /** How often unconfirmed pending subscribers past their deadline are looked for (default 60 s). */
+  expirySweepIntervalMs?: number;
+  /** The shortest confirmation window an account may set (default 60 s; tests lower it). */
+  minConfirmationExpirySeconds?: number;
 }
 
 export interface RunningSubscribersService {
@@ -52,7 +57,14 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
   });
-  const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys, ...(options.softBounces ? { softBounces: options.softBounces } : {}) };
+  const deps: Deps = {
+    relay,
+    logger,
+    now,
+    suppressionKeys: options.suppressionKeys,
+    ...(options.softBounces ? { softBounces: options.softBounces } : {}),
+    ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
+  };
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService, SuppressionService],
     routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
@@ -62,6 +74,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     host: options.host,
   });
   relay.start();
+  const expiry = startExpirySweep(deps, storage, options.expirySweepIntervalMs ?? 60_000);
   logger.info({ url: server.url }, "subscribers service listening");
 
   return {
@@ -70,8 +83,38 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     relay,
     async close() {
       health.setDraining();
+      await expiry.stop();
       await server.close();
       await relay.stop();
+    },
+  };
+}
+
+/**
+ * The expiry sweep of double opt-in (usecases/expire-pending.ts): one pass
+ * per interval, never two at once; a failed pass is logged and the next one
+ * tries again. Every instance runs it: each erasure is a guarded write, so
+ * two instances erase a subscriber once.
+ */
+function startExpirySweep(deps: Deps, storage: SubscriberStorage, intervalMs: number): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const pass = () => {
+    if (running) return;
+    running = expirePending(deps, storage.expiredPending(), (tenant) => storage.forTenant(tenant))
+      .then((erased) => {
+        if (erased > 0) deps.logger.info({ erased }, "unconfirmed subscribers past their confirmation deadline erased");
+      })
+      .catch((err: unknown) => deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "expiry sweep failed; the next pass tries again"))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(pass, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
     },
   };
 }

@@ -15,6 +15,9 @@ export const subscribersService = defineService("subscribers", {
     } catch (err) {
       throw err instanceof KeyConfigError ? new ConfigError(err.message) : err;
     }
-    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces });
+    return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces,
+      expirySweepIntervalMs: config.expirySweepIntervalMs,
+      minConfirmationExpirySeconds: config.minConfirmationExpirySeconds,
+    });
   },
 });

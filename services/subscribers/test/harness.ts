@@ -33,7 +33,14 @@ export interface Harness {
 /** The harness's SUPPRESSION_KEYS. */
 export const SUPPRESSION_KEYS: KeyRing = parseKeyRing(generateKeyText("test"));
 
-export async function startHarness(kind: StoreKind, options: { softBounces?: { limit: number; windowMs: number } } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  softBounces?: { limit: number; windowMs: number };
+  /** The double opt-in expiry sweep's period and the shortest window an account may set. */
+  expirySweepIntervalMs?: number;
+  minConfirmationExpirySeconds?: number;
+}
+
+export async function startHarness(kind: StoreKind, options: HarnessOptions = {}): Promise<Harness> {
   // The embedded store in a directory of our own, so that tests can read its datafiles.
   const dataDir = kind === "embedded" ? mkdtempSync(join(tmpdir(), "subscribers-test-")) : undefined;
   const { store, cleanup } = dataDir
@@ -58,6 +65,8 @@ export async function startHarness(kind: StoreKind, options: { softBounces?: { l
     sweepGraceMs: 100,
     suppressionKeys: SUPPRESSION_KEYS,
     ...(options.softBounces ? { softBounces: options.softBounces } : {}),
+    ...(options.expirySweepIntervalMs !== undefined ? { expirySweepIntervalMs: options.expirySweepIntervalMs } : {}),
+    ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
   });
   const transport = createServiceTransport(service.url);
   return {

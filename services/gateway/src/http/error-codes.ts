@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   json_too_deep: { status: 400, title: "JSON nested too deeply", when: "the body nests arrays and objects more than 32 levels deep" },
   bad_request: { status: 400, title: "Bad request", when: "the HTTP request itself is malformed" },
   unknown_tags: { status: 400, title: "Unknown tags", when: "a tag filter names tags that do not exist" },
+  tag_not_public: { status: 400, title: "Tag not public", when: "a signup asks for a tag that is not a public tag of the account (or no tag of it); nothing was stored" },
   invalid_mjml: { status: 400, title: "Invalid MJML", when: "`mjml_content` does not compile; `errors` names the lines" },
   invalid_template: { status: 400, title: "Invalid template", when: "the template's subject or body breaks the template language" },
   template_exceeds_limits: { status: 400, title: "Template exceeds limits", when: "the template nests or repeats more than the template limits allow" },
@@ -76,6 +77,7 @@ export const ERROR_CODES = {
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 422: well-formed, but the account's state does not allow it.
   unprocessable: { status: 422, title: "Unprocessable request", when: "a service refused the request in the account's present state" },
+  not_pending: { status: 422, title: "Subscriber not pending", when: "a confirmation of a subscriber that is not waiting for one (confirmed already, or unsubscribed since)" },
   from_domain_not_verified: { status: 422, title: "From domain not verified", when: "a live-mode send's From is not on a verified sending domain of the account (the detail names the domain); nothing was stored" },
   // 413: too large.
   payload_too_large: { status: 413, title: "Request body too large", when: "the body is larger than the operation takes" },

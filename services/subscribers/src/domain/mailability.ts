@@ -11,6 +11,7 @@ import type { SuppressionReason } from "./suppression.js";
 // | unsubscribed subscriber           | no (unsubscribed) | yes             |
 // | bounced subscriber                | no (bounced)      | no (bounced)    |
 // | complained subscriber             | no (complained)   | no (complained) |
+// | pending subscriber (double opt-in)| no (unconfirmed)  | yes             |
 // | no subscriber, address suppressed | no (suppressed)   | yes             |
 // | no subscriber, not suppressed     | yes               | yes             |
 //
@@ -27,12 +28,15 @@ import type { SuppressionReason } from "./suppression.js";
 // Why: unsubscribing is from the mailing list, not from the receipts and
 // password resets the person asks for; a bounced address does not work and a
 // complaint is the person calling our mail spam, so mailing either again hurts
-// every sender's reputation with the mailbox providers; an erased address is
+// every sender's reputation with the mailbox providers; a pending subscriber
+// has not shown yet that the address is theirs (anyone can type anyone's
+// address into a form), so gets only the confirmation mail and what else they
+// ask for themself (transactional), never the list; an erased address is
 // kept only as a keyed hash so that no list brings the person back, which is
 // about marketing too (a receipt they ask for later still reaches them).
 
 /** Why an address may not get a category of mail. */
-export type MailingBlock = "unsubscribed" | "bounced" | "complained" | "suppressed";
+export type MailingBlock = "unsubscribed" | "bounced" | "complained" | "suppressed" | "unconfirmed";
 
 /** Whether an address may be mailed, per category; undefined: it may. */
 export interface Mailability {
@@ -58,6 +62,8 @@ export function mailabilityOf(recipient: { status: Status } | "suppressed" | "un
     case "bounced":
     case "complained":
       return { marketing: recipient.status, transactional: recipient.status };
+    case "pending":
+      return { marketing: "unconfirmed", transactional: undefined };
   }
 }
 

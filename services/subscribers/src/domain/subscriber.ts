@@ -4,7 +4,7 @@ import { LOCALES, type Locale as PlatformLocale } from "@emailsvc/text";
 
 // Pure rules of subscribers: statuses, email and metadata validation. No I/O.
 
-export const STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
+export const STATUSES = ["active", "unsubscribed", "bounced", "complained", "pending"] as const;
 export type Status = (typeof STATUSES)[number];
 
 /** The languages subscribers can choose (the platform's, @emailsvc/text); "" is "not set". */

@@ -30,14 +30,26 @@ import type { SuppressionReason } from "../domain/suppression.js";
 import type { SuppressionView } from "../usecases/list-suppressions.js";
 import type { DeliveryProblem } from "../usecases/record-delivery-problem.js";
 import type { AuditDoc } from "../storage/documents.js";
+import type { AudienceSettings } from "../domain/double-opt-in.js";
+import { AudienceSettingsSchema, type AudienceSettings as AudienceSettingsProto } from "@emailsvc/proto";
 
 // proto <-> domain only; no rules here.
+
+export function audienceSettingsToProto(settings: AudienceSettings): AudienceSettingsProto {
+  return create(AudienceSettingsSchema, {
+    doubleOptIn: settings.doubleOptIn,
+    doubleOptInForApi: settings.doubleOptInForApi,
+    confirmationExpirySeconds: settings.confirmationExpirySeconds,
+    confirmationTemplate: settings.confirmationTemplate,
+  });
+}
 
 const TO_PROTO: Record<Status, SubscriberStatus> = {
   active: SubscriberStatus.ACTIVE,
   unsubscribed: SubscriberStatus.UNSUBSCRIBED,
   bounced: SubscriberStatus.BOUNCED,
   complained: SubscriberStatus.COMPLAINED,
+  pending: SubscriberStatus.PENDING,
 };
 
 /** A status as the contracts carry it (SubscriberService's answers, the subscriber.created event). */
@@ -55,6 +67,8 @@ export function statusFromProto(status: SubscriberStatus): Status | undefined {
       return "bounced";
     case SubscriberStatus.COMPLAINED:
       return "complained";
+    case SubscriberStatus.PENDING:
+      return "pending";
     default:
       return undefined;
   }
@@ -89,6 +103,7 @@ const BLOCK_TO_PROTO: Record<Block, MailingBlock> = {
   bounced: MailingBlock.BOUNCED,
   complained: MailingBlock.COMPLAINED,
   suppressed: MailingBlock.SUPPRESSED,
+  unconfirmed: MailingBlock.UNCONFIRMED,
 };
 
 export function mailabilityToProto(m: Mailability): MailabilityProto {

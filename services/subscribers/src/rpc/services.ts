@@ -5,6 +5,9 @@ import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { HandlerContext } from "@connectrpc/connect";
 import { validateAudit } from "../domain/audit.js";
 import { createSubscriber } from "../usecases/create-subscriber.js";
+import { signUp } from "../usecases/sign-up.js";
+import { confirmSubscriber } from "../usecases/confirm-subscriber.js";
+import { getAudienceSettings, updateAudienceSettings } from "../usecases/audience-settings.js";
 import { deleteSubscriber } from "../usecases/delete-subscriber.js";
 import { exportSubscriberData } from "../usecases/export-subscriber.js";
 import { countAudience, getRecipients, listAudience } from "../usecases/audience.js";
@@ -24,6 +27,7 @@ import { recordDeliveryProblem } from "../usecases/record-delivery-problem.js";
 import {
   audienceFilterFromProto,
   auditToProto,
+  audienceSettingsToProto,
   mailabilityToProto,
   recipientToProto,
   statusFromProto,
@@ -53,8 +57,35 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           locale: req.locale,
           resubscribe: req.resubscribe,
           resubscribeReason: req.resubscribeReason,
+          consent: req.consent,
+          doubleOptIn: req.doubleOptIn,
         });
         return { subscriber: subscriberToProto(view) };
+      },
+      async signUp(req, ctx) {
+        await signUp(deps, audited(ctx, req.audit), {
+          email: req.email,
+          tags: req.tags,
+          metadata: req.metadata,
+          locale: req.locale,
+          consent: req.consent,
+        });
+        return {};
+      },
+      async confirmSubscriber(req, ctx) {
+        return { subscriber: subscriberToProto(await confirmSubscriber(deps, audited(ctx, req.audit), req.subscriberId)) };
+      },
+      async getAudienceSettings(_req, ctx) {
+        return { settings: audienceSettingsToProto(await getAudienceSettings(scopeOf(readCallContext(ctx)))) };
+      },
+      async updateAudienceSettings(req, ctx) {
+        const settings = await updateAudienceSettings(deps, scopeOf(readCallContext(ctx)), {
+          doubleOptIn: req.doubleOptIn,
+          doubleOptInForApi: req.doubleOptInForApi,
+          confirmationExpirySeconds: req.confirmationExpirySeconds,
+          confirmationTemplate: req.confirmationTemplate,
+        });
+        return { settings: audienceSettingsToProto(settings) };
       },
       async getSubscriber(req, ctx) {
         return { subscriber: subscriberToProto(await getSubscriber(scopeOf(readCallContext(ctx)), req.id)) };

@@ -52,6 +52,11 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
    * the portal (usecases/subscriber-tags.ts). Absent or null otherwise.
    */
   opted_out_at?: number | null;
+  /**
+   * A `pending` subscriber (double opt-in) not confirmed by then is erased by
+   * the expiry sweep (usecases/expire-pending.ts); absent or null otherwise.
+   */
+  confirm_by?: number | null;
   created_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the
@@ -178,11 +183,27 @@ export const SUBSCRIBER_INDEXES = [
   // in id order after a resume point. An audience without include tags walks
   // list_by_status instead.
   { name: "audience_by_tag", fields: { tenant: 1, status: 1, tag_ids: 1, _id: 1 }, arrayField: "tag_ids" },
+  // The expiry sweep: pending subscribers (double opt-in) past their
+  // confirm_by, of every tenant (usecases/expire-pending.ts).
+  { name: "pending_by_deadline", fields: { status: 1, confirm_by: 1 } },
   // The outbox relay's sweep for changes whose side effects are not done yet
   // (by this name since before @emailsvc/outbox's OUTBOX_INDEX, which adds
   // updated_at; pending documents are few, so either serves).
   { name: "outbox_pending", fields: { outbox_pending: 1 } },
 ] as const;
+
+/**
+ * An account's double opt-in settings (domain/double-opt-in.ts), one per
+ * tenant: `_id` is the tenant key. Absent: the defaults.
+ */
+export interface AudienceSettingsDoc extends Doc {
+  tenant: string;
+  double_opt_in: boolean;
+  double_opt_in_for_api: boolean;
+  confirmation_expiry_seconds: number;
+  confirmation_template: string;
+  updated_at: number;
+}
 
 export const TAG_INDEXES = [
   // Create-or-get by name, unique per tenant, case-insensitive.

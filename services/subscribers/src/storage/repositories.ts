@@ -6,6 +6,7 @@ import {
   SOFT_BOUNCE_INDEXES,
   SUPPRESSION_INDEXES,
   TAG_INDEXES,
+  type AudienceSettingsDoc,
   type SoftBounceDoc,
   type AuditDoc,
   type PrivacyRequestDoc,
@@ -25,6 +26,8 @@ export interface TenantRepositories {
   softBounces: TenantCollection<SoftBounceDoc>;
   /** The log of export and erasure requests (no personal data). */
   privacyRequests: TenantCollection<PrivacyRequestDoc>;
+  /** The account's double opt-in settings (one document, `_id` = tenant). */
+  audienceSettings: TenantCollection<AudienceSettingsDoc>;
 }
 
 /**
@@ -39,6 +42,7 @@ export class SubscriberStorage {
   private readonly suppressions: Collection<SuppressionDoc>;
   private readonly softBounces: Collection<SoftBounceDoc>;
   private readonly privacyRequests: Collection<PrivacyRequestDoc>;
+  private readonly audienceSettings: Collection<AudienceSettingsDoc>;
 
   constructor(store: DocumentStore) {
     this.subscribers = store.collection<SubscriberDoc>("subscribers");
@@ -47,6 +51,7 @@ export class SubscriberStorage {
     this.suppressions = store.collection<SuppressionDoc>("suppressions");
     this.softBounces = store.collection<SoftBounceDoc>("soft_bounces");
     this.privacyRequests = store.collection<PrivacyRequestDoc>("privacy_requests");
+    this.audienceSettings = store.collection<AudienceSettingsDoc>("audience_settings");
   }
 
   async createIndexes(): Promise<void> {
@@ -68,12 +73,18 @@ export class SubscriberStorage {
       suppressions: new TenantCollection(this.suppressions, tenant),
       softBounces: new TenantCollection(this.softBounces, tenant),
       privacyRequests: new TenantCollection(this.privacyRequests, tenant),
+      audienceSettings: new TenantCollection(this.audienceSettings, tenant),
     };
   }
 
   /** For the outbox relay: its sweep finds pending outboxes of every tenant. */
   outboxSweep(): CrossTenantCollection<SubscriberDoc> {
     return new CrossTenantCollection(this.subscribers, "outbox relay: sweeps pending outboxes of every tenant");
+  }
+
+  /** For the expiry sweep: unconfirmed pending subscribers past their deadline, in every tenant. */
+  expiredPending(): CrossTenantCollection<SubscriberDoc> {
+    return new CrossTenantCollection(this.subscribers, "expiry sweep: finds unconfirmed pending subscribers past their deadline in every tenant");
   }
 
   /** For the outbox relay: an erasure's log record is marked done in the erased subscriber's tenant. */

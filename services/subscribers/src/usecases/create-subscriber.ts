@@ -1,4 +1,4 @@
-import { AppError } from "@emailsvc/errors";
+import { AppError, invalid } from "@emailsvc/errors";
 import { newId } from "@emailsvc/ids";
 import { newOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
@@ -8,13 +8,16 @@ import {
   validateEmail,
   validateLocale,
   validateMetadata,
+  type Locale,
   type Metadata,
   type Status,
   type SubscriberView,
 } from "../domain/subscriber.js";
+import { consentData, pendingNotSettable, validateConsentWording, type ConsentWording } from "../domain/double-opt-in.js";
 import { isErasureMarker, suppressed, validateResubscribe } from "../domain/suppression.js";
 import { validateTagNames } from "../domain/tag.js";
-import type { SubscriberDoc } from "../storage/documents.js";
+import type { SubscriberDoc, TagDoc } from "../storage/documents.js";
+import { getAudienceSettings } from "./audience-settings.js";
 import { ensureTags, } from "./ensure-tags.js";
 import { markersOf, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
 
@@ -28,6 +31,10 @@ export interface CreateSubscriberInput {
   /** The person opted in again: lifts the suppression of an erased address (with a reason, audited). */
   resubscribe?: boolean;
   resubscribeReason?: string;
+  /** What the person saw when they opted in (kept in the consent record). */
+  consent?: { text: string; version: string; sourceId: string } | undefined;
+  /** Create pending and mail a confirmation, whatever the account's setting for API creates. */
+  doubleOptIn?: boolean;
 }
 
 export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSubscriberInput): Promise<SubscriberView> {
@@ -37,6 +44,11 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
   checkMetadataSize(metadata);
   const locale = validateLocale(input.locale ?? "");
   const resubscribe = validateResubscribe(input.resubscribe ?? false, input.resubscribeReason ?? "");
+  const consent = validateConsentWording(input.consent);
+  if (input.status === "pending") throw pendingNotSettable();
+  if (input.doubleOptIn === true && input.status !== undefined) {
+    throw invalid("double_opt_in creates a pending subscriber: leave status out", [{ field: "status", description: "leave it out with double_opt_in" }]);
+  }
   const key = emailKey(email);
 
   // Fail early on a known duplicate, before creating tags for nothing.
@@ -46,33 +58,77 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
   const markers = (await scope.suppressions.find({ _id: { $in: markersOf(deps, scope, key) } })).filter(isErasureMarker).map((entry) => entry._id);
   const wasSuppressed = markers.length > 0;
   if (wasSuppressed && !resubscribe) throw suppressed();
+  // Double opt-in applies to a create that asks for it, or to every create
+  // when the account says so, unless the request sets the status itself (an
+  // integrator recording someone as unsubscribed confirms nothing).
+  const settings = await getAudienceSettings(scope);
+  const confirm = input.status === undefined && (input.doubleOptIn === true || settings.doubleOptInForApi);
   const tags = await ensureTags(deps, scope, tagNames);
 
-  const now = deps.now();
-  const id = newId("sub");
-  const status = input.status ?? "active";
-  const tagIds = tags.map((t) => t._id);
-  const doc: Omit<SubscriberDoc, "tenant"> = {
-    _id: id,
+  const stored = await insertSubscriber(deps, scope, {
     email,
-    email_key: key,
-    status,
+    key,
+    status: confirm ? "pending" : (input.status ?? "active"),
     locale,
     metadata,
+    tags,
+    consent,
+    confirmBy: confirm ? deps.now() + settings.confirmationExpirySeconds * 1000 : undefined,
+    audit: wasSuppressed && resubscribe ? { resubscribe: true, resubscribe_reason: resubscribe.reason } : {},
+  });
+  // The suppression goes once the subscriber it made way for exists (a failed create keeps it).
+  if (wasSuppressed) await scope.suppressions.deleteMany({ _id: { $in: markers } });
+  await deps.relay.afterWrite(stored);
+  return subscriberView(scope, stored);
+}
+
+export interface NewSubscriber {
+  email: string;
+  key: string;
+  status: Status;
+  locale: Locale;
+  metadata: Metadata;
+  tags: TagDoc[];
+  consent: ConsentWording | undefined;
+  /** For a pending subscriber: when it expires unconfirmed. */
+  confirmBy: number | undefined;
+  /** More audit data of the creation (a resubscribe and its reason). */
+  audit: Record<string, unknown>;
+}
+
+/**
+ * Writes a new subscriber with its `subscriber.created` outbox entry (the
+ * consent record: the audit record carries the wording and the request's
+ * source, IP and user agent). The caller runs the outbox after its own
+ * follow-up writes. A taken address is 409 `email_taken`.
+ */
+export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubscriber): Promise<SubscriberDoc> {
+  const now = deps.now();
+  const tagIds = fresh.tags.map((t) => t._id);
+  const wording = consentData(fresh.consent);
+  const doc: Omit<SubscriberDoc, "tenant"> = {
+    _id: newId("sub"),
+    email: fresh.email,
+    email_key: fresh.key,
+    status: fresh.status,
+    locale: fresh.locale,
+    metadata: fresh.metadata,
     tag_ids: tagIds,
+    ...(fresh.confirmBy !== undefined ? { confirm_by: fresh.confirmBy } : {}),
     created_at: now,
     updated_at: now,
     deleted: false,
     ...newOutbox([
       outboxEntry(scope, now, "subscriber.created", {
-        status,
-        tags: tags.map((t) => t.name),
+        status: fresh.status,
+        tags: fresh.tags.map((t) => t.name),
         tag_ids: tagIds,
-        ...(wasSuppressed && resubscribe ? { resubscribe: true, resubscribe_reason: resubscribe.reason } : {}),
+        ...(wording ? { consent: wording } : {}),
+        ...fresh.audit,
       }, {
         topic: "subscriber.created",
         tag_ids: tagIds,
-        to: status,
+        to: fresh.status,
       }),
     ]),
   };
@@ -80,14 +136,10 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     await scope.subscribers.insertOne(doc);
   } catch (err) {
     // Two creates of one address at once: the unique index lets exactly one win.
-    if (err instanceof DuplicateKeyError) await rejectTaken(scope, key);
+    if (err instanceof DuplicateKeyError) await rejectTaken(scope, fresh.key);
     throw err;
   }
-  // The suppression goes once the subscriber it made way for exists (a failed create keeps it).
-  if (wasSuppressed) await scope.suppressions.deleteMany({ _id: { $in: markers } });
-  const stored = { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
-  await deps.relay.afterWrite(stored);
-  return subscriberView(scope, stored);
+  return { ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc;
 }
 
 /** Throws 409 email_taken naming the subscriber that holds the address. */

@@ -22,6 +22,8 @@ export interface Deps {
   suppressionKeys: KeyRing;
   /** SOFT_BOUNCE_LIMIT, SOFT_BOUNCE_WINDOW_DAYS (default 3 in 30 days; usecases/record-delivery-problem.ts). */
   softBounces?: { limit: number; windowMs: number };
+  /** CONFIRMATION_EXPIRY_MIN_SECONDS: the shortest confirmation window an account may set (default 60; tests lower it). */
+  minConfirmationExpirySeconds?: number;
   logger: Logger;
   now: () => number;
 }

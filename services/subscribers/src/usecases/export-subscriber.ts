@@ -122,7 +122,10 @@ function joinsOf(trail: AuditDoc[], idsByName: Map<string, string>): Map<string,
 
 /**
  * The consent records the trail holds: opting in (a subscriber created
- * active, a status back to active), opting in again after an erasure
+ * active, a status back to active; with the wording the person saw when
+ * the request carried it), signing up with double opt-in
+ * (`opt_in_requested`, a subscriber created pending) and confirming it
+ * (`confirmed`, the click's time, IP and user agent), opting in again after an erasure
  * (`resubscribe`, with its reason), opting out (created or changed to
  * unsubscribed, or unsubscribing while bounced or complained:
  * `subscriber.opted_out`), and joining or leaving a tag (scope `tag`).
@@ -133,8 +136,8 @@ function joinsOf(trail: AuditDoc[], idsByName: Map<string, string>): Map<string,
 function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
   const records: SubscribersExportPart["consent"] = [];
   for (const e of trail) {
-    const data = e.data as { status?: unknown; to?: unknown; tag?: unknown; resubscribe?: unknown; resubscribe_reason?: unknown; reason?: unknown };
-    const record = (action: "opt_in" | "opt_out" | "resubscribe", scope: "all" | "tag", tag: string | null = null, reason: string | null = null) =>
+    const data = e.data as { status?: unknown; to?: unknown; tag?: unknown; resubscribe?: unknown; resubscribe_reason?: unknown; reason?: unknown; consent?: unknown };
+    const record = (action: Action, scope: "all" | "tag", tag: string | null = null, reason: string | null = null) =>
       records.push({
         event_id: e._id,
         action,
@@ -146,16 +149,19 @@ function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
         ip: e.ip || null,
         user_agent: e.user_agent || null,
         reason,
+        wording: wordingOf(data.consent),
       });
     switch (e.type) {
       case "subscriber.created":
         if (data.resubscribe === true) record("resubscribe", "all", null, typeof data.resubscribe_reason === "string" ? data.resubscribe_reason : null);
         else if (data.status === "active") record("opt_in", "all");
+        else if (data.status === "pending") record("opt_in_requested", "all");
         else if (data.status === "unsubscribed") record("opt_out", "all");
         break;
       case "subscriber.status_changed":
         if (data.reason === "opted_out") break;
-        if (data.to === "active") record("opt_in", "all");
+        if (data.reason === "confirmed") record("confirmed", "all");
+        else if (data.to === "active") record("opt_in", "all");
         else if (data.to === "unsubscribed") record("opt_out", "all");
         break;
       case "subscriber.opted_out":
@@ -171,4 +177,14 @@ function consentOf(trail: AuditDoc[]): SubscribersExportPart["consent"] {
     }
   }
   return records;
+}
+
+type Action = SubscribersExportPart["consent"][number]["action"];
+
+/** The wording an opt-in's audit record carries (domain/double-opt-in.ts, consentData). */
+function wordingOf(raw: unknown): SubscribersExportPart["consent"][number]["wording"] {
+  if (raw === null || typeof raw !== "object") return null;
+  const w = raw as { text?: unknown; version?: unknown; source_id?: unknown };
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  return { text: str(w.text), version: str(w.version), source_id: str(w.source_id) };
 }

@@ -1,3 +1,4 @@
+import { pendingNotSettable } from "../domain/double-opt-in.js";
 import { withOutbox } from "@emailsvc/outbox";
 import { DuplicateKeyError } from "@emailsvc/storage";
 import { notFound } from "@emailsvc/errors";
@@ -41,10 +42,12 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
   const email = input.email === undefined ? undefined : validateEmail(input.email);
   const patch = input.metadata === undefined ? undefined : validateMetadata(input.metadata, true);
   const locale = input.locale === undefined ? undefined : validateLocale(input.locale);
+  // `pending` comes from double opt-in only: a subscriber is never put back to "not confirmed".
+  if (input.status === "pending") throw pendingNotSettable();
   const current = await loadSubscriber(scope, input.id);
 
   const now = deps.now();
-  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale" | "opted_out_at">> = {};
+  const set: Partial<Pick<SubscriberDoc, "email" | "email_key" | "metadata" | "status" | "locale" | "opted_out_at" | "confirm_by">> = {};
   const entries: OutboxEntry[] = [];
   const changed: string[] = [];
   if (email !== undefined && email !== current.email) {
@@ -80,6 +83,8 @@ export async function updateSubscriber(deps: Deps, scope: Scope, input: UpdateSu
     // hop (bounced to complained) keeps it: cleared there, a later change to
     // active would resume marketing the person had opted out of.
     if (current.opted_out_at != null && status === "unsubscribed") set.opted_out_at = null;
+    // A pending subscriber moved on by the integrator no longer expires.
+    if (current.confirm_by != null) set.confirm_by = null;
     const asked = status !== input.status ? { asked: input.status, reason: "opted_out" } : {};
     entries.push(
       outboxEntry(scope, now, "subscriber.status_changed", { from: current.status, to: status, ...asked }, {

@@ -40,6 +40,7 @@ const STATUS_NAMES: Partial<Record<SubscriberStatus, string>> = {
   [SubscriberStatus.UNSUBSCRIBED]: "unsubscribed",
   [SubscriberStatus.BOUNCED]: "bounced",
   [SubscriberStatus.COMPLAINED]: "complained",
+  [SubscriberStatus.PENDING]: "pending",
 };
 
 function base(e: { meta: { tenant: string; eventId: string; occurredAt: number } }, type: WebhookEventType, data: Record<string, unknown>): WebhookEvent {

@@ -16,7 +16,8 @@ export const file_emailsvc_common_v1_audit: GenFile = /*@__PURE__*/
  * How a change or a request reached the platform, for the audit trail (and
  * the log of export and erasure requests). Set by whoever faces the person:
  * the gateway's API routes (`api`), its one-click unsubscribe (`one_click`),
- * the preference portal (`portal`), bulk imports (`import`). The IP address
+ * the preference portal (`portal`), bulk imports (`import`), public signup
+ * forms (`form`). The IP address
  * and the user agent are personal data: they are kept with the subscriber's
  * audit trail, shown in their export, and erased with them.
  *
@@ -24,7 +25,7 @@ export const file_emailsvc_common_v1_audit: GenFile = /*@__PURE__*/
  */
 export type AuditContext = Message<"emailsvc.common.v1.AuditContext"> & {
   /**
-   * One of `api`, `portal`, `one_click`, `import`, `form` (a public signup form).
+   * One of `api`, `portal`, `one_click`, `import`, `form`.
    *
    * @generated from field: string source = 1;
    */

@@ -3,7 +3,7 @@ import { MailingBlock, type Mailability } from "@emailsvc/proto";
 // Proto messages <-> the preference-center API's JSON. Only mapping here.
 
 /** Why someone gets no mail of a category, as the API names it; null: they get it. */
-export type MailingBlockJson = "unsubscribed" | "bounced" | "complained" | "suppressed" | null;
+export type MailingBlockJson = "unsubscribed" | "bounced" | "complained" | "suppressed" | "unconfirmed" | null;
 
 const BLOCK_TO_JSON: Record<MailingBlock, MailingBlockJson> = {
   [MailingBlock.UNSPECIFIED]: null,
@@ -11,6 +11,7 @@ const BLOCK_TO_JSON: Record<MailingBlock, MailingBlockJson> = {
   [MailingBlock.BOUNCED]: "bounced",
   [MailingBlock.COMPLAINED]: "complained",
   [MailingBlock.SUPPRESSED]: "suppressed",
+  [MailingBlock.UNCONFIRMED]: "unconfirmed",
 };
 
 /** The subscribers service's answer to "who may be mailed", per category, as the portal passed it on. */

@@ -49,7 +49,7 @@ const frameAncestors = {
 /** Why someone gets no mail of a category; null: they get it. */
 const mailingBlock = {
   type: ["string", "null"],
-  enum: ["unsubscribed", "bounced", "complained", "suppressed", null],
+  enum: ["unsubscribed", "bounced", "complained", "suppressed", "unconfirmed", null],
 } as const;
 
 export const PortalSettingsUpdate = {
@@ -125,7 +125,7 @@ export const schemas: Record<string, JsonSchema> = {
     required: ["email", "status", "locale", "subscribed_tags", "available_tags", "mailability"],
     properties: {
       email: { type: "string" },
-      status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained"] },
+      status: { type: "string", enum: ["active", "unsubscribed", "bounced", "complained", "pending"] },
       mailability: {
         type: "object",
         additionalProperties: false,

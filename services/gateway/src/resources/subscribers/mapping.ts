@@ -32,6 +32,7 @@ const STATUS_TO_JSON: Partial<Record<SubscriberStatus, string>> = {
   [SubscriberStatus.UNSUBSCRIBED]: "unsubscribed",
   [SubscriberStatus.BOUNCED]: "bounced",
   [SubscriberStatus.COMPLAINED]: "complained",
+  [SubscriberStatus.PENDING]: "pending",
 };
 
 const STATUS_FROM_JSON: Record<string, SubscriberStatus> = {
@@ -39,6 +40,7 @@ const STATUS_FROM_JSON: Record<string, SubscriberStatus> = {
   unsubscribed: SubscriberStatus.UNSUBSCRIBED,
   bounced: SubscriberStatus.BOUNCED,
   complained: SubscriberStatus.COMPLAINED,
+  pending: SubscriberStatus.PENDING,
 };
 
 /** `undefined` (not given) -> UNSPECIFIED, which the service reads as "no filter" / "no change". */

@@ -29,6 +29,8 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
         locale: body.locale ?? "",
         resubscribe: body.resubscribe ?? false,
         resubscribeReason: body.resubscribe_reason ?? "",
+        doubleOptIn: body.double_opt_in ?? false,
+        ...(body.consent ? { consent: { text: body.consent.text ?? "", version: body.consent.version ?? "", sourceId: body.consent.source_id ?? "" } } : {}),
         audit: audit(ctx),
       },
       callOptions(ctx, timeoutMs),

@@ -10,9 +10,30 @@ import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js"
 // schema ajv validates with, the document publishes and the handler reads
 // are one definition.
 
-export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained"] as const;
+export const SUBSCRIBER_STATUSES = ["active", "unsubscribed", "bounced", "complained", "pending"] as const;
 
-const status = { type: "string", enum: SUBSCRIBER_STATUSES } as const;
+const status = {
+  type: "string",
+  enum: SUBSCRIBER_STATUSES,
+  description:
+    "`pending`: signed up with double opt-in and not confirmed yet (no marketing mail; erased when the account's confirmation window passes unconfirmed). It comes from double opt-in only: a create or update cannot set it.",
+} as const;
+/** The statuses a create or an update may set (not `pending`: that comes from double opt-in). */
+const settableStatus = { type: "string", enum: SUBSCRIBER_STATUSES.filter((s) => s !== "pending") as Exclude<(typeof SUBSCRIBER_STATUSES)[number], "pending">[] } as const;
+
+/** What the person saw when they opted in, kept in the consent record. */
+export const consentWording = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description:
+    "What the person saw and agreed to, kept in the subscriber's consent record with the request's time, IP address and user agent (the audit trail, the export): the wording itself, a version label of it you keep, and where it was shown (a form's id, say).",
+  properties: {
+    text: { type: "string", maxLength: 2000, description: "The wording as shown, at most 2,000 characters." },
+    version: { type: "string", maxLength: 100, pattern: "^[^\\u0000-\\u001f\\u007f]*$", description: "A version label of the wording, at most 100 characters." },
+    source_id: { type: "string", maxLength: 100, pattern: "^[^\\u0000-\\u001f\\u007f]*$", description: "Where it was shown (a form's id, a page), at most 100 characters." },
+  },
+} as const;
 
 export const METADATA_KEY = {
   maxLength: 40,
@@ -53,7 +74,13 @@ export const SubscriberCreate = {
       description: "At most 100 tag names; tags that do not exist yet are created.",
     },
     metadata,
-    status: { ...status, description: "Defaults to `active`." },
+    status: { ...settableStatus, description: "Defaults to `active` (`pending` with double opt-in, and then it must be left out)." },
+    double_opt_in: {
+      type: "boolean",
+      description:
+        "Create the subscriber `pending` and send them the account's confirmation mail; they become `active` when they click its link (see `/api/v1/audience-settings`). Without it, creates follow the account's `double_opt_in_for_api` (default off: you usually hold the consent yourself). Not with `status`.",
+    },
+    consent: consentWording,
     locale,
     resubscribe: {
       type: "boolean",
@@ -81,7 +108,7 @@ export const SubscriberUpdate = {
   properties: {
     email,
     status: {
-      ...status,
+      ...settableStatus,
       description:
         "`active` for a bounced or complained subscriber who unsubscribed from everything meanwhile (the one-click link or the preference page: `subscriber.opted_out` in the audit trail) makes them `unsubscribed`: lifting the bounce does not undo their choice. Set `active` again only once they opted in again.",
     },
@@ -269,7 +296,7 @@ export const paths: Paths = {
       operationId: "listSubscriberEvents",
       summary: "Read a subscriber's audit trail",
       description:
-        "Every subscription change (created, status changed, tag added or removed, fields updated), with a UTC timestamp, who made it, how it came (`api`, `portal`, `one_click`, `import`) and the request's IP address and user agent. Deleted with the subscriber.",
+        "Every subscription change (created, status changed, tag added or removed, fields updated), with a UTC timestamp, who made it, how it came (`api`, `portal`, `one_click`, `import`, `form`) and the request's IP address and user agent. Deleted with the subscriber.",
       tags: ["Subscribers"],
       parameters: [param("SubscriberId"), param("Limit"), param("Cursor")],
       responses: {
