@@ -148,8 +148,18 @@ export function signupFormHandler(options: SignupPageOptions) {
       sendPage(res, status, page, form);
     };
 
+    const isPreflight = req.method === "OPTIONS";
+    if (!isPreflight && !((sub === "" && req.method === "POST") || (sub === "/challenge" && req.method === "GET"))) return false;
+
+    // The client's budget before anything else, the form's lookup included.
+    const client = options.clientOf(req);
+    const spent = await chargeClient(deps, client.ip);
+    if (spent?.kind === "refused") {
+      refuse(spent, undefined);
+      return true;
+    }
     // Preflight of a fetch that sends more than a simple request does.
-    if (req.method === "OPTIONS") {
+    if (isPreflight) {
       const found = await forms.find(formId);
       const allowed = found && requestOrigin && found.form.allowedOrigins.includes(requestOrigin);
       res.writeHead(204, {
@@ -157,15 +167,6 @@ export function signupFormHandler(options: SignupPageOptions) {
         vary: "Origin",
       });
       res.end();
-      return true;
-    }
-    if (!((sub === "" && req.method === "POST") || (sub === "/challenge" && req.method === "GET"))) return false;
-
-    // The client's budget before anything else, the form's lookup included.
-    const client = options.clientOf(req);
-    const spent = await chargeClient(deps, client.ip);
-    if (spent?.kind === "refused") {
-      refuse(spent, undefined);
       return true;
     }
     const found = await forms.find(formId);

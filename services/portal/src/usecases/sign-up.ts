@@ -13,8 +13,8 @@ import { formView } from "./forms.js";
 
 // A post to a public signup form, from the refusals that cost nothing to the
 // subscribers service's SignUp: the client's budget, the form, the honeypot,
-// the proof of work (and its single use), the fields, the address's and the
-// form's budgets, then SignUp. What the person is told never depends on
+// the proof of work, the fields, the challenge's single use, the address's
+// and the form's budgets, then SignUp. What the person is told never depends on
 // whether the address was known: SignUp's answer is the same either way, and
 // every address takes the same path to it.
 
@@ -148,6 +148,8 @@ export async function submitSignup(
   if (!read.ok) return { kind: "refused", refusal: read.refusal, field: read.field };
   const { signup } = read;
   const tenant = `${found.tenant.accountId}:${found.tenant.mode}`;
+  // Used once only, before anything is counted or stored: a replay changes nothing and spends no one's budget.
+  if (!(await useChallenge(deps, tenant, verdict.challenge, verdict.expiresAt))) return { kind: "refused", refusal: "proof_of_work_failed" };
   // Hashed keys: the counters hold no address.
   const addressKey = createHash("sha256").update(`${tenant}\n${signup.email.toLowerCase()}`).digest("base64url").slice(0, 22);
   const budget = await deps.counters.consume(
@@ -158,8 +160,6 @@ export async function submitSignup(
     deps.now(),
   );
   if (!budget.allowed) return { kind: "refused", refusal: "rate_limited", retryAfterSeconds: Math.ceil(budget.retryAfterMs / 1000) };
-  // Used once only, before anything is stored: a replay changes nothing.
-  if (!(await useChallenge(deps, tenant, verdict.challenge, verdict.expiresAt))) return { kind: "refused", refusal: "proof_of_work_failed" };
   const call: CallContext = { tenant: found.tenant, actor: "form", requestId: "" };
   try {
     await deps.signUp.signUp(call, {
