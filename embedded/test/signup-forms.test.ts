@@ -26,6 +26,8 @@ describe.each(["embedded", "mongodb"] as const)("signup forms (%s)", (store) => 
         TRUSTED_PROXY_HOPS: "1",
         SIGNUP_RATE_IP: "6/1h",
         SIGNUP_RATE_ADDRESS: "2/1h",
+        // Well above what the scenarios post to the main form; the last scenario fills a form of its own.
+        SIGNUP_RATE_FORM: "20/1h",
         SIGNUP_POW_MAX_NUMBER: "1000",
       },
       { mongo: store === "mongodb" },
@@ -264,6 +266,19 @@ describe.each(["embedded", "mongodb"] as const)("signup forms (%s)", (store) => 
       // SIGNUP_RATE_ADDRESS=2/1h, from any client: the address's third signup in the hour is refused.
       const again = async () => (await post({ email: "Repeat@Example.com", first_name: "R", pow: await solution() }, { accept: "application/json" })).status;
       expect([await again(), await again(), await again()]).toEqual([200, 200, 429]);
+    });
+
+    it("limits signups per form, whoever posts them", async () => {
+      const busy = await t.call("POST", "/api/v1/forms", { body: { name: "Busy", allowed_origins: [SITE], consent_version: "v1" } });
+      const busyAction = action.replace(formId, busy.body.id);
+      const statuses: number[] = [];
+      for (let i = 0; i < 21; i++) {
+        const res = await post({ email: `crowd${i}@example.com`, pow: await solution(newIp(), busyAction) }, { accept: "application/json" }, busyAction);
+        statuses.push(res.status);
+      }
+      // SIGNUP_RATE_FORM=20/1h: the 21st is refused, though its client and its address are new.
+      expect(statuses).toEqual([...Array<number>(20).fill(200), 429]);
+      expect(await subscribersNamed("crowd20@example.com")).toEqual([]);
     });
   });
 });
