@@ -88,6 +88,18 @@ async function fillAndSend(origin: string, email: string): Promise<{ url: string
 }
 
 describe("a signup form in Chromium", () => {
+  it("the snippet on the account's page is accessible: labelled fields, the honeypot out of reach", async () => {
+    const page = await context.newPage();
+    await page.goto(`${site.origin}/`);
+    await expectNoAxeViolations(page);
+    // Out of the accessibility tree and off screen (but not display:none, which some bots skip).
+    await expect(page.getByRole("textbox", { name: "Leave this field empty" }).count()).resolves.toBe(0);
+    await expect(page.getByRole("textbox", { name: "Email address" }).count()).resolves.toBe(1);
+    await expect(page.locator('input[name="website"]').isVisible()).resolves.toBe(true);
+    await expect(page.locator('input[name="website"]').evaluate((el) => el.getBoundingClientRect().right < 0)).resolves.toBe(true);
+    await page.close();
+  });
+
   it("posted from the account's site without JavaScript there: the portal's check page does the work, the person lands on the thank-you page, pending", async () => {
     const { url, visited } = await fillAndSend(site.origin, "reader@example.com");
     expect(url).toBe(`${site.origin}/thanks`);
