@@ -141,14 +141,22 @@ describe.each(["embedded", "mongodb"] as const)("signup forms (%s)", (store) => 
 
   describe("posts to the form", () => {
     it("an accepted post reaches SignUp: a pending subscriber with the form's tags, the chosen ones and the consent wording", async () => {
-      const res = await post({ email: "ada@example.com", first_name: "Ada", tags: "offers", website: "", pow: await solution() });
+      const res = await post(
+        { email: "ada@example.com", first_name: "Ada", tags: "offers", website: "", pow: await solution() },
+        { "x-forwarded-for": "198.51.100.7", "user-agent": "AdasBrowser/1.0" },
+      );
       expect(res.status).toBe(303);
       expect(res.headers.get("location")).toBe(`${SITE}/thanks`);
       const [ada] = await eventually(() => subscribersNamed("ada@example.com"), (found) => found.length === 1);
       expect(ada).toMatchObject({ status: "pending", tags: ["news", "offers"], metadata: { first_name: "Ada" } });
       const exported = await t.call("GET", `/api/v1/subscribers/${ada.id}/export`);
       expect(JSON.stringify(exported.body.consent)).toContain(formId);
-      expect(JSON.stringify(exported.body.audit_trail)).toContain('"form"');
+      // The consent evidence: how (a form), from where (the client's address, its browser), what was shown.
+      const trail = JSON.stringify(exported.body.audit_trail);
+      expect(trail).toContain('"form"');
+      expect(trail).toContain("198.51.100.7");
+      expect(trail).toContain("AdasBrowser/1.0");
+      expect(JSON.stringify(exported.body.consent)).toContain("Yes, send me the newsletter.");
     });
 
     it("answers a known address exactly as a new one, and changes nothing about it", async () => {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { isIP } from "node:net";
 import { ExpiringCache } from "@emailsvc/async";
 import { AppError } from "@emailsvc/errors";
 import { isId } from "@emailsvc/ids";
@@ -165,7 +166,8 @@ export async function submitSignup(
     await deps.signUp.signUp(call, {
       ...signup,
       consent: { text: form.consentText, version: form.consentVersion, sourceId: form.id },
-      audit: { source: "form", ip: client.ip.slice(0, 64), userAgent: client.userAgent.slice(0, 512) },
+      // An address the edge could not tell ("unknown") is left out rather than refused.
+      audit: { source: "form", ip: isIP(client.ip) ? client.ip : "", userAgent: client.userAgent.slice(0, 512) },
     });
   } catch (err) {
     if (err instanceof SignUpRefused) return { kind: "refused", refusal: err.field === "email" ? "invalid_email" : "invalid_field", field: err.field };
