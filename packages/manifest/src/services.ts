@@ -42,7 +42,11 @@ export const SERVICES = {
     grpcPort: 50051,
     metricsPort: 9461,
     public: {},
-    calls: {},
+    calls: {
+      // Optional both: delivery and templates call subscribers as required, so these edges must not hold their starts.
+      delivery: { need: "optional", for: "double opt-in confirmation mail (without it none is sent)" },
+      templates: { need: "optional", for: "the platform's confirmation template, made in an account on its first confirmation mail" },
+    },
     topics: {
       produces: ["subscriber.created", "subscriber.status_changed", "subscriber.tag_added", "subscriber.tag_removed", "subscriber.deleted"],
       consumes: [],

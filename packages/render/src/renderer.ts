@@ -39,6 +39,8 @@ export interface Builtins {
   metadata?: Record<string, unknown>;
   preference_center_url?: string;
   unsubscribe_url?: string;
+  /** A pending subscriber's double opt-in confirmation link (the confirmation mail's button). */
+  confirmation_url?: string;
 }
 
 /** What a message needs besides its variables; none of it is a template variable. */
@@ -372,6 +374,7 @@ function builtinVariables(builtins: Builtins): Variables {
   if (builtins.metadata !== undefined) out.metadata = builtins.metadata;
   if (builtins.preference_center_url) out.preference_center_url = builtins.preference_center_url;
   if (builtins.unsubscribe_url) out.unsubscribe_url = builtins.unsubscribe_url;
+  if (builtins.confirmation_url) out.confirmation_url = builtins.confirmation_url;
   return out;
 }
 

@@ -47,3 +47,30 @@ export function mintPreferenceLink(
     url: `${settings.baseUrl}/preferences?token=${encodeURIComponent(token)}`,
   };
 }
+
+/**
+ * How long a confirmation link (double opt-in) is signed for: the longest
+ * confirmation window an account may set. The subscriber's own deadline is
+ * the real bound: past it they are erased, and the link finds no one.
+ */
+export const CONFIRMATION_LINK_TTL_SECONDS = 90 * 24 * 3600;
+
+/**
+ * The link of a double opt-in confirmation mail (`{{confirmation_url}}`),
+ * minted by delivery like `{{preference_center_url}}`: the portal's
+ * `/confirm` page, which shows a button (GET confirms nothing, so a link
+ * scanner does no harm) and confirms on its POST.
+ */
+export function mintConfirmationLink(
+  ring: KeyRing,
+  subject: { accountId: string; mode: "live" | "test"; subscriberId: string },
+  baseUrl: string,
+  now = Date.now(),
+): PreferenceLink {
+  const token = signToken(ring, { purpose: "confirm", ...subject }, { ttlSeconds: CONFIRMATION_LINK_TTL_SECONDS, now });
+  return {
+    token,
+    expiresAt: (Math.floor(now / 1000) + CONFIRMATION_LINK_TTL_SECONDS) * 1000,
+    url: `${baseUrl}/confirm?token=${encodeURIComponent(token)}`,
+  };
+}

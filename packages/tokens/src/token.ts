@@ -9,7 +9,7 @@ import type { KeyRing } from "./keys.js";
 // links sit in mailboxes and proxy logs, so no address or metadata goes in.
 
 /** What a token may be used for; a token of one purpose is refused for another. */
-export type TokenPurpose = "unsubscribe" | "preferences" | "portal_session";
+export type TokenPurpose = "unsubscribe" | "preferences" | "portal_session" | "confirm";
 
 export interface TokenSubject {
   purpose: TokenPurpose;

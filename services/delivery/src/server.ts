@@ -27,7 +27,7 @@ import type { EmailDoc } from "./storage/documents.js";
 import { DeliveryStorage } from "./storage/repositories.js";
 import type { SandboxSettings } from "./storage/sandbox-messages.js";
 import { compileRenderer } from "@emailsvc/render";
-import { generateKeyText, mailLinkWarning, mintPreferenceLink, parseKeyRing, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
+import { generateKeyText, mailLinkWarning, mintConfirmationLink, mintPreferenceLink, parseKeyRing, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps, OutboxFlusher } from "./usecases/deps.js";
 import { startBounceReceiver, type RunningBounceReceiver } from "./inbound/bounce-receiver.js";
@@ -234,7 +234,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
               ...(options.unsubscribeTtlDays !== undefined ? { ttlDays: options.unsubscribeTtlDays } : {}),
             })
           : () => undefined),
-      preferenceUrl: preferenceLinkSource(options.tokenKeys, options.preferenceLinks, portalTransport, logger),
+      ...subscriberLinkSources(options.tokenKeys, options.preferenceLinks, portalTransport, logger),
       recipients: recipients,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       leaseMs: options.leaseMs ?? 10_000,
@@ -343,15 +343,25 @@ function platformHosts(sender: Sender, publicApiUrl: string | undefined): string
   return hosts;
 }
 
-/** `{{preference_center_url}}` of a subscriber's mail: a fresh preference link per message, on the account's custom domain once active. */
-function preferenceLinkSource(keys: KeyRing | undefined, settings: PreferenceLinkSettings | undefined, portal: Transport | undefined, logger: Logger) {
-  if (!keys || !settings) return undefined;
+/**
+ * `{{preference_center_url}}` and `{{confirmation_url}}` (double opt-in) of a
+ * subscriber's mail: a fresh signed link per message, on the account's custom
+ * domain once active.
+ */
+function subscriberLinkSources(keys: KeyRing | undefined, settings: PreferenceLinkSettings | undefined, portal: Transport | undefined, logger: Logger) {
+  if (!keys || !settings) return {};
   const bases = new PreferenceLinkBase(settings, portal ? portalDomainLookup(portal) : undefined, {
     onError: (accountId, err) => logger.warn({ account_id: accountId, err: err instanceof Error ? err.message : String(err) }, "custom domain lookup failed; links use PREFERENCES_URL"),
   });
-  return async ({ tenant, subscriberId }: { tenant: string; subscriberId: string }) => {
-    const subject = { ...tenantOfKey(tenant), subscriberId };
-    const baseUrl = await bases.forAccount(subject.accountId);
-    return mintPreferenceLink(keys, subject, { ...settings, baseUrl }).url;
+  return {
+    async preferenceUrl({ tenant, subscriberId }: { tenant: string; subscriberId: string }) {
+      const subject = { ...tenantOfKey(tenant), subscriberId };
+      const baseUrl = await bases.forAccount(subject.accountId);
+      return mintPreferenceLink(keys, subject, { ...settings, baseUrl }).url;
+    },
+    async confirmationUrl({ tenant, subscriberId }: { tenant: string; subscriberId: string }) {
+      const subject = { ...tenantOfKey(tenant), subscriberId };
+      return mintConfirmationLink(keys, subject, await bases.forAccount(subject.accountId)).url;
+    },
   };
 }

@@ -1,7 +1,8 @@
 import type { EventBus } from "@emailsvc/events";
 import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
-import { startServiceServer } from "@emailsvc/grpc";
+import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
+import { grpcConfirmationMailer } from "./rpc/clients.js";
 import { type Logger } from "@emailsvc/telemetry";
 import { tenantKey } from "@emailsvc/tenancy";
 import type { DocumentStore } from "@emailsvc/storage";
@@ -31,8 +32,13 @@ export interface SubscribersServiceOptions {
   sweepGraceMs?: number;
   /** How often unconfirmed pending subscribers past their deadline are looked for (default 60 s). */
   expirySweepIntervalMs?: number;
+  /** The delivery and templates services, for double opt-in's confirmation mail (optional: none, no mail is sent). */
+  deliveryUrl?: string;
+  templatesUrl?: string;
   /** The shortest confirmation window an account may set (default 60 s; tests lower it). */
   minConfirmationExpirySeconds?: number;
+  /** A pending subscriber's signup again resends the confirmation this long after the last (default 1 hour; tests shorten it). */
+  confirmationResendAfterMs?: number;
 }
 
 export interface RunningSubscribersService {
@@ -56,6 +62,15 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     clock: now,
     sweepIntervalMs: options.sweepIntervalMs,
     sweepGraceMs: options.sweepGraceMs,
+    ...(options.deliveryUrl
+      ? {
+          confirmations: grpcConfirmationMailer({
+            delivery: createServiceTransport(options.deliveryUrl),
+            templates: options.templatesUrl ? createServiceTransport(options.templatesUrl) : undefined,
+            logger,
+          }),
+        }
+      : {}),
   });
   const deps: Deps = {
     relay,
@@ -64,6 +79,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     suppressionKeys: options.suppressionKeys,
     ...(options.softBounces ? { softBounces: options.softBounces } : {}),
     ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
+    ...(options.confirmationResendAfterMs !== undefined ? { confirmationResendAfterMs: options.confirmationResendAfterMs } : {}),
   };
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService, SuppressionService],

@@ -7,7 +7,7 @@ import { startSubscribersService } from "./server.js";
 /** The subscribers service as the skeleton and the embedded launcher start it: its manifest entry (packages/manifest) and its code. */
 export const subscribersService = defineService("subscribers", {
   loadConfig,
-  start: ({ store, bus, logger, port, host, developmentSecretsDir }, config) => {
+  start: ({ store, bus, logger, port, host, urls, developmentSecretsDir }, config) => {
     if (!bus) throw new Error("the subscribers service needs the event bus");
     let suppressionKeys;
     try {
@@ -17,6 +17,8 @@ export const subscribersService = defineService("subscribers", {
     }
     return startSubscribersService({ store, bus, logger, port, host, sweepIntervalMs: config.sweepIntervalMs, suppressionKeys, softBounces: config.softBounces,
       expirySweepIntervalMs: config.expirySweepIntervalMs,
+      ...(urls.delivery ? { deliveryUrl: urls.delivery } : {}),
+      ...(urls.templates ? { templatesUrl: urls.templates } : {}),
       minConfirmationExpirySeconds: config.minConfirmationExpirySeconds,
     });
   },

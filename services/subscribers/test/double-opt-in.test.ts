@@ -187,4 +187,47 @@ describe.each<StoreKind>(["embedded", "mongodb"])("double opt-in on %s storage",
     await h.subscribers.signUp({ email: "late@example.com" }, as(t));
     expect((await byEmail(t, "late@example.com")).status).toBe(SubscriberStatus.PENDING);
   });
+
+  /** The types of a subscriber's audit records, once the last one expected is written (records of one subscriber are written in order). */
+  async function trailUntil(t: ReturnType<typeof tenant>, id: string, last: string): Promise<string[]> {
+    return waitFor(async () => {
+      const types = (await h.subscribers.listSubscriberEvents({ subscriberId: id, limit: 100 }, as(t))).events.map((e) => e.type);
+      return types.includes(last) ? types : undefined;
+    }, `the audit record ${last}`);
+  }
+
+  it("does not mail a pending subscriber who signs up again within the hour; the confirmation mail is in the trail once", async () => {
+    const t = tenant();
+    await h.subscribers.signUp({ email: "twice@example.com", audit: form }, as(t));
+    await h.subscribers.signUp({ email: "twice@example.com", audit: form }, as(t));
+    const id = (await byEmail(t, "twice@example.com")).id;
+    await h.subscribers.confirmSubscriber({ subscriberId: id, audit: click }, as(t));
+    const trail = await trailUntil(t, id, "subscriber.status_changed");
+    expect(trail.filter((type) => type === "subscriber.confirmation_sent")).toHaveLength(1);
+  });
+
+  describe("with the resend interval passed", () => {
+    let quick: Harness;
+    beforeAll(async () => {
+      quick = await startHarness(kind, { confirmationResendAfterMs: 0 });
+    });
+    afterAll(async () => {
+      await quick?.close();
+    });
+
+    it("mails a pending subscriber who signs up again once more, and an active one nothing", async () => {
+      const t = tenant();
+      await quick.subscribers.signUp({ email: "lost-mail@example.com" }, as(t));
+      const pending = (await quick.subscribers.getSubscriberByEmail({ email: "lost-mail@example.com" }, as(t))).subscriber!;
+      await quick.subscribers.signUp({ email: "lost-mail@example.com" }, as(t));
+      await quick.subscribers.confirmSubscriber({ subscriberId: pending.id }, as(t));
+      await quick.subscribers.signUp({ email: "lost-mail@example.com" }, as(t));
+      await quick.subscribers.addTags({ subscriberId: pending.id, tags: ["marker"] }, as(t));
+      const types = await waitFor(async () => {
+        const list = (await quick.subscribers.listSubscriberEvents({ subscriberId: pending.id, limit: 100 }, as(t))).events.map((e) => e.type);
+        return list.includes("subscriber.tag_added") ? list : undefined;
+      }, "the marker's audit record");
+      expect(types).toEqual(["subscriber.created", "subscriber.confirmation_sent", "subscriber.confirmation_sent", "subscriber.status_changed", "subscriber.tag_added"]);
+    });
+  });
 });

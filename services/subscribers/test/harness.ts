@@ -38,6 +38,7 @@ export interface HarnessOptions {
   /** The double opt-in expiry sweep's period and the shortest window an account may set. */
   expirySweepIntervalMs?: number;
   minConfirmationExpirySeconds?: number;
+  confirmationResendAfterMs?: number;
 }
 
 export async function startHarness(kind: StoreKind, options: HarnessOptions = {}): Promise<Harness> {
@@ -67,6 +68,7 @@ export async function startHarness(kind: StoreKind, options: HarnessOptions = {}
     ...(options.softBounces ? { softBounces: options.softBounces } : {}),
     ...(options.expirySweepIntervalMs !== undefined ? { expirySweepIntervalMs: options.expirySweepIntervalMs } : {}),
     ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
+    ...(options.confirmationResendAfterMs !== undefined ? { confirmationResendAfterMs: options.confirmationResendAfterMs } : {}),
   });
   const transport = createServiceTransport(service.url);
   return {

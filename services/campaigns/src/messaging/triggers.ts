@@ -1,5 +1,5 @@
 import type { DecodedBatchEvent } from "@emailsvc/events";
-import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, type TriggerEventType, type TriggerEventTypeInfo } from "@emailsvc/proto";
+import { SubscriberStatus, TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES, type TriggerEventType, type TriggerEventTypeInfo } from "@emailsvc/proto";
 import type { ConsumedTopic } from "@emailsvc/manifest";
 import { Rerunner } from "@emailsvc/async";
 import type { CrossTenantCollection } from "@emailsvc/storage";
@@ -66,8 +66,8 @@ export class TriggerWorker {
   readonly handlers = Object.fromEntries(
     TRIGGER_SOURCE_TOPICS.map((topic) => {
       const types = TRIGGER_EVENT_TYPE_NAMES.filter((name) => TRIGGER_EVENT_TYPES[name].topic === topic);
-      const handler = (batch: SourceEvent[]) =>
-        this.record(batch.flatMap((e) => types.map((type) => READERS[type](e)).filter((event): event is SubscriberEvent => event !== undefined)));
+      const read = (e: SourceEvent) => [...types.map((type) => READERS[type](e)), ...(topic === "subscriber.status_changed" ? [confirmationAsCreated(e)] : [])];
+      const handler = (batch: SourceEvent[]) => this.record(batch.flatMap((e) => read(e).filter((event): event is SubscriberEvent => event !== undefined)));
       return [topic, handler];
     }),
   ) as Record<TriggerSourceTopic, (batch: SourceEvent[]) => Promise<void>>;
@@ -97,6 +97,18 @@ export class TriggerWorker {
     if (this.timer) clearInterval(this.timer);
     await this.firer.stop();
   }
+}
+
+/**
+ * A double opt-in confirmation (`pending` → `active`) is the signup that the
+ * pending subscriber's `subscriber.created` was not (that one is skipped,
+ * `created_not_active`): the `subscriber.created` triggers fire now, once
+ * the person showed the address is theirs, so that no welcome mail goes to
+ * someone who never confirmed. Its fires are keyed by this event's id.
+ */
+function confirmationAsCreated(e: SourceEvent): SubscriberEvent | undefined {
+  if (!("toStatus" in e.message) || e.message.fromStatus !== "pending" || e.message.toStatus !== "active") return undefined;
+  return { ...toEvent(e, "subscriber.created"), status: SubscriberStatus.ACTIVE };
 }
 
 function toEvent(e: SourceEvent, type: TriggerEventType, tagId?: string): SubscriberEvent {

@@ -59,6 +59,8 @@ export interface DeliveryDeps {
   unsubscribeUrl: UnsubscribeUrlSource;
   /** The recipient subscriber's preference page (`{{preference_center_url}}`), when links are minted. */
   preferenceUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
+  /** The recipient subscriber's double opt-in confirmation link (`{{confirmation_url}}`), when links are minted. */
+  confirmationUrl?: (target: { tenant: string; subscriberId: string }) => Promise<string | undefined> | string | undefined;
   /**
    * The subscribers service: whether the recipient may be mailed, and
    * `metadata.*` and the subscriber link of a subscriber recipient. None:

@@ -78,7 +78,7 @@ export async function templateVersion(
  * for marketing mail).
  */
 export async function prepareMessage(
-  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "preferenceUrl" | "sender" | "feedbackTag">,
+  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "preferenceUrl" | "confirmationUrl" | "sender" | "feedbackTag">,
   email: EmailDoc,
   prepared: Renderable,
   recipient: Recipient | undefined,
@@ -101,11 +101,19 @@ export async function prepareMessage(
     recipient?.subscriberId && readsVariable(prepared.render.variables, "preference_center_url")
       ? await deps.preferenceUrl?.({ tenant: email.tenant, subscriberId: recipient.subscriberId })
       : undefined;
+  // A double opt-in confirmation mail's button (the subscribers service sends
+  // it with a template that reads {{confirmation_url}}): minted the same way,
+  // for the recipient subscriber only, never from a variable the caller gives.
+  const confirmationUrl =
+    recipient?.subscriberId && readsVariable(prepared.render.variables, "confirmation_url")
+      ? await deps.confirmationUrl?.({ tenant: email.tenant, subscriberId: recipient.subscriberId })
+      : undefined;
   const rendered = render(prepared, variables, {
     email: email.to,
     ...(recipient ? { metadata: recipient.metadata } : {}),
     ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
     ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
+    ...(confirmationUrl ? { confirmation_url: confirmationUrl } : {}),
   }, { language: recipient?.locale });
   const message = buildMessage({
     emailId: email._id,

@@ -260,3 +260,31 @@ export function signupDonePage(ctx: PageContext): string {
 export function signupRefusedPage(ctx: PageContext, reason: "refused" | "forbidden"): string {
   return document(ctx, t(ctx.locale, "signup_refused_title"), `<p>${t(ctx.locale, reason === "forbidden" ? "signup_forbidden_text" : "signup_refused_text")}</p>`, false);
 }
+
+/**
+ * A double opt-in confirmation link's page: a button, nothing done yet (a
+ * mail scanner's GET confirms nothing). The form carries the link's token;
+ * its POST confirms.
+ */
+export function confirmSubscriptionPage(ctx: PageContext, token: string): string {
+  const { locale } = ctx;
+  return document(
+    ctx,
+    t(locale, "optin_title"),
+    `<p>${t(locale, "optin_text")}</p><form method="post" action="/confirm"><input type="hidden" name="token" value="${escapeHtml(token)}">` +
+      `<input type="hidden" name="lang" value="${locale}"><button type="submit">${t(locale, "optin_button")}</button></form>`,
+  );
+}
+
+/** After the POST: confirmed, or nothing done (the link was used, or the subscription moved on). */
+export function subscriptionConfirmedPage(ctx: PageContext, outcome: "confirmed" | "not_pending"): string {
+  const { locale } = ctx;
+  return outcome === "confirmed"
+    ? document(ctx, t(locale, "optin_done_title"), `<p role="status">${t(locale, "optin_done_text")}</p>`, false)
+    : document(ctx, t(locale, "optin_used_title"), `<p role="status">${t(locale, "optin_used_text")}</p>`, false);
+}
+
+/** A confirmation link whose subscriber is gone (expired unconfirmed and erased), or whose token expired. */
+export function confirmationExpiredPage(ctx: PageContext): string {
+  return document(ctx, t(ctx.locale, "invalid_title"), `<p>${t(ctx.locale, "optin_gone_text")}</p>`);
+}

@@ -21,7 +21,12 @@ import {
 import { mailNewLink, type NewLinkDeps } from "../usecases/new-link.js";
 import { exportData, type ExportDeps } from "../usecases/export.js";
 import { retryAfterOf } from "../usecases/budgets.js";
+import { confirmSubscription } from "../usecases/confirm.js";
+import { SubscriberStatus } from "@emailsvc/proto";
 import {
+  confirmationExpiredPage,
+  confirmSubscriptionPage,
+  subscriptionConfirmedPage,
   confirmDeletePage,
   deletedPage,
   errorPage,
@@ -238,6 +243,14 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
           return ctx();
         });
       }
+      if (url.pathname === "/confirm" && (req.method === "GET" || req.method === "POST")) {
+        return await confirmation(req, res, url, sameAccount, (lang) => {
+          if (isLocale(lang)) locale = lang;
+          return ctx();
+        }, (name) => {
+          senderName = name;
+        });
+      }
       const match = SESSION_PATH.exec(url.pathname);
       if (!match) throw new PageError(404, "not_found");
       const raw = match[1]!;
@@ -343,6 +356,49 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       logger.error({ err: err instanceof Error ? err.message : String(err) }, "portal page failed");
       return send(res, 500, errorPage(ctx()));
     }
+  }
+
+  /**
+   * A double opt-in confirmation link (`/confirm?token=…`, minted by delivery
+   * for `{{confirmation_url}}`). GET shows a button and changes nothing, so
+   * that a mail scanner or a link preview that fetches the link confirms
+   * nobody; it says so at once when the link was used or has expired. The
+   * button POSTs the token back (form-action 'self'), which confirms.
+   */
+  async function confirmation(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    sameAccount: (accountId: string) => void,
+    context: (lang: string | null | undefined) => PageContext,
+    setSender: (name: string) => void,
+  ): Promise<void> {
+    const form = req.method === "POST" ? await readForm(req) : undefined;
+    const ctx = context(form?.get("lang"));
+    const raw = (form ? form.get("token") : url.searchParams.get("token")) ?? "";
+    let token: VerifiedToken;
+    try {
+      token = verifyToken(keys, raw, { purpose: "confirm" });
+    } catch (err) {
+      if (!(err instanceof TokenError)) throw err;
+      if (err.reason === "expired") return send(res, 403, confirmationExpiredPage(ctx));
+      throw new PageError(403, "invalid");
+    }
+    if (!token.subscriberId) throw new PageError(403, "invalid");
+    sameAccount(token.accountId);
+    const portal = portalCall(token, req);
+    const settings = await options.settings.forTenant(portal.call);
+    setSender(settings.senderName);
+    const page = context(form?.get("lang"));
+    if (!form) {
+      const current = await deps.subscribers.get(portal.call, portal.subscriberId);
+      if (!current) return send(res, 403, confirmationExpiredPage(page), settings.frameAncestors);
+      if (current.status !== SubscriberStatus.PENDING) return send(res, 200, subscriptionConfirmedPage(page, "not_pending"), settings.frameAncestors);
+      return send(res, 200, confirmSubscriptionPage(page, raw), settings.frameAncestors);
+    }
+    const outcome = await confirmSubscription(deps, portal);
+    if (outcome === "gone") return send(res, 403, confirmationExpiredPage(page), settings.frameAncestors);
+    return send(res, 200, subscriptionConfirmedPage(page, outcome), settings.frameAncestors);
   }
 
   /**

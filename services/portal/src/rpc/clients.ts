@@ -54,6 +54,12 @@ export interface SubscriberDirectory {
   unsubscribeAll(call: CallContext, subscriberId: string, client: Client): Promise<Subscriber | undefined>;
   erase(call: CallContext, subscriberId: string, client: Client): Promise<void>;
   /**
+   * SubscriberService.ConfirmSubscriber (double opt-in): `confirmed`, or
+   * `not_pending` (confirmed already, or moved on since), or `gone` (expired
+   * and erased, or never there).
+   */
+  confirm(call: CallContext, subscriberId: string, client: Client): Promise<"confirmed" | "not_pending" | "gone">;
+  /**
    * Whether the subscriber may get marketing and transactional mail now: the
    * subscribers service's one answer (AudienceService.GetRecipients, as
    * delivery asks it); undefined when the subscriber is gone.
@@ -139,6 +145,17 @@ export function subscriberDirectory(transport: Transport): SubscriberDirectory {
     async mailability(call, subscriberId) {
       const res = await audience.getRecipients({ subscriberIds: [subscriberId] }, options(call)).catch(passOn);
       return res.recipients[0]?.mailability;
+    },
+    async confirm(call, subscriberId, client) {
+      try {
+        await subscribers.confirmSubscriber({ subscriberId, audit: portalAudit(client) }, options(call));
+        return "confirmed";
+      } catch (err) {
+        const code = ConnectError.from(err).code;
+        if (code === Code.FailedPrecondition) return "not_pending";
+        if (code === Code.NotFound) return "gone";
+        return passOn(err);
+      }
     },
     async erase(call, subscriberId, client) {
       await subscribers.deleteSubscriber({ id: subscriberId, audit: portalAudit(client) }, options(call)).catch(notFoundAsUndefined);

@@ -7,6 +7,7 @@ import { isStatus } from "../domain/subscriber.js";
 import { statusToProto } from "../rpc/mapping.js";
 import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
 import type { SubscriberStorage } from "../storage/repositories.js";
+import type { ConfirmationMailer } from "../usecases/ports.js";
 
 export interface SubscriberOutboxOptions {
   storage: SubscriberStorage;
@@ -15,6 +16,8 @@ export interface SubscriberOutboxOptions {
   clock: () => number;
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
+  /** Hands double opt-in confirmation mail to delivery; none: it is logged as not sent (the subscriber expires unconfirmed). */
+  confirmations?: ConfirmationMailer;
 }
 
 /**
@@ -37,6 +40,14 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
     async effect(doc, entry) {
       // A tombstone's history is erased, so its earlier entries are not audited.
       if (!entry.audit || doc.deleted) return;
+      // Only while the subscriber still waits for it (not confirmed or moved on by the API meanwhile).
+      if (entry.mail && doc.status === "pending") {
+        if (options.confirmations) {
+          await options.confirmations.send({ tenant: doc.tenant, email: doc.email, locale: doc.locale ?? "", template: entry.mail.template, idempotencyKey: entry.id });
+        } else {
+          options.logger.warn({ tenant: doc.tenant }, "no delivery service configured: a confirmation mail was not sent");
+        }
+      }
       try {
         await audit.forTenant(doc.tenant).insertOne({
           _id: entry.id,

@@ -32,6 +32,12 @@ export interface OutboxEntry extends KitOutboxEntry {
    * (the event's TagRemovalCause; absent otherwise).
    */
   bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string; cause?: "unsubscribe_all" } | null;
+  /**
+   * A double opt-in confirmation mail to hand to delivery (the relay's
+   * effect, usecases/ports.ts): the account's template slug, "" for the
+   * platform's own. Absent on other entries.
+   */
+  mail?: { template: string };
 }
 
 export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
@@ -57,6 +63,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
    * the expiry sweep (usecases/expire-pending.ts); absent or null otherwise.
    */
   confirm_by?: number | null;
+  /** A pending subscriber's last confirmation mail (its outbox entry's time): a signup again resends it at most hourly. */
+  confirmation_mailed_at?: number | null;
   created_at: number;
   /**
    * A deleted subscriber is first wiped to a tombstone holding ids only, so the

@@ -16,7 +16,7 @@ import {
 import { consentData, pendingNotSettable, validateConsentWording, type ConsentWording } from "../domain/double-opt-in.js";
 import { isErasureMarker, suppressed, validateResubscribe } from "../domain/suppression.js";
 import { validateTagNames } from "../domain/tag.js";
-import type { SubscriberDoc, TagDoc } from "../storage/documents.js";
+import type { OutboxEntry, SubscriberDoc, TagDoc } from "../storage/documents.js";
 import { getAudienceSettings } from "./audience-settings.js";
 import { ensureTags, } from "./ensure-tags.js";
 import { markersOf, outboxEntry, subscriberView, type Deps, type Scope } from "./deps.js";
@@ -74,6 +74,7 @@ export async function createSubscriber(deps: Deps, scope: Scope, input: CreateSu
     tags,
     consent,
     confirmBy: confirm ? deps.now() + settings.confirmationExpirySeconds * 1000 : undefined,
+    confirmationTemplate: settings.confirmationTemplate,
     audit: wasSuppressed && resubscribe ? { resubscribe: true, resubscribe_reason: resubscribe.reason } : {},
   });
   // The suppression goes once the subscriber it made way for exists (a failed create keeps it).
@@ -90,8 +91,9 @@ export interface NewSubscriber {
   metadata: Metadata;
   tags: TagDoc[];
   consent: ConsentWording | undefined;
-  /** For a pending subscriber: when it expires unconfirmed. */
+  /** For a pending subscriber: when it expires unconfirmed, and the template of its confirmation mail ("" for the platform's). */
   confirmBy: number | undefined;
+  confirmationTemplate?: string;
   /** More audit data of the creation (a resubscribe and its reason). */
   audit: Record<string, unknown>;
 }
@@ -114,7 +116,7 @@ export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubsc
     locale: fresh.locale,
     metadata: fresh.metadata,
     tag_ids: tagIds,
-    ...(fresh.confirmBy !== undefined ? { confirm_by: fresh.confirmBy } : {}),
+    ...(fresh.confirmBy !== undefined ? { confirm_by: fresh.confirmBy, confirmation_mailed_at: now } : {}),
     created_at: now,
     updated_at: now,
     deleted: false,
@@ -130,6 +132,10 @@ export async function insertSubscriber(deps: Deps, scope: Scope, fresh: NewSubsc
         tag_ids: tagIds,
         to: fresh.status,
       }),
+      // Double opt-in: the confirmation mail goes through the outbox, so that
+      // a crash after the insert still sends it, once (its id is the send's
+      // idempotency key).
+      ...(fresh.status === "pending" ? [confirmationEntry(scope, now, fresh.confirmationTemplate ?? "")] : []),
     ]),
   };
   try {
@@ -151,4 +157,9 @@ export async function rejectTaken(scope: Scope, key: string, exceptId?: string):
       fieldViolations: [{ field: "email", description: "is already taken" }],
     });
   }
+}
+
+/** The outbox entry of a confirmation mail (messaging/outbox.ts hands it to delivery), audited as sent. */
+export function confirmationEntry(scope: Scope, now: number, template: string): OutboxEntry {
+  return { ...outboxEntry(scope, now, "subscriber.confirmation_sent", { template: template || null }, null), mail: { template } };
 }

@@ -24,6 +24,8 @@ export interface Deps {
   softBounces?: { limit: number; windowMs: number };
   /** CONFIRMATION_EXPIRY_MIN_SECONDS: the shortest confirmation window an account may set (default 60; tests lower it). */
   minConfirmationExpirySeconds?: number;
+  /** How long after a pending subscriber's last confirmation mail a signup again sends another (default 1 hour; tests shorten it). */
+  confirmationResendAfterMs?: number;
   logger: Logger;
   now: () => number;
 }

@@ -4,7 +4,9 @@ import { validateConsentWording } from "../domain/double-opt-in.js";
 import { checkMetadataSize, emailKey, validateEmail, validateLocale, validateMetadata, type Metadata } from "../domain/subscriber.js";
 import { tagKey, validateTagNames } from "../domain/tag.js";
 import { getAudienceSettings } from "./audience-settings.js";
-import { insertSubscriber } from "./create-subscriber.js";
+import { confirmationEntry, insertSubscriber } from "./create-subscriber.js";
+import { withOutbox } from "@emailsvc/outbox";
+import type { OutboxEntry, SubscriberDoc } from "../storage/documents.js";
 import { markersOf, type Deps, type Scope } from "./deps.js";
 
 export interface SignUpInput {
@@ -22,11 +24,15 @@ export interface SignUpInput {
  * `active`; its `subscriber.created` audit record is the consent record
  * (wording, source, IP, user agent).
  *
- * An address already known changes nothing, whatever its status: the caller
- * is a stranger as far as we know (anyone can type anyone's address into a
- * form), so a signup may neither add tags to someone's subscription nor
- * bring back someone who unsubscribed, bounced or was erased. The person
- * joins further lists through the preference page every mail links to.
+ * An address already known changes nothing visible, whatever its status:
+ * the caller is a stranger as far as we know (anyone can type anyone's
+ * address into a form), so a signup may neither add tags to someone's
+ * subscription nor bring back someone who unsubscribed, bounced or was
+ * erased. The person joins further lists through the preference page every
+ * mail links to. One exception, invisible to the caller: a `pending`
+ * subscriber whose confirmation mail went out over an hour ago gets it
+ * again (the person lost it and signs up anew; at most hourly, so that a
+ * form cannot be used to flood someone's mailbox). Its deadline stays.
  * Nothing in the answer or its errors tells these cases apart: the same
  * reads run for every address before any branch, and the only errors are
  * about the request itself.
@@ -55,7 +61,8 @@ export async function signUp(deps: Deps, scope: Scope, input: SignUpInput): Prom
     });
   }
   // Known, or on the suppression list (unsubscribed, bounced, complained, added by hand, erased): nothing.
-  if (existing || suppression.length > 0) return;
+  if (existing) return resendConfirmation(deps, scope, existing, settings.confirmationTemplate);
+  if (suppression.length > 0) return;
 
   const pending = settings.doubleOptIn;
   const byKey = new Map(tags.map((t) => [t.name_key, t]));
@@ -69,6 +76,7 @@ export async function signUp(deps: Deps, scope: Scope, input: SignUpInput): Prom
       tags: tagNames.map((name) => byKey.get(tagKey(name))!),
       consent,
       confirmBy: pending ? deps.now() + settings.confirmationExpirySeconds * 1000 : undefined,
+      confirmationTemplate: settings.confirmationTemplate,
       audit: {},
     });
     await deps.relay.afterWrite(stored);
@@ -78,4 +86,20 @@ export async function signUp(deps: Deps, scope: Scope, input: SignUpInput): Prom
     if (err instanceof DuplicateKeyError) return;
     throw err;
   }
+}
+
+export const CONFIRMATION_RESEND_AFTER_MS = 3_600_000;
+
+/** A pending subscriber signed up again: their confirmation mail once more, if the last one is over an hour old. */
+async function resendConfirmation(deps: Deps, scope: Scope, existing: SubscriberDoc, template: string): Promise<void> {
+  if (existing.status !== "pending" || existing.deleted) return;
+  const now = deps.now();
+  const last = existing.confirmation_mailed_at ?? existing.created_at;
+  if (now - last < (deps.confirmationResendAfterMs ?? CONFIRMATION_RESEND_AFTER_MS)) return;
+  // Guarded by version and status: of two signups at once one resends; a confirmation in between wins.
+  const doc = await scope.subscribers.updateOne(
+    { _id: existing._id, version: existing.version, status: "pending", deleted: false },
+    withOutbox<SubscriberDoc, OutboxEntry>({ $set: { confirmation_mailed_at: now } }, [confirmationEntry(scope, now, template)], now),
+  );
+  if (doc) await deps.relay.afterWrite(doc);
 }

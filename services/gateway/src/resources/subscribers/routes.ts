@@ -6,7 +6,8 @@ import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
 import { statusFromJson, subscriberEventJson, subscriberJson } from "./mapping.js";
-import type { SubscriberCreateBody, SubscriberTagsAddBody, SubscriberUpdateBody } from "./schemas.js";
+import type { AudienceSettingsUpdateBody, SubscriberCreateBody, SubscriberTagsAddBody, SubscriberUpdateBody } from "./schemas.js";
+import type { AudienceSettings } from "@emailsvc/proto";
 
 /** /api/v1/subscribers: REST in, SubscriberService calls out. */
 export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void {
@@ -103,5 +104,34 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
       callOptions(ctx, timeoutMs),
     );
     ctx.body = { items: res.events.map(subscriberEventJson), next_cursor: nextCursor(res.nextCursor) };
+  });
+
+  const settingsJson = (s: AudienceSettings | undefined) => {
+    if (!s) throw new Error("the service returned no settings");
+    return {
+      double_opt_in: s.doubleOptIn,
+      double_opt_in_for_api: s.doubleOptInForApi,
+      confirmation_expiry_seconds: s.confirmationExpirySeconds,
+      confirmation_template: s.confirmationTemplate || null,
+    };
+  };
+
+  defineRoute(kit, "get", "/api/v1/audience-settings", "getAudienceSettings", async (ctx) => {
+    ctx.body = settingsJson((await subscribers.getAudienceSettings({}, callOptions(ctx, timeoutMs))).settings);
+  });
+
+  defineRoute(kit, "patch", "/api/v1/audience-settings", "updateAudienceSettings", async (ctx) => {
+    const body = ctx.state.body as AudienceSettingsUpdateBody;
+    const res = await subscribers.updateAudienceSettings(
+      {
+        ...(body.double_opt_in !== undefined ? { doubleOptIn: body.double_opt_in } : {}),
+        ...(body.double_opt_in_for_api !== undefined ? { doubleOptInForApi: body.double_opt_in_for_api } : {}),
+        ...(body.confirmation_expiry_seconds !== undefined ? { confirmationExpirySeconds: body.confirmation_expiry_seconds } : {}),
+        // null: back to the platform's own mail.
+        ...(body.confirmation_template !== undefined ? { confirmationTemplate: body.confirmation_template ?? "" } : {}),
+      },
+      callOptions(ctx, timeoutMs),
+    );
+    ctx.body = settingsJson(res.settings);
   });
 }

@@ -141,7 +141,48 @@ export const SubscriberTagsAdd = {
 } as const;
 export type SubscriberTagsAddBody = FromSchema<typeof SubscriberTagsAdd>;
 
+const confirmationExpiry = {
+  type: "integer",
+  minimum: 60,
+  maximum: 7_776_000,
+  description: "How long an unconfirmed (`pending`) subscriber is kept before it is erased, in seconds: 60 to 7,776,000 (90 days). Default 604,800 (7 days).",
+} as const;
+const confirmationTemplate = {
+  type: ["string", "null"],
+  maxLength: 100,
+  pattern: "^[a-z0-9][a-z0-9_-]*$",
+  description:
+    "The slug of your template for the confirmation mail (category `transactional`: a pending subscriber gets no marketing mail); it gets `{{confirmation_url}}` (the button's link) and the platform's words in the subscriber's language as `subject`, `heading`, `intro`, `button` and `ignore`. null: the platform's own mail in English, German, French or Italian (made in your account as the template `platform-double-opt-in` on the first confirmation, which you may edit).",
+} as const;
+
+export const AudienceSettingsUpdate = {
+  type: "object",
+  additionalProperties: false,
+  minProperties: 1,
+  description: "Any of the fields; fields left out keep their value.",
+  properties: {
+    double_opt_in: { type: "boolean", description: "People who sign up (a signup form, the portal) confirm by mail before they are mailed." },
+    double_opt_in_for_api: { type: "boolean", description: "`POST /api/v1/subscribers` without a `status` creates pending subscribers too." },
+    confirmation_expiry_seconds: confirmationExpiry,
+    confirmation_template: confirmationTemplate,
+  },
+} as const;
+export type AudienceSettingsUpdateBody = FromSchema<typeof AudienceSettingsUpdate>;
+
 export const schemas: Record<string, JsonSchema> = {
+  AudienceSettings: {
+    type: "object",
+    additionalProperties: false,
+    required: ["double_opt_in", "double_opt_in_for_api", "confirmation_expiry_seconds", "confirmation_template"],
+    description: "Your account's double opt-in, in this key's mode (live and test are apart).",
+    properties: {
+      double_opt_in: { type: "boolean", description: "People who sign up (a signup form, the portal) become `pending` and get a confirmation mail; they are `active` once they click its button. Default true: anyone can type anyone's address into a form." },
+      double_opt_in_for_api: { type: "boolean", description: "`POST /api/v1/subscribers` without a `status` does the same (a request can always ask with `double_opt_in`). Default false: an integrator creating subscribers server-side usually holds the consent itself." },
+      confirmation_expiry_seconds: confirmationExpiry,
+      confirmation_template: confirmationTemplate,
+    },
+  },
+  AudienceSettingsUpdate,
   SubscriberStatus: status,
   Metadata: metadata,
   Subscriber: {
@@ -174,7 +215,7 @@ export const schemas: Record<string, JsonSchema> = {
       type: {
         type: "string",
         description:
-          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why).",
+          "`subscriber.created`, `subscriber.tag_added`, `subscriber.tag_removed`, `subscriber.status_changed`, `subscriber.updated`, `subscriber.opted_out` (a bounced or complained subscriber unsubscribed from everything: the status stays, the opt-out is kept with it), `suppression.added`, `suppression.removed` (the subscriber's address put on or taken off the suppression list; `data.reason` says why), `subscriber.confirmation_sent` (double opt-in: the confirmation mail handed to delivery; the confirmation itself is a `subscriber.status_changed` from `pending` to `active` with `data.reason` `confirmed`). A creation's `data.consent` holds the wording the person saw (`text`, `version`, `source_id`) when the request gave it.",
       },
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {
@@ -303,6 +344,22 @@ export const paths: Paths = {
         "200": json(ref("SubscriberEventPage"), "A page of audit-trail entries."),
         ...errors("BadRequest", "NotFound", ...serviceErrors),
       },
+    },
+  },
+  "/api/v1/audience-settings": {
+    get: {
+      operationId: "getAudienceSettings",
+      summary: "Your double opt-in settings",
+      tags: ["Subscribers"],
+      responses: { "200": json(ref("AudienceSettings"), "The settings (the defaults until first changed)."), ...errors(...serviceErrors) },
+    },
+    patch: {
+      operationId: "updateAudienceSettings",
+      summary: "Change your double opt-in settings",
+      description: "Changes the fields given; the others keep their value. A new confirmation window applies to subscribers who sign up from now on.",
+      tags: ["Subscribers"],
+      requestBody: body("AudienceSettingsUpdate"),
+      responses: { "200": json(ref("AudienceSettings"), "The settings after the change."), ...errors(...bodyErrors, ...serviceErrors) },
     },
   },
 };
