@@ -10,8 +10,9 @@ import { eventually, startTestPlatform, type TestPlatform } from "./support/plat
 // with a port of its own: another origin than the portal), filled in and
 // sent in headless Chromium. Without JavaScript on the site, the portal's
 // check page solves the proof of work and posts again; with the optional
-// script, the site's page does it. A page of another origin posting the same
-// snippet is refused. embedded/test/signup-forms.test.ts covers the bots.
+// script, the site's page does it. The person is pending until they click
+// the confirmation mail's link (double opt-in, the account's default). A page
+// of another origin posting the same snippet is refused. embedded/test/signup-forms.test.ts covers the bots.
 
 interface Site {
   origin: string;
@@ -69,7 +70,7 @@ afterAll(async () => {
 });
 
 const subscriberNamed = async (email: string) =>
-  (await t.call("GET", "/api/v1/subscribers?limit=500")).body.items.filter((s: { email: string }) => s.email === email) as Array<{ status: string; tags: string[] }>;
+  (await t.call("GET", "/api/v1/subscribers?limit=500")).body.items.filter((s: { email: string }) => s.email === email) as Array<{ id: string; status: string; tags: string[] }>;
 
 async function fillAndSend(origin: string, email: string): Promise<{ url: string; visited: string[] }> {
   const page = await context.newPage();
@@ -100,13 +101,35 @@ describe("a signup form in Chromium", () => {
     await page.close();
   });
 
-  it("posted from the account's site without JavaScript there: the portal's check page does the work, the person lands on the thank-you page, pending", async () => {
+  it("posted from the account's site without JavaScript there: the portal's check page does the work, the person lands on the thank-you page, pending until they confirm by mail", async () => {
     const { url, visited } = await fillAndSend(site.origin, "reader@example.com");
     expect(url).toBe(`${site.origin}/thanks`);
     // Through the portal's check page (it posted the fields again itself).
     expect(visited.some((path) => path === `/subscribe/${formId}`)).toBe(true);
     const [reader] = await eventually(() => subscriberNamed("reader@example.com"), (found) => found.length === 1);
     expect(reader).toMatchObject({ status: "pending", tags: ["news"] });
+
+    // Double opt-in (the account's default): the confirmation mail, its link, its button; then active.
+    const sent = await eventually(
+      async () => ((await t.call("GET", "/api/v1/emails?limit=500")).body.items as Array<{ id: string; to: string; status: string }>).filter((e) => e.to === "reader@example.com" && e.status === "sent"),
+      (found) => found.length === 1,
+    );
+    const html = (await t.call("GET", `/api/v1/emails/${sent[0]!.id}/sandbox`)).body.html as string;
+    const link = /href="([^"]*\/confirm\?[^"]+)"/.exec(html)![1]!.replace(/&#x3D;/g, "=").replace(/&amp;/g, "&").replace("localhost", "127.0.0.1");
+    const page = await context.newPage();
+    await page.goto(link);
+    await page.getByRole("button", { name: "Yes, subscribe me" }).click();
+    await page.waitForLoadState("load");
+    await expect(page.title()).resolves.toBe("Subscription confirmed");
+    await page.close();
+    expect((await subscriberNamed("reader@example.com"))[0]).toMatchObject({ status: "active", tags: ["news"] });
+    // The consent record: the form's wording and id with the signup, then the click.
+    const token = (await t.call("POST", `/api/v1/subscribers/${reader!.id}/preference-token`)).body.token as string;
+    const exported = (await t.call("GET", "/api/v1/preference-center/export", { key: null, headers: { authorization: `Bearer ${token}` } })).body;
+    const consent = exported.consent as Array<Record<string, unknown>>;
+    expect(consent.map((c) => c.action)).toEqual(["opt_in_requested", "confirmed"]);
+    expect(consent[0]).toMatchObject({ source: "form", wording: { text: "Send me the shop's newsletter.", source_id: formId } });
+    expect(consent[0]!.ip).toMatch(/127\.0\.0\.1/);
   });
 
   it("with the optional script on the site, the site's page solves it and posts once", async () => {
