@@ -26,7 +26,12 @@ import {
   type CustomDomainDeps,
   type CustomDomainView,
 } from "../usecases/custom-domains.js";
-import { createForm, deleteForm, FORM_SETTING_PATHS, getForm, listForms, updateForm, type FormDeps } from "../usecases/forms.js";
+import type { FormDeps } from "../usecases/forms.js";
+import { createForm } from "../usecases/create-form.js";
+import { getForm } from "../usecases/get-form.js";
+import { listForms } from "../usecases/list-forms.js";
+import { FORM_SETTING_PATHS, updateForm } from "../usecases/update-form.js";
+import { deleteForm } from "../usecases/delete-form.js";
 import type { FormFieldType, FormSettings, SignupFormView } from "../domain/signup-form.js";
 import { formActionUrl, formSnippet } from "../page/form-snippet.js";
 
