@@ -1,6 +1,6 @@
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { encodeSolution, solveChallenge, type Challenge } from "../../services/portal/src/domain/proof-of-work";
-import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { eventually, startTestPlatform, storedDocs, type TestPlatform } from "./support/platform-client";
 
 // Public signup forms over plain HTTP, on both stores: the forms through the
 // REST API (checked against the served OpenAPI document), and posts to the
@@ -29,6 +29,8 @@ describe.each(["embedded", "mongodb"] as const)("signup forms (%s)", (store) => 
         // Well above what the scenarios post to the main form; the last scenario fills a form of its own.
         SIGNUP_RATE_FORM: "20/1h",
         SIGNUP_POW_MAX_NUMBER: "1000",
+        // On MongoDB the budgets are the replicas' shared counters (the portal's `rate_limits`).
+        ...(store === "mongodb" ? { RATE_LIMIT_STORE: "mongo" } : {}),
       },
       { mongo: store === "mongodb" },
     );
@@ -287,6 +289,13 @@ describe.each(["embedded", "mongodb"] as const)("signup forms (%s)", (store) => 
       // SIGNUP_RATE_FORM=20/1h: the 21st is refused, though its client and its address are new.
       expect(statuses).toEqual([...Array<number>(20).fill(200), 429]);
       expect(await subscribersNamed("crowd20@example.com")).toEqual([]);
+      if (store === "mongodb") {
+        // Counted in the shared store, by hashed keys: no address in them.
+        const keys = (await storedDocs(t, "portal", "rate_limits")).map((d) => String(d._id));
+        expect(keys).toContain(`signup:form:${busy.body.id}`);
+        expect(keys.some((k) => k.startsWith("signup:address:"))).toBe(true);
+        expect(keys.filter((k) => k.includes("@"))).toEqual([]);
+      }
     });
   });
 });

@@ -181,7 +181,9 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       settingsDeps.changed = (tenant) => pageSettings.forget(tenant);
       const hosts = domains?.enabled ? { preferencesHost: domains.preferencesHost, accountOf: (host: string) => activeDomains.accountOf(host) } : undefined;
       const keys = pageOptions.keys;
-      // Signup budgets are counted in this process (a replica each), as new-link requests are.
+      // Signup budgets live with the preference budgets' counters (RATE_LIMIT_STORE: shared by the
+      // replicas with `mongo`); with RATE_LIMIT=off there are none, and signups still count in this process:
+      // they are the public's, not a load test's.
       const signupDeps: SignupDeps = {
         storage: formStorage,
         signer: {
@@ -189,7 +191,7 @@ export async function startPortalService(options: PortalServiceOptions): Promise
           check: (challenge, signature) => checkLabelledMac(keys, "signup_challenge", challenge, signature),
         },
         signUp: signUpClient(transportOf(options.subscribers)),
-        counters: new MemoryCounterStore({ maxKeys: 100_000 }),
+        counters: counters ?? new MemoryCounterStore({ maxKeys: 100_000 }),
         limits: signupConfig.limits,
         pow: signupConfig.pow,
         logger,
