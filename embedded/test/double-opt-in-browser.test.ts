@@ -185,6 +185,10 @@ describe.each(["embedded", "mongodb"] as const)("double opt-in (%s)", (store) =>
       // pending is not settable by a create.
       const settable = await t.call("POST", "/api/v1/subscribers", { body: { email: "no-pending@example.com", status: "pending" } });
       expect(settable.status).toBe(400);
+      // Nor is a status with double_opt_in (the document says so too).
+      const both = await t.call("POST", "/api/v1/subscribers", { body: { email: "no-pending@example.com", double_opt_in: true, status: "active" } });
+      expect(both.status).toBe(400);
+      expect(both.body.code).toBe("validation_failed");
       expect((await t.call("PATCH", "/api/v1/audience-settings", { body: { double_opt_in_for_api: false, confirmation_expiry_seconds: 604800 } })).status).toBe(200);
       expect((await t.call("GET", "/api/v1/audience-settings")).body).toEqual(defaults.body);
     });

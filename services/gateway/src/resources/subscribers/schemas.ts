@@ -93,10 +93,19 @@ export const SubscriberCreate = {
         "Why the address may be mailed again (e.g. how and when the person opted in again): 1-500 characters with visible text (spaces and invisible characters such as U+200B, U+FEFF, U+2060 or U+2800 around it are trimmed, and do not count), no control characters. Required with `resubscribe: true`, refused without it.",
     },
   },
-  // A reason with `resubscribe: true` only, and always with it.
-  if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
-  then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
-  else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
+  allOf: [
+    // A reason with `resubscribe: true` only, and always with it.
+    {
+      if: { properties: { resubscribe: { const: true } }, required: ["resubscribe"] },
+      then: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] },
+      else: { not: { properties: { resubscribe_reason: true }, required: ["resubscribe_reason"] } },
+    },
+    // Double opt-in creates a pending subscriber: no status with it.
+    {
+      if: { type: "object", properties: { double_opt_in: { const: true } }, required: ["double_opt_in"] },
+      then: { not: { properties: { status: true }, required: ["status"] } },
+    },
+  ],
 } as const;
 export type SubscriberCreateBody = FromSchema<typeof SubscriberCreate>;
 
