@@ -53,3 +53,12 @@ const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
 export function isId(prefix: string, value: string): boolean {
   return value.startsWith(`${prefix}_`) && ID_BODY.test(value.slice(prefix.length + 1));
 }
+
+/**
+ * `<prefix>_<26 random chars>`, with no time part: for ids that are public
+ * and must not be guessed (a signup form's id sits in customers' HTML and
+ * names their account). They do not sort by creation time.
+ */
+export function newRandomId(prefix: string): string {
+  return `${prefix}_${Array.from(randomBytes(26), (b) => ALPHABET[b % 32]).join("")}`;
+}

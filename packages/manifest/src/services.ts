@@ -25,7 +25,7 @@ export const SERVICES = {
       templates: { need: "optional", for: "templates and previews" },
       delivery: { need: "optional", for: "sends, email records and sending domains" },
       campaigns: { need: "optional", for: "campaigns and triggers" },
-      portal: { need: "optional", for: "the preference-center API, portal settings, custom domains" },
+      portal: { need: "optional", for: "the preference-center API, portal settings, custom domains, signup forms" },
       webhooks: { need: "optional", for: "webhook endpoints, their delivery logs and replays" },
     },
     topics: { produces: [], consumes: [] },
@@ -137,14 +137,14 @@ export const SERVICES = {
     },
   },
   portal: {
-    summary: "The preference page (PORTAL_PORT), PreferenceCenterService, PortalSettingsService and DomainService (custom domains).",
+    summary: "The preference page (PORTAL_PORT) and the public signup forms' posts, PreferenceCenterService, PortalSettingsService, DomainService (custom domains) and FormService (signup forms).",
     grpcPort: 50055,
     metricsPort: 9466,
     public: {
       http: { port: 8081, portEnv: "PORTAL_PORT", hostEnv: "PORTAL_HOST" },
     },
     calls: {
-      subscribers: { need: "required", for: "the subscriber, their tags, changes and erasure" },
+      subscribers: { need: "required", for: "the subscriber, their tags, changes and erasure; signups from forms" },
       delivery: { need: "required", for: "its part of an export, and mailing a fresh link" },
       campaigns: { need: "required", for: "its part of an export" },
       templates: { need: "required", for: "the template a fresh link is mailed with" },
@@ -154,8 +154,8 @@ export const SERVICES = {
     optionalSecrets: {},
     data: {
       // custom_domain_budget: the counters of CUSTOM_DOMAIN_ISSUE_RATE; rate_limits: the
-      // preference budgets' counters with RATE_LIMIT_STORE=mongo.
-      collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget", "rate_limits"],
+      // preference budgets' counters with RATE_LIMIT_STORE=mongo; signup_challenges: proofs of work used (until they expire).
+      collections: ["portal_settings", "custom_domains", "custom_domain_removals", "custom_domain_budget", "rate_limits", "signup_forms", "signup_challenges"],
       dataDir: ["portal/", "secrets/token-signing-keys"],
     },
   },

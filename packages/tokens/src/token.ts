@@ -231,3 +231,24 @@ export function sameSecret(given: string, expected: string): boolean {
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/**
+ * A MAC of `data` for one use (`label`), under the ring's current key:
+ * `<key id>.<HMAC-SHA256 base64url>`. For values the platform hands out and
+ * must recognise as its own later (a signup form's proof-of-work challenge)
+ * without a token's claims. Checked by `checkLabelledMac` with any key of the
+ * ring, so that keys rotate without refusing what is in flight.
+ */
+export function labelledMac(ring: KeyRing, label: string, data: string): string {
+  const key = ring.current;
+  return `${key.id}.${mac(key.secret, `${label}.${data}`).toString("base64url")}`;
+}
+
+/** Whether `given` is `labelledMac(ring, label, data)` under a key the ring still holds (constant-time). */
+export function checkLabelledMac(ring: KeyRing, label: string, data: string, given: string): boolean {
+  const dot = given.indexOf(".");
+  if (dot <= 0) return false;
+  const key = ring.find(given.slice(0, dot));
+  if (!key) return false;
+  return sameSecret(given.slice(dot + 1), mac(key.secret, `${label}.${data}`).toString("base64url"));
+}

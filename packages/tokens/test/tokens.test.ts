@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  checkLabelledMac,
+  labelledMac,
   KeyConfigError,
   KeyRing,
   TokenError,
@@ -190,5 +192,23 @@ describe("key rings", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("labelledMac / checkLabelledMac", () => {
+  const old = parseKeyRing(`old:${Buffer.alloc(32, 1).toString("base64")}`);
+  const rotated = parseKeyRing(`new:${Buffer.alloc(32, 2).toString("base64")},old:${Buffer.alloc(32, 1).toString("base64")}`);
+
+  it("checks under the key that made it while the ring holds it, for its label and data only", () => {
+    const mac = labelledMac(old, "signup_challenge", "abc");
+    expect(mac.startsWith("old.")).toBe(true);
+    expect(checkLabelledMac(old, "signup_challenge", "abc", mac)).toBe(true);
+    // Rotated: the old key still checks what it made; new ones are made with the new key.
+    expect(checkLabelledMac(rotated, "signup_challenge", "abc", mac)).toBe(true);
+    expect(labelledMac(rotated, "signup_challenge", "abc").startsWith("new.")).toBe(true);
+    expect(checkLabelledMac(old, "csrf", "abc", mac)).toBe(false);
+    expect(checkLabelledMac(old, "signup_challenge", "abd", mac)).toBe(false);
+    expect(checkLabelledMac(parseKeyRing(`new:${Buffer.alloc(32, 2).toString("base64")}`), "signup_challenge", "abc", mac)).toBe(false);
+    for (const bad of ["", ".", "old.", "nokey", `old.${"A".repeat(43)}`]) expect(checkLabelledMac(old, "signup_challenge", "abc", bad)).toBe(false);
   });
 });

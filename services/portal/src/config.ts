@@ -48,6 +48,18 @@ export interface PortalConfig {
   customDomains: CustomDomainConfig;
   /** A subscriber's own requests, through the gateway's API and this page alike (usecases/budgets.ts). */
   rateLimits: PreferenceRateLimits;
+  /** Public signup forms (usecases/sign-up.ts). */
+  signupForms: SignupFormConfig;
+}
+
+/** Public signup forms: where they post, their budgets and their proof of work. */
+export interface SignupFormConfig {
+  /** PREFERENCES_URL (else http://localhost:PORTAL_PORT): the forms post to `<it>/subscribe/<id>`. */
+  preferencesUrl: string;
+  /** SIGNUP_RATE_IP (60/1h), SIGNUP_RATE_ADDRESS (3/1h), SIGNUP_RATE_FORM (1000/1h). */
+  limits: { perIp: Policy; perAddress: Policy; perForm: Policy };
+  /** SIGNUP_POW_MAX_NUMBER (100000): the work of a challenge; SIGNUP_POW_TTL_SECONDS (600): how long one may be used. */
+  pow: { maxNumber: number; ttlMs: number };
 }
 
 /** The preference budgets and where they are counted. */
@@ -109,6 +121,22 @@ export function loadConfig(env: Env = process.env): PortalConfig {
     linkRequestsPerAddress: policy("PORTAL_LINK_REQUEST_RATE_ADDRESS", "3/1h", env),
     customDomains: customDomainConfig(env, pagePort),
     rateLimits: loadPreferenceRateLimits(env),
+    signupForms: signupFormConfig(env, pagePort),
+  };
+}
+
+export function signupFormConfig(env: Env, pagePort: number): SignupFormConfig {
+  return {
+    preferencesUrl: (envOptional("PREFERENCES_URL", env) ?? `http://localhost:${pagePort || DEFAULT_PORTAL_PORT}`).replace(/\/+$/, ""),
+    limits: {
+      perIp: policy("SIGNUP_RATE_IP", "60/1h", env),
+      perAddress: policy("SIGNUP_RATE_ADDRESS", "3/1h", env),
+      perForm: policy("SIGNUP_RATE_FORM", "1000/1h", env),
+    },
+    pow: {
+      maxNumber: envInt("SIGNUP_POW_MAX_NUMBER", 100_000, { min: 100, max: 10_000_000 }, env),
+      ttlMs: envInt("SIGNUP_POW_TTL_SECONDS", 600, { min: 30, max: 86_400 }, env) * 1000,
+    },
   };
 }
 
@@ -197,6 +225,6 @@ function policy(name: string, fallback: string, env: Env): Policy {
   } catch (err) {
     throw new ConfigError(`${name} ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!parsed) throw new ConfigError(`${name} cannot be off: it protects against abuse (links mailed, certificates asked for)`);
+  if (!parsed) throw new ConfigError(`${name} cannot be off: it protects against abuse (links mailed, certificates asked for, signups)`);
   return parsed;
 }

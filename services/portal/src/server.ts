@@ -13,14 +13,19 @@ import type { DocumentStore } from "@emailsvc/storage";
 import type { PortalDeps } from "./usecases/preferences.js";
 import { systemDnsLookups } from "@emailsvc/address";
 import { DocumentCounterStore } from "@emailsvc/ratelimit";
-import { loadPreferenceRateLimits, type CustomDomainConfig, type PreferenceRateLimits } from "./config.js";
+import { loadPreferenceRateLimits, signupFormConfig, type CustomDomainConfig, type PreferenceRateLimits, type SignupFormConfig } from "./config.js";
+import { FormStorage } from "./storage/forms.js";
+import type { FormDeps } from "./usecases/forms.js";
+import { PublicForms, type SignupDeps } from "./usecases/sign-up.js";
+import { publicTagNames, signUpClient } from "./rpc/clients.js";
+import { checkLabelledMac, labelledMac } from "@emailsvc/tokens";
 import { preferenceBudgets, UNLIMITED, type PreferenceBudgets } from "./usecases/budgets.js";
 import { formatPolicy, MemoryCounterStore, PREFERENCE_RATE_CLASSES, type CounterStore } from "@emailsvc/ratelimit";
 import { KubernetesDomainRouting } from "./kube/routing.js";
 import { DomainStorage } from "./storage/domains.js";
 import { ActiveDomainCache, type CnameResolver, type CustomDomainDeps, type DomainRouting } from "./usecases/custom-domains.js";
 import { DomainReconciler } from "./usecases/reconcile-domains.js";
-import { domainRoutes } from "./rpc/routes.js";
+import { domainRoutes, formRoutes } from "./rpc/routes.js";
 
 export interface PortalServiceOptions {
   /** The portal's own database (the accounts' page settings). */
@@ -52,6 +57,8 @@ export interface PortalServiceOptions {
   customDomains?: CustomDomainConfig & { routing?: DomainRouting; resolveCname?: CnameResolver };
   /** A subscriber's budgets (RATE_LIMIT_PREFERENCE_*, …); default: the defaults, counted in this process. */
   rateLimits?: PreferenceRateLimits;
+  /** Public signup forms (PREFERENCES_URL, SIGNUP_*); default: their defaults, posting to the page of `npm start`. */
+  signupForms?: SignupFormConfig;
 }
 
 /** node:dns's CNAME lookup, through the resolvers given (CUSTOM_DOMAIN_DNS_SERVERS) or the system's. */
@@ -124,6 +131,11 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     now: Date.now,
     changed: (_accountId, domain) => activeDomains.forget(domain),
   };
+  const signupConfig = options.signupForms ?? signupFormConfig({}, options.page?.port ?? 0);
+  const formStorage = new FormStorage(options.store);
+  await formStorage.ensureIndexes();
+  const publicForms = new PublicForms(formStorage, Date.now);
+  const formDeps: FormDeps = { storage: formStorage, tags: publicTagNames(deps.subscribers), now: Date.now, changed: (formId) => publicForms.forget(formId) };
   let reconciler: DomainReconciler | undefined;
   let budget: DocumentCounterStore | undefined;
   if (domains?.enabled) {
@@ -144,11 +156,12 @@ export async function startPortalService(options: PortalServiceOptions): Promise
     });
   }
   const { server, health } = await startServiceServer({
-    services: [portal.PreferenceCenterService, portal.PortalSettingsService, portal.DomainService],
+    services: [portal.PreferenceCenterService, portal.PortalSettingsService, portal.DomainService, portal.FormService],
     routes: (router: ConnectRouter) => {
       preferenceCenterRoutes(deps, exportDeps)(router);
       portalSettingsRoutes(settingsDeps)(router);
       domainRoutes(domainDeps)(router);
+      formRoutes(formDeps, signupConfig.preferencesUrl)(router);
     },
     ready: () => options.store.ping(),
     logger,
@@ -167,7 +180,33 @@ export async function startPortalService(options: PortalServiceOptions): Promise
       const pageSettings = new PageSettingsCache(settingsDeps, defaultFrameAncestors);
       settingsDeps.changed = (tenant) => pageSettings.forget(tenant);
       const hosts = domains?.enabled ? { preferencesHost: domains.preferencesHost, accountOf: (host: string) => activeDomains.accountOf(host) } : undefined;
-      page = await startPageServer({ ...pageOptions, deps, exportDeps, logger, settings: pageSettings, ...(newLink ? { newLink } : {}), ...(hosts ? { hosts } : {}) });
+      const keys = pageOptions.keys;
+      // Signup budgets live with the preference budgets' counters (RATE_LIMIT_STORE: shared by the
+      // replicas with `mongo`); with RATE_LIMIT=off there are none, and signups still count in this process:
+      // they are the public's, not a load test's.
+      const signupDeps: SignupDeps = {
+        storage: formStorage,
+        signer: {
+          sign: (challenge) => labelledMac(keys, "signup_challenge", challenge),
+          check: (challenge, signature) => checkLabelledMac(keys, "signup_challenge", challenge, signature),
+        },
+        signUp: signUpClient(transportOf(options.subscribers)),
+        counters: counters ?? new MemoryCounterStore({ maxKeys: 100_000 }),
+        limits: signupConfig.limits,
+        pow: signupConfig.pow,
+        logger,
+        now: Date.now,
+      };
+      page = await startPageServer({
+        ...pageOptions,
+        deps,
+        exportDeps,
+        logger,
+        settings: pageSettings,
+        signup: { deps: signupDeps, forms: publicForms },
+        ...(newLink ? { newLink } : {}),
+        ...(hosts ? { hosts } : {}),
+      });
     }
   } catch (err) {
     await server.close(0);

@@ -35,6 +35,7 @@ export const portalService = defineService("portal", {
       newLinks: { template: config.linkTemplate, perIp: config.linkRequestsPerIp, perAddress: config.linkRequestsPerAddress },
       customDomains: config.customDomains,
       rateLimits: config.rateLimits,
+      signupForms: config.signupForms,
     });
   },
 });

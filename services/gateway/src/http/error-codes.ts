@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   sandbox_message_expired: { status: 404, title: "Sandboxed message no longer kept", when: "the sandboxed message is past its retention (`SANDBOX_RETENTION_HOURS`) or its tenant's cap (`SANDBOX_MAX_MESSAGES_PER_TENANT`)" },
   sandbox_message_not_found: { status: 404, title: "No sandboxed message", when: "the email was not sandboxed (an erased one is `sandbox_message_expired`)" },
   custom_domain_not_found: { status: 404, title: "No custom domain", when: "the account has no custom domain" },
+  form_not_found: { status: 404, title: "Signup form not found", when: "no signup form has this id (in this account and mode)" },
   sender_domain_not_found: { status: 404, title: "Sending domain not found", when: "no sending domain has this id (in this account and mode)" },
   provider_notifications_disabled: { status: 404, title: "Provider notifications not enabled", when: "this platform takes no SES notifications (`SES_NOTIFICATION_TOPIC_ARNS` is not set)" },
   // 405.
@@ -71,6 +72,7 @@ export const ERROR_CODES = {
   domain_taken: { status: 409, title: "Domain already claimed", when: "another account holds this custom domain" },
   campaign_not_draft: { status: 409, title: "Campaign is not a draft", when: "only a draft campaign can be changed, deleted or sent" },
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
+  form_limit_reached: { status: 409, title: "Too many signup forms", when: "the account (and mode) has the most signup forms it may have (100); delete one first" },
   webhook_limit_reached: { status: 409, title: "Too many webhook endpoints", when: "the account (and mode) has the most webhook endpoints it may have; delete one first" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 422: well-formed, but the account's state does not allow it.

@@ -3,6 +3,7 @@ import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
 import { senderDomainsResource } from "./domains/index.js";
 import { emailsResource } from "./emails/index.js";
+import { formsResource } from "./forms/index.js";
 import { providersResource } from "./providers/index.js";
 import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
@@ -33,6 +34,7 @@ export const RESOURCES: readonly Resource[] = [
   triggersResource,
   preferenceCenterResource,
   customDomainResource,
+  formsResource,
   webhooksResource,
   providersResource,
   unsubscribeResource,

@@ -50,7 +50,7 @@ export function requireClient<T>(client: T | undefined, service: string): T {
 }
 
 /** How a change reached the platform, as the audit trail records it (emailsvc.common.v1.AuditContext). */
-export type AuditSource = "api" | "portal" | "one_click" | "import";
+export type AuditSource = "api" | "portal" | "one_click" | "import" | "form";
 
 /** What the services keep of a user agent (longer ones are cut, control characters dropped). */
 export const USER_AGENT_MAX = 512;

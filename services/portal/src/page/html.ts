@@ -71,10 +71,10 @@ function languageSwitcher(ctx: PageContext): string {
   return `<nav aria-label="${label}"><ul>${links}</ul></nav>`;
 }
 
-function document(ctx: PageContext, title: string, body: string, withLanguages = true): string {
+function document(ctx: PageContext, title: string, body: string, withLanguages = true, referrer: "no-referrer" | "same-origin" = "no-referrer"): string {
   return (
     `<!doctype html><html lang="${ctx.locale}"><head><meta charset="utf-8">` +
-    `<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">` +
+    `<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="${referrer}">` +
     `<meta name="robots" content="noindex"><title>${title}</title><style>${STYLE}</style></head>` +
     `<body><main><h1>${title}</h1>${body}${withLanguages ? languageSwitcher(ctx) : ""}</main></body></html>`
   );
@@ -229,6 +229,36 @@ export function tooManyRequestsPage(ctx: PageContext): string {
 
 export function errorPage(ctx: PageContext): string {
   return document(ctx, t(ctx.locale, "invalid_title"), `<p>${t(ctx.locale, "error_text")}</p>`);
+}
+
+/**
+ * A signup form posted without a proof of work: this page (on the portal's
+ * own origin) carries the post's fields and a challenge; the solver script
+ * (a file, never inline: the CSP allows scripts of this origin only) solves
+ * it and posts the fields again. A client that runs no script gets no further.
+ */
+export function signupCheckPage(ctx: PageContext, action: string, fields: ReadonlyArray<[string, string]>, challengeJson: string, scriptPath: string): string {
+  const { locale } = ctx;
+  const hidden = fields.map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`).join("");
+  const body =
+    `<form method="post" action="${escapeHtml(action)}" data-emailsvc-challenge="${escapeHtml(challengeJson)}">${hidden}` +
+    `<input type="hidden" name="pow" value=""><input type="hidden" name="lang" value="${locale}">` +
+    `<p role="status">${t(locale, "signup_checking_text")}</p>` +
+    `<noscript><p class="warning">${t(locale, "signup_noscript")}</p></noscript>` +
+    `<button type="submit" hidden>${t(locale, "signup_continue")}</button></form>` +
+    `<script src="${escapeHtml(scriptPath)}"></script>`;
+  // same-origin: its re-post must carry the portal's Origin (under no-referrer a browser sends "null").
+  return document(ctx, t(locale, "signup_checking_title"), body, false, "same-origin");
+}
+
+/** A signup taken (or a bot's, silently dropped: the same page). */
+export function signupDonePage(ctx: PageContext): string {
+  return document(ctx, t(ctx.locale, "signup_done_title"), `<p role="status">${t(ctx.locale, "signup_done_text")}</p>`, false);
+}
+
+/** A signup refused: a field to correct, a failed check, or a page that may not use the form. */
+export function signupRefusedPage(ctx: PageContext, reason: "refused" | "forbidden"): string {
+  return document(ctx, t(ctx.locale, "signup_refused_title"), `<p>${t(ctx.locale, reason === "forbidden" ? "signup_forbidden_text" : "signup_refused_text")}</p>`, false);
 }
 
 /**

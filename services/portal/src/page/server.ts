@@ -41,6 +41,7 @@ import {
   type RenewWith,
 } from "./html.js";
 import { isLocale, pickLocale, type Locale } from "./messages/index.js";
+import { signupFormHandler, type SignupPageOptions } from "./signup-form.js";
 
 // The portal page (`GET {PREFERENCES_URL}/preferences?token=…`). The link's
 // token is traded at once for a short-lived page session in the path
@@ -79,6 +80,8 @@ export interface PageServerOptions {
     perIp: Policy;
     perAddress: Policy;
   };
+  /** Public signup forms (`/subscribe/…`, page/signup-form.ts); left out, none. */
+  signup?: Omit<SignupPageOptions, "clientOf">;
 }
 
 export interface RunningPageServer {
@@ -161,6 +164,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     };
   }
 
+  const signup = options.signup && signupFormHandler({ ...options.signup, clientOf });
+
   function portalCall(token: VerifiedToken, req: IncomingMessage): PortalCall {
     return {
       call: { tenant: { accountId: token.accountId, mode: token.mode }, actor: "portal", requestId: "" },
@@ -200,6 +205,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
           hostAccount = owner;
         }
       }
+      // Public signup forms: their own module.
+      if (signup && url.pathname.startsWith("/subscribe/") && (await signup(req, res, url, ctx(), hostAccount))) return;
       const sameAccount = (accountId: string) => {
         if (hostAccount !== undefined && accountId !== hostAccount) throw new PageError(404, "not_found");
       };

@@ -16,6 +16,8 @@ import {
 import { DEFAULT_LINK_TEMPLATE } from "../domain/link-template.js";
 import { AppError, readError } from "@emailsvc/errors";
 import { callHeaders, type CallContext } from "@emailsvc/tenancy";
+import { SignUpRefused, type SignUpPort } from "../usecases/sign-up.js";
+import type { PublicTagNames } from "../usecases/forms.js";
 
 // What the portal asks of the subscribers service, always with the tenant and
 // the subscriber of a verified preference token. The subscribers service
@@ -230,6 +232,45 @@ export function exportSources(transports: { subscribers: Transport; delivery: Tr
     },
     async campaigns(call, subscriberId) {
       return (await campaignsClient.exportSubscriberData({ subscriberId }, options(call)).catch((err: unknown) => partMissing("campaigns", err))).json;
+    },
+  };
+}
+
+/** The subscribers service's SignUp, for the signup forms. */
+export function signUpClient(transport: Transport): SignUpPort {
+  const subscribers = createClient(SubscriberService, transport);
+  return {
+    async signUp(call, request) {
+      try {
+        await subscribers.signUp(
+          {
+            email: request.email,
+            tags: request.tags,
+            metadata: request.metadata,
+            locale: request.locale,
+            consent: request.consent,
+            audit: request.audit,
+          },
+          { headers: callHeaders(call), timeoutMs: TIMEOUT_MS },
+        );
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        if (ce.code === Code.InvalidArgument) {
+          // Which field the person may correct, from the service's field violations (never its message: it may hold the address).
+          const field = readError(err).fieldViolations[0]?.field ?? "email";
+          throw new SignUpRefused(field.startsWith("tags") ? "tags" : field.startsWith("metadata") ? "metadata" : field === "locale" ? "locale" : "email");
+        }
+        throw new AppError("unavailable", "subscribers_unavailable", `the subscribers service did not take the signup (${Code[ce.code]})`);
+      }
+    },
+  };
+}
+
+/** The tenant's public tag names, for checking a form's tags. */
+export function publicTagNames(directory: SubscriberDirectory): PublicTagNames {
+  return {
+    async publicTagNames(call) {
+      return new Set((await directory.tags(call)).filter((tag) => tag.isPublic).map((tag) => tag.name));
     },
   };
 }

@@ -26,6 +26,14 @@ import {
   type CustomDomainDeps,
   type CustomDomainView,
 } from "../usecases/custom-domains.js";
+import type { FormDeps } from "../usecases/forms.js";
+import { createForm } from "../usecases/create-form.js";
+import { getForm } from "../usecases/get-form.js";
+import { listForms } from "../usecases/list-forms.js";
+import { FORM_SETTING_PATHS, updateForm } from "../usecases/update-form.js";
+import { deleteForm } from "../usecases/delete-form.js";
+import type { FormFieldType, FormSettings, SignupFormView } from "../domain/signup-form.js";
+import { formActionUrl, formSnippet } from "../page/form-snippet.js";
 
 
 function preferencesToProto(view: PreferencesView): portal.Preferences {
@@ -176,6 +184,89 @@ export function domainRoutes(deps: CustomDomainDeps): (router: ConnectRouter) =>
       },
       async resolveCustomDomain(_req, ctx) {
         return { domain: await resolveCustomDomain(deps, readCallContext(ctx)) };
+      },
+    });
+  };
+}
+
+const FIELD_TYPES: Record<FormFieldType, portal.FormFieldType> = {
+  text: portal.FormFieldType.TEXT,
+  number: portal.FormFieldType.NUMBER,
+  boolean: portal.FormFieldType.BOOLEAN,
+};
+
+function formToProto(view: SignupFormView, preferencesUrl: string): portal.SignupForm {
+  return create(portal.SignupFormSchema, {
+    id: view.id,
+    name: view.name,
+    tags: view.tags,
+    optionalTags: view.optionalTags,
+    askLocale: view.askLocale,
+    fields: view.fields.map((f) => ({ name: f.name, label: f.label, type: FIELD_TYPES[f.type], required: f.required })),
+    successUrl: view.successUrl,
+    errorUrl: view.errorUrl,
+    allowedOrigins: view.allowedOrigins,
+    consentText: view.consentText,
+    consentVersion: view.consentVersion,
+    createdAt: timestampFromMs(view.createdAt),
+    updatedAt: timestampFromMs(view.updatedAt),
+    actionUrl: formActionUrl(preferencesUrl, view.id),
+    snippet: formSnippet(view, preferencesUrl),
+  });
+}
+
+function formFieldsFromProto(fields: readonly portal.FormField[]): FormSettings["fields"] {
+  return fields.map((f, i) => {
+    const type = (Object.keys(FIELD_TYPES) as FormFieldType[]).find((t) => FIELD_TYPES[t] === f.type);
+    if (!type) throw invalid("a field has no type", [{ field: `fields[${i}].type`, description: "text, number or boolean" }]);
+    return { name: f.name, label: f.label, type, required: f.required };
+  });
+}
+
+function formSettingsFromProto(input: portal.FormInput | undefined): FormSettings {
+  const i = input ?? create(portal.FormInputSchema);
+  return {
+    name: i.name,
+    tags: i.tags,
+    optionalTags: i.optionalTags,
+    askLocale: i.askLocale,
+    fields: formFieldsFromProto(i.fields),
+    successUrl: i.successUrl,
+    errorUrl: i.errorUrl,
+    allowedOrigins: i.allowedOrigins,
+    consentText: i.consentText,
+    consentVersion: i.consentVersion,
+  };
+}
+
+/** Registers FormService: an account's signup forms; `preferencesUrl` is where their posts go (PREFERENCES_URL). */
+export function formRoutes(deps: FormDeps, preferencesUrl: string): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(portal.FormService, {
+      async createForm(req, ctx) {
+        return { form: formToProto(await createForm(deps, readCallContext(ctx), formSettingsFromProto(req.form)), preferencesUrl) };
+      },
+      async getForm(req, ctx) {
+        return { form: formToProto(await getForm(deps, readCallContext(ctx), req.id), preferencesUrl) };
+      },
+      async listForms(req, ctx) {
+        const page = await listForms(deps, readCallContext(ctx), { limit: req.limit, cursor: req.cursor });
+        return { forms: page.forms.map((f) => formToProto(f, preferencesUrl)), nextCursor: page.nextCursor };
+      },
+      async updateForm(req, ctx) {
+        const unknown = req.paths.filter((path) => !(path in FORM_SETTING_PATHS));
+        if (unknown.length > 0) throw invalid(`paths names unknown fields: ${unknown.join(", ")}`, [{ field: "paths", description: `only ${Object.keys(FORM_SETTING_PATHS).join(", ")}` }]);
+        const all = formSettingsFromProto(req.form);
+        const change: Partial<FormSettings> = {};
+        for (const path of req.paths) {
+          const key = FORM_SETTING_PATHS[path as keyof typeof FORM_SETTING_PATHS];
+          (change as Record<string, unknown>)[key] = all[key];
+        }
+        return { form: formToProto(await updateForm(deps, readCallContext(ctx), req.id, change), preferencesUrl) };
+      },
+      async deleteForm(req, ctx) {
+        await deleteForm(deps, readCallContext(ctx), req.id);
+        return {};
       },
     });
   };

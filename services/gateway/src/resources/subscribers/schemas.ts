@@ -229,12 +229,12 @@ export const schemas: Record<string, JsonSchema> = {
       occurred_at: timestamp("When the change happened (RFC 3339, UTC)."),
       actor: {
         type: "string",
-        description: "Who made the change: `api_key:<key id>`, `admin`, `portal`, `one_click` (an unsubscribe link), `trigger:<id>` or `system`.",
+        description: "Who made the change: `api_key:<key id>`, `admin`, `portal`, `one_click` (an unsubscribe link), `form` (a public signup form), `trigger:<id>` or `system`.",
       },
       source: {
         type: ["string", "null"],
-        enum: ["api", "portal", "one_click", "import", null],
-        description: "How the change came: this API, the preference portal, a one-click unsubscribe link, or an import; null when not recorded.",
+        enum: ["api", "portal", "one_click", "import", "form", null],
+        description: "How the change came: this API, the preference portal, a one-click unsubscribe link, an import, or a public signup form; null when not recorded.",
       },
       ip: { type: ["string", "null"], description: "The IP address the request came from (IPv4 or IPv6); null when not known." },
       user_agent: { type: ["string", "null"], maxLength: 512, description: "The request's User-Agent header (at most 512 characters); null when none." },

@@ -61,4 +61,13 @@ export const de: Messages = {
   optin_used_text: "Dieser Bestätigungslink wurde schon verwendet, oder Ihr Abonnement hat sich seither geändert. Es wurde nichts geändert.",
   optin_gone_text: "Der Link ist abgelaufen: Das Abonnement wurde nicht rechtzeitig bestätigt. Melden Sie sich erneut an, um einen neuen Link zu erhalten.",
   error_text: "Etwas ist schiefgelaufen. Bitte versuchen Sie es gleich noch einmal.",
+  signup_checking_title: "Einen Moment",
+  signup_checking_text: "Wir prüfen, ob diese Anmeldung von einem Menschen stammt und nicht von einem Programm. Das dauert ein paar Sekunden.",
+  signup_noscript: "Diese Prüfung braucht JavaScript. Bitte schalten Sie es ein oder melden Sie sich mit einem Browser an, der es hat.",
+  signup_continue: "Weiter",
+  signup_done_title: "Schauen Sie in Ihr Postfach",
+  signup_done_text: "Danke. Wenn der Absender eine Bestätigung verlangt, ist eine E-Mail mit einem Link unterwegs zu Ihnen: Öffnen Sie ihn, um die Anmeldung abzuschliessen.",
+  signup_refused_title: "Anmeldung nicht möglich",
+  signup_refused_text: "Wir konnten diese Anmeldung nicht annehmen. Gehen Sie zurück, prüfen Sie die Adresse und die Felder und versuchen Sie es noch einmal.",
+  signup_forbidden_text: "Dieses Anmeldeformular darf von der Seite, von der es gesendet wurde, nicht verwendet werden.",
 };

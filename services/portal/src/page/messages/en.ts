@@ -61,6 +61,15 @@ export const en = {
   optin_used_text: "This confirmation link was used already, or your subscription changed since. Nothing was changed.",
   optin_gone_text: "The link has expired: the subscription was not confirmed in time. Sign up again to get a new link.",
   error_text: "Something went wrong. Please try again in a moment.",
+  signup_checking_title: "One moment",
+  signup_checking_text: "We are checking that this signup comes from a person, not a program. This takes a few seconds.",
+  signup_noscript: "This check needs JavaScript. Please turn it on, or sign up from a browser that has it.",
+  signup_continue: "Continue",
+  signup_done_title: "Check your inbox",
+  signup_done_text: "Thank you. If the sender asks for a confirmation, an email with a link is on its way to you: open it to finish signing up.",
+  signup_refused_title: "Signup not possible",
+  signup_refused_text: "We could not take this signup. Go back, check the address and the fields, and try again.",
+  signup_forbidden_text: "This signup form may not be used from the page it was sent from.",
 } as const;
 
 export type MessageKey = keyof typeof en;

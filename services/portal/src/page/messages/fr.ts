@@ -61,4 +61,13 @@ export const fr: Messages = {
   optin_used_text: "Ce lien de confirmation a déjà été utilisé, ou votre abonnement a changé depuis. Rien n’a été modifié.",
   optin_gone_text: "Le lien a expiré : l’abonnement n’a pas été confirmé à temps. Inscrivez-vous à nouveau pour recevoir un nouveau lien.",
   error_text: "Une erreur s’est produite. Veuillez réessayer dans un instant.",
+  signup_checking_title: "Un instant",
+  signup_checking_text: "Nous vérifions que cette inscription vient d'une personne et non d'un programme. Cela prend quelques secondes.",
+  signup_noscript: "Cette vérification a besoin de JavaScript. Activez-le, ou inscrivez-vous depuis un navigateur qui l'a.",
+  signup_continue: "Continuer",
+  signup_done_title: "Consultez votre boîte de réception",
+  signup_done_text: "Merci. Si l'expéditeur demande une confirmation, un e-mail avec un lien est en route : ouvrez-le pour terminer votre inscription.",
+  signup_refused_title: "Inscription impossible",
+  signup_refused_text: "Nous n'avons pas pu prendre cette inscription. Revenez en arrière, vérifiez l'adresse et les champs, puis réessayez.",
+  signup_forbidden_text: "Ce formulaire d'inscription ne peut pas être utilisé depuis la page d'où il a été envoyé.",
 };

@@ -61,4 +61,13 @@ export const it: Messages = {
   optin_used_text: "Questo link di conferma è già stato usato, oppure la tua iscrizione è cambiata nel frattempo. Non è stato modificato nulla.",
   optin_gone_text: "Il link è scaduto: l’iscrizione non è stata confermata in tempo. Iscriviti di nuovo per ricevere un nuovo link.",
   error_text: "Qualcosa è andato storto. Riprova tra un momento.",
+  signup_checking_title: "Un momento",
+  signup_checking_text: "Verifichiamo che questa iscrizione venga da una persona e non da un programma. Ci vogliono pochi secondi.",
+  signup_noscript: "Questa verifica richiede JavaScript. Attivalo, oppure iscriviti da un browser che lo supporta.",
+  signup_continue: "Continua",
+  signup_done_title: "Controlla la tua casella di posta",
+  signup_done_text: "Grazie. Se il mittente chiede una conferma, un'e-mail con un link è in arrivo: aprilo per completare l'iscrizione.",
+  signup_refused_title: "Iscrizione non possibile",
+  signup_refused_text: "Non abbiamo potuto accettare questa iscrizione. Torna indietro, controlla l'indirizzo e i campi e riprova.",
+  signup_forbidden_text: "Questo modulo di iscrizione non può essere usato dalla pagina da cui è stato inviato.",
 };
