@@ -46,6 +46,12 @@ export interface OutboxRelayOptions<D extends OutboxDoc<E>, E extends OutboxEntr
    */
   effect?(doc: D, entry: E, documents: TenantCollection<D>): Promise<void>;
   /**
+   * The same effect for many entries at once (`afterWriteMany`: one store
+   * round trip for a batch rather than one per entry); idempotent like
+   * `effect`. Without it `afterWriteMany` runs `effect` per entry.
+   */
+  effects?(items: ReadonlyArray<{ doc: D; entry: E }>): Promise<void>;
+  /**
    * Ends the outbox once every entry is carried out; resolves false when a
    * concurrent change won (the relay then reads the document again and goes
    * on with its new entries). Default: clear `outbox` and `outbox_pending`
@@ -105,6 +111,39 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
       await this.flush(doc);
     } catch (err) {
       this.options.logger.warn({ document_id: doc._id, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+    }
+  }
+
+  /**
+   * `afterWrite` for a batch of documents just written (an import's batch of
+   * subscribers): every effect (`effects` at once when given), every event in
+   * one publish per topic, then the outboxes cleared by one guarded
+   * `updateMany` per version. For documents whose outbox ends with the usual
+   * clear (not one that `complete` treats otherwise, such as a tombstone). A
+   * document changed meanwhile keeps its outbox pending for `afterWrite` or
+   * the sweep, which repeat what is repeatable (effects are idempotent,
+   * events carry their ids). Never rejects: failures are left to the sweep.
+   */
+  async afterWriteMany(docs: readonly D[], documents: TenantCollection<D>): Promise<void> {
+    const pending = docs.filter((doc) => doc.outbox_pending);
+    if (pending.length === 0) return;
+    try {
+      const items = pending.flatMap((doc) => doc.outbox.map((entry) => ({ doc, entry })));
+      if (this.options.effects) await this.options.effects(items);
+      else if (this.options.effect) for (const { doc, entry } of items) await this.options.effect(doc, entry, documents);
+      const encoded: EncodedEvent[] = [];
+      for (const { doc, entry } of items) for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
+      await publishEvents(this.options.bus, encoded, this.options.topicOrder);
+      const byVersion = new Map<number, string[]>();
+      for (const doc of pending) byVersion.set(doc.version, [...(byVersion.get(doc.version) ?? []), doc._id]);
+      for (const [version, ids] of byVersion) {
+        await documents.updateMany(
+          { _id: { $in: ids }, version } as TenantFilter<D>,
+          { $set: { outbox: [], outbox_pending: false } } as TenantUpdate<D>,
+        );
+      }
+    } catch (err) {
+      this.options.logger.warn({ documents: pending.length, err: err instanceof Error ? err.message : String(err) }, "outbox batch flush deferred to sweep");
     }
   }
 

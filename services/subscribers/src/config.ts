@@ -13,6 +13,8 @@ export interface SubscribersConfig {
   suppressionKeys: string | undefined;
   /** SOFT_BOUNCE_LIMIT in SOFT_BOUNCE_WINDOW_DAYS: soft bounces of one address that suppress it (default 3 in 30 days). */
   softBounces: SoftBouncePolicy;
+  /** IMPORT_LEASE_SECONDS: how long an import worker's claim on a job holds unrenewed (default 30): a crashed worker's job resumes after it. */
+  importLeaseMs: number;
 }
 
 export function loadConfig(env: Env = process.env): SubscribersConfig {
@@ -23,5 +25,6 @@ export function loadConfig(env: Env = process.env): SubscribersConfig {
       limit: envInt("SOFT_BOUNCE_LIMIT", DEFAULT_SOFT_BOUNCES.limit, { min: 1, max: 100 }, env),
       windowMs: envInt("SOFT_BOUNCE_WINDOW_DAYS", DEFAULT_SOFT_BOUNCES.windowMs / 86_400_000, { min: 1, max: 365 }, env) * 86_400_000,
     },
+    importLeaseMs: envInt("IMPORT_LEASE_SECONDS", 30, { min: 1, max: 3600 }, env) * 1000,
   };
 }

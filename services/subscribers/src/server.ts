@@ -1,14 +1,18 @@
 import type { EventBus } from "@emailsvc/events";
-import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
+import { AudienceService, imports, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { startServiceServer } from "@emailsvc/grpc";
 import { type Logger } from "@emailsvc/telemetry";
-import { tenantKey } from "@emailsvc/tenancy";
+import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { KeyRing } from "@emailsvc/tokens";
 import { subscriberOutbox } from "./messaging/outbox.js";
 import { topicsOf } from "@emailsvc/manifest";
 import { subscriberRoutes } from "./rpc/services.js";
+import { importRoutes } from "./rpc/imports.js";
+import { ImportWorker } from "./messaging/import-worker.js";
+import { DocumentSpool, FileSpool } from "./storage/import-spool.js";
+import type { ImportDeps } from "./usecases/import-deps.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
@@ -28,6 +32,8 @@ export interface SubscribersServiceOptions {
   /** Outbox sweep period; tests shorten it. */
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
+  /** Bulk imports: where uploads are kept (a directory: files, the embedded store; unset: documents), the worker's lease. */
+  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number };
 }
 
 export interface RunningSubscribersService {
@@ -53,15 +59,22 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     sweepGraceMs: options.sweepGraceMs,
   });
   const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys, ...(options.softBounces ? { softBounces: options.softBounces } : {}) };
+  const importDeps: ImportDeps = { ...deps, relay, spool: options.imports?.spoolDir !== undefined ? new FileSpool(options.imports.spoolDir) : new DocumentSpool() };
+  const importWorker = new ImportWorker({ storage, deps: importDeps, logger, leaseMs: options.imports?.leaseMs, pollMs: options.imports?.pollMs });
   const { server, health } = await startServiceServer({
-    services: [SubscriberService, TagService, AudienceService, SuppressionService],
-    routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
+    services: [SubscriberService, TagService, AudienceService, SuppressionService, imports.ImportService],
+    routes: (router) => {
+      const scopeOf = (call: CallContext) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) });
+      subscriberRoutes(deps, scopeOf)(router);
+      importRoutes(importDeps, scopeOf)(router);
+    },
     ready: () => store.ping(),
     logger,
     port: options.port,
     host: options.host,
   });
   relay.start();
+  importWorker.start();
   logger.info({ url: server.url }, "subscribers service listening");
 
   return {
@@ -71,6 +84,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     async close() {
       health.setDraining();
       await server.close();
+      await importWorker.stop();
       await relay.stop();
     },
   };

@@ -1,6 +1,12 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
 import {
   AUDIT_INDEXES,
+  IMPORT_CHUNK_INDEXES,
+  IMPORT_ERROR_INDEXES,
+  IMPORT_JOB_INDEXES,
+  type ImportChunkDoc,
+  type ImportErrorDoc,
+  type ImportJobDoc,
   PRIVACY_REQUEST_INDEXES,
   SUBSCRIBER_INDEXES,
   SOFT_BOUNCE_INDEXES,
@@ -25,6 +31,10 @@ export interface TenantRepositories {
   softBounces: TenantCollection<SoftBounceDoc>;
   /** The log of export and erasure requests (no personal data). */
   privacyRequests: TenantCollection<PrivacyRequestDoc>;
+  /** Bulk import jobs, their stored chunks (MongoDB; files on the embedded store) and their reports. */
+  imports: TenantCollection<ImportJobDoc>;
+  importChunks: TenantCollection<ImportChunkDoc>;
+  importErrors: TenantCollection<ImportErrorDoc>;
 }
 
 /**
@@ -39,6 +49,9 @@ export class SubscriberStorage {
   private readonly suppressions: Collection<SuppressionDoc>;
   private readonly softBounces: Collection<SoftBounceDoc>;
   private readonly privacyRequests: Collection<PrivacyRequestDoc>;
+  private readonly imports: Collection<ImportJobDoc>;
+  private readonly importChunks: Collection<ImportChunkDoc>;
+  private readonly importErrors: Collection<ImportErrorDoc>;
 
   constructor(store: DocumentStore) {
     this.subscribers = store.collection<SubscriberDoc>("subscribers");
@@ -47,6 +60,9 @@ export class SubscriberStorage {
     this.suppressions = store.collection<SuppressionDoc>("suppressions");
     this.softBounces = store.collection<SoftBounceDoc>("soft_bounces");
     this.privacyRequests = store.collection<PrivacyRequestDoc>("privacy_requests");
+    this.imports = store.collection<ImportJobDoc>("imports");
+    this.importChunks = store.collection<ImportChunkDoc>("import_chunks");
+    this.importErrors = store.collection<ImportErrorDoc>("import_errors");
   }
 
   async createIndexes(): Promise<void> {
@@ -57,6 +73,9 @@ export class SubscriberStorage {
       this.suppressions.createIndexes(SUPPRESSION_INDEXES),
       this.softBounces.createIndexes(SOFT_BOUNCE_INDEXES),
       this.privacyRequests.createIndexes(PRIVACY_REQUEST_INDEXES),
+      this.imports.createIndexes(IMPORT_JOB_INDEXES),
+      this.importChunks.createIndexes(IMPORT_CHUNK_INDEXES),
+      this.importErrors.createIndexes(IMPORT_ERROR_INDEXES),
     ]);
   }
 
@@ -68,12 +87,20 @@ export class SubscriberStorage {
       suppressions: new TenantCollection(this.suppressions, tenant),
       softBounces: new TenantCollection(this.softBounces, tenant),
       privacyRequests: new TenantCollection(this.privacyRequests, tenant),
+      imports: new TenantCollection(this.imports, tenant),
+      importChunks: new TenantCollection(this.importChunks, tenant),
+      importErrors: new TenantCollection(this.importErrors, tenant),
     };
   }
 
   /** For the outbox relay: its sweep finds pending outboxes of every tenant. */
   outboxSweep(): CrossTenantCollection<SubscriberDoc> {
     return new CrossTenantCollection(this.subscribers, "outbox relay: sweeps pending outboxes of every tenant");
+  }
+
+  /** For the import worker: it claims queued jobs of every tenant, and fails uploads left unfinished. */
+  importQueue(): CrossTenantCollection<ImportJobDoc> {
+    return new CrossTenantCollection(this.imports, "import worker: claims jobs and reaps stale uploads of every tenant");
   }
 
   /** For the outbox relay: an erasure's log record is marked done in the erased subscriber's tenant. */
