@@ -188,6 +188,7 @@ describe.each(["embedded", "mongodb+kafka"] as const)("subscriber imports (%s)",
     const jobs = await eventually(
       () => allItems<ImportJson>((p) => t.call("GET", p), "/api/v1/subscribers/imports"),
       (items) => items.length === before.length + 1 && items[0]!.state === "failed",
+      600,
     );
     expect(jobs[0]).toMatchObject({ state: "failed", failure: "upload_aborted", rows_read: 0 });
     expect((await byEmail("cut1@example.com")).status).toBe(404);

@@ -128,12 +128,7 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
     const pending = docs.filter((doc) => doc.outbox_pending);
     if (pending.length === 0) return;
     try {
-      const items = pending.flatMap((doc) => doc.outbox.map((entry) => ({ doc, entry })));
-      if (this.options.effects) await this.options.effects(items);
-      else if (this.options.effect) for (const { doc, entry } of items) await this.options.effect(doc, entry, documents);
-      const encoded: EncodedEvent[] = [];
-      for (const { doc, entry } of items) for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
-      await publishEvents(this.options.bus, encoded, this.options.topicOrder);
+      await this.carryOut(pending.flatMap((doc) => doc.outbox.map((entry) => ({ doc, entry }))), documents);
       const byVersion = new Map<number, string[]>();
       for (const doc of pending) byVersion.set(doc.version, [...(byVersion.get(doc.version) ?? []), doc._id]);
       for (const [version, ids] of byVersion) {
@@ -145,6 +140,23 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
     } catch (err) {
       this.options.logger.warn({ documents: pending.length, err: err instanceof Error ? err.message : String(err) }, "outbox batch flush deferred to sweep");
     }
+  }
+
+  /**
+   * Carries out entries that are kept elsewhere than in their documents'
+   * outbox (an import job, whose checkpoint says which rows are done, keeps
+   * its batch's entries that way, and re-derives them, with the same ids, to
+   * carry them out again after a crash): every effect, then every event in
+   * one publish per topic. Rejects when the bus or store failed; the caller
+   * keeps them pending. No clear: they are in no outbox.
+   */
+  async carryOut(items: ReadonlyArray<{ doc: D; entry: E }>, documents: TenantCollection<D>): Promise<void> {
+    if (items.length === 0) return;
+    if (this.options.effects) await this.options.effects(items);
+    else if (this.options.effect) for (const { doc, entry } of items) await this.options.effect(doc, entry, documents);
+    const encoded: EncodedEvent[] = [];
+    for (const { doc, entry } of items) for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
+    await publishEvents(this.options.bus, encoded, this.options.topicOrder);
   }
 
   /** Carries out the outbox of `doc`, as returned by the write that filled it. Rejects when the bus or store failed (the sweep retries). */

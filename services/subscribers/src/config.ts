@@ -15,6 +15,8 @@ export interface SubscribersConfig {
   softBounces: SoftBouncePolicy;
   /** IMPORT_LEASE_SECONDS: how long an import worker's claim on a job holds unrenewed (default 30): a crashed worker's job resumes after it. */
   importLeaseMs: number;
+  /** IMPORT_BATCH_ROWS: rows an import handles and checkpoints together (default 1000). */
+  importBatchRows: number;
 }
 
 export function loadConfig(env: Env = process.env): SubscribersConfig {
@@ -26,5 +28,6 @@ export function loadConfig(env: Env = process.env): SubscribersConfig {
       windowMs: envInt("SOFT_BOUNCE_WINDOW_DAYS", DEFAULT_SOFT_BOUNCES.windowMs / 86_400_000, { min: 1, max: 365 }, env) * 86_400_000,
     },
     importLeaseMs: envInt("IMPORT_LEASE_SECONDS", 30, { min: 1, max: 3600 }, env) * 1000,
+    importBatchRows: envInt("IMPORT_BATCH_ROWS", 1000, { min: 10, max: 10_000 }, env),
   };
 }

@@ -13,6 +13,7 @@ import { importRoutes } from "./rpc/imports.js";
 import { ImportWorker } from "./messaging/import-worker.js";
 import { DocumentSpool, FileSpool } from "./storage/import-spool.js";
 import type { ImportDeps } from "./usecases/import-deps.js";
+import { IMPORT_LIMITS } from "./domain/import.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
@@ -33,7 +34,7 @@ export interface SubscribersServiceOptions {
   sweepIntervalMs?: number;
   sweepGraceMs?: number;
   /** Bulk imports: where uploads are kept (a directory: files, the embedded store; unset: documents), the worker's lease. */
-  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number };
+  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; batchRows?: number };
 }
 
 export interface RunningSubscribersService {
@@ -59,7 +60,12 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     sweepGraceMs: options.sweepGraceMs,
   });
   const deps: Deps = { relay, logger, now, suppressionKeys: options.suppressionKeys, ...(options.softBounces ? { softBounces: options.softBounces } : {}) };
-  const importDeps: ImportDeps = { ...deps, relay, spool: options.imports?.spoolDir !== undefined ? new FileSpool(options.imports.spoolDir) : new DocumentSpool() };
+  const importDeps: ImportDeps = {
+    ...deps,
+    relay,
+    spool: options.imports?.spoolDir !== undefined ? new FileSpool(options.imports.spoolDir) : new DocumentSpool(),
+    batchRows: options.imports?.batchRows ?? IMPORT_LIMITS.batchRows,
+  };
   const importWorker = new ImportWorker({ storage, deps: importDeps, logger, leaseMs: options.imports?.leaseMs, pollMs: options.imports?.pollMs });
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService, SuppressionService, imports.ImportService],

@@ -26,7 +26,7 @@ export const subscribersService = defineService("subscribers", {
       suppressionKeys,
       softBounces: config.softBounces,
       // The embedded store holds every document in memory: an upload's chunks go to files beside it.
-      imports: { ...(embeddedStore ? { spoolDir: path.join(dataDir, "imports") } : {}), leaseMs: config.importLeaseMs },
+      imports: { ...(embeddedStore ? { spoolDir: path.join(dataDir, "imports") } : {}), leaseMs: config.importLeaseMs, batchRows: config.importBatchRows },
     });
   },
 });

@@ -36,7 +36,7 @@ export const IMPORT_LIMITS = {
   columns: 200,
   /** Most data rows of a job. */
   rows: 2_000_000,
-  /** Rows read, checked and written together: one lookup, one insertMany. */
+  /** Rows read, checked and written together: one lookup, one insertMany (IMPORT_BATCH_ROWS sets it). */
   batchRows: 1000,
 } as const;
 

@@ -9,6 +9,8 @@ export interface ImportDeps extends Deps {
   /** The relay itself: a batch's outboxes are carried out together (afterWriteMany). */
   relay: OutboxRelay<SubscriberDoc>;
   spool: ImportSpool;
+  /** Rows handled and checkpointed together (IMPORT_BATCH_ROWS, default IMPORT_LIMITS.batchRows). */
+  batchRows: number;
 }
 
 /** A job of the scope's tenant, or 404 `import_not_found` (also for another tenant's ids). */

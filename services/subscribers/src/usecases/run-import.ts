@@ -128,7 +128,7 @@ export async function runImport(deps: ImportDeps, scope: Scope, job: ImportJobDo
       return finish(deps, scope, job, "failed", "too_many_rows");
     }
     batch.push(item);
-    if (batch.length >= IMPORT_LIMITS.batchRows && !(await flush())) return;
+    if (batch.length >= deps.batchRows && !(await flush())) return;
   }
   if (!(await flush())) return;
   await finish(deps, scope, job, "completed", "");
@@ -176,6 +176,7 @@ async function applyBatch(deps: ImportDeps, scope: Scope, job: ImportJobDoc, row
   const byKey = new Map(present.map((doc) => [doc.email_key, doc]));
 
   const inserts: Array<{ row: number; data: ImportRow; resubscribed: boolean }> = [];
+  const redo: Created[] = [];
   const updates: Array<{ row: number; data: ImportRow; current: SubscriberDoc }> = [];
   const seen = new Set<string>();
   for (const { row, data } of valid) {
@@ -187,7 +188,12 @@ async function applyBatch(deps: ImportDeps, scope: Scope, job: ImportJobDoc, row
     const current = byKey.get(data.key);
     const doneAt = rowOf(job._id, current?.last_import);
     if (current && doneAt !== undefined) {
-      if (doneAt === row) outcomes.set(row, current._id === subscriberId(job, row) ? "created" : "updated"); // done before a crash
+      if (doneAt === row) {
+        // Done before a crash: counted again; a row this job created has its audit record and event carried out again (same ids: no second one).
+        const created = current._id === subscriberId(job, row);
+        outcomes.set(row, created ? "created" : "updated");
+        if (created) redo.push({ row, data, doc: current, resubscribed: listed.has(data.key) && isErasureMarker(listed.get(data.key)!) });
+      }
       else problem(row, "skipped", { field: "email", code: "duplicate_in_file", detail: "an earlier row of the file has this address" });
       continue;
     }
@@ -210,7 +216,7 @@ async function applyBatch(deps: ImportDeps, scope: Scope, job: ImportJobDoc, row
   const tagsOf = (names: string[]): TagDoc[] => names.map((n) => tags.get(tagKey(n))!);
 
   const written: SubscriberDoc[] = [];
-  await insertRows(deps, scope, job, inserts, tagsOf, outcomes, written, problem);
+  await insertRows(deps, scope, job, inserts, redo, tagsOf, outcomes, problem);
   await updateRows(deps, scope, job, updates, tagsOf, outcomes, written, problem);
   if (report.length > 0) await scope.importErrors.insertMany(report);
   await deps.relay.afterWriteMany(written, scope.subscribers);
@@ -223,66 +229,91 @@ function subscriberId(job: ImportJobDoc, row: number): string {
 
 type Report = (row: number, outcome: "skipped" | "failed", p: RowProblem) => void;
 
+/** A subscriber this job created from a row (now, or before a crash). */
+interface Created {
+  row: number;
+  data: ImportRow;
+  doc: SubscriberDoc;
+  resubscribed: boolean;
+}
+
+/**
+ * The `subscriber.created` entry of a row, derived from the job and the row
+ * alone (its id too), so that a batch carried out again after a crash makes
+ * the same audit record (a duplicate, skipped) and the same event (the same
+ * event id, which consumers deduplicate).
+ */
+function createdEntry(scope: Scope, job: ImportJobDoc, c: Created, tagsOf: (names: string[]) => TagDoc[]): OutboxEntry {
+  const rowTags = tagsOf(c.data.tags);
+  const entry = outboxEntry(scope, c.doc.created_at, "subscriber.created", {
+    status: c.doc.status,
+    tags: rowTags.map((t) => t.name),
+    tag_ids: c.doc.tag_ids,
+    import_id: job._id,
+    row: c.row,
+    ...(c.resubscribed ? { resubscribe: true, resubscribe_reason: job.resubscribe_reason } : {}),
+  }, { topic: "subscriber.created", tag_ids: c.doc.tag_ids, to: c.doc.status, import_id: job._id, run_triggers: job.run_triggers });
+  return { ...entry, id: derivedId("evt", job.created_at, `${job._id}:created`, c.row) };
+}
+
+/**
+ * New subscribers: one insertMany, then their audit records and events
+ * (kept by the job, not in each document's outbox: clearing 1,000 outboxes
+ * was most of a batch's cost on FerretDB, and the job's checkpoint already
+ * says which rows are done), then the erasure markers of the resubscribed.
+ */
 async function insertRows(
   deps: ImportDeps,
   scope: Scope,
   job: ImportJobDoc,
   inserts: ReadonlyArray<{ row: number; data: ImportRow; resubscribed: boolean }>,
+  redo: Created[],
   tagsOf: (names: string[]) => TagDoc[],
   outcomes: Map<number, Outcome>,
-  written: SubscriberDoc[],
   problem: Report,
 ): Promise<void> {
-  if (inserts.length === 0) return;
-  const now = deps.now();
-  const docs = inserts.map(({ row, data, resubscribed }): Omit<SubscriberDoc, "tenant"> => {
-    const rowTags = tagsOf(data.tags);
-    const tagIds = rowTags.map((t) => t._id);
-    const status = data.status ?? "active";
-    return {
+  const created: Created[] = [...redo];
+  if (inserts.length > 0) {
+    const now = deps.now();
+    const docs = inserts.map(({ row, data }): SubscriberDoc => ({
       _id: subscriberId(job, row),
+      tenant: scope.subscribers.tenant,
       email: data.email,
       email_key: data.key,
-      status,
+      status: data.status ?? "active",
       locale: data.locale ?? "",
       metadata: data.metadata,
-      tag_ids: tagIds,
+      tag_ids: tagsOf(data.tags).map((t) => t._id),
       created_at: now,
       updated_at: now,
       deleted: false,
       last_import: marker(job._id, row),
-      ...newOutbox([
-        outboxEntry(scope, now, "subscriber.created", {
-          status,
-          tags: rowTags.map((t) => t.name),
-          tag_ids: tagIds,
-          import_id: job._id,
-          row,
-          ...(resubscribed ? { resubscribe: true, resubscribe_reason: job.resubscribe_reason } : {}),
-        }, { topic: "subscriber.created", tag_ids: tagIds, to: status, import_id: job._id, run_triggers: job.run_triggers }),
-      ]),
-    };
-  });
-  const result = await scope.subscribers.insertMany(docs);
-  const clashed = new Set(result.duplicates);
-  docs.forEach((doc, i) => {
-    if (!clashed.has(i)) {
+      ...newOutbox<OutboxEntry>([]),
+    }));
+    const result = await scope.subscribers.insertMany(docs.map(({ tenant: _tenant, ...doc }) => doc));
+    const clashed = new Set(result.duplicates);
+    docs.forEach((doc, i) => {
+      if (clashed.has(i)) return;
       outcomes.set(inserts[i]!.row, "created");
-      written.push({ ...doc, tenant: scope.subscribers.tenant } as SubscriberDoc);
-    }
-  });
-  if (clashed.size > 0) {
-    // A clash is this row written before a crash (its own id), or the address taken meanwhile by another create.
-    const again = await scope.subscribers.find({ email_key: { $in: [...clashed].map((i) => docs[i]!.email_key) } });
-    const ours = new Set(again.map((d) => d._id));
-    for (const i of clashed) {
-      const { row } = inserts[i]!;
-      if (ours.has(docs[i]!._id)) outcomes.set(row, "created");
-      else problem(row, "skipped", { field: "email", code: "exists", detail: "a subscriber with this address exists" });
+      created.push({ ...inserts[i]!, doc });
+    });
+    if (clashed.size > 0) {
+      // A clash is this row written meanwhile by another worker of the job (its own id), or the address taken by another create.
+      const again = await scope.subscribers.find({ email_key: { $in: [...clashed].map((i) => docs[i]!.email_key) } });
+      const ours = new Map(again.map((d) => [d._id, d]));
+      for (const i of clashed) {
+        const { row } = inserts[i]!;
+        const doc = ours.get(docs[i]!._id);
+        if (doc) {
+          outcomes.set(row, "created");
+          created.push({ ...inserts[i]!, doc });
+        } else problem(row, "skipped", { field: "email", code: "exists", detail: "a subscriber with this address exists" });
+      }
     }
   }
-  // Erased addresses imported again (resubscribe): their suppression goes once their subscriber exists, as on a single create.
-  const lifted = inserts.filter((ins, i) => ins.resubscribed && !clashed.has(i)).flatMap((ins) => markersOf(deps, scope, ins.data.key));
+  await deps.relay.carryOut(created.map((c) => ({ doc: c.doc, entry: createdEntry(scope, job, c, tagsOf) })), scope.subscribers);
+  // Erased addresses imported again (resubscribe): their suppression goes once their subscriber exists and is audited, as on a single create.
+  const lifted = created.filter((c) => c.resubscribed).flatMap((c) => markersOf(deps, scope, c.data.key));
   if (lifted.length > 0) await scope.suppressions.deleteMany({ _id: { $in: lifted } });
 }
 
