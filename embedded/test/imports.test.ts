@@ -196,6 +196,31 @@ describe.each(["embedded", "mongodb+kafka"] as const)("subscriber imports (%s)",
     if (real) expect((await storedDocs(t, "subscribers", "import_chunks")).filter((c) => c.job_id === jobs[0]!.id)).toEqual([]);
   });
 
+  it("fires subscriber.created triggers for imported subscribers only when the import asks (run_triggers)", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Welcome", subject: "Welcome", category: "transactional", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(template.status).toBe(201);
+    const trigger = await t.call("POST", "/api/v1/triggers", { body: { event_type: "subscriber.created", template_id: template.body.id } });
+    expect(trigger.status).toBe(201);
+    const fires = async (email: string) => {
+      const id = (await byEmail(email)).body.id as string;
+      const read = async () =>
+        ((await t.call("GET", `/api/v1/subscribers/${id}/export`)).body.trigger_sends as Array<{ trigger_id: string; state: string; reason: string | null }>)
+          .filter((f) => f.trigger_id === trigger.body.id)
+          .map(({ state, reason }) => ({ state, reason }));
+      return eventually(read, (list) => list.length > 0 && list.every((f) => f.state !== "pending"), 600);
+    };
+    await finished((await upload("email\nquiet@example.com\n", "")).id);
+    await finished((await upload("email\nwelcomed@example.com\n", "?run_triggers=true")).id);
+    // Each event's fire is recorded and decided: skipped for the plain import, sent for the one that asked.
+    expect(await fires("quiet@example.com")).toEqual([{ state: "skipped", reason: "imported" }]);
+    expect(await fires("welcomed@example.com")).toEqual([{ state: "sent", reason: null }]);
+    const mail = await t.call("GET", "/api/v1/emails?limit=500");
+    expect(mail.body.items.map((e: { to: string }) => e.to).filter((to: string) => ["quiet@example.com", "welcomed@example.com"].includes(to))).toEqual(["welcomed@example.com"]);
+    expect((await t.call("DELETE", `/api/v1/triggers/${trigger.body.id}`)).status).toBe(204);
+  });
+
   it("keeps each tenant's imports to itself: another account's key and the live key of the same account see none of them", async () => {
     const job = await upload("email\niso@example.com\n", "");
     await finished(job.id);
