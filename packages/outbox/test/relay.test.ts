@@ -132,6 +132,41 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     expect(calls).toEqual(["email.send.requested:3", "email.status:3"]);
   });
 
+  it("carries out a batch of documents together: the batched effect once, one publish per topic, every outbox cleared; a document changed meanwhile stays pending", async () => {
+    const calls: string[] = [];
+    const counting: EventBus = { ...flaky.bus, publish: async (topic, list) => void calls.push(`${topic}:${list.length}`) };
+    const batches: number[] = [];
+    const relay = relayOf({ bus: counting, effects: async (items) => void batches.push(items.length) });
+    const t = tenant();
+    const docs = [await insert(t, [entry("a")]), await insert(t, [entry("b"), entry("c")]), await insert(t, [entry("d")])];
+    // The third changes after it was read: its version moved on.
+    await notes.forTenant(t).updateOne({ _id: docs[2]!._id }, withOutbox<NoteDoc, NoteEntry>({ $set: { body: "x" } }, [entry("e")], now));
+    await relay.afterWriteMany(docs, notes.forTenant(t));
+    expect(batches).toEqual([4]);
+    expect(calls).toEqual(["email.status:4"]);
+    const stored = await notes.forTenant(t).find({ _id: { $in: docs.map((d) => d._id) } });
+    expect(Object.fromEntries(stored.map((d) => [d._id, d.outbox_pending]))).toEqual({ [docs[0]!._id]: false, [docs[1]!._id]: false, [docs[2]!._id]: true });
+    // Left to afterWrite (or the sweep), as any pending outbox; carried out here so that the sweeps of later tests find none.
+    await relay.flush((await notes.forTenant(t).findOne({ _id: docs[2]!._id }))!);
+    expect((await notes.forTenant(t).findOne({ _id: docs[2]!._id }))!.outbox_pending).toBe(false);
+  });
+
+  it("carryOut runs the effects and events of entries kept outside an outbox, and rejects when the bus is down", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const doc = await insert(t, []);
+    const kept = [entry("x"), entry("y")];
+    await relay.carryOut(kept.map((e) => ({ doc, entry: e })), notes.forTenant(t));
+    await until(() => statusesOf(doc._id).length === 2);
+    expect(effects).toEqual(kept.map((e) => e.id));
+    flaky.down = true;
+    try {
+      await expect(relay.carryOut([{ doc, entry: entry("z") }], notes.forTenant(t))).rejects.toThrow("bus unavailable");
+    } finally {
+      flaky.down = false;
+    }
+  });
+
   it("goes on with a concurrent change's new entries only, each once", async () => {
     const t = tenant();
     const doc = await insert(t, [entry("one")]);
