@@ -13,6 +13,8 @@ import { IMPORT_MAX_BYTES, IMPORT_MEDIA_TYPES } from "./schemas.js";
 
 /** What one AppendImportChunk call carries: the gateway holds at most this much of an upload. */
 const CHUNK_BYTES = 1024 * 1024;
+/** How long an upload may take to arrive. */
+const UPLOAD_DEADLINE_MS = 60 * 60_000;
 const DELIMITERS = { comma: ",", semicolon: ";", tab: "\t", pipe: "|" } as const;
 
 interface ImportQuery {
@@ -61,6 +63,8 @@ export function importRoutes(kit: RouteKit, context: ResourceContext): void {
 
   defineRoute(kit, "post", "/api/v1/subscribers/imports", "createImport", async (ctx) => {
     const format = formatOf(ctx.get("content-type") || undefined);
+    // A file of up to 1 GiB arrives at the speed of the client's link: an hour, not the 30 s of other bodies.
+    ctx.state.extendBodyDeadline?.(UPLOAD_DEADLINE_MS);
     const query = ctx.state.query as unknown as ImportQuery;
     const announced = Number(ctx.get("content-length") || "NaN");
     if (Number.isFinite(announced) && announced > IMPORT_MAX_BYTES) throw tooLarge();

@@ -75,9 +75,10 @@ export const paths: Paths = {
       ],
       requestBody: {
         required: true,
+        // The file's bytes as they are (no schema: any text is a file; its rows are checked one by one, the bad ones reported).
         content: {
-          "text/csv": { schema: { type: "string" } },
-          "application/x-ndjson": { schema: { type: "string" } },
+          "text/csv": { schema: {} },
+          "application/x-ndjson": { schema: {} },
         },
       },
       responses: {
