@@ -130,7 +130,11 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
     try {
       await this.carryOut(pending.flatMap((doc) => doc.outbox.map((entry) => ({ doc, entry }))), documents);
       const byVersion = new Map<number, string[]>();
-      for (const doc of pending) byVersion.set(doc.version, [...(byVersion.get(doc.version) ?? []), doc._id]);
+      for (const doc of pending) {
+        const ids = byVersion.get(doc.version) ?? [];
+        if (ids.length === 0) byVersion.set(doc.version, ids);
+        ids.push(doc._id);
+      }
       for (const [version, ids] of byVersion) {
         await documents.updateMany(
           { _id: { $in: ids }, version } as TenantFilter<D>,

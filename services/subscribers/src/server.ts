@@ -65,6 +65,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     relay,
     spool: options.imports?.spoolDir !== undefined ? new FileSpool(options.imports.spoolDir) : new DocumentSpool(),
     batchRows: options.imports?.batchRows ?? IMPORT_LIMITS.batchRows,
+    wakeWorker: () => importWorker.wake(),
   };
   const importWorker = new ImportWorker({ storage, deps: importDeps, logger, leaseMs: options.imports?.leaseMs, pollMs: options.imports?.pollMs });
   const { server, health } = await startServiceServer({

@@ -43,6 +43,13 @@ export class ImportWorker {
     this.schedule(0);
   }
 
+  /** A job was queued in this process: look now rather than at the next poll (another replica's poll finds it too). */
+  wake(): void {
+    if (this.stopped || !this.timer) return; // busy: the pass after this one looks at once
+    clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {

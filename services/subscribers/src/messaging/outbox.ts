@@ -48,7 +48,9 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
       const byTenant = new Map<string, AuditDoc[]>();
       for (const { doc, entry } of items) {
         if (!entry.audit || doc.deleted) continue;
-        byTenant.set(doc.tenant, [...(byTenant.get(doc.tenant) ?? []), auditRecord(doc, entry, entry.audit)]);
+        const records = byTenant.get(doc.tenant) ?? [];
+        if (records.length === 0) byTenant.set(doc.tenant, records);
+        records.push(auditRecord(doc, entry, entry.audit));
       }
       for (const [tenant, records] of byTenant) await audit.forTenant(tenant).insertMany(records.map(({ tenant: _t, ...record }) => record));
     },

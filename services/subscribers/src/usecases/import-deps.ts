@@ -9,6 +9,8 @@ export interface ImportDeps extends Deps {
   /** The relay itself: a batch's outboxes are carried out together (afterWriteMany). */
   relay: OutboxRelay<SubscriberDoc>;
   spool: ImportSpool;
+  /** Tells this process's import worker a job was queued (it polls otherwise). */
+  wakeWorker?: () => void;
   /** Rows handled and checkpointed together (IMPORT_BATCH_ROWS, default IMPORT_LIMITS.batchRows). */
   batchRows: number;
 }

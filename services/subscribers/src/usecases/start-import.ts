@@ -21,6 +21,7 @@ export async function startImport(deps: ImportDeps, scope: Scope, input: { jobId
   }
   const now = deps.now();
   const queued = await scope.imports.updateOne({ _id: job._id, state: "uploading" }, { $set: { state: "queued", chunk_count: input.chunkCount, lease_until: 0, updated_at: now } });
+  if (queued) deps.wakeWorker?.();
   return queued ?? (await loadImport(scope, job._id));
 }
 
