@@ -3,6 +3,7 @@ export * from "./gen/emailsvc/subscribers/v1/subscribers_pb.js";
 export * from "./gen/emailsvc/subscribers/v1/tags_pb.js";
 export * from "./gen/emailsvc/subscribers/v1/audience_pb.js";
 export * from "./gen/emailsvc/subscribers/v1/suppressions_pb.js";
+export * as imports from "./gen/emailsvc/subscribers/v1/imports_pb.js";
 export * as events from "./events.js";
 export * as health from "./gen/grpc/health/v1/health_pb.js";
 export * from "./gen/emailsvc/common/v1/errors_pb.js";

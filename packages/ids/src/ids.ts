@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 // Ids are `<prefix>_<26 chars>`: 10 chars of millisecond time and 16 of
 // randomness in Crockford base32 (ULID layout). They sort by creation time as
@@ -61,4 +61,22 @@ export function isId(prefix: string, value: string): boolean {
  */
 export function newRandomId(prefix: string): string {
   return `${prefix}_${Array.from(randomBytes(26), (b) => ALPHABET[b % 32]).join("")}`;
+}
+
+/**
+ * An id made from what is known again after a restart, not from chance: the
+ * time `atMs`, a `seed` (an import job's id) and a number within it (a row).
+ * The same inputs give the same id, so a write repeated after a crash clashes
+ * with the first one instead of making a second record. Ids of one seed sort
+ * by `n` (at most 32^5 - 1); the seed's part is a hash, so two seeds at one
+ * millisecond differ.
+ */
+export function derivedId(prefix: string, atMs: number, seed: string, n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0 || n >= 32 ** 5) throw new RangeError("derivedId: n out of range");
+  const hash = createHash("sha256").update(seed).digest();
+  let seedPart = "";
+  for (let i = 0; i < 11; i++) seedPart += ALPHABET[hash[i]! % 32];
+  let nPart = "";
+  for (let i = 0, rest = n; i < 5; i++, rest = Math.floor(rest / 32)) nPart = ALPHABET[rest % 32] + nPart;
+  return `${prefix}_${encodeTime(atMs)}${seedPart}${nPart}`;
 }

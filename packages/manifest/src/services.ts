@@ -54,8 +54,10 @@ export const SERVICES = {
     secrets: ["MONGO_URL", "SUPPRESSION_KEYS"],
     optionalSecrets: {},
     data: {
-      collections: ["subscribers", "tags", "subscriber_events", "suppressions", "soft_bounces", "privacy_requests", "audience_settings"],
-      dataDir: ["subscribers/", "bus/subscribers/", "secrets/suppression-keys"],
+      // imports, import_chunks (an upload's chunks on MongoDB), import_errors: bulk imports.
+      collections: ["subscribers", "tags", "subscriber_events", "suppressions", "soft_bounces", "privacy_requests", "audience_settings", "imports", "import_chunks", "import_errors"],
+      // imports/: an upload's chunks on the embedded store, until its job is done.
+      dataDir: ["subscribers/", "bus/subscribers/", "secrets/suppression-keys", "imports/"],
     },
   },
   templates: {

@@ -48,6 +48,12 @@ export interface OutboxRelayOptions<D extends OutboxDoc<E>, E extends OutboxEntr
    */
   effect?(doc: D, entry: E, documents: TenantCollection<D>): Promise<void>;
   /**
+   * The same effect for many entries at once (`afterWriteMany`: one store
+   * round trip for a batch rather than one per entry); idempotent like
+   * `effect`. Without it `afterWriteMany` runs `effect` per entry.
+   */
+  effects?(items: ReadonlyArray<{ doc: D; entry: E }>): Promise<void>;
+  /**
    * Ends the outbox once every entry is carried out; resolves false when a
    * concurrent change won (the relay then reads the document again and goes
    * on with its new entries). Default: clear `outbox` and `outbox_pending`
@@ -112,55 +118,65 @@ export class OutboxRelay<D extends OutboxDoc<E>, E extends OutboxEntry = D["outb
 
   /**
    * afterWrite for the documents one write just stored (delivery's batch
-   * send): the effects of every entry, then the events of all of them in
-   * one batch per topic, then their outboxes cleared by one write per
-   * version (guarded by it, as clearOutbox does). A document changed
-   * meanwhile (the send consumer took its email already) is flushed again on
-   * its own, its events carried out with their ids: consumers drop repeats.
-   * Never rejects, as afterWrite; with a service's own `complete`, or one
-   * document, it is afterWrite per document.
+   * send, an import's batch of subscribers): the effects of every entry
+   * (`effects` at once when given), the events of all of them in one publish
+   * per topic, then their outboxes cleared by one guarded write per tenant
+   * and version (as clearOutbox does). For documents whose outbox ends with
+   * the usual clear: a service's own `complete` (a tombstone's) is not run
+   * here, so do not pass such documents. A document changed meanwhile (the
+   * send consumer took its email already) is flushed again on its own, its
+   * effects repeated (they are idempotent) and its events carried out with
+   * their ids (consumers drop repeats). Never rejects, as afterWrite:
+   * failures are left to the sweep.
    */
   async afterWriteMany(docs: readonly D[]): Promise<void> {
-    if (docs.length === 0) return;
-    if (docs.length === 1 || this.options.complete) {
-      await Promise.all(docs.map((doc) => this.afterWrite(doc)));
+    const pending = docs.filter((doc) => doc.outbox_pending);
+    if (pending.length === 0) return;
+    if (pending.length === 1) {
+      await this.afterWrite(pending[0]!);
       return;
     }
     try {
-      await this.flushMany(docs);
+      await this.carryOut(pending.flatMap((doc) => doc.outbox.map((entry) => ({ doc, entry }))));
+      const groups = new Map<string, D[]>();
+      for (const doc of pending) {
+        const key = `${doc.tenant}|${doc.version}`;
+        const group = groups.get(key);
+        if (group) group.push(doc);
+        else groups.set(key, [doc]);
+      }
+      for (const group of groups.values()) {
+        const documents = this.scope(group[0]!);
+        const ids = group.map((d) => d._id);
+        const cleared = await documents.updateMany(
+          { _id: { $in: ids }, version: group[0]!.version, outbox_pending: true } as TenantFilter<D>,
+          { $set: { outbox: [], outbox_pending: false } } as TenantUpdate<D>,
+        );
+        if (cleared === ids.length) continue;
+        // Some changed since (or were cleared by another flush): whatever is still pending is flushed on its own.
+        const left = await documents.find({ _id: { $in: ids }, outbox_pending: true } as TenantFilter<D>);
+        await Promise.all(left.map((doc) => this.flush(doc)));
+      }
     } catch (err) {
-      this.options.logger.warn({ documents: docs.length, err: err instanceof Error ? err.message : String(err) }, "outbox flush deferred to sweep");
+      this.options.logger.warn({ documents: pending.length, err: err instanceof Error ? err.message : String(err) }, "outbox batch flush deferred to sweep");
     }
   }
 
-  private async flushMany(docs: readonly D[]): Promise<void> {
+  /**
+   * Carries out entries that are kept elsewhere than in their documents'
+   * outbox (an import job, whose checkpoint says which rows are done, keeps
+   * its batch's entries that way, and re-derives them, with the same ids, to
+   * carry them out again after a crash): every effect, then every event in
+   * one publish per topic. Rejects when the bus or store failed; the caller
+   * keeps them pending. No clear: they are in no outbox.
+   */
+  async carryOut(items: ReadonlyArray<{ doc: D; entry: E }>): Promise<void> {
+    if (items.length === 0) return;
+    if (this.options.effects) await this.options.effects(items);
+    else if (this.options.effect) for (const { doc, entry } of items) await this.options.effect(doc, entry, this.scope(doc));
     const encoded: EncodedEvent[] = [];
-    for (const doc of docs) {
-      const documents = this.scope(doc);
-      for (const entry of doc.outbox) {
-        if (this.options.effect) await this.options.effect(doc, entry, documents);
-        for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
-      }
-    }
+    for (const { doc, entry } of items) for (const event of this.options.events(doc, entry)) encoded.push(withTraceparent(event, entry.trace));
     await publishEvents(this.options.bus, encoded, this.options.topicOrder);
-    // Grouped by tenant and version: one guarded write clears each group.
-    const groups = new Map<string, D[]>();
-    for (const doc of docs) {
-      const key = `${doc.tenant}|${doc.version}`;
-      groups.set(key, [...(groups.get(key) ?? []), doc]);
-    }
-    for (const group of groups.values()) {
-      const documents = this.scope(group[0]!);
-      const ids = group.map((d) => d._id);
-      const cleared = await documents.updateMany(
-        { _id: { $in: ids }, version: group[0]!.version, outbox_pending: true } as TenantFilter<D>,
-        { $set: { outbox: [], outbox_pending: false } } as TenantUpdate<D>,
-      );
-      if (cleared === ids.length) continue;
-      // Some changed since (or were cleared by another flush): whatever is still pending is flushed on its own.
-      const left = await documents.find({ _id: { $in: ids }, outbox_pending: true } as TenantFilter<D>);
-      await Promise.all(left.map((doc) => this.flush(doc)));
-    }
   }
 
   /** Carries out the outbox of `doc`, as returned by the write that filled it. Rejects when the bus or store failed (the sweep retries). */

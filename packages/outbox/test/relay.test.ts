@@ -176,6 +176,36 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outbox kit on %s storage", (k
     await until(() => docs.every((d) => statusesOf(d._id).length === 1));
   });
 
+  it("runs a service's batched effect once for the many, and publishes once per topic", async () => {
+    const calls: string[] = [];
+    const counting: EventBus = { ...flaky.bus, publish: async (topic, list) => void calls.push(`${topic}:${list.length}`) };
+    const batches: number[] = [];
+    const relay = relayOf({ bus: counting, effects: async (items) => void batches.push(items.length) });
+    const t = tenant();
+    const docs = [await insert(t, [entry("a")]), await insert(t, [entry("b"), entry("c")]), await insert(t, [entry("d")])];
+    await relay.afterWriteMany(docs);
+    expect(batches).toEqual([4]);
+    expect(calls).toEqual(["email.status:4"]);
+    const stored = await notes.forTenant(t).find({ _id: { $in: docs.map((d) => d._id) } });
+    expect(stored.map((d) => d.outbox_pending)).toEqual([false, false, false]);
+  });
+
+  it("carryOut runs the effects and events of entries kept outside an outbox, and rejects when the bus is down", async () => {
+    const relay = relayOf();
+    const t = tenant();
+    const doc = await insert(t, []);
+    const kept = [entry("x"), entry("y")];
+    await relay.carryOut(kept.map((e) => ({ doc, entry: e })));
+    await until(() => statusesOf(doc._id).length === 2);
+    expect(effects).toEqual(kept.map((e) => e.id));
+    flaky.down = true;
+    try {
+      await expect(relay.carryOut([{ doc, entry: entry("z") }])).rejects.toThrow("bus unavailable");
+    } finally {
+      flaky.down = false;
+    }
+  });
+
   it("goes on with a concurrent change's new entries only, each once", async () => {
     const t = tenant();
     const doc = await insert(t, [entry("one")]);

@@ -192,6 +192,18 @@ describe.each(STORE_KINDS)("trigger fires (%s)", (kind) => {
     expect(firing.sent).toHaveLength(2);
   });
 
+  it("does not welcome a subscriber a bulk import created unless the import asked for its triggers", async () => {
+    await trigger({ event_type: "subscriber.created" });
+    const imported = (runsTriggers: boolean): SubscriberEvent => ({ ...event("subscriber.created", newId("sub"), undefined, SubscriberStatus.ACTIVE), importId: newId("imp"), importRunsTriggers: runsTriggers });
+    await recordFires(deps, repos, [imported(false), imported(true)]);
+    await fireAll();
+    expect((await repos.fires.find({})).map((f) => [f.state, f.reason]).sort()).toEqual([
+      ["sent", ""],
+      ["skipped", "imported"],
+    ]);
+    expect(firing.sent).toHaveLength(1);
+  });
+
   it("fails a fire delivery refuses for good, with its code", async () => {
     await trigger({ event_type: "subscriber.unsubscribed" });
     await recordFires(deps, repos, [event("subscriber.unsubscribed")]);

@@ -13,6 +13,7 @@ import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
 import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
+import { bodyDeadline } from "./http/body-deadline.js";
 import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
 import { RequestValidators } from "./http/validation.js";
@@ -172,6 +173,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   const inFlight = new InFlight();
   const app = new Koa<GatewayState>();
+  app.use(bodyDeadline());
   app.use(requestContext(logger, inFlight, () => draining));
   app.use(problems(logger));
   app.use(router.routes());
@@ -276,8 +278,10 @@ export interface RunningGateway {
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   const gateway = await buildGateway(options);
   const server = http.createServer(gateway.app.callback());
-  // A slow client may not hold a request open forever.
-  server.requestTimeout = 30_000;
+  // A slow client may not hold a request open forever: its body has 30 s to arrive
+  // (http/body-deadline.ts, where an upload route may allow more); Node's own
+  // requestTimeout, the same for every route, is off.
+  server.requestTimeout = 0;
   const host = options.host ?? "127.0.0.1";
   const port = await listen(server, options.port, host);
   const drainTimeoutMs = options.drainTimeoutMs ?? 20_000;

@@ -18,6 +18,10 @@ export interface SubscribersConfig {
   expirySweepIntervalMs: number;
   /** CONFIRMATION_EXPIRY_MIN_SECONDS: the shortest confirmation window an account may set (default 60; a test lowers it). */
   minConfirmationExpirySeconds: number;
+  /** IMPORT_LEASE_SECONDS: how long an import worker's claim on a job holds unrenewed (default 30): a crashed worker's job resumes after it. */
+  importLeaseMs: number;
+  /** IMPORT_BATCH_ROWS: rows an import handles and checkpoints together (default 1000). */
+  importBatchRows: number;
 }
 
 export function loadConfig(env: Env = process.env): SubscribersConfig {
@@ -30,5 +34,7 @@ export function loadConfig(env: Env = process.env): SubscribersConfig {
     },
     expirySweepIntervalMs: envInt("CONFIRMATION_EXPIRY_SWEEP_INTERVAL_MS", 60_000, { min: 10, max: 3_600_000 }, env),
     minConfirmationExpirySeconds: envInt("CONFIRMATION_EXPIRY_MIN_SECONDS", CONFIRMATION_EXPIRY.minSeconds, { min: 1, max: CONFIRMATION_EXPIRY.minSeconds }, env),
+    importLeaseMs: envInt("IMPORT_LEASE_SECONDS", 30, { min: 1, max: 3600 }, env) * 1000,
+    importBatchRows: envInt("IMPORT_BATCH_ROWS", 1000, { min: 10, max: 10_000 }, env),
   };
 }

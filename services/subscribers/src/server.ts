@@ -1,15 +1,20 @@
 import type { EventBus } from "@emailsvc/events";
-import { AudienceService, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
+import { AudienceService, imports, SubscriberService, SuppressionService, TagService } from "@emailsvc/proto";
 import type { OutboxRelay } from "@emailsvc/outbox";
 import { createServiceTransport, startServiceServer } from "@emailsvc/grpc";
 import { grpcConfirmationMailer } from "./rpc/clients.js";
 import { type Logger } from "@emailsvc/telemetry";
-import { tenantKey } from "@emailsvc/tenancy";
+import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import type { DocumentStore } from "@emailsvc/storage";
 import type { KeyRing } from "@emailsvc/tokens";
 import { subscriberOutbox } from "./messaging/outbox.js";
 import { topicsOf } from "@emailsvc/manifest";
 import { subscriberRoutes } from "./rpc/services.js";
+import { importRoutes } from "./rpc/imports.js";
+import { ImportWorker } from "./messaging/import-worker.js";
+import { DocumentSpool, FileSpool } from "./storage/import-spool.js";
+import type { ImportDeps } from "./usecases/import-deps.js";
+import { IMPORT_LIMITS } from "./domain/import.js";
 import type { SubscriberDoc } from "./storage/documents.js";
 import { SubscriberStorage } from "./storage/repositories.js";
 import type { Deps } from "./usecases/deps.js";
@@ -39,6 +44,8 @@ export interface SubscribersServiceOptions {
   minConfirmationExpirySeconds?: number;
   /** A pending subscriber's signup again resends the confirmation this long after the last (default 1 hour; tests shorten it). */
   confirmationResendAfterMs?: number;
+  /** Bulk imports: where uploads are kept (a directory: files, the embedded store; unset: documents), the worker's lease. */
+  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; batchRows?: number };
 }
 
 export interface RunningSubscribersService {
@@ -81,9 +88,21 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     ...(options.minConfirmationExpirySeconds !== undefined ? { minConfirmationExpirySeconds: options.minConfirmationExpirySeconds } : {}),
     ...(options.confirmationResendAfterMs !== undefined ? { confirmationResendAfterMs: options.confirmationResendAfterMs } : {}),
   };
+  const importDeps: ImportDeps = {
+    ...deps,
+    relay,
+    spool: options.imports?.spoolDir !== undefined ? new FileSpool(options.imports.spoolDir) : new DocumentSpool(),
+    batchRows: options.imports?.batchRows ?? IMPORT_LIMITS.batchRows,
+    wakeWorker: () => importWorker.wake(),
+  };
+  const importWorker = new ImportWorker({ storage, deps: importDeps, logger, leaseMs: options.imports?.leaseMs, pollMs: options.imports?.pollMs });
   const { server, health } = await startServiceServer({
-    services: [SubscriberService, TagService, AudienceService, SuppressionService],
-    routes: subscriberRoutes(deps, (call) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) })),
+    services: [SubscriberService, TagService, AudienceService, SuppressionService, imports.ImportService],
+    routes: (router) => {
+      const scopeOf = (call: CallContext) => ({ call, ...storage.forTenant(tenantKey(call.tenant)) });
+      subscriberRoutes(deps, scopeOf)(router);
+      importRoutes(importDeps, scopeOf)(router);
+    },
     ready: () => store.ping(),
     logger,
     port: options.port,
@@ -91,6 +110,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
   });
   relay.start();
   const expiry = startExpirySweep(deps, storage, options.expirySweepIntervalMs ?? 60_000);
+  importWorker.start();
   logger.info({ url: server.url }, "subscribers service listening");
 
   return {
@@ -101,6 +121,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
       health.setDraining();
       await expiry.stop();
       await server.close();
+      await importWorker.stop();
       await relay.stop();
     },
   };

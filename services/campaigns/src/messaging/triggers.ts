@@ -31,7 +31,12 @@ type SourceEvent = DecodedBatchEvent<TriggerSourceTopic>;
  */
 const READERS: { readonly [T in TriggerEventType]: (e: SourceEvent) => SubscriberEvent | undefined } = {
   // With the status it was created with: someone created other than active did not join (fires.ts, skipReasonOf).
-  "subscriber.created": (e) => ({ ...toEvent(e, "subscriber.created"), ...("status" in e.message ? { status: e.message.status } : {}) }),
+  "subscriber.created": (e) => ({
+    ...toEvent(e, "subscriber.created"),
+    ...("status" in e.message ? { status: e.message.status } : {}),
+    // Created by an import: its triggers fire only if the import asked (fires.ts, skipReasonOf).
+    ...("importId" in e.message && e.message.importId ? { importId: e.message.importId, importRunsTriggers: e.message.importRunsTriggers } : {}),
+  }),
   "subscriber.tag_added": (e) => toEvent(e, "subscriber.tag_added", tagOf(e)),
   // With what took the tag: leaving it by unsubscribing from everything fires nothing (fires.ts, skipReasonOf).
   "subscriber.tag_removed": (e) => ({ ...toEvent(e, "subscriber.tag_removed", tagOf(e)), ...("cause" in e.message ? { cause: e.message.cause } : {}) }),

@@ -27,6 +27,9 @@ export interface SubscriberEvent {
   tagId?: string;
   /** For subscriber.created: the status it was created with (unspecified when the event did not say). */
   status?: SubscriberStatus;
+  /** For subscriber.created by a bulk import: the job, and whether the import asked for its triggers. */
+  importId?: string;
+  importRunsTriggers?: boolean;
   /** For subscriber.tag_removed: what took the tag (unspecified: that tag alone was left). */
   cause?: events.TagRemovalCause;
   occurredAt: number;
@@ -37,7 +40,9 @@ export interface SubscriberEvent {
  *  - `subscriber.created` is someone joining, which a subscriber created other
  *    than active is not (an import of an opt-out, the record a one-click
  *    unsubscribe of a non-subscriber keeps), so nobody is welcomed right
- *    after unsubscribing (`created_not_active`);
+ *    after unsubscribing (`created_not_active`); nor are a bulk import's
+ *    rows (people moved over, not joining) unless the import asked for its
+ *    triggers (`run_triggers`): `imported`;
  *  - `subscriber.tag_removed` caused by unsubscribing from everything is the
  *    person asking for no more mail, not leaving one list: no "you left a
  *    list" mail, whatever the template's category (`unsubscribed_all`).
@@ -45,6 +50,7 @@ export interface SubscriberEvent {
 export function skipReasonOf(event: SubscriberEvent): string | undefined {
   const joined = event.status === undefined || event.status === SubscriberStatus.UNSPECIFIED || event.status === SubscriberStatus.ACTIVE;
   if (event.type === "subscriber.created" && !joined) return "created_not_active";
+  if (event.type === "subscriber.created" && event.importId && !event.importRunsTriggers) return "imported";
   if (event.type === "subscriber.tag_removed" && event.cause === events.TagRemovalCause.UNSUBSCRIBE_ALL) return "unsubscribed_all";
   return undefined;
 }

@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   webhook_url_forbidden: { status: 400, title: "Webhook URL not allowed", when: "the webhook URL names a loopback, private, link-local, metadata or otherwise reserved address" },
   invalid_domain: { status: 400, title: "Invalid domain", when: "the custom domain is not one a certificate can be issued for" },
   invalid_sender_domain: { status: 400, title: "Invalid sending domain", when: "the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own)" },
+  import_empty: { status: 400, title: "Import file empty", when: "an import's body is empty; no job was left waiting" },
   sns_message_malformed: { status: 400, title: "Not an SNS message", when: "the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
@@ -74,6 +75,8 @@ export const ERROR_CODES = {
   campaign_state_conflict: { status: 409, title: "Campaign state does not allow this", when: "the campaign's state does not allow the pause, resume or cancel" },
   form_limit_reached: { status: 409, title: "Too many signup forms", when: "the account (and mode) has the most signup forms it may have (100); delete one first" },
   webhook_limit_reached: { status: 409, title: "Too many webhook endpoints", when: "the account (and mode) has the most webhook endpoints it may have; delete one first" },
+  import_not_uploading: { status: 409, title: "Import not uploading", when: "the import took its whole upload already (or failed): it takes no more chunks" },
+  import_incomplete: { status: 409, title: "Import upload incomplete", when: "chunks of the import's upload are missing" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
   // 422: well-formed, but the account's state does not allow it.
   unprocessable: { status: 422, title: "Unprocessable request", when: "a service refused the request in the account's present state" },
@@ -86,6 +89,7 @@ export const ERROR_CODES = {
   mjml_too_large: { status: 413, title: "MJML too large", when: "`mjml_content` is larger than 512 KiB" },
   render_too_large: { status: 413, title: "Rendered message too large", when: "the rendered message exceeds the render budget" },
   batch_exceeds_rate_limit: { status: 413, title: "Batch larger than the send budget", when: "a batch has more messages than the `send` budgets of the key or the account admit at once (each message counts one); nothing was sent: split it" },
+  import_too_large: { status: 413, title: "Import too large", when: "an import's file is larger than 1 GiB" },
   export_too_large: { status: 413, title: "Export too large", when: "a service's part of the export exceeds its bound" },
   // 415.
   unsupported_media_type: { status: 415, title: "Unsupported content type", when: "the body is not of the operation's media type" },

@@ -39,6 +39,8 @@ export interface GatewayState {
   problemPage?: (ctx: GatewayContext, problem: Problem) => void;
   /** The language a route's page speaks, once it knows (for its problem page). */
   pageLocale?: Locale;
+  /** Gives this request's body `ms` from now to arrive (http/body-deadline.ts), for a route taking a large upload. */
+  extendBodyDeadline?: (ms: number) => void;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

@@ -4,6 +4,7 @@ import { customDomainResource } from "./custom-domain/index.js";
 import { senderDomainsResource } from "./domains/index.js";
 import { emailsResource } from "./emails/index.js";
 import { formsResource } from "./forms/index.js";
+import { importsResource } from "./imports/index.js";
 import { providersResource } from "./providers/index.js";
 import { preferenceCenterResource } from "./preference-center/index.js";
 import type { Resource } from "./resource.js";
@@ -24,6 +25,8 @@ export type { Resource, ResourceContext, ServiceName } from "./resource.js";
  * mapping, index) plus one line here.
  */
 export const RESOURCES: readonly Resource[] = [
+  // Before subscribers: its routes under /subscribers/imports must be registered before /subscribers/:id.
+  importsResource,
   subscribersResource,
   tagsResource,
   templatesResource,

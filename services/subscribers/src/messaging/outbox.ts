@@ -5,7 +5,7 @@ import type { Logger } from "@emailsvc/telemetry";
 import { events, SubscriberStatus } from "@emailsvc/proto";
 import { isStatus } from "../domain/subscriber.js";
 import { statusToProto } from "../rpc/mapping.js";
-import type { OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
+import type { AuditDoc, OutboxEntry, SubscriberDoc, SubscriberTopic } from "../storage/documents.js";
 import type { SubscriberStorage } from "../storage/repositories.js";
 import type { ConfirmationMailer } from "../usecases/ports.js";
 
@@ -49,20 +49,21 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
         }
       }
       try {
-        await audit.forTenant(doc.tenant).insertOne({
-          _id: entry.id,
-          subscriber_id: doc._id,
-          type: entry.type,
-          occurred_at: entry.at,
-          actor: entry.actor,
-          source: entry.source ?? "",
-          ip: entry.ip ?? "",
-          user_agent: entry.user_agent ?? "",
-          data: entry.audit,
-        });
+        await audit.forTenant(doc.tenant).insertOne(auditRecord(doc, entry, entry.audit));
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err; // written before a crash
       }
+    },
+    // An import's batch: its audit records in one insertMany per tenant (those written before a crash are skipped as duplicates).
+    async effects(items) {
+      const byTenant = new Map<string, AuditDoc[]>();
+      for (const { doc, entry } of items) {
+        if (!entry.audit || doc.deleted) continue;
+        const records = byTenant.get(doc.tenant) ?? [];
+        if (records.length === 0) byTenant.set(doc.tenant, records);
+        records.push(auditRecord(doc, entry, entry.audit));
+      }
+      for (const [tenant, records] of byTenant) await audit.forTenant(tenant).insertMany(records.map(({ tenant: _t, ...record }) => record));
     },
     async complete(doc, documents: TenantCollection<SubscriberDoc>) {
       if (!doc.deleted) return clearOutbox(doc, documents);
@@ -87,6 +88,21 @@ export function subscriberOutbox(options: SubscriberOutboxOptions): OutboxRelay<
   });
 }
 
+function auditRecord(doc: SubscriberDoc, entry: OutboxEntry, data: Record<string, unknown>): AuditDoc {
+  return {
+    _id: entry.id,
+    tenant: doc.tenant,
+    subscriber_id: doc._id,
+    type: entry.type,
+    occurred_at: entry.at,
+    actor: entry.actor,
+    source: entry.source ?? "",
+    ip: entry.ip ?? "",
+    user_agent: entry.user_agent ?? "",
+    data,
+  };
+}
+
 /** The bus event of an entry, by ids only (never the address or metadata); none for audit-only entries. */
 function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
   const bus = entry.bus;
@@ -96,7 +112,15 @@ function eventsOf(doc: SubscriberDoc, entry: OutboxEntry): EncodedEvent[] {
   switch (bus.topic) {
     case "subscriber.created":
       // An outbox entry written before the status was carried has none: unspecified.
-      return [encodeEvent(bus.topic, origin, { subscriberId, tagIds: bus.tag_ids ?? [], status: bus.to !== undefined && isStatus(bus.to) ? statusToProto(bus.to) : SubscriberStatus.UNSPECIFIED })];
+      return [
+        encodeEvent(bus.topic, origin, {
+          subscriberId,
+          tagIds: bus.tag_ids ?? [],
+          status: bus.to !== undefined && isStatus(bus.to) ? statusToProto(bus.to) : SubscriberStatus.UNSPECIFIED,
+          importId: bus.import_id ?? "",
+          importRunsTriggers: bus.run_triggers ?? false,
+        }),
+      ];
     case "subscriber.status_changed":
       return [encodeEvent(bus.topic, origin, { subscriberId, fromStatus: bus.from ?? "", toStatus: bus.to ?? "" })];
     case "subscriber.tag_added":

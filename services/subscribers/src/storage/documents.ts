@@ -4,6 +4,7 @@ import type { Doc } from "@emailsvc/storage";
 import type { AuditSource } from "../domain/audit.js";
 import type { SuppressionReason } from "../domain/suppression.js";
 import type { Locale, Metadata, Status } from "../domain/subscriber.js";
+import type { ImportColumns, ImportCounts, ImportFormat, ImportMode, ImportState } from "../domain/import.js";
 
 // Stored shapes. Every document starts with `tenant` (account:mode) and every
 // index starts with it too, so no query can reach across tenants.
@@ -31,13 +32,23 @@ export interface OutboxEntry extends KitOutboxEntry {
    * `cause`: on a tag left by unsubscribing from everything, that cause
    * (the event's TagRemovalCause; absent otherwise).
    */
-  bus: { topic: SubscriberTopic; tag_id?: string; tag_ids?: string[]; from?: string; to?: string; cause?: "unsubscribe_all" } | null;
   /**
    * A double opt-in confirmation mail to hand to delivery (the relay's
    * effect, usecases/ports.ts): the account's template slug, "" for the
    * platform's own. Absent on other entries.
    */
   mail?: { template: string };
+  bus: {
+    topic: SubscriberTopic;
+    tag_id?: string;
+    tag_ids?: string[];
+    from?: string;
+    to?: string;
+    cause?: "unsubscribe_all";
+    /** On subscriber.created by an import: the job, and whether its triggers are to fire. */
+    import_id?: string;
+    run_triggers?: boolean;
+  } | null;
 }
 
 export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
@@ -74,6 +85,8 @@ export interface SubscriberDoc extends OutboxDoc<OutboxEntry> {
   deleted: boolean;
   /** On a tombstone: the privacy request log's record of this erasure, marked done when the tombstone goes. */
   erasure_request?: string;
+  /** The import row that last changed it (`<job>:<row>`): a row re-applied after a crash changes nothing twice. */
+  last_import?: string;
 }
 
 export interface TagDoc extends Doc {
@@ -223,4 +236,78 @@ export const TAG_INDEXES = [
 export const AUDIT_INDEXES = [
   // A subscriber's trail in order; erasure deletes by subscriber.
   { name: "trail_of_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
+] as const;
+
+/**
+ * A bulk import job (usecases/run-import.ts). Its counts and `row` are the
+ * checkpoint: written after each batch, together, so a restart resumes after
+ * the last batch written, and the batch re-applied then writes nothing twice
+ * (subscriber ids derived from the job and the row, updates guarded by
+ * `last_import`).
+ */
+export interface ImportJobDoc extends Doc {
+  tenant: string;
+  state: ImportState;
+  format: ImportFormat;
+  mode: ImportMode;
+  columns: ImportColumns;
+  delimiter: string;
+  resubscribe: boolean;
+  resubscribe_reason: string;
+  run_triggers: boolean;
+  /** Who uploaded it, as the audit trail of every row it changes says (source `import`). */
+  actor: string;
+  ip: string;
+  user_agent: string;
+  /** Chunks stored (0 .. chunk_count-1) and their bytes. */
+  chunk_count: number;
+  size_bytes: number;
+  /** The last data row done (checkpoint); 0: none. */
+  row: number;
+  counts: ImportCounts;
+  /** A stable code when failed (`upload_aborted`, `missing_columns`, `too_many_rows`, …); "" otherwise. */
+  failure: string;
+  /** The worker holding the job, until when (a lease renewed after each batch). */
+  lease_owner: string;
+  lease_until: number;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export const IMPORT_JOB_INDEXES = [
+  // A tenant's jobs in id (time) order.
+  { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
+  // The worker's claim: queued or running jobs whose lease ran out; the reaper's stale uploads.
+  { name: "claimable", fields: { state: 1, lease_until: 1 } },
+] as const;
+
+/** A chunk of an upload kept in the database (MongoDB); the embedded store keeps them as files. `_id` = `<job>:<seq>`. */
+export interface ImportChunkDoc extends Doc {
+  tenant: string;
+  job_id: string;
+  seq: number;
+  /** Base64: both stores keep a string as it is. */
+  data: string;
+}
+
+export const IMPORT_CHUNK_INDEXES = [
+  // A job's chunks, read in order and deleted together.
+  { name: "by_job", fields: { tenant: 1, job_id: 1, seq: 1 } },
+] as const;
+
+/** A row of a job's report: `_id` = `<job>:<row, 10 digits>`, so one per row and in row order. */
+export interface ImportErrorDoc extends Doc {
+  tenant: string;
+  job_id: string;
+  row: number;
+  field: string;
+  code: string;
+  detail: string;
+}
+
+export const IMPORT_ERROR_INDEXES = [
+  // A job's report in row order (the _id sorts by row within a job).
+  { name: "by_job", fields: { tenant: 1, job_id: 1, _id: 1 } },
 ] as const;

@@ -1,6 +1,12 @@
 import { CrossTenantCollection, TenantCollection, type Collection, type DocumentStore } from "@emailsvc/storage";
 import {
   AUDIT_INDEXES,
+  IMPORT_CHUNK_INDEXES,
+  IMPORT_ERROR_INDEXES,
+  IMPORT_JOB_INDEXES,
+  type ImportChunkDoc,
+  type ImportErrorDoc,
+  type ImportJobDoc,
   PRIVACY_REQUEST_INDEXES,
   SUBSCRIBER_INDEXES,
   SOFT_BOUNCE_INDEXES,
@@ -28,6 +34,10 @@ export interface TenantRepositories {
   privacyRequests: TenantCollection<PrivacyRequestDoc>;
   /** The account's double opt-in settings (one document, `_id` = tenant). */
   audienceSettings: TenantCollection<AudienceSettingsDoc>;
+  /** Bulk import jobs, their stored chunks (MongoDB; files on the embedded store) and their reports. */
+  imports: TenantCollection<ImportJobDoc>;
+  importChunks: TenantCollection<ImportChunkDoc>;
+  importErrors: TenantCollection<ImportErrorDoc>;
 }
 
 /**
@@ -43,6 +53,9 @@ export class SubscriberStorage {
   private readonly softBounces: Collection<SoftBounceDoc>;
   private readonly privacyRequests: Collection<PrivacyRequestDoc>;
   private readonly audienceSettings: Collection<AudienceSettingsDoc>;
+  private readonly imports: Collection<ImportJobDoc>;
+  private readonly importChunks: Collection<ImportChunkDoc>;
+  private readonly importErrors: Collection<ImportErrorDoc>;
 
   constructor(store: DocumentStore) {
     this.subscribers = store.collection<SubscriberDoc>("subscribers");
@@ -52,6 +65,9 @@ export class SubscriberStorage {
     this.softBounces = store.collection<SoftBounceDoc>("soft_bounces");
     this.privacyRequests = store.collection<PrivacyRequestDoc>("privacy_requests");
     this.audienceSettings = store.collection<AudienceSettingsDoc>("audience_settings");
+    this.imports = store.collection<ImportJobDoc>("imports");
+    this.importChunks = store.collection<ImportChunkDoc>("import_chunks");
+    this.importErrors = store.collection<ImportErrorDoc>("import_errors");
   }
 
   async createIndexes(): Promise<void> {
@@ -62,6 +78,9 @@ export class SubscriberStorage {
       this.suppressions.createIndexes(SUPPRESSION_INDEXES),
       this.softBounces.createIndexes(SOFT_BOUNCE_INDEXES),
       this.privacyRequests.createIndexes(PRIVACY_REQUEST_INDEXES),
+      this.imports.createIndexes(IMPORT_JOB_INDEXES),
+      this.importChunks.createIndexes(IMPORT_CHUNK_INDEXES),
+      this.importErrors.createIndexes(IMPORT_ERROR_INDEXES),
     ]);
   }
 
@@ -74,6 +93,9 @@ export class SubscriberStorage {
       softBounces: new TenantCollection(this.softBounces, tenant),
       privacyRequests: new TenantCollection(this.privacyRequests, tenant),
       audienceSettings: new TenantCollection(this.audienceSettings, tenant),
+      imports: new TenantCollection(this.imports, tenant),
+      importChunks: new TenantCollection(this.importChunks, tenant),
+      importErrors: new TenantCollection(this.importErrors, tenant),
     };
   }
 
@@ -85,6 +107,11 @@ export class SubscriberStorage {
   /** For the expiry sweep: unconfirmed pending subscribers past their deadline, in every tenant. */
   expiredPending(): CrossTenantCollection<SubscriberDoc> {
     return new CrossTenantCollection(this.subscribers, "expiry sweep: finds unconfirmed pending subscribers past their deadline in every tenant");
+  }
+
+  /** For the import worker: it claims queued jobs of every tenant, and fails uploads left unfinished. */
+  importQueue(): CrossTenantCollection<ImportJobDoc> {
+    return new CrossTenantCollection(this.imports, "import worker: claims jobs and reaps stale uploads of every tenant");
   }
 
   /** For the outbox relay: an erasure's log record is marked done in the erased subscriber's tenant. */

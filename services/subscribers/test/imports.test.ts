@@ -1,0 +1,92 @@
+import { createClient } from "@connectrpc/connect";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createServiceTransport } from "@emailsvc/grpc";
+import { events, imports } from "@emailsvc/proto";
+import { createLogger } from "@emailsvc/telemetry";
+import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
+import { as, startHarness, SUPPRESSION_KEYS, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+
+// ImportService over real gRPC with several replicas on one store and bus:
+// each job is run by one worker at a time (a lease), the jobs of one upload
+// burst are shared out, and every row is created and published exactly once.
+
+describe.each<StoreKind>(["embedded", "mongodb"])("imports with several replicas (%s)", (kind) => {
+  let h: Harness;
+  const replicas: RunningSubscribersService[] = [];
+
+  beforeAll(async () => {
+    h = await startHarness(kind);
+    for (let i = 0; i < 2; i++) {
+      replicas.push(
+        await startSubscribersService({
+          store: h.store,
+          bus: h.bus,
+          logger: createLogger("subscribers", "silent"),
+          port: 0,
+          suppressionKeys: SUPPRESSION_KEYS,
+          sweepIntervalMs: 50,
+          sweepGraceMs: 100,
+          imports: { batchRows: 50, pollMs: 20, leaseMs: 5000 },
+        }),
+      );
+    }
+  }, 60_000);
+  afterAll(async () => {
+    for (const replica of replicas) await replica.close();
+    await h?.close();
+  });
+
+  it("runs each of several jobs once, each row created and published exactly once", async () => {
+    const client = createClient(imports.ImportService, createServiceTransport(replicas[0]!.url));
+    const t = tenant();
+    const options = as(t);
+    const jobs: string[] = [];
+    for (let j = 0; j < 3; j++) {
+      const rows = Array.from({ length: 300 }, (_, i) => `j${j}r${i}@example.com`);
+      const created = await client.createImport({ format: imports.ImportFormat.CSV, mode: imports.ImportMode.CREATE, columns: { email: "email" } }, options);
+      const id = created.job!.id;
+      const text = Buffer.from(`email\n${rows.join("\n")}\n`);
+      // Two chunks, the first sent twice (a retried call): stored once.
+      const half = Math.floor(text.length / 2);
+      await client.appendImportChunk({ jobId: id, seq: 0n, data: text.subarray(0, half) }, options);
+      await client.appendImportChunk({ jobId: id, seq: 0n, data: text.subarray(0, half) }, options);
+      await client.appendImportChunk({ jobId: id, seq: 1n, data: text.subarray(half) }, options);
+      expect((await client.startImport({ jobId: id, chunkCount: 2n }, options)).job!.state).toBe(imports.ImportState.QUEUED);
+      jobs.push(id);
+    }
+    for (const id of jobs) {
+      const job = await waitFor(async () => {
+        const read = (await client.getImport({ id }, options)).job!;
+        return read.state === imports.ImportState.COMPLETED ? read : undefined;
+      }, "the import to complete", 30_000);
+      expect(job.counts).toMatchObject({ rowsRead: 300n, created: 300n, skipped: 0n, failed: 0n });
+      expect(job.sizeBytes).toBe(BigInt(Buffer.byteLength(`email\n${Array.from({ length: 300 }, (_, i) => `j${jobs.indexOf(id)}r${i}@example.com`).join("\n")}\n`)));
+    }
+    const created = () =>
+      h.received.filter((e) => e.topic === "subscriber.created").map((e) => fromBinary(events.SubscriberCreatedSchema, e.value)).filter((e) => jobs.includes(e.importId));
+    await waitFor(async () => (created().length >= 900 ? true : undefined), "the events", 30_000);
+    const list = created();
+    expect(list).toHaveLength(900);
+    expect(new Set(list.map((e) => e.subscriberId)).size).toBe(900);
+    expect(list.every((e) => !e.importRunsTriggers)).toBe(true);
+    // Another tenant sees none of them.
+    await expect(client.getImport({ id: jobs[0]! }, as(tenant()))).rejects.toThrow(/not found/);
+    expect((await client.listImports({ limit: 10 }, as(tenant()))).jobs).toEqual([]);
+  });
+
+  it("refuses chunks once a job is started, and a start with chunks missing", async () => {
+    const client = createClient(imports.ImportService, createServiceTransport(replicas[1]!.url));
+    const options = as(tenant());
+    const id = (await client.createImport({ format: imports.ImportFormat.NDJSON, mode: imports.ImportMode.UPSERT }, options)).job!.id;
+    await client.appendImportChunk({ jobId: id, seq: 1n, data: Buffer.from('{"email":"a@example.com"}\n') }, options);
+    await expect(client.startImport({ jobId: id, chunkCount: 2n }, options)).rejects.toThrow(/missing/);
+    await client.appendImportChunk({ jobId: id, seq: 0n, data: Buffer.from('{"email":"b@example.com"}\n') }, options);
+    await client.startImport({ jobId: id, chunkCount: 2n }, options);
+    await expect(client.appendImportChunk({ jobId: id, seq: 2n, data: Buffer.from("x") }, options)).rejects.toThrow(/takes no more chunks/);
+    const done = await waitFor(async () => {
+      const read = (await client.getImport({ id }, options)).job!;
+      return read.state === imports.ImportState.COMPLETED ? read : undefined;
+    }, "the import to complete", 30_000);
+    expect(done.counts).toMatchObject({ rowsRead: 2n, created: 2n });
+  });
+});
