@@ -9,8 +9,9 @@
 //
 //   npm run bench:import -w @emailsvc/bench     (writes bench/results/import.json)
 //
-// IMPORT_BENCH_N sets the rows; IMPORT_BENCH_EMBEDDED, IMPORT_BENCH_SPLIT,
-// IMPORT_BENCH_LISTMONK `=off` skip a run; LISTMONK_SRC (a clone of
+// IMPORT_BENCH_N sets the rows; IMPORT_BENCH_EMBEDDED, IMPORT_BENCH_CRASH (the
+// embedded run again, killed with kill -9 at half the rows and started again
+// on the same data), IMPORT_BENCH_SPLIT, IMPORT_BENCH_LISTMONK `=off` skip a run; LISTMONK_SRC (a clone of
 // listmonk's repository, at LISTMONK_REF or its HEAD) runs that release's
 // import too. Timed from the upload's first byte
 // until the job (listmonk: its import) is finished; each run's counts are
@@ -61,6 +62,10 @@ export interface ImportRow {
   processes: Record<string, { peak_rss_mb: number; cpu_s: number }>;
   /** /proc/loadavg as this run's import started (the runs are minutes apart on a shared machine). */
   loadavg_start: string;
+  /** Ours: the rows read when the platform was killed (kill -9) and started again on the same data; the time includes the restart. */
+  killed_at_rows?: number;
+  /** Ours: the job's report (GET …/errors) names every row that is not an address once, and no row twice. */
+  report_ok?: boolean;
 }
 
 /** The MongoDB-protocol server by what it says of itself (FerretDB names its own version beside the MongoDB one it speaks). */
@@ -86,9 +91,15 @@ function round(x: number): number {
  * an account and a live key, the file's erased addresses created and erased
  * (setup), then the import timed, then the store checked.
  */
-async function runOurs(name: string, file: ImportFile, launch: () => Promise<Running>, store: (dbName: string) => { mongoUrl?: string; dataDir?: string; dbName: string }): Promise<ImportRow> {
+async function runOurs(
+  name: string,
+  file: ImportFile,
+  launch: () => Promise<Running>,
+  store: (dbName: string) => { mongoUrl?: string; dataDir?: string; dbName: string },
+  options: { killMidway?: boolean } = {},
+): Promise<ImportRow> {
   console.log(`${name}: ${file.rows} rows`);
-  const platform = await launch();
+  let platform = await launch();
   let stopped = false;
   try {
     const account = await api(platform.url, "", "POST", "/admin/v1/accounts", { name: "Import bench" }, true);
@@ -106,10 +117,24 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
     const loadavg = readFileSync("/proc/loadavg", "utf8").trim();
     const t0 = performance.now();
     const id = await startImport(platform.url, key, file);
+    // The crash run: kill -9 once about half the rows are read, then the same data started again.
+    let killedAt: number | undefined;
+    let cpuBeforeKill = 0;
+    let peakBeforeKill = 0;
+    if (options.killMidway) {
+      killedAt = await rowsReadOnceHalfway(platform.url, key, id, file.rows);
+      cpuBeforeKill = platform.cpuSeconds() - cpu0;
+      peakBeforeKill = platform.peakRssMb();
+      await platform.kill();
+      console.log(`  killed (kill -9) at ${killedAt} rows read; starting again`);
+      platform = await launch();
+    }
     const job = await waitForImport(platform.url, key, id, console.log, t0);
     const seconds = (performance.now() - t0) / 1000;
-    const cpu = platform.cpuSeconds() - cpu0;
-    const peak = platform.peakRssMb();
+    // After a kill: the first process's share, then the second's whole (its start included).
+    const cpu = options.killMidway ? cpuBeforeKill + platform.cpuSeconds() : platform.cpuSeconds() - cpu0;
+    const peak = Math.max(peakBeforeKill, platform.peakRssMb());
+    const reportOk = await reportNamesEachBadRowOnce(platform.url, key, id, file);
     const processes = Object.fromEntries(
       Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (cpuBefore[name]?.cpu_s ?? 0)) }]),
     );
@@ -133,10 +158,40 @@ async function runOurs(name: string, file: ImportFile, launch: () => Promise<Run
       cpu_s: round(cpu),
       processes,
       loadavg_start: loadavg,
+      ...(killedAt !== undefined ? { killed_at_rows: killedAt } : {}),
+      report_ok: reportOk,
     };
   } finally {
     if (!stopped) await platform.stop();
   }
+}
+
+/** Polls the job until it has read half the file's rows; its rows read then. A job done by then fails the run (nothing was interrupted). */
+async function rowsReadOnceHalfway(base: string, key: string, id: string, rows: number): Promise<number> {
+  for (;;) {
+    const job = (await api(base, key, "GET", `/api/v1/subscribers/imports/${id}`)).body as { state: string; rows_read: number };
+    if (job.state !== "uploading" && job.state !== "queued" && job.state !== "running") throw new Error(`the import ended (${job.state}) before it could be killed midway`);
+    if (job.rows_read >= rows / 2) return job.rows_read;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * The job's report (CSV `row,field,code,detail`): every row that is not an
+ * address named exactly once, with `invalid_email`, and no row named twice
+ * (repeats and erased addresses are reported too, as skipped).
+ */
+async function reportNamesEachBadRowOnce(base: string, key: string, id: string, file: ImportFile): Promise<boolean> {
+  const res = await fetch(`${base}/api/v1/subscribers/imports/${id}/errors`, { headers: { "x-api-key": key } });
+  if (res.status !== 200) throw new Error(`GET /api/v1/subscribers/imports/${id}/errors: ${res.status}`);
+  const lines = (await res.text()).trimEnd().split(/\r?\n/).slice(1);
+  const rows = lines.map((line) => Number(line.split(",")[0]));
+  const invalid = new Set(lines.filter((line) => line.split(",")[2] === "invalid_email").map((line) => Number(line.split(",")[0])));
+  const once = new Set(rows).size === rows.length;
+  const everyBad = file.badRows.every((row) => invalid.has(row)) && invalid.size === file.badRows.length;
+  const expected = file.badRows.length + file.duplicates + file.erased.length;
+  if (!once || !everyBad || rows.length !== expected) console.warn(`report of ${id}: ${rows.length} rows (expected ${expected}), each once: ${once}, every bad row as invalid_email: ${everyBad}`);
+  return once && everyBad && rows.length === expected;
 }
 
 async function main(): Promise<void> {
@@ -168,6 +223,18 @@ async function main(): Promise<void> {
       const dataDir = mkdtempSync(join(tmpdir(), "bench-import-embedded-"));
       try {
         rows.push(await runOurs("emailsvc: embedded store, in-process bus (npm start)", file, () => oneProcess(dataDir, unlimited), (dbName) => ({ dataDir, dbName })));
+        console.log(rows.at(-1));
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+
+    if (on("IMPORT_BENCH_CRASH")) await attempt("embedded, killed midway", async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), "bench-import-crash-"));
+      try {
+        rows.push(
+          await runOurs("emailsvc: embedded, kill -9 at half the rows and started again", file, () => oneProcess(dataDir, unlimited), (dbName) => ({ dataDir, dbName }), { killMidway: true }),
+        );
         console.log(rows.at(-1));
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
@@ -250,6 +317,7 @@ async function main(): Promise<void> {
       if (r.missing > 0 || r.extra > 0 || r.wrong > 0) {
         failures.push(`${r.run}: ${r.missing} good addresses missing, ${r.extra} subscribers the file does not explain, ${r.wrong} with values not their first row's`);
       }
+      if (r.report_ok === false) failures.push(`${r.run}: its report does not name every bad row once (see the warning above)`);
       const off = (["created", "skipped", "failed"] as const).filter((k) => r[k] !== expected[k]);
       if (off.length > 0) console.warn(`${r.run}: its ${off.join(", ")} differ from the file's ${JSON.stringify(expected)}`);
     }
@@ -260,22 +328,22 @@ async function main(): Promise<void> {
       return;
     }
 
-    const notRun = ["IMPORT_BENCH_EMBEDDED", "IMPORT_BENCH_SPLIT", "IMPORT_BENCH_LISTMONK"].filter((name) => !on(name));
+    const notRun = ["IMPORT_BENCH_EMBEDDED", "IMPORT_BENCH_CRASH", "IMPORT_BENCH_SPLIT", "IMPORT_BENCH_LISTMONK"].filter((name) => !on(name));
     const at = new Date().toISOString();
     const results = { machine, rows: N, file: { bytes: file.bytes, expected, erased: file.erased.length, duplicates: file.duplicates, bad: file.badRows.length }, listmonk_params: LISTMONK_IMPORT_PARAMS, runs: rows, not_run: notRun, at };
     const dir = join(REPO, "bench", "results");
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "import.json"), JSON.stringify(results, null, 2) + "\n");
-    const ours = rows.find((r) => r.run.startsWith("emailsvc: embedded"));
+    const ours = rows.find((r) => r.run.startsWith("emailsvc: embedded") && r.killed_at_rows === undefined);
     const theirs = rows.filter((r) => r.run.startsWith("listmonk"));
     const table = [
       `Run of ${at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} rows (${(file.bytes / 1e6).toFixed(1)} MB), of which ${file.badRows.length} not addresses, ${file.duplicates} repeats in the file, ${file.erased.length} erased beforehand: expected ${expected.created} created, ${expected.skipped} skipped, ${expected.failed} failed.`,
       "",
-      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | wrong | CPU s | DB CPU s | peak RSS MB (all processes) | load at its start |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "| run | rows | s | rows/s | created | skipped | failed | missing | extra | wrong | report: bad rows once | CPU s | DB CPU s | peak RSS MB (all processes) | load at its start |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|---:|",
       ...rows.map(
         (r) =>
-          `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.wrong} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} | ${r.loadavg_start.split(" ")[0]} |`,
+          `| ${r.run} | ${r.rows} | ${r.seconds} | ${r.rows_per_s} | ${r.created} | ${r.skipped} | ${r.failed} | ${r.missing} | ${r.extra} | ${r.wrong} | ${r.report_ok === undefined ? "—" : r.report_ok ? "yes" : "no"} | ${r.cpu_s} | ${r.db_cpu_s ?? "—"} | ${r.peak_rss_mb} | ${r.loadavg_start.split(" ")[0]} |`,
       ),
       ...(ours && theirs.length > 0
         ? ["", `Ratio (our embedded rows/s ÷ listmonk's): ${theirs.map((r) => `${(ours.rows_per_s / r.rows_per_s).toFixed(2)} against ${r.run.replace(" (PostgreSQL)", "")}`).join(", ")}.`]

@@ -33,6 +33,8 @@ export interface Running {
   /** Each process's peak memory (MB) and CPU seconds so far, by name (`platform`, or the service). */
   perProcess(): Record<string, { peak_rss_mb: number; cpu_s: number }>;
   stop(): Promise<void>;
+  /** kill -9 of every process: nothing gets a chance to write. */
+  kill(): Promise<void>;
 }
 
 /** `npm start`: every service in one process. */
@@ -44,6 +46,7 @@ export async function oneProcess(dataDir: string, env: Record<string, string>): 
     cpuSeconds: () => cpuSeconds(p.child.pid!),
     perProcess: () => ({ platform: { peak_rss_mb: peakRssMb(p.child.pid!), cpu_s: cpuSeconds(p.child.pid!) } }),
     stop: () => p.stop(),
+    kill: () => p.kill(),
   };
 }
 
@@ -71,6 +74,9 @@ export async function processPerService(dataDir: string, env: Record<string, str
   const stop = async () => {
     await Promise.all(started.map((p) => p.stop()));
   };
+  const kill = async () => {
+    await Promise.all(started.map((p) => p.kill()));
+  };
   const url = `http://127.0.0.1:${ports.gateway}`;
   try {
     const start = async (service: ServiceName, extra: Record<string, string>, readyUrl?: string) => {
@@ -89,5 +95,6 @@ export async function processPerService(dataDir: string, env: Record<string, str
     cpuSeconds: () => started.reduce((sum, p) => sum + cpuSeconds(p.child.pid!), 0),
     perProcess: () => Object.fromEntries(started.map((p, i) => [names[i]!, { peak_rss_mb: peakRssMb(p.child.pid!), cpu_s: cpuSeconds(p.child.pid!) }])),
     stop,
+    kill,
   };
 }

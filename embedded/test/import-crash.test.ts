@@ -86,6 +86,14 @@ describe.each([
     const tenant = `${account.body.id}:test`;
     const rows = servers ? ROWS.servers : ROWS.embedded;
     const file = csv(rows);
+    // Three good rows' addresses erased beforehand (their owners asked): skipped `suppressed`, never created.
+    const erasedRows = [3, 1001, 1503].filter((n) => n < rows);
+    for (const n of erasedRows) {
+      const created = await call("POST", "/api/v1/subscribers", { email: `row${n}@example.com` });
+      expect(created.status).toBe(201);
+      expect((await call("DELETE", `/api/v1/subscribers/${created.body.id}`)).status).toBe(204);
+    }
+    const createdRows = file.good - erasedRows.length;
     const posted = await fetch(`${proc!.url}/api/v1/subscribers/imports?metadata_columns=plan`, {
       method: "POST",
       headers: { "x-api-key": key, "content-type": "text/csv" },
@@ -109,29 +117,31 @@ describe.each([
       await new Promise((resolve) => setTimeout(resolve, 100));
       job = (await call("GET", `/api/v1/subscribers/imports/${id}`)).body;
     }
-    expect(job).toMatchObject({ state: "completed", rows_read: rows, created: file.good, updated: 0, skipped: file.duplicates.length, failed: file.bad.length });
+    expect(job).toMatchObject({ state: "completed", rows_read: rows, created: createdRows, updated: 0, skipped: file.duplicates.length + erasedRows.length, failed: file.bad.length });
 
-    // Every good row once: as many subscribers as good rows, each address once.
+    // Every good row once: as many subscribers as good rows (the erased ones not back), each address once.
     const subscribers = await allItems<{ id: string; email: string }>((path) => call("GET", path), "/api/v1/subscribers");
-    expect(subscribers).toHaveLength(file.good);
-    expect(new Set(subscribers.map((s) => s.email)).size).toBe(file.good);
+    expect(subscribers).toHaveLength(createdRows);
+    expect(new Set(subscribers.map((s) => s.email)).size).toBe(createdRows);
+    for (const n of erasedRows) expect(subscribers.some((s) => s.email === `row${n}@example.com`)).toBe(false);
 
     // Every bad row once, in row order.
     const res = await fetch(`${proc!.url}/api/v1/subscribers/imports/${id}/errors`, { headers: { "x-api-key": key } });
     const reported = (await res.text()).trimEnd().split("\r\n").slice(1).map((line) => line.split(","));
-    expect(reported.map((r) => Number(r[0]))).toEqual([...file.bad, ...file.duplicates].sort((a, b) => a - b));
+    expect(reported.map((r) => Number(r[0]))).toEqual([...file.bad, ...file.duplicates, ...erasedRows].sort((a, b) => a - b));
     expect(reported.filter((r) => r[2] === "invalid_email")).toHaveLength(file.bad.length);
     expect(reported.filter((r) => r[2] === "duplicate_in_file")).toHaveLength(file.duplicates.length);
+    expect(reported.filter((r) => r[2] === "suppressed").map((r) => Number(r[0]))).toEqual(erasedRows);
 
-    // One subscriber.created audit record per subscriber: no change was made (or audited) twice.
-    let audit: Array<Record<string, unknown>> = [];
+    // One subscriber.created audit record (source import) per subscriber: no change was made (or audited) twice.
+    let imported: Array<Record<string, unknown>> = [];
     for (let i = 0; i < 100; i++) {
-      audit = (await auditRecords(tenant)).filter((a) => a.type === "subscriber.created");
-      if (audit.length >= file.good) break;
+      imported = (await auditRecords(tenant)).filter((a) => a.type === "subscriber.created" && a.source === "import");
+      if (imported.length >= createdRows) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    expect(audit).toHaveLength(file.good);
-    expect(new Set(audit.map((a) => a.subscriber_id)).size).toBe(file.good);
+    expect(imported).toHaveLength(createdRows);
+    expect(new Set(imported.map((a) => a.subscriber_id)).size).toBe(createdRows);
   }, 240_000);
 
   async function endEarlierJobs(): Promise<void> {
