@@ -26,19 +26,20 @@ const mongo = process.env.MONGO_URL;
 
 /** Row n (1-based): every 10th a bad address, every 25th (not a 10th) a repeat of row n-1's address. */
 function csv(rows: number): { text: string; good: number; bad: number[]; duplicates: number[] } {
-  const lines = ["email,plan"];
+  const lines = ["email,plan,tags"];
   const bad: number[] = [];
   const duplicates: number[] = [];
   let good = 0;
   for (let n = 1; n <= rows; n++) {
     if (n % 10 === 0) {
-      lines.push(`broken-${n},p`);
+      lines.push(`broken-${n},p,`);
       bad.push(n);
     } else if (n % 25 === 0) {
-      lines.push(`row${n - 1}@example.com,p`);
+      lines.push(`row${n - 1}@example.com,p,`);
       duplicates.push(n);
     } else {
-      lines.push(`row${n}@example.com,p${n % 3}`);
+      // Tags, so that a batch redone after the kill names them in its audit records and events.
+      lines.push(`row${n}@example.com,p${n % 3},t${n % 3}`);
       good++;
     }
   }
@@ -94,7 +95,7 @@ describe.each([
       expect((await call("DELETE", `/api/v1/subscribers/${created.body.id}`)).status).toBe(204);
     }
     const createdRows = file.good - erasedRows.length;
-    const posted = await fetch(`${proc!.url}/api/v1/subscribers/imports?metadata_columns=plan`, {
+    const posted = await fetch(`${proc!.url}/api/v1/subscribers/imports?metadata_columns=plan&tags_column=tags`, {
       method: "POST",
       headers: { "x-api-key": key, "content-type": "text/csv" },
       body: file.text,
@@ -120,10 +121,11 @@ describe.each([
     expect(job).toMatchObject({ state: "completed", rows_read: rows, created: createdRows, updated: 0, skipped: file.duplicates.length + erasedRows.length, failed: file.bad.length });
 
     // Every good row once: as many subscribers as good rows (the erased ones not back), each address once.
-    const subscribers = await allItems<{ id: string; email: string }>((path) => call("GET", path), "/api/v1/subscribers");
+    const subscribers = await allItems<{ id: string; email: string; tags: string[] }>((path) => call("GET", path), "/api/v1/subscribers");
     expect(subscribers).toHaveLength(createdRows);
     expect(new Set(subscribers.map((s) => s.email)).size).toBe(createdRows);
     for (const n of erasedRows) expect(subscribers.some((s) => s.email === `row${n}@example.com`)).toBe(false);
+    for (const s of subscribers) expect(s.tags).toEqual([`t${Number(/^row(\d+)@/.exec(s.email)![1]) % 3}`]);
 
     // Every bad row once, in row order.
     const res = await fetch(`${proc!.url}/api/v1/subscribers/imports/${id}/errors`, { headers: { "x-api-key": key } });

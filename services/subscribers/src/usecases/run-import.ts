@@ -211,7 +211,8 @@ async function applyBatch(deps: ImportDeps, scope: Scope, job: ImportJobDoc, row
   }
 
   const tagNames = new Map<string, string>();
-  for (const { data } of [...inserts, ...updates]) for (const name of data.tags) if (!tagNames.has(tagKey(name))) tagNames.set(tagKey(name), name);
+  // The rows redone after a crash too: their audit records and events name their tags.
+  for (const { data } of [...inserts, ...updates, ...redo]) for (const name of data.tags) if (!tagNames.has(tagKey(name))) tagNames.set(tagKey(name), name);
   const tags = new Map((await ensureTags(deps, scope, [...tagNames.values()])).map((t) => [t.name_key, t]));
   const tagsOf = (names: string[]): TagDoc[] => names.map((n) => tags.get(tagKey(n))!);
 
