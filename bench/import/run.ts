@@ -135,8 +135,9 @@ async function runOurs(
     const cpu = options.killMidway ? cpuBeforeKill + platform.cpuSeconds() : platform.cpuSeconds() - cpu0;
     const peak = Math.max(peakBeforeKill, platform.peakRssMb());
     const reportOk = await reportNamesEachBadRowOnce(platform.url, key, id, file);
+    // After a kill: the processes started again, whole (their start included).
     const processes = Object.fromEntries(
-      Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (cpuBefore[name]?.cpu_s ?? 0)) }]),
+      Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (options.killMidway ? 0 : (cpuBefore[name]?.cpu_s ?? 0))) }]),
     );
     if (job.state !== "completed") throw new Error(`import ended ${job.state}: ${JSON.stringify(job)}`);
     await platform.stop();

@@ -45,7 +45,7 @@ export interface SubscribersServiceOptions {
   /** A pending subscriber's signup again resends the confirmation this long after the last (default 1 hour; tests shorten it). */
   confirmationResendAfterMs?: number;
   /** Bulk imports: where uploads are kept (a directory: files, the embedded store; unset: documents), the worker's lease. */
-  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; batchRows?: number };
+  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; batchRows?: number; soleWorker?: boolean };
 }
 
 export interface RunningSubscribersService {
@@ -95,7 +95,14 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     batchRows: options.imports?.batchRows ?? IMPORT_LIMITS.batchRows,
     wakeWorker: () => importWorker.wake(),
   };
-  const importWorker = new ImportWorker({ storage, deps: importDeps, logger, leaseMs: options.imports?.leaseMs, pollMs: options.imports?.pollMs });
+  const importWorker = new ImportWorker({
+    storage,
+    deps: importDeps,
+    logger,
+    leaseMs: options.imports?.leaseMs,
+    pollMs: options.imports?.pollMs,
+    soleWorker: options.imports?.soleWorker,
+  });
   const { server, health } = await startServiceServer({
     services: [SubscriberService, TagService, AudienceService, SuppressionService, imports.ImportService],
     routes: (router) => {

@@ -30,7 +30,12 @@ export const subscribersService = defineService("subscribers", {
       ...(urls.templates ? { templatesUrl: urls.templates } : {}),
       minConfirmationExpirySeconds: config.minConfirmationExpirySeconds,
       // The embedded store holds every document in memory: an upload's chunks go to files beside it.
-      imports: { ...(embeddedStore ? { spoolDir: path.join(dataDir, "imports") } : {}), leaseMs: config.importLeaseMs, batchRows: config.importBatchRows },
+      // It is also this process's alone (its directory is locked): an import a crash left running resumes at once.
+      imports: {
+        ...(embeddedStore ? { spoolDir: path.join(dataDir, "imports"), soleWorker: true } : {}),
+        leaseMs: config.importLeaseMs,
+        batchRows: config.importBatchRows,
+      },
     });
   },
 });

@@ -18,6 +18,13 @@ export interface ImportWorkerOptions {
   leaseMs?: number;
   /** An upload untouched this long is failed `upload_abandoned` (default 15 min). */
   staleUploadMs?: number;
+  /**
+   * No other worker can share the store (the embedded store: its data
+   * directory is locked to one process). A running job's lease found at
+   * start is then a dead process's, and the job resumes at once instead of
+   * after the lease.
+   */
+  soleWorker?: boolean;
 }
 
 /**
@@ -33,6 +40,7 @@ export class ImportWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private staleLeasesFreed = false;
 
   constructor(private readonly options: ImportWorkerOptions) {
     this.queue = options.storage.importQueue();
@@ -65,6 +73,13 @@ export class ImportWorker {
 
   /** One look for work: reaps stale uploads, then runs one claimable job; true when it ran one. */
   async pass(): Promise<boolean> {
+    if (this.options.soleWorker && !this.staleLeasesFreed) {
+      for (const job of await this.queue.find({ state: "running" })) {
+        if (job.lease_owner === this.owner) continue;
+        await this.queue.forTenant(job.tenant).updateOne({ _id: job._id, state: "running", lease_owner: job.lease_owner }, { $set: { lease_until: 0 } });
+      }
+      this.staleLeasesFreed = true;
+    }
     const now = this.options.deps.now();
     for (const stale of await this.queue.find({ state: "uploading", updated_at: { $lt: now - (this.options.staleUploadMs ?? 15 * 60_000) } }, { limit: 20 })) {
       await failUpload(this.options.deps, this.scopeOf(stale), stale._id, "upload_abandoned");
