@@ -208,7 +208,12 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const liveProvider = providers.liveName;
 
   // The test-mode quota's counters live in this service's own database: they hold across restarts and replicas.
-  const quotaCounters = options.testModeDailyLimit ? await DocumentCounterStore.open(store, { collection: "test_mode_quota", logger, clock: now }) : undefined;
+  // Its wait for the database is the send's own (5 s), not the gateway limiter's 250 ms: a charge counted by this
+  // replica alone after a timeout may still land in the database, and a day's quota would carry that miscount for
+  // 24 hours (seen as the quota test's refusals on a loaded FerretDB), where a per-second budget forgets it at once.
+  const quotaCounters = options.testModeDailyLimit
+    ? await DocumentCounterStore.open(store, { collection: "test_mode_quota", logger, clock: now, timeoutMs: 5_000 })
+    : undefined;
   const testModeQuotaOf = quotaCounters ? testModeQuota(quotaCounters, options.testModeDailyLimit!, now) : undefined;
   const deps: Deps = { relay, templates, recipients, logger, liveProvider, now, ...(testModeQuotaOf ? { testModeQuota: testModeQuotaOf } : {}) };
   const consumer = new SendConsumer(
