@@ -8,6 +8,7 @@ import type { DocumentStore } from "./types.js";
 export * from "./types.js";
 export { EmbeddedDocumentStore, openEmbeddedStore, type EmbeddedStoreOptions } from "./embedded.js";
 export { MongoDocumentStore, openMongoStore, redactUrl, type MongoStoreOptions } from "./mongo.js";
+export { readFileIfPresent, tenantFilePath, writeFileWhole } from "./tenant-files.js";
 
 export interface OpenStoreOptions {
   /** When set (the `MONGO_URL` setting), the store is this MongoDB server. */

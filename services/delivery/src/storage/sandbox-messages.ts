@@ -1,9 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { unlink, writeFile as writeFileCallback } from "node:fs";
-import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat } from "node:fs/promises";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { DuplicateKeyError, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
+import { DuplicateKeyError, readFileIfPresent, tenantFilePath, writeFileWhole, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
 import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
 
 // What the sandbox provider keeps, and for how long (issue 16, defect 2: one
@@ -235,7 +234,6 @@ function legacyBody(row: SandboxMessageDoc): SandboxBody | undefined {
   return typeof old.html === "string" ? { html: old.html, text: old.text ?? "", headers: old.headers ?? {} } : undefined;
 }
 
-const TENANT = /^(acc_[A-Za-z0-9]+):(live|test)$/;
 const EMAIL_ID = /^eml_[A-Za-z0-9]+$/;
 const BODY_FILE = /^eml_[A-Za-z0-9]+\.json$/;
 
@@ -248,9 +246,8 @@ class BodyFiles {
 
   /** The file of an email's body; the names come from ids, checked so that none can leave the directory. */
   private file(tenant: string, emailId: string): string {
-    const parts = TENANT.exec(tenant);
-    if (!parts || !EMAIL_ID.test(emailId)) throw new TypeError("sandbox: unexpected tenant or email id");
-    return path.join(this.dir, parts[1]!, parts[2]!, `${emailId}.json`);
+    if (!EMAIL_ID.test(emailId)) throw new TypeError("sandbox: unexpected email id");
+    return tenantFilePath(this.dir, tenant, `${emailId}.json`);
   }
 
   /**
@@ -282,22 +279,15 @@ class BodyFiles {
       if (code !== "EEXIST") throw err;
     }
     if ((await this.get(tenant, emailId)) !== undefined) return;
-    const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    await writeFile(temporary, data, { flag: "wx", mode: 0o600 });
-    await rename(temporary, file);
+    await writeFileWhole(file, data);
   }
 
   /** The body, or undefined when there is none (or only a cut one, which a resend replaces). */
   async get(tenant: string, emailId: string): Promise<SandboxBody | undefined> {
-    let text: string;
+    const bytes = await readFileIfPresent(this.file(tenant, emailId));
+    if (bytes === undefined) return undefined;
     try {
-      text = await readFile(this.file(tenant, emailId), "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
-    try {
-      return JSON.parse(text) as SandboxBody;
+      return JSON.parse(bytes.toString("utf8")) as SandboxBody;
     } catch {
       return undefined;
     }
@@ -305,8 +295,13 @@ class BodyFiles {
 
   /** Deletes these emails' bodies; an id no body file could have is skipped. */
   async delete(tenant: string, emailIds: readonly string[]): Promise<void> {
-    if (!TENANT.test(tenant)) return;
-    await Promise.all(emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => removeFile(this.file(tenant, id))));
+    let files: string[];
+    try {
+      files = emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => this.file(tenant, id));
+    } catch {
+      return; // a tenant key no body file could have
+    }
+    await Promise.all(files.map(removeFile));
   }
 
   /** Deletes bodies (and temporary files) last written before `cutoff` (ms). */

@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import * as path from "node:path";
-import { DuplicateKeyError, type TenantCollection } from "@emailsvc/storage";
+import { DuplicateKeyError, readFileIfPresent, tenantFilePath, writeFileWhole, type TenantCollection } from "@emailsvc/storage";
 import type { ImportChunkDoc } from "./documents.js";
 
 // Where an upload's chunks are kept until its job is done: stored before any
@@ -22,7 +21,6 @@ export interface ImportSpool {
   drop(chunks: TenantCollection<ImportChunkDoc>, jobId: string): Promise<void>;
 }
 
-const TENANT = /^(acc_[A-Za-z0-9]+):(live|test)$/;
 const JOB_ID = /^imp_[A-Za-z0-9]+$/;
 
 /** The embedded store's spool: one file per chunk, written whole (a temporary file renamed). */
@@ -30,9 +28,8 @@ export class FileSpool implements ImportSpool {
   constructor(private readonly dir: string) {}
 
   private jobDir(tenant: string, jobId: string): string {
-    const parts = TENANT.exec(tenant);
-    if (!parts || !JOB_ID.test(jobId)) throw new TypeError("import spool: unexpected tenant or job id");
-    return path.join(this.dir, parts[1]!, parts[2]!, jobId);
+    if (!JOB_ID.test(jobId)) throw new TypeError("import spool: unexpected job id");
+    return tenantFilePath(this.dir, tenant, jobId);
   }
 
   private file(tenant: string, jobId: string, seq: number): string {
@@ -44,20 +41,13 @@ export class FileSpool implements ImportSpool {
     const file = this.file(chunks.tenant, jobId, seq);
     if (await exists(file)) return false;
     await mkdir(path.dirname(file), { recursive: true });
-    // Renamed into place whole: a crash mid-write leaves a temporary file, never a cut chunk.
-    const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    await writeFile(temporary, data, { flag: "wx", mode: 0o600 });
-    await rename(temporary, file);
+    // Whole: a crash mid-write leaves a temporary file, never a cut chunk.
+    await writeFileWhole(file, data);
     return true;
   }
 
-  async get(chunks: TenantCollection<ImportChunkDoc>, jobId: string, seq: number): Promise<Buffer | undefined> {
-    try {
-      return await readFile(this.file(chunks.tenant, jobId, seq));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
+  get(chunks: TenantCollection<ImportChunkDoc>, jobId: string, seq: number): Promise<Buffer | undefined> {
+    return readFileIfPresent(this.file(chunks.tenant, jobId, seq));
   }
 
   async missing(chunks: TenantCollection<ImportChunkDoc>, jobId: string, count: number): Promise<number> {
