@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
-import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
+import { crashTestEnv, processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
 import { allItems } from "./support/platform-client";
 
 // kill -9 in the middle of a campaign: the platform process (campaigns and
@@ -31,16 +30,16 @@ describe.each([
   // Topics and groups of this test alone: other suites share the cluster.
   const namespace = `crash${Date.now().toString(36)}`;
   const start = () =>
-    startPlatformProcess(root, {
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN: ADMIN,
-      ...(servers ? { MONGO_URL: mongo!, KAFKA_BROKERS: kafka!, KAFKA_NAMESPACE: namespace } : {}),
-      TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
-      OUTBOX_SWEEP_INTERVAL_MS: "500",
-      // 40 a second: the send lasts about three seconds, time to kill it midway.
-      CAMPAIGN_RATE: "40/1s",
-      ...GENEROUS_RATE_LIMIT_ENV,
-    });
+    startPlatformProcess(
+      root,
+      crashTestEnv(
+        { dataDir, adminToken: ADMIN, servers: servers ? { mongoUrl: mongo!, kafkaBrokers: kafka!, namespace } : undefined },
+        {
+          // 40 a second: the send lasts about three seconds, time to kill it midway.
+          CAMPAIGN_RATE: "40/1s",
+        },
+      ),
+    );
 
   const call = processCaller(() => proc, ADMIN, () => key);
 

@@ -3,8 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
-import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { processCaller } from "./support/crash-campaign";
+import { crashTestEnv, processCaller } from "./support/crash-campaign";
 import { allItems, embeddedDocs } from "./support/platform-client";
 
 // kill -9 in the middle of an import (issue 18): the platform process dies
@@ -55,19 +54,19 @@ describe.each([
   let key = "";
   const namespace = `impcrash${Date.now().toString(36)}`;
   const start = () =>
-    startPlatformProcess(root, {
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN: ADMIN,
-      ...(servers ? { MONGO_URL: mongo!, KAFKA_BROKERS: kafka!, KAFKA_NAMESPACE: namespace } : {}),
-      TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
-      OUTBOX_SWEEP_INTERVAL_MS: "500",
-      // Small batches (more checkpoints: time to kill it midway). On MongoDB a short lease, so that the restart takes
-      // the job soon; on the embedded store an hour: the restarted process, the store's only one, must take the job
-      // back at start without waiting out the dead process's lease.
-      IMPORT_BATCH_ROWS: servers ? "100" : "200",
-      IMPORT_LEASE_SECONDS: servers ? "2" : "3600",
-      ...GENEROUS_RATE_LIMIT_ENV,
-    });
+    startPlatformProcess(
+      root,
+      crashTestEnv(
+        { dataDir, adminToken: ADMIN, servers: servers ? { mongoUrl: mongo!, kafkaBrokers: kafka!, namespace } : undefined },
+        {
+          // Small batches (more checkpoints: time to kill it midway). On MongoDB a short lease, so that the restart takes
+          // the job soon; on the embedded store an hour: the restarted process, the store's only one, must take the job
+          // back at start without waiting out the dead process's lease.
+          IMPORT_BATCH_ROWS: servers ? "100" : "200",
+          IMPORT_LEASE_SECONDS: servers ? "2" : "3600",
+        },
+      ),
+    );
   const call = processCaller(() => proc, ADMIN, () => key);
 
   beforeAll(async () => {

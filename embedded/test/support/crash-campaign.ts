@@ -1,7 +1,35 @@
-// What the kill -9 tests of a campaign share: a platform process called as
+// What the kill -9 tests share (campaigns, imports): a platform process started with one set of settings, called as
 // its operator or with an API key, and a campaign to every one of a number of
 // new subscribers, sent.
 import type { PlatformProcess } from "@emailsvc/testing";
+import { GENEROUS_RATE_LIMIT_ENV } from "../../../services/gateway/test/support/harness";
+
+/**
+ * The settings of a platform process that a kill -9 test starts (again) on
+ * `dataDir`: on `npm start`'s defaults, or on the test servers' MongoDB and
+ * Kafka (`servers`, under a namespace of its own), sweeping outboxes often,
+ * with the test's admin token and generous rate limits; `extra` on top.
+ */
+export function crashTestEnv(
+  options: { dataDir: string; adminToken: string; servers: { mongoUrl: string; kafkaBrokers: string; namespace: string } | undefined },
+  extra: Record<string, string>,
+): Record<string, string> {
+  const { servers } = options;
+  return {
+    DATA_DIR: options.dataDir,
+    ADMIN_TOKEN: options.adminToken,
+    // On the servers every kill -9 test's platform uses the same databases, so they are replicas of one deployment
+    // to each other, and replicas share their keys: one subscribers service may finish another's import, whose
+    // erasure markers it must then read (they are keyed hashes).
+    ...(servers
+      ? { MONGO_URL: servers.mongoUrl, KAFKA_BROKERS: servers.kafkaBrokers, KAFKA_NAMESPACE: servers.namespace, SUPPRESSION_KEYS: "k1:Y3Jhc2gtdGVzdHMtc3VwcHJlc3Npb24ta2V5LTAxMjM0NQ==" }
+      : {}),
+    TOKEN_SIGNING_KEYS: "k1:crash-test-signing-key-0123456789abcdef-0123",
+    OUTBOX_SWEEP_INTERVAL_MS: "500",
+    ...GENEROUS_RATE_LIMIT_ENV,
+    ...extra,
+  };
+}
 
 /** A JSON call to the platform process: with the API key, or as the operator (`admin`). */
 export type ProcessCall = (method: string, path: string, body?: unknown, admin?: boolean) => Promise<{ status: number; body: any }>;
