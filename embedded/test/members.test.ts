@@ -258,7 +258,11 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     await t.call("POST", "/api/v1/tags", { body: { name: `by-key-${store}` } });
 
     expect((await sessionCall(t, await signIn(t, await createMember(t, "viewer")), "GET", "/api/v1/audit-log")).body.code).toBe("role_forbidden");
-    const log = await sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500");
+    // Written once each answer is known, without holding it up: the last one may still be on its way.
+    const log = await eventually(
+      () => sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500"),
+      (res) => (res.body.items as Array<{ action: string; actor: { id: string } }>).some((e) => e.action === "deleteSession" && e.actor.id === creds.memberId),
+    );
     expect(log.status).toBe(200);
     const entries = (log.body.items as Array<{ actor: { type: string; id: string; email?: string }; action: string; status: number; path: string; mode: string | null; ip: string; at: string }>).filter(
       (e) => e.actor.id === creds.memberId || (e.actor.type === "operator" && e.action === "createAccountInvitation"),
