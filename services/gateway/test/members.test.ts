@@ -1,4 +1,7 @@
+import { openStore } from "@emailsvc/storage";
 import { hashPassword, verifyPassword } from "../src/members/passwords";
+import { MemberStore } from "../src/members/store";
+import { isTimeZone, periodStarts } from "../src/resources/overview/zone";
 import { requiredRole, ROLE_RULES, roleAtLeast, ROLES } from "../src/members/roles";
 import { buildOpenApiDocument, type HttpMethod } from "../src/openapi";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
@@ -138,7 +141,6 @@ describe("sign-in over the gateway", () => {
 
 describe("overview periods", () => {
   it("start at local midnight and on the first of the month, across DST changes", () => {
-    const { periodStarts, isTimeZone } = require("../src/resources/overview/zone") as typeof import("../src/resources/overview/zone");
     // 2026-03-29 10:00 UTC: Zurich moved to summer time at 01:00 UTC that day; the day began at 23:00 UTC before it.
     const starts = periodStarts("Europe/Zurich", Date.UTC(2026, 2, 29, 10));
     expect(new Date(starts.today).toISOString()).toBe("2026-03-28T23:00:00.000Z");
@@ -154,8 +156,6 @@ describe("overview periods", () => {
 
 describe("sessions in the store", () => {
   it("end 12 hours after their last use and 7 days after sign-in, and with their member", async () => {
-    const { openStore } = await import("@emailsvc/storage");
-    const { MemberStore } = await import("../src/members/store");
     const store = await openStore({ dbName: "gateway" });
     let now = Date.parse("2026-11-01T08:00:00Z");
     const members = new MemberStore(store, () => new Date(now));
@@ -186,7 +186,6 @@ describe("sessions in the store", () => {
   });
 
   it("die on another gateway sharing the store once its cache of them lapses (2 s), after the member's removal", async () => {
-    const { openStore } = await import("@emailsvc/storage");
     const store = await openStore({ dbName: "gateway" });
     const a = await startHarness({ store });
     const b = await startHarness({ store });
