@@ -5,7 +5,7 @@
 module.exports = {
   testEnvironment: "node",
   // deploy: the Helm chart applied to a real Kubernetes API server (deploy/helm/test).
-  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/proto", "<rootDir>/embedded", "<rootDir>/deploy"],
+  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/proto", "<rootDir>/embedded", "<rootDir>/deploy", "<rootDir>/dashboard"],
   testMatch: ["**/test/**/*.test.ts", "**/src/**/*.test.ts"],
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
   transform: {

@@ -18,6 +18,7 @@ import { isSecureUrl, SessionAuthenticator, sessionCookieName } from "./members/
 import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { bodyDeadline } from "./http/body-deadline.js";
+import { serveDashboard } from "./dashboard/static.js";
 import { InFlight, requestContext } from "./http/request-context.js";
 import type { GatewayState } from "./http/state.js";
 import { RequestValidators } from "./http/validation.js";
@@ -66,6 +67,8 @@ export interface GatewayDeps {
   rateLimit?: RateLimitConfig;
   /** The rate limiter's clock; default Date.now (tests move time by hand). */
   rateLimitClock?: () => number;
+  /** The built dashboard served at /dashboard/ (default dashboard/dist of @emailsvc/dashboard). */
+  dashboardDir?: string;
 }
 
 export interface Gateway {
@@ -202,6 +205,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   // Outside the problems: a refused change is logged with its status.
   app.use(auditTrail(audit, logger, context.clientIp));
   app.use(problems(logger));
+  app.use(serveDashboard(logger, deps.dashboardDir));
   app.use(router.routes());
   // Reached only when no route took the request: problems() writes the body.
   app.use(methodNotAllowed(router));
