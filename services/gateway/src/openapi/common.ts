@@ -156,12 +156,20 @@ export const headers: Record<string, unknown> = {
   },
 };
 
-export const securitySchemes: Record<string, unknown> = {
+/** The security schemes; the session cookie's name follows the API's scheme (`__Host-` over https). */
+export const securitySchemes = (sessionCookie: string): Record<string, unknown> => ({
   ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "An account's API key." },
+  Session: {
+    type: "apiKey",
+    in: "cookie",
+    name: sessionCookie,
+    description:
+      "A member's dashboard session (POST /api/v1/session sets it: HttpOnly, SameSite=Strict, Secure over https). With it, changes (POST, PUT, PATCH, DELETE) also need the header `X-CSRF-Token` (the session's `csrf_token`; 403 `csrf_failed` without it), and the header `X-Mode: live|test` picks the data (default live; another value is a 400). The member's role decides what they may do (403 `role_forbidden`, naming the role needed). An API key takes neither header: its mode is its own.",
+  },
   AdminToken: { type: "http", scheme: "bearer", description: "The operator token (`ADMIN_TOKEN`)." },
   PreferenceToken: {
     type: "http",
     scheme: "bearer",
     description: "A subscriber's preference token (POST /api/v1/subscribers/{id}/preference-token, or the link in their mail): acts on that subscriber only.",
   },
-};
+});
