@@ -25,6 +25,7 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/setup", load: () => import("./pages/accept"), public: true },
   { path: "/", load: () => import("./pages/overview") },
   { path: "/profile", load: () => import("./pages/profile") },
+  { path: "/settings/preference-center", load: () => import("./pages/preference-center") },
 ];
 
 export interface NavItem {
