@@ -19,12 +19,17 @@ function moving(domain: Domain | null): boolean {
   return domain.state === "pending_dns" || domain.state === "issuing" || (domain.state === "failed" && domain.next_check_at !== null);
 }
 
-/** The account's domain, or null when it has none (the API's 404 `custom_domain_not_found` is no error here). */
-async function loadDomain(): Promise<Domain | null> {
+/**
+ * The account's domain; null when it has none (the API's 404
+ * `custom_domain_not_found`), "off" on a deployment without custom domains
+ * (503 `custom_domains_not_enabled`, e.g. `npm start`): neither is an error here.
+ */
+async function loadDomain(): Promise<Domain | null | "off"> {
   try {
     return await ok(api.GET(PATH, {}));
   } catch (err) {
     if (err instanceof ApiProblem && err.code === "custom_domain_not_found") return null;
+    if (err instanceof ApiProblem && err.code === "custom_domains_not_enabled") return "off";
     throw err;
   }
 }
@@ -34,7 +39,7 @@ export default function CustomDomain() {
   const session = useSession()!;
   const canWrite = useCanWrite("settings");
   const handle = useLoad(loadDomain, []);
-  const current = handle.result.state === "ready" ? handle.result.data : null;
+  const current = handle.result.state === "ready" && handle.result.data !== "off" ? handle.result.data : null;
   const refresh = useCallback(() => handle.reload(), [handle.reload]);
   usePoll(moving(current), POLL_MS, refresh);
   const submit = useSubmit();
@@ -75,38 +80,44 @@ export default function CustomDomain() {
         </p>
       ) : null}
       <Loadable handle={handle}>
-        {(domain) => (
-          <>
-            {domain ? <DomainState domain={domain} polling={moving(domain)} /> : <p class="hint">{t("customDomain.none")}</p>}
-            {canWrite ? (
-              <form onSubmit={onSubmit} class="toolbar">
-                <Field label={t("customDomain.domain")} hint={t("customDomain.domainHint")} error={submit.problem?.field("domain")}>
-                  <input name="domain" required maxLength={300} disabled={disabled} placeholder="preferences.example.com" autoComplete="off" spellcheck={false} />
-                </Field>
-                <Button type="submit" variant="primary" busy={submit.busy} disabled={disabled}>
-                  {submitLabel(submit.busy, t(domain ? "customDomain.replace" : "customDomain.set"))}
-                </Button>
-                {domain ? (
-                  <Button variant="danger" disabled={!live} onClick={() => setRemoving(true)}>
-                    {t("customDomain.remove")}
+        {(domain) =>
+          domain === "off" ? (
+            <p class="alert alert-info" role="note">
+              {t("customDomain.off")}
+            </p>
+          ) : (
+            <>
+              {domain ? <DomainState domain={domain} polling={moving(domain)} /> : <p class="hint">{t("customDomain.none")}</p>}
+              {canWrite ? (
+                <form onSubmit={onSubmit} class="toolbar">
+                  <Field label={t("customDomain.domain")} hint={t("customDomain.domainHint")} error={submit.problem?.field("domain")}>
+                    <input name="domain" required maxLength={300} disabled={disabled} placeholder="preferences.example.com" autoComplete="off" spellcheck={false} />
+                  </Field>
+                  <Button type="submit" variant="primary" busy={submit.busy} disabled={disabled}>
+                    {submitLabel(submit.busy, t(domain ? "customDomain.replace" : "customDomain.set"))}
                   </Button>
-                ) : null}
-              </form>
-            ) : null}
-            <FormProblem problem={submit.problem} />
-            <ConfirmDialog
-              open={removing}
-              title={t("customDomain.removeTitle")}
-              confirmLabel={t("customDomain.remove")}
-              danger
-              busy={submit.busy}
-              onConfirm={remove}
-              onCancel={() => setRemoving(false)}
-            >
-              <p>{t("customDomain.removeText", { domain: domain?.domain ?? "" })}</p>
-            </ConfirmDialog>
-          </>
-        )}
+                  {domain ? (
+                    <Button variant="danger" disabled={!live} onClick={() => setRemoving(true)}>
+                      {t("customDomain.remove")}
+                    </Button>
+                  ) : null}
+                </form>
+              ) : null}
+              <FormProblem problem={submit.problem} />
+              <ConfirmDialog
+                open={removing}
+                title={t("customDomain.removeTitle")}
+                confirmLabel={t("customDomain.remove")}
+                danger
+                busy={submit.busy}
+                onConfirm={remove}
+                onCancel={() => setRemoving(false)}
+              >
+                <p>{t("customDomain.removeText", { domain: domain?.domain ?? "" })}</p>
+              </ConfirmDialog>
+            </>
+          )
+        }
       </Loadable>
     </Section>
   );
