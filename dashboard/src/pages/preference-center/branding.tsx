@@ -66,9 +66,7 @@ export default function Branding() {
                 {COLOR.test(shownColor) ? (
                   <p class="swatch-row">
                     <span class="swatch" style={{ background: shownColor }} aria-hidden="true" />
-                    <span class="swatch-sample" style={{ background: shownColor }}>
-                      {t("branding.sample")}
-                    </span>
+                    <code>{shownColor}</code>
                   </p>
                 ) : null}
                 <Field label={t("branding.frameAncestors")} hint={t("branding.frameAncestorsHint")} error={submit.problem?.field("frame_ancestors")}>
