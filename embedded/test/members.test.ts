@@ -222,4 +222,39 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     const all = (await sessionCall(t, ownerSession, "GET", "/api/v1/emails?limit=500")).body.items as Array<{ to: string }>;
     expect(all.some((e) => e.to === `not-a-member-${store}@example.com`)).toBe(false);
   });
+
+  it("keeps who did what, when and from where in the account's audit log, which only an admin reads", async () => {
+    const creds = await createMember(t, "developer");
+    const developer = await signIn(t, creds);
+    await publicCall(t, "POST", "/api/v1/session", { email: creds.email, password: "a wrong password here" });
+    const key = await sessionCall(t, developer, "POST", "/api/v1/api-keys", { body: { mode: "live", name: "audited" } });
+    await sessionCall(t, developer, "DELETE", `/api/v1/api-keys/${key.body.id}`);
+    expect((await sessionCall(t, developer, "POST", "/api/v1/subscribers", { body: { email: "nope@example.com" } })).status).toBe(403);
+    await sessionCall(t, developer, "DELETE", "/api/v1/session");
+    // An API key's calls are the integration's, not recorded.
+    await t.call("POST", "/api/v1/tags", { body: { name: `by-key-${store}` } });
+
+    expect((await sessionCall(t, await signIn(t, await createMember(t, "viewer")), "GET", "/api/v1/audit-log")).body.code).toBe("role_forbidden");
+    const log = await sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500");
+    expect(log.status).toBe(200);
+    const entries = (log.body.items as Array<{ actor: { type: string; id: string; email?: string }; action: string; status: number; path: string; mode: string | null; ip: string; at: string }>).filter(
+      (e) => e.actor.id === creds.memberId || (e.actor.type === "operator" && e.action === "createAccountInvitation"),
+    );
+    const mine = entries.filter((e) => e.actor.id === creds.memberId).map((e) => [e.action, e.status]);
+    // Newest first.
+    expect(mine).toEqual([
+      ["deleteSession", 204],
+      ["createSubscriber", 403],
+      ["revokeKey", 204],
+      ["createKey", 201],
+      ["createSession", 401],
+      ["createSession", 201],
+      ["acceptInvitation", 201],
+    ]);
+    const revoke = entries.find((e) => e.action === "revokeKey")!;
+    expect(revoke).toMatchObject({ actor: { type: "member", id: creds.memberId, email: creds.email }, path: `/api/v1/api-keys/${key.body.id}`, mode: "live", ip: "127.0.0.1" });
+    expect(entries.some((e) => e.actor.type === "operator")).toBe(true);
+    expect(JSON.stringify(log.body)).not.toContain(`by-key-${store}`);
+    expect((log.body.items as Array<{ action: string }>).some((e) => e.action === "createTag" && JSON.stringify(e).includes("api_key"))).toBe(false);
+  });
 });
