@@ -28,6 +28,7 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/api-keys", load: () => import("./pages/api-keys") },
   { path: "/settings/preference-center", load: () => import("./pages/preference-center") },
   { path: "/members", load: () => import("./pages/members") },
+  { path: "/audit-log", load: () => import("./pages/audit-log") },
 ];
 
 export interface NavItem {
