@@ -384,16 +384,17 @@ describe("a starter account's owner", () => {
     await starter.goto(dashboard("/settings/preference-center"));
     await heading(starter, "Preference Center");
     await starter.getByText("Professional plan needed.").waitFor();
-    await expect(starter.getByLabel("Domain").isDisabled()).resolves.toBe(true);
+    await expect(starter.getByRole("textbox", { name: "Domain" }).isDisabled()).resolves.toBe(true);
     await expect(starter.getByRole("button", { name: "Set the domain" }).isDisabled()).resolves.toBe(true);
     await expectNoAxeViolations(starter);
     const refused = await sessionCall(t, session, "PUT", "/api/v1/settings/preference-center/custom-domain", { body: { domain: "news.small.example" } });
     expect(refused.status).toBe(403);
     expect(refused.body.code).toBe("plan_required");
 
-    // The overview of an account that sent nothing: how to send the first email.
+    // The overview of a mode that sent nothing (the account's live mode sent the members' invitations): how to send the first email.
     await starter.goto(dashboard("/"));
     await heading(starter, "Overview");
+    await starter.getByRole("radio", { name: "Test" }).check();
     await starter.getByRole("heading", { name: "Send your first email" }).waitFor();
     await starter.getByRole("link", { name: "Create an API key" }).waitFor();
     await expectNoAxeViolations(starter);

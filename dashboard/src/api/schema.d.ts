@@ -730,6 +730,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's and this month's sends, bounce and complaint rates, running campaigns
+         * @description The account's data in the caller's mode. `tz` (an IANA time zone, default UTC) says where today and this month start; an unknown zone is a 400.
+         */
+        get: operations["getOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/password-resets": {
         parameters: {
             query?: never;
@@ -2601,6 +2621,54 @@ export interface components {
             role: components["schemas"]["Role"];
             /** @description The one-time link (`/dashboard/accept#token=…`). */
             url: string;
+        };
+        Overview: {
+            /** @description This month: bounced / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            bounce_rate: number | null;
+            /** @description This month: complained / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            complaint_rate: number | null;
+            month: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of this month in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description Campaigns sending or paused now, oldest first (at most 50). */
+            running_campaigns: components["schemas"]["Campaign"][];
+            today: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of today in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description The time zone the periods are in. */
+            tz: string;
         };
         PasswordResetComplete: {
             /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
@@ -6206,6 +6274,46 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getOverview: {
+        parameters: {
+            query?: {
+                /** @description IANA time zone, e.g. `Europe/Zurich`. */
+                tz?: string;
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
         };
     };
     createPasswordReset: {

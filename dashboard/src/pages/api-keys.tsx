@@ -56,7 +56,7 @@ export default function ApiKeys() {
           <code class="secret" aria-label={t("apiKeys.newKey")}>
             {created.key}
           </code>
-          <div class="page-actions" style={{ marginTop: "0.75rem" }}>
+          <div class="page-actions secret-actions">
             <CopyButton text={created.key} label={t("apiKeys.copy")} />
             <Button onClick={() => setCreated(undefined)}>{t("apiKeys.done")}</Button>
           </div>
