@@ -307,8 +307,12 @@ describe("the dashboard's settings, as a new customer", () => {
       expect((await t.call("GET", "/api/v1/portal-settings", { key: await liveKey() })).body.sender_name).toBe("Acme Shop");
     });
 
-    it("is removed by the owner (typing the address to confirm) and the session dies at once", async () => {
+    it("gets another role, then is removed by the owner (typing the address to confirm) and the session dies at once", async () => {
       await page.goto(dashboard("/members"));
+      await page.getByLabel("Role of Victor Viewer").selectOption("developer");
+      await page.getByText("Victor Viewer is now Developer.").waitFor();
+      const session = await sessionOf(viewer);
+      expect((await sessionCall(t, session, "GET", "/api/v1/session")).body.member.role).toBe("developer");
       await page.getByRole("button", { name: "Remove Victor Viewer" }).click();
       const dialog = page.getByRole("dialog", { name: "Remove this member?" });
       await expect(dialog.getByRole("button", { name: "Remove" }).isDisabled()).resolves.toBe(true);
@@ -325,10 +329,22 @@ describe("the dashboard's settings, as a new customer", () => {
     });
   });
 
+  it("removes the custom domain after a confirmation", async () => {
+    await page.goto(dashboard("/settings/preference-center"));
+    await page.getByText("Active", { exact: true }).waitFor();
+    await page.getByRole("button", { name: "Remove the domain" }).click();
+    const dialog = page.getByRole("dialog", { name: "Remove the custom domain?" });
+    await dialog.getByText(`${DOMAIN} is free for anyone`).waitFor();
+    await expectNoAxeViolations(page);
+    await dialog.getByRole("button", { name: "Remove the domain" }).click();
+    await page.getByText("No custom domain yet").waitFor();
+    expect((await t.call("GET", "/api/v1/settings/preference-center/custom-domain", { key: await liveKey() })).body.code).toBe("custom_domain_not_found");
+  });
+
   it("lists these actions in the audit log: who, what, when, from where", async () => {
     await page.goto(dashboard("/audit-log"));
     await heading(page, "Audit log");
-    for (const action of ["createKey", "revokeKey", "setCustomDomain", "updatePortalSettings", "createInvitation", "deleteMember"]) {
+    for (const action of ["createKey", "revokeKey", "setCustomDomain", "deleteCustomDomain", "updatePortalSettings", "updateTag", "createInvitation", "updateMember", "deleteMember"]) {
       await page.getByRole("row", { name: new RegExp(action) }).first().waitFor();
     }
     await expect(page.getByRole("row", { name: /Olivia Owner|owner@acme-shop\.example/ }).count()).resolves.toBeGreaterThan(0);
