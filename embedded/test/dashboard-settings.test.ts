@@ -423,4 +423,25 @@ describe("a starter account's owner", () => {
     expect((await sessionCall(t, session, "GET", "/api/v1/session")).status).toBe(401);
     await context.close();
   });
+
+  it("offers an admin nothing that only an owner may do", async () => {
+    const owner = await createMember(t, "owner", "owner-of-small@example.com");
+    const admin = await createMember(t, "admin");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const session = await browserSignIn(context, t, admin);
+    const members = await context.newPage();
+    await members.goto(dashboard("/members"));
+    await heading(members, "Members");
+    const ownerRow = members.getByRole("row", { name: /owner-of-small@example\.com/ });
+    await ownerRow.waitFor();
+    await expect(ownerRow.getByRole("combobox").count()).resolves.toBe(0);
+    await expect(ownerRow.getByRole("button").count()).resolves.toBe(0);
+    const roles = await members.getByLabel("Role", { exact: true }).locator("option").allTextContents();
+    expect(roles).toEqual(["Admin", "Developer", "Viewer"]);
+    await expectNoAxeViolations(members);
+    // And the API agrees: an admin may not remove an owner.
+    const refused = await sessionCall(t, session, "DELETE", `/api/v1/members/${owner.memberId}`);
+    expect(refused.status).toBe(403);
+    await context.close();
+  });
 });

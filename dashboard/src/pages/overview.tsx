@@ -120,6 +120,9 @@ function FirstEmail() {
         <code>{curl}</code>
       </pre>
       <CopyButton text={curl} label={t("overview.copyCurl")} />
+      <p>
+        <a href="/api/v1/openapi.json">{t("overview.reference")}</a>
+      </p>
     </section>
   );
 }
