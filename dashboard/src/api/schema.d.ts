@@ -4141,8 +4141,6 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
-        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -4161,8 +4159,6 @@ export interface components {
         Limit: number;
         /** @description The member's id (`mem_…`). */
         MemberId: string;
-        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -4547,12 +4543,7 @@ export interface operations {
     getMemberAccount: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4588,12 +4579,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4624,12 +4610,7 @@ export interface operations {
     createKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4667,12 +4648,7 @@ export interface operations {
     revokeKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The key's id (`key_…`). */
                 id: components["parameters"]["KeyId"];
@@ -4705,12 +4681,7 @@ export interface operations {
     getAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4742,12 +4713,7 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4790,12 +4756,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4831,12 +4792,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4868,12 +4824,7 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4912,12 +4863,7 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4953,12 +4899,7 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4993,12 +4934,7 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5041,12 +4977,7 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5083,12 +5014,7 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5125,12 +5051,7 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5166,12 +5087,7 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5208,12 +5124,7 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5256,12 +5167,7 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5304,12 +5210,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5341,12 +5242,7 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5385,12 +5281,7 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5426,12 +5317,7 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5465,12 +5351,7 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5511,12 +5392,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5548,12 +5424,7 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5589,12 +5460,7 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5630,12 +5496,7 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5676,10 +5537,6 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -5723,12 +5580,7 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5765,12 +5617,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5802,12 +5649,7 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5846,12 +5688,7 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5887,12 +5724,7 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5926,12 +5758,7 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5978,12 +5805,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6014,12 +5836,7 @@ export interface operations {
     createInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6058,12 +5875,7 @@ export interface operations {
     deleteInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The invitation's id (`inv_…`). */
                 id: components["parameters"]["InvitationId"];
@@ -6135,12 +5947,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6171,12 +5978,7 @@ export interface operations {
     deleteMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6210,12 +6012,7 @@ export interface operations {
     updateMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6282,12 +6079,7 @@ export interface operations {
                 /** @description IANA time zone, e.g. `Europe/Zurich`. */
                 tz?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6377,12 +6169,7 @@ export interface operations {
     getPortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6414,12 +6201,7 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6726,12 +6508,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6796,12 +6573,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6832,12 +6604,7 @@ export interface operations {
     deleteAllSessions: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6868,12 +6635,7 @@ export interface operations {
     getCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6907,12 +6669,7 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6952,12 +6709,7 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6996,12 +6748,7 @@ export interface operations {
                 /** @description Only subscribers with this status. */
                 status?: components["schemas"]["SubscriberStatus"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7033,12 +6780,7 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7077,12 +6819,7 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7118,12 +6855,7 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7157,12 +6889,7 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7210,12 +6937,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7251,12 +6973,7 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7292,12 +7009,7 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7333,12 +7045,7 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7380,12 +7087,7 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7423,12 +7125,7 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7469,12 +7166,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7527,12 +7219,7 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7573,12 +7260,7 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7614,12 +7296,7 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7662,12 +7339,7 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7699,12 +7371,7 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7759,12 +7426,7 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7805,12 +7467,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7842,12 +7499,7 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7886,12 +7538,7 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7927,12 +7574,7 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7966,12 +7608,7 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -8019,12 +7656,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8056,12 +7688,7 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8100,12 +7727,7 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8141,12 +7763,7 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8181,12 +7798,7 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8229,12 +7841,7 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8281,12 +7888,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8318,12 +7920,7 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8362,12 +7959,7 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8403,12 +7995,7 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8442,12 +8029,7 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8494,12 +8076,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8531,12 +8108,7 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8575,12 +8147,7 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8616,12 +8183,7 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8655,12 +8217,7 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8707,12 +8264,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8748,12 +8300,7 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -8791,12 +8338,7 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
