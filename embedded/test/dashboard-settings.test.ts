@@ -223,6 +223,11 @@ describe("the dashboard's settings, as a new customer", () => {
     const sub = await t.call("POST", "/api/v1/subscribers", { key: await liveKey(), body: { email: "reader@example.com", tags: ["Weekly news"] } });
     const link = (await t.call("POST", `/api/v1/subscribers/${sub.body.id}/preference-token`, { key: await liveKey() })).body.url as string;
     const portal = await owner.newPage();
+    // The page's CSP allows the logo's origin (the image itself cannot load here: no such host).
+    const refusals: string[] = [];
+    portal.on("console", (message) => {
+      if (/Content Security Policy/.test(message.text())) refusals.push(message.text());
+    });
     // The link names the active custom domain, which this browser cannot resolve: the same path on the
     // platform's own portal host (PREFERENCES_URL's, localhost), which serves every account.
     expect(link.startsWith(`https://${DOMAIN}/preferences?token=`)).toBe(true);
@@ -233,6 +238,8 @@ describe("the dashboard's settings, as a new customer", () => {
       .getByRole("link", { name: "Deutsch" })
       .evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { color: string } }).getComputedStyle(el).color);
     expect(linkColour).toBe("rgb(26, 77, 46)");
+    expect(refusals).toEqual([]);
+    await expectNoAxeViolations(portal);
     await portal.close();
   });
 
