@@ -404,3 +404,27 @@ describe("portal settings", () => {
     expect(after.html).not.toContain("--brand:");
   });
 });
+
+describe("portal branding on MongoDB", () => {
+  // The same settings document in the portal's MongoDB database: written field by field, read back by the page.
+  let m: TestPlatform;
+  beforeAll(async () => {
+    m = await startTestPlatform("portal-branding-mongo", undefined, { mongo: true });
+  }, 60_000);
+  afterAll(() => m?.close());
+
+  it("keeps the logo and colour, changes one without the other, and the page uses them", async () => {
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { logo_url: "https://cdn.example.com/logo.svg", brand_color: "#0B3D91" } })).status).toBe(200);
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { brand_color: "#7a1f1f" } })).body).toMatchObject({ logo_url: "https://cdn.example.com/logo.svg", brand_color: "#7a1f1f" });
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { brand_color: "#eeeeee" } })).status).toBe(400);
+    const sub = await m.call("POST", "/api/v1/subscribers", { body: { email: "mongo-branded@example.com" } });
+    const link = (await m.call("POST", `/api/v1/subscribers/${sub.body.id}/preference-token`)).body.url as string;
+    const base = m.platform.portalUrl!;
+    const first = await fetch(`${base}${link.slice(link.indexOf("/preferences"))}`, { redirect: "manual" });
+    const page = await fetch(`${base}${first.headers.get("location")!}`);
+    const html = await page.text();
+    expect(html).toContain('<img class="logo" src="https://cdn.example.com/logo.svg" alt=""');
+    expect(html).toContain("<style>:root{--brand:#7a1f1f}</style>");
+    expect(page.headers.get("content-security-policy")).toContain("img-src https://cdn.example.com;");
+  });
+});
