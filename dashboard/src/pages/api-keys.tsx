@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { components } from "../api/schema";
 import { formatDateTime, t } from "../i18n";
@@ -23,6 +23,11 @@ export default function ApiKeys() {
   const [revoking, setRevoking] = useState<Key | undefined>();
   const create = useSubmit();
   const revoke = useSubmit();
+  const createdHeading = useRef<HTMLHeadingElement>(null);
+  // The new key is what the member came for: the focus goes to it (a screen reader reads it out).
+  useEffect(() => {
+    if (created) createdHeading.current?.focus();
+  }, [created]);
 
   const onCreate = async (event: Event) => {
     event.preventDefault();
@@ -49,7 +54,9 @@ export default function ApiKeys() {
     <Page title={t("apiKeys.title")} description={t("apiKeys.intro")}>
       {created ? (
         <section class="card alert-success" aria-labelledby="new-key-title">
-          <h2 id="new-key-title">{t("apiKeys.createdTitle")}</h2>
+          <h2 id="new-key-title" tabIndex={-1} ref={createdHeading}>
+            {t("apiKeys.createdTitle")}
+          </h2>
           <p>
             <strong>{t("apiKeys.onceWarning")}</strong>
           </p>
