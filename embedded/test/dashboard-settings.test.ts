@@ -66,6 +66,13 @@ async function sessionOf(context: BrowserContext): Promise<DashboardSession> {
   return { cookie: `${cookie.name}=${cookie.value}`, csrf: body.csrf_token, name: cookie.name, value: cookie.value };
 }
 
+/** Waits until no part of the page is still loading (every "Loading…" status gone). */
+async function settled(p: Page): Promise<void> {
+  const loading = p.getByRole("status").filter({ hasText: "Loading" });
+  const left = await eventually(() => loading.count(), (count) => count === 0);
+  expect(left).toBe(0);
+}
+
 async function heading(p: Page, name: string | RegExp): Promise<void> {
   await p.getByRole("heading", { level: 1, name }).waitFor();
 }
@@ -372,7 +379,7 @@ describe("the dashboard's settings, as a new customer", () => {
     ] as const) {
       await small.goto(dashboard(path));
       await heading(small, title);
-      await small.getByRole("status").filter({ hasText: "Loading" }).waitFor({ state: "detached" });
+      await settled(small);
       await expectFitsViewport(small);
       await expectNoAxeViolations(small);
     }
