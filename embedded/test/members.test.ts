@@ -80,6 +80,14 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect([bad.status, bad.body.code]).toEqual([400, "validation_failed"]);
     // A read needs no CSRF token.
     expect((await sessionCall(t, ownerSession, "GET", "/api/v1/tags", { noCsrf: true })).status).toBe(200);
+    // The services record the member as the actor of what they change.
+    const made = await sessionCall(t, ownerSession, "POST", "/api/v1/subscribers", { body: { email: `made-by-owner-${store}@example.com` }, mode: "test" });
+    expect(made.status).toBe(201);
+    const events = await eventually(
+      async () => (await sessionCall(t, ownerSession, "GET", `/api/v1/subscribers/${made.body.id}/events`, { mode: "test" })).body.items as Array<{ actor: string }>,
+      (items) => items.length > 0,
+    );
+    expect(events[0]!.actor).toBe(`member:${owner.memberId}`);
   });
 
   it("refuses a viewer every change the API offers, with the role needed, and changes nothing", async () => {
@@ -198,6 +206,21 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect(forged.body).toMatchObject({ code: "invalid_token", detail: again.body.detail });
     // An address is one member: inviting it again is refused.
     expect((await sessionCall(t, ownerSession, "POST", "/api/v1/invitations", { body: { email, role: "viewer" } })).body.code).toBe("member_exists");
+  });
+
+  it("mails in the inviter's language, and a withdrawn invitation's link works no more", async () => {
+    const email = `withdrawn-${store}@example.com`;
+    const invited = await sessionCall(t, ownerSession, "POST", "/api/v1/invitations", { body: { email, role: "viewer" }, headers: { "accept-language": "de-CH, en;q=0.5" } });
+    expect(invited.status).toBe(201);
+    const link = await mailedLink(email, "accept");
+    const sent = ((await sessionCall(t, ownerSession, "GET", "/api/v1/emails?limit=500")).body.items as Array<{ id: string; to: string }>).find((e) => e.to === email)!;
+    expect((await sessionCall(t, ownerSession, "GET", `/api/v1/emails/${sent.id}/sandbox`)).body.subject).toMatch(/^Einladung zu /);
+
+    expect((await sessionCall(t, ownerSession, "DELETE", `/api/v1/invitations/${invited.body.id}`)).status).toBe(204);
+    expect((await sessionCall(t, ownerSession, "GET", "/api/v1/invitations")).body.items.map((i: { id: string }) => i.id)).not.toContain(invited.body.id);
+    expect((await sessionCall(t, ownerSession, "DELETE", `/api/v1/invitations/${invited.body.id}`)).body.code).toBe("not_found");
+    const token = new URL(link).hash.slice("#token=".length);
+    expect((await publicCall(t, "POST", "/api/v1/invitations/accept", { token, name: "Too late", password: "a long enough password" })).body.code).toBe("invalid_token");
   });
 
   it("mails a password reset link to a member only, whose use sets the password and ends every session", async () => {

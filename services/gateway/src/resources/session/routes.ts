@@ -4,6 +4,7 @@ import type { GatewayRouterContext } from "../../http/state.js";
 import { decoyHash, hashPassword, verifyPassword } from "../../members/passwords.js";
 import { normalizeEmail, type Member } from "../../members/store.js";
 import { requestAudit } from "../../routes/calls.js";
+import { pickLocale } from "@emailsvc/text";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { clearSessionCookie, setSessionCookie } from "./cookie.js";
@@ -86,7 +87,7 @@ export function sessionRoutes(kit: RouteKit, context: ResourceContext): void {
     if (member && context.mailer) {
       const { id, token } = await members.createPasswordReset(member.id);
       // Mailed in the background: the answer must not take longer for a member than for anyone else.
-      void context.mailer.passwordReset({ accountId: member.accountId, to: member.email, url: dashboardLink(context.publicUrl, "reset-password", token), idempotencyKey: `password-reset:${id}` }).catch((err: unknown) => context.logger.warn({ account_id: member.accountId, err: err instanceof Error ? err.message : String(err) }, "password reset mail not sent"));
+      void context.mailer.passwordReset({ accountId: member.accountId, locale: pickLocale(undefined, undefined, ctx.get("accept-language")), to: member.email, url: dashboardLink(context.publicUrl, "reset-password", token), idempotencyKey: `password-reset:${id}` }).catch((err: unknown) => context.logger.warn({ account_id: member.accountId, err: err instanceof Error ? err.message : String(err) }, "password reset mail not sent"));
       ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
     }
     ctx.status = 202;
