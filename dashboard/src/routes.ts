@@ -25,6 +25,10 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/setup", load: () => import("./pages/accept"), public: true },
   { path: "/", load: () => import("./pages/overview") },
   { path: "/profile", load: () => import("./pages/profile") },
+  { path: "/api-keys", load: () => import("./pages/api-keys") },
+  { path: "/settings/preference-center", load: () => import("./pages/preference-center") },
+  { path: "/members", load: () => import("./pages/members") },
+  { path: "/audit-log", load: () => import("./pages/audit-log") },
 ];
 
 export interface NavItem {

@@ -317,7 +317,7 @@ describe("portal settings", () => {
   it("let an account say who may embed its page", async () => {
     const before = await t.call("GET", "/api/v1/portal-settings");
     expect(before.status).toBe(200);
-    expect(before.body).toEqual({ frame_ancestors: [], sender_name: null, updated_at: null });
+    expect(before.body).toEqual({ frame_ancestors: [], sender_name: null, logo_url: null, brand_color: null, updated_at: null });
     const id = await subscriber("framed@example.com");
     const { path } = await open(id);
     expect((await get(path)).headers.get("content-security-policy")).toContain("frame-ancestors *");
@@ -359,5 +359,72 @@ describe("portal settings", () => {
     expect([...messages]).toEqual(["1-100 characters with visible text (not only spaces or invisible characters such as U+200B or U+2800), no control characters"]);
     expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { sender_name: null } })).body.sender_name).toBeNull();
     expect((await open(id)).html).toContain("<h1>Your email preferences</h1>");
+  });
+
+  it("shows the account's logo and colour (issue 19), allowing images from the logo's origin only", async () => {
+    const id = await subscriber("branded@example.com");
+    const plain = await open(id);
+    expect(plain.html).not.toContain("<img");
+    expect((await get(plain.path)).headers.get("content-security-policy")).not.toContain("img-src");
+
+    const changed = await t.call("PATCH", "/api/v1/portal-settings", { body: { logo_url: "https://cdn.example.com/brand/logo.png?v=2", brand_color: "#1A4D2E", sender_name: "Acme" } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ logo_url: "https://cdn.example.com/brand/logo.png?v=2", brand_color: "#1a4d2e", sender_name: "Acme" });
+    const { path, html } = await open(id);
+    expect(html).toContain('<img class="logo" src="https://cdn.example.com/brand/logo.png?v=2" alt="Acme" referrerpolicy="no-referrer">');
+    expect(html).toContain("<style>:root{--brand:#1a4d2e}</style>");
+    const csp = (await get(path)).headers.get("content-security-policy")!;
+    expect(csp).toContain("img-src https://cdn.example.com;");
+    // Both style sheets are allowed by their hashes, nothing else.
+    expect(csp).toMatch(/style-src 'sha256-[^']+' 'sha256-[^']+';/);
+    expect(csp).toContain("default-src 'none'");
+
+    // Refused, naming the field, and nothing changed: plain http, a script URL, credentials, a colour too light for white text, not a colour.
+    for (const [field, value, message] of [
+      ["logo_url", "http://cdn.example.com/logo.png", /https/],
+      ["logo_url", "javascript:alert(1)", /https/],
+      ["logo_url", "https://user:secret@cdn.example.com/logo.png", /user name or password/],
+      ["brand_color", "#ffcc00", /contrast of 1\.\d+:1 with white; at least 4\.5:1/],
+      ["brand_color", "#777777", /contrast of 4\.48:1/],
+      ["brand_color", "red", /./],
+      ["brand_color", "#12345", /./],
+    ] as const) {
+      const refused = await t.call("PATCH", "/api/v1/portal-settings", { body: { [field]: value } });
+      expect({ value, status: refused.status, fields: refused.body.errors?.map((e: { field: string }) => e.field) }).toEqual({ value, status: 400, fields: [field] });
+      expect(refused.body.errors[0].message).toMatch(message);
+    }
+    expect((await t.call("GET", "/api/v1/portal-settings")).body).toMatchObject({ logo_url: "https://cdn.example.com/brand/logo.png?v=2", brand_color: "#1a4d2e" });
+    // The darkest grey that passes is taken.
+    expect((await t.call("PATCH", "/api/v1/portal-settings", { body: { brand_color: "#767676" } })).status).toBe(200);
+
+    const removed = await t.call("PATCH", "/api/v1/portal-settings", { body: { logo_url: null, brand_color: null, sender_name: null } });
+    expect(removed.body).toMatchObject({ logo_url: null, brand_color: null, sender_name: null });
+    const after = await open(id);
+    expect(after.html).not.toContain("<img");
+    expect(after.html).not.toContain("--brand:");
+  });
+});
+
+describe("portal branding on MongoDB", () => {
+  // The same settings document in the portal's MongoDB database: written field by field, read back by the page.
+  let m: TestPlatform;
+  beforeAll(async () => {
+    m = await startTestPlatform("portal-branding-mongo", undefined, { mongo: true });
+  }, 60_000);
+  afterAll(() => m?.close());
+
+  it("keeps the logo and colour, changes one without the other, and the page uses them", async () => {
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { logo_url: "https://cdn.example.com/logo.svg", brand_color: "#0B3D91" } })).status).toBe(200);
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { brand_color: "#7a1f1f" } })).body).toMatchObject({ logo_url: "https://cdn.example.com/logo.svg", brand_color: "#7a1f1f" });
+    expect((await m.call("PATCH", "/api/v1/portal-settings", { body: { brand_color: "#eeeeee" } })).status).toBe(400);
+    const sub = await m.call("POST", "/api/v1/subscribers", { body: { email: "mongo-branded@example.com" } });
+    const link = (await m.call("POST", `/api/v1/subscribers/${sub.body.id}/preference-token`)).body.url as string;
+    const base = m.platform.portalUrl!;
+    const first = await fetch(`${base}${link.slice(link.indexOf("/preferences"))}`, { redirect: "manual" });
+    const page = await fetch(`${base}${first.headers.get("location")!}`);
+    const html = await page.text();
+    expect(html).toContain('<img class="logo" src="https://cdn.example.com/logo.svg" alt=""');
+    expect(html).toContain("<style>:root{--brand:#7a1f1f}</style>");
+    expect(page.headers.get("content-security-policy")).toContain("img-src https://cdn.example.com;");
   });
 });

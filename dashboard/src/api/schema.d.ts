@@ -809,7 +809,7 @@ export interface paths {
         head?: never;
         /**
          * Change your portal page's settings
-         * @description Changes the fields given (`frame_ancestors`, `sender_name`); the others keep their value. The pages use the new values within 30 seconds.
+         * @description Changes the fields given (`frame_ancestors`, `sender_name`, `logo_url`, `brand_color`); the others keep their value. The pages use the new values within 30 seconds. A logo that is not https or a colour with too little contrast against white is a 400 naming the field.
          */
         patch: operations["updatePortalSettings"];
         trace?: never;
@@ -2686,8 +2686,12 @@ export interface components {
         /** @enum {string} */
         Plan: "starter" | "professional";
         PortalSettings: {
+            /** @description The colour of the pages' buttons and links (`#rrggbb`); null while unset (the platform's blue). */
+            brand_color: string | null;
             /** @description Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`). */
             frame_ancestors: string[];
+            /** @description The logo above the pages' heading (https); null while unset. */
+            logo_url: string | null;
             /** @description How the pages name you; null while unset (the unsubscribe pages then use the account's name, the preference page names no one). */
             sender_name: string | null;
             /**
@@ -2698,8 +2702,18 @@ export interface components {
         };
         /** @description Any of the fields; fields left out keep their value. */
         PortalSettingsUpdate: {
+            /**
+             * @description The colour of the pages' buttons and links, `#rrggbb`, with a contrast of at least 4.5:1 against white (WCAG 2.1 AA: the buttons' white text and the links on the white page stay readable); a lighter one is a 400 naming its ratio. Stored in lower case. null: the platform's blue.
+             * @example #0a58ca
+             */
+            brand_color?: string | null;
             /** @description Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`). */
             frame_ancestors?: string[];
+            /**
+             * @description Your logo above the preference page's heading: an https URL of an image (at most 2048 characters; no user name or password in it). The pages allow images from its origin only; its text alternative is `sender_name`. null removes it.
+             * @example https://www.example.com/logo.png
+             */
+            logo_url?: string | null;
             /** @description How your subscribers know you: the preference page and the unsubscribe pages name you with it ("Your subscriptions with Acme"). 1-100 characters with visible text. null removes it. */
             sender_name?: string | null;
         };

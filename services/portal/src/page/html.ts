@@ -26,10 +26,11 @@ ul{list-style:none;margin:0;padding:0}
 .tag strong{display:block}
 .desc,.state{display:block;color:#57606a;font-size:.95rem}
 form{margin:0}
-button,.button{display:inline-flex;align-items:center;box-sizing:border-box;min-height:44px;padding:.5rem 1rem;border:2px solid #0a58ca;border-radius:.375rem;background:#0a58ca;color:#fff;font:inherit;text-decoration:none;cursor:pointer}
-button.secondary{background:#fff;color:#0a58ca}
+button,.button{display:inline-flex;align-items:center;box-sizing:border-box;min-height:44px;padding:.5rem 1rem;border:2px solid var(--brand,#0a58ca);border-radius:.375rem;background:var(--brand,#0a58ca);color:#fff;font:inherit;text-decoration:none;cursor:pointer}
+button.secondary{background:#fff;color:var(--brand,#0a58ca)}
 .danger{background:#b02a37;border-color:#b02a37;color:#fff}
-a{color:#0a58ca}
+a{color:var(--brand,#0a58ca)}
+.logo{display:block;max-height:4rem;max-width:min(100%,16rem);margin:.5rem 0 0}
 select{font:inherit;min-height:44px;padding:.4rem .5rem;border:1px solid #57606a;border-radius:.375rem;background:#fff;color:#1f2328}
 select:focus-visible{outline:3px solid #1f2328;outline-offset:2px}
 input{font:inherit;min-height:44px;width:100%;max-width:24rem;box-sizing:border-box;padding:.4rem .5rem;border:1px solid #57606a;border-radius:.375rem}
@@ -40,8 +41,24 @@ nav ul{display:flex;flex-wrap:wrap;gap:.75rem;padding-top:1rem;border-top:1px so
 nav a{display:inline-block;min-height:44px;line-height:44px}
 `;
 
+const styleHash = (css: string) => `'sha256-${createHash("sha256").update(css).digest("base64")}'`;
+
 /** The CSP source of the style sheet above. */
-export const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
+export const STYLE_HASH = styleHash(STYLE);
+
+/** The account's colour (checked "#rrggbb", contrast with white ≥ 4.5:1): a second style sheet, allowed by its own hash. */
+export function brandStyle(color: string): { css: string; hash: string } {
+  const css = `:root{--brand:${color}}`;
+  return { css, hash: styleHash(css) };
+}
+
+/** How an account dresses its pages (portal settings): "" for what it did not set. */
+export interface Branding {
+  /** An https URL; the page's CSP allows images from its origin. */
+  logoUrl: string;
+  /** "#rrggbb", checked for contrast when it was set. */
+  brandColor: string;
+}
 
 export interface PageContext {
   locale: Locale;
@@ -49,6 +66,8 @@ export interface PageContext {
   path: string;
   /** How the account names itself to its subscribers (the portal setting `sender_name`); "" or unset: no name. */
   senderName?: string | undefined;
+  /** The account's logo and colour, once the page knows whose it is. */
+  branding?: Branding | undefined;
 }
 
 /** A tag's name and description in the page's language: its translation, else its own. */
@@ -72,11 +91,17 @@ function languageSwitcher(ctx: PageContext): string {
 }
 
 function document(ctx: PageContext, title: string, body: string, withLanguages = true, referrer: "no-referrer" | "same-origin" = "no-referrer"): string {
+  const brandColor = ctx.branding?.brandColor ?? "";
+  // The logo is decoration beside the heading that names the sender: its
+  // text alternative is the sender's name, else empty (it says nothing new).
+  const logo = ctx.branding?.logoUrl
+    ? `<img class="logo" src="${escapeHtml(ctx.branding.logoUrl)}" alt="${escapeHtml(ctx.senderName ?? "")}" referrerpolicy="no-referrer">`
+    : "";
   return (
     `<!doctype html><html lang="${ctx.locale}"><head><meta charset="utf-8">` +
     `<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="${referrer}">` +
-    `<meta name="robots" content="noindex"><title>${title}</title><style>${STYLE}</style></head>` +
-    `<body><main><h1>${title}</h1>${body}${withLanguages ? languageSwitcher(ctx) : ""}</main></body></html>`
+    `<meta name="robots" content="noindex"><title>${title}</title><style>${STYLE}</style>${brandColor ? `<style>${brandStyle(brandColor).css}</style>` : ""}</head>` +
+    `<body><main>${logo}<h1>${title}</h1>${body}${withLanguages ? languageSwitcher(ctx) : ""}</main></body></html>`
   );
 }
 

@@ -5,6 +5,7 @@ import { AppError } from "@emailsvc/errors";
 import { listen, urlHost } from "@emailsvc/runtime";
 import { type Logger } from "@emailsvc/telemetry";
 import { type CallContext } from "@emailsvc/tenancy";
+import { logoOrigin } from "../domain/branding.js";
 import { frameAncestorsDirective } from "../domain/frame-ancestors.js";
 import type { PageSettings } from "../usecases/settings.js";
 import { sameSecret, signToken, tokenBoundSecret, TokenError, verifyToken, type KeyRing, type VerifiedToken } from "@emailsvc/tokens";
@@ -35,8 +36,10 @@ import {
   localizedTag,
   newLinkSentPage,
   preferencesPage,
+  brandStyle,
   STYLE_HASH,
   tooManyRequestsPage,
+  type Branding,
   type PageContext,
   type RenewWith,
 } from "./html.js";
@@ -123,15 +126,23 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
   const sessionTtl = options.sessionTtlSeconds ?? 3600;
   // New-link requests are counted in this process (a replica each: the budgets are per replica).
   const requestCounters = new MemoryCounterStore({ maxKeys: 100_000 });
-  const cspOf = (frameAncestors: readonly string[]) =>
-    ["default-src 'none'", `style-src ${STYLE_HASH}`, "form-action 'self'", "base-uri 'none'", `frame-ancestors ${frameAncestorsDirective(frameAncestors)}`].join("; ");
-  const defaultCsp = cspOf(options.defaultFrameAncestors ?? ["*"]);
+  /** The pages' CSP: with an account's settings, its embedders, and its colour's style sheet and its logo's origin. */
+  const cspOf = (account: Pick<PageSettings, "frameAncestors" | "logoUrl" | "brandColor">) =>
+    [
+      "default-src 'none'",
+      `style-src ${STYLE_HASH}${account.brandColor ? ` ${brandStyle(account.brandColor).hash}` : ""}`,
+      ...(account.logoUrl ? [`img-src ${logoOrigin(account.logoUrl)}`] : []),
+      "form-action 'self'",
+      "base-uri 'none'",
+      `frame-ancestors ${frameAncestorsDirective(account.frameAncestors)}`,
+    ].join("; ");
+  const defaultCsp = cspOf({ frameAncestors: options.defaultFrameAncestors ?? ["*"], logoUrl: "", brandColor: "" });
 
-  /** `embedders`: the frame-ancestors of the account the page belongs to, when one is known. */
-  function send(res: ServerResponse, status: number, html: string, embedders?: readonly string[]): void {
+  /** `account`: the settings of the account the page belongs to, when one is known. */
+  function send(res: ServerResponse, status: number, html: string, account?: PageSettings): void {
     res.writeHead(status, {
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": embedders ? cspOf(embedders) : defaultCsp,
+      "content-security-policy": account ? cspOf(account) : defaultCsp,
       "referrer-policy": "no-referrer",
       "x-content-type-options": "nosniff",
       "cache-control": "no-store",
@@ -193,7 +204,8 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     let locale: Locale = pickLocale(asked, undefined, req.headers["accept-language"]);
     // The account's sender name, once the page knows whose it is.
     let senderName = "";
-    const ctx = (): PageContext => ({ locale, path: url.pathname, senderName });
+    let branding: Branding | undefined;
+    const ctx = (): PageContext => ({ locale, path: url.pathname, senderName, branding });
     try {
       // Which host this is: the platform's, or an account's custom domain (whose pages serve that account only).
       let hostAccount: string | undefined;
@@ -247,8 +259,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
         return await confirmation(req, res, url, sameAccount, (lang) => {
           if (isLocale(lang)) locale = lang;
           return ctx();
-        }, (name) => {
-          senderName = name;
+        }, (settings) => {
+          senderName = settings.senderName;
+          branding = settings;
         });
       }
       const match = SESSION_PATH.exec(url.pathname);
@@ -261,8 +274,9 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
       const csrf = tokenBoundSecret(keys, raw, "csrf")!;
       const portal = portalCall(token, req);
       const settings = await options.settings.forTenant(portal.call);
-      const embedders = settings.frameAncestors;
+      const embedders = settings;
       senderName = settings.senderName;
+      branding = settings;
 
       if (req.method === "GET" && action === "") {
         const view = await getPreferences(deps, portal);
@@ -371,7 +385,7 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     url: URL,
     sameAccount: (accountId: string) => void,
     context: (lang: string | null | undefined) => PageContext,
-    setSender: (name: string) => void,
+    setAccount: (settings: PageSettings) => void,
   ): Promise<void> {
     const form = req.method === "POST" ? await readForm(req) : undefined;
     const ctx = context(form?.get("lang"));
@@ -388,17 +402,17 @@ export async function startPageServer(options: PageServerOptions): Promise<Runni
     sameAccount(token.accountId);
     const portal = portalCall(token, req);
     const settings = await options.settings.forTenant(portal.call);
-    setSender(settings.senderName);
+    setAccount(settings);
     const page = context(form?.get("lang"));
     if (!form) {
       const current = await deps.subscribers.get(portal.call, portal.subscriberId);
-      if (!current) return send(res, 403, confirmationExpiredPage(page), settings.frameAncestors);
-      if (current.status !== SubscriberStatus.PENDING) return send(res, 200, subscriptionConfirmedPage(page, "not_pending"), settings.frameAncestors);
-      return send(res, 200, confirmSubscriptionPage(page, raw), settings.frameAncestors);
+      if (!current) return send(res, 403, confirmationExpiredPage(page), settings);
+      if (current.status !== SubscriberStatus.PENDING) return send(res, 200, subscriptionConfirmedPage(page, "not_pending"), settings);
+      return send(res, 200, confirmSubscriptionPage(page, raw), settings);
     }
     const outcome = await confirmSubscription(deps, portal);
-    if (outcome === "gone") return send(res, 403, confirmationExpiredPage(page), settings.frameAncestors);
-    return send(res, 200, subscriptionConfirmedPage(page, outcome), settings.frameAncestors);
+    if (outcome === "gone") return send(res, 403, confirmationExpiredPage(page), settings);
+    return send(res, 200, subscriptionConfirmedPage(page, outcome), settings);
   }
 
   /**

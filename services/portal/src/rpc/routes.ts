@@ -120,9 +120,14 @@ function settingsToProto(view: PortalSettingsView): portal.PortalSettings {
   return create(portal.PortalSettingsSchema, {
     frameAncestors: view.frameAncestors,
     senderName: view.senderName,
+    logoUrl: view.logoUrl,
+    brandColor: view.brandColor,
     ...(view.updatedAt !== undefined ? { updatedAt: timestampFromMs(view.updatedAt) } : {}),
   });
 }
+
+/** The fields an update mask may name. */
+const SETTINGS_FIELDS = ["frame_ancestors", "sender_name", "logo_url", "brand_color"];
 
 /** Registers PortalSettingsService: an account's settings of its page. */
 export function portalSettingsRoutes(deps: SettingsDeps): (router: ConnectRouter) => void {
@@ -134,11 +139,13 @@ export function portalSettingsRoutes(deps: SettingsDeps): (router: ConnectRouter
       async updatePortalSettings(req, ctx) {
         // No mask: frame_ancestors (what the call meant before sender_name existed), and sender_name when set.
         const paths = req.updateMask?.paths ?? [];
-        const unknown = paths.filter((path) => path !== "frame_ancestors" && path !== "sender_name");
-        if (unknown.length > 0) throw invalid(`update_mask names unknown fields: ${unknown.join(", ")}`, [{ field: "update_mask", description: "only frame_ancestors and sender_name" }]);
+        const unknown = paths.filter((path) => !SETTINGS_FIELDS.includes(path));
+        if (unknown.length > 0) throw invalid(`update_mask names unknown fields: ${unknown.join(", ")}`, [{ field: "update_mask", description: `only ${SETTINGS_FIELDS.join(", ")}` }]);
         const change = {
           frameAncestors: paths.length === 0 || paths.includes("frame_ancestors") ? req.frameAncestors : undefined,
           senderName: paths.length === 0 ? req.senderName : paths.includes("sender_name") ? (req.senderName ?? "") : undefined,
+          logoUrl: paths.includes("logo_url") ? req.logoUrl : undefined,
+          brandColor: paths.includes("brand_color") ? req.brandColor : undefined,
         };
         return { settings: settingsToProto(await updatePortalSettings(deps, readCallContext(ctx), change)) };
       },

@@ -6,6 +6,10 @@ export interface PortalSettingsDoc extends Doc {
   frame_ancestors: string[];
   /** How the pages name the sender; absent or "": they name none. */
   sender_name?: string;
+  /** The logo above the pages' heading, an https URL; absent or "": none. */
+  logo_url?: string;
+  /** Buttons' and links' colour, "#rrggbb"; absent or "": the platform's. */
+  brand_color?: string;
   updated_at: number;
 }
 

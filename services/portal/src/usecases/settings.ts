@@ -3,14 +3,19 @@ import { invalid } from "@emailsvc/errors";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import { hasVisibleText, trimInvisible, visibleTextRule } from "@emailsvc/text";
 import { DuplicateKeyError } from "@emailsvc/storage";
+import { checkBrandColor, checkLogoUrl } from "../domain/branding.js";
 import { frameAncestorsProblem } from "../domain/frame-ancestors.js";
-import type { PortalStorage } from "../storage/settings.js";
+import type { PortalSettingsDoc, PortalStorage } from "../storage/settings.js";
 
 export interface PortalSettingsView {
   /** Empty: the platform's default. */
   frameAncestors: string[];
   /** How the pages name the sender ("Your subscriptions with Acme"); "": they name none. */
   senderName: string;
+  /** An https URL; "": no logo. */
+  logoUrl: string;
+  /** "#rrggbb"; "": the platform's colour. */
+  brandColor: string;
   /** Milliseconds since the epoch; undefined while never set. */
   updatedAt: number | undefined;
 }
@@ -20,6 +25,10 @@ export interface PortalSettingsChange {
   frameAncestors?: readonly string[] | undefined;
   /** "" removes it. */
   senderName?: string | undefined;
+  /** "" removes it. */
+  logoUrl?: string | undefined;
+  /** "" removes it. */
+  brandColor?: string | undefined;
 }
 
 export interface SettingsDeps {
@@ -35,7 +44,17 @@ export const SENDER_NAME_MAX = 100;
 export async function getPortalSettings(deps: SettingsDeps, call: CallContext): Promise<PortalSettingsView> {
   const tenant = tenantKey(call.tenant);
   const doc = await deps.storage.forTenant(tenant).settings.findOne({ _id: tenant });
-  return { frameAncestors: doc?.frame_ancestors ?? [], senderName: doc?.sender_name ?? "", updatedAt: doc?.updated_at };
+  return view(doc);
+}
+
+function view(doc: PortalSettingsDoc | null | undefined): PortalSettingsView {
+  return {
+    frameAncestors: doc?.frame_ancestors ?? [],
+    senderName: doc?.sender_name ?? "",
+    logoUrl: doc?.logo_url ?? "",
+    brandColor: doc?.brand_color ?? "",
+    updatedAt: doc?.updated_at,
+  };
 }
 
 /** The sender name as stored: trimmed of invisible characters; "" to remove; else 1-100 characters that show, no control characters. */
@@ -55,13 +74,23 @@ function validateSenderName(raw: string): string {
  * different fields at once both hold.
  */
 export async function updatePortalSettings(deps: SettingsDeps, call: CallContext, change: PortalSettingsChange): Promise<PortalSettingsView> {
-  const set: { frame_ancestors?: string[]; sender_name?: string } = {};
+  const set: { frame_ancestors?: string[]; sender_name?: string; logo_url?: string; brand_color?: string } = {};
   if (change.frameAncestors !== undefined) {
     const problem = frameAncestorsProblem(change.frameAncestors);
     if (problem) throw invalid(`frame_ancestors: ${problem}`, [{ field: "frame_ancestors", description: problem }]);
     set.frame_ancestors = [...change.frameAncestors];
   }
   if (change.senderName !== undefined) set.sender_name = validateSenderName(change.senderName);
+  if (change.logoUrl !== undefined) {
+    const checked = change.logoUrl === "" ? { url: "" } : checkLogoUrl(change.logoUrl);
+    if ("problem" in checked) throw invalid(`logo_url ${checked.problem}`, [{ field: "logo_url", description: checked.problem }]);
+    set.logo_url = checked.url;
+  }
+  if (change.brandColor !== undefined) {
+    const checked = change.brandColor === "" ? { color: "" } : checkBrandColor(change.brandColor);
+    if ("problem" in checked) throw invalid(`brand_color ${checked.problem}`, [{ field: "brand_color", description: checked.problem }]);
+    set.brand_color = checked.color;
+  }
   const tenant = tenantKey(call.tenant);
   const settings = deps.storage.forTenant(tenant).settings;
   const now = deps.now();
@@ -79,7 +108,7 @@ export async function updatePortalSettings(deps: SettingsDeps, call: CallContext
     }
   }
   deps.changed?.(tenant);
-  return { frameAncestors: doc.frame_ancestors, senderName: doc.sender_name ?? "", updatedAt: doc.updated_at };
+  return view(doc);
 }
 
 /** What a page needs of its account's settings. */
@@ -88,6 +117,10 @@ export interface PageSettings {
   frameAncestors: readonly string[];
   /** "" when the account named no sender. */
   senderName: string;
+  /** "" when the account set no logo. */
+  logoUrl: string;
+  /** "" when the account kept the platform's colour. */
+  brandColor: string;
 }
 
 /**
@@ -114,7 +147,12 @@ export class PageSettingsCache {
   async forTenant(call: CallContext): Promise<PageSettings> {
     return this.cache.get(tenantKey(call.tenant), async () => {
       const view = await getPortalSettings(this.deps, call);
-      return { frameAncestors: view.frameAncestors.length > 0 ? view.frameAncestors : this.fallbackFrameAncestors, senderName: view.senderName };
+      return {
+        frameAncestors: view.frameAncestors.length > 0 ? view.frameAncestors : this.fallbackFrameAncestors,
+        senderName: view.senderName,
+        logoUrl: view.logoUrl,
+        brandColor: view.brandColor,
+      };
     });
   }
 }

@@ -96,6 +96,8 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
   const settingsJson = (s: portal.PortalSettings | undefined) => ({
     frame_ancestors: s?.frameAncestors ?? [],
     sender_name: s?.senderName ? s.senderName : null,
+    logo_url: s?.logoUrl ? s.logoUrl : null,
+    brand_color: s?.brandColor ? s.brandColor : null,
     updated_at: s?.updatedAt ? rfc3339(s.updatedAt, "updated_at") : null,
   });
 
@@ -106,9 +108,15 @@ export function preferenceCenterRoutes(kit: RouteKit, context: ResourceContext):
   defineRoute(kit, "patch", "/api/v1/portal-settings", "updatePortalSettings", async (ctx) => {
     const body = ctx.state.body as PortalSettingsUpdateBody;
     // Only the fields given change (the mask names them).
-    const paths = [...(body.frame_ancestors !== undefined ? ["frame_ancestors"] : []), ...(body.sender_name !== undefined ? ["sender_name"] : [])];
+    const paths = (["frame_ancestors", "sender_name", "logo_url", "brand_color"] as const).filter((field) => body[field] !== undefined);
     const res = await settingsService().updatePortalSettings(
-      { frameAncestors: body.frame_ancestors ?? [], senderName: body.sender_name ?? "", updateMask: { paths } },
+      {
+        frameAncestors: body.frame_ancestors ?? [],
+        senderName: body.sender_name ?? "",
+        logoUrl: body.logo_url ?? "",
+        brandColor: body.brand_color ?? "",
+        updateMask: { paths: [...paths] },
+      },
       callOptions(ctx, timeoutMs),
     );
     // The one-click pages of this gateway name the sender from now on.

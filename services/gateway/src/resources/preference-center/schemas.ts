@@ -46,6 +46,28 @@ const frameAncestors = {
     "Who may embed your portal page in an iframe (CSP `frame-ancestors`): `*`, `'self'`, `'none'` or origins such as `https://shop.example.com` and `https://*.example.com`. Empty: the platform's default (any site, unless the operator set `PORTAL_FRAME_ANCESTORS`).",
 } as const;
 
+/** The logo above the portal pages' heading. */
+const logoUrl = {
+  type: "string",
+  minLength: 1,
+  maxLength: 2048,
+  pattern: "^https://",
+  "x-pattern-message": "must be an https:// URL (the pages load nothing over plain http)",
+  description:
+    "Your logo above the preference page's heading: an https URL of an image (at most 2048 characters; no user name or password in it). The pages allow images from its origin only; its text alternative is `sender_name`.",
+  examples: ["https://www.example.com/logo.png"],
+} as const;
+
+/** The colour of the portal pages' buttons and links. */
+const brandColor = {
+  type: "string",
+  pattern: "^#[0-9A-Fa-f]{6}$",
+  "x-pattern-message": "must be a colour as #rrggbb, e.g. #0a58ca",
+  description:
+    "The colour of the pages' buttons and links, `#rrggbb`, with a contrast of at least 4.5:1 against white (WCAG 2.1 AA: the buttons' white text and the links on the white page stay readable); a lighter one is a 400 naming its ratio. Stored in lower case.",
+  examples: ["#0a58ca"],
+} as const;
+
 /** Why someone gets no mail of a category; null: they get it. */
 const mailingBlock = {
   type: ["string", "null"],
@@ -60,6 +82,8 @@ export const PortalSettingsUpdate = {
   properties: {
     frame_ancestors: frameAncestors,
     sender_name: { ...senderName, type: ["string", "null"], description: `${senderName.description} null removes it.` },
+    logo_url: { ...logoUrl, type: ["string", "null"], description: `${logoUrl.description} null removes it.` },
+    brand_color: { ...brandColor, type: ["string", "null"], description: `${brandColor.description} null: the platform's blue.` },
   },
 } as const;
 export type PortalSettingsUpdateBody = FromSchema<typeof PortalSettingsUpdate>;
@@ -68,9 +92,11 @@ export const schemas: Record<string, JsonSchema> = {
   PortalSettings: {
     type: "object",
     additionalProperties: false,
-    required: ["frame_ancestors", "sender_name", "updated_at"],
+    required: ["frame_ancestors", "sender_name", "logo_url", "brand_color", "updated_at"],
     properties: {
       frame_ancestors: frameAncestors,
+      logo_url: { type: ["string", "null"], description: "The logo above the pages' heading (https); null while unset." },
+      brand_color: { type: ["string", "null"], description: "The colour of the pages' buttons and links (`#rrggbb`); null while unset (the platform's blue)." },
       sender_name: { type: ["string", "null"], description: "How the pages name you; null while unset (the unsubscribe pages then use the account's name, the preference page names no one)." },
       updated_at: { ...timestamp("When they were last changed (RFC 3339, UTC); null while never set."), type: ["string", "null"] },
     },
@@ -166,7 +192,8 @@ export const paths: Paths = {
     patch: {
       operationId: "updatePortalSettings",
       summary: "Change your portal page's settings",
-      description: "Changes the fields given (`frame_ancestors`, `sender_name`); the others keep their value. The pages use the new values within 30 seconds.",
+      description:
+        "Changes the fields given (`frame_ancestors`, `sender_name`, `logo_url`, `brand_color`); the others keep their value. The pages use the new values within 30 seconds. A logo that is not https or a colour with too little contrast against white is a 400 naming the field.",
       tags: ["Preference center"],
       requestBody: body("PortalSettingsUpdate"),
       responses: { "200": json(ref("PortalSettings"), "The settings after the change."), ...errors(...bodyErrors, ...serviceErrors) },
