@@ -25,6 +25,13 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/setup", load: () => import("./pages/accept"), public: true },
   { path: "/", load: () => import("./pages/overview") },
   { path: "/profile", load: () => import("./pages/profile") },
+  { path: "/subscribers", load: () => import("./pages/subscribers/list") },
+  { path: "/subscribers/new", load: () => import("./pages/subscribers/new") },
+  { path: "/subscribers/import", load: () => import("./pages/subscribers/import") },
+  { path: "/subscribers/:id", load: () => import("./pages/subscribers/detail") },
+  { path: "/tags", load: () => import("./pages/tags/list") },
+  { path: "/tags/new", load: () => import("./pages/tags/edit") },
+  { path: "/tags/:id", load: () => import("./pages/tags/edit") },
 ];
 
 export interface NavItem {
