@@ -271,7 +271,7 @@ function Trail(props: { id: string; updatedAt: string }) {
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("subscribers.trailEmpty")}>
         {(data) => (
           <>
-            <TableWrap label={t("subscribers.trail")}>
+            <TableWrap label={t("subscribers.trailTable")}>
               <table>
                 <thead>
                   <tr>

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../../api/client";
 import { formatDateTime, formatNumber, t, type MessageKey } from "../../i18n";
 import { Badge, Button, Field, FormProblem, LoadMore, Loadable, Page, Section, TableWrap, notify, saveFile, submitLabel, useLoad, usePaged, usePoll, useSubmit } from "../../kit";
@@ -20,14 +20,16 @@ export default function ImportPage() {
   const { query } = useLocation();
   const job = query.get("job") ?? "";
   const canWrite = useCanWrite("audience");
+  // Bumped when the job shown settles, so the list of past imports shows its end.
+  const [settled, setSettled] = useState(0);
   return (
     <Page title={t("import.title")} description={t("import.intro")}>
       <p>
         <a href={href("/subscribers")}>{t("subscribers.back")}</a>
       </p>
-      {job ? <Progress id={job} /> : null}
+      {job ? <Progress id={job} onSettled={() => setSettled((n) => n + 1)} /> : null}
       {canWrite ? <Upload /> : <p class="alert alert-info">{t("subscribers.readOnly")}</p>}
-      <PastImports />
+      <PastImports settled={settled} />
     </Page>
   );
 }
@@ -239,10 +241,18 @@ function StateBadge(props: { state: ImportJob["state"] }) {
 }
 
 /** One job: its counts, polled while it runs, then its report. */
-function Progress(props: { id: string }) {
+function Progress(props: { id: string; onSettled: () => void }) {
   const handle = useLoad(() => ok(api.GET("/api/v1/subscribers/imports/{id}", { params: { path: { id: props.id } } })), [props.id]);
   const running = handle.result.state === "ready" && RUNNING.has(handle.result.data.state);
   usePoll(running, POLL_MS, handle.reload);
+  const [wasRunning, setWasRunning] = useState(false);
+  useEffect(() => {
+    if (running) setWasRunning(true);
+    else if (wasRunning) {
+      setWasRunning(false);
+      props.onSettled();
+    }
+  }, [running]);
   return (
     <Section title={t("import.job")}>
       <Loadable handle={handle}>
@@ -333,19 +343,19 @@ function Report(props: { id: string }) {
   );
 }
 
-function PastImports() {
-  // Read again when a job is started or opened, so it is in the list.
+function PastImports(props: { settled: number }) {
+  // Read again when a job is started or opened (so it is in the list) and when it ends.
   const job = useLocation().query.get("job");
   const { handle, more, loadMore } = usePaged(
     (cursor) => ok(api.GET("/api/v1/subscribers/imports", { params: { query: { limit: 20, ...(cursor ? { cursor } : {}) } } })),
-    [job],
+    [job, props.settled],
   );
   return (
     <Section title={t("import.past")}>
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("import.none")}>
         {(data) => (
           <>
-            <TableWrap label={t("import.past")}>
+            <TableWrap label={t("import.pastTable")}>
               <table>
                 <thead>
                   <tr>
