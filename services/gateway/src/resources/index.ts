@@ -1,4 +1,8 @@
 import { adminResource } from "./admin/index.js";
+import { apiKeysResource } from "./api-keys/index.js";
+import { membersResource } from "./members/index.js";
+import { overviewResource } from "./overview/index.js";
+import { sessionResource } from "./session/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
 import { senderDomainsResource } from "./domains/index.js";
@@ -41,6 +45,10 @@ export const RESOURCES: readonly Resource[] = [
   webhooksResource,
   providersResource,
   unsubscribeResource,
+  sessionResource,
+  membersResource,
+  overviewResource,
+  apiKeysResource,
   adminResource,
   systemResource,
 ];
