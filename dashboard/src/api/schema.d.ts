@@ -99,6 +99,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/accounts/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone to an account (by default its owner)
+         * @description Mails a one-time link through the platform; the answer carries it too (`url`, once, `Cache-Control: no-store`). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createAccountInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account of the signed-in member, and their role */
+        get: operations["getMemberAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's API keys (masked) */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Developer or above. The full key is in this response only (`Cache-Control: no-store`); it cannot be read again.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Developer or above. Refused at once by this gateway instance, within 5 seconds by the others.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audience-settings": {
         parameters: {
             query?: never;
@@ -118,6 +196,26 @@ export interface paths {
          * @description Changes the fields given; the others keep their value. A new confirmation window applies to subscribers who sign up from now on.
          */
         patch: operations["updateAudienceSettings"];
+        trace?: never;
+    };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's audit log
+         * @description Admin or owner (or an API key). Newest first: every change a member made with their session (refused ones too, with their status), sign-ins (failed ones to a member's address too), sign-outs, invitations, accepts, password resets, role changes, removals, keys made and revoked, and the operator's changes to the account. API-key calls are not recorded.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/campaigns": {
@@ -513,6 +611,108 @@ export interface paths {
         patch: operations["updateForm"];
         trace?: never;
     };
+    "/api/v1/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List open invitations */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite someone to the account
+         * @description Admin or owner (only an owner invites an owner). Mails a one-time link (`/dashboard/accept#token=…`, 7 days) through the platform (the account's live mode, From EMAIL_FROM). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw an invitation
+         * @description Its link stops working.
+         */
+        delete: operations["deleteInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation: become a member and sign in
+         * @description With the token of the mailed link, a name and a password: makes the member and signs them in (the session cookie). One use; an unknown, used or expired token is a 400 `invalid_token`. `email` only for the setup invitation.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's members */
+        get: operations["listMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Admin or owner (only an owner removes an owner; the last owner stays, 409 `last_owner`). Every session of the member ends at once.
+         */
+        delete: operations["deleteMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Admin or owner. Only an owner may make an owner or change an owner's role; the last owner's role cannot change (409 `last_owner`). The member's sessions see the new role at once.
+         */
+        patch: operations["updateMember"];
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -524,6 +724,66 @@ export interface paths {
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's and this month's sends, bounce and complaint rates, running campaigns
+         * @description The account's data in the caller's mode. `tz` (an IANA time zone, default UTC) says where today and this month start; an unknown zone is a 400.
+         */
+        get: operations["getOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link
+         * @description Always 202, whether or not the address is a member's: the answer tells nothing. A member gets a mail with a one-time link (`/dashboard/reset-password#token=…`, valid 1 hour). Limited per client address and per email address (429).
+         */
+        post: operations["createPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link's token
+         * @description Sets the password and ends every session of the member. An unknown, used or expired token is a 400 `invalid_token`.
+         */
+        post: operations["completePasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -703,6 +963,48 @@ export interface paths {
          */
         post: operations["takeSesNotification"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in member and their account */
+        get: operations["getSession"];
+        put?: never;
+        /**
+         * Sign in to the dashboard
+         * @description Checks a member's email and password and sets the session cookie. A wrong password and an unknown address get the same 401 `invalid_credentials`. Failed sign-ins are limited per email address (`RATE_LIMIT_SIGN_IN_FAILURES`, default 10 per 15 min: past it that address is refused with 429, even with the right password, until it recovers) and per client address.
+         */
+        post: operations["createSession"];
+        /** Sign out */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out everywhere
+         * @description Ends every session of the signed-in member, on every device.
+         */
+        delete: operations["deleteAllSessions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1587,10 +1889,47 @@ export interface components {
         AccountCreate: {
             name: string;
             /**
+             * Format: email
+             * @description The first owner's address: their invitation is mailed, and its link is in the answer (`owner_invitation.url`, once).
+             */
+            owner_email?: string;
+            /**
              * @default starter
              * @enum {string}
              */
             plan: "starter" | "professional";
+        };
+        AccountCreated: {
+            /**
+             * Format: date-time
+             * @description When the account was created (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly id: string;
+            name: string;
+            /** @description With `owner_email`: the owner's invitation, mailed; its `url` is shown here once. */
+            owner_invitation?: components["schemas"]["OperatorInvitation"];
+            plan: components["schemas"]["Plan"];
+        };
+        AccountInvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /**
+             * @description The role the invitation gives; default owner.
+             * @default owner
+             * @enum {string}
+             */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        AccountOfMember: {
+            id: string;
+            /** @description The signed-in member, with their role. */
+            member: components["schemas"]["Member"];
+            name: string;
+            plan: components["schemas"]["Plan"];
         };
         /** @description A page of accounts, oldest first. */
         AccountPage: {
@@ -1674,6 +2013,42 @@ export interface components {
             double_opt_in?: boolean;
             /** @description `POST /api/v1/subscribers` without a `status` creates pending subscribers too. */
             double_opt_in_for_api?: boolean;
+        };
+        AuditEntry: {
+            /** @description The operation (its operationId in this document), e.g. `createKey`, `createSession`. */
+            action: string;
+            /** @description Who: a member (with their address), or the operator (the admin API). */
+            actor: {
+                email?: string;
+                id: string;
+                /** @enum {string} */
+                type: "member" | "api_key" | "operator";
+            };
+            /**
+             * Format: date-time
+             * @description When (RFC 3339, UTC).
+             */
+            readonly at: string;
+            /** @example aud_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            /** @description The client's IP address as the gateway can trust it (the peer, or the X-Forwarded-For entry of TRUSTED_PROXY_HOPS); "" when unknown. */
+            ip: string;
+            method: string;
+            /**
+             * @description The data acted on; null for the members' own doors (sign-in, invitations, resets) and the operator's changes.
+             * @enum {string|null}
+             */
+            mode: "live" | "test" | null;
+            /** @description The path with its ids, without the query; a parameter that is no id (an address) appears as its name, e.g. `/api/v1/suppressions/{email}`. */
+            path: string;
+            /** @description The answer's status: refusals are recorded too. */
+            status: number;
+        };
+        /** @description A page of the audit log, newest first. */
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
         };
         Campaign: {
             counts: components["schemas"]["RecipientCounts"];
@@ -2158,14 +2533,155 @@ export interface components {
          * @enum {string}
          */
         ImportState: "uploading" | "queued" | "running" | "completed" | "failed" | "cancelled";
+        Invitation: {
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            readonly created_at: string;
+            /** @description Whom it was mailed to; null for the setup invitation (its taker gives the address). */
+            email: string | null;
+            /**
+             * Format: date-time
+             * @description When its link stops working (7 days after).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+        };
+        InvitationAccept: {
+            /**
+             * Format: email
+             * @description Only for the setup invitation (which names no address): the new member's address. Any other invitation's address is its own.
+             */
+            email?: string;
+            name: string;
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        InvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        /** @description A page of open invitations (neither accepted nor expired), oldest first. */
+        InvitationPage: {
+            items: components["schemas"]["Invitation"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         /**
          * @description Data of the two modes never mixes; test keys never deliver to a real recipient.
          * @enum {string}
          */
         KeyMode: "live" | "test";
+        Member: {
+            /**
+             * Format: date-time
+             * @description When the member joined (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            readonly name: string;
+            role: components["schemas"]["Role"];
+        };
+        /** @description A page of members, oldest first. */
+        MemberPage: {
+            items: components["schemas"]["Member"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        MemberUpdate: {
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
         /** @description Your own attributes: at most 50 keys of 1-40 characters (letters, digits, `_`, `-`; not starting with `-`), each a string of at most 500 characters, a number or a boolean. At most 8 KiB as JSON in all (413 `metadata_too_large` beyond). */
         Metadata: {
             [key: string]: string | number | boolean;
+        };
+        /** @description An invitation, mailed to its address; `url` (the link in the mail) is shown here once: only its hash is stored. */
+        OperatorInvitation: {
+            email: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (7 days).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+            /** @description The one-time link (`/dashboard/accept#token=…`). */
+            url: string;
+        };
+        Overview: {
+            /** @description This month: bounced / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            bounce_rate: number | null;
+            /** @description This month: complained / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            complaint_rate: number | null;
+            month: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of this month in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description Campaigns sending or paused now, oldest first (at most 50). */
+            running_campaigns: components["schemas"]["Campaign"][];
+            today: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of today in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description The time zone the periods are in. */
+            tz: string;
+        };
+        PasswordResetComplete: {
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        PasswordResetCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
         };
         /** @enum {string} */
         Plan: "starter" | "professional";
@@ -2350,6 +2866,11 @@ export interface components {
             /** @description Recipients snapshotted when sending started; grows while `snapshot_complete` is false, fixed after. */
             total: number;
         };
+        /**
+         * @description viewer (reads), developer (also keys, webhooks, templates, sending domains, sends), admin (everything but owners), owner.
+         * @enum {string}
+         */
+        Role: "viewer" | "developer" | "admin" | "owner";
         /** @description The whole rendered message the sandbox provider kept instead of sending it. */
         SandboxMessage: {
             /**
@@ -2437,6 +2958,38 @@ export interface components {
             items: components["schemas"]["SenderDomain"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description The signed-in member, their account, and the token to send as `X-CSRF-Token` with every change. */
+        Session: {
+            account: components["schemas"]["SessionAccount"];
+            /** @description Send as `X-CSRF-Token` on POST, PUT, PATCH and DELETE. */
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless used: 12 h after its last use, 7 days after sign-in at the latest.
+             */
+            readonly expires_at: string;
+            member: components["schemas"]["SessionMember"];
+        };
+        SessionAccount: {
+            id: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+        };
+        SessionCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            password: string;
+        };
+        SessionMember: {
+            email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            name: string;
+            role: components["schemas"]["Role"];
         };
         SignupForm: {
             /**
@@ -3288,6 +3841,7 @@ export interface components {
          *     - `invalid_sender_domain` (Invalid sending domain): the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own).
          *     - `import_empty` (Import file empty): an import's body is empty; no job was left waiting.
          *     - `sns_message_malformed` (Not an SNS message): the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed.
+         *     - `invalid_token` (Link not valid): an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link.
          */
         BadRequest: {
             headers: {
@@ -3321,6 +3875,8 @@ export interface components {
          *     - `import_not_uploading` (Import not uploading): the import took its whole upload already (or failed): it takes no more chunks.
          *     - `import_incomplete` (Import upload incomplete): chunks of the import's upload are missing.
          *     - `template_in_use` (Template in use): triggers or unfinished campaigns use the template (the detail names them); nothing was deleted.
+         *     - `member_exists` (Already a member): the email address is a member already (of this or another account: an address is one member of one account).
+         *     - `last_owner` (Last owner): the change would leave the account without an owner; make another member owner first.
          */
         Conflict: {
             headers: {
@@ -3339,6 +3895,8 @@ export interface components {
          * @description The credential is valid but the operation is not allowed to it. The `code` is one of:
          *
          *     - `forbidden` (Forbidden): a service refused the operation to this credential.
+         *     - `csrf_failed` (CSRF token missing or wrong): a change made with the session cookie lacks the session's `X-CSRF-Token`, or sends another.
+         *     - `role_forbidden` (Role does not allow this): the member's role may not do this; the detail names the role needed.
          *     - `test_mode_campaign_too_large` (Campaign too large for test mode): a test-mode campaign has more recipients than `TEST_MODE_DAILY_LIMIT` allows in a day.
          *     - `plan_required` (Plan does not include this): the account's plan lacks the feature; the detail names the plan needed.
          *     - `live_key_required` (Live-mode key required): the change needs a live-mode key.
@@ -3481,6 +4039,9 @@ export interface components {
          *     - `missing_preference_token` (Preference token required): no `Authorization: Bearer` preference token.
          *     - `invalid_preference_token` (Invalid preference token): the preference token is expired, altered, of another purpose, or its subscriber was erased.
          *     - `unauthenticated` (Not authenticated): a service refused the call's credentials.
+         *     - `invalid_credentials` (Wrong email or password): a dashboard sign-in names no member or the wrong password (one answer for both).
+         *     - `missing_session` (Sign-in required): no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in).
+         *     - `invalid_session` (Session ended): the session cookie is unknown, signed out, expired, or its member was removed.
          */
         Unauthorized: {
             headers: {
@@ -3568,6 +4129,8 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
+        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -3578,8 +4141,16 @@ export interface components {
         IdempotencyKey: string;
         /** @description The import's id. */
         ImportId: string;
+        /** @description The invitation's id (`inv_…`). */
+        InvitationId: string;
+        /** @description The key's id (`key_…`). */
+        KeyId: string;
         /** @description Page size. */
         Limit: number;
+        /** @description The member's id (`mem_…`). */
+        MemberId: string;
+        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -3666,18 +4237,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new account. */
+            /** @description The new account (and its owner's invitation). */
             201: {
                 headers: {
+                    "Cache-Control"?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Account"];
+                    "application/json": components["schemas"]["AccountCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3921,10 +4494,211 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getAudienceSettings: {
+    createAccountInvitation: {
         parameters: {
             query?: never;
             header?: never;
+            path: {
+                /** @description The account's id. */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its link once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMemberAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountOfMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys, masked, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The new key, shown once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The key's id (`key_…`). */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked (revoking a revoked key changes nothing). */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAudienceSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3946,6 +4720,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3955,7 +4730,12 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3981,12 +4761,54 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listCampaigns: {
@@ -3997,7 +4819,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4019,6 +4846,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4028,7 +4856,12 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4054,6 +4887,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4066,7 +4900,12 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4091,6 +4930,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4101,7 +4941,12 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4124,6 +4969,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4135,7 +4981,12 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4164,6 +5015,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4177,7 +5029,12 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4202,6 +5059,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4213,7 +5071,12 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4238,6 +5101,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4249,7 +5113,12 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4274,6 +5143,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4284,7 +5154,12 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4309,6 +5184,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4320,7 +5196,12 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4363,7 +5244,12 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4389,6 +5275,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4405,7 +5292,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4427,6 +5319,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4436,7 +5329,12 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4462,6 +5360,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4474,7 +5373,12 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4499,6 +5403,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4509,7 +5414,12 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4532,6 +5442,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4542,7 +5453,12 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4567,6 +5483,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4582,7 +5499,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4604,6 +5526,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4613,7 +5536,12 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4638,6 +5566,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4648,7 +5577,12 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4673,6 +5607,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4683,7 +5618,12 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4709,6 +5649,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4723,6 +5664,10 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -4751,6 +5696,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4765,7 +5711,12 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4787,6 +5738,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4801,7 +5753,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4823,6 +5780,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4832,7 +5790,12 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4858,6 +5821,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4870,7 +5834,12 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4895,6 +5864,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4905,7 +5875,12 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4928,6 +5903,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4938,7 +5914,12 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4967,6 +5948,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4974,6 +5956,290 @@ export interface operations {
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of open invitations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation (its link only in the mail). */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    deleteInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The invitation's id (`inv_…`). */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationAccept"];
+            };
+        };
+        responses: {
+            /** @description The new member, signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenApiDocument: {
@@ -4998,10 +6264,113 @@ export interface operations {
             400: components["responses"]["BadRequest"];
         };
     };
-    getPortalSettings: {
+    getOverview: {
+        parameters: {
+            query?: {
+                /** @description IANA time zone, e.g. `Europe/Zurich`. */
+                tz?: string;
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    createPasswordReset: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetCreate"];
+            };
+        };
+        responses: {
+            /** @description Taken; a member gets the mail. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    completePasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetComplete"];
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5023,6 +6392,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5032,7 +6402,12 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5058,6 +6433,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5335,10 +6711,157 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getCustomDomain: {
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSession: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionCreate"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie (`emailsvc_session`, or `__Host-emailsvc_session` over https): HttpOnly, SameSite=Strict, Path=/, Secure over https. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAllSessions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session ended; this one's cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCustomDomain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5372,7 +6895,12 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5412,7 +6940,12 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5455,7 +6988,12 @@ export interface operations {
                 /** @description Only subscribers holding the tag of this name (ignoring case); a name no tag has gives an empty list. */
                 tag?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5477,6 +7015,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5486,7 +7025,12 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5512,6 +7056,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5524,7 +7069,12 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5549,6 +7099,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5559,7 +7110,12 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5582,6 +7138,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5592,7 +7149,12 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5621,6 +7183,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5639,7 +7202,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5664,6 +7232,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5674,7 +7243,12 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5699,6 +7273,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5709,7 +7284,12 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5734,6 +7314,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5744,7 +7325,12 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5773,6 +7359,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5785,7 +7372,12 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5812,6 +7404,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5822,7 +7415,12 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -5847,6 +7445,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5862,7 +7461,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5884,6 +7488,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5914,7 +7519,12 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5943,6 +7553,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5954,7 +7565,12 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -5979,6 +7595,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5989,7 +7606,12 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -6014,6 +7636,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6031,7 +7654,12 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6053,6 +7681,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6062,7 +7691,12 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6102,6 +7736,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6116,7 +7751,12 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -6141,6 +7781,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6156,7 +7797,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6178,6 +7824,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6187,7 +7834,12 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6213,6 +7865,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6225,7 +7878,12 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6250,6 +7908,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6260,7 +7919,12 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6283,6 +7947,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6293,7 +7958,12 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6322,6 +7992,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6340,7 +8011,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6362,6 +8038,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6371,7 +8048,12 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6397,6 +8079,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6409,7 +8092,12 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6434,6 +8122,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6444,7 +8133,12 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6467,6 +8161,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -6478,7 +8173,12 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6507,6 +8207,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6520,7 +8221,12 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6549,6 +8255,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6566,7 +8273,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6588,6 +8300,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6597,7 +8310,12 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6623,6 +8341,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6635,7 +8354,12 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6660,6 +8384,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6670,7 +8395,12 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6693,6 +8423,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6703,7 +8434,12 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6732,6 +8468,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6749,7 +8486,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6771,6 +8513,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6780,7 +8523,12 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6806,6 +8554,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6818,7 +8567,12 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6843,6 +8597,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6853,7 +8608,12 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6876,6 +8636,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6886,7 +8647,12 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6915,6 +8681,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6932,7 +8699,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6957,6 +8729,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6967,7 +8740,12 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -6994,6 +8772,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7004,7 +8783,12 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7029,6 +8813,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
