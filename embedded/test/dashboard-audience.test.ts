@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expectFitsViewport, expectNoAxeViolations, launchChromium, tabUntilFocused } from "@emailsvc/testing";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { browserSignIn, createMember, sessionCall, signIn, type DashboardSession, type MemberCredentials, type Role } from "./support/dashboard-session";
@@ -105,6 +106,29 @@ describe("the Tags page", () => {
     ]);
   });
 
+  it("edits a tag and deletes another after a question", async () => {
+    await page.goto(url("/tags"));
+    await page.getByRole("link", { name: "Weekly news", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Weekly news" }).waitFor();
+    expect(await page.getByLabel("Name in German").inputValue()).toBe("Wöchentliche Neuigkeiten");
+    await page.getByLabel("Name in French").fill("Nouvelles de la semaine");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByText("Tag Weekly news saved.").waitFor();
+    await expectNoAxeViolations(page);
+    const saved = (await signedIn.call(t, admin, "GET", "/api/v1/tags")).body.items[0];
+    expect(saved.translations).toEqual({ de: { name: "Wöchentliche Neuigkeiten", description: "Jeden Freitag" }, fr: { name: "Nouvelles de la semaine", description: "" } });
+
+    expect((await signedIn.call(t, admin, "POST", "/api/v1/tags", { name: "short-lived" })).status).toBe(201);
+    await page.goto(url("/tags"));
+    await page.getByRole("button", { name: "Delete short-lived" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete this tag?" });
+    await dialog.getByText("The tag short-lived is removed from its 0 subscribers").waitFor();
+    await expectNoAxeViolations(page);
+    await dialog.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("link", { name: "short-lived", exact: true }).waitFor({ state: "detached" });
+    expect(((await signedIn.call(t, admin, "GET", "/api/v1/tags")).body.items as Array<{ name: string }>).map((x) => x.name)).toEqual(["Weekly news"]);
+  });
+
   it("shows a tag that does not exist as not found", async () => {
     await page.goto(url("/tags/tag_00000000000000000000000000"));
     await page.getByRole("alert").getByText("Not found").waitFor();
@@ -180,6 +204,14 @@ describe("the Subscribers pages", () => {
     await expect(page.getByRole("button", { name: "Load more" }).count()).resolves.toBe(0);
     await expectNoAxeViolations(page);
 
+    // The export: a CSV of the filter's every subscriber, paged through the API in the browser.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export CSV" }).click()]);
+    expect(download.suggestedFilename()).toMatch(/^subscribers-\d{4}-\d{2}-\d{2}\.csv$/);
+    const exported = readFileSync(await download.path(), "utf8").trimEnd().split("\r\n");
+    expect(exported[0]).toBe("email,status,locale,tags,created_at,city,first_name");
+    expect(exported).toHaveLength(101);
+    expect(exported[1]).toMatch(/^user0000@example\.com,active,,vip;Weekly news,\d{4}-[^,]+,"Zürich, ZH",Person 0000$/);
+
     // Open it.
     await page.goto(url("/subscribers?email=user0042"));
     await list.getByRole("link", { name: "user0042@example.com" }).click();
@@ -211,6 +243,12 @@ describe("the Subscribers pages", () => {
       await page.reload();
       await trail.getByText("subscriber.created").waitFor();
     }
+
+    // Its data export (GDPR) as a JSON file.
+    const [dataFile] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export data (JSON)" }).click()]);
+    expect(dataFile.suggestedFilename()).toBe(`subscriber-${id}.json`);
+    const data = JSON.parse(readFileSync(await dataFile.path(), "utf8"));
+    expect(data.profile).toMatchObject({ id, email: "user0042@example.com", metadata: { city: "Basel", plan: 42 } });
 
     // Erase: the button stays disabled until the address is typed.
     await page.getByRole("button", { name: "Erase" }).click();
@@ -246,6 +284,22 @@ describe("the Subscribers pages", () => {
     await page.getByRole("heading", { level: 1, name: "new.person@example.com" }).waitFor();
     const found = (await signedIn.call(t, admin, "GET", "/api/v1/subscribers/by-email/new.person@example.com")).body;
     expect(found).toMatchObject({ status: "active", locale: "de", tags: ["vip", "Weekly news"], metadata: { source: "fair" } });
+
+    // Its tags: one added, one removed.
+    const tags = page.getByRole("region", { name: "Tags" });
+    await tags.getByLabel("Add tags").fill("fair-2026");
+    await tags.getByRole("button", { name: "Add", exact: true }).click();
+    await tags.getByRole("link", { name: "fair-2026" }).waitFor();
+    await tags.getByRole("button", { name: "Remove tag vip" }).click();
+    await tags.getByRole("link", { name: "vip" }).waitFor({ state: "detached" });
+    expect((await signedIn.call(t, admin, "GET", `/api/v1/subscribers/${found.id}`)).body.tags).toEqual(["fair-2026", "Weekly news"]);
+
+    // Unsubscribe from everything, after a question.
+    await page.getByRole("button", { name: "Unsubscribe" }).click();
+    await page.getByRole("dialog", { name: "Unsubscribe from everything?" }).getByRole("button", { name: "Unsubscribe" }).click();
+    await page.getByRole("region", { name: "Profile" }).getByText("Unsubscribed", { exact: true }).waitFor();
+    expect((await signedIn.call(t, admin, "GET", `/api/v1/subscribers/${found.id}`)).body.status).toBe("unsubscribed");
+    await expectNoAxeViolations(page);
 
     // A bad address is refused beside its field, and nothing is made.
     await page.goto(url("/subscribers/new"));
