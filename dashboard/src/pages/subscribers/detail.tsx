@@ -5,8 +5,7 @@ import { Button, ConfirmDialog, Field, FormProblem, LoadMore, Loadable, Page, Se
 import type { PageProps } from "../../routes";
 import { href } from "../../router";
 import { useCanWrite } from "../../session";
-import { tagList } from "./new";
-import { MetadataEditor, SUBSCRIBER_LOCALES, StatusBadge, metadataRows, metadataValue, type MetadataRow, type Subscriber } from "./shared";
+import { MetadataEditor, SUBSCRIBER_LOCALES, StatusBadge, metadataRows, metadataValue, tagList, type MetadataRow, type Subscriber } from "./shared";
 
 export default function SubscriberPage(props: PageProps) {
   const id = props.params.id ?? "";

@@ -103,7 +103,7 @@ function Upload() {
         api.POST("/api/v1/subscribers/imports", {
           params: { query: importQuery(delimiter, mapping) },
           // The file itself is the body, streamed by the browser as it is read.
-          body: preview.file as unknown as string,
+          body: preview.file,
           bodySerializer: (body: unknown) => body as BodyInit,
           headers: { "Content-Type": "text/csv" },
         }),

@@ -31,7 +31,7 @@ function listPage(filter: Filter, cursor: string | undefined, limit: number) {
 }
 
 /** The export's columns: the fixed ones, then every metadata key met (a key named like a fixed column gets "metadata."). */
-export function exportRows(subscribers: readonly Subscriber[]): string[][] {
+function exportRows(subscribers: readonly Subscriber[]): string[][] {
   const fixed = ["email", "status", "locale", "tags", "created_at"];
   const keys = [...new Set(subscribers.flatMap((s) => Object.keys(s.metadata)))].sort();
   const header = [...fixed, ...keys.map((k) => (fixed.includes(k) ? `metadata.${k}` : k))];

@@ -4,12 +4,7 @@ import { t } from "../../i18n";
 import { Button, Field, FormProblem, Page, formValue, notify, submitLabel, useSubmit } from "../../kit";
 import { href, navigate } from "../../router";
 import { useCanWrite } from "../../session";
-import { MetadataEditor, SUBSCRIBER_LOCALES, metadataObject, type MetadataRow } from "./shared";
-
-/** Tag names as typed: separated by commas, trimmed, empty ones dropped. */
-export function tagList(text: string): string[] {
-  return [...new Set(text.split(",").map((s) => s.trim()).filter(Boolean))];
-}
+import { MetadataEditor, SUBSCRIBER_LOCALES, metadataObject, tagList, type MetadataRow } from "./shared";
 
 export default function NewSubscriber() {
   const canWrite = useCanWrite("audience");

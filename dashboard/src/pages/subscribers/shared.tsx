@@ -32,6 +32,11 @@ export function StatusBadge(props: { status: SubscriberStatus }) {
   return <Badge tone={STATUS_TONE[props.status]}>{statusLabel(props.status)}</Badge>;
 }
 
+/** Tag names as typed: separated by commas, trimmed, empty ones dropped. */
+export function tagList(text: string): string[] {
+  return [...new Set(text.split(",").map((s) => s.trim()).filter(Boolean))];
+}
+
 /** One metadata entry being edited; `value` as typed (numbers and booleans are read back by `metadataValue`). */
 export interface MetadataRow {
   key: string;
