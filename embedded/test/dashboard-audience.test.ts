@@ -285,6 +285,15 @@ describe("the Subscribers pages", () => {
     const found = (await signedIn.call(t, admin, "GET", "/api/v1/subscribers/by-email/new.person@example.com")).body;
     expect(found).toMatchObject({ status: "active", locale: "de", tags: ["vip", "Weekly news"], metadata: { source: "fair" } });
 
+    // The profile form shows what is stored.
+    const profile = page.getByRole("region", { name: "Profile" });
+    expect(await profile.getByLabel("Language").inputValue()).toBe("de");
+    expect(await profile.getByLabel("Email address").inputValue()).toBe("new.person@example.com");
+    await profile.getByLabel("Language").selectOption("fr");
+    await profile.getByRole("button", { name: "Save" }).click();
+    await profile.getByRole("definition").filter({ hasText: "French" }).waitFor();
+    expect((await signedIn.call(t, admin, "GET", `/api/v1/subscribers/${found.id}`)).body).toMatchObject({ locale: "fr", email: "new.person@example.com" });
+
     // Its tags: one added, one removed.
     const tags = page.getByRole("region", { name: "Tags" });
     await tags.getByLabel("Add tags").fill("fair-2026");

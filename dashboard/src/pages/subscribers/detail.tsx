@@ -150,10 +150,13 @@ function Profile(props: { subscriber: Subscriber; handle: Handle }) {
             <input name="email" type="email" defaultValue={s.email} autoComplete="off" />
           </Field>
           <Field label={t("subscribers.locale")} error={p?.field("locale")}>
-            <select name="locale" defaultValue={s.locale ?? ""}>
-              <option value="">{t("subscribers.noLocale")}</option>
+            {/* A select has no default value in the DOM: the stored one is the option selected at first. */}
+            <select name="locale">
+              <option value="" selected={!s.locale}>
+                {t("subscribers.noLocale")}
+              </option>
               {SUBSCRIBER_LOCALES.map((l) => (
-                <option key={l} value={l}>
+                <option key={l} value={l} selected={l === s.locale}>
                   {t(`subscribers.locale.${l}`)}
                 </option>
               ))}
