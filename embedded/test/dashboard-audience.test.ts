@@ -415,3 +415,45 @@ describe("a viewer", () => {
     }
   });
 });
+
+// The list's address and tag filters and the tags' counts are store queries
+// (a range on the lower-cased address, a tag's members counted): the same
+// pages on MongoDB (FerretDB here).
+describe("on MongoDB", () => {
+  let tm: TestPlatform;
+  let owner: Member;
+  beforeAll(async () => {
+    tm = await startTestPlatform("dashboard-audience-mongo", undefined, { mongo: true });
+    owner = await signedIn.member(tm, "owner");
+  }, 60_000);
+  afterAll(async () => {
+    await tm?.close();
+  });
+
+  it("finds by address prefix and tag, and counts a tag's members", async () => {
+    for (const [email, tags] of [
+      ["Anna@example.com", ["vip"]],
+      ["annika@example.com", []],
+      ["bob@example.com", ["vip"]],
+    ] as const) {
+      expect((await signedIn.call(tm, owner, "POST", "/api/v1/subscribers", { email, tags })).status).toBe(201);
+    }
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      await signedIn.context(context, tm, owner);
+      const mongoPage = await context.newPage();
+      const list = mongoPage.getByRole("region", { name: "Subscribers" });
+      await mongoPage.goto(`${tm.url}/dashboard/subscribers?email=ANN`);
+      await list.getByRole("link", { name: "annika@example.com" }).waitFor();
+      expect(await list.getByRole("link").allInnerTexts()).toEqual(["Anna@example.com", "annika@example.com"]);
+      await mongoPage.goto(`${tm.url}/dashboard/subscribers?tag=VIP`);
+      await list.getByRole("link", { name: "bob@example.com" }).waitFor();
+      expect(await list.getByRole("link").allInnerTexts()).toEqual(["Anna@example.com", "bob@example.com"]);
+      await mongoPage.goto(`${tm.url}/dashboard/tags`);
+      await mongoPage.getByRole("link", { name: "2 subscribers with vip" }).waitFor();
+      await expectNoAxeViolations(mongoPage);
+    } finally {
+      await context.close();
+    }
+  });
+});
