@@ -80,6 +80,14 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect([bad.status, bad.body.code]).toEqual([400, "validation_failed"]);
     // A read needs no CSRF token.
     expect((await sessionCall(t, ownerSession, "GET", "/api/v1/tags", { noCsrf: true })).status).toBe(200);
+    // The services record the member as the actor of what they change.
+    const made = await sessionCall(t, ownerSession, "POST", "/api/v1/subscribers", { body: { email: `made-by-owner-${store}@example.com` }, mode: "test" });
+    expect(made.status).toBe(201);
+    const events = await eventually(
+      async () => (await sessionCall(t, ownerSession, "GET", `/api/v1/subscribers/${made.body.id}/events`, { mode: "test" })).body.items as Array<{ actor: string }>,
+      (items) => items.length > 0,
+    );
+    expect(events[0]!.actor).toBe(`member:${owner.memberId}`);
   });
 
   it("refuses a viewer every change the API offers, with the role needed, and changes nothing", async () => {
