@@ -4129,8 +4129,6 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
-        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -4149,8 +4147,6 @@ export interface components {
         Limit: number;
         /** @description The member's id (`mem_…`). */
         MemberId: string;
-        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -4535,12 +4531,7 @@ export interface operations {
     getMemberAccount: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4576,12 +4567,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4612,12 +4598,7 @@ export interface operations {
     createKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4655,12 +4636,7 @@ export interface operations {
     revokeKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The key's id (`key_…`). */
                 id: components["parameters"]["KeyId"];
@@ -4693,12 +4669,7 @@ export interface operations {
     getAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4730,12 +4701,7 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4778,12 +4744,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4819,12 +4780,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4856,12 +4812,7 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4900,12 +4851,7 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4941,12 +4887,7 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4981,12 +4922,7 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5029,12 +4965,7 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5071,12 +5002,7 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5113,12 +5039,7 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5154,12 +5075,7 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5196,12 +5112,7 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5244,12 +5155,7 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5292,12 +5198,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5329,12 +5230,7 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5373,12 +5269,7 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5414,12 +5305,7 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5453,12 +5339,7 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5499,12 +5380,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5536,12 +5412,7 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5577,12 +5448,7 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5618,12 +5484,7 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5664,10 +5525,6 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -5711,12 +5568,7 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5753,12 +5605,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5790,12 +5637,7 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5834,12 +5676,7 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5875,12 +5712,7 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5914,12 +5746,7 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5966,12 +5793,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6002,12 +5824,7 @@ export interface operations {
     createInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6046,12 +5863,7 @@ export interface operations {
     deleteInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The invitation's id (`inv_…`). */
                 id: components["parameters"]["InvitationId"];
@@ -6123,12 +5935,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6159,12 +5966,7 @@ export interface operations {
     deleteMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6198,12 +6000,7 @@ export interface operations {
     updateMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6270,12 +6067,7 @@ export interface operations {
                 /** @description IANA time zone, e.g. `Europe/Zurich`. */
                 tz?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6365,12 +6157,7 @@ export interface operations {
     getPortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6402,12 +6189,7 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6714,12 +6496,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6784,12 +6561,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6820,12 +6592,7 @@ export interface operations {
     deleteAllSessions: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6856,12 +6623,7 @@ export interface operations {
     getCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6895,12 +6657,7 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6940,12 +6697,7 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6988,12 +6740,7 @@ export interface operations {
                 /** @description Only subscribers holding the tag of this name (ignoring case); a name no tag has gives an empty list. */
                 tag?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7025,12 +6772,7 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7069,12 +6811,7 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7110,12 +6847,7 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7149,12 +6881,7 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7202,12 +6929,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7243,12 +6965,7 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7284,12 +7001,7 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7325,12 +7037,7 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7372,12 +7079,7 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7415,12 +7117,7 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7461,12 +7158,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7519,12 +7211,7 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7565,12 +7252,7 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7606,12 +7288,7 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7654,12 +7331,7 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7691,12 +7363,7 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7751,12 +7418,7 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7797,12 +7459,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7834,12 +7491,7 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7878,12 +7530,7 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7919,12 +7566,7 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7958,12 +7600,7 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -8011,12 +7648,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8048,12 +7680,7 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8092,12 +7719,7 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8133,12 +7755,7 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8173,12 +7790,7 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8221,12 +7833,7 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8273,12 +7880,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8310,12 +7912,7 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8354,12 +7951,7 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8395,12 +7987,7 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8434,12 +8021,7 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8486,12 +8068,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8523,12 +8100,7 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8567,12 +8139,7 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8608,12 +8175,7 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8647,12 +8209,7 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8699,12 +8256,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8740,12 +8292,7 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -8783,12 +8330,7 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
