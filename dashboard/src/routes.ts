@@ -29,6 +29,13 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/settings/preference-center", load: () => import("./pages/preference-center") },
   { path: "/members", load: () => import("./pages/members") },
   { path: "/audit-log", load: () => import("./pages/audit-log") },
+  { path: "/subscribers", load: () => import("./pages/subscribers/list") },
+  { path: "/subscribers/new", load: () => import("./pages/subscribers/new") },
+  { path: "/subscribers/import", load: () => import("./pages/subscribers/import") },
+  { path: "/subscribers/:id", load: () => import("./pages/subscribers/detail") },
+  { path: "/tags", load: () => import("./pages/tags/list") },
+  { path: "/tags/new", load: () => import("./pages/tags/edit") },
+  { path: "/tags/:id", load: () => import("./pages/tags/edit") },
 ];
 
 export interface NavItem {

@@ -3274,6 +3274,8 @@ export interface components {
             is_public: boolean;
             /** @description Unique per account and mode; identifies the tag in subscriber tag operations. */
             name: string;
+            /** @description Subscribers holding the tag, whatever their status (0 on a new tag). */
+            readonly subscriber_count: number;
             /** @description The tag's name and description in the languages subscribers read (`en`, `de`, `fr`, `it`), e.g. `{"de": {"name": "Neuigkeiten", "description": "Jede Woche"}}`. The preference page shows the one of its language, else `name` and `description`; `name` stays the tag's identity in the API. */
             translations: {
                 de?: {
@@ -6743,10 +6745,14 @@ export interface operations {
             query?: {
                 /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description Only addresses starting with this text, ignoring case (`ann` finds `Anna@example.com`). */
+                email?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Only subscribers with this status. */
                 status?: components["schemas"]["SubscriberStatus"];
+                /** @description Only subscribers holding the tag of this name (ignoring case); a name no tag has gives an empty list. */
+                tag?: string;
             };
             header?: never;
             path?: never;

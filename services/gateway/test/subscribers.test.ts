@@ -224,6 +224,22 @@ describe("subscribers", () => {
       expect(call.method).toBe("listSubscribers");
     });
 
+    it("filters by address prefix (ignoring case) and by tag name; a bad filter is a 400 problem", async () => {
+      const byPrefix = await h.request("GET", "/api/v1/subscribers?email=L3");
+      expect(byPrefix.status).toBe(200);
+      expect(byPrefix.body.items.map((s: { email: string }) => s.email)).toEqual(["l3@example.com"]);
+      await h.request("POST", "/api/v1/subscribers", { body: { email: "tagged@example.com", tags: ["Gold"] } });
+      const byTag = await h.request("GET", "/api/v1/subscribers?tag=gold&email=t");
+      expect(byTag.body.items.map((s: { email: string }) => s.email)).toEqual(["tagged@example.com"]);
+      expect((await h.request("GET", "/api/v1/subscribers?tag=unknown")).body).toEqual({ items: [], next_cursor: null });
+      const bad = await h.request("GET", "/api/v1/subscribers?email=a%01b");
+      expect(bad.status).toBe(400);
+      expect(bad.body.errors).toEqual([expect.objectContaining({ field: "email" })]);
+      expect((await h.request("GET", `/api/v1/subscribers?email=${"a".repeat(255)}`)).status).toBe(400);
+      expect((await h.request("GET", "/api/v1/subscribers?tag=a%2Fb")).status).toBe(400);
+      expect((await h.request("DELETE", `/api/v1/subscribers/${byTag.body.items[0].id}`)).status).toBe(204);
+    });
+
     it("refuses a tampered cursor with 400 (the service's verdict)", async () => {
       const first = await h.request("GET", "/api/v1/subscribers?limit=2");
       const tampered = Buffer.from(Buffer.from(first.body.next_cursor, "base64url").toString().replace("o2", "o3")).toString("base64url");
@@ -244,6 +260,7 @@ describe("tags", () => {
       description: "Monthly news",
       is_public: false,
       translations: {},
+      subscriber_count: 0,
       created_at: expect.stringMatching(RFC3339_UTC),
       updated_at: expect.stringMatching(RFC3339_UTC),
     });

@@ -135,6 +135,62 @@ describe.each<StoreKind>(["embedded", "mongodb"])("subscribers service over gRPC
     expect(await code(h.subscribers.listSubscribers({ limit: -1 }, as(t)))).toBe(Code.InvalidArgument);
   });
 
+  it("finds subscribers by address prefix ignoring case and by tag, with the status, across pages; tags count their members", async () => {
+    const t = tenant();
+    const other = tenant();
+    const made = async (email: string, tags: string[], status = SubscriberStatus.ACTIVE) =>
+      (await h.subscribers.createSubscriber({ email, tags, status }, as(t))).subscriber!.id;
+    const anna = await made("Anna@example.com", ["VIP", "news"]);
+    const annika = await made("annika@example.org", ["news"], SubscriberStatus.UNSUBSCRIBED);
+    const ann3 = await made("ann.three@example.net", ["news"]);
+    const bob = await made("bob@example.com", ["VIP"]);
+    await made("zed@example.com", []);
+    // Another tenant's "ann…" holding its own "news" is never found.
+    await h.subscribers.createSubscriber({ email: "ann@other.example", tags: ["news"] }, as(other));
+
+    const all = async (filter: { emailPrefix?: string; tag?: string; status?: SubscriberStatus }, limit = 500) => {
+      const ids: string[] = [];
+      let cursor = "";
+      do {
+        const page = await h.subscribers.listSubscribers({ ...filter, limit, cursor }, as(t));
+        ids.push(...page.subscribers.map((s) => s.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return ids;
+    };
+    expect(await all({ emailPrefix: "ANN" })).toEqual([anna, annika, ann3]);
+    expect(await all({ emailPrefix: "ann" }, 1)).toEqual([anna, annika, ann3]);
+    expect(await all({ emailPrefix: "anna@" })).toEqual([anna]);
+    expect(await all({ emailPrefix: "nobody" })).toEqual([]);
+    expect(await all({ tag: "vip" })).toEqual([anna, bob]);
+    expect(await all({ tag: "news", emailPrefix: "ann", status: SubscriberStatus.ACTIVE })).toEqual([anna, ann3]);
+    expect(await all({ tag: "news" }, 2)).toEqual([anna, annika, ann3]);
+    expect(await all({ tag: "no-such-tag" })).toEqual([]);
+
+    // A cursor belongs to its filter.
+    const first = await h.subscribers.listSubscribers({ emailPrefix: "ann", limit: 1 }, as(t));
+    expect(await code(h.subscribers.listSubscribers({ emailPrefix: "anna", cursor: first.nextCursor }, as(t)))).toBe(Code.InvalidArgument);
+    expect(await code(h.subscribers.listSubscribers({ tag: "news", cursor: first.nextCursor }, as(t)))).toBe(Code.InvalidArgument);
+    expect(await code(h.subscribers.listSubscribers({ emailPrefix: "a".repeat(255) }, as(t)))).toBe(Code.InvalidArgument);
+    // A long prefix of multi-byte characters still pages (its cursor stays short).
+    const long = "é".repeat(254);
+    expect((await h.subscribers.listSubscribers({ emailPrefix: long, limit: 1 }, as(t))).subscribers).toEqual([]);
+    const pageOfTwo = await h.subscribers.listSubscribers({ emailPrefix: "ANN", tag: "news", status: SubscriberStatus.ACTIVE, limit: 1 }, as(t));
+    expect(pageOfTwo.nextCursor).not.toContain("ann");
+    expect(Buffer.from(pageOfTwo.nextCursor, "base64url").toString()).not.toContain("ann");
+    expect(await code(h.subscribers.listSubscribers({ emailPrefix: "an\u0000n" }, as(t)))).toBe(Code.InvalidArgument);
+
+    const counts = async () => Object.fromEntries((await h.tags.listTags({}, as(t))).tags.map((x) => [x.name, Number(x.subscriberCount)]));
+    expect(await counts()).toEqual({ VIP: 2, news: 3 });
+    const vip = (await h.tags.listTags({}, as(t))).tags.find((x) => x.name === "VIP")!;
+    expect(Number((await h.tags.getTag({ id: vip.id }, as(t))).tag!.subscriberCount)).toBe(2);
+    // Erased and untagged subscribers leave the count.
+    await h.subscribers.deleteSubscriber({ id: anna }, as(t));
+    await h.subscribers.removeTag({ subscriberId: bob, tagName: "VIP" }, as(t));
+    expect(await counts()).toEqual({ VIP: 0, news: 2 });
+    expect(Number((await h.tags.createTag({ name: "fresh" }, as(t))).tag!.subscriberCount)).toBe(0);
+  });
+
   it("adds tags without replacing, removes one tag, and updates email, status and metadata", async () => {
     const t = tenant();
     const { subscriber } = await h.subscribers.createSubscriber({ email: "tags@example.com", tags: ["a"], metadata: { x: 1, y: "keep" } }, as(t));

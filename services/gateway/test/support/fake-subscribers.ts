@@ -96,7 +96,14 @@ export class FakeSubscribers {
           }, req),
         listSubscribers: (req, ctx) =>
           this.handle("listSubscribers", ctx, (t) => {
-            const all = t.subscribers.filter((s) => !req.status || s.status === req.status);
+            const prefix = req.emailPrefix.toLowerCase();
+            const tag = req.tag.toLowerCase();
+            const all = t.subscribers.filter(
+              (s) =>
+                (!req.status || s.status === req.status) &&
+                s.email.toLowerCase().startsWith(prefix) &&
+                (!tag || s.tags.some((name) => name.toLowerCase() === tag)),
+            );
             const { items, nextCursor } = paginate(all, req.limit, req.cursor);
             return { subscribers: items, nextCursor };
           }, req),

@@ -16,6 +16,8 @@ export interface TagView {
   description: string;
   isPublic: boolean;
   translations: TagTranslations;
+  /** Subscribers holding it (any status; erased ones gone). */
+  subscriberCount: number;
   createdAt: number;
   updatedAt: number;
 }

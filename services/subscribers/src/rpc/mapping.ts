@@ -130,6 +130,7 @@ export function tagToProto(view: TagView): Tag {
     description: view.description,
     isPublic: view.isPublic,
     translations: Object.fromEntries(Object.entries(view.translations).map(([locale, t]) => [locale, { name: t!.name, description: t!.description }])),
+    subscriberCount: BigInt(view.subscriberCount),
     createdAt: timestampFromMs(view.createdAt),
     updatedAt: timestampFromMs(view.updatedAt),
   });

@@ -98,6 +98,8 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
           limit: req.limit,
           status: statusFromProto(req.status),
           cursor: req.cursor,
+          emailPrefix: req.emailPrefix,
+          tag: req.tag,
         });
         return { subscribers: page.items.map(subscriberToProto), nextCursor: page.nextCursor };
       },

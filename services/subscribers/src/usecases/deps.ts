@@ -55,13 +55,14 @@ export async function loadSubscriber(scope: Scope, id: string): Promise<Subscrib
   return doc;
 }
 
-export function tagView(doc: TagDoc): TagView {
+export function tagView(doc: TagDoc, subscriberCount: number): TagView {
   return {
     id: doc._id,
     name: doc.name,
     description: doc.description,
     isPublic: doc.is_public,
     translations: doc.translations ?? {},
+    subscriberCount,
     createdAt: doc.created_at,
     updatedAt: doc.updated_at,
   };

@@ -39,18 +39,28 @@ export async function createTag(
     if (err instanceof DuplicateKeyError) throw nameTaken((await scope.tags.findOne({ name_key: doc.name_key }))?._id);
     throw err;
   }
-  return tagView({ ...doc, tenant: scope.tags.tenant });
+  return tagView({ ...doc, tenant: scope.tags.tenant }, 0);
 }
 
 export async function getTag(scope: Scope, id: string): Promise<TagView> {
   const doc = await scope.tags.findOne({ _id: id });
   if (!doc) throw notFound("tag");
-  return tagView(doc);
+  return tagView(doc, await memberCount(scope, doc._id));
+}
+
+/**
+ * Subscribers holding a tag, counted on the members_of_tag index. A
+ * tombstone (an erasure on its way out) is not one.
+ */
+function memberCount(scope: Scope, tagId: string): Promise<number> {
+  return scope.subscribers.count({ tag_ids: tagId, deleted: false });
 }
 
 export async function listTags(scope: Scope, input: { limit: number; cursor: string }): Promise<Page<TagView>> {
   const page = await pageById(input, { idPrefix: "tag" }, ({ range, options }) => scope.tags.find(range as TenantFilter<TagDoc>, options));
-  return { items: page.docs.map(tagView), nextCursor: page.nextCursor };
+  // One count per tag of the page, at once (a page holds at most 500).
+  const counts = await Promise.all(page.docs.map((doc) => memberCount(scope, doc._id)));
+  return { items: page.docs.map((doc, i) => tagView(doc, counts[i]!)), nextCursor: page.nextCursor };
 }
 
 export async function updateTag(
@@ -77,7 +87,7 @@ export async function updateTag(
   try {
     const doc = await scope.tags.updateOne({ _id: input.id }, { $set: { ...set, updated_at: deps.now() } });
     if (!doc) throw notFound("tag");
-    return tagView(doc);
+    return tagView(doc, await memberCount(scope, doc._id));
   } catch (err) {
     if (err instanceof DuplicateKeyError) throw nameTaken((await scope.tags.findOne({ name_key: set.name_key! }))?._id);
     throw err;

@@ -41,9 +41,9 @@ export function subscriberRoutes(kit: RouteKit, context: ResourceContext): void 
   });
 
   defineRoute(kit, "get", "/api/v1/subscribers", "listSubscribers", async (ctx) => {
-    const query = ctx.state.query as { limit: number; status?: string; cursor?: string };
+    const query = ctx.state.query as { limit: number; status?: string; email?: string; tag?: string; cursor?: string };
     const res = await subscribers.listSubscribers(
-      { limit: query.limit, status: statusFromJson(query.status), cursor: query.cursor ?? "" },
+      { limit: query.limit, status: statusFromJson(query.status), cursor: query.cursor ?? "", emailPrefix: query.email ?? "", tag: query.tag ?? "" },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = { items: res.subscribers.map(subscriberJson), next_cursor: nextCursor(res.nextCursor) };

@@ -269,6 +269,13 @@ export const paths: Paths = {
       parameters: [
         param("Limit"),
         { name: "status", in: "query", description: "Only subscribers with this status.", schema: ref("SubscriberStatus") },
+        {
+          name: "email",
+          in: "query",
+          description: "Only addresses starting with this text, ignoring case (`ann` finds `Anna@example.com`).",
+          schema: { type: "string", minLength: 1, maxLength: 254, pattern: "^[^\\u0000-\\u001f\\u007f]*$" },
+        },
+        { name: "tag", in: "query", description: "Only subscribers holding the tag of this name (ignoring case); a name no tag has gives an empty list.", schema: tagName },
         param("Cursor"),
       ],
       responses: { "200": json(ref("SubscriberPage"), "A page of subscribers."), ...errors("BadRequest", ...serviceErrors) },

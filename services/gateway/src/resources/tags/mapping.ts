@@ -9,6 +9,7 @@ export interface TagJson {
   description: string;
   is_public: boolean;
   translations: Record<string, { name: string; description: string }>;
+  subscriber_count: number;
   created_at: string;
   updated_at: string;
 }
@@ -21,6 +22,7 @@ export function tagJson(t: Tag | undefined): TagJson {
     description: t.description,
     is_public: t.isPublic,
     translations: translationsJson(t.translations),
+    subscriber_count: Number(t.subscriberCount),
     created_at: rfc3339(t.createdAt, "created_at"),
     updated_at: rfc3339(t.updatedAt, "updated_at"),
   };

@@ -77,13 +77,14 @@ export const schemas: Record<string, JsonSchema> = {
   Tag: {
     type: "object",
     additionalProperties: false,
-    required: ["id", "name", "description", "is_public", "translations", "created_at", "updated_at"],
+    required: ["id", "name", "description", "is_public", "translations", "subscriber_count", "created_at", "updated_at"],
     properties: {
       id: { type: "string", readOnly: true, examples: ["tag_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
       name: { type: "string", description: "Unique per account and mode; identifies the tag in subscriber tag operations." },
       description: { type: "string" },
       is_public: { type: "boolean", description: "Public tags can be browsed and joined by subscribers in the preference portal." },
       translations,
+      subscriber_count: { type: "integer", minimum: 0, readOnly: true, description: "Subscribers holding the tag, whatever their status (0 on a new tag)." },
       created_at: timestamp("When the tag was created (RFC 3339, UTC)."),
       updated_at: timestamp("When the tag last changed (RFC 3339, UTC)."),
     },
