@@ -25,6 +25,11 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/setup", load: () => import("./pages/accept"), public: true },
   { path: "/", load: () => import("./pages/overview") },
   { path: "/profile", load: () => import("./pages/profile") },
+  { path: "/sending-domains", load: () => import("./pages/sending-domains/list") },
+  { path: "/sending-domains/:id", load: () => import("./pages/sending-domains/detail") },
+  { path: "/suppressions", load: () => import("./pages/suppressions") },
+  { path: "/webhooks", load: () => import("./pages/webhooks/list") },
+  { path: "/webhooks/:id", load: () => import("./pages/webhooks/detail") },
 ];
 
 export interface NavItem {
