@@ -21,7 +21,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { chromiumPath, launchChromium } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
-import { api, oneProcess, REPO } from "../support/platform.js";
+import { dashboardMember } from "../support/dashboard.js";
+import { oneProcess, REPO } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { percentile } from "../support/stats.js";
 
@@ -56,32 +57,6 @@ export interface TimingRow {
   runs: number;
   median_ms: number;
   max_ms: number;
-}
-
-/** A member of a new account, signed in: the session cookie for Lighthouse, the credentials for the sign-in timing. */
-async function member(base: string): Promise<{ cookie: string; email: string; password: string }> {
-  const account = await api(base, "", "POST", "/admin/v1/accounts", { name: "Dashboard bench" }, true);
-  if (account.status !== 201) throw new Error(`POST /admin/v1/accounts: ${account.status} ${JSON.stringify(account.body)}`);
-  const email = "owner@dashboard-bench.example";
-  const invited = await api(base, "", "POST", `/admin/v1/accounts/${account.body.id}/invitations`, { email, role: "owner" }, true);
-  if (invited.status !== 201) {
-    throw new Error(`POST /admin/v1/accounts/{id}/invitations answered ${invited.status}: the dashboard's members (issue 19) are not in this build`);
-  }
-  const token = new URL(invited.body.url as string).hash.replace(/^#token=/, "");
-  const password = "dashboard-bench-password";
-  const accepted = await fetch(`${base}/api/v1/invitations/accept`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ token, name: "Bench Owner", password }),
-  });
-  if (accepted.status !== 201) throw new Error(`POST /api/v1/invitations/accept: ${accepted.status} ${await accepted.text()}`);
-  const cookie = /^([^;]+)/.exec(accepted.headers.get("set-cookie") ?? "")?.[1];
-  if (!cookie) throw new Error("the accept call set no session cookie");
-  // Some data, so that lists are lists (as an account in use has them).
-  const key = (await api(base, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode: "live" }, true)).body.key as string;
-  for (let i = 0; i < 30; i++) await api(base, key, "POST", "/api/v1/subscribers", { email: `reader${i}@dashboard-bench.example`, metadata: { first_name: `Reader ${i}` } });
-  await api(base, key, "POST", "/api/v1/domains", { name: "mail.dashboard-bench.example" });
-  return { cookie, email, password };
 }
 
 /** One Lighthouse run of one page (its CLI, in a Chromium of its own). */
@@ -182,7 +157,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "dashboard-bench-"));
   const platform = await oneProcess(dataDir, { RATE_LIMIT: "off" });
   try {
-    const creds = await member(platform.url);
+    const creds = await dashboardMember(platform.url);
     const lighthouseRows: LighthouseRow[] = [];
     for (const path of PAGES) {
       const signedOut = path === "/sign-in";
