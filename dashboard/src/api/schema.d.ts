@@ -99,6 +99,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/accounts/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone to an account (by default its owner)
+         * @description Mails a one-time link through the platform; the answer carries it too (`url`, once, `Cache-Control: no-store`). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createAccountInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account of the signed-in member, and their role */
+        get: operations["getMemberAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's API keys (masked) */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Developer or above. The full key is in this response only (`Cache-Control: no-store`); it cannot be read again.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Developer or above. Refused at once by this gateway instance, within 5 seconds by the others.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audience-settings": {
         parameters: {
             query?: never;
@@ -513,6 +591,108 @@ export interface paths {
         patch: operations["updateForm"];
         trace?: never;
     };
+    "/api/v1/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List open invitations */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite someone to the account
+         * @description Admin or owner (only an owner invites an owner). Mails a one-time link (`/dashboard/accept#token=…`, 7 days) through the platform (the account's live mode, From EMAIL_FROM). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw an invitation
+         * @description Its link stops working.
+         */
+        delete: operations["deleteInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation: become a member and sign in
+         * @description With the token of the mailed link, a name and a password: makes the member and signs them in (the session cookie). One use; an unknown, used or expired token is a 400 `invalid_token`. `email` only for the setup invitation.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's members */
+        get: operations["listMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Admin or owner (only an owner removes an owner; the last owner stays, 409 `last_owner`). Every session of the member ends at once.
+         */
+        delete: operations["deleteMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Admin or owner. Only an owner may make an owner or change an owner's role; the last owner's role cannot change (409 `last_owner`). The member's sessions see the new role at once.
+         */
+        patch: operations["updateMember"];
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -524,6 +704,46 @@ export interface paths {
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link
+         * @description Always 202, whether or not the address is a member's: the answer tells nothing. A member gets a mail with a one-time link (`/dashboard/reset-password#token=…`, valid 1 hour). Limited per client address and per email address (429).
+         */
+        post: operations["createPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link's token
+         * @description Sets the password and ends every session of the member. An unknown, used or expired token is a 400 `invalid_token`.
+         */
+        post: operations["completePasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -703,6 +923,48 @@ export interface paths {
          */
         post: operations["takeSesNotification"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in member and their account */
+        get: operations["getSession"];
+        put?: never;
+        /**
+         * Sign in to the dashboard
+         * @description Checks a member's email and password and sets the session cookie. A wrong password and an unknown address get the same 401 `invalid_credentials`. Failed sign-ins are limited per email address (`RATE_LIMIT_SIGN_IN_FAILURES`, default 10 per 15 min: past it that address is refused with 429, even with the right password, until it recovers) and per client address.
+         */
+        post: operations["createSession"];
+        /** Sign out */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out everywhere
+         * @description Ends every session of the signed-in member, on every device.
+         */
+        delete: operations["deleteAllSessions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1587,10 +1849,47 @@ export interface components {
         AccountCreate: {
             name: string;
             /**
+             * Format: email
+             * @description The first owner's address: their invitation is mailed, and its link is in the answer (`owner_invitation.url`, once).
+             */
+            owner_email?: string;
+            /**
              * @default starter
              * @enum {string}
              */
             plan: "starter" | "professional";
+        };
+        AccountCreated: {
+            /**
+             * Format: date-time
+             * @description When the account was created (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly id: string;
+            name: string;
+            /** @description With `owner_email`: the owner's invitation, mailed; its `url` is shown here once. */
+            owner_invitation?: components["schemas"]["OperatorInvitation"];
+            plan: components["schemas"]["Plan"];
+        };
+        AccountInvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /**
+             * @description The role the invitation gives; default owner.
+             * @default owner
+             * @enum {string}
+             */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        AccountOfMember: {
+            id: string;
+            /** @description The signed-in member, with their role. */
+            member: components["schemas"]["Member"];
+            name: string;
+            plan: components["schemas"]["Plan"];
         };
         /** @description A page of accounts, oldest first. */
         AccountPage: {
@@ -2158,14 +2457,107 @@ export interface components {
          * @enum {string}
          */
         ImportState: "uploading" | "queued" | "running" | "completed" | "failed" | "cancelled";
+        Invitation: {
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            readonly created_at: string;
+            /** @description Whom it was mailed to; null for the setup invitation (its taker gives the address). */
+            email: string | null;
+            /**
+             * Format: date-time
+             * @description When its link stops working (7 days after).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+        };
+        InvitationAccept: {
+            /**
+             * Format: email
+             * @description Only for the setup invitation (which names no address): the new member's address. Any other invitation's address is its own.
+             */
+            email?: string;
+            name: string;
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        InvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        /** @description A page of open invitations (neither accepted nor expired), oldest first. */
+        InvitationPage: {
+            items: components["schemas"]["Invitation"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         /**
          * @description Data of the two modes never mixes; test keys never deliver to a real recipient.
          * @enum {string}
          */
         KeyMode: "live" | "test";
+        Member: {
+            /**
+             * Format: date-time
+             * @description When the member joined (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            readonly name: string;
+            role: components["schemas"]["Role"];
+        };
+        /** @description A page of members, oldest first. */
+        MemberPage: {
+            items: components["schemas"]["Member"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        MemberUpdate: {
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
         /** @description Your own attributes: at most 50 keys of 1-40 characters (letters, digits, `_`, `-`; not starting with `-`), each a string of at most 500 characters, a number or a boolean. At most 8 KiB as JSON in all (413 `metadata_too_large` beyond). */
         Metadata: {
             [key: string]: string | number | boolean;
+        };
+        /** @description An invitation, mailed to its address; `url` (the link in the mail) is shown here once: only its hash is stored. */
+        OperatorInvitation: {
+            email: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (7 days).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+            /** @description The one-time link (`/dashboard/accept#token=…`). */
+            url: string;
+        };
+        PasswordResetComplete: {
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        PasswordResetCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
         };
         /** @enum {string} */
         Plan: "starter" | "professional";
@@ -2350,6 +2742,11 @@ export interface components {
             /** @description Recipients snapshotted when sending started; grows while `snapshot_complete` is false, fixed after. */
             total: number;
         };
+        /**
+         * @description viewer (reads), developer (also keys, webhooks, templates, sending domains, sends), admin (everything but owners), owner.
+         * @enum {string}
+         */
+        Role: "viewer" | "developer" | "admin" | "owner";
         /** @description The whole rendered message the sandbox provider kept instead of sending it. */
         SandboxMessage: {
             /**
@@ -2437,6 +2834,38 @@ export interface components {
             items: components["schemas"]["SenderDomain"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description The signed-in member, their account, and the token to send as `X-CSRF-Token` with every change. */
+        Session: {
+            account: components["schemas"]["SessionAccount"];
+            /** @description Send as `X-CSRF-Token` on POST, PUT, PATCH and DELETE. */
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless used: 12 h after its last use, 7 days after sign-in at the latest.
+             */
+            readonly expires_at: string;
+            member: components["schemas"]["SessionMember"];
+        };
+        SessionAccount: {
+            id: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+        };
+        SessionCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            password: string;
+        };
+        SessionMember: {
+            email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            name: string;
+            role: components["schemas"]["Role"];
         };
         SignupForm: {
             /**
@@ -3286,6 +3715,7 @@ export interface components {
          *     - `invalid_sender_domain` (Invalid sending domain): the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own).
          *     - `import_empty` (Import file empty): an import's body is empty; no job was left waiting.
          *     - `sns_message_malformed` (Not an SNS message): the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed.
+         *     - `invalid_token` (Link not valid): an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link.
          */
         BadRequest: {
             headers: {
@@ -3319,6 +3749,8 @@ export interface components {
          *     - `import_not_uploading` (Import not uploading): the import took its whole upload already (or failed): it takes no more chunks.
          *     - `import_incomplete` (Import upload incomplete): chunks of the import's upload are missing.
          *     - `template_in_use` (Template in use): triggers or unfinished campaigns use the template (the detail names them); nothing was deleted.
+         *     - `member_exists` (Already a member): the email address is a member already (of this or another account: an address is one member of one account).
+         *     - `last_owner` (Last owner): the change would leave the account without an owner; make another member owner first.
          */
         Conflict: {
             headers: {
@@ -3337,6 +3769,8 @@ export interface components {
          * @description The credential is valid but the operation is not allowed to it. The `code` is one of:
          *
          *     - `forbidden` (Forbidden): a service refused the operation to this credential.
+         *     - `csrf_failed` (CSRF token missing or wrong): a change made with the session cookie lacks the session's `X-CSRF-Token`, or sends another.
+         *     - `role_forbidden` (Role does not allow this): the member's role may not do this; the detail names the role needed.
          *     - `test_mode_campaign_too_large` (Campaign too large for test mode): a test-mode campaign has more recipients than `TEST_MODE_DAILY_LIMIT` allows in a day.
          *     - `plan_required` (Plan does not include this): the account's plan lacks the feature; the detail names the plan needed.
          *     - `live_key_required` (Live-mode key required): the change needs a live-mode key.
@@ -3479,6 +3913,9 @@ export interface components {
          *     - `missing_preference_token` (Preference token required): no `Authorization: Bearer` preference token.
          *     - `invalid_preference_token` (Invalid preference token): the preference token is expired, altered, of another purpose, or its subscriber was erased.
          *     - `unauthenticated` (Not authenticated): a service refused the call's credentials.
+         *     - `invalid_credentials` (Wrong email or password): a dashboard sign-in names no member or the wrong password (one answer for both).
+         *     - `missing_session` (Sign-in required): no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in).
+         *     - `invalid_session` (Session ended): the session cookie is unknown, signed out, expired, or its member was removed.
          */
         Unauthorized: {
             headers: {
@@ -3566,6 +4003,8 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
+        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -3576,8 +4015,16 @@ export interface components {
         IdempotencyKey: string;
         /** @description The import's id. */
         ImportId: string;
+        /** @description The invitation's id (`inv_…`). */
+        InvitationId: string;
+        /** @description The key's id (`key_…`). */
+        KeyId: string;
         /** @description Page size. */
         Limit: number;
+        /** @description The member's id (`mem_…`). */
+        MemberId: string;
+        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -3664,18 +4111,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new account. */
+            /** @description The new account (and its owner's invitation). */
             201: {
                 headers: {
+                    "Cache-Control"?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Account"];
+                    "application/json": components["schemas"]["AccountCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3919,10 +4368,211 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getAudienceSettings: {
+    createAccountInvitation: {
         parameters: {
             query?: never;
             header?: never;
+            path: {
+                /** @description The account's id. */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its link once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMemberAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountOfMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys, masked, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The new key, shown once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The key's id (`key_…`). */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked (revoking a revoked key changes nothing). */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAudienceSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3944,6 +4594,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3953,7 +4604,12 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3979,6 +4635,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3995,7 +4652,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4017,6 +4679,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4026,7 +4689,12 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4052,6 +4720,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4064,7 +4733,12 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4089,6 +4763,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4099,7 +4774,12 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4122,6 +4802,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4133,7 +4814,12 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4162,6 +4848,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4175,7 +4862,12 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4200,6 +4892,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4211,7 +4904,12 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4236,6 +4934,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4247,7 +4946,12 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4272,6 +4976,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4282,7 +4987,12 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4307,6 +5017,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4318,7 +5029,12 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4361,7 +5077,12 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4387,6 +5108,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4403,7 +5125,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4425,6 +5152,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4434,7 +5162,12 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4460,6 +5193,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4472,7 +5206,12 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4497,6 +5236,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4507,7 +5247,12 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4530,6 +5275,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4540,7 +5286,12 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4565,6 +5316,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4580,7 +5332,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4602,6 +5359,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4611,7 +5369,12 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4636,6 +5399,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4646,7 +5410,12 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4671,6 +5440,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4681,7 +5451,12 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4707,6 +5482,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4721,6 +5497,10 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -4749,6 +5529,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4763,7 +5544,12 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4785,6 +5571,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4799,7 +5586,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4821,6 +5613,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4830,7 +5623,12 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4856,6 +5654,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4868,7 +5667,12 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4893,6 +5697,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4903,7 +5708,12 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4926,6 +5736,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4936,7 +5747,12 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -4965,6 +5781,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4972,6 +5789,290 @@ export interface operations {
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of open invitations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation (its link only in the mail). */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    deleteInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The invitation's id (`inv_…`). */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationAccept"];
+            };
+        };
+        responses: {
+            /** @description The new member, signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenApiDocument: {
@@ -4996,10 +6097,73 @@ export interface operations {
             400: components["responses"]["BadRequest"];
         };
     };
-    getPortalSettings: {
+    createPasswordReset: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetCreate"];
+            };
+        };
+        responses: {
+            /** @description Taken; a member gets the mail. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    completePasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetComplete"];
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5021,6 +6185,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5030,7 +6195,12 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5056,6 +6226,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5333,10 +6504,157 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getCustomDomain: {
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSession: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionCreate"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie (`emailsvc_session`, or `__Host-emailsvc_session` over https): HttpOnly, SameSite=Strict, Path=/, Secure over https. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAllSessions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session ended; this one's cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCustomDomain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5370,7 +6688,12 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5410,7 +6733,12 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5449,7 +6777,12 @@ export interface operations {
                 /** @description Only subscribers with this status. */
                 status?: components["schemas"]["SubscriberStatus"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5471,6 +6804,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5480,7 +6814,12 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5506,6 +6845,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5518,7 +6858,12 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5543,6 +6888,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5553,7 +6899,12 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5576,6 +6927,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5586,7 +6938,12 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5615,6 +6972,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5633,7 +6991,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5658,6 +7021,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5668,7 +7032,12 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5693,6 +7062,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5703,7 +7073,12 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5728,6 +7103,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5738,7 +7114,12 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5767,6 +7148,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5779,7 +7161,12 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5806,6 +7193,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5816,7 +7204,12 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -5841,6 +7234,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5856,7 +7250,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5878,6 +7277,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5908,7 +7308,12 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5937,6 +7342,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5948,7 +7354,12 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -5973,6 +7384,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5983,7 +7395,12 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -6008,6 +7425,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6027,7 +7445,12 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6049,6 +7472,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6058,7 +7482,12 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6098,6 +7527,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6112,7 +7542,12 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -6137,6 +7572,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6152,7 +7588,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6174,6 +7615,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6183,7 +7625,12 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6209,6 +7656,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6221,7 +7669,12 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6246,6 +7699,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6256,7 +7710,12 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6279,6 +7738,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6289,7 +7749,12 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6318,6 +7783,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6336,7 +7802,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6358,6 +7829,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6367,7 +7839,12 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6393,6 +7870,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6405,7 +7883,12 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6430,6 +7913,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6440,7 +7924,12 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6463,6 +7952,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -6474,7 +7964,12 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6503,6 +7998,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6516,7 +8012,12 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6545,6 +8046,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6562,7 +8064,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6584,6 +8091,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6593,7 +8101,12 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6619,6 +8132,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6631,7 +8145,12 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6656,6 +8175,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6666,7 +8186,12 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6689,6 +8214,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6699,7 +8225,12 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6728,6 +8259,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6745,7 +8277,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6767,6 +8304,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6776,7 +8314,12 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6802,6 +8345,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6814,7 +8358,12 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6839,6 +8388,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6849,7 +8399,12 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6872,6 +8427,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6882,7 +8438,12 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6911,6 +8472,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6928,7 +8490,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -6953,6 +8520,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6963,7 +8531,12 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -6990,6 +8563,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7000,7 +8574,12 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7025,6 +8604,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
