@@ -25,7 +25,7 @@ function shots(member: DashboardMember): Array<{ name: string; path: string; rea
     { name: "subscribers", path: "/subscribers", ready: table },
     { name: "templates", path: "/templates", ready: table },
     { name: "campaigns", path: "/campaigns", ready: (p) => p.getByRole("heading", { level: 1 }).waitFor() },
-    { name: "sending-domain", path: `/sending-domains/${member.domainId}`, ready: (p) => p.getByRole("region", { name: "DNS records to publish" }).waitFor() },
+    { name: "sending-domain", path: `/sending-domains/${member.domainId}`, ready: (p) => p.getByRole("region", { name: "DNS records", exact: true }).waitFor() },
     { name: "webhooks", path: "/webhooks", ready: (p) => p.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor() },
   ];
 }

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useId, useRef, useState } from "preact/hooks";
 import { t } from "../i18n";
 
 // Notices: short confirmations of what just happened ("Key revoked"), read
@@ -61,6 +61,8 @@ export function ConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Ids of its own: a page may hold several dialogs (rotate, delete), each named by its title.
+  const id = useId();
   const [typed, setTyped] = useState("");
   useEffect(() => {
     const dialog = ref.current;
@@ -72,13 +74,13 @@ export function ConfirmDialog(props: {
   }, [props.open]);
   const blocked = props.confirmText !== undefined && typed.trim() !== props.confirmText;
   return (
-    <dialog ref={ref} class="dialog" aria-labelledby="dialog-title" onCancel={(e) => (e.preventDefault(), props.onCancel())}>
-      <h2 id="dialog-title">{props.title}</h2>
+    <dialog ref={ref} class="dialog" aria-labelledby={`${id}-title`} onCancel={(e) => (e.preventDefault(), props.onCancel())}>
+      <h2 id={`${id}-title`}>{props.title}</h2>
       <div class="dialog-body">{props.children}</div>
       {props.confirmText !== undefined ? (
         <div class="field">
-          <label for="dialog-confirm-text">{t("dialog.typeToConfirm", { text: props.confirmText })}</label>
-          <input id="dialog-confirm-text" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} autoComplete="off" />
+          <label for={`${id}-confirm`}>{t("dialog.typeToConfirm", { text: props.confirmText })}</label>
+          <input id={`${id}-confirm`} value={typed} onInput={(e) => setTyped(e.currentTarget.value)} autoComplete="off" />
         </div>
       ) : null}
       <div class="dialog-actions">

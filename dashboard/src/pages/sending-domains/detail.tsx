@@ -80,7 +80,7 @@ function DomainView(props: { domain: SenderDomain; onChange: (d: SenderDomain) =
 
       <Section title={t("domains.records")}>
         <p>{t("domains.recordsIntro")}</p>
-        <TableWrap label={t("domains.records")}>
+        <TableWrap label={t("domains.recordsTable")}>
           <table>
             <thead>
               <tr>

@@ -164,7 +164,7 @@ function Deliveries(props: { webhookId: string }) {
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("webhooks.noDeliveries")}>
         {(data) => (
           <>
-            <TableWrap label={t("webhooks.deliveries")}>
+            <TableWrap label={t("webhooks.deliveriesTable")}>
               <table>
                 <thead>
                   <tr>
