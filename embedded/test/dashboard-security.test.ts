@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { launchChromium, openInCrossSiteFrame } from "@emailsvc/testing";
 import type { Browser, Page } from "playwright-core";
+import { browserSignIn, createMember, sessionCall, signIn } from "./support/dashboard-session";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // The dashboard's defences, checked where they act: the headers of every
@@ -126,6 +127,58 @@ describe("the dashboard in Chromium", () => {
       await context.close();
     }
   });
+});
+
+describe("a member clicking through every page", () => {
+  it("makes no request to another origin and meets no CSP violation, in both languages and modes", async () => {
+    const admin = await createMember(t, "admin");
+    const session = await signIn(t, admin);
+    // Something behind the detail pages.
+    const domain = await sessionCall(t, session, "POST", "/api/v1/domains", { body: { name: "tour.acme-dashboard.example.com" } });
+    const webhook = await sessionCall(t, session, "POST", "/api/v1/webhooks", { body: { url: "https://hooks.example.com/tour", events: ["*"] } });
+    expect([domain.status, webhook.status]).toEqual([201, 201]);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(15_000);
+    try {
+      await browserSignIn(context, t, admin);
+      const page = await context.newPage();
+      const watch = await watchPage(page, t.url);
+      const visited: string[] = [];
+      const tour = async () => {
+        await page.goto(`${t.url}/dashboard/`);
+        await page.getByRole("heading", { level: 1 }).waitFor();
+        const nav = page.getByRole("navigation");
+        const links = await nav.getByRole("link").all();
+        expect(links.length).toBeGreaterThanOrEqual(10);
+        // Every page the navigation names, by its link (a click inside the app, as a member moves).
+        for (let i = 0; i < links.length; i++) {
+          const link = nav.getByRole("link").nth(i);
+          visited.push((await link.getAttribute("href"))!);
+          await link.click();
+          await page.waitForURL(`${t.url}${visited.at(-1)}`);
+          await page.getByRole("heading", { level: 1 }).waitFor();
+          // Let the page's own loads finish (lists, chunks) before the next click.
+          await page.waitForLoadState("networkidle");
+        }
+        for (const path of [`/sending-domains/${domain.body.id}`, `/webhooks/${webhook.body.id}`, "/profile", "/no-such-page"]) {
+          await page.goto(`${t.url}/dashboard${path}`);
+          await page.getByRole("heading", { level: 1 }).waitFor();
+          await page.waitForLoadState("networkidle");
+          visited.push(path);
+        }
+      };
+      await tour();
+      // Again in German and in test mode (another catalogue chunk, other data).
+      await page.getByLabel("Language").selectOption("de");
+      await page.getByText("Test", { exact: true }).click();
+      await tour();
+      expect(visited.length).toBeGreaterThanOrEqual(28);
+      expect(watch.foreign()).toEqual([]);
+      expect(watch.violations()).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 90_000);
 });
 
 export interface PageWatch {
