@@ -52,7 +52,7 @@ export async function dashboardMember(base: string, name = "Acme Newsletters"): 
     await seed("/api/v1/subscribers", { email: `${first.toLowerCase()}${i}@example.com`, metadata: { first_name: first }, tags: i % 3 === 0 ? ["Weekly digest"] : ["Product updates"] });
   }
   await seed("/api/v1/templates", { name: "Weekly digest", slug: "weekly-digest", subject: "This week at Acme, {{first_name}}", mjml_content: MJML, category: "marketing" });
-  const domain = (await seed("/api/v1/domains", { name: "mail.acme.example" })) as { id: string };
+  const domain = (await seed("/api/v1/domains", { name: "mail.acme-newsletters.example.com" })) as { id: string };
   await seed("/api/v1/suppressions", { email: "left-the-company@example.com", reason: "manual" });
   return { accountId, cookie, email, password, liveKey, domainId: domain.id };
 }

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { WEBHOOK_EVENT_TYPE_NAMES } from "../../../../proto/webhook-event-types";
 import type { ApiProblem } from "../../api/client";
 import { t } from "../../i18n";
@@ -60,8 +60,11 @@ export function EndpointFields(props: { initial?: EndpointValues; problem: ApiPr
 
 /** A secret shown once (after a create or a rotation): the member copies it now or never sees it again. */
 export function SecretOnce(props: { secret: string; onDismiss: () => void }) {
+  // Brought into view with the focus: the form that made it may be further down the page.
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => box.current?.focus(), [props.secret]);
   return (
-    <div class="alert alert-warn secret-once" role="status">
+    <div class="alert alert-warn secret-once" role="status" tabIndex={-1} ref={box}>
       <p>
         <strong>{t("webhooks.secretTitle")}</strong> {t("webhooks.secretOnce")}
       </p>

@@ -21,14 +21,6 @@ export default function Webhooks() {
   return (
     <Page title={t("webhooks.title")} description={t("webhooks.description")}>
       {secret ? <SecretOnce secret={secret} onDismiss={() => setSecret(undefined)} /> : null}
-      {canWrite ? (
-        <CreateWebhook
-          onCreated={(s) => {
-            setSecret(s);
-            handle.reload();
-          }}
-        />
-      ) : null}
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("webhooks.empty")}>
         {(data) => (
           <>
@@ -61,6 +53,15 @@ export default function Webhooks() {
           </>
         )}
       </Loadable>
+      {/* After the list: the endpoints first, the long form (every event type) below them. */}
+      {canWrite ? (
+        <CreateWebhook
+          onCreated={(s) => {
+            setSecret(s);
+            handle.reload();
+          }}
+        />
+      ) : null}
     </Page>
   );
 }
