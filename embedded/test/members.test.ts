@@ -222,4 +222,70 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     const all = (await sessionCall(t, ownerSession, "GET", "/api/v1/emails?limit=500")).body.items as Array<{ to: string }>;
     expect(all.some((e) => e.to === `not-a-member-${store}@example.com`)).toBe(false);
   });
+
+  it("keeps who did what, when and from where in the account's audit log, which only an admin reads", async () => {
+    const creds = await createMember(t, "developer");
+    const developer = await signIn(t, creds);
+    await publicCall(t, "POST", "/api/v1/session", { email: creds.email, password: "a wrong password here" });
+    const key = await sessionCall(t, developer, "POST", "/api/v1/api-keys", { body: { mode: "live", name: "audited" } });
+    await sessionCall(t, developer, "DELETE", `/api/v1/api-keys/${key.body.id}`);
+    expect((await sessionCall(t, developer, "POST", "/api/v1/subscribers", { body: { email: "nope@example.com" } })).status).toBe(403);
+    await sessionCall(t, developer, "DELETE", "/api/v1/session");
+    // An API key's calls are the integration's, not recorded.
+    await t.call("POST", "/api/v1/tags", { body: { name: `by-key-${store}` } });
+
+    expect((await sessionCall(t, await signIn(t, await createMember(t, "viewer")), "GET", "/api/v1/audit-log")).body.code).toBe("role_forbidden");
+    const log = await sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500");
+    expect(log.status).toBe(200);
+    const entries = (log.body.items as Array<{ actor: { type: string; id: string; email?: string }; action: string; status: number; path: string; mode: string | null; ip: string; at: string }>).filter(
+      (e) => e.actor.id === creds.memberId || (e.actor.type === "operator" && e.action === "createAccountInvitation"),
+    );
+    const mine = entries.filter((e) => e.actor.id === creds.memberId).map((e) => [e.action, e.status]);
+    // Newest first.
+    expect(mine).toEqual([
+      ["deleteSession", 204],
+      ["createSubscriber", 403],
+      ["revokeKey", 204],
+      ["createKey", 201],
+      ["createSession", 401],
+      ["createSession", 201],
+      ["acceptInvitation", 201],
+    ]);
+    const revoke = entries.find((e) => e.action === "revokeKey")!;
+    expect(revoke).toMatchObject({ actor: { type: "member", id: creds.memberId, email: creds.email }, path: `/api/v1/api-keys/${key.body.id}`, mode: "live", ip: "127.0.0.1" });
+    expect(entries.some((e) => e.actor.type === "operator")).toBe(true);
+    expect(JSON.stringify(log.body)).not.toContain(`by-key-${store}`);
+    expect((log.body.items as Array<{ action: string }>).some((e) => e.action === "createTag" && JSON.stringify(e).includes("api_key"))).toBe(false);
+  });
+
+  it("gives the overview: today's and this month's sends by status in the caller's time zone, and the rates", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Overview", slug: `overview-${store}`, category: "transactional", subject: "Hi", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(template.status).toBe(201);
+    const marketing = await t.call("POST", "/api/v1/templates", {
+      body: { name: "News", slug: `overview-news-${store}`, category: "marketing", subject: "News", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>News</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(marketing.status).toBe(201);
+    for (const to of ["one@example.com", "two@example.com"]) {
+      expect((await t.call("POST", "/api/v1/emails/send", { body: { template_slug: `overview-${store}`, to } })).status).toBe(202);
+    }
+    // Marketing mail to a suppressed address: refused, stored as suppressed.
+    expect((await t.call("POST", "/api/v1/suppressions", { body: { email: "blocked@example.com", reason: "manual" } })).status).toBe(201);
+    expect((await t.call("POST", "/api/v1/emails/send", { body: { template_slug: `overview-news-${store}`, to: "blocked@example.com" } })).body.status).toBe("suppressed");
+    const viewer = await signIn(t, await createMember(t, "viewer"));
+    const overview = await eventually(
+      async () => (await sessionCall(t, viewer, "GET", "/api/v1/overview?tz=Europe/Zurich", { mode: "test" })).body,
+      (body) => body.today?.counts?.sent === 2 && body.today.total === 3,
+    );
+    expect(overview).toMatchObject({ tz: "Europe/Zurich", today: { total: 3, counts: { sent: 2, suppressed: 1, queued: 0, bounced: 0 } }, month: { total: 3 }, bounce_rate: 0, complaint_rate: 0, running_campaigns: [] });
+    // Midnight in Zurich is 23:00 or 22:00 UTC the day before.
+    expect(overview.today.since).toMatch(/T2[23]:00:00\.000Z$/);
+    expect(Date.parse(overview.month.since)).toBeLessThanOrEqual(Date.parse(overview.today.since));
+    // The live mode has its own numbers (the members' mail went there).
+    const live = (await sessionCall(t, viewer, "GET", "/api/v1/overview", { mode: "live" })).body;
+    expect(live.tz).toBe("UTC");
+    expect(live.today.counts.suppressed).toBe(0);
+    expect((await sessionCall(t, viewer, "GET", "/api/v1/overview?tz=Mars/Olympus")).body.code).toBe("validation_failed");
+  });
 });

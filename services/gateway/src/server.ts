@@ -13,6 +13,7 @@ import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requireCredential, requirePreferenceToken, type SessionCookie } from "./http/auth.js";
 import { MemberStore } from "./members/store.js";
 import { grpcMemberMailer } from "./members/mail.js";
+import { AuditLog, auditTrail } from "./members/audit.js";
 import { isSecureUrl, SessionAuthenticator, sessionCookieName } from "./members/sessions.js";
 import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
@@ -104,6 +105,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const members = new MemberStore(deps.store);
   await members.ensureIndexes();
+  const audit = new AuditLog(deps.store);
+  await audit.ensureIndexes();
   const sessions = new SessionAuthenticator(members);
   const secure = isSecureUrl(deps.publicUrl);
   const cookie: SessionCookie = { name: sessionCookieName(secure), secure };
@@ -177,6 +180,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     senderNames: new SenderNames(accounts, transports.portal, timeoutMs),
     authenticator,
     members,
+    audit,
     sessions,
     cookie,
     limiter,
@@ -198,6 +202,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const app = new Koa<GatewayState>();
   app.use(bodyDeadline());
   app.use(requestContext(logger, inFlight, () => draining));
+  // Outside the problems: a refused change is logged with its status.
+  app.use(auditTrail(audit, logger, context.clientIp));
   app.use(problems(logger));
   app.use(serveDashboard(logger, deps.dashboardDir));
   app.use(router.routes());

@@ -135,3 +135,19 @@ describe("sign-in over the gateway", () => {
     expect((await signIn("ada@example.com")).status).toBe(429);
   });
 });
+
+describe("overview periods", () => {
+  it("start at local midnight and on the first of the month, across DST changes", () => {
+    const { periodStarts, isTimeZone } = require("../src/resources/overview/zone") as typeof import("../src/resources/overview/zone");
+    // 2026-03-29 10:00 UTC: Zurich moved to summer time at 01:00 UTC that day; the day began at 23:00 UTC before it.
+    const starts = periodStarts("Europe/Zurich", Date.UTC(2026, 2, 29, 10));
+    expect(new Date(starts.today).toISOString()).toBe("2026-03-28T23:00:00.000Z");
+    expect(new Date(starts.month).toISOString()).toBe("2026-02-28T23:00:00.000Z");
+    // Summer time: midnight is 22:00 UTC.
+    expect(new Date(periodStarts("Europe/Zurich", Date.UTC(2026, 6, 15, 0, 30)).today).toISOString()).toBe("2026-07-14T22:00:00.000Z");
+    expect(new Date(periodStarts("America/New_York", Date.UTC(2026, 10, 1, 3)).today).toISOString()).toBe("2026-10-31T04:00:00.000Z");
+    expect(new Date(periodStarts("UTC", Date.UTC(2026, 10, 27, 3, 4, 5)).month).toISOString()).toBe("2026-11-01T00:00:00.000Z");
+    expect(isTimeZone("Asia/Kolkata")).toBe(true);
+    expect(isTimeZone("Mars/Olympus")).toBe(false);
+  });
+});

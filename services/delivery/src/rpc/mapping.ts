@@ -17,6 +17,8 @@ const STATUS_TO_PROTO: Record<EmailStatus, delivery.EmailStatus> = {
   suppressed: delivery.EmailStatus.SUPPRESSED,
 };
 
+export const statusToProto = (status: EmailStatus): delivery.EmailStatus => STATUS_TO_PROTO[status];
+
 const BOUNCE_TO_PROTO = { hard: delivery.BounceType.HARD, soft: delivery.BounceType.SOFT } as const;
 
 const ts = (ms: number | null) => (ms === null ? undefined : timestampFromMs(ms));

@@ -49,6 +49,12 @@ export interface GatewayState {
    * invitation, a password reset): whom the account's audit log names.
    */
   auditActor?: { type: "member"; id: string; email: string; accountId: string };
+  /** Set by the operator's routes: the account a change was made to (its audit log). */
+  auditAccount?: string;
+  /** Set by defineRoute: the operation a request is, for the audit log. */
+  operation?: { id: string; path: string };
+  /** The route's path parameters (set by defineRoute, for the audit log). */
+  pathParams?: Record<string, string>;
   /** Set by the preference-token middleware (the portal API). */
   preference?: PreferenceIdentity;
   /** The validated JSON body (operations with a request body). */

@@ -45,7 +45,8 @@ export const ROLE_RULES: Readonly<Record<string, Role>> = {
   replayWebhookDelivery: "developer",
   createKey: "developer",
   revokeKey: "developer",
-  // Reads only an admin may make.
+  // Reads only an admin may make: who did what, and who is invited.
+  listAuditLog: "admin",
   listInvitations: "admin",
 };
 

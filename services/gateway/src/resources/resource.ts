@@ -12,6 +12,7 @@ import type { SessionCookie } from "../http/auth.js";
 import type { AuthFailureGuard } from "../http/rate-limit.js";
 import type { MemberStore } from "../members/store.js";
 import type { MemberMailer } from "../members/mail.js";
+import type { AuditLog } from "../members/audit.js";
 import type { Logger } from "@emailsvc/telemetry";
 import type { SessionAuthenticator } from "../members/sessions.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
@@ -43,6 +44,8 @@ export interface ResourceContext {
   authenticator: ApiKeyAuthenticator;
   /** Members, their sessions, invitations and password resets. */
   members: MemberStore;
+  /** The accounts' audit logs. */
+  audit: AuditLog;
   /** Sessions by cookie (cached 2 s; forget a member's on a change). */
   sessions: SessionAuthenticator;
   /** The session cookie's name and whether it is Secure. */

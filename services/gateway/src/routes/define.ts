@@ -80,6 +80,12 @@ export function defineRoute(
   let chargeAfterValidation: Middleware<GatewayState> | undefined;
   // With a cost from the body: what a request whose body is refused (malformed, too large) costs, one.
   let chargeRefused: Middleware<GatewayState> | undefined;
+  const documentPath = toOpenApiPath(path);
+  chain.push(async (ctx, next) => {
+    ctx.state.operation = { id: operationId, path: documentPath };
+    ctx.state.pathParams = ctx.params;
+    await next();
+  });
   if (problemPage) {
     chain.push(async (ctx, next) => {
       ctx.state.problemPage = problemPage;

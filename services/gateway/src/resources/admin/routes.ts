@@ -38,6 +38,7 @@ export function adminRoutes(kit: RouteKit, context: ResourceContext): void {
       throw new Problem("member_exists", "This email address is a member already (an address can be a member of one account only).");
     }
     const account = await accounts.createAccount({ name: body.name, plan: body.plan });
+    ctx.state.auditAccount = account.id;
     ctx.status = 201;
     if (!body.owner_email) {
       ctx.body = accountJson(account);

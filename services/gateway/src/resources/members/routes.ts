@@ -5,6 +5,7 @@ import { hashPassword } from "../../members/passwords.js";
 import type { Role } from "../../members/roles.js";
 import { InvalidCursorError, MemberEmailTakenError, type Invitation, type Member } from "../../members/store.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
+import { InvalidAuditCursorError } from "../../members/audit.js";
 import type { ResourceContext } from "../resource.js";
 import { dashboardLink, invalidToken, signIn } from "../session/routes.js";
 import { invitationJson, memberJson } from "./mapping.js";
@@ -53,6 +54,18 @@ export function membersRoutes(kit: RouteKit, context: ResourceContext): void {
   const mayTouch = (actor: Member, role: Role) => {
     if (role === "owner" && actor.role !== "owner") throw onlyOwner();
   };
+
+  defineRoute(kit, "get", "/api/v1/audit-log", "listAuditLog", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    let page;
+    try {
+      page = await context.audit.list(ctx.state.auth!.accountId, query.limit, query.cursor);
+    } catch (err) {
+      if (err instanceof InvalidAuditCursorError) throw new Problem("validation_failed", "The cursor is not valid.", { errors: [{ field: "cursor", message: "is not a cursor of this list" }] });
+      throw err;
+    }
+    ctx.body = { items: page.items.map(({ accountId: _account, ...entry }) => entry), next_cursor: page.nextCursor };
+  });
 
   defineRoute(kit, "get", "/api/v1/account", "getMemberAccount", async (ctx) => {
     const member = caller(ctx);

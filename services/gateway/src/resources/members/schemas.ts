@@ -53,6 +53,29 @@ const memberProperties: Record<string, JsonSchema> = {
 };
 
 export const schemas: Record<string, JsonSchema> = {
+  AuditEntry: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "at", "actor", "action", "method", "path", "status", "mode", "ip"],
+    properties: {
+      id: { type: "string", examples: ["aud_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+      at: timestamp("When (RFC 3339, UTC)."),
+      actor: {
+        type: "object",
+        additionalProperties: false,
+        required: ["type", "id"],
+        description: "Who: a member (with their address), or the operator (the admin API).",
+        properties: { type: { type: "string", enum: ["member", "api_key", "operator"] }, id: { type: "string" }, email: { type: "string" } },
+      },
+      action: { type: "string", description: "The operation (its operationId in this document), e.g. `createKey`, `createSession`." },
+      method: { type: "string" },
+      path: { type: "string", description: "The path with its ids, without the query; a parameter that is no id (an address) appears as its name, e.g. `/api/v1/suppressions/{email}`." },
+      status: { type: "integer", description: "The answer's status: refusals are recorded too." },
+      mode: { type: ["string", "null"], enum: ["live", "test", null], description: "The data acted on; null for the members' own doors (sign-in, invitations, resets) and the operator's changes." },
+      ip: { type: "string", description: "The client's IP address as the gateway can trust it (the peer, or the X-Forwarded-For entry of TRUSTED_PROXY_HOPS); \"\" when unknown." },
+    },
+  },
+  AuditEntryPage: page("AuditEntry", "A page of the audit log, newest first."),
   Member: { type: "object", additionalProperties: false, required: ["id", "email", "name", "role", "created_at"], properties: memberProperties },
   MemberPage: page("Member", "A page of members, oldest first."),
   MemberUpdate,
@@ -92,6 +115,17 @@ export const parameters: Record<string, ParameterObject> = {
 const storeErrors = ["Unauthorized", "InternalError", "Unavailable"] as const;
 
 export const paths: Paths = {
+  "/api/v1/audit-log": {
+    get: {
+      operationId: "listAuditLog",
+      summary: "The account's audit log",
+      description:
+        "Admin or owner (or an API key). Newest first: every change a member made with their session (refused ones too, with their status), sign-ins (failed ones to a member's address too), sign-outs, invitations, accepts, password resets, role changes, removals, keys made and revoked, and the operator's changes to the account. API-key calls are not recorded.",
+      tags: ["Members"],
+      parameters: [param("Limit"), param("Cursor")],
+      responses: { "200": json(ref("AuditEntryPage"), "A page of entries."), ...errors(...storeErrors) },
+    },
+  },
   "/api/v1/account": {
     get: {
       operationId: "getMemberAccount",

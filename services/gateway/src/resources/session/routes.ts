@@ -42,6 +42,8 @@ export function sessionRoutes(kit: RouteKit, context: ResourceContext): void {
     // An unknown address costs the same scrypt as a wrong password.
     const matches = await verifyPassword(body.password, member?.passwordHash ?? (await decoyHash()));
     if (!member || !matches) {
+      // A member's account learns of a failed sign-in to their address (an unknown address belongs to no account).
+      if (member) ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
       const limits = await authGuard.failed(ctx);
       const verdict = await limiter?.signInFailed(email);
       if (verdict && !verdict.allowed) throw rateLimited(verdict);
