@@ -198,6 +198,26 @@ export interface paths {
         patch: operations["updateAudienceSettings"];
         trace?: never;
     };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's audit log
+         * @description Admin or owner (or an API key). Newest first: every change a member made with their session (refused ones too, with their status), sign-ins (failed ones to a member's address too), sign-outs, invitations, accepts, password resets, role changes, removals, keys made and revoked, and the operator's changes to the account. API-key calls are not recorded.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/campaigns": {
         parameters: {
             query?: never;
@@ -702,6 +722,26 @@ export interface paths {
         };
         /** This document */
         get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's and this month's sends, bounce and complaint rates, running campaigns
+         * @description The account's data in the caller's mode. `tz` (an IANA time zone, default UTC) says where today and this month start; an unknown zone is a 400.
+         */
+        get: operations["getOverview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1974,6 +2014,42 @@ export interface components {
             /** @description `POST /api/v1/subscribers` without a `status` creates pending subscribers too. */
             double_opt_in_for_api?: boolean;
         };
+        AuditEntry: {
+            /** @description The operation (its operationId in this document), e.g. `createKey`, `createSession`. */
+            action: string;
+            /** @description Who: a member (with their address), or the operator (the admin API). */
+            actor: {
+                email?: string;
+                id: string;
+                /** @enum {string} */
+                type: "member" | "api_key" | "operator";
+            };
+            /**
+             * Format: date-time
+             * @description When (RFC 3339, UTC).
+             */
+            readonly at: string;
+            /** @example aud_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            /** @description The client's IP address as the gateway can trust it (the peer, or the X-Forwarded-For entry of TRUSTED_PROXY_HOPS); "" when unknown. */
+            ip: string;
+            method: string;
+            /**
+             * @description The data acted on; null for the members' own doors (sign-in, invitations, resets) and the operator's changes.
+             * @enum {string|null}
+             */
+            mode: "live" | "test" | null;
+            /** @description The path with its ids, without the query; a parameter that is no id (an address) appears as its name, e.g. `/api/v1/suppressions/{email}`. */
+            path: string;
+            /** @description The answer's status: refusals are recorded too. */
+            status: number;
+        };
+        /** @description A page of the audit log, newest first. */
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         Campaign: {
             counts: components["schemas"]["RecipientCounts"];
             /**
@@ -2545,6 +2621,54 @@ export interface components {
             role: components["schemas"]["Role"];
             /** @description The one-time link (`/dashboard/accept#token=…`). */
             url: string;
+        };
+        Overview: {
+            /** @description This month: bounced / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            bounce_rate: number | null;
+            /** @description This month: complained / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            complaint_rate: number | null;
+            month: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of this month in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description Campaigns sending or paused now, oldest first (at most 50). */
+            running_campaigns: components["schemas"]["Campaign"][];
+            today: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of today in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description The time zone the periods are in. */
+            tz: string;
         };
         PasswordResetComplete: {
             /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
@@ -4644,6 +4768,47 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listCampaigns: {
         parameters: {
             query?: {
@@ -6095,6 +6260,46 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getOverview: {
+        parameters: {
+            query?: {
+                /** @description IANA time zone, e.g. `Europe/Zurich`. */
+                tz?: string;
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
         };
     };
     createPasswordReset: {
