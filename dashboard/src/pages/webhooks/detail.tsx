@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, ok } from "../../api/client";
 import type { components } from "../../api/schema";
 import { formatDateTime, t } from "../../i18n";
-import { Button, ConfirmDialog, FormProblem, LoadMore, Loadable, notify, Page, Section, submitLabel, TableWrap, useLoad, usePaged, useSubmit } from "../../kit";
+import { Button, ConfirmDialog, FormProblem, LoadMore, Loadable, notify, Page, Section, submitLabel, TableWrap, useLoad, usePaged, usePoll, useSubmit } from "../../kit";
 import type { PageProps } from "../../routes";
 import { href, navigate } from "../../router";
 import { useCanWrite } from "../../session";
@@ -145,6 +145,9 @@ function Deliveries(props: { webhookId: string }) {
       ok(api.GET("/api/v1/webhooks/{id}/deliveries", { params: { path: { id: props.webhookId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } })),
     [props.webhookId],
   );
+  // While a delivery waits for its next attempt (a replay, a retry), the log follows it by itself.
+  const waiting = handle.result.state === "ready" && handle.result.data.items.some((d) => d.state === "pending");
+  usePoll(waiting, 2000, handle.reload);
   const onReplay = async (delivery: Delivery) => {
     const due = await replay.run(() => ok(api.POST("/api/v1/webhooks/{id}/deliveries/{delivery_id}/replay", { params: { path: { id: props.webhookId, delivery_id: delivery.id } } })));
     if (!due) return;
