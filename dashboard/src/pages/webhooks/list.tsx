@@ -53,8 +53,9 @@ export default function Webhooks() {
           </>
         )}
       </Loadable>
-      {/* After the list: the endpoints first, the long form (every event type) below them. */}
-      {canWrite ? (
+      {/* After the list: the endpoints first, the long form (every event type) below them,
+          shown with the list's first answer so that the list's arrival does not push it down. */}
+      {canWrite && handle.result.state !== "loading" ? (
         <CreateWebhook
           onCreated={(s) => {
             setSecret(s);
