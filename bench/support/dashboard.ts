@@ -54,5 +54,8 @@ export async function dashboardMember(base: string, name = "Acme Newsletters"): 
   await seed("/api/v1/templates", { name: "Weekly digest", slug: "weekly-digest", subject: "This week at Acme, {{first_name}}", mjml_content: MJML, category: "marketing" });
   const domain = (await seed("/api/v1/domains", { name: "mail.acme-newsletters.example.com" })) as { id: string };
   await seed("/api/v1/suppressions", { email: "left-the-company@example.com", reason: "manual" });
+  // Made after the subscribers: no event is due to them (their hosts are not on the network).
+  await seed("/api/v1/webhooks", { url: "https://crm.acme-newsletters.example.com/hooks/emailsvc", events: ["email.sent", "email.bounced", "subscriber.unsubscribed"], description: "CRM sync" });
+  await seed("/api/v1/webhooks", { url: "https://analytics.acme-newsletters.example.com/in", events: ["*"], description: "Analytics" });
   return { accountId, cookie, email, password, liveKey, domainId: domain.id };
 }
