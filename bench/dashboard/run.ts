@@ -59,8 +59,24 @@ export interface TimingRow {
   max_ms: number;
 }
 
-/** One Lighthouse run of one page (its CLI, in a Chromium of its own). */
+/**
+ * One Lighthouse run of one page; again (up to 3 times) when Lighthouse
+ * itself fails to record (e.g. NO_NAVSTART on a busy machine: "Please run
+ * Lighthouse again"), never for a score.
+ */
 async function lighthouse(url: string, cookie: string | undefined, formFactor: "mobile" | "desktop"): Promise<Omit<LighthouseRow, "page" | "form_factor" | "exists">> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await lighthouseOnce(url, cookie, formFactor);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      console.log(`lighthouse failed to record (${String((err as { stderr?: string }).stderr ?? err).trim().slice(0, 200)}): again`);
+    }
+  }
+}
+
+/** One Lighthouse run of one page (its CLI, in a Chromium of its own). */
+async function lighthouseOnce(url: string, cookie: string | undefined, formFactor: "mobile" | "desktop"): Promise<Omit<LighthouseRow, "page" | "form_factor" | "exists">> {
   const dir = mkdtempSync(join(tmpdir(), "lighthouse-"));
   try {
     const out = join(dir, "report.json");
