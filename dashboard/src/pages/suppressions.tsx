@@ -133,8 +133,10 @@ function AddSuppression(props: { onAdded: () => void }) {
     const form = event.currentTarget as HTMLFormElement;
     const email = formValue(form, "email").trim();
     const added = await submit.run(async () => {
-      const answer = await api.POST("/api/v1/suppressions", { body: { email, reason: "manual" } });
-      return { entry: await ok(Promise.resolve(answer)), created: answer.response.status === 201 };
+      const answer = api.POST("/api/v1/suppressions", { body: { email, reason: "manual" } });
+      const entry = await ok(answer);
+      // 201: added now; 200: it was on the list already (its entry unchanged).
+      return { entry, created: (await answer).response.status === 201 };
     });
     if (!added) return;
     notify(added.created ? t("suppressions.added", { email }) : t("suppressions.alreadyListed", { email }));

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, ok } from "../../api/client";
 import type { components } from "../../api/schema";
 import { formatDateTime, t } from "../../i18n";
-import { Button, ConfirmDialog, CopyButton, FormProblem, Loadable, notify, Page, Section, submitLabel, TableWrap, useLoad, useSubmit } from "../../kit";
+import { Button, ConfirmDialog, CopyButton, FormProblem, Loadable, notify, Page, Section, submitLabel, TableWrap, useLoad, usePoll, useSubmit } from "../../kit";
 import type { PageProps } from "../../routes";
 import { href, navigate } from "../../router";
 import { useCanWrite } from "../../session";
@@ -15,6 +15,8 @@ type DnsRecord = components["schemas"]["SenderDnsRecord"];
 export default function SendingDomain(props: PageProps) {
   const id = props.params.id ?? "";
   const handle = useLoad(() => ok(api.GET("/api/v1/domains/{id}", { params: { path: { id } } })), [id]);
+  // A pending domain is checked again by the platform on its own (a minute after it was added, then less often): its page follows.
+  usePoll(handle.result.state === "ready" && handle.result.data.status === "pending", 15_000, handle.reload);
   const title = handle.result.state === "ready" ? handle.result.data.name : t("domains.detailTitle");
   return (
     <Page title={title} description={<a href={href("/sending-domains")}>{t("domains.back")}</a>}>
