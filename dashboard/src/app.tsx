@@ -150,12 +150,15 @@ export function App() {
   const found = findRoute(loc.path);
   const isPublic = found?.route.public === true;
 
+  // Asked once a signed-in page is opened: a signed-out page (sign-in, an
+  // invitation) does not need it, and its 401 would be an error in the console.
   useEffect(() => {
+    if (isPublic || checked || session) return;
     sessionApi.current().then(
       (info) => setSession(info),
       () => setSession(undefined),
     ).finally(() => setChecked(true));
-  }, []);
+  }, [isPublic]);
 
   useEffect(() => {
     if (!checked || session || isPublic) return;
@@ -173,6 +176,6 @@ export function App() {
       </div>
     );
   }
-  if (!checked || !session) return <main class="boot"><Loading /></main>;
+  if (!session) return <main class="boot"><Loading /></main>;
   return <Shell path={loc.path} />;
 }

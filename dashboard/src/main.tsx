@@ -26,4 +26,8 @@ whenSessionEnds(() => {
 });
 
 await loadLocale(preferredLocale());
-render(<App />, document.getElementById("app")!);
+// The boot message goes before the first render: Preact would otherwise keep
+// the node and report its removal as a layout shift (measured by Lighthouse).
+const root = document.getElementById("app")!;
+root.replaceChildren();
+render(<App />, root);

@@ -36,6 +36,11 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/tags", load: () => import("./pages/tags/list") },
   { path: "/tags/new", load: () => import("./pages/tags/edit") },
   { path: "/tags/:id", load: () => import("./pages/tags/edit") },
+  { path: "/sending-domains", load: () => import("./pages/sending-domains/list") },
+  { path: "/sending-domains/:id", load: () => import("./pages/sending-domains/detail") },
+  { path: "/suppressions", load: () => import("./pages/suppressions") },
+  { path: "/webhooks", load: () => import("./pages/webhooks/list") },
+  { path: "/webhooks/:id", load: () => import("./pages/webhooks/detail") },
 ];
 
 export interface NavItem {

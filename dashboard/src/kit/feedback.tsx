@@ -54,6 +54,8 @@ export function ConfirmDialog(props: {
   confirmLabel: string;
   danger?: boolean;
   busy?: boolean;
+  /** The confirm button is off until the dialog's own fields are filled (a reason the API needs). */
+  disabled?: boolean;
   confirmText?: string;
   onConfirm: () => void;
   onCancel: () => void;
@@ -85,7 +87,7 @@ export function ConfirmDialog(props: {
         <button type="button" class="button" onClick={props.onCancel}>
           {t("action.cancel")}
         </button>
-        <button type="button" class={`button ${props.danger ? "button-danger" : "button-primary"}`} disabled={blocked || props.busy} aria-busy={props.busy || undefined} onClick={props.onConfirm}>
+        <button type="button" class={`button ${props.danger ? "button-danger" : "button-primary"}`} disabled={blocked || props.busy || props.disabled} aria-busy={props.busy || undefined} onClick={props.onConfirm}>
           {props.confirmLabel}
         </button>
       </div>
@@ -93,8 +95,12 @@ export function ConfirmDialog(props: {
   );
 }
 
-/** Copies a text (a new key, a DNS record) and says so. */
-export function CopyButton(props: { text: string; label?: string }) {
+/**
+ * Copies a text (a new key, a DNS record) and says so. `what` names the text
+ * for a screen reader when a page has several ("Copy: value of the DKIM
+ * record"); the visible word stays the button's name's start.
+ */
+export function CopyButton(props: { text: string; label?: string; what?: string }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {
     try {
@@ -108,7 +114,7 @@ export function CopyButton(props: { text: string; label?: string }) {
     setTimeout(() => setCopied(false), 2000);
   };
   return (
-    <button type="button" class="button button-small" onClick={copy}>
+    <button type="button" class="button button-small" onClick={copy} aria-label={props.what ? `${copied ? t("copy.copied") : props.label ?? t("copy.copy")}: ${props.what}` : undefined}>
       {copied ? t("copy.copied") : props.label ?? t("copy.copy")}
     </button>
   );

@@ -121,6 +121,20 @@ describe.each<StoreKind>(["embedded", "mongodb"])("suppression list on %s storag
     expect(await entries(t)).toEqual([]);
   });
 
+  it("finds one address (any case) by its entry, of a reason if asked; refuses an invalid one", async () => {
+    const t = tenant("live");
+    await h.suppressions.addSuppression({ email: "Wanted@Example.com", reason: SuppressionReason.MANUAL }, as(t));
+    await h.suppressions.addSuppression({ email: "other@example.com", reason: SuppressionReason.MANUAL }, as(t));
+    const search = async (email: string, reason = SuppressionReason.UNSPECIFIED) =>
+      (await h.suppressions.listSuppressions({ email, reason, limit: 50 }, as(t))).suppressions.map((s) => s.email);
+    expect(await search("WANTED@example.COM")).toEqual(["Wanted@Example.com"]);
+    expect(await search("wanted@example.com", SuppressionReason.COMPLAINT)).toEqual([]);
+    expect(await search("nobody@example.com")).toEqual([]);
+    // Another tenant's list does not have it.
+    expect((await h.suppressions.listSuppressions({ email: "wanted@example.com", limit: 50 }, as(tenant("live")))).suppressions).toEqual([]);
+    expect((await fail(h.suppressions.listSuppressions({ email: "not an address", limit: 50 }, as(t)))).code).toBe(Code.InvalidArgument);
+  });
+
   it("pages the list with cursors", async () => {
     const t = tenant("live");
     for (let i = 0; i < 5; i++) await h.suppressions.addSuppression({ email: `p${i}@example.com`, reason: SuppressionReason.MANUAL }, as(t));

@@ -109,8 +109,12 @@ export function serveDashboard(logger: Logger, dir: string | undefined = dashboa
     const name = path.slice(DASHBOARD_PATH.length + 1);
     let file = files.get(name);
     if (!file) {
-      // An asset that is not there is a 404 (an old tab after a deploy reloads); any other path is a page of the app.
-      if (name.startsWith("assets/") || /\.[a-z0-9]+$/i.test(name)) return next();
+      // An asset that is not there is a 404 (an old tab after a deploy reloads), under the
+      // same headers as every /dashboard answer; any other path is a page of the app.
+      if (name.startsWith("assets/") || /\.[a-z0-9]+$/i.test(name)) {
+        ctx.set(SECURITY_HEADERS);
+        return next();
+      }
       file = files.get("index.html")!;
     }
     ctx.set(SECURITY_HEADERS);

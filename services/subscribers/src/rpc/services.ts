@@ -214,7 +214,12 @@ export function subscriberRoutes(deps: Deps, scopeOf: (call: CallContext) => Sco
     });
     router.service(SuppressionService, {
       async listSuppressions(req, ctx) {
-        const page = await listSuppressions(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, reason: suppressionReasonFromProto(req.reason) });
+        const page = await listSuppressions(deps, scopeOf(readCallContext(ctx)), {
+          limit: req.limit,
+          cursor: req.cursor,
+          reason: suppressionReasonFromProto(req.reason),
+          email: req.email,
+        });
         return { suppressions: page.items.map(suppressionToProto), nextCursor: page.nextCursor };
       },
       async addSuppression(req, ctx) {

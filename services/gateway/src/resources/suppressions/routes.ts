@@ -15,8 +15,11 @@ export function suppressionRoutes(kit: RouteKit, context: ResourceContext): void
   const { timeoutMs } = context;
 
   defineRoute(kit, "get", "/api/v1/suppressions", "listSuppressions", async (ctx) => {
-    const query = ctx.state.query as { limit: number; reason?: string; cursor?: string };
-    const res = await suppressions.listSuppressions({ limit: query.limit, reason: reasonFromJson(query.reason), cursor: query.cursor ?? "" }, callOptions(ctx, timeoutMs));
+    const query = ctx.state.query as { limit: number; reason?: string; cursor?: string; email?: string };
+    const res = await suppressions.listSuppressions(
+      { limit: query.limit, reason: reasonFromJson(query.reason), cursor: query.cursor ?? "", email: query.email ?? "" },
+      callOptions(ctx, timeoutMs),
+    );
     ctx.body = { items: res.suppressions.map(suppressionJson), next_cursor: nextCursor(res.nextCursor) };
   });
 

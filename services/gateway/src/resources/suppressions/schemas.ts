@@ -61,9 +61,19 @@ export const paths: Paths = {
     get: {
       operationId: "listSuppressions",
       summary: "List the suppression list",
-      description: "The addresses this account (and mode) does not mail, with why, who added them and when.",
+      description: "The addresses this account (and mode) does not mail, with why, who added them and when; or, with `email`, whether one address is on it.",
       tags: ["Suppressions"],
-      parameters: [param("Limit"), { name: "reason", in: "query", description: "Only entries of this reason.", schema: ref("SuppressionReason") }, param("Cursor")],
+      parameters: [
+        param("Limit"),
+        { name: "reason", in: "query", description: "Only entries of this reason.", schema: ref("SuppressionReason") },
+        {
+          name: "email",
+          in: "query",
+          description: "Search for one address (any case): its entry, if it is on the list (at most one item). An invalid address is a 400.",
+          schema: emailAddress,
+        },
+        param("Cursor"),
+      ],
       responses: { "200": json(ref("SuppressionPage"), "A page of the list."), ...errors("BadRequest", ...serviceErrors) },
     },
     post: {
