@@ -4,16 +4,13 @@
 
 import { useEffect, useState } from "preact/hooks";
 import { setCsrfToken } from "./api/client";
+import type { components } from "./api/schema";
 
 export type Role = "owner" | "admin" | "developer" | "viewer";
 export const ROLES: readonly Role[] = ["owner", "admin", "developer", "viewer"];
 
-export interface SessionInfo {
-  member: { id: string; email: string; name: string; role: Role };
-  account: { id: string; name: string; plan: "starter" | "professional" };
-  csrf_token: string;
-  expires_at: string;
-}
+/** The signed-in member, their account and the session's CSRF token: GET /api/v1/session's answer. */
+export type SessionInfo = components["schemas"]["Session"];
 
 let current: SessionInfo | undefined;
 const listeners = new Set<() => void>();

@@ -1271,7 +1271,7 @@ export interface paths {
         };
         /**
          * List the suppression list
-         * @description The addresses this account (and mode) does not mail, with why, who added them and when.
+         * @description The addresses this account (and mode) does not mail, with why, who added them and when; or, with `email`, whether one address is on it.
          */
         get: operations["listSuppressions"];
         put?: never;
@@ -7340,6 +7340,8 @@ export interface operations {
             query?: {
                 /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description Search for one address (any case): its entry, if it is on the list (at most one item). An invalid address is a 400. */
+                email?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Only entries of this reason. */
