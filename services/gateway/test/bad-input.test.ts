@@ -219,7 +219,7 @@ describe("query parameters and methods (defect 6)", () => {
     const list = await h.request("GET", "/api/v1/subscribers?limt=5&status=active");
     expect(list.status).toBe(400);
     expect(list.body.errors).toEqual([{ field: "limt", message: "is not a known query parameter" }]);
-    expect(list.body.detail).toMatch(/takes limit, status, cursor/);
+    expect(list.body.detail).toMatch(/takes limit, status, email, tag, cursor/);
     const get = await h.request("GET", "/api/v1/tags/tag_x?expand=1");
     expect(get.body.errors).toEqual([{ field: "expand", message: "is not a known query parameter" }]);
     const post = await h.request("POST", "/api/v1/tags?dry_run=true", { body: { name: "q" } });
