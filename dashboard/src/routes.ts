@@ -25,6 +25,17 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/setup", load: () => import("./pages/accept"), public: true },
   { path: "/", load: () => import("./pages/overview") },
   { path: "/profile", load: () => import("./pages/profile") },
+  { path: "/templates", load: () => import("./pages/templates/list") },
+  { path: "/templates/new", load: () => import("./pages/templates/editor") },
+  { path: "/templates/:id", load: () => import("./pages/templates/editor") },
+  { path: "/campaigns", load: () => import("./pages/campaigns/list") },
+  { path: "/campaigns/new", load: () => import("./pages/campaigns/new") },
+  { path: "/campaigns/:id", load: () => import("./pages/campaigns/detail") },
+  { path: "/triggers", load: () => import("./pages/triggers/list") },
+  { path: "/triggers/new", load: () => import("./pages/triggers/editor") },
+  { path: "/triggers/:id", load: () => import("./pages/triggers/editor") },
+  { path: "/emails", load: () => import("./pages/emails/list") },
+  { path: "/emails/:id", load: () => import("./pages/emails/detail") },
 ];
 
 export interface NavItem {
