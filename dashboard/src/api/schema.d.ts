@@ -349,7 +349,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List emails */
+        /**
+         * List emails
+         * @description Newest first; narrowed by `status` and/or `campaign_id` when given (a `cursor` works only with the filter it came with, else 400).
+         */
         get: operations["listEmails"];
         put?: never;
         post?: never;
@@ -4575,10 +4578,14 @@ export interface operations {
     listEmails: {
         parameters: {
             query?: {
+                /** @description Only the emails of this campaign (with `status=failed`: its failures, each with its reason in `error`). */
+                campaign_id?: string;
                 /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
+                /** @description Only emails with this status now. */
+                status?: components["schemas"]["EmailStatus"];
             };
             header?: never;
             path?: never;

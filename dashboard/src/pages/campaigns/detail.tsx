@@ -2,7 +2,8 @@ import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ok } from "../../api/client";
 import { formatDateTime, formatNumber, t } from "../../i18n";
-import { Button, ConfirmDialog, FormProblem, Loadable, notify, Page, Section, useLoad, usePoll, useSubmit } from "../../kit";
+import { Button, ConfirmDialog, FormProblem, Loadable, notify, Page, Section, TableWrap, useLoad, usePoll, useSubmit } from "../../kit";
+import { EmailStatusBadge } from "../emails/status";
 import { href, navigate } from "../../router";
 import type { PageProps } from "../../routes";
 import { useCanWrite } from "../../session";
@@ -198,11 +199,55 @@ function Failures(props: { campaign: Campaign }) {
           </Fragment>
         ))}
       </dl>
-      {c.counts.failed > 0 ? (
-        <p class="hint">
-          {t("campaigns.failuresInLog")} <a href={href("/emails", { status: "failed" })}>{t("campaigns.openLog")}</a>
-        </p>
-      ) : null}
+      {c.counts.failed > 0 ? <FailedEmails campaign={c} /> : null}
     </Section>
+  );
+}
+
+/** The campaign's emails that failed or bounced, each with its reason (GET /emails?campaign_id=…&status=…). */
+function FailedEmails(props: { campaign: Campaign }) {
+  const id = props.campaign.id;
+  const handle = useLoad(async () => {
+    const pages = await Promise.all(
+      (["failed", "bounced"] as const).map((status) => ok(api.GET("/api/v1/emails", { params: { query: { campaign_id: id, status, limit: 20 } } }))),
+    );
+    return { items: pages.flatMap((p) => p.items), more: pages.some((p) => p.next_cursor !== null) };
+  }, [id, props.campaign.counts.failed]);
+  return (
+    <Loadable handle={handle} isEmpty={(d) => d.items.length === 0}>
+      {(data) => (
+        <>
+          <TableWrap label={t("campaigns.failedEmails")}>
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">{t("emails.to")}</th>
+                  <th scope="col">{t("emails.statusLabel")}</th>
+                  <th scope="col">{t("emails.reason")}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.items.map((e) => (
+                  <tr key={e.id}>
+                    <td>
+                      <a href={href(`/emails/${e.id}`)}>{e.to ?? t("emails.erased")}</a>
+                    </td>
+                    <td>
+                      <EmailStatusBadge status={e.status} />
+                    </td>
+                    <td>{e.error ? <code class="reason">{e.error}</code> : "–"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+          {data.more ? (
+            <p>
+              <a href={href("/emails", { campaign_id: id, status: "failed" })}>{t("campaigns.allFailures")}</a>
+            </p>
+          ) : null}
+        </>
+      )}
+    </Loadable>
   );
 }

@@ -8,9 +8,10 @@ export default function Emails() {
   const loc = useLocation();
   const wanted = loc.query.get("status") ?? "";
   const status = (EMAIL_STATUSES as readonly string[]).includes(wanted) ? (wanted as EmailStatus) : undefined;
+  const campaignId = loc.query.get("campaign_id") || undefined;
   const { handle, more, loadMore } = usePaged(
-    async (cursor) => ok(api.GET("/api/v1/emails", { params: { query: { limit: 50, cursor, status } } })),
-    [status],
+    async (cursor) => ok(api.GET("/api/v1/emails", { params: { query: { limit: 50, cursor, status, campaign_id: campaignId } } })),
+    [status, campaignId],
   );
   return (
     <Page title={t("emails.title")} description={t("emails.intro")}>
@@ -25,6 +26,14 @@ export default function Emails() {
             ))}
           </select>
         </Field>
+        {campaignId ? (
+          <p>
+            {t("emails.ofCampaign")} <a href={href(`/campaigns/${campaignId}`)}>{campaignId}</a>{" "}
+            <button type="button" class="button button-small" onClick={() => setQuery({ campaign_id: undefined })}>
+              {t("emails.allCampaigns")}
+            </button>
+          </p>
+        ) : null}
       </div>
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={status ? t("emails.emptyStatus") : t("emails.empty")}>
         {(data) => (
