@@ -28,6 +28,7 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/templates", load: () => import("./pages/templates/list") },
   { path: "/templates/new", load: () => import("./pages/templates/editor") },
   { path: "/templates/:id", load: () => import("./pages/templates/editor") },
+  { path: "/templates/:id/versions/:version", load: () => import("./pages/templates/version") },
   { path: "/campaigns", load: () => import("./pages/campaigns/list") },
   { path: "/campaigns/new", load: () => import("./pages/campaigns/new") },
   { path: "/campaigns/:id", load: () => import("./pages/campaigns/detail") },
