@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   );
   if (platform.development) {
     // Printed once, on the first start: neither secret is stored in clear anywhere.
-    const { adminToken, testKey, accountId } = platform.development;
+    const { adminToken, testKey, accountId, setupUrl } = platform.development;
     process.stdout.write(
       [
         "",
@@ -44,6 +44,9 @@ async function main(): Promise<void> {
         `    account id   ${accountId}`,
         `    test API key ${testKey}`,
         `    admin token  ${adminToken}`,
+        "",
+        `  Dashboard setup link: ${setupUrl}`,
+        "    (one use, 7 days: choose the owner's email, name and password there)",
         "",
         "  Try it:",
         `    curl -s -X POST ${platform.gatewayUrl}/api/v1/subscribers \\`,

@@ -53,7 +53,7 @@ export interface RunningPlatform {
   /** The keys links are signed and verified with. */
   tokenKeys: KeyRing;
   /** Set on the first start without ADMIN_TOKEN: shown once, never again. */
-  development?: { adminToken: string; testKey: string; accountId: string } | undefined;
+  development?: { adminToken: string; testKey: string; accountId: string; setupUrl: string } | undefined;
   close(): Promise<void>;
 }
 
@@ -178,7 +178,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
 
     const gatewayStore = await open("gateway");
     stores.push(gatewayStore);
-    const development = options.adminToken ? undefined : await bootstrapDevelopment(gatewayStore);
+    const development = options.adminToken ? undefined : await bootstrapDevelopment(gatewayStore, env.PUBLIC_API_URL ? { publicUrl: env.PUBLIC_API_URL } : {});
     const gateway = await startGateway({
       port: options.gatewayPort,
       host: options.gatewayHost ?? "0.0.0.0",

@@ -3,3 +3,4 @@ export * from "./transport.js";
 export * from "./headers.js";
 export * from "./health.js";
 export * from "./service-server.js";
+export * from "./platform-mail.js";

@@ -8,8 +8,10 @@ import { parseArgs } from "node:util";
 const USAGE = `Usage: emailsvc-admin <command> [options]
 
 Commands:
-  accounts create --name NAME [--plan starter|professional]
+  accounts create --name NAME [--plan starter|professional] [--owner-email EMAIL]
+                   (with --owner-email: the first owner's invitation is mailed; its link is printed once)
   accounts list
+  invitations create --account ACCOUNT_ID --email EMAIL [--role owner|admin|developer|viewer]
   keys create --account ACCOUNT_ID --mode test|live [--name NAME]
   keys list --account ACCOUNT_ID
   keys revoke --account ACCOUNT_ID --key KEY_ID
@@ -71,10 +73,15 @@ async function dispatch(argv: string[], env: NodeJS.ProcessEnv): Promise<unknown
   switch (command) {
     case "accounts create": {
       const name = required(values.name, "--name");
-      return api.call("POST", "/admin/v1/accounts", { name, ...(values.plan ? { plan: values.plan } : {}) });
+      return api.call("POST", "/admin/v1/accounts", { name, ...(values.plan ? { plan: values.plan } : {}), ...(values["owner-email"] ? { owner_email: values["owner-email"] } : {}) });
     }
     case "accounts list":
       return api.listAll("/admin/v1/accounts");
+    case "invitations create": {
+      const account = required(values.account, "--account");
+      const email = required(values.email, "--email");
+      return api.call("POST", `/admin/v1/accounts/${encodeURIComponent(account)}/invitations`, { email, ...(values.role ? { role: values.role } : {}) });
+    }
     case "keys create": {
       const account = required(values.account, "--account");
       const mode = required(values.mode, "--mode");
@@ -127,6 +134,9 @@ function parseArgsOrExplain(argv: string[]) {
         mode: { type: "string" },
         key: { type: "string" },
         domain: { type: "string" },
+        "owner-email": { type: "string" },
+        email: { type: "string" },
+        role: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });

@@ -10,6 +10,7 @@
 import { JSON_MAX_DEPTH } from "./http/json-depth.js";
 import * as common from "./openapi/common.js";
 import type { HttpMethod, OpenApiDocument, OperationObject, Paths } from "./openapi/types.js";
+import { isSecureUrl, sessionCookieName } from "./members/sessions.js";
 import { RESOURCES, type Resource } from "./resources/index.js";
 import { MJML_MAX_LENGTH, TEMPLATE_BODY_LIMIT_BYTES } from "./resources/templates/schemas.js";
 
@@ -36,8 +37,11 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
     for (const [method, operation] of Object.entries(item) as Array<[HttpMethod, OperationObject]>) {
       let responses: Record<string, unknown> = { "400": { $ref: "#/components/responses/BadRequest" }, ...operation.responses };
       const security = operation.security ?? DEFAULT_SECURITY;
-      // Budgets per credential: API keys (and tenants), subscribers of preference tokens (and tenants).
-      const limited = security.some((requirement) => "ApiKey" in requirement || "PreferenceToken" in requirement);
+      // Budgets per credential: API keys and members' sessions (and tenants), subscribers of preference tokens (and tenants).
+      const limited = security.some((requirement) => "ApiKey" in requirement || "Session" in requirement || "PreferenceToken" in requirement);
+      // A member's session: its role may refuse (403), and it states its mode and CSRF token in headers.
+      const session = security.some((requirement) => "Session" in requirement);
+      if (session) responses["403"] ??= { $ref: "#/components/responses/Forbidden" };
       // Any credential may meet the failed-authentication budget of its address.
       if (security.some((requirement) => Object.keys(requirement).length > 0)) {
         responses["429"] ??= { $ref: "#/components/responses/TooManyRequests" };
@@ -56,6 +60,7 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
       out[path][method] = {
         ...operation,
         ...(limited ? { "x-rate-limit-class": operation["x-rate-limit-class"] ?? (method === "get" ? "read" : "write") } : {}),
+        ...(session ? { parameters: [...(operation.parameters ?? []), { $ref: "#/components/parameters/Mode" }, { $ref: "#/components/parameters/CsrfToken" }] as OperationObject["parameters"] } : {}),
         responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
       };
     }
@@ -63,7 +68,8 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
   return out;
 }
 
-const DEFAULT_SECURITY = [{ ApiKey: [] }];
+// An integrator's API key, or a member's dashboard session: either one.
+const DEFAULT_SECURITY: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Session: [] }];
 
 /** Adds `part` to `into`, refusing a name two resources both define. */
 function merge<T>(into: Record<string, T>, part: Record<string, T> | undefined, what: string): void {
@@ -101,7 +107,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
       description: [
         "Subscribers, tags, MJML templates and transactional email of the email platform, and the operator's admin API.",
         "",
-        "Authenticate with an API key in `X-API-Key` (`sk_live_…` or `sk_test_…`; the key's mode selects live or test data, which never mix).",
+        "Authenticate with an API key in `X-API-Key` (`sk_live_…` or `sk_test_…`; the key's mode selects live or test data, which never mix), or, as the dashboard does, with a member's session cookie (`Session`: sign in with POST /api/v1/session; changes need `X-CSRF-Token`, `X-Mode` picks the data, and the member's role limits what they may do).",
         `Bodies are JSON (\`Content-Type: application/json\`, at most ${common.DEFAULT_BODY_LIMIT_BYTES / 1024} KiB; ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB for template create and update, whose \`mjml_content\` may hold ${MJML_MAX_LENGTH} characters); unknown and read-only fields are refused.`,
         `A body may nest arrays and objects at most ${JSON_MAX_DEPTH} levels deep (the body itself is level 1, so \`metadata\` and \`variables\` hold ${JSON_MAX_DEPTH - 1}); deeper is a 400 \`json_too_deep\`.`,
         "Errors are `application/problem+json` (RFC 9457) with a stable `code`.",
@@ -121,7 +127,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string; resources?: 
       responses: common.responses,
       parameters,
       headers,
-      securitySchemes: common.securitySchemes,
+      securitySchemes: common.securitySchemes(sessionCookieName(isSecureUrl(options.serverUrl))),
     },
   };
 }

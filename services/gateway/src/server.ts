@@ -10,7 +10,11 @@ import type { DocumentStore } from "@emailsvc/storage";
 import { listensLocally, loadPreferenceLinkSettings, mailLinkWarning, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
-import { requireAdmin, requireApiKey, requirePreferenceToken } from "./http/auth.js";
+import { requireAdmin, requireApiKey, requireCredential, requirePreferenceToken, type SessionCookie } from "./http/auth.js";
+import { MemberStore } from "./members/store.js";
+import { grpcMemberMailer } from "./members/mail.js";
+import { AuditLog, auditTrail } from "./members/audit.js";
+import { isSecureUrl, SessionAuthenticator, sessionCookieName } from "./members/sessions.js";
 import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
 import { bodyDeadline } from "./http/body-deadline.js";
@@ -72,6 +76,8 @@ export interface Gateway {
   router: Router<GatewayState>;
   openapi: OpenApiDocument;
   accounts: AccountStore;
+  /** Members, sessions, invitations (the dashboard's people). */
+  members: MemberStore;
   /** Store reachable, every configured service SERVING, and not draining. */
   ready(): Promise<boolean>;
   /** Readiness turns false; responses from now on close their connection. */
@@ -97,6 +103,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const accounts = new AccountStore(deps.store);
   await accounts.ensureIndexes();
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
+  const members = new MemberStore(deps.store);
+  await members.ensureIndexes();
+  const audit = new AuditLog(deps.store);
+  await audit.ensureIndexes();
+  const sessions = new SessionAuthenticator(members);
+  const secure = isSecureUrl(deps.publicUrl);
+  const cookie: SessionCookie = { name: sessionCookieName(secure), secure };
   const admin = new AdminTokenVerifier(accounts, deps.adminToken);
 
   const transports = {} as Record<ServiceName, Transport | undefined>;
@@ -126,6 +139,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     validators: new RequestValidators(doc),
     auth: {
       ApiKey: requireApiKey(authenticator, guard),
+      Session: requireCredential({ sessions: { authenticator: sessions, cookie }, guard }),
+      ApiKeyOrSession: requireCredential({ apiKeys: authenticator, sessions: { authenticator: sessions, cookie }, guard }),
       AdminToken: requireAdmin(admin, guard),
       PreferenceToken: requirePreferenceToken(deps.tokenKeys, guard),
     },
@@ -164,6 +179,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     accounts,
     senderNames: new SenderNames(accounts, transports.portal, timeoutMs),
     authenticator,
+    members,
+    audit,
+    sessions,
+    cookie,
+    limiter,
+    authGuard: guard,
+    publicUrl: deps.publicUrl ?? "http://localhost:8080",
+    mailer: transports.delivery ? grpcMemberMailer({ delivery: transports.delivery, templates: transports.templates }, timeoutMs) : undefined,
+    logger,
     ready,
     tokenKeys: deps.tokenKeys,
     preferenceLinks,
@@ -178,6 +202,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const app = new Koa<GatewayState>();
   app.use(bodyDeadline());
   app.use(requestContext(logger, inFlight, () => draining));
+  // Outside the problems: a refused change is logged with its status.
+  app.use(auditTrail(audit, logger, context.clientIp));
   app.use(problems(logger));
   app.use(serveDashboard(logger, deps.dashboardDir));
   app.use(router.routes());
@@ -197,6 +223,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     router,
     openapi: doc,
     accounts,
+    members,
     ready,
     startDraining: () => {
       draining = true;

@@ -20,6 +20,7 @@ describe("bootstrapDevelopment", () => {
       adminToken: expect.stringMatching(/^adm_[0-9A-Za-z]{40}$/),
       accountId: expect.stringMatching(/^acc_/),
       testKey: expect.stringMatching(/^sk_test_[0-9A-Za-z]{40}$/),
+      setupUrl: expect.stringMatching(/^http:\/\/localhost:8080\/dashboard\/setup#token=[A-Za-z0-9_-]{43}$/),
     });
     const account = await new AccountStore(store).getAccount(first!.accountId);
     expect(account).toMatchObject({ name: "Development", plan: "professional" });

@@ -47,6 +47,20 @@ describe("emailsvc-admin", () => {
     expect((await h.request("GET", "/api/v1/tags", { key: key.json.key })).status).toBe(401);
   });
 
+  it("creates an account with its owner's invitation, and invites another member", async () => {
+    const account = await cli(["accounts", "create", "--name", "Owned Co", "--owner-email", "owner@owned.example"]);
+    expect(account.code).toBe(0);
+    expect(account.json.owner_invitation).toMatchObject({ email: "owner@owned.example", role: "owner", url: expect.stringMatching(/\/dashboard\/accept#token=[A-Za-z0-9_-]{43}$/) });
+    const invited = await cli(["invitations", "create", "--account", account.json.id, "--email", "dev@owned.example", "--role", "developer"]);
+    expect(invited.code).toBe(0);
+    expect(invited.json).toMatchObject({ email: "dev@owned.example", role: "developer" });
+    // A role that is none is refused.
+    const bad = await cli(["invitations", "create", "--account", account.json.id, "--email", "x@owned.example", "--role", "boss"]);
+    expect(bad.code).not.toBe(0);
+    // Mailed through delivery: the invitation's platform template, made in the account's live mode.
+    expect(h.delivery.queued.filter((m) => m.to === "owner@owned.example" || m.to === "dev@owned.example").map((m) => m.templateSlug)).toEqual(["platform-member-invitation", "platform-member-invitation"]);
+  });
+
   it("follows next_cursor to list everything", async () => {
     for (let i = 0; i < 3; i++) await cli(["accounts", "create", "--name", `Many ${i}`]);
     const accounts = await cli(["accounts", "list"]);

@@ -116,8 +116,10 @@ describe("OpenAPI document", () => {
     expect(op.description).toMatch(/Idempotent-Replayed: true/);
     expect(op.description).toMatch(/409 `idempotency_key_reused`/);
     expect(op.description).toMatch(/at least 24 hours/);
-    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "404", "409", "413", "415", "422", "429", "500", "503", "504"]);
-    expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
+    // 403: a member's role may refuse it (the operation takes a session too).
+    expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "403", "404", "409", "413", "415", "422", "429", "500", "503", "504"]);
+    // With the session's two headers, which every operation that takes a session declares.
+    expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }, { $ref: "#/components/parameters/Mode" }, { $ref: "#/components/parameters/CsrfToken" }]);
     expect(gateway.openapi.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header" });
   });
 
@@ -317,8 +319,9 @@ describe("responses every operation may give", () => {
   const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
 
   it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials, and on the one-click link's", () => {
-    // Public, and budgeted per client address (RATE_LIMIT_UNSUBSCRIBE_*, RATE_LIMIT_PROVIDER_NOTIFICATIONS) and per link.
-    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick", "takeSesNotification"]);
+    // Public, and budgeted per client address (RATE_LIMIT_UNSUBSCRIBE_*, RATE_LIMIT_PROVIDER_NOTIFICATIONS) and per link;
+    // the members' doors: sign-in, invitations and resets (failed authentication per address, RATE_LIMIT_SIGN_IN_FAILURES, RATE_LIMIT_PASSWORD_RESETS_*).
+    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick", "takeSesNotification", "createSession", "acceptInvitation", "createPasswordReset", "completePasswordReset"]);
     for (const op of operations) {
       expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
       const credentials = (op!.security ?? doc.security).some((r) => Object.keys(r).length > 0);
@@ -332,13 +335,13 @@ describe("responses every operation may give", () => {
     }
   });
 
-  it("gives every API-key and preference-token operation a rate-limit class (send for the sends, single and batch, privacy for export and erasure, GET read, others write) and none to the others", () => {
+  it("gives every API-key, session and preference-token operation a rate-limit class (send for the sends, single and batch, privacy for export and erasure, GET read, others write) and none to the others", () => {
     const classes = Object.fromEntries(
       Object.values(doc.paths).flatMap((item) => Object.entries(item).map(([method, op]) => [op!.operationId, { method, cls: op!["x-rate-limit-class"] }])),
     );
     const special: Record<string, string> = { sendEmail: "send", sendEmailBatch: "send", exportPreferenceData: "privacy", deletePreferenceAccount: "privacy" };
     for (const op of operations) {
-      const limited = (op!.security ?? doc.security).some((r) => "ApiKey" in r || "PreferenceToken" in r);
+      const limited = (op!.security ?? doc.security).some((r) => "ApiKey" in r || "Session" in r || "PreferenceToken" in r);
       const { method, cls } = classes[op!.operationId]!;
       const expected = !limited ? undefined : (special[op!.operationId] ?? (method === "get" ? "read" : "write"));
       expect({ op: op!.operationId, cls }).toEqual({ op: op!.operationId, cls: expected });

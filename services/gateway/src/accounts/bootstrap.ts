@@ -1,6 +1,7 @@
 import type { DocumentStore } from "@emailsvc/storage";
 import { AccountStore } from "./store.js";
 import { newAdminToken, sha256Hex } from "./secrets.js";
+import { MemberStore } from "../members/store.js";
 
 /** Credentials made by the development bootstrap; shown once, stored only as hashes. */
 export interface DevelopmentCredentials {
@@ -10,12 +11,19 @@ export interface DevelopmentCredentials {
   accountId: string;
   /** A test-mode API key of that account. */
   testKey: string;
+  /**
+   * The account's setup invitation (role owner, no address: whoever opens
+   * it chooses their email, name and password): the dashboard's page, the
+   * token after `#` so that it reaches no server log nor Referer.
+   */
+  setupUrl: string;
 }
 
 /**
  * First-start set-up of `npm start` when no ADMIN_TOKEN is configured: on a
  * store without accounts it creates an admin token (hash stored), the account
- * "Development" (plan professional) and a test-mode key, and returns them so
+ * "Development" (plan professional), a test-mode key and the dashboard's
+ * setup invitation (an owner's, 7 days), and returns them so
  * that the launcher prints them once. Once an account exists it returns
  * undefined: nothing new is made and the stored admin-token hash keeps working.
  *
@@ -24,7 +32,7 @@ export interface DevelopmentCredentials {
  */
 export async function bootstrapDevelopment(
   store: DocumentStore,
-  options: { now?: () => Date } = {},
+  options: { now?: () => Date; publicUrl?: string } = {},
 ): Promise<DevelopmentCredentials | undefined> {
   const accounts = new AccountStore(store, options.now);
   await accounts.ensureIndexes();
@@ -35,5 +43,9 @@ export async function bootstrapDevelopment(
   await accounts.setAdminTokenHash(sha256Hex(adminToken));
   const account = await accounts.createAccount({ name: "Development", plan: "professional" });
   const key = await accounts.createApiKey(account.id, { mode: "test", name: "Development test key" });
-  return { adminToken, accountId: account.id, testKey: key.key };
+  const members = new MemberStore(store, options.now);
+  await members.ensureIndexes();
+  const { token } = await members.createInvitation({ accountId: account.id, email: null, role: "owner", invitedBy: null });
+  const base = (options.publicUrl ?? "http://localhost:8080").replace(/\/+$/, "");
+  return { adminToken, accountId: account.id, testKey: key.key, setupUrl: `${base}/dashboard/setup#token=${token}` };
 }

@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   invalid_sender_domain: { status: 400, title: "Invalid sending domain", when: "the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own)" },
   import_empty: { status: 400, title: "Import file empty", when: "an import's body is empty; no job was left waiting" },
   sns_message_malformed: { status: 400, title: "Not an SNS message", when: "the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed" },
+  invalid_token: { status: 400, title: "Link not valid", when: "an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
   invalid_api_key: { status: 401, title: "Invalid API key", when: "the API key is unknown or revoked" },
@@ -41,8 +42,13 @@ export const ERROR_CODES = {
   missing_preference_token: { status: 401, title: "Preference token required", when: "no `Authorization: Bearer` preference token" },
   invalid_preference_token: { status: 401, title: "Invalid preference token", when: "the preference token is expired, altered, of another purpose, or its subscriber was erased" },
   unauthenticated: { status: 401, title: "Not authenticated", when: "a service refused the call's credentials" },
+  invalid_credentials: { status: 401, title: "Wrong email or password", when: "a dashboard sign-in names no member or the wrong password (one answer for both)" },
+  missing_session: { status: 401, title: "Sign-in required", when: "no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in)" },
+  invalid_session: { status: 401, title: "Session ended", when: "the session cookie is unknown, signed out, expired, or its member was removed" },
   // 403: valid credentials, not allowed.
   forbidden: { status: 403, title: "Forbidden", when: "a service refused the operation to this credential" },
+  csrf_failed: { status: 403, title: "CSRF token missing or wrong", when: "a change made with the session cookie lacks the session's `X-CSRF-Token`, or sends another" },
+  role_forbidden: { status: 403, title: "Role does not allow this", when: "the member's role may not do this; the detail names the role needed" },
   test_mode_campaign_too_large: { status: 403, title: "Campaign too large for test mode", when: "a test-mode campaign has more recipients than `TEST_MODE_DAILY_LIMIT` allows in a day" },
   plan_required: { status: 403, title: "Plan does not include this", when: "the account's plan lacks the feature; the detail names the plan needed" },
   live_key_required: { status: 403, title: "Live-mode key required", when: "the change needs a live-mode key" },
@@ -78,6 +84,8 @@ export const ERROR_CODES = {
   import_not_uploading: { status: 409, title: "Import not uploading", when: "the import took its whole upload already (or failed): it takes no more chunks" },
   import_incomplete: { status: 409, title: "Import upload incomplete", when: "chunks of the import's upload are missing" },
   template_in_use: { status: 409, title: "Template in use", when: "triggers or unfinished campaigns use the template (the detail names them); nothing was deleted" },
+  member_exists: { status: 409, title: "Already a member", when: "the email address is a member already (of this or another account: an address is one member of one account)" },
+  last_owner: { status: 409, title: "Last owner", when: "the change would leave the account without an owner; make another member owner first" },
   // 422: well-formed, but the account's state does not allow it.
   unprocessable: { status: 422, title: "Unprocessable request", when: "a service refused the request in the account's present state" },
   not_pending: { status: 422, title: "Subscriber not pending", when: "a confirmation of a subscriber that is not waiting for one (confirmed already, or unsubscribed since)" },

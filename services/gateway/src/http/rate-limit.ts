@@ -100,6 +100,12 @@ export const NO_UNSUBSCRIBE_GUARD: UnsubscribeGuard = { address: async () => und
  */
 export interface AuthFailureGuard {
   failed(ctx: GatewayContext): Promise<Record<string, string>>;
+  /**
+   * Whether the address has spent its budget, as this process sees it: for a
+   * password sign-in, refused even when right (a password, unlike a key, can
+   * be guessed, so guessing must stop). Undefined: not spent.
+   */
+  locked(ctx: GatewayContext): Verdict | undefined;
 }
 
 export function authFailureGuard(limiter: RateLimiter): AuthFailureGuard {
@@ -111,11 +117,14 @@ export function authFailureGuard(limiter: RateLimiter): AuthFailureGuard {
       if (verdict && !verdict.allowed) throw rateLimited(verdict);
       return verdict?.headers ?? {};
     },
+    locked(ctx) {
+      return limiter.authLocked(address(ctx));
+    },
   };
 }
 
 /** No limits (RATE_LIMIT=off or RATE_LIMIT_AUTH_FAILURES=off). */
-export const NO_AUTH_GUARD: AuthFailureGuard = { failed: async () => ({}) };
+export const NO_AUTH_GUARD: AuthFailureGuard = { failed: async () => ({}), locked: () => undefined };
 
 /**
  * A provider's notification route (RATE_LIMIT_PROVIDER_NOTIFICATIONS): the

@@ -131,6 +131,18 @@ export const responses: Record<string, unknown> = {
 };
 
 export const parameters: Record<string, ParameterObject> = {
+  Mode: {
+    name: "X-Mode",
+    in: "header",
+    description: "With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides.",
+    schema: { type: "string", enum: ["live", "test"] },
+  },
+  CsrfToken: {
+    name: "X-CSRF-Token",
+    in: "header",
+    description: "With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key.",
+    schema: { type: "string", maxLength: 200 },
+  },
   Limit: {
     name: "limit",
     in: "query",
@@ -156,12 +168,20 @@ export const headers: Record<string, unknown> = {
   },
 };
 
-export const securitySchemes: Record<string, unknown> = {
+/** The security schemes; the session cookie's name follows the API's scheme (`__Host-` over https). */
+export const securitySchemes = (sessionCookie: string): Record<string, unknown> => ({
   ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "An account's API key." },
+  Session: {
+    type: "apiKey",
+    in: "cookie",
+    name: sessionCookie,
+    description:
+      "A member's dashboard session (POST /api/v1/session sets it: HttpOnly, SameSite=Strict, Secure over https). Changes (POST, PUT, PATCH, DELETE) also need the session's `X-CSRF-Token`; `X-Mode` picks live (default) or test data. The member's role decides what they may do (403 `role_forbidden`).",
+  },
   AdminToken: { type: "http", scheme: "bearer", description: "The operator token (`ADMIN_TOKEN`)." },
   PreferenceToken: {
     type: "http",
     scheme: "bearer",
     description: "A subscriber's preference token (POST /api/v1/subscribers/{id}/preference-token, or the link in their mail): acts on that subscriber only.",
   },
-};
+});

@@ -36,6 +36,15 @@ export interface RateLimitConfig {
    * read or its signature checked.
    */
   providerNotificationsPerAddress: Policy | null;
+  /**
+   * RATE_LIMIT_SIGN_IN_FAILURES: failed dashboard sign-ins per email address;
+   * once spent, that address's sign-in is refused (429) until it recovers,
+   * even with the right password.
+   */
+  signInFailures: Policy | null;
+  /** RATE_LIMIT_PASSWORD_RESETS_ADDRESS, _EMAIL: password-reset requests per client address and per email address. */
+  passwordResetsPerAddress: Policy | null;
+  passwordResetsPerEmail: Policy | null;
   /** RATE_LIMIT_STORE: `memory` (this process) or `mongo` (the gateway's MongoDB database, shared by replicas). */
   store: "memory" | "mongo";
   /** RATE_LIMIT_STORE_TIMEOUT_MS: longest wait for the shared store before a request is counted locally. */
@@ -78,6 +87,12 @@ export const RATE_LIMIT_DEFAULTS = {
   // SNS posts a campaign's bounces and deliveries as fast as SES reports them, from a few addresses:
   // wide enough for that, far below a flood of forged messages that each cost a signature check.
   providerNotificationsPerAddress: "600/60s",
+  // Dashboard sign-in: a person mistypes a few times; a guesser gets 10 tries
+  // per quarter hour per address (the failed-authentication budget of their
+  // client address applies too). Resets mail someone: a few per hour.
+  signInFailures: "10/15m",
+  passwordResetsPerAddress: "20/1h",
+  passwordResetsPerEmail: "5/1h",
 } as const;
 
 // The variables, written out (scripts/helm-check.sh looks for each name in the code).
@@ -94,6 +109,9 @@ const OTHER_VARIABLES = [
   "RATE_LIMIT_UNSUBSCRIBE_ADDRESS",
   "RATE_LIMIT_UNSUBSCRIBE_LINK",
   "RATE_LIMIT_PROVIDER_NOTIFICATIONS",
+  "RATE_LIMIT_SIGN_IN_FAILURES",
+  "RATE_LIMIT_PASSWORD_RESETS_ADDRESS",
+  "RATE_LIMIT_PASSWORD_RESETS_EMAIL",
   "RATE_LIMIT_STORE",
   "RATE_LIMIT_STORE_TIMEOUT_MS",
   "RATE_LIMIT_MAX_KEYS",
@@ -128,6 +146,9 @@ export function loadRateLimitConfig(env: Env = process.env): RateLimitConfig {
     unsubscribePerAddress: budgetSetting(env, "RATE_LIMIT_UNSUBSCRIBE_ADDRESS", RATE_LIMIT_DEFAULTS.unsubscribePerAddress),
     unsubscribePerLink: budgetSetting(env, "RATE_LIMIT_UNSUBSCRIBE_LINK", RATE_LIMIT_DEFAULTS.unsubscribePerLink),
     providerNotificationsPerAddress: budgetSetting(env, "RATE_LIMIT_PROVIDER_NOTIFICATIONS", RATE_LIMIT_DEFAULTS.providerNotificationsPerAddress),
+    signInFailures: budgetSetting(env, "RATE_LIMIT_SIGN_IN_FAILURES", RATE_LIMIT_DEFAULTS.signInFailures),
+    passwordResetsPerAddress: budgetSetting(env, "RATE_LIMIT_PASSWORD_RESETS_ADDRESS", RATE_LIMIT_DEFAULTS.passwordResetsPerAddress),
+    passwordResetsPerEmail: budgetSetting(env, "RATE_LIMIT_PASSWORD_RESETS_EMAIL", RATE_LIMIT_DEFAULTS.passwordResetsPerEmail),
     store,
     storeTimeoutMs: envInt("RATE_LIMIT_STORE_TIMEOUT_MS", 250, { min: 1, max: 10_000 }, env),
     maxKeys: envInt("RATE_LIMIT_MAX_KEYS", DEFAULT_MAX_KEYS, { min: 1000, max: 10_000_000 }, env),

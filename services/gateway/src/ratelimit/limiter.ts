@@ -1,6 +1,6 @@
 import { counter } from "@emailsvc/telemetry";
 import type { KeyIdentity } from "../http/state.js";
-import { addressBucketId, bucketKey, chargeBudgets, describePolicy, type CounterStore, type Verdict } from "@emailsvc/ratelimit";
+import { addressBucketId, bucketKey, chargeBudgets, describePolicy, emissionMs, spanMs, type CounterStore, type Policy, type Verdict } from "@emailsvc/ratelimit";
 import type { RateClass, RateLimitConfig } from "./config.js";
 
 export type { Verdict } from "@emailsvc/ratelimit";
@@ -45,8 +45,11 @@ export class RateLimiter {
         this.store,
         [
           {
-            budget: { id: `key_${cls}`, label: `${cls} per API key`, subject: "this API key", policy: this.config.perKey[cls] },
-            key: `k:${identity.keyId}:${cls}`,
+            // A member's session has the budgets of a key of its own.
+            budget: identity.member
+              ? { id: `member_${cls}`, label: `${cls} per member`, subject: "this member", policy: this.config.perKey[cls] }
+              : { id: `key_${cls}`, label: `${cls} per API key`, subject: "this API key", policy: this.config.perKey[cls] },
+            key: identity.member ? `m:${identity.member.id}:${cls}` : `k:${identity.keyId}:${cls}`,
           },
           {
             budget: { id: `tenant_${cls}`, label: `${cls} per account and mode`, subject: `this account in ${identity.mode} mode`, policy: this.config.perTenant[cls] },
@@ -135,6 +138,69 @@ export class RateLimiter {
     );
   }
 
+  /**
+   * Whether sign-in for an address is locked: its budget of failures
+   * (RATE_LIMIT_SIGN_IN_FAILURES) spent, as this process sees it. A locked
+   * address is refused even with the right password, so that guessing stops
+   * there; the verdict's headers say when to retry. Undefined: not locked.
+   */
+  signInLocked(email: string): Verdict | undefined {
+    return this.locked(this.config.signInFailures, signInKey(email), "sign_in_failures", "failed sign-in per email address", "failed sign-in attempts for this email address");
+  }
+
+  /** Whether the client address has spent its failed-authentication budget (as this process sees it); undefined: not. */
+  authLocked(address: string): Verdict | undefined {
+    return this.locked(this.config.authFailures, `a:${addressBucketId(address)}`, "auth_failures", "failed authentication per client address", "failed authentication attempts from this address");
+  }
+
+  private locked(policy: Policy | null, key: string, id: string, label: string, what: string): Verdict | undefined {
+    if (!policy) return undefined;
+    const state = this.store.peek({ key, policy }, this.clock());
+    if (state.remaining > 0) return undefined;
+    // One more is admitted an emission interval after the bucket ran dry; the TAT is that far ahead at most.
+    const retryAfter = Math.max(1, Math.ceil((state.resetMs - spanMs(policy) + emissionMs(policy)) / 1000));
+    refusals.inc({ budget: id });
+    return {
+      allowed: false,
+      headers: {
+        "RateLimit-Limit": String(state.limit),
+        "RateLimit-Remaining": "0",
+        "RateLimit-Reset": String(Math.ceil(state.resetMs / 1000)),
+        "RateLimit-Policy": `${policy.limit};w=${policy.windowMs / 1000};comment="${label}"`,
+        "Retry-After": String(retryAfter),
+      },
+      detail: `Too many ${what}: the budget is ${describePolicy(policy)}. Retry in ${retryAfter} s.`,
+      refusedBy: id,
+    };
+  }
+
+  /** After a failed sign-in: charges the address's budget of failures (hashed: the counter holds no address). */
+  async signInFailed(email: string): Promise<Verdict | undefined> {
+    return this.counted(
+      await chargeBudgets(
+        this.store,
+        [{ budget: { id: "sign_in_failures", label: "failed sign-in per email address", subject: "this email address", policy: this.config.signInFailures }, key: signInKey(email) }],
+        this.clock(),
+        (budget) => `Too many failed sign-in attempts for ${budget.subject}: the budget is ${describePolicy(budget.policy)}.`,
+      ),
+    );
+  }
+
+  /** A password reset asked for: charged to the client address and to the email address; refused when either is spent. */
+  async admitPasswordReset(address: string, email: string): Promise<Verdict | undefined> {
+    return this.counted(
+      await chargeBudgets(
+        this.store,
+        [
+          { budget: { id: "password_reset_address", label: "password resets per client address", subject: "this address", policy: this.config.passwordResetsPerAddress }, key: `pra:${addressBucketId(address)}` },
+          { budget: { id: "password_reset_email", label: "password resets per email address", subject: "this email address", policy: this.config.passwordResetsPerEmail }, key: `pre:${bucketKey(email)}` },
+        ],
+        this.clock(),
+        (budget) => `Too many password resets for ${budget.subject}: the budget is ${describePolicy(budget.policy)}.`,
+      ),
+    );
+  }
+
   close(): Promise<void> {
     return this.store.close();
   }
@@ -143,4 +209,9 @@ export class RateLimiter {
     if (verdict?.refusedBy) refusals.inc({ budget: verdict.refusedBy });
     return verdict;
   }
+}
+
+/** The counter of an address's failed sign-ins: hashed, lower-cased. */
+function signInKey(email: string): string {
+  return `si:${bucketKey(email.trim().toLowerCase())}`;
 }

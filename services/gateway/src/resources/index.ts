@@ -1,4 +1,7 @@
 import { adminResource } from "./admin/index.js";
+import { apiKeysResource } from "./api-keys/index.js";
+import { membersResource } from "./members/index.js";
+import { sessionResource } from "./session/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
 import { senderDomainsResource } from "./domains/index.js";
@@ -41,6 +44,9 @@ export const RESOURCES: readonly Resource[] = [
   webhooksResource,
   providersResource,
   unsubscribeResource,
+  sessionResource,
+  membersResource,
+  apiKeysResource,
   adminResource,
   systemResource,
 ];

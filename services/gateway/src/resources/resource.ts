@@ -8,6 +8,14 @@ import type { SenderNames } from "../accounts/sender-names.js";
 import type { JsonSchema, ParameterObject, Paths, TagObject } from "../openapi/types.js";
 import type { GatewayRouterContext } from "../http/state.js";
 import type { RouteKit } from "../routes/define.js";
+import type { SessionCookie } from "../http/auth.js";
+import type { AuthFailureGuard } from "../http/rate-limit.js";
+import type { MemberStore } from "../members/store.js";
+import type { MemberMailer } from "../members/mail.js";
+import type { AuditLog } from "../members/audit.js";
+import type { Logger } from "@emailsvc/telemetry";
+import type { SessionAuthenticator } from "../members/sessions.js";
+import type { RateLimiter } from "../ratelimit/limiter.js";
 
 /** The services the gateway may be connected to: the platform's catalog (packages/runtime). */
 export type { ServiceName };
@@ -34,6 +42,23 @@ export interface ResourceContext {
   /** Who a tenant's pages say the mail came from (portal setting sender_name, else the account's name), cached briefly. */
   senderNames: SenderNames;
   authenticator: ApiKeyAuthenticator;
+  /** Members, their sessions, invitations and password resets. */
+  members: MemberStore;
+  /** The accounts' audit logs. */
+  audit: AuditLog;
+  /** Sessions by cookie (cached 2 s; forget a member's on a change). */
+  sessions: SessionAuthenticator;
+  /** The session cookie's name and whether it is Secure. */
+  cookie: SessionCookie;
+  /** The rate limiter (sign-in and reset budgets); undefined when RATE_LIMIT=off. */
+  limiter: RateLimiter | undefined;
+  /** The client address's failed-authentication budget. */
+  authGuard: AuthFailureGuard;
+  /** PUBLIC_API_URL (default http://localhost:8080): where the dashboard's links point. */
+  publicUrl: string;
+  /** Mails invitations and password resets through the platform; undefined without the delivery service. */
+  mailer: MemberMailer | undefined;
+  logger: Logger;
   /** Store reachable, every configured service SERVING, and not draining. */
   ready(): Promise<boolean>;
 }

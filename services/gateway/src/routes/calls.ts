@@ -3,11 +3,11 @@ import type { CallOptions } from "@connectrpc/connect";
 import type { AuditContextSchema } from "@emailsvc/proto";
 import { callHeaders, type CallContext } from "@emailsvc/tenancy";
 import { Problem } from "../http/problem.js";
-import type { GatewayRouterContext } from "../http/state.js";
+import { actorOf, type GatewayRouterContext } from "../http/state.js";
 
 /**
  * Options of a service call made for this request: the tenant and the actor
- * from the API key and the request id travel in headers, the call is cancelled
+ * from the API key or session and the request id travel in headers, the call is cancelled
  * when the client goes away, and it may not take longer than `timeoutMs`.
  */
 export function callOptions(ctx: GatewayRouterContext, timeoutMs: number): CallOptions {
@@ -16,7 +16,7 @@ export function callOptions(ctx: GatewayRouterContext, timeoutMs: number): CallO
   if (!auth) throw new Error("service call without an authenticated key");
   return callOptionsAs(
     ctx,
-    { tenant: { accountId: auth.accountId, mode: auth.mode }, actor: `api_key:${auth.keyId}`, requestId: ctx.state.requestId },
+    { tenant: { accountId: auth.accountId, mode: auth.mode }, actor: actorOf(auth), requestId: ctx.state.requestId },
     timeoutMs,
   );
 }

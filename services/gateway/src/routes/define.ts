@@ -4,6 +4,8 @@ import { findOperation } from "../openapi/lookup.js";
 import type { HttpMethod, OpenApiDocument } from "../openapi/types.js";
 import { readJsonBody } from "../http/body.js";
 import { limitApiKeyRequests } from "../http/rate-limit.js";
+import { requireRole } from "../http/auth.js";
+import { requiredRole } from "../members/roles.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { RequestValidators } from "../http/validation.js";
 import type { Problem } from "../http/problem.js";
@@ -31,8 +33,14 @@ export interface RouteKit {
   router: Router<GatewayState>;
   doc: OpenApiDocument;
   validators: RequestValidators;
-  /** Middleware per security scheme of the document. */
-  auth: { ApiKey: Middleware<GatewayState>; AdminToken: Middleware<GatewayState>; PreferenceToken: Middleware<GatewayState> };
+  /** Middleware per security scheme of the document (ApiKeyOrSession: either of the two). */
+  auth: {
+    ApiKey: Middleware<GatewayState>;
+    Session: Middleware<GatewayState>;
+    ApiKeyOrSession: Middleware<GatewayState>;
+    AdminToken: Middleware<GatewayState>;
+    PreferenceToken: Middleware<GatewayState>;
+  };
   bodyLimitBytes: number;
   /** Budgets of API-key operations; undefined when rate limiting is off. */
   limiter: RateLimiter | undefined;
@@ -46,8 +54,9 @@ export function toOpenApiPath(routerPath: string): string {
 /**
  * Registers one operation of the OpenAPI document. The route states its method
  * and path, and start-up fails if they are not the ones the document gives the
- * operation. Authentication follows the operation's `security`; an API-key
- * operation is then charged to its rate-limit budgets (its class in the
+ * operation. Authentication follows the operation's `security` (a member's
+ * session must also have the role members/roles.ts gives the operation); an
+ * API-key or session operation is then charged to its rate-limit budgets (its class in the
  * document; a preference-token operation's class the portal charges, for its
  * page too); then the path, query and header parameters and the JSON body
  * are validated against the document's schemas, in that order, so that the
@@ -71,34 +80,52 @@ export function defineRoute(
   let chargeAfterValidation: Middleware<GatewayState> | undefined;
   // With a cost from the body: what a request whose body is refused (malformed, too large) costs, one.
   let chargeRefused: Middleware<GatewayState> | undefined;
+  const documentPath = toOpenApiPath(path);
+  chain.push(async (ctx, next) => {
+    ctx.state.operation = { id: operationId, path: documentPath };
+    ctx.state.pathParams = ctx.params;
+    await next();
+  });
   if (problemPage) {
     chain.push(async (ctx, next) => {
       ctx.state.problemPage = problemPage;
       await next();
     });
   }
-  for (const requirement of security) {
-    for (const scheme of Object.keys(requirement)) {
-      const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
-      if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
-      chain.push(middleware);
-      if (!kit.limiter || (scheme !== "ApiKey" && scheme !== "PreferenceToken")) continue;
-      const cls = found.operation["x-rate-limit-class"];
-      if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
-      if (scheme === "ApiKey") {
-        if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
-        if (rateCost) {
-          chargeAfterValidation = limitApiKeyRequests(kit.limiter, cls, rateCost);
-          chargeRefused = limitApiKeyRequests(kit.limiter, cls);
-        } else {
-          chain.push(limitApiKeyRequests(kit.limiter, cls));
-        }
-      } else if (cls === "send") {
-        throw new Error(`operation ${operationId}: send is an API-key class`);
+  // The requirements are alternatives (OpenAPI), each of one scheme; an API
+  // key or a session is one middleware that takes either.
+  if (security.some((requirement) => Object.keys(requirement).length > 1)) throw new Error(`operation ${operationId}: a requirement of several schemes is not supported`);
+  const schemes = new Set(security.flatMap((requirement) => Object.keys(requirement)));
+  const member = schemes.has("Session");
+  const keyed = schemes.has("ApiKey") || member;
+  if (schemes.has("ApiKey") && member) {
+    schemes.delete("ApiKey");
+    schemes.delete("Session");
+    schemes.add("ApiKeyOrSession");
+  }
+  if (schemes.size > 1) throw new Error(`operation ${operationId}: schemes ${[...schemes].join(", ")} cannot be combined`);
+  for (const scheme of schemes) {
+    const middleware = kit.auth[scheme as keyof RouteKit["auth"]];
+    if (!middleware) throw new Error(`no middleware for security scheme ${scheme}`);
+    chain.push(middleware);
+    // What a member's role must be (members/roles.ts); API keys pass.
+    if (member) chain.push(requireRole(requiredRole(operationId, method)));
+    if (!kit.limiter || (!keyed && scheme !== "PreferenceToken")) continue;
+    const cls = found.operation["x-rate-limit-class"];
+    if (!cls) throw new Error(`operation ${operationId} has no x-rate-limit-class`);
+    if (keyed) {
+      if (cls === "privacy") throw new Error(`operation ${operationId}: privacy is a preference-center class`);
+      if (rateCost) {
+        chargeAfterValidation = limitApiKeyRequests(kit.limiter, cls, rateCost);
+        chargeRefused = limitApiKeyRequests(kit.limiter, cls);
+      } else {
+        chain.push(limitApiKeyRequests(kit.limiter, cls));
       }
-      // A preference-token operation's class is charged by the portal, which
-      // serves the same subscriber through its page: one budget for both doors.
+    } else if (cls === "send") {
+      throw new Error(`operation ${operationId}: send is an API-key class`);
     }
+    // A preference-token operation's class is charged by the portal, which
+    // serves the same subscriber through its page: one budget for both doors.
   }
   const validators = kit.validators.for(operationId);
   const bodyLimitBytes = options.bodyLimitBytes ?? kit.bodyLimitBytes;

@@ -1,5 +1,5 @@
-import { createClient, Code, ConnectError, type Transport } from "@connectrpc/connect";
-import { delivery as deliveryProto, templates as templatesProto } from "@emailsvc/proto";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { platformMailer } from "@emailsvc/grpc";
 import type { Logger } from "@emailsvc/telemetry";
 import { callHeaders, tenantOfKey } from "@emailsvc/tenancy";
 import { confirmationWords, PLATFORM_CONFIRMATION_SLUG, PLATFORM_CONFIRMATION_TEMPLATE } from "../domain/confirmation-mail.js";
@@ -13,47 +13,20 @@ const FINAL = new Set([Code.InvalidArgument, Code.NotFound, Code.FailedPrecondit
  * tenant, as `service:subscribers`, with the outbox entry's id as the
  * idempotency key. With no template of the account's, the platform's own
  * (slug `platform-double-opt-in`) is used, made in the account on its first
- * confirmation mail (as the portal makes its link template; one that exists
- * is used as it is, so an account may edit it); its words go as variables in
+ * confirmation mail (@emailsvc/grpc platformMailer, which the gateway's
+ * member mail uses too); its words go as variables in
  * the subscriber's language. Delivery mints `{{confirmation_url}}` itself.
  */
 export function grpcConfirmationMailer(options: { delivery: Transport; templates: Transport | undefined; logger: Logger; timeoutMs?: number }): ConfirmationMailer {
-  const delivery = createClient(deliveryProto.DeliveryService, options.delivery);
-  const templates = options.templates ? createClient(templatesProto.TemplateService, options.templates) : undefined;
+  const mailer = platformMailer(options);
   const timeoutMs = options.timeoutMs ?? 5000;
 
   return {
     async send(mail: ConfirmationMail, signal?: AbortSignal) {
       const call = { headers: callHeaders({ tenant: tenantOfKey(mail.tenant), actor: "service:subscribers", requestId: mail.idempotencyKey }), timeoutMs, ...(signal ? { signal } : {}) };
-      const platform = mail.template === "";
-      const send = () =>
-        delivery.sendEmail(
-          { templateSlug: platform ? PLATFORM_CONFIRMATION_SLUG : mail.template, to: mail.email, variables: { ...confirmationWords(mail.locale) }, idempotencyKey: `confirmation:${mail.idempotencyKey}` },
-          call,
-        );
+      const template = mail.template === "" ? { slug: PLATFORM_CONFIRMATION_SLUG, ...PLATFORM_CONFIRMATION_TEMPLATE } : mail.template;
       try {
-        let res;
-        try {
-          res = await send();
-        } catch (err) {
-          if (!platform || ConnectError.from(err).code !== Code.NotFound || !templates) throw err;
-          // The account has no platform template yet: make it (or find one made meanwhile), then send.
-          await templates
-            .createTemplate(
-              {
-                name: PLATFORM_CONFIRMATION_TEMPLATE.name,
-                slug: PLATFORM_CONFIRMATION_SLUG,
-                subject: PLATFORM_CONFIRMATION_TEMPLATE.subject,
-                mjmlContent: PLATFORM_CONFIRMATION_TEMPLATE.mjml,
-                category: templatesProto.TemplateCategory.TRANSACTIONAL,
-              },
-              call,
-            )
-            .catch((createErr: unknown) => {
-              if (ConnectError.from(createErr).code !== Code.AlreadyExists) throw createErr;
-            });
-          res = await send();
-        }
+        const res = await mailer.send({ template, to: mail.email, variables: { ...confirmationWords(mail.locale) }, idempotencyKey: `confirmation:${mail.idempotencyKey}` }, call);
         if (res.refused) options.logger.warn({ tenant: mail.tenant }, "confirmation mail refused for its recipient; the subscriber stays pending until it expires");
         return res.refused ? "refused" : "sent";
       } catch (err) {

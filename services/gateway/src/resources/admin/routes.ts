@@ -3,7 +3,9 @@ import { Problem } from "../../http/problem.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { accountJson, apiKeyJson, pageJson } from "./mapping.js";
-import type { AccountCreateBody, ApiKeyCreateBody } from "./schemas.js";
+import type { AccountCreateBody, AccountInvitationCreateBody, ApiKeyCreateBody } from "./schemas.js";
+import type { Invitation } from "../../members/store.js";
+import { inviteMember } from "../members/routes.js";
 
 // The operator's API (/admin/v1, Authorization: Bearer <ADMIN_TOKEN>): the
 // "dashboard" of the spec, for now. It talks to the gateway's own store only.
@@ -25,11 +27,36 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function adminRoutes(kit: RouteKit, { accounts, authenticator }: ResourceContext): void {
+const invitationJson = (invitation: Invitation, url: string) => ({ id: invitation.id, email: invitation.email ?? "", role: invitation.role, expires_at: invitation.expiresAt, url });
+
+export function adminRoutes(kit: RouteKit, context: ResourceContext): void {
+  const { accounts, authenticator } = context;
   defineRoute(kit, "post", "/admin/v1/accounts", "createAccount", async (ctx) => {
     const body = ctx.state.body as AccountCreateBody;
+    // Refused before the account is made: an address is one member of one account.
+    if (body.owner_email && (await context.members.memberByEmail(body.owner_email))) {
+      throw new Problem("member_exists", "This email address is a member already (an address can be a member of one account only).");
+    }
+    const account = await accounts.createAccount({ name: body.name, plan: body.plan });
+    ctx.state.auditAccount = account.id;
     ctx.status = 201;
-    ctx.body = accountJson(await accounts.createAccount({ name: body.name, plan: body.plan }));
+    if (!body.owner_email) {
+      ctx.body = accountJson(account);
+      return;
+    }
+    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.owner_email, role: "owner", invitedBy: null });
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = { ...accountJson(account), owner_invitation: invitationJson(invitation, url) };
+  });
+
+  defineRoute(kit, "post", "/admin/v1/accounts/:id/invitations", "createAccountInvitation", async (ctx) => {
+    const body = ctx.state.body as AccountInvitationCreateBody;
+    const account = await accounts.getAccount(ctx.params.id ?? "");
+    if (!account) throw accountNotFound();
+    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.email, role: body.role, invitedBy: null });
+    ctx.status = 201;
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = invitationJson(invitation, url);
   });
 
   defineRoute(kit, "get", "/admin/v1/accounts", "listAccounts", async (ctx) => {

@@ -1,6 +1,8 @@
 import type { FromSchema } from "json-schema-to-ts";
 import { ADMIN, bodyErrors, body, errors, json, page, param, pathParam, ref, timestamp } from "../../openapi/kit.js";
 import type { JsonSchema, ParameterObject, Paths } from "../../openapi/types.js";
+import { emailAddress } from "../../openapi/common.js";
+import { ROLES } from "../../members/roles.js";
 
 // The admin API's part of the OpenAPI document; body types are derived from the schemas.
 
@@ -21,6 +23,7 @@ export const AccountCreate = {
   properties: {
     name: { type: "string", minLength: 1, maxLength: 200 },
     plan: { ...plan, default: "starter" },
+    owner_email: { ...emailAddress, description: "The first owner's address: their invitation is mailed, and its link is in the answer (`owner_invitation.url`, once)." },
   },
 } as const;
 /** `plan` defaults to starter (filled in by validation). */
@@ -36,6 +39,17 @@ export const ApiKeyCreate = {
   },
 } as const;
 export type ApiKeyCreateBody = FromSchema<typeof ApiKeyCreate>;
+
+export const AccountInvitationCreate = {
+  type: "object",
+  additionalProperties: false,
+  required: ["email"],
+  properties: {
+    email: emailAddress,
+    role: { type: "string", enum: ROLES, default: "owner", description: "The role the invitation gives; default owner." },
+  },
+} as const;
+export type AccountInvitationCreateBody = FromSchema<typeof AccountInvitationCreate>;
 
 function apiKeyProperties(): Record<string, JsonSchema> {
   return {
@@ -68,6 +82,32 @@ export const schemas: Record<string, JsonSchema> = {
     },
   },
   AccountCreate,
+  AccountInvitationCreate,
+  AccountCreated: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "name", "plan", "created_at"],
+    properties: {
+      id: { type: "string", readOnly: true },
+      name: { type: "string" },
+      plan: ref("Plan"),
+      created_at: timestamp("When the account was created (RFC 3339, UTC)."),
+      owner_invitation: { ...ref("OperatorInvitation"), description: "With `owner_email`: the owner's invitation, mailed; its `url` is shown here once." },
+    },
+  },
+  OperatorInvitation: {
+    type: "object",
+    additionalProperties: false,
+    required: ["id", "email", "role", "expires_at", "url"],
+    description: "An invitation, mailed to its address; `url` (the link in the mail) is shown here once: only its hash is stored.",
+    properties: {
+      id: { type: "string", readOnly: true, examples: ["inv_01jd3x0k8m7y6t5r4q3p2n1m0k"] },
+      email: { type: "string" },
+      role: ref("Role"),
+      expires_at: timestamp("When the link stops working (7 days)."),
+      url: { type: "string", description: "The one-time link (`/dashboard/accept#token=…`)." },
+    },
+  },
   AccountPage: page("Account", "A page of accounts, oldest first."),
   KeyMode: keyMode,
   ApiKey: {
@@ -106,8 +146,8 @@ export const paths: Paths = {
       security: ADMIN,
       requestBody: body("AccountCreate"),
       responses: {
-        "201": json(ref("Account"), "The new account."),
-        ...errors(...bodyErrors, ...adminErrors),
+        "201": { ...json(ref("AccountCreated"), "The new account (and its owner's invitation)."), headers: { ...json(ref("Account"), "").headers, "Cache-Control": { schema: { type: "string" } } } },
+        ...errors(...bodyErrors, "Conflict", ...adminErrors),
       },
     },
     get: {
@@ -132,6 +172,21 @@ export const paths: Paths = {
       responses: {
         "200": json(ref("Account"), "The account."),
         ...errors("NotFound", ...adminErrors),
+      },
+    },
+  },
+  "/admin/v1/accounts/{id}/invitations": {
+    post: {
+      operationId: "createAccountInvitation",
+      summary: "Invite someone to an account (by default its owner)",
+      description: "Mails a one-time link through the platform; the answer carries it too (`url`, once, `Cache-Control: no-store`). 409 `member_exists` when the address is a member already.",
+      tags: ["Admin"],
+      security: ADMIN,
+      parameters: [param("AccountId")],
+      requestBody: body("AccountInvitationCreate"),
+      responses: {
+        "201": { ...json(ref("OperatorInvitation"), "The invitation, with its link once."), headers: { ...json(ref("Account"), "").headers, "Cache-Control": { required: true, schema: { type: "string", enum: ["no-store"] } } } },
+        ...errors(...bodyErrors, "NotFound", "Conflict", ...adminErrors),
       },
     },
   },

@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { callOptions, requestAudit } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
-import type { GatewayRouterContext } from "../../http/state.js";
+import { actorOf, type GatewayRouterContext } from "../../http/state.js";
 import type { ResourceContext } from "../resource.js";
 import { csvField, importJson } from "./mapping.js";
 import { IMPORT_MAX_BYTES, IMPORT_MEDIA_TYPES } from "./schemas.js";
@@ -181,6 +181,6 @@ export function importRoutes(kit: RouteKit, context: ResourceContext): void {
 
   function callContextOf(ctx: GatewayRouterContext) {
     const auth = ctx.state.auth!;
-    return { tenant: { accountId: auth.accountId, mode: auth.mode }, actor: `api_key:${auth.keyId}`, requestId: ctx.state.requestId };
+    return { tenant: { accountId: auth.accountId, mode: auth.mode }, actor: actorOf(auth), requestId: ctx.state.requestId };
   }
 }
