@@ -99,6 +99,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/accounts/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone to an account (by default its owner)
+         * @description Mails a one-time link through the platform; the answer carries it too (`url`, once, `Cache-Control: no-store`). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createAccountInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account of the signed-in member, and their role */
+        get: operations["getMemberAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's API keys (masked) */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Developer or above. The full key is in this response only (`Cache-Control: no-store`); it cannot be read again.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Developer or above. Refused at once by this gateway instance, within 5 seconds by the others.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audience-settings": {
         parameters: {
             query?: never;
@@ -118,6 +196,26 @@ export interface paths {
          * @description Changes the fields given; the others keep their value. A new confirmation window applies to subscribers who sign up from now on.
          */
         patch: operations["updateAudienceSettings"];
+        trace?: never;
+    };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's audit log
+         * @description Admin or owner (or an API key). Newest first: every change a member made with their session (refused ones too, with their status), sign-ins (failed ones to a member's address too), sign-outs, invitations, accepts, password resets, role changes, removals, keys made and revoked, and the operator's changes to the account. API-key calls are not recorded.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/campaigns": {
@@ -516,6 +614,108 @@ export interface paths {
         patch: operations["updateForm"];
         trace?: never;
     };
+    "/api/v1/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List open invitations */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite someone to the account
+         * @description Admin or owner (only an owner invites an owner). Mails a one-time link (`/dashboard/accept#token=…`, 7 days) through the platform (the account's live mode, From EMAIL_FROM). 409 `member_exists` when the address is a member already.
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw an invitation
+         * @description Its link stops working.
+         */
+        delete: operations["deleteInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation: become a member and sign in
+         * @description With the token of the mailed link, a name and a password: makes the member and signs them in (the session cookie). One use; an unknown, used or expired token is a 400 `invalid_token`. `email` only for the setup invitation.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's members */
+        get: operations["listMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Admin or owner (only an owner removes an owner; the last owner stays, 409 `last_owner`). Every session of the member ends at once.
+         */
+        delete: operations["deleteMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Admin or owner. Only an owner may make an owner or change an owner's role; the last owner's role cannot change (409 `last_owner`). The member's sessions see the new role at once.
+         */
+        patch: operations["updateMember"];
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -527,6 +727,46 @@ export interface paths {
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link
+         * @description Always 202, whether or not the address is a member's: the answer tells nothing. A member gets a mail with a one-time link (`/dashboard/reset-password#token=…`, valid 1 hour). Limited per client address and per email address (429).
+         */
+        post: operations["createPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/password-resets/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link's token
+         * @description Sets the password and ends every session of the member. An unknown, used or expired token is a 400 `invalid_token`.
+         */
+        post: operations["completePasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -706,6 +946,48 @@ export interface paths {
          */
         post: operations["takeSesNotification"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in member and their account */
+        get: operations["getSession"];
+        put?: never;
+        /**
+         * Sign in to the dashboard
+         * @description Checks a member's email and password and sets the session cookie. A wrong password and an unknown address get the same 401 `invalid_credentials`. Failed sign-ins are limited per email address (`RATE_LIMIT_SIGN_IN_FAILURES`, default 10 per 15 min: past it that address is refused with 429, even with the right password, until it recovers) and per client address.
+         */
+        post: operations["createSession"];
+        /** Sign out */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out everywhere
+         * @description Ends every session of the signed-in member, on every device.
+         */
+        delete: operations["deleteAllSessions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1654,10 +1936,47 @@ export interface components {
         AccountCreate: {
             name: string;
             /**
+             * Format: email
+             * @description The first owner's address: their invitation is mailed, and its link is in the answer (`owner_invitation.url`, once).
+             */
+            owner_email?: string;
+            /**
              * @default starter
              * @enum {string}
              */
             plan: "starter" | "professional";
+        };
+        AccountCreated: {
+            /**
+             * Format: date-time
+             * @description When the account was created (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly id: string;
+            name: string;
+            /** @description With `owner_email`: the owner's invitation, mailed; its `url` is shown here once. */
+            owner_invitation?: components["schemas"]["OperatorInvitation"];
+            plan: components["schemas"]["Plan"];
+        };
+        AccountInvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /**
+             * @description The role the invitation gives; default owner.
+             * @default owner
+             * @enum {string}
+             */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        AccountOfMember: {
+            id: string;
+            /** @description The signed-in member, with their role. */
+            member: components["schemas"]["Member"];
+            name: string;
+            plan: components["schemas"]["Plan"];
         };
         /** @description A page of accounts, oldest first. */
         AccountPage: {
@@ -1741,6 +2060,42 @@ export interface components {
             double_opt_in?: boolean;
             /** @description `POST /api/v1/subscribers` without a `status` creates pending subscribers too. */
             double_opt_in_for_api?: boolean;
+        };
+        AuditEntry: {
+            /** @description The operation (its operationId in this document), e.g. `createKey`, `createSession`. */
+            action: string;
+            /** @description Who: a member (with their address), or the operator (the admin API). */
+            actor: {
+                email?: string;
+                id: string;
+                /** @enum {string} */
+                type: "member" | "api_key" | "operator";
+            };
+            /**
+             * Format: date-time
+             * @description When (RFC 3339, UTC).
+             */
+            readonly at: string;
+            /** @example aud_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            /** @description The client's IP address as the gateway can trust it (the peer, or the X-Forwarded-For entry of TRUSTED_PROXY_HOPS); "" when unknown. */
+            ip: string;
+            method: string;
+            /**
+             * @description The data acted on; null for the members' own doors (sign-in, invitations, resets) and the operator's changes.
+             * @enum {string|null}
+             */
+            mode: "live" | "test" | null;
+            /** @description The path with its ids, without the query; a parameter that is no id (an address) appears as its name, e.g. `/api/v1/suppressions/{email}`. */
+            path: string;
+            /** @description The answer's status: refusals are recorded too. */
+            status: number;
+        };
+        /** @description A page of the audit log, newest first. */
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
         };
         Campaign: {
             counts: components["schemas"]["RecipientCounts"];
@@ -2225,14 +2580,107 @@ export interface components {
          * @enum {string}
          */
         ImportState: "uploading" | "queued" | "running" | "completed" | "failed" | "cancelled";
+        Invitation: {
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            readonly created_at: string;
+            /** @description Whom it was mailed to; null for the setup invitation (its taker gives the address). */
+            email: string | null;
+            /**
+             * Format: date-time
+             * @description When its link stops working (7 days after).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+        };
+        InvitationAccept: {
+            /**
+             * Format: email
+             * @description Only for the setup invitation (which names no address): the new member's address. Any other invitation's address is its own.
+             */
+            email?: string;
+            name: string;
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        InvitationCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
+        /** @description A page of open invitations (neither accepted nor expired), oldest first. */
+        InvitationPage: {
+            items: components["schemas"]["Invitation"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         /**
          * @description Data of the two modes never mixes; test keys never deliver to a real recipient.
          * @enum {string}
          */
         KeyMode: "live" | "test";
+        Member: {
+            /**
+             * Format: date-time
+             * @description When the member joined (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            readonly email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            readonly name: string;
+            role: components["schemas"]["Role"];
+        };
+        /** @description A page of members, oldest first. */
+        MemberPage: {
+            items: components["schemas"]["Member"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        MemberUpdate: {
+            /** @enum {string} */
+            role: "viewer" | "developer" | "admin" | "owner";
+        };
         /** @description Your own attributes: at most 50 keys of 1-40 characters (letters, digits, `_`, `-`; not starting with `-`), each a string of at most 500 characters, a number or a boolean. At most 8 KiB as JSON in all (413 `metadata_too_large` beyond). */
         Metadata: {
             [key: string]: string | number | boolean;
+        };
+        /** @description An invitation, mailed to its address; `url` (the link in the mail) is shown here once: only its hash is stored. */
+        OperatorInvitation: {
+            email: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (7 days).
+             */
+            readonly expires_at: string;
+            /** @example inv_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            readonly id: string;
+            role: components["schemas"]["Role"];
+            /** @description The one-time link (`/dashboard/accept#token=…`). */
+            url: string;
+        };
+        PasswordResetComplete: {
+            /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
+            password: string;
+            /** @description The token after `#token=` in the link that was mailed. */
+            token: string;
+        };
+        PasswordResetCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
         };
         /** @enum {string} */
         Plan: "starter" | "professional";
@@ -2417,6 +2865,11 @@ export interface components {
             /** @description Recipients snapshotted when sending started; grows while `snapshot_complete` is false, fixed after. */
             total: number;
         };
+        /**
+         * @description viewer (reads), developer (also keys, webhooks, templates, sending domains, sends), admin (everything but owners), owner.
+         * @enum {string}
+         */
+        Role: "viewer" | "developer" | "admin" | "owner";
         /** @description The whole rendered message the sandbox provider kept instead of sending it. */
         SandboxMessage: {
             /**
@@ -2504,6 +2957,38 @@ export interface components {
             items: components["schemas"]["SenderDomain"][];
             /** @description Pass as `cursor` to get the next page; null on the last page. */
             next_cursor: string | null;
+        };
+        /** @description The signed-in member, their account, and the token to send as `X-CSRF-Token` with every change. */
+        Session: {
+            account: components["schemas"]["SessionAccount"];
+            /** @description Send as `X-CSRF-Token` on POST, PUT, PATCH and DELETE. */
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless used: 12 h after its last use, 7 days after sign-in at the latest.
+             */
+            readonly expires_at: string;
+            member: components["schemas"]["SessionMember"];
+        };
+        SessionAccount: {
+            id: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+        };
+        SessionCreate: {
+            /**
+             * Format: email
+             * @description An email address: ASCII only (an internationalised domain in its A-label form, e.g. `user@xn--bcher-kva.example`; UTF-8 local parts are not accepted), a local part of letters, digits and the specials of RFC 5322 atext (!#$%&'*+-/=?^_{|}~ and the backquote) in dot-separated parts (no leading, trailing or double dots) of at most 64 characters, `@`, and a domain of dot-separated labels (letters, digits, inner hyphens; at most 63 characters each) ending in a top-level domain of letters (or an `xn--` A-label); at most 254 characters. Quoted local parts, comments and address literals are refused.
+             */
+            email: string;
+            password: string;
+        };
+        SessionMember: {
+            email: string;
+            /** @example mem_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            name: string;
+            role: components["schemas"]["Role"];
         };
         SignupForm: {
             /**
@@ -3427,6 +3912,7 @@ export interface components {
          *     - `invalid_sender_domain` (Invalid sending domain): the sending domain is not a host name of a public domain (an IP address, `localhost`, a public suffix, the platform's own).
          *     - `import_empty` (Import file empty): an import's body is empty; no job was left waiting.
          *     - `sns_message_malformed` (Not an SNS message): the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed.
+         *     - `invalid_token` (Link not valid): an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link.
          */
         BadRequest: {
             headers: {
@@ -3460,6 +3946,8 @@ export interface components {
          *     - `import_not_uploading` (Import not uploading): the import took its whole upload already (or failed): it takes no more chunks.
          *     - `import_incomplete` (Import upload incomplete): chunks of the import's upload are missing.
          *     - `template_in_use` (Template in use): triggers or unfinished campaigns use the template (the detail names them); nothing was deleted.
+         *     - `member_exists` (Already a member): the email address is a member already (of this or another account: an address is one member of one account).
+         *     - `last_owner` (Last owner): the change would leave the account without an owner; make another member owner first.
          */
         Conflict: {
             headers: {
@@ -3478,6 +3966,8 @@ export interface components {
          * @description The credential is valid but the operation is not allowed to it. The `code` is one of:
          *
          *     - `forbidden` (Forbidden): a service refused the operation to this credential.
+         *     - `csrf_failed` (CSRF token missing or wrong): a change made with the session cookie lacks the session's `X-CSRF-Token`, or sends another.
+         *     - `role_forbidden` (Role does not allow this): the member's role may not do this; the detail names the role needed.
          *     - `test_mode_campaign_too_large` (Campaign too large for test mode): a test-mode campaign has more recipients than `TEST_MODE_DAILY_LIMIT` allows in a day.
          *     - `plan_required` (Plan does not include this): the account's plan lacks the feature; the detail names the plan needed.
          *     - `live_key_required` (Live-mode key required): the change needs a live-mode key.
@@ -3620,6 +4110,9 @@ export interface components {
          *     - `missing_preference_token` (Preference token required): no `Authorization: Bearer` preference token.
          *     - `invalid_preference_token` (Invalid preference token): the preference token is expired, altered, of another purpose, or its subscriber was erased.
          *     - `unauthenticated` (Not authenticated): a service refused the call's credentials.
+         *     - `invalid_credentials` (Wrong email or password): a dashboard sign-in names no member or the wrong password (one answer for both).
+         *     - `missing_session` (Sign-in required): no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in).
+         *     - `invalid_session` (Session ended): the session cookie is unknown, signed out, expired, or its member was removed.
          */
         Unauthorized: {
             headers: {
@@ -3707,6 +4200,8 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
+        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -3717,8 +4212,16 @@ export interface components {
         IdempotencyKey: string;
         /** @description The import's id. */
         ImportId: string;
+        /** @description The invitation's id (`inv_…`). */
+        InvitationId: string;
+        /** @description The key's id (`key_…`). */
+        KeyId: string;
         /** @description Page size. */
         Limit: number;
+        /** @description The member's id (`mem_…`). */
+        MemberId: string;
+        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -3809,18 +4312,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new account. */
+            /** @description The new account (and its owner's invitation). */
             201: {
                 headers: {
+                    "Cache-Control"?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Account"];
+                    "application/json": components["schemas"]["AccountCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4064,10 +4569,211 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getAudienceSettings: {
+    createAccountInvitation: {
         parameters: {
             query?: never;
             header?: never;
+            path: {
+                /** @description The account's id. */
+                id: components["parameters"]["AccountId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its link once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMemberAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountOfMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys, masked, oldest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The new key, shown once. */
+            201: {
+                headers: {
+                    "Cache-Control": "no-store";
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The key's id (`key_…`). */
+                id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked (revoking a revoked key changes nothing). */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAudienceSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4089,6 +4795,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4098,7 +4805,12 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4124,12 +4836,54 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listCampaigns: {
@@ -4140,7 +4894,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4162,6 +4921,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4171,7 +4931,12 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4197,6 +4962,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4209,7 +4975,12 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4234,6 +5005,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4244,7 +5016,12 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4267,6 +5044,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4278,7 +5056,12 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4307,6 +5090,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4320,7 +5104,12 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4345,6 +5134,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4356,7 +5146,12 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4381,6 +5176,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4392,7 +5188,12 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4417,6 +5218,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4427,7 +5229,12 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4452,6 +5259,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -4463,7 +5271,12 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -4506,7 +5319,12 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4532,6 +5350,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4548,7 +5367,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4570,6 +5394,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4579,7 +5404,12 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4605,6 +5435,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4617,7 +5448,12 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4642,6 +5478,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4652,7 +5489,12 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4675,6 +5517,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4685,7 +5528,12 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -4710,6 +5558,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4729,7 +5578,12 @@ export interface operations {
                 /** @description Only emails with this status now. */
                 status?: components["schemas"]["EmailStatus"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4751,6 +5605,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4760,7 +5615,12 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4785,6 +5645,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4795,7 +5656,12 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -4820,6 +5686,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4830,7 +5697,12 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4856,6 +5728,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4870,6 +5743,10 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -4898,6 +5775,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4912,7 +5790,12 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4934,6 +5817,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4948,7 +5832,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4970,6 +5859,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4979,7 +5869,12 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5005,6 +5900,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5017,7 +5913,12 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5042,6 +5943,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5052,7 +5954,12 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5075,6 +5982,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5085,7 +5993,12 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5114,6 +6027,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5121,6 +6035,290 @@ export interface operations {
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of open invitations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation (its link only in the mail). */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    deleteInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The invitation's id (`inv_…`). */
+                id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationAccept"];
+            };
+        };
+        responses: {
+            /** @description The new member, signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of members. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path: {
+                /** @description The member's id (`mem_…`). */
+                id: components["parameters"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberUpdate"];
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenApiDocument: {
@@ -5145,10 +6343,73 @@ export interface operations {
             400: components["responses"]["BadRequest"];
         };
     };
-    getPortalSettings: {
+    createPasswordReset: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetCreate"];
+            };
+        };
+        responses: {
+            /** @description Taken; a member gets the mail. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    completePasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetComplete"];
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPortalSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5170,6 +6431,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5179,7 +6441,12 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5205,6 +6472,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -5482,10 +6750,157 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
-    getCustomDomain: {
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSession: {
         parameters: {
             query?: never;
             header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionCreate"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            201: {
+                headers: {
+                    /** @description The session cookie (`emailsvc_session`, or `__Host-emailsvc_session` over https): HttpOnly, SameSite=Strict, Path=/, Secure over https. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAllSessions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session ended; this one's cookie is cleared. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Clears the session cookie (Max-Age=0). */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCustomDomain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5519,7 +6934,12 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5559,7 +6979,12 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5598,7 +7023,12 @@ export interface operations {
                 /** @description Only subscribers with this status. */
                 status?: components["schemas"]["SubscriberStatus"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5620,6 +7050,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5629,7 +7060,12 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5655,6 +7091,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5667,7 +7104,12 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5692,6 +7134,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5702,7 +7145,12 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5725,6 +7173,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5735,7 +7184,12 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5764,6 +7218,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5782,7 +7237,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5807,6 +7267,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5817,7 +7278,12 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5842,6 +7308,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5852,7 +7319,12 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5877,6 +7349,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5887,7 +7360,12 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5916,6 +7394,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5928,7 +7407,12 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -5955,6 +7439,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5965,7 +7450,12 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -5990,6 +7480,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6005,7 +7496,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6027,6 +7523,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6057,7 +7554,12 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6086,6 +7588,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6097,7 +7600,12 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -6122,6 +7630,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6132,7 +7641,12 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -6157,6 +7671,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6174,7 +7689,12 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6196,6 +7716,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6205,7 +7726,12 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6245,6 +7771,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6259,7 +7786,12 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -6284,6 +7816,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6299,7 +7832,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6321,6 +7859,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6330,7 +7869,12 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6356,6 +7900,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6368,7 +7913,12 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6393,6 +7943,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6403,7 +7954,12 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6426,6 +7982,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6436,7 +7993,12 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -6465,6 +8027,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6483,7 +8046,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6505,6 +8073,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6514,7 +8083,12 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6540,6 +8114,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6552,7 +8127,12 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6577,6 +8157,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6587,7 +8168,12 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6610,6 +8196,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
@@ -6621,7 +8208,12 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6650,6 +8242,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6663,7 +8256,12 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6692,6 +8290,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6709,7 +8308,12 @@ export interface operations {
                 /** @description Page size (versions are large: at most 100). */
                 limit?: components["parameters"]["TemplateVersionLimit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6734,6 +8338,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6744,7 +8349,12 @@ export interface operations {
     getTemplateVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -6771,6 +8381,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6781,7 +8392,12 @@ export interface operations {
     previewTemplateDraft: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6807,6 +8423,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6823,7 +8440,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6845,6 +8467,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6854,7 +8477,12 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6880,6 +8508,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6892,7 +8521,12 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6917,6 +8551,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6927,7 +8562,12 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6950,6 +8590,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -6960,7 +8601,12 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -6989,6 +8635,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -7006,7 +8653,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7028,6 +8680,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -7037,7 +8690,12 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7063,6 +8721,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -7075,7 +8734,12 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7100,6 +8764,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7110,7 +8775,12 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7133,6 +8803,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7143,7 +8814,12 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7172,6 +8848,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -7189,7 +8866,12 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7214,6 +8896,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7224,7 +8907,12 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -7251,6 +8939,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -7261,7 +8950,12 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
+                "X-Mode"?: components["parameters"]["Mode"];
+            };
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -7286,6 +8980,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

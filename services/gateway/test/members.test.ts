@@ -37,7 +37,7 @@ describe("roles", () => {
       const role = requiredRole(op.operationId, method);
       expect(ROLES).toContain(role);
       // Reads are a viewer's; a change needs more, except the few POSTs that only read and a member's own sign-out.
-      const readOnly = ["previewTemplate", "countRecipientsOfFilter", "deleteSession", "deleteAllSessions"];
+      const readOnly = ["previewTemplate", "previewTemplateDraft", "countRecipientsOfFilter", "deleteSession", "deleteAllSessions"];
       if (method !== "get" && !readOnly.includes(op.operationId)) expect({ op: op.operationId, role: roleAtLeast(role, "developer") }).toEqual({ op: op.operationId, role: true });
     }
   });

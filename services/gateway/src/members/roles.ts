@@ -25,6 +25,7 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
 export const ROLE_RULES: Readonly<Record<string, Role>> = {
   // Reads that are POSTs: nothing changes.
   previewTemplate: "viewer",
+  previewTemplateDraft: "viewer",
   countRecipientsOfFilter: "viewer",
   // A member's own session.
   deleteSession: "viewer",
