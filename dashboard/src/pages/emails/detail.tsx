@@ -156,9 +156,9 @@ function SandboxMessage(props: { id: string }) {
               <dt>{t("emails.subject")}</dt>
               <dd data-testid="sent-subject">{m.subject}</dd>
             </dl>
-            <div class="preview-scroll">
+            <TableWrap label={t("emails.htmlPart")}>
               <iframe class="preview-frame desktop" sandbox="" srcdoc={m.html} title={t("emails.htmlPart")} />
-            </div>
+            </TableWrap>
             <details>
               <summary>{t("emails.textPart")}</summary>
               <pre class="text-part">{m.text}</pre>

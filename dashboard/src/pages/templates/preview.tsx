@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiProblem, ok } from "../../api/client";
 import type { components } from "../../api/schema";
 import { t } from "../../i18n";
-import { ErrorState, Loading, useDebounced } from "../../kit";
+import { ErrorState, Loading, TableWrap, useDebounced } from "../../kit";
 
 export type DraftPreview = components["schemas"]["TemplateDraftPreview"];
 export type PreviewState = { state: "loading"; last?: DraftPreview } | { state: "ready"; data: DraftPreview } | { state: "error"; error: ApiProblem; last?: DraftPreview };
@@ -57,15 +57,15 @@ export function PreviewFrames(props: { preview: PreviewState }) {
           <div class="preview-pair">
             <figure>
               <figcaption>{t("templates.desktop")}</figcaption>
-              <div class="preview-scroll">
+              <TableWrap label={t("templates.previewDesktop")}>
                 <iframe class="preview-frame desktop" sandbox="" srcdoc={shown.html} title={t("templates.previewDesktop")} />
-              </div>
+              </TableWrap>
             </figure>
             <figure>
               <figcaption>{t("templates.phone")}</figcaption>
-              <div class="preview-scroll">
+              <TableWrap label={t("templates.previewPhone")}>
                 <iframe class="preview-frame phone" sandbox="" srcdoc={shown.html} title={t("templates.previewPhone")} />
-              </div>
+              </TableWrap>
             </figure>
           </div>
         </>
