@@ -1,5 +1,6 @@
-import { expectFitsViewport, expectNoAxeViolations, launchChromium, tabUntilFocused } from "@emailsvc/testing";
+import { expectFitsViewport, expectNoAxeViolations, launchChromium, SmtpSink, tabUntilFocused } from "@emailsvc/testing";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { browserSignIn, createMember, sessionCall, signIn, type MemberCredentials } from "./support/dashboard-session";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
@@ -305,5 +306,53 @@ describe("the dashboard's content pages", () => {
     // The admin's own session may (the refusal is the role's, not the session's).
     const adminSession = await signIn(t, admin);
     expect((await sessionCall(t, adminSession, "GET", `/api/v1/templates/${templateId}/versions`, { mode: "test" })).status).toBe(200);
+  }, 60_000);
+});
+
+// Live mail over a real SMTP relay that refuses one recipient: the campaign's
+// page lists that failure with the relay's reason, and the email's page says
+// plainly that the body of mail sent live is not kept.
+describe("a live campaign with a refused recipient", () => {
+  let live: TestPlatform;
+  let sink: SmtpSink;
+  const to = (name: string) => `${name}-live@example.com`;
+  beforeAll(async () => {
+    sink = await new SmtpSink().start();
+    live = await startTestPlatform("dashboard-content-live", { ...GENEROUS_RATE_LIMIT_ENV, EMAIL_PROVIDER: "smtp", SMTP_URL: sink.url() });
+    const key = (await live.call("POST", `/admin/v1/accounts/${live.accountId}/api-keys`, { admin: true, body: { mode: "live" } })).body.key as string;
+    const template = await live.call("POST", "/api/v1/templates", { key, body: { name: "Live letter", subject: "Live", category: "marketing", mjml_content: FIXED_MJML } });
+    expect((await live.call("POST", "/api/v1/tags", { key, body: { name: "readers" } })).status).toBe(201);
+    for (const name of ["eve", "fay", "gus"]) expect((await live.call("POST", "/api/v1/subscribers", { key, body: { email: to(name), tags: ["readers"] } })).status).toBe(201);
+    sink.rcptReplies.set(to("gus"), { code: 550, text: `5.1.1 <${to("gus")}>: User unknown` });
+    const campaign = await live.call("POST", "/api/v1/campaigns", { key, body: { name: "Live readers", template_id: template.body.id, tag_filter: { include_tags: ["readers"] } } });
+    expect((await live.call("POST", `/api/v1/campaigns/${campaign.body.id}/send`, { key })).status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await live?.close();
+    await sink?.close();
+  });
+
+  it("shows the failed email with the relay's reason on the campaign's page, and says the live body is not kept", async () => {
+    const member = await createMember(live, "admin");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await browserSignIn(context, live, member);
+    const p = await context.newPage();
+    await p.goto(`${live.url}/dashboard/campaigns`);
+    await p.getByRole("link", { name: "Live readers" }).click();
+    await p.getByRole("heading", { level: 1, name: "Live readers" }).waitFor();
+    const failures = p.getByRole("region", { name: "Failed emails" });
+    const row = failures.getByRole("row").filter({ hasText: to("gus") });
+    await row.waitFor({ timeout: 45_000 });
+    expect(await row.textContent()).toContain("recipient_rejected: 550 5.1.1 <recipient>: User unknown");
+    const counts = await eventually(() => shownCounts(p), (c) => c.sent === 2 && c.failed === 1);
+    expect(counts).toEqual({ pending: 0, queued: 0, sent: 2, failed: 1, skipped: 0, total: 3 });
+    await expectNoAxeViolations(p);
+
+    await row.getByRole("link").click();
+    await p.getByRole("heading", { level: 1, name: "Email" }).waitFor();
+    await p.getByText("Sent through smtp: the platform does not keep the body of mail it sent.").waitFor();
+    await p.getByText("recipient_rejected: 550 5.1.1 <recipient>: User unknown").first().waitFor();
+    await expectNoAxeViolations(p);
+    await context.close();
   }, 60_000);
 });
