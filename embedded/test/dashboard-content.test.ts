@@ -113,6 +113,18 @@ describe("the dashboard's content pages", () => {
     await page.getByRole("heading", { level: 1, name: "Readers' letter" }).waitFor();
     templateId = /\/templates\/(tpl_[0-9a-z]+)$/.exec(page.url())![1]!;
     await page.getByRole("cell", { name: /^version 1/ }).waitFor();
+    // A change of the subject makes version 2; version 1 opens read-only, rendered.
+    await page.getByLabel("Subject").fill("Letter for {{first_name}}");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("link", { name: "version 2" }).waitFor();
+    await page.getByRole("link", { name: "version 1" }).click();
+    await page.getByRole("heading", { level: 1, name: "Version 1" }).waitFor();
+    expect(await page.getByLabel("Subject").inputValue()).toBe("News for {{first_name}}");
+    expect(await page.getByLabel("MJML").getAttribute("readonly")).not.toBeNull();
+    expect(await eventually(() => srcdoc(page.getByTitle("Preview at desktop width")), (html) => html.includes("this is the readers"))).toContain("this is the readers");
+    await expectNoAxeViolations(page);
+    await page.getByRole("link", { name: "Back to the template" }).click();
+    await page.getByRole("heading", { level: 1, name: "Readers' letter" }).waitFor();
     await page.getByLabel("first_name").fill("Ada");
     await page.getByRole("button", { name: "Send a test to me" }).click();
     const sent = page.getByRole("status").filter({ hasText: `A test to ${admin.email} is in the sandbox` });
@@ -124,7 +136,7 @@ describe("the dashboard's content pages", () => {
     const message = page.getByTitle("The message as sent");
     await message.waitFor();
     expect(await srcdoc(message)).toContain("Hello Ada, this is");
-    expect(await page.getByTestId("sent-subject").textContent()).toBe("News for Ada");
+    expect(await page.getByTestId("sent-subject").textContent()).toBe("Letter for Ada");
     await expectNoAxeViolations(page);
   }, 90_000);
 
@@ -192,7 +204,7 @@ describe("the dashboard's content pages", () => {
     // A campaign gives its template the subscriber's fields (here no `first_name`): the message as it went out.
     expect(await srcdoc(message)).toContain("this is the readers");
     await page.getByRole("definition").filter({ hasText: readers[1]! }).first().waitFor();
-    expect(await page.getByTestId("sent-subject").textContent()).toMatch(/^News for/);
+    expect(await page.getByTestId("sent-subject").textContent()).toMatch(/^Letter for/);
     await page.getByText("Headers").click();
     await page.getByRole("rowheader", { name: "List-Unsubscribe" }).waitFor();
     await page.getByRole("table").filter({ hasText: "Status history" }).or(page.getByRole("region", { name: "Status history" })).first().waitFor();
@@ -301,7 +313,7 @@ describe("the dashboard's content pages", () => {
     expect(refused.map((r) => [r.status, r.body.code])).toEqual(Array(refused.length).fill([403, "role_forbidden"]));
     // Nothing changed.
     expect((await t.call("GET", `/api/v1/triggers/${triggers[0]!.id}`)).body.is_active).toBe(false);
-    expect((await t.call("GET", `/api/v1/templates/${templateId}`)).body.subject).toBe("News for {{first_name}}");
+    expect((await t.call("GET", `/api/v1/templates/${templateId}`)).body.subject).toBe("Letter for {{first_name}}");
     expect((await t.call("GET", "/api/v1/campaigns")).body.items).toHaveLength(1);
     // The admin's own session may (the refusal is the role's, not the session's).
     const adminSession = await signIn(t, admin);
@@ -353,6 +365,42 @@ describe("a live campaign with a refused recipient", () => {
     await p.getByText("Sent through smtp: the platform does not keep the body of mail it sent.").waitFor();
     await p.getByText("recipient_rejected: 550 5.1.1 <recipient>: User unknown").first().waitFor();
     await expectNoAxeViolations(p);
+    await context.close();
+  }, 60_000);
+
+  it("schedules a campaign at a time of the member's zone (sent as RFC 3339), then cancels it after a confirmation", async () => {
+    const member = await createMember(live, "admin");
+    // Tokyo has no daylight saving time: 09:30 there is 00:30 UTC the same day, whatever the date.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "Asia/Tokyo" });
+    const session = await browserSignIn(context, live, member);
+    const p = await context.newPage();
+    await p.goto(`${live.url}/dashboard/campaigns/new`);
+    await p.getByRole("heading", { level: 1, name: "New campaign" }).waitFor();
+    await p.getByLabel("Name").fill("Later");
+    // Every active subscriber: gus bounced in the campaign before, so two.
+    await p.getByText("2 recipients now").waitFor();
+    await p.getByRole("radio", { name: "At a time" }).check();
+    await p.getByText("In your time zone, Asia/Tokyo.").waitFor();
+    const day = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 10);
+    await p.getByLabel("Send at").fill(`${day}T09:30`);
+    await expectNoAxeViolations(p);
+    await p.getByRole("button", { name: "Schedule", exact: true }).click();
+    const dialog = p.getByRole("dialog", { name: "Schedule the campaign?" });
+    await dialog.getByRole("button", { name: "Schedule" }).click();
+    await p.waitForURL(/\/campaigns\/cmp_[0-9a-z]+$/);
+    const id = /\/campaigns\/(cmp_[0-9a-z]+)$/.exec(p.url())![1]!;
+    await p.locator("dd .badge").filter({ hasText: "Scheduled" }).waitFor();
+    const scheduled = (await sessionCall(live, session, "GET", `/api/v1/campaigns/${id}`)).body;
+    expect(scheduled.status).toBe("scheduled");
+    expect(Date.parse(scheduled.send_at)).toBe(Date.parse(`${day}T00:30:00Z`));
+
+    await p.getByRole("button", { name: "Cancel the campaign" }).click();
+    const confirm = p.getByRole("dialog", { name: "Cancel the campaign" });
+    await confirm.getByText("This cannot be undone.").waitFor();
+    await expectNoAxeViolations(p);
+    await confirm.getByRole("button", { name: "Cancel the campaign" }).click();
+    await p.locator("dd .badge").filter({ hasText: "Cancelled" }).waitFor();
+    expect((await sessionCall(live, session, "GET", `/api/v1/campaigns/${id}`)).body.status).toBe("cancelled");
     await context.close();
   }, 60_000);
 });

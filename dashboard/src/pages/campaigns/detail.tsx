@@ -16,8 +16,8 @@ export default function CampaignPage(props: PageProps) {
   const id = props.params.id!;
   const handle = useLoad(() => ok(api.GET("/api/v1/campaigns/{id}", { params: { path: { id } } })), [id]);
   const campaign = handle.result.state === "ready" ? handle.result.data : undefined;
-  // Polling also covers a paused campaign's last queued mail: counts move until nothing is queued.
-  const moving = !!campaign && (MOVING.has(campaign.status) || (campaign.status === "paused" && campaign.counts.queued > 0) || (campaign.status !== "draft" && !campaign.counts.snapshot_complete));
+  // Polling also covers what is still queued after a pause or a cancel: counts move until it has an outcome.
+  const moving = !!campaign && (MOVING.has(campaign.status) || ((campaign.status === "paused" || campaign.status === "cancelled") && campaign.counts.queued > 0));
   usePoll(moving, 1000, handle.reload);
   return (
     <Page title={campaign?.name ?? t("campaigns.campaign")} actions={<a href={href("/campaigns")}>{t("campaigns.back")}</a>}>
