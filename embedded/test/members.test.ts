@@ -80,6 +80,14 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect([bad.status, bad.body.code]).toEqual([400, "validation_failed"]);
     // A read needs no CSRF token.
     expect((await sessionCall(t, ownerSession, "GET", "/api/v1/tags", { noCsrf: true })).status).toBe(200);
+    // The services record the member as the actor of what they change.
+    const made = await sessionCall(t, ownerSession, "POST", "/api/v1/subscribers", { body: { email: `made-by-owner-${store}@example.com` }, mode: "test" });
+    expect(made.status).toBe(201);
+    const events = await eventually(
+      async () => (await sessionCall(t, ownerSession, "GET", `/api/v1/subscribers/${made.body.id}/events`, { mode: "test" })).body.items as Array<{ actor: string }>,
+      (items) => items.length > 0,
+    );
+    expect(events[0]!.actor).toBe(`member:${owner.memberId}`);
   });
 
   it("refuses a viewer every change the API offers, with the role needed, and changes nothing", async () => {
@@ -256,5 +264,36 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect(entries.some((e) => e.actor.type === "operator")).toBe(true);
     expect(JSON.stringify(log.body)).not.toContain(`by-key-${store}`);
     expect((log.body.items as Array<{ action: string }>).some((e) => e.action === "createTag" && JSON.stringify(e).includes("api_key"))).toBe(false);
+  });
+
+  it("gives the overview: today's and this month's sends by status in the caller's time zone, and the rates", async () => {
+    const template = await t.call("POST", "/api/v1/templates", {
+      body: { name: "Overview", slug: `overview-${store}`, category: "transactional", subject: "Hi", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(template.status).toBe(201);
+    const marketing = await t.call("POST", "/api/v1/templates", {
+      body: { name: "News", slug: `overview-news-${store}`, category: "marketing", subject: "News", mjml_content: "<mjml><mj-body><mj-section><mj-column><mj-text>News</mj-text></mj-column></mj-section></mj-body></mjml>" },
+    });
+    expect(marketing.status).toBe(201);
+    for (const to of ["one@example.com", "two@example.com"]) {
+      expect((await t.call("POST", "/api/v1/emails/send", { body: { template_slug: `overview-${store}`, to } })).status).toBe(202);
+    }
+    // Marketing mail to a suppressed address: refused, stored as suppressed.
+    expect((await t.call("POST", "/api/v1/suppressions", { body: { email: "blocked@example.com", reason: "manual" } })).status).toBe(201);
+    expect((await t.call("POST", "/api/v1/emails/send", { body: { template_slug: `overview-news-${store}`, to: "blocked@example.com" } })).body.status).toBe("suppressed");
+    const viewer = await signIn(t, await createMember(t, "viewer"));
+    const overview = await eventually(
+      async () => (await sessionCall(t, viewer, "GET", "/api/v1/overview?tz=Europe/Zurich", { mode: "test" })).body,
+      (body) => body.today?.counts?.sent === 2 && body.today.total === 3,
+    );
+    expect(overview).toMatchObject({ tz: "Europe/Zurich", today: { total: 3, counts: { sent: 2, suppressed: 1, queued: 0, bounced: 0 } }, month: { total: 3 }, bounce_rate: 0, complaint_rate: 0, running_campaigns: [] });
+    // Midnight in Zurich is 23:00 or 22:00 UTC the day before.
+    expect(overview.today.since).toMatch(/T2[23]:00:00\.000Z$/);
+    expect(Date.parse(overview.month.since)).toBeLessThanOrEqual(Date.parse(overview.today.since));
+    // The live mode has its own numbers (the members' mail went there).
+    const live = (await sessionCall(t, viewer, "GET", "/api/v1/overview", { mode: "live" })).body;
+    expect(live.tz).toBe("UTC");
+    expect(live.today.counts.suppressed).toBe(0);
+    expect((await sessionCall(t, viewer, "GET", "/api/v1/overview?tz=Mars/Olympus")).body.code).toBe("validation_failed");
   });
 });

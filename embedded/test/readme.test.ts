@@ -43,7 +43,7 @@ const SKIPPED: ReadonlyArray<{ first: RegExp; reason: string }> = [
 ];
 
 /** What the first start prints, by the variable the README tells the reader to put it in. */
-const PRINTED = { KEY: "test API key", ADMIN_TOKEN: "admin token" } as const;
+const PRINTED = { KEY: "test API key", ADMIN_TOKEN: "admin token", SETUP: "Dashboard setup link" } as const;
 
 interface Block {
   /** README line of the block's first command line (1-based). */
@@ -131,8 +131,9 @@ for i in $(seq 1 600); do
 done
 export KEY=$(sed -n 's/^ *test API key *\\(sk_test_[A-Za-z0-9_]*\\).*/\\1/p' '${dir}/platform.log')
 export ADMIN_TOKEN=$(sed -n 's/^ *admin token *\\([^ ]*\\).*/\\1/p' '${dir}/platform.log')
-[ -n "$KEY" ] && [ -n "$ADMIN_TOKEN" ] || { echo "the first start printed no test key and admin token" >&2; exit 3; }
-env -i PATH="$PATH" HOME='${dir}' KEY="$KEY" ADMIN_TOKEN="$ADMIN_TOKEN" bash '${dir}/readme.sh' >'${dir}/readme.out' 2>'${dir}/readme.err'
+export SETUP=$(sed -n 's/^ *Dashboard setup link: *\\([^ ]*\\).*/\\1/p' '${dir}/platform.log')
+[ -n "$KEY" ] && [ -n "$ADMIN_TOKEN" ] && [ -n "$SETUP" ] || { echo "the first start printed no test key, admin token and setup link" >&2; exit 3; }
+env -i PATH="$PATH" HOME='${dir}' KEY="$KEY" ADMIN_TOKEN="$ADMIN_TOKEN" SETUP="$SETUP" bash '${dir}/readme.sh' >'${dir}/readme.out' 2>'${dir}/readme.err'
 echo "readme exit $?" >'${dir}/readme.status'
 KEY="$KEY" '${process.execPath}' '${dir}/after.js' >'${dir}/after.json'
 kill $platform

@@ -733,6 +733,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Today's and this month's sends, bounce and complaint rates, running campaigns
+         * @description The account's data in the caller's mode. `tz` (an IANA time zone, default UTC) says where today and this month start; an unknown zone is a 400.
+         */
+        get: operations["getOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/password-resets": {
         parameters: {
             query?: never;
@@ -2669,6 +2689,54 @@ export interface components {
             /** @description The one-time link (`/dashboard/accept#token=…`). */
             url: string;
         };
+        Overview: {
+            /** @description This month: bounced / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            bounce_rate: number | null;
+            /** @description This month: complained / emails handed to the provider (sent, delivered, deferred, bounced, complained); null when none was. */
+            complaint_rate: number | null;
+            month: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of this month in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description Campaigns sending or paused now, oldest first (at most 50). */
+            running_campaigns: components["schemas"]["Campaign"][];
+            today: {
+                /** @description Emails queued in the period, by their status now. */
+                counts: {
+                    bounced: number;
+                    complained: number;
+                    deferred: number;
+                    delivered: number;
+                    failed: number;
+                    queued: number;
+                    sent: number;
+                    suppressed: number;
+                };
+                /**
+                 * Format: date-time
+                 * @description The start of today in the time zone asked for (RFC 3339, UTC).
+                 */
+                readonly since: string;
+                total: number;
+            };
+            /** @description The time zone the periods are in. */
+            tz: string;
+        };
         PasswordResetComplete: {
             /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
             password: string;
@@ -4200,8 +4268,6 @@ export interface components {
         AccountId: string;
         /** @description The campaign's id. */
         CampaignId: string;
-        /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-        CsrfToken: string;
         /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
         Cursor: string;
         /** @description The email's id. */
@@ -4220,8 +4286,6 @@ export interface components {
         Limit: number;
         /** @description The member's id (`mem_…`). */
         MemberId: string;
-        /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-        Mode: "live" | "test";
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -4610,12 +4674,7 @@ export interface operations {
     getMemberAccount: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4651,12 +4710,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4687,12 +4741,7 @@ export interface operations {
     createKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4730,12 +4779,7 @@ export interface operations {
     revokeKey: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The key's id (`key_…`). */
                 id: components["parameters"]["KeyId"];
@@ -4768,12 +4812,7 @@ export interface operations {
     getAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4805,12 +4844,7 @@ export interface operations {
     updateAudienceSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4853,12 +4887,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4894,12 +4923,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4931,12 +4955,7 @@ export interface operations {
     createCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4975,12 +4994,7 @@ export interface operations {
     getCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5016,12 +5030,7 @@ export interface operations {
     deleteCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5056,12 +5065,7 @@ export interface operations {
     updateCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5104,12 +5108,7 @@ export interface operations {
     cancelCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5146,12 +5145,7 @@ export interface operations {
     pauseCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5188,12 +5182,7 @@ export interface operations {
     countRecipients: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5229,12 +5218,7 @@ export interface operations {
     resumeCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5271,12 +5255,7 @@ export interface operations {
     sendCampaign: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The campaign's id. */
                 id: components["parameters"]["CampaignId"];
@@ -5319,12 +5298,7 @@ export interface operations {
     countRecipientsOfFilter: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5367,12 +5341,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5404,12 +5373,7 @@ export interface operations {
     createSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5448,12 +5412,7 @@ export interface operations {
     getSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5489,12 +5448,7 @@ export interface operations {
     deleteSenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5528,12 +5482,7 @@ export interface operations {
     verifySenderDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The sending domain's id (`sdm_…`). */
                 id: components["parameters"]["SenderDomainId"];
@@ -5578,12 +5527,7 @@ export interface operations {
                 /** @description Only emails with this status now. */
                 status?: components["schemas"]["EmailStatus"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5615,12 +5559,7 @@ export interface operations {
     getEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5656,12 +5595,7 @@ export interface operations {
     getSandboxMessage: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email's id. */
                 id: components["parameters"]["EmailId"];
@@ -5697,12 +5631,7 @@ export interface operations {
     sendEmailBatch: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5743,10 +5672,6 @@ export interface operations {
             header?: {
                 /** @description Optional (as Stripe's): a unique key of your choice, 1-255 printable ASCII characters not starting or ending with a space, e.g. a UUID. The same as the body's `idempotency_key`; when both are given they must be equal. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
             };
             path?: never;
             cookie?: never;
@@ -5790,12 +5715,7 @@ export interface operations {
     listEventTypes: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5832,12 +5752,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5869,12 +5784,7 @@ export interface operations {
     createForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -5913,12 +5823,7 @@ export interface operations {
     getForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5954,12 +5859,7 @@ export interface operations {
     deleteForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -5993,12 +5893,7 @@ export interface operations {
     updateForm: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The form's id. */
                 id: components["parameters"]["FormId"];
@@ -6045,12 +5940,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6081,12 +5971,7 @@ export interface operations {
     createInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6125,12 +6010,7 @@ export interface operations {
     deleteInvitation: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The invitation's id (`inv_…`). */
                 id: components["parameters"]["InvitationId"];
@@ -6202,12 +6082,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6238,12 +6113,7 @@ export interface operations {
     deleteMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6277,12 +6147,7 @@ export interface operations {
     updateMember: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The member's id (`mem_…`). */
                 id: components["parameters"]["MemberId"];
@@ -6341,6 +6206,41 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getOverview: {
+        parameters: {
+            query?: {
+                /** @description IANA time zone, e.g. `Europe/Zurich`. */
+                tz?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
         };
     };
     createPasswordReset: {
@@ -6404,12 +6304,7 @@ export interface operations {
     getPortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6441,12 +6336,7 @@ export interface operations {
     updatePortalSettings: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6753,12 +6643,7 @@ export interface operations {
     getSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6823,12 +6708,7 @@ export interface operations {
     deleteSession: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6859,12 +6739,7 @@ export interface operations {
     deleteAllSessions: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6895,12 +6770,7 @@ export interface operations {
     getCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6934,12 +6804,7 @@ export interface operations {
     setCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -6979,12 +6844,7 @@ export interface operations {
     deleteCustomDomain: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7023,12 +6883,7 @@ export interface operations {
                 /** @description Only subscribers with this status. */
                 status?: components["schemas"]["SubscriberStatus"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7060,12 +6915,7 @@ export interface operations {
     createSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7104,12 +6954,7 @@ export interface operations {
     getSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7145,12 +6990,7 @@ export interface operations {
     deleteSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7184,12 +7024,7 @@ export interface operations {
     updateSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7237,12 +7072,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7278,12 +7108,7 @@ export interface operations {
     exportSubscriber: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7319,12 +7144,7 @@ export interface operations {
     createPreferenceToken: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7360,12 +7180,7 @@ export interface operations {
     addSubscriberTags: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7407,12 +7222,7 @@ export interface operations {
     removeSubscriberTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The subscriber's id. */
                 id: components["parameters"]["SubscriberId"];
@@ -7450,12 +7260,7 @@ export interface operations {
     getSubscriberByEmail: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7496,12 +7301,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7554,12 +7354,7 @@ export interface operations {
                 /** @description CSV: the header of a column of tag names separated by `;` or `,`; none by default. */
                 tags_column?: string;
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7600,12 +7395,7 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7641,12 +7431,7 @@ export interface operations {
     getImportErrors: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The import's id. */
                 id: components["parameters"]["ImportId"];
@@ -7689,12 +7474,7 @@ export interface operations {
                 /** @description Only entries of this reason. */
                 reason?: components["schemas"]["SuppressionReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7726,12 +7506,7 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7786,12 +7561,7 @@ export interface operations {
                 /** @description Why the address may be mailed again (kept in the audit trail). */
                 reason: components["parameters"]["SuppressionRemovalReason"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The email address, URL-encoded. */
                 email: string;
@@ -7832,12 +7602,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7869,12 +7634,7 @@ export interface operations {
     createTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -7913,12 +7673,7 @@ export interface operations {
     getTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7954,12 +7709,7 @@ export interface operations {
     deleteTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -7993,12 +7743,7 @@ export interface operations {
     updateTag: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The tag's id. */
                 id: components["parameters"]["TagId"];
@@ -8046,12 +7791,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8083,12 +7823,7 @@ export interface operations {
     createTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8127,12 +7862,7 @@ export interface operations {
     getTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8168,12 +7898,7 @@ export interface operations {
     deleteTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8208,12 +7933,7 @@ export interface operations {
     updateTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8256,12 +7976,7 @@ export interface operations {
     previewTemplate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8308,12 +8023,7 @@ export interface operations {
                 /** @description Page size (versions are large: at most 100). */
                 limit?: components["parameters"]["TemplateVersionLimit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8349,12 +8059,7 @@ export interface operations {
     getTemplateVersion: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The template's id. */
                 id: components["parameters"]["TemplateId"];
@@ -8392,12 +8097,7 @@ export interface operations {
     previewTemplateDraft: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8440,12 +8140,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8477,12 +8172,7 @@ export interface operations {
     createTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8521,12 +8211,7 @@ export interface operations {
     getTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8562,12 +8247,7 @@ export interface operations {
     deleteTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8601,12 +8281,7 @@ export interface operations {
     updateTrigger: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The trigger's id. */
                 id: components["parameters"]["TriggerId"];
@@ -8653,12 +8328,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8690,12 +8360,7 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8734,12 +8399,7 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8775,12 +8435,7 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8814,12 +8469,7 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8866,12 +8516,7 @@ export interface operations {
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];
@@ -8907,12 +8552,7 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The delivery's id (its `webhook-id`). */
                 delivery_id: components["parameters"]["WebhookDeliveryId"];
@@ -8950,12 +8590,7 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key. */
-                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
-                /** @description With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides. */
-                "X-Mode"?: components["parameters"]["Mode"];
-            };
+            header?: never;
             path: {
                 /** @description The webhook endpoint's id. */
                 id: components["parameters"]["WebhookId"];

@@ -276,6 +276,7 @@ class FlakyStore implements DocumentStore {
       findOne: guard(real.findOne.bind(real)),
       find: guard(real.find.bind(real)),
       count: guard(real.count.bind(real)),
+      countBy: guard(real.countBy.bind(real)),
       updateOne: guard(real.updateOne.bind(real)),
       insertMany: guard(real.insertMany.bind(real)),
       updateMany: guard(real.updateMany.bind(real)),

@@ -373,6 +373,18 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.table.count(filter as AnyFilter, matchQuery(filter as AnyFilter));
   }
 
+  async countBy(filter: Filter<T>, field: string): Promise<Map<string, number>> {
+    checkFilter(filter as AnyFilter);
+    await this.open();
+    const counts = new Map<string, number>();
+    for (const slot of this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter), {})) {
+      const value = (slot.doc as Record<string, unknown>)[field];
+      const key = typeof value === "string" ? value : "";
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
     checkFilter(filter as AnyFilter);
     const clean = normalizeUpdate(update as AnyUpdate);

@@ -314,6 +314,20 @@ class MongoCollection<T extends Doc> implements Collection<T> {
     return this.coll.countDocuments(driverFilter(filter as AnyFilter));
   }
 
+  async countBy(filter: Filter<T>, field: string): Promise<Map<string, number>> {
+    checkFilter(filter as AnyFilter);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(field)) throw new TypeError(`countBy takes a plain field name, not ${JSON.stringify(field)}`);
+    const groups = await this.coll
+      .aggregate<{ _id: unknown; n: number }>([{ $match: driverFilter(filter as AnyFilter) }, { $group: { _id: `$${field}`, n: { $sum: 1 } } }])
+      .toArray();
+    const counts = new Map<string, number>();
+    for (const group of groups) {
+      const key = typeof group._id === "string" ? group._id : "";
+      counts.set(key, (counts.get(key) ?? 0) + group.n);
+    }
+    return counts;
+  }
+
   async updateOne(filter: Filter<T>, update: Update<T>): Promise<T | null> {
     checkFilter(filter as AnyFilter);
     const clean = normalizeUpdate(update as AnyUpdate);

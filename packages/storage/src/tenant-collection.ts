@@ -47,6 +47,10 @@ export class TenantCollection<T extends TenantDoc> {
   count(filter: TenantFilter<T>): Promise<number> {
     return this.collection.count(this.scoped(filter));
   }
+  /** See Collection.countBy. */
+  countBy(filter: TenantFilter<T>, field: keyof T & string): Promise<Map<string, number>> {
+    return this.collection.countBy(this.scoped(filter), field);
+  }
   updateOne(filter: TenantFilter<T>, update: TenantUpdate<T>): Promise<T | null> {
     return this.collection.updateOne(this.scoped(filter), update as Update<T>);
   }

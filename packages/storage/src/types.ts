@@ -172,6 +172,13 @@ export interface Collection<T extends Doc = AnyDoc> {
   find(filter: Filter<T>, options?: FindOptions): Promise<T[]>;
   count(filter: Filter<T>): Promise<number>;
   /**
+   * How many documents match `filter`, by the value of `field` (a field
+   * holding strings; documents lacking it are counted under ""). MongoDB: one
+   * aggregation of `$match` and `$group` (the part FerretDB serves); embedded:
+   * one pass over the matching documents.
+   */
+  countBy(filter: Filter<T>, field: string): Promise<Map<string, number>>;
+  /**
    * Atomically updates the first document matching `filter` and returns it as it
    * is after the update, or null when nothing matched (a guarded update lost).
    * Throws DuplicateKeyError when the update would break a unique index.

@@ -502,6 +502,13 @@ export function describeDocumentStoreContract(
         for (const person of people) await c.insertOne(person);
       });
 
+      it("counts matching documents by a field's value, those without it under \"\"", async () => {
+        expect(Object.fromEntries(await c.countBy({ tenant: "t1" }, "name"))).toEqual({ ann: 1, bob: 1, eve: 1 });
+        expect(Object.fromEntries(await c.countBy({ age: { $gte: 25 } }, "tenant"))).toEqual({ t1: 3, t2: 2 });
+        expect(Object.fromEntries(await c.countBy({ tenant: "t2" }, "nick"))).toEqual({ c: 1, "": 1 });
+        expect((await c.countBy({ tenant: "nobody" }, "name")).size).toBe(0);
+      });
+
       test("equality and $eq on scalars, ANDed across fields", async () => {
         await expect(match({ tenant: "t1" })).resolves.toEqual(["p1", "p2", "p5"]);
         await expect(match({ tenant: "t1", age: 25 })).resolves.toEqual(["p2"]);

@@ -39,7 +39,8 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
       const security = operation.security ?? DEFAULT_SECURITY;
       // Budgets per credential: API keys and members' sessions (and tenants), subscribers of preference tokens (and tenants).
       const limited = security.some((requirement) => "ApiKey" in requirement || "Session" in requirement || "PreferenceToken" in requirement);
-      // A member's session: its role may refuse (403), and it states its mode and CSRF token in headers.
+      // A member's session: its role may refuse (403). Its headers (X-CSRF-Token, X-Mode) are the
+      // scheme's, stated once in its description: an API key takes neither.
       const session = security.some((requirement) => "Session" in requirement);
       if (session) responses["403"] ??= { $ref: "#/components/responses/Forbidden" };
       // Any credential may meet the failed-authentication budget of its address.
@@ -60,7 +61,6 @@ function addEdgeResponses(paths: OpenApiDocument["paths"]): OpenApiDocument["pat
       out[path][method] = {
         ...operation,
         ...(limited ? { "x-rate-limit-class": operation["x-rate-limit-class"] ?? (method === "get" ? "read" : "write") } : {}),
-        ...(session ? { parameters: [...(operation.parameters ?? []), { $ref: "#/components/parameters/Mode" }, { $ref: "#/components/parameters/CsrfToken" }] as OperationObject["parameters"] } : {}),
         responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
       };
     }

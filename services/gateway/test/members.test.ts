@@ -56,8 +56,8 @@ describe("roles", () => {
     expect(requiredRole("listSubscribers", "get")).toBe("viewer");
   });
 
-  it("documents the Session scheme on every API-key operation, with X-Mode and X-CSRF-Token, and makes keys and people session-only", () => {
-    expect(doc.components.securitySchemes.Session).toMatchObject({ type: "apiKey", in: "cookie", name: "emailsvc_session" });
+  it("documents the Session scheme (with its X-CSRF-Token and X-Mode) on every API-key operation, and makes keys and people session-only", () => {
+    expect(doc.components.securitySchemes.Session).toMatchObject({ type: "apiKey", in: "cookie", name: "emailsvc_session", description: expect.stringMatching(/X-CSRF-Token.*X-Mode: live\|test/) });
     expect(buildOpenApiDocument({ serverUrl: "https://api.example.com" }).components.securitySchemes.Session).toMatchObject({ name: "__Host-emailsvc_session" });
     for (const { op } of operations) {
       const security = op.security ?? doc.security;
@@ -66,7 +66,7 @@ describe("roles", () => {
     for (const id of ["listKeys", "createKey", "revokeKey", "listMembers", "createInvitation", "getSession"]) {
       const found = operations.find(({ op }) => op.operationId === id)!;
       expect({ id, security: found.op.security }).toEqual({ id, security: [{ Session: [] }] });
-      expect(found.op.parameters).toEqual(expect.arrayContaining([{ $ref: "#/components/parameters/Mode" }, { $ref: "#/components/parameters/CsrfToken" }]));
+      expect({ id, forbidden: "403" in found.op.responses }).toEqual({ id, forbidden: true });
     }
   });
 });
@@ -133,5 +133,21 @@ describe("sign-in over the gateway", () => {
     expect((await signIn("x2@example.com")).status).toBe(401);
     expect((await signIn("x3@example.com")).status).toBe(429);
     expect((await signIn("ada@example.com")).status).toBe(429);
+  });
+});
+
+describe("overview periods", () => {
+  it("start at local midnight and on the first of the month, across DST changes", () => {
+    const { periodStarts, isTimeZone } = require("../src/resources/overview/zone") as typeof import("../src/resources/overview/zone");
+    // 2026-03-29 10:00 UTC: Zurich moved to summer time at 01:00 UTC that day; the day began at 23:00 UTC before it.
+    const starts = periodStarts("Europe/Zurich", Date.UTC(2026, 2, 29, 10));
+    expect(new Date(starts.today).toISOString()).toBe("2026-03-28T23:00:00.000Z");
+    expect(new Date(starts.month).toISOString()).toBe("2026-02-28T23:00:00.000Z");
+    // Summer time: midnight is 22:00 UTC.
+    expect(new Date(periodStarts("Europe/Zurich", Date.UTC(2026, 6, 15, 0, 30)).today).toISOString()).toBe("2026-07-14T22:00:00.000Z");
+    expect(new Date(periodStarts("America/New_York", Date.UTC(2026, 10, 1, 3)).today).toISOString()).toBe("2026-10-31T04:00:00.000Z");
+    expect(new Date(periodStarts("UTC", Date.UTC(2026, 10, 27, 3, 4, 5)).month).toISOString()).toBe("2026-11-01T00:00:00.000Z");
+    expect(isTimeZone("Asia/Kolkata")).toBe(true);
+    expect(isTimeZone("Mars/Olympus")).toBe(false);
   });
 });

@@ -118,8 +118,7 @@ describe("OpenAPI document", () => {
     expect(op.description).toMatch(/at least 24 hours/);
     // 403: a member's role may refuse it (the operation takes a session too).
     expect(Object.keys(op.responses).sort()).toEqual(["202", "400", "401", "403", "404", "409", "413", "415", "422", "429", "500", "503", "504"]);
-    // With the session's two headers, which every operation that takes a session declares.
-    expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }, { $ref: "#/components/parameters/Mode" }, { $ref: "#/components/parameters/CsrfToken" }]);
+    expect(op.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
     expect(gateway.openapi.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header" });
   });
 

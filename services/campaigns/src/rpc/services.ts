@@ -3,6 +3,7 @@ import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AudienceFilterSchema, campaigns } from "@emailsvc/proto";
 import { readCallContext, type CallContext } from "@emailsvc/tenancy";
+import { invalid } from "@emailsvc/errors";
 import type { CampaignStatus, CampaignView } from "../domain/campaign.js";
 import { changeCampaignState } from "../usecases/change-campaign-state.js";
 import { countRecipients } from "../usecases/count-recipients.js";
@@ -25,6 +26,8 @@ const STATUS_TO_PROTO: Record<CampaignStatus, campaigns.CampaignStatus> = {
   cancelled: campaigns.CampaignStatus.CANCELLED,
   failed: campaigns.CampaignStatus.FAILED,
 };
+
+const STATUS_FROM_PROTO = new Map(Object.entries(STATUS_TO_PROTO).map(([status, proto]) => [proto, status as CampaignStatus]));
 
 function campaignToProto(view: CampaignView): campaigns.Campaign {
   return create(campaigns.CampaignSchema, {
@@ -70,7 +73,12 @@ export function campaignRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
         return { campaign: campaignToProto(await getCampaign(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listCampaigns(req, ctx) {
-        const page = await listCampaigns(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        const statuses = req.statuses.map((status) => {
+          const found = STATUS_FROM_PROTO.get(status);
+          if (!found) throw invalid("statuses holds an unknown status", [{ field: "statuses", description: "must be campaign statuses" }]);
+          return found;
+        });
+        const page = await listCampaigns(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, statuses });
         return { campaigns: page.items.map(campaignToProto), nextCursor: page.nextCursor };
       },
       async updateCampaign(req, ctx) {

@@ -58,6 +58,8 @@ export const CAMPAIGN_INDEXES: readonly IndexSpec[] = [
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
   // The dispatcher, across tenants: campaigns sending or scheduled.
   { name: "by_status", fields: { status: 1 } },
+  // ListCampaigns with statuses (the dashboard's running campaigns), in id order.
+  { name: "list_by_status", fields: { tenant: 1, status: 1, _id: 1 } },
   // ListTemplateUsers: the tenant's campaigns of a template (before the template is deleted).
   { name: "by_template", fields: { tenant: 1, template_id: 1 } },
   OUTBOX_INDEX,

@@ -25,6 +25,8 @@ export function statusFromProto(status: delivery.EmailStatus): EmailStatus {
   return found[0];
 }
 
+export const statusToProto = (status: EmailStatus): delivery.EmailStatus => STATUS_TO_PROTO[status];
+
 const BOUNCE_TO_PROTO = { hard: delivery.BounceType.HARD, soft: delivery.BounceType.SOFT } as const;
 
 const ts = (ms: number | null) => (ms === null ? undefined : timestampFromMs(ms));

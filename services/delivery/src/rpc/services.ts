@@ -5,10 +5,11 @@ import { readCallContext, type CallContext } from "@emailsvc/tenancy";
 import type { Deps, Scope } from "../usecases/deps.js";
 import { getEmail, getSandboxMessage } from "../usecases/get-email.js";
 import { listEmails } from "../usecases/list-emails.js";
+import { countEmails } from "../usecases/count-emails.js";
 import { sendEmail } from "../usecases/send-email.js";
 import { MAX_BATCH_MESSAGES, sendEmails } from "../usecases/send-emails.js";
 import { exportSubscriberEmails } from "../usecases/export-subscriber.js";
-import { emailToProto, sandboxMessageToProto, statusFromProto } from "./mapping.js";
+import { emailToProto, sandboxMessageToProto, statusFromProto, statusToProto } from "./mapping.js";
 import type { NotificationOutcome } from "../usecases/take-provider-notification.js";
 
 const OUTCOMES: Record<NotificationOutcome, delivery.ProviderNotificationOutcome> = {
@@ -65,6 +66,11 @@ export function deliveryRoutes(
         const status = req.status === delivery.EmailStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
         const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, status, campaignId: req.campaignId || undefined });
         return { emails: page.items.map(emailToProto), nextCursor: page.nextCursor };
+      },
+      async countEmails(req, ctx) {
+        if (!req.since) throw invalid("since is required", [{ field: "since", description: "is required" }]);
+        const counts = await countEmails(scopeOf(readCallContext(ctx)), Number(req.since.seconds) * 1000 + Math.floor(req.since.nanos / 1e6));
+        return { counts: counts.map(({ status, count }) => ({ status: statusToProto(status), count: BigInt(count) })) };
       },
       async getSandboxMessage(req, ctx) {
         return { message: sandboxMessageToProto(await getSandboxMessage(scopeOf(readCallContext(ctx)), req.emailId)) };

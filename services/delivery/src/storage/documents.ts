@@ -185,6 +185,8 @@ export const EMAIL_INDEXES = [
   { name: "list_by_campaign", fields: { tenant: 1, campaign_id: 1, _id: 1 } },
   // Emails to one address.
   { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
+  // CountEmails: the tenant's emails queued since a time (the dashboard's overview), grouped by status.
+  { name: "count_since", fields: { tenant: 1, queued_at: 1 } },
   // Erasure (subscriber.deleted): the tenant's emails linked to one subscriber, paged on _id.
   { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
   // A provider's notification (SES through SNS) names the email by the provider's message id only, and

@@ -131,18 +131,6 @@ export const responses: Record<string, unknown> = {
 };
 
 export const parameters: Record<string, ParameterObject> = {
-  Mode: {
-    name: "X-Mode",
-    in: "header",
-    description: "With the session cookie: the data to act on, `live` (default) or `test`. With an API key it is ignored: the key's mode decides.",
-    schema: { type: "string", enum: ["live", "test"] },
-  },
-  CsrfToken: {
-    name: "X-CSRF-Token",
-    in: "header",
-    description: "With the session cookie, on POST, PUT, PATCH and DELETE: the session's `csrf_token` (403 `csrf_failed` without it). Not used with an API key.",
-    schema: { type: "string", maxLength: 200 },
-  },
   Limit: {
     name: "limit",
     in: "query",
@@ -176,7 +164,7 @@ export const securitySchemes = (sessionCookie: string): Record<string, unknown> 
     in: "cookie",
     name: sessionCookie,
     description:
-      "A member's dashboard session (POST /api/v1/session sets it: HttpOnly, SameSite=Strict, Secure over https). Changes (POST, PUT, PATCH, DELETE) also need the session's `X-CSRF-Token`; `X-Mode` picks live (default) or test data. The member's role decides what they may do (403 `role_forbidden`).",
+      "A member's dashboard session (POST /api/v1/session sets it: HttpOnly, SameSite=Strict, Secure over https). With it, changes (POST, PUT, PATCH, DELETE) also need the header `X-CSRF-Token` (the session's `csrf_token`; 403 `csrf_failed` without it), and the header `X-Mode: live|test` picks the data (default live; another value is a 400). The member's role decides what they may do (403 `role_forbidden`, naming the role needed). An API key takes neither header: its mode is its own.",
   },
   AdminToken: { type: "http", scheme: "bearer", description: "The operator token (`ADMIN_TOKEN`)." },
   PreferenceToken: {

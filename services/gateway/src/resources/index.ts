@@ -1,6 +1,7 @@
 import { adminResource } from "./admin/index.js";
 import { apiKeysResource } from "./api-keys/index.js";
 import { membersResource } from "./members/index.js";
+import { overviewResource } from "./overview/index.js";
 import { sessionResource } from "./session/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
@@ -46,6 +47,7 @@ export const RESOURCES: readonly Resource[] = [
   unsubscribeResource,
   sessionResource,
   membersResource,
+  overviewResource,
   apiKeysResource,
   adminResource,
   systemResource,
