@@ -323,16 +323,22 @@ describe("the dashboard's content pages", () => {
 
 // Live mail over a real SMTP relay that refuses one recipient: the campaign's
 // page lists that failure with the relay's reason, and the email's page says
-// plainly that the body of mail sent live is not kept.
-describe("a live campaign with a refused recipient", () => {
+// plainly that the body of mail sent live is not kept. Then a campaign
+// scheduled in the member's time zone and cancelled, and one paused and
+// resumed while it sends.
+describe("live campaigns over a real SMTP relay", () => {
   let live: TestPlatform;
   let sink: SmtpSink;
+  let key: string;
+  let templateId: string;
   const to = (name: string) => `${name}-live@example.com`;
   beforeAll(async () => {
     sink = await new SmtpSink().start();
-    live = await startTestPlatform("dashboard-content-live", { ...GENEROUS_RATE_LIMIT_ENV, EMAIL_PROVIDER: "smtp", SMTP_URL: sink.url() });
-    const key = (await live.call("POST", `/admin/v1/accounts/${live.accountId}/api-keys`, { admin: true, body: { mode: "live" } })).body.key as string;
+    // Two messages a second per account: a campaign of 16 lasts long enough (8 s) to pause it.
+    live = await startTestPlatform("dashboard-content-live", { ...GENEROUS_RATE_LIMIT_ENV, EMAIL_PROVIDER: "smtp", SMTP_URL: sink.url(), CAMPAIGN_RATE: "2/1s" });
+    key = (await live.call("POST", `/admin/v1/accounts/${live.accountId}/api-keys`, { admin: true, body: { mode: "live" } })).body.key as string;
     const template = await live.call("POST", "/api/v1/templates", { key, body: { name: "Live letter", subject: "Live", category: "marketing", mjml_content: FIXED_MJML } });
+    templateId = template.body.id;
     expect((await live.call("POST", "/api/v1/tags", { key, body: { name: "readers" } })).status).toBe(201);
     for (const name of ["eve", "fay", "gus"]) expect((await live.call("POST", "/api/v1/subscribers", { key, body: { email: to(name), tags: ["readers"] } })).status).toBe(201);
     sink.rcptReplies.set(to("gus"), { code: 550, text: `5.1.1 <${to("gus")}>: User unknown` });
@@ -401,6 +407,35 @@ describe("a live campaign with a refused recipient", () => {
     await confirm.getByRole("button", { name: "Cancel the campaign" }).click();
     await p.locator("dd .badge").filter({ hasText: "Cancelled" }).waitFor();
     expect((await sessionCall(live, session, "GET", `/api/v1/campaigns/${id}`)).body.status).toBe("cancelled");
+    await context.close();
+  }, 60_000);
+
+  it("pauses a sending campaign and resumes it: the counts add up while it waits, and it finishes", async () => {
+    expect((await live.call("POST", "/api/v1/tags", { key, body: { name: "many" } })).status).toBe(201);
+    for (let i = 0; i < 16; i++) expect((await live.call("POST", "/api/v1/subscribers", { key, body: { email: to(`many${i}`), tags: ["many"] } })).status).toBe(201);
+    const campaign = await live.call("POST", "/api/v1/campaigns", { key, body: { name: "Slow one", template_id: templateId, tag_filter: { include_tags: ["many"] } } });
+    expect((await live.call("POST", `/api/v1/campaigns/${campaign.body.id}/send`, { key })).status).toBe(200);
+
+    const member = await createMember(live, "admin");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await browserSignIn(context, live, member);
+    const p = await context.newPage();
+    await p.goto(`${live.url}/dashboard/campaigns/${campaign.body.id}`);
+    await p.getByRole("heading", { level: 1, name: "Slow one" }).waitFor();
+    await p.getByRole("button", { name: "Pause" }).click();
+    await p.locator("dd .badge").filter({ hasText: "Paused" }).waitFor();
+    await p.getByRole("button", { name: "Resume" }).waitFor();
+    // Paused: what was queued finishes, the rest waits; the parts add up to the total at every read.
+    const paused = await eventually(() => shownCounts(p), (c) => c.queued === 0);
+    expect(paused.pending! + paused.queued! + paused.sent! + paused.failed! + paused.skipped!).toBe(16);
+    expect(paused.total).toBe(16);
+    expect(paused.pending).toBeGreaterThan(0);
+    await expectNoAxeViolations(p);
+
+    await p.getByRole("button", { name: "Resume" }).click();
+    await p.locator("dd .badge").filter({ hasText: "Sending" }).or(p.locator("dd .badge").filter({ hasText: "Sent" })).first().waitFor();
+    const done = await eventually(async () => ({ status: await p.locator("dd .badge").first().textContent(), counts: await shownCounts(p) }), (s) => s.status === "Sent", 600);
+    expect(done.counts).toEqual({ pending: 0, queued: 0, sent: 16, failed: 0, skipped: 0, total: 16 });
     await context.close();
   }, 60_000);
 });
