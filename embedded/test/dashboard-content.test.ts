@@ -319,6 +319,19 @@ describe("the dashboard's content pages", () => {
     const adminSession = await signIn(t, admin);
     expect((await sessionCall(t, adminSession, "GET", `/api/v1/templates/${templateId}/versions`, { mode: "test" })).status).toBe(200);
   }, 60_000);
+
+  it("deletes the trigger after a confirmation", async () => {
+    await open(page, "/triggers", "Triggers");
+    await page.getByRole("row").filter({ hasText: "subscriber.created" }).getByRole("link").click();
+    await page.getByRole("heading", { level: 1, name: "Trigger" }).waitFor();
+    const id = /\/triggers\/(trg_[0-9a-z]+)$/.exec(page.url())![1]!;
+    await page.getByRole("button", { name: "Delete the trigger" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete the trigger" });
+    await dialog.getByRole("button", { name: "Delete the trigger" }).click();
+    await page.getByRole("heading", { level: 1, name: "Triggers" }).waitFor();
+    await page.getByText("No triggers yet.").waitFor();
+    expect((await t.call("GET", `/api/v1/triggers/${id}`)).status).toBe(404);
+  }, 60_000);
 });
 
 // Live mail over a real SMTP relay that refuses one recipient: the campaign's
