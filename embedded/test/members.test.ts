@@ -208,6 +208,21 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     expect((await sessionCall(t, ownerSession, "POST", "/api/v1/invitations", { body: { email, role: "viewer" } })).body.code).toBe("member_exists");
   });
 
+  it("mails in the inviter's language, and a withdrawn invitation's link works no more", async () => {
+    const email = `withdrawn-${store}@example.com`;
+    const invited = await sessionCall(t, ownerSession, "POST", "/api/v1/invitations", { body: { email, role: "viewer" }, headers: { "accept-language": "de-CH, en;q=0.5" } });
+    expect(invited.status).toBe(201);
+    const link = await mailedLink(email, "accept");
+    const sent = ((await sessionCall(t, ownerSession, "GET", "/api/v1/emails?limit=500")).body.items as Array<{ id: string; to: string }>).find((e) => e.to === email)!;
+    expect((await sessionCall(t, ownerSession, "GET", `/api/v1/emails/${sent.id}/sandbox`)).body.subject).toMatch(/^Einladung zu /);
+
+    expect((await sessionCall(t, ownerSession, "DELETE", `/api/v1/invitations/${invited.body.id}`)).status).toBe(204);
+    expect((await sessionCall(t, ownerSession, "GET", "/api/v1/invitations")).body.items.map((i: { id: string }) => i.id)).not.toContain(invited.body.id);
+    expect((await sessionCall(t, ownerSession, "DELETE", `/api/v1/invitations/${invited.body.id}`)).body.code).toBe("not_found");
+    const token = new URL(link).hash.slice("#token=".length);
+    expect((await publicCall(t, "POST", "/api/v1/invitations/accept", { token, name: "Too late", password: "a long enough password" })).body.code).toBe("invalid_token");
+  });
+
   it("mails a password reset link to a member only, whose use sets the password and ends every session", async () => {
     const creds = await createMember(t, "viewer");
     const before = await signIn(t, creds);
@@ -243,7 +258,11 @@ describe.each(["embedded", "mongodb"] as const)("dashboard members (%s)", (store
     await t.call("POST", "/api/v1/tags", { body: { name: `by-key-${store}` } });
 
     expect((await sessionCall(t, await signIn(t, await createMember(t, "viewer")), "GET", "/api/v1/audit-log")).body.code).toBe("role_forbidden");
-    const log = await sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500");
+    // Written once each answer is known, without holding it up: the last one may still be on its way.
+    const log = await eventually(
+      () => sessionCall(t, ownerSession, "GET", "/api/v1/audit-log?limit=500"),
+      (res) => (res.body.items as Array<{ action: string; actor: { id: string } }>).some((e) => e.action === "deleteSession" && e.actor.id === creds.memberId),
+    );
     expect(log.status).toBe(200);
     const entries = (log.body.items as Array<{ actor: { type: string; id: string; email?: string }; action: string; status: number; path: string; mode: string | null; ip: string; at: string }>).filter(
       (e) => e.actor.id === creds.memberId || (e.actor.type === "operator" && e.action === "createAccountInvitation"),

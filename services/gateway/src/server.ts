@@ -87,7 +87,7 @@ export interface Gateway {
   readonly inFlight: number;
   /** The rate limiter; undefined when RATE_LIMIT=off. */
   limiter: RateLimiter | undefined;
-  /** Stops background work (the shared rate-limit store's sweep); the store stays open. */
+  /** Stops background work (waits for the audit log's writes in flight; the shared rate-limit store's sweep); the store stays open. */
   close(): Promise<void>;
 }
 
@@ -234,6 +234,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     },
     limiter,
     close: async () => {
+      await audit.flush();
       await limiter?.close();
     },
   };

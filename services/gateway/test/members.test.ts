@@ -1,4 +1,7 @@
+import { openStore } from "@emailsvc/storage";
 import { hashPassword, verifyPassword } from "../src/members/passwords";
+import { MemberStore } from "../src/members/store";
+import { isTimeZone, periodStarts } from "../src/resources/overview/zone";
 import { requiredRole, ROLE_RULES, roleAtLeast, ROLES } from "../src/members/roles";
 import { buildOpenApiDocument, type HttpMethod } from "../src/openapi";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
@@ -138,7 +141,6 @@ describe("sign-in over the gateway", () => {
 
 describe("overview periods", () => {
   it("start at local midnight and on the first of the month, across DST changes", () => {
-    const { periodStarts, isTimeZone } = require("../src/resources/overview/zone") as typeof import("../src/resources/overview/zone");
     // 2026-03-29 10:00 UTC: Zurich moved to summer time at 01:00 UTC that day; the day began at 23:00 UTC before it.
     const starts = periodStarts("Europe/Zurich", Date.UTC(2026, 2, 29, 10));
     expect(new Date(starts.today).toISOString()).toBe("2026-03-28T23:00:00.000Z");
@@ -149,5 +151,62 @@ describe("overview periods", () => {
     expect(new Date(periodStarts("UTC", Date.UTC(2026, 10, 27, 3, 4, 5)).month).toISOString()).toBe("2026-11-01T00:00:00.000Z");
     expect(isTimeZone("Asia/Kolkata")).toBe(true);
     expect(isTimeZone("Mars/Olympus")).toBe(false);
+  });
+});
+
+describe("sessions in the store", () => {
+  it("end 12 hours after their last use and 7 days after sign-in, and with their member", async () => {
+    const store = await openStore({ dbName: "gateway" });
+    let now = Date.parse("2026-11-01T08:00:00Z");
+    const members = new MemberStore(store, () => new Date(now));
+    await members.ensureIndexes();
+    try {
+      const member = await members.createMember({ accountId: "acc_01jd3x0k8m7y6t5r4q3p2n1m0k", email: "Idle@Example.com", name: "I", role: "viewer", passwordHash: "x" });
+      expect(member.email).toBe("idle@example.com");
+      const { token } = await members.createSession(member, { ip: "", userAgent: "" });
+      // Used every 11 hours: alive, until 7 days after sign-in.
+      for (let i = 0; i < 15; i++) {
+        now += 11 * 3_600_000;
+        expect({ hour: (i + 1) * 11, alive: (await members.sessionByToken(token)) !== undefined }).toEqual({ hour: (i + 1) * 11, alive: true });
+      }
+      now += 11 * 3_600_000; // 176 h: past the 168 h of a session's life
+      expect(await members.sessionByToken(token)).toBeUndefined();
+
+      const idle = await members.createSession(member, { ip: "", userAgent: "" });
+      now += 12 * 3_600_000;
+      expect(await members.sessionByToken(idle.token)).toBeUndefined();
+
+      const removed = await members.createSession(member, { ip: "", userAgent: "" });
+      expect(await members.sessionByToken(removed.token)).toBeDefined();
+      await members.removeMember(member.accountId, member.id);
+      expect(await members.sessionByToken(removed.token)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("die on another gateway sharing the store once its cache of them lapses (2 s), after the member's removal", async () => {
+    const store = await openStore({ dbName: "gateway" });
+    const a = await startHarness({ store });
+    const b = await startHarness({ store });
+    try {
+      const member = await a.running.gateway.members.createMember({ accountId: a.accountId, email: "shared@example.com", name: "S", role: "viewer", passwordHash: await hashPassword("a long enough password") });
+      const signedIn = await a.request("POST", "/api/v1/session", { key: null, body: { email: "shared@example.com", password: "a long enough password" } });
+      const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!;
+      // B has it in its cache now.
+      expect((await b.request("GET", "/api/v1/session", { key: null, headers: { cookie } })).status).toBe(200);
+      await a.running.gateway.members.removeMember(a.accountId, member.id);
+      let status = 200;
+      const started = Date.now();
+      while (status === 200 && Date.now() - started < 10_000) {
+        status = (await b.request("GET", "/api/v1/session", { key: null, headers: { cookie } })).status;
+        if (status === 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe(401);
+    } finally {
+      await a.close();
+      await b.close();
+      await store.close();
+    }
   });
 });

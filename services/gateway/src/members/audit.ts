@@ -46,6 +46,8 @@ export class InvalidAuditCursorError extends Error {}
 
 export class AuditLog {
   private readonly entries: Collection<AuditDoc>;
+  /** Writes not finished yet (the trail does not hold up answers for them); flush() waits for them. */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(store: DocumentStore) {
     this.entries = store.collection<AuditDoc>("audit_log");
@@ -69,6 +71,19 @@ export class AuditLog {
       mode: entry.mode,
       ip: entry.ip,
     });
+  }
+
+  /** Records without holding up the caller; a failure goes to `onError`. flush() waits for what is in flight. */
+  recordLater(entry: Omit<AuditEntry, "id">, onError: (err: unknown) => void): void {
+    const write = this.record(entry)
+      .catch(onError)
+      .finally(() => this.pending.delete(write));
+    this.pending.add(write);
+  }
+
+  /** Waits for every write in flight (at shutdown). */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
   /** The account's entries, newest first. */
@@ -99,9 +114,12 @@ export function auditPath(template: string, params: Record<string, string | unde
 }
 
 /**
- * Records the actions the log keeps, after the answer (outside the problem
- * middleware, so that a refusal's status is known). A failed write of the log
- * is logged, never the request's failure: the action happened.
+ * Records the actions the log keeps, once the answer is known (outside the
+ * problem middleware, so that a refusal's status is known). The write does
+ * not hold up the answer: a door that records only for members (a password
+ * reset) must answer as fast for anyone. A failed write is logged, never the
+ * request's failure: the action happened. The gateway flushes the writes in
+ * flight when it closes.
  */
 export function auditTrail(log: AuditLog, logger: Logger, clientIp: (ctx: Parameters<Middleware<GatewayState>>[0]) => string): Middleware<GatewayState> {
   return async (ctx, next) => {
@@ -111,9 +129,10 @@ export function auditTrail(log: AuditLog, logger: Logger, clientIp: (ctx: Parame
       const operation = ctx.state.operation;
       const entry = operation ? entryOf(ctx, operation) : undefined;
       if (entry) {
-        await log
-          .record({ ...entry, at: new Date().toISOString(), method: ctx.method, path: auditPath(operation!.path, ctx.state.pathParams ?? {}), status: ctx.status, ip: clientIp(ctx) })
-          .catch((err: unknown) => logger.warn({ request_id: ctx.state.requestId, err: err instanceof Error ? err.message : String(err) }, "audit log entry not written"));
+        const requestId = ctx.state.requestId;
+        log.recordLater({ ...entry, at: new Date().toISOString(), method: ctx.method, path: auditPath(operation!.path, ctx.state.pathParams ?? {}), status: ctx.status, ip: clientIp(ctx) }, (err) =>
+          logger.warn({ request_id: requestId, err: err instanceof Error ? err.message : String(err) }, "audit log entry not written"),
+        );
       }
     }
   };

@@ -6,6 +6,7 @@ import { accountJson, apiKeyJson, pageJson } from "./mapping.js";
 import type { AccountCreateBody, AccountInvitationCreateBody, ApiKeyCreateBody } from "./schemas.js";
 import type { Invitation } from "../../members/store.js";
 import { inviteMember } from "../members/routes.js";
+import { pickLocale } from "@emailsvc/text";
 
 // The operator's API (/admin/v1, Authorization: Bearer <ADMIN_TOKEN>): the
 // "dashboard" of the spec, for now. It talks to the gateway's own store only.
@@ -44,7 +45,7 @@ export function adminRoutes(kit: RouteKit, context: ResourceContext): void {
       ctx.body = accountJson(account);
       return;
     }
-    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.owner_email, role: "owner", invitedBy: null });
+    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.owner_email, role: "owner", invitedBy: null, locale: pickLocale(undefined, undefined, ctx.get("accept-language")) });
     ctx.set("Cache-Control", "no-store");
     ctx.body = { ...accountJson(account), owner_invitation: invitationJson(invitation, url) };
   });
@@ -53,7 +54,7 @@ export function adminRoutes(kit: RouteKit, context: ResourceContext): void {
     const body = ctx.state.body as AccountInvitationCreateBody;
     const account = await accounts.getAccount(ctx.params.id ?? "");
     if (!account) throw accountNotFound();
-    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.email, role: body.role, invitedBy: null });
+    const { invitation, url } = await inviteMember(context, { accountId: account.id, email: body.email, role: body.role, invitedBy: null, locale: pickLocale(undefined, undefined, ctx.get("accept-language")) });
     ctx.status = 201;
     ctx.set("Cache-Control", "no-store");
     ctx.body = invitationJson(invitation, url);

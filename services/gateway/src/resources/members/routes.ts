@@ -3,6 +3,7 @@ import { rateLimited } from "../../http/rate-limit.js";
 import type { GatewayRouterContext } from "../../http/state.js";
 import { hashPassword } from "../../members/passwords.js";
 import type { Role } from "../../members/roles.js";
+import { pickLocale, type Locale } from "@emailsvc/text";
 import { InvalidCursorError, MemberEmailTakenError, type Invitation, type Member } from "../../members/store.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { InvalidAuditCursorError } from "../../members/audit.js";
@@ -34,14 +35,14 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
  */
 export async function inviteMember(
   context: ResourceContext,
-  input: { accountId: string; email: string | null; role: Role; invitedBy: string | null },
+  input: { accountId: string; email: string | null; role: Role; invitedBy: string | null; locale: Locale },
 ): Promise<{ invitation: Invitation; url: string }> {
   if (input.email !== null && (await context.members.memberByEmail(input.email))) throw memberExists();
   const { invitation, token } = await context.members.createInvitation(input);
   const url = dashboardLink(context.publicUrl, invitation.email === null ? "setup" : "accept", token);
   if (invitation.email !== null && context.mailer) {
     const account = await context.accounts.getAccount(input.accountId);
-    await context.mailer.invitation({ accountId: input.accountId, to: invitation.email, url, idempotencyKey: `invitation:${invitation.id}`, accountName: account?.name ?? "", role: invitation.role });
+    await context.mailer.invitation({ accountId: input.accountId, locale: input.locale, to: invitation.email, url, idempotencyKey: `invitation:${invitation.id}`, accountName: account?.name ?? "", role: invitation.role });
   }
   return { invitation, url };
 }
@@ -111,7 +112,7 @@ export function membersRoutes(kit: RouteKit, context: ResourceContext): void {
     const actor = caller(ctx);
     const body = ctx.state.body as InvitationCreateBody;
     mayTouch(actor, body.role);
-    const { invitation } = await inviteMember(context, { accountId: actor.accountId, email: body.email, role: body.role, invitedBy: actor.id });
+    const { invitation } = await inviteMember(context, { accountId: actor.accountId, email: body.email, role: body.role, invitedBy: actor.id, locale: pickLocale(undefined, undefined, ctx.get("accept-language")) });
     ctx.status = 201;
     ctx.body = invitationJson(invitation);
   });

@@ -4,6 +4,7 @@ import type { GatewayRouterContext } from "../../http/state.js";
 import { decoyHash, hashPassword, verifyPassword } from "../../members/passwords.js";
 import { normalizeEmail, type Member } from "../../members/store.js";
 import { requestAudit } from "../../routes/calls.js";
+import { pickLocale } from "@emailsvc/text";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import type { ResourceContext } from "../resource.js";
 import { clearSessionCookie, setSessionCookie } from "./cookie.js";
@@ -84,9 +85,13 @@ export function sessionRoutes(kit: RouteKit, context: ResourceContext): void {
     if (verdict && !verdict.allowed) throw rateLimited(verdict);
     const member = await members.memberByEmail(email);
     if (member && context.mailer) {
-      const { id, token } = await members.createPasswordReset(member.id);
-      // Mailed in the background: the answer must not take longer for a member than for anyone else.
-      void context.mailer.passwordReset({ accountId: member.accountId, to: member.email, url: dashboardLink(context.publicUrl, "reset-password", token), idempotencyKey: `password-reset:${id}` }).catch((err: unknown) => context.logger.warn({ account_id: member.accountId, err: err instanceof Error ? err.message : String(err) }, "password reset mail not sent"));
+      const mailer = context.mailer;
+      const locale = pickLocale(undefined, undefined, ctx.get("accept-language"));
+      // The reset is made and mailed after the answer: a member's answer takes no longer than anyone's.
+      void (async () => {
+        const { id, token } = await members.createPasswordReset(member.id);
+        await mailer.passwordReset({ accountId: member.accountId, locale, to: member.email, url: dashboardLink(context.publicUrl, "reset-password", token), idempotencyKey: `password-reset:${id}` });
+      })().catch((err: unknown) => context.logger.warn({ account_id: member.accountId, err: err instanceof Error ? err.message : String(err) }, "password reset not mailed"));
       ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
     }
     ctx.status = 202;
