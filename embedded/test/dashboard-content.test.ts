@@ -318,6 +318,15 @@ describe("the dashboard's content pages", () => {
     // The admin's own session may (the refusal is the role's, not the session's).
     const adminSession = await signIn(t, admin);
     expect((await sessionCall(t, adminSession, "GET", `/api/v1/templates/${templateId}/versions`, { mode: "test" })).status).toBe(200);
+
+    // The audit log has the admin's changes made on these pages, and none of the previews and counts they asked for while typing.
+    const changes = ["createTemplate", "updateTemplate", "sendEmail", "createCampaign", "sendCampaign", "createTrigger", "updateTrigger"];
+    const audited = await eventually(
+      async () => ((await sessionCall(t, adminSession, "GET", "/api/v1/audit-log?limit=500")).body.items as Array<{ action: string; actor: { id: string } }>).filter((e) => e.actor.id === admin.memberId).map((e) => e.action),
+      (actions) => changes.every((c) => actions.includes(c)),
+    );
+    expect(audited).toEqual(expect.arrayContaining(changes));
+    expect(audited.filter((a) => ["previewTemplateDraft", "previewTemplate", "countRecipientsOfFilter"].includes(a))).toEqual([]);
   }, 60_000);
 
   it("deletes the trigger after a confirmation", async () => {
