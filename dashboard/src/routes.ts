@@ -41,6 +41,18 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/suppressions", load: () => import("./pages/suppressions") },
   { path: "/webhooks", load: () => import("./pages/webhooks/list") },
   { path: "/webhooks/:id", load: () => import("./pages/webhooks/detail") },
+  { path: "/templates", load: () => import("./pages/templates/list") },
+  { path: "/templates/new", load: () => import("./pages/templates/editor") },
+  { path: "/templates/:id", load: () => import("./pages/templates/editor") },
+  { path: "/templates/:id/versions/:version", load: () => import("./pages/templates/version") },
+  { path: "/campaigns", load: () => import("./pages/campaigns/list") },
+  { path: "/campaigns/new", load: () => import("./pages/campaigns/new") },
+  { path: "/campaigns/:id", load: () => import("./pages/campaigns/detail") },
+  { path: "/triggers", load: () => import("./pages/triggers/list") },
+  { path: "/triggers/new", load: () => import("./pages/triggers/editor") },
+  { path: "/triggers/:id", load: () => import("./pages/triggers/editor") },
+  { path: "/emails", load: () => import("./pages/emails/list") },
+  { path: "/emails/:id", load: () => import("./pages/emails/detail") },
 ];
 
 export interface NavItem {

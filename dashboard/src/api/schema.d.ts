@@ -447,7 +447,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List emails */
+        /**
+         * List emails
+         * @description Newest first; narrowed by `status` and/or `campaign_id` when given (a `cursor` works only with the filter it came with, else 400).
+         */
         get: operations["listEmails"];
         put?: never;
         post?: never;
@@ -1423,6 +1426,70 @@ export interface paths {
          *     One message may take at most 10,000 `{{#each}}` iterations, 100,000 evaluations and 512 Ki characters of output, nested 256 elements deep: variables that would make it larger get a 413 `render_too_large`. A template stored before the limits of create and update that exceeds them is a 400 `template_exceeds_limits`.
          */
         post: operations["previewTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/templates/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a template's versions
+         * @description Newest first: the current version, then each committed one before it (every version is kept, since mail queued with one is sent with it). Items leave out the MJML; read one version for it. Pages of 20 by default, at most 100.
+         */
+        get: operations["listTemplateVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/templates/{id}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one version of a template
+         * @description The version as it was written, with its MJML (read-only: a version never changes). 404 for a number the template never had.
+         */
+        get: operations["getTemplateVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/templates/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Render unsaved content without storing it
+         * @description Checks and renders a subject and MJML that are not stored (an editor's live preview): the checks of create, so MJML that does not compile is a 400 `invalid_mjml` whose `errors` name the line and the problem, then the render of POST /api/v1/templates/{id}/preview with the given variables, and the variables the content uses. Nothing is stored or sent.
+         *
+         *     A version may nest blocks (`{{#if}}`, `{{#each}}`, `{{#unless}}`, a chained `{{else if}}`) at most 32 deep, hold at most 1,000 `{{…}}` expressions in the subject and as many in the body, nest elements at most 256 deep, and compile to at most 512 Ki characters of HTML; beyond any of these it is a 400 `template_exceeds_limits` whose `errors` name the field, the line and the limit.
+         *
+         *     The body may be up to 1024 KiB here.
+         */
+        post: operations["previewTemplateDraft"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3515,6 +3582,37 @@ export interface components {
             /** @description 1-998 characters on one line (RFC 5322's line limit), not blank, without control characters; may contain `{{variable_name}}` and Handlebars helpers, which must be well-formed (400 `invalid_template` otherwise). */
             subject: string;
         };
+        TemplateDraftPreview: {
+            /** @description The rendered HTML body. */
+            html: string;
+            /** @description Variables the content uses that the call did not give; rendered empty. */
+            missing_variables: string[];
+            /** @description The rendered subject. */
+            subject: string;
+            /** @description The plain-text part derived from the HTML. */
+            text: string;
+            /** @description Every `{{variable}}` the subject and the body use, sorted (as a template's `variables`). */
+            variables: string[];
+        };
+        TemplateDraftPreviewRequest: {
+            /** @description MJML markup, checked as on create (400 `invalid_mjml` naming the lines). */
+            mjml_content: string;
+            /** @description 1-998 characters on one line (RFC 5322's line limit), not blank, without control characters; may contain `{{variable_name}}` and Handlebars helpers, which must be well-formed (400 `invalid_template` otherwise). */
+            subject: string;
+            /**
+             * @description Values to fill in; default none.
+             * @example {
+             *       "first_name": "Ada",
+             *       "order": {
+             *         "id": "A-1001",
+             *         "total": "CHF 49.00"
+             *       }
+             *     }
+             */
+            variables?: {
+                [key: string]: unknown;
+            };
+        };
         /** @description A page of templates, without their MJML. */
         TemplatePage: {
             items: components["schemas"]["TemplateSummary"][];
@@ -3602,6 +3700,49 @@ export interface components {
             reply_to?: string | null;
             /** @description 1-998 characters on one line (RFC 5322's line limit), not blank, without control characters; may contain `{{variable_name}}` and Handlebars helpers, which must be well-formed (400 `invalid_template` otherwise). */
             subject?: string;
+        };
+        /** @description A committed version as it was written, with its MJML. */
+        TemplateVersion: {
+            /**
+             * Format: date-time
+             * @description When the version was made (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            /** @description The version's From address; null: none. */
+            from_email: string | null;
+            /** @description The version's From display name; null: none. */
+            from_name: string | null;
+            mjml_content: string;
+            /** @description The version's Reply-To; null: none. */
+            reply_to: string | null;
+            subject: string;
+            /** @description Every `{{variable}}` the version's subject and body use, sorted. */
+            variables: string[];
+            version: number;
+        };
+        /** @description A page of a template's versions, newest first. */
+        TemplateVersionPage: {
+            items: components["schemas"]["TemplateVersionSummary"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description A committed version without its MJML (lists). */
+        TemplateVersionSummary: {
+            /**
+             * Format: date-time
+             * @description When the version was made (RFC 3339, UTC).
+             */
+            readonly created_at: string;
+            /** @description The version's From address; null: none. */
+            from_email: string | null;
+            /** @description The version's From display name; null: none. */
+            from_name: string | null;
+            /** @description The version's Reply-To; null: none. */
+            reply_to: string | null;
+            subject: string;
+            /** @description Every `{{variable}}` the version's subject and body use, sorted. */
+            variables: string[];
+            version: number;
         };
         Trigger: {
             /**
@@ -4173,6 +4314,10 @@ export interface components {
         TagId: string;
         /** @description The template's id. */
         TemplateId: string;
+        /** @description Page size (versions are large: at most 100). */
+        TemplateVersionLimit: number;
+        /** @description The version's number (1 is the first). */
+        TemplateVersionNumber: string;
         /** @description The trigger's id. */
         TriggerId: string;
         /** @description The signed token of the link, as minted for one email (JWS, three base64url parts). */
@@ -5389,10 +5534,14 @@ export interface operations {
     listEmails: {
         parameters: {
             query?: {
+                /** @description Only the emails of this campaign (with `status=failed`: its failures, each with its reason in `error`). */
+                campaign_id?: string;
                 /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
+                /** @description Only emails with this status now. */
+                status?: components["schemas"]["EmailStatus"];
             };
             header?: never;
             path?: never;
@@ -7880,6 +8029,123 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    listTemplateVersions: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. Opaque: a changed cursor is refused with 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size (versions are large: at most 100). */
+                limit?: components["parameters"]["TemplateVersionLimit"];
+            };
+            header?: never;
+            path: {
+                /** @description The template's id. */
+                id: components["parameters"]["TemplateId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateVersionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    getTemplateVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The template's id. */
+                id: components["parameters"]["TemplateId"];
+                /** @description The version's number (1 is the first). */
+                version: components["parameters"]["TemplateVersionNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    previewTemplateDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateDraftPreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The rendered message. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateDraftPreview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

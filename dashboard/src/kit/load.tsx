@@ -51,6 +51,19 @@ export function usePoll(active: boolean, ms: number, tick: () => void): void {
   }, [active, ms, tick]);
 }
 
+/**
+ * The value as it was `ms` after it last changed: what a live preview or a
+ * live count asks the API for, so typing does not send a request per key.
+ */
+export function useDebounced<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
 /** What is shown while loading, on an error (with a retry), when empty, and when ready. */
 export function Loadable<T>(props: {
   handle: LoadHandle<T>;
@@ -122,6 +135,21 @@ export function usePaged<T>(fetchPage: (cursor: string | undefined) => Promise<{
     }
   };
   return { handle, more, loadMore };
+}
+
+/**
+ * Every item of a cursor-paged list, page after page, up to `maxItems` (the
+ * choices of a select: templates of a campaign, tags of a filter).
+ */
+export async function fetchAll<T>(fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; next_cursor: string | null }>, maxItems = 5000): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await fetchPage(cursor);
+    items.push(...page.items);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor && items.length < maxItems);
+  return items;
 }
 
 /** The "Load more" button of a paged list (absent on its last page). */

@@ -2,7 +2,7 @@ import { openStore } from "@emailsvc/storage";
 import { hashPassword, verifyPassword } from "../src/members/passwords";
 import { MemberStore } from "../src/members/store";
 import { isTimeZone, periodStarts } from "../src/resources/overview/zone";
-import { requiredRole, ROLE_RULES, roleAtLeast, ROLES } from "../src/members/roles";
+import { READS_BY_POST, requiredRole, ROLE_RULES, roleAtLeast, ROLES } from "../src/members/roles";
 import { buildOpenApiDocument, type HttpMethod } from "../src/openapi";
 import { loadRateLimitConfig } from "../src/ratelimit/config";
 import { GENEROUS_RATE_LIMIT_ENV, startHarness, type Harness } from "./support/harness";
@@ -40,7 +40,7 @@ describe("roles", () => {
       const role = requiredRole(op.operationId, method);
       expect(ROLES).toContain(role);
       // Reads are a viewer's; a change needs more, except the few POSTs that only read and a member's own sign-out.
-      const readOnly = ["previewTemplate", "countRecipientsOfFilter", "deleteSession", "deleteAllSessions"];
+      const readOnly = [...READS_BY_POST, "deleteSession", "deleteAllSessions"];
       if (method !== "get" && !readOnly.includes(op.operationId)) expect({ op: op.operationId, role: roleAtLeast(role, "developer") }).toEqual({ op: op.operationId, role: true });
     }
   });

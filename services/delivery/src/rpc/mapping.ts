@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { invalid } from "@emailsvc/errors";
 import { delivery } from "@emailsvc/proto";
 import type { EmailStatus, EmailView } from "../domain/email.js";
 import type { SandboxMessage } from "../storage/sandbox-messages.js";
@@ -16,6 +17,13 @@ const STATUS_TO_PROTO: Record<EmailStatus, delivery.EmailStatus> = {
   complained: delivery.EmailStatus.COMPLAINED,
   suppressed: delivery.EmailStatus.SUPPRESSED,
 };
+
+/** A status a caller names (ListEmails' filter); an unknown number is a bad argument. */
+export function statusFromProto(status: delivery.EmailStatus): EmailStatus {
+  const found = (Object.entries(STATUS_TO_PROTO) as Array<[EmailStatus, delivery.EmailStatus]>).find(([, value]) => value === status);
+  if (!found) throw invalid(`unknown email status ${status}`, [{ field: "status", description: "is not an email status" }]);
+  return found[0];
+}
 
 export const statusToProto = (status: EmailStatus): delivery.EmailStatus => STATUS_TO_PROTO[status];
 

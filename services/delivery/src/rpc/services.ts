@@ -9,7 +9,7 @@ import { countEmails } from "../usecases/count-emails.js";
 import { sendEmail } from "../usecases/send-email.js";
 import { MAX_BATCH_MESSAGES, sendEmails } from "../usecases/send-emails.js";
 import { exportSubscriberEmails } from "../usecases/export-subscriber.js";
-import { emailToProto, sandboxMessageToProto, statusToProto } from "./mapping.js";
+import { emailToProto, sandboxMessageToProto, statusFromProto, statusToProto } from "./mapping.js";
 import type { NotificationOutcome } from "../usecases/take-provider-notification.js";
 
 const OUTCOMES: Record<NotificationOutcome, delivery.ProviderNotificationOutcome> = {
@@ -63,7 +63,8 @@ export function deliveryRoutes(
         return { email: emailToProto(await getEmail(scopeOf(readCallContext(ctx)), req.id)) };
       },
       async listEmails(req, ctx) {
-        const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor });
+        const status = req.status === delivery.EmailStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
+        const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, status, campaignId: req.campaignId || undefined });
         return { emails: page.items.map(emailToProto), nextCursor: page.nextCursor };
       },
       async countEmails(req, ctx) {

@@ -3,6 +3,7 @@ import { newId } from "@emailsvc/ids";
 import type { Logger } from "@emailsvc/telemetry";
 import type { Collection, Doc, DocumentStore } from "@emailsvc/storage";
 import type { GatewayState } from "../http/state.js";
+import { READS_BY_POST } from "./roles.js";
 
 // The account's audit log: who did what through the gateway, when, from
 // where. Kept in the gateway's store, one document per action, written once
@@ -143,7 +144,7 @@ function entryOf(
   operation: NonNullable<GatewayState["operation"]>,
 ): Pick<AuditEntry, "accountId" | "actor" | "action" | "mode"> | undefined {
   const auth = ctx.state.auth;
-  if (auth?.member && ctx.method !== "GET" && ctx.method !== "HEAD") {
+  if (auth?.member && ctx.method !== "GET" && ctx.method !== "HEAD" && !READS_BY_POST.has(operation.id)) {
     return { accountId: auth.accountId, actor: { type: "member", id: auth.member.id, email: auth.member.email }, action: operation.id, mode: auth.mode };
   }
   const actor = ctx.state.auditActor;

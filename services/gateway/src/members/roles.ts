@@ -16,6 +16,13 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
 }
 
 /**
+ * POSTs that only read (a render, a count; the dashboard makes them as its
+ * member types): a viewer may make them, and they are not changes, so the
+ * audit log does not record them (audit.ts).
+ */
+export const READS_BY_POST: ReadonlySet<string> = new Set(["previewTemplate", "previewTemplateDraft", "countRecipientsOfFilter"]);
+
+/**
  * Operations whose role is not their method's default. A developer builds
  * the integration: API keys, webhooks, templates, sending domains and sends;
  * an admin runs the audience and its mail (subscribers, tags, campaigns,
@@ -24,8 +31,7 @@ export function roleAtLeast(role: Role, needed: Role): boolean {
  */
 export const ROLE_RULES: Readonly<Record<string, Role>> = {
   // Reads that are POSTs: nothing changes.
-  previewTemplate: "viewer",
-  countRecipientsOfFilter: "viewer",
+  ...Object.fromEntries([...READS_BY_POST].map((id): [string, Role] => [id, "viewer"])),
   // A member's own session.
   deleteSession: "viewer",
   deleteAllSessions: "viewer",

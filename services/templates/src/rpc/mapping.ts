@@ -3,6 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { templates } from "@emailsvc/proto";
 import type { RenderedMessage } from "@emailsvc/render";
 import type { Category, CompiledView, TemplateView } from "../domain/template.js";
+import type { VersionView } from "../usecases/list-template-versions.js";
 
 // proto <-> domain only; no rules here.
 
@@ -65,5 +66,28 @@ export function previewToProto(message: RenderedMessage): templates.PreviewTempl
     subject: message.subject,
     text: message.text,
     missingVariables: message.missing,
+  });
+}
+
+export function draftPreviewToProto(message: RenderedMessage & { variables: string[] }): templates.PreviewDraftResponse {
+  return create(templates.PreviewDraftResponseSchema, {
+    html: message.html,
+    subject: message.subject,
+    text: message.text,
+    missingVariables: message.missing,
+    variables: message.variables,
+  });
+}
+
+export function versionToProto(view: VersionView): templates.TemplateVersion {
+  return create(templates.TemplateVersionSchema, {
+    version: view.version,
+    subject: view.subject,
+    mjmlContent: view.mjml,
+    variables: view.variables,
+    fromEmail: view.sender.fromEmail,
+    fromName: view.sender.fromName,
+    replyTo: view.sender.replyTo,
+    createdAt: timestampFromMs(view.createdAt),
   });
 }

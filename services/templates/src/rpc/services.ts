@@ -8,8 +8,10 @@ import { getCompiledTemplate } from "../usecases/get-compiled-template.js";
 import { getTemplate } from "../usecases/get-template.js";
 import { listTemplates } from "../usecases/list-templates.js";
 import { previewTemplate } from "../usecases/preview-template.js";
+import { previewDraft } from "../usecases/preview-draft.js";
+import { getTemplateVersion, listTemplateVersions } from "../usecases/list-template-versions.js";
 import { updateTemplate } from "../usecases/update-template.js";
-import { categoryFromProto, compiledToProto, previewToProto, templateToProto } from "./mapping.js";
+import { categoryFromProto, compiledToProto, draftPreviewToProto, previewToProto, templateToProto, versionToProto } from "./mapping.js";
 
 /** Registers TemplateService: proto in, use case, proto out. `scopeOf` gives a call its tenant's collections. */
 export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope): (router: ConnectRouter) => void {
@@ -57,6 +59,18 @@ export function templateRoutes(deps: Deps, scopeOf: (call: CallContext) => Scope
       async previewTemplate(req, ctx) {
         const message = await previewTemplate(deps, scopeOf(readCallContext(ctx)), { id: req.id, variables: req.variables });
         return previewToProto(message);
+      },
+      async previewDraft(req) {
+        // No tenant's data is read or written: the content is the caller's own.
+        const message = await previewDraft(deps, { subject: req.subject, mjml: req.mjmlContent, variables: req.variables });
+        return draftPreviewToProto(message);
+      },
+      async listTemplateVersions(req, ctx) {
+        const page = await listTemplateVersions(scopeOf(readCallContext(ctx)), { id: req.id, limit: req.limit, cursor: req.cursor });
+        return { versions: page.items.map(versionToProto), nextCursor: page.nextCursor };
+      },
+      async getTemplateVersion(req, ctx) {
+        return { version: versionToProto(await getTemplateVersion(scopeOf(readCallContext(ctx)), { id: req.id, version: req.version })) };
       },
       async getCompiledTemplate(req, ctx) {
         const compiled = await getCompiledTemplate(scopeOf(readCallContext(ctx)), {

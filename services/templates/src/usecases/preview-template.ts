@@ -1,5 +1,6 @@
 import type { RenderedMessage, Variables } from "@emailsvc/render";
 import { AppError } from "@emailsvc/errors";
+import type { PreviewJob } from "../domain/preview.js";
 import { TEMPLATE_LIMITS } from "../domain/template.js";
 import { committedVersion } from "./get-compiled-template.js";
 import { loadTemplate, type Deps, type Scope } from "./deps.js";
@@ -13,20 +14,31 @@ import { loadTemplate, type Deps, type Scope } from "./deps.js";
  * large a 413.
  */
 export async function previewTemplate(deps: Deps, scope: Scope, input: { id: string; variables: Variables | undefined }): Promise<RenderedMessage> {
-  const variables = input.variables ?? {};
+  const variables = previewVariables(input.variables);
+  const template = await loadTemplate(scope, input.id);
+  const version = await committedVersion(scope, template, template.version);
+  if (!version) throw new Error(`version ${template.version_id} of ${template._id} is missing`);
+  return renderForPreview(deps, {
+    key: `${template._id}:v${template.version}`,
+    content: { subject: version.subject, html: version.html, variables: version.variables },
+    variables,
+  });
+}
+
+/** A preview's variables, at most TEMPLATE_LIMITS.variablesBytes as JSON (413 beyond). */
+export function previewVariables(given: Variables | undefined): Variables {
+  const variables = given ?? {};
   if (Buffer.byteLength(JSON.stringify(variables), "utf8") > TEMPLATE_LIMITS.variablesBytes) {
     throw new AppError("too_large", "variables_too_large", "variables are too large", {
       fieldViolations: [{ field: "variables", description: `at most ${TEMPLATE_LIMITS.variablesBytes / 1024} KiB as JSON` }],
     });
   }
-  const template = await loadTemplate(scope, input.id);
-  const version = await committedVersion(scope, template, template.version);
-  if (!version) throw new Error(`version ${template.version_id} of ${template._id} is missing`);
-  const result = await deps.compiler.preview({
-    key: `${template._id}:v${template.version}`,
-    content: { subject: version.subject, html: version.html, variables: version.variables },
-    variables,
-  });
+  return variables;
+}
+
+/** Renders a preview job in the workers; its failures as the API's errors (413 over RENDER_LIMITS, 400 naming the problems). */
+export async function renderForPreview(deps: Deps, job: PreviewJob): Promise<RenderedMessage> {
+  const result = await deps.compiler.preview(job);
   if (result.ok) return result.message;
   if (result.kind === "limit") {
     throw new AppError("too_large", "render_too_large", result.message, { fieldViolations: [{ field: "variables", description: result.message }] });

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/templates/v1/templates.proto.
  */
 export const file_emailsvc_templates_v1_templates: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEiJwoUU3VwcHJlc3Npb25PdmVycmlkZXMSDwoHcmVhc29ucxgBIAMoCSLuAgoIVGVtcGxhdGUSCgoCaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIMCgRuYW1lGAMgASgJEg8KB3N1YmplY3QYBCABKAkSFAoMbWptbF9jb250ZW50GAUgASgJEjkKCGNhdGVnb3J5GAYgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHdmVyc2lvbhgHIAEoBRIRCgl2YXJpYWJsZXMYCCADKAkSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZnJvbV9lbWFpbBgLIAEoCRIRCglmcm9tX25hbWUYDCABKAkSEAoIcmVwbHlfdG8YDSABKAkSGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCSKyAgoVQ3JlYXRlVGVtcGxhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHc3ViamVjdBgCIAEoCRIUCgxtam1sX2NvbnRlbnQYAyABKAkSOQoIY2F0ZWdvcnkYBCABKA4yJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVGVtcGxhdGVDYXRlZ29yeRIRCgRzbHVnGAUgASgJSACIAQESFwoKZnJvbV9lbWFpbBgGIAEoCUgBiAEBEhYKCWZyb21fbmFtZRgHIAEoCUgCiAEBEhUKCHJlcGx5X3RvGAggASgJSAOIAQESGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCUIHCgVfc2x1Z0INCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIoQDChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhcKCmZyb21fZW1haWwYBiABKAlIA4gBARIWCglmcm9tX25hbWUYByABKAlIBIgBARIVCghyZXBseV90bxgIIAEoCUgFiAEBEkgKE2lnbm9yZV9zdXBwcmVzc2lvbnMYFCABKAsyKy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuU3VwcHJlc3Npb25PdmVycmlkZXNCBwoFX25hbWVCCgoIX3N1YmplY3RCDwoNX21qbWxfY29udGVudEINCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZVcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiMKFURlbGV0ZVRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSIYChZEZWxldGVUZW1wbGF0ZVJlc3BvbnNlIlAKFlByZXZpZXdUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSKgoJdmFyaWFibGVzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhChdQcmV2aWV3VGVtcGxhdGVSZXNwb25zZRIMCgRodG1sGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEdGV4dBgDIAEoCRIZChFtaXNzaW5nX3ZhcmlhYmxlcxgEIAMoCSKJAgoQQ29tcGlsZWRUZW1wbGF0ZRITCgt0ZW1wbGF0ZV9pZBgBIAEoCRIMCgRzbHVnGAIgASgJEg8KB3ZlcnNpb24YAyABKAUSOQoIY2F0ZWdvcnkYBCABKA4yJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVGVtcGxhdGVDYXRlZ29yeRIPCgdzdWJqZWN0GAUgASgJEgwKBGh0bWwYBiABKAkSEQoJdmFyaWFibGVzGAcgAygJEhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhsKE2lnbm9yZV9zdXBwcmVzc2lvbnMYFCADKAkiVwoaR2V0Q29tcGlsZWRUZW1wbGF0ZVJlcXVlc3QSDAoCaWQYASABKAlIABIOCgRzbHVnGAIgASgJSAASDwoHdmVyc2lvbhgDIAEoBUIKCgh0ZW1wbGF0ZSJYChtHZXRDb21waWxlZFRlbXBsYXRlUmVzcG9uc2USOQoIY29tcGlsZWQYASABKAsyJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ29tcGlsZWRUZW1wbGF0ZSp7ChBUZW1wbGF0ZUNhdGVnb3J5EiEKHVRFTVBMQVRFX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASIwofVEVNUExBVEVfQ0FURUdPUllfVFJBTlNBQ1RJT05BTBABEh8KG1RFTVBMQVRFX0NBVEVHT1JZX01BUktFVElORxACMqAGCg9UZW1wbGF0ZVNlcnZpY2USbQoOQ3JlYXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuQ3JlYXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLkNyZWF0ZVRlbXBsYXRlUmVzcG9uc2USZAoLR2V0VGVtcGxhdGUSKS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0VGVtcGxhdGVSZXF1ZXN0GiouZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldFRlbXBsYXRlUmVzcG9uc2USagoNTGlzdFRlbXBsYXRlcxIrLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5MaXN0VGVtcGxhdGVzUmVxdWVzdBosLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5MaXN0VGVtcGxhdGVzUmVzcG9uc2USbQoOVXBkYXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVXBkYXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLlVwZGF0ZVRlbXBsYXRlUmVzcG9uc2USbQoORGVsZXRlVGVtcGxhdGUSLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuRGVsZXRlVGVtcGxhdGVSZXF1ZXN0Gi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLkRlbGV0ZVRlbXBsYXRlUmVzcG9uc2UScAoPUHJldmlld1RlbXBsYXRlEi0uZW1haWxzdmMudGVtcGxhdGVzLnYxLlByZXZpZXdUZW1wbGF0ZVJlcXVlc3QaLi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuUHJldmlld1RlbXBsYXRlUmVzcG9uc2USfAoTR2V0Q29tcGlsZWRUZW1wbGF0ZRIxLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRDb21waWxlZFRlbXBsYXRlUmVxdWVzdBoyLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRDb21waWxlZFRlbXBsYXRlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiVlbWFpbHN2Yy90ZW1wbGF0ZXMvdjEvdGVtcGxhdGVzLnByb3RvEhVlbWFpbHN2Yy50ZW1wbGF0ZXMudjEiJwoUU3VwcHJlc3Npb25PdmVycmlkZXMSDwoHcmVhc29ucxgBIAMoCSLuAgoIVGVtcGxhdGUSCgoCaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIMCgRuYW1lGAMgASgJEg8KB3N1YmplY3QYBCABKAkSFAoMbWptbF9jb250ZW50GAUgASgJEjkKCGNhdGVnb3J5GAYgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHdmVyc2lvbhgHIAEoBRIRCgl2YXJpYWJsZXMYCCADKAkSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZnJvbV9lbWFpbBgLIAEoCRIRCglmcm9tX25hbWUYDCABKAkSEAoIcmVwbHlfdG8YDSABKAkSGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCSKyAgoVQ3JlYXRlVGVtcGxhdGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHc3ViamVjdBgCIAEoCRIUCgxtam1sX2NvbnRlbnQYAyABKAkSOQoIY2F0ZWdvcnkYBCABKA4yJy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuVGVtcGxhdGVDYXRlZ29yeRIRCgRzbHVnGAUgASgJSACIAQESFwoKZnJvbV9lbWFpbBgGIAEoCUgBiAEBEhYKCWZyb21fbmFtZRgHIAEoCUgCiAEBEhUKCHJlcGx5X3RvGAggASgJSAOIAQESGwoTaWdub3JlX3N1cHByZXNzaW9ucxgUIAMoCUIHCgVfc2x1Z0INCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZDcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiAKEkdldFRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSJIChNHZXRUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIjUKFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJgChVMaXN0VGVtcGxhdGVzUmVzcG9uc2USMgoJdGVtcGxhdGVzGAEgAygLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlEhMKC25leHRfY3Vyc29yGAIgASgJIoQDChVVcGRhdGVUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhQKB3N1YmplY3QYAyABKAlIAYgBARIZCgxtam1sX2NvbnRlbnQYBCABKAlIAogBARI5CghjYXRlZ29yeRgFIAEoDjInLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZUNhdGVnb3J5EhcKCmZyb21fZW1haWwYBiABKAlIA4gBARIWCglmcm9tX25hbWUYByABKAlIBIgBARIVCghyZXBseV90bxgIIAEoCUgFiAEBEkgKE2lnbm9yZV9zdXBwcmVzc2lvbnMYFCABKAsyKy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuU3VwcHJlc3Npb25PdmVycmlkZXNCBwoFX25hbWVCCgoIX3N1YmplY3RCDwoNX21qbWxfY29udGVudEINCgtfZnJvbV9lbWFpbEIMCgpfZnJvbV9uYW1lQgsKCV9yZXBseV90byJLChZVcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8uZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlIiMKFURlbGV0ZVRlbXBsYXRlUmVxdWVzdBIKCgJpZBgBIAEoCSIYChZEZWxldGVUZW1wbGF0ZVJlc3BvbnNlIlAKFlByZXZpZXdUZW1wbGF0ZVJlcXVlc3QSCgoCaWQYASABKAkSKgoJdmFyaWFibGVzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJhChdQcmV2aWV3VGVtcGxhdGVSZXNwb25zZRIMCgRodG1sGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEdGV4dBgDIAEoCRIZChFtaXNzaW5nX3ZhcmlhYmxlcxgEIAMoCSJoChNQcmV2aWV3RHJhZnRSZXF1ZXN0Eg8KB3N1YmplY3QYASABKAkSFAoMbWptbF9jb250ZW50GAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QicQoUUHJldmlld0RyYWZ0UmVzcG9uc2USDAoEaHRtbBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEgwKBHRleHQYAyABKAkSGQoRbWlzc2luZ192YXJpYWJsZXMYBCADKAkSEQoJdmFyaWFibGVzGAUgAygJIsUBCg9UZW1wbGF0ZVZlcnNpb24SDwoHdmVyc2lvbhgBIAEoBRIPCgdzdWJqZWN0GAIgASgJEhQKDG1qbWxfY29udGVudBgDIAEoCRIRCgl2YXJpYWJsZXMYBCADKAkSEgoKZnJvbV9lbWFpbBgFIAEoCRIRCglmcm9tX25hbWUYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSAobTGlzdFRlbXBsYXRlVmVyc2lvbnNSZXF1ZXN0EgoKAmlkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJtChxMaXN0VGVtcGxhdGVWZXJzaW9uc1Jlc3BvbnNlEjgKCHZlcnNpb25zGAEgAygLMiYuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlVmVyc2lvbhITCgtuZXh0X2N1cnNvchgCIAEoCSI4ChlHZXRUZW1wbGF0ZVZlcnNpb25SZXF1ZXN0EgoKAmlkGAEgASgJEg8KB3ZlcnNpb24YAiABKAUiVQoaR2V0VGVtcGxhdGVWZXJzaW9uUmVzcG9uc2USNwoHdmVyc2lvbhgBIAEoCzImLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5UZW1wbGF0ZVZlcnNpb24iiQIKEENvbXBpbGVkVGVtcGxhdGUSEwoLdGVtcGxhdGVfaWQYASABKAkSDAoEc2x1ZxgCIAEoCRIPCgd2ZXJzaW9uGAMgASgFEjkKCGNhdGVnb3J5GAQgASgOMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLlRlbXBsYXRlQ2F0ZWdvcnkSDwoHc3ViamVjdBgFIAEoCRIMCgRodG1sGAYgASgJEhEKCXZhcmlhYmxlcxgHIAMoCRISCgpmcm9tX2VtYWlsGAggASgJEhEKCWZyb21fbmFtZRgJIAEoCRIQCghyZXBseV90bxgKIAEoCRIbChNpZ25vcmVfc3VwcHJlc3Npb25zGBQgAygJIlcKGkdldENvbXBpbGVkVGVtcGxhdGVSZXF1ZXN0EgwKAmlkGAEgASgJSAASDgoEc2x1ZxgCIAEoCUgAEg8KB3ZlcnNpb24YAyABKAVCCgoIdGVtcGxhdGUiWAobR2V0Q29tcGlsZWRUZW1wbGF0ZVJlc3BvbnNlEjkKCGNvbXBpbGVkGAEgASgLMicuZW1haWxzdmMudGVtcGxhdGVzLnYxLkNvbXBpbGVkVGVtcGxhdGUqewoQVGVtcGxhdGVDYXRlZ29yeRIhCh1URU1QTEFURV9DQVRFR09SWV9VTlNQRUNJRklFRBAAEiMKH1RFTVBMQVRFX0NBVEVHT1JZX1RSQU5TQUNUSU9OQUwQARIfChtURU1QTEFURV9DQVRFR09SWV9NQVJLRVRJTkcQAjKFCQoPVGVtcGxhdGVTZXJ2aWNlEm0KDkNyZWF0ZVRlbXBsYXRlEiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLkNyZWF0ZVRlbXBsYXRlUmVxdWVzdBotLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5DcmVhdGVUZW1wbGF0ZVJlc3BvbnNlEmQKC0dldFRlbXBsYXRlEikuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldFRlbXBsYXRlUmVxdWVzdBoqLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRUZW1wbGF0ZVJlc3BvbnNlEmoKDUxpc3RUZW1wbGF0ZXMSKy5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuTGlzdFRlbXBsYXRlc1JlcXVlc3QaLC5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuTGlzdFRlbXBsYXRlc1Jlc3BvbnNlEm0KDlVwZGF0ZVRlbXBsYXRlEiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLlVwZGF0ZVRlbXBsYXRlUmVxdWVzdBotLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5VcGRhdGVUZW1wbGF0ZVJlc3BvbnNlEm0KDkRlbGV0ZVRlbXBsYXRlEiwuZW1haWxzdmMudGVtcGxhdGVzLnYxLkRlbGV0ZVRlbXBsYXRlUmVxdWVzdBotLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5EZWxldGVUZW1wbGF0ZVJlc3BvbnNlEnAKD1ByZXZpZXdUZW1wbGF0ZRItLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5QcmV2aWV3VGVtcGxhdGVSZXF1ZXN0Gi4uZW1haWxzdmMudGVtcGxhdGVzLnYxLlByZXZpZXdUZW1wbGF0ZVJlc3BvbnNlEmcKDFByZXZpZXdEcmFmdBIqLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5QcmV2aWV3RHJhZnRSZXF1ZXN0GisuZW1haWxzdmMudGVtcGxhdGVzLnYxLlByZXZpZXdEcmFmdFJlc3BvbnNlEn8KFExpc3RUZW1wbGF0ZVZlcnNpb25zEjIuZW1haWxzdmMudGVtcGxhdGVzLnYxLkxpc3RUZW1wbGF0ZVZlcnNpb25zUmVxdWVzdBozLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5MaXN0VGVtcGxhdGVWZXJzaW9uc1Jlc3BvbnNlEnkKEkdldFRlbXBsYXRlVmVyc2lvbhIwLmVtYWlsc3ZjLnRlbXBsYXRlcy52MS5HZXRUZW1wbGF0ZVZlcnNpb25SZXF1ZXN0GjEuZW1haWxzdmMudGVtcGxhdGVzLnYxLkdldFRlbXBsYXRlVmVyc2lvblJlc3BvbnNlEnwKE0dldENvbXBpbGVkVGVtcGxhdGUSMS5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0Q29tcGlsZWRUZW1wbGF0ZVJlcXVlc3QaMi5lbWFpbHN2Yy50ZW1wbGF0ZXMudjEuR2V0Q29tcGlsZWRUZW1wbGF0ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * The suppression-list reasons a transactional template's mail ignores
@@ -450,6 +450,226 @@ export const PreviewTemplateResponseSchema: GenMessage<PreviewTemplateResponse> 
   messageDesc(file_emailsvc_templates_v1_templates, 13);
 
 /**
+ * Unsaved content rendered as a preview renders a version, after the checks
+ * of create (MJML problems by line): the dashboard's editor previews what its
+ * member is typing. Nothing is stored.
+ *
+ * @generated from message emailsvc.templates.v1.PreviewDraftRequest
+ */
+export type PreviewDraftRequest = Message<"emailsvc.templates.v1.PreviewDraftRequest"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string mjml_content = 2;
+   */
+  mjmlContent: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct variables = 3;
+   */
+  variables?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.PreviewDraftRequest.
+ * Use `create(PreviewDraftRequestSchema)` to create a new message.
+ */
+export const PreviewDraftRequestSchema: GenMessage<PreviewDraftRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 14);
+
+/**
+ * @generated from message emailsvc.templates.v1.PreviewDraftResponse
+ */
+export type PreviewDraftResponse = Message<"emailsvc.templates.v1.PreviewDraftResponse"> & {
+  /**
+   * @generated from field: string html = 1;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string subject = 2;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * Variables the content uses that the call did not give (rendered empty).
+   *
+   * @generated from field: repeated string missing_variables = 4;
+   */
+  missingVariables: string[];
+
+  /**
+   * Every {{variable}} subject and body use, sorted (as Template.variables).
+   *
+   * @generated from field: repeated string variables = 5;
+   */
+  variables: string[];
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.PreviewDraftResponse.
+ * Use `create(PreviewDraftResponseSchema)` to create a new message.
+ */
+export const PreviewDraftResponseSchema: GenMessage<PreviewDraftResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 15);
+
+/**
+ * One committed version of a template, as it was written.
+ *
+ * @generated from message emailsvc.templates.v1.TemplateVersion
+ */
+export type TemplateVersion = Message<"emailsvc.templates.v1.TemplateVersion"> & {
+  /**
+   * @generated from field: int32 version = 1;
+   */
+  version: number;
+
+  /**
+   * @generated from field: string subject = 2;
+   */
+  subject: string;
+
+  /**
+   * Empty in lists; GetTemplateVersion answers it.
+   *
+   * @generated from field: string mjml_content = 3;
+   */
+  mjmlContent: string;
+
+  /**
+   * @generated from field: repeated string variables = 4;
+   */
+  variables: string[];
+
+  /**
+   * The version's sender ("" when none; see Template).
+   *
+   * @generated from field: string from_email = 5;
+   */
+  fromEmail: string;
+
+  /**
+   * @generated from field: string from_name = 6;
+   */
+  fromName: string;
+
+  /**
+   * @generated from field: string reply_to = 7;
+   */
+  replyTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 8;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.TemplateVersion.
+ * Use `create(TemplateVersionSchema)` to create a new message.
+ */
+export const TemplateVersionSchema: GenMessage<TemplateVersion> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 16);
+
+/**
+ * @generated from message emailsvc.templates.v1.ListTemplateVersionsRequest
+ */
+export type ListTemplateVersionsRequest = Message<"emailsvc.templates.v1.ListTemplateVersionsRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.ListTemplateVersionsRequest.
+ * Use `create(ListTemplateVersionsRequestSchema)` to create a new message.
+ */
+export const ListTemplateVersionsRequestSchema: GenMessage<ListTemplateVersionsRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 17);
+
+/**
+ * Newest first: the current version, then each one before it.
+ *
+ * @generated from message emailsvc.templates.v1.ListTemplateVersionsResponse
+ */
+export type ListTemplateVersionsResponse = Message<"emailsvc.templates.v1.ListTemplateVersionsResponse"> & {
+  /**
+   * @generated from field: repeated emailsvc.templates.v1.TemplateVersion versions = 1;
+   */
+  versions: TemplateVersion[];
+
+  /**
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.ListTemplateVersionsResponse.
+ * Use `create(ListTemplateVersionsResponseSchema)` to create a new message.
+ */
+export const ListTemplateVersionsResponseSchema: GenMessage<ListTemplateVersionsResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 18);
+
+/**
+ * @generated from message emailsvc.templates.v1.GetTemplateVersionRequest
+ */
+export type GetTemplateVersionRequest = Message<"emailsvc.templates.v1.GetTemplateVersionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int32 version = 2;
+   */
+  version: number;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.GetTemplateVersionRequest.
+ * Use `create(GetTemplateVersionRequestSchema)` to create a new message.
+ */
+export const GetTemplateVersionRequestSchema: GenMessage<GetTemplateVersionRequest> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 19);
+
+/**
+ * @generated from message emailsvc.templates.v1.GetTemplateVersionResponse
+ */
+export type GetTemplateVersionResponse = Message<"emailsvc.templates.v1.GetTemplateVersionResponse"> & {
+  /**
+   * @generated from field: emailsvc.templates.v1.TemplateVersion version = 1;
+   */
+  version?: TemplateVersion | undefined;
+};
+
+/**
+ * Describes the message emailsvc.templates.v1.GetTemplateVersionResponse.
+ * Use `create(GetTemplateVersionResponseSchema)` to create a new message.
+ */
+export const GetTemplateVersionResponseSchema: GenMessage<GetTemplateVersionResponse> = /*@__PURE__*/
+  messageDesc(file_emailsvc_templates_v1_templates, 20);
+
+/**
  * One compiled version of a template, as delivery renders it per message.
  *
  * @generated from message emailsvc.templates.v1.CompiledTemplate
@@ -524,7 +744,7 @@ export type CompiledTemplate = Message<"emailsvc.templates.v1.CompiledTemplate">
  * Use `create(CompiledTemplateSchema)` to create a new message.
  */
 export const CompiledTemplateSchema: GenMessage<CompiledTemplate> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 14);
+  messageDesc(file_emailsvc_templates_v1_templates, 21);
 
 /**
  * @generated from message emailsvc.templates.v1.GetCompiledTemplateRequest
@@ -560,7 +780,7 @@ export type GetCompiledTemplateRequest = Message<"emailsvc.templates.v1.GetCompi
  * Use `create(GetCompiledTemplateRequestSchema)` to create a new message.
  */
 export const GetCompiledTemplateRequestSchema: GenMessage<GetCompiledTemplateRequest> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 15);
+  messageDesc(file_emailsvc_templates_v1_templates, 22);
 
 /**
  * @generated from message emailsvc.templates.v1.GetCompiledTemplateResponse
@@ -577,7 +797,7 @@ export type GetCompiledTemplateResponse = Message<"emailsvc.templates.v1.GetComp
  * Use `create(GetCompiledTemplateResponseSchema)` to create a new message.
  */
 export const GetCompiledTemplateResponseSchema: GenMessage<GetCompiledTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_emailsvc_templates_v1_templates, 16);
+  messageDesc(file_emailsvc_templates_v1_templates, 23);
 
 /**
  * @generated from enum emailsvc.templates.v1.TemplateCategory
@@ -656,6 +876,32 @@ export const TemplateService: GenService<{
     methodKind: "unary";
     input: typeof PreviewTemplateRequestSchema;
     output: typeof PreviewTemplateResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.templates.v1.TemplateService.PreviewDraft
+   */
+  previewDraft: {
+    methodKind: "unary";
+    input: typeof PreviewDraftRequestSchema;
+    output: typeof PreviewDraftResponseSchema;
+  },
+  /**
+   * A live template's committed versions, and one of them with its MJML.
+   *
+   * @generated from rpc emailsvc.templates.v1.TemplateService.ListTemplateVersions
+   */
+  listTemplateVersions: {
+    methodKind: "unary";
+    input: typeof ListTemplateVersionsRequestSchema;
+    output: typeof ListTemplateVersionsResponseSchema;
+  },
+  /**
+   * @generated from rpc emailsvc.templates.v1.TemplateService.GetTemplateVersion
+   */
+  getTemplateVersion: {
+    methodKind: "unary";
+    input: typeof GetTemplateVersionRequestSchema;
+    output: typeof GetTemplateVersionResponseSchema;
   },
   /**
    * For delivery: a version's compiled HTML (compiled once, on write).

@@ -61,6 +61,14 @@ const EMAIL_STATUS_TO_JSON: Partial<Record<delivery.EmailStatus, string>> = {
   [delivery.EmailStatus.SUPPRESSED]: "suppressed",
 };
 
+/** A status a list is filtered by (validated against the same enum first); undefined: every status. */
+export function emailStatusFromJson(value: string | undefined): delivery.EmailStatus {
+  if (value === undefined) return delivery.EmailStatus.UNSPECIFIED;
+  const found = Object.entries(EMAIL_STATUS_TO_JSON).find(([, json]) => json === value);
+  if (!found) throw new Error(`unknown email status ${value}`);
+  return Number(found[0]) as delivery.EmailStatus;
+}
+
 function bounceJson(bounce: delivery.Bounce | undefined): EmailJson["bounce"] {
   if (!bounce) return null;
   if (bounce.type === delivery.BounceType.HARD) return { type: "hard", diagnostic: bounce.diagnostic };

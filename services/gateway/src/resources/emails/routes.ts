@@ -7,7 +7,7 @@ import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
-import { emailJson, emailQueuedJson, sandboxMessageJson, type EmailQueuedJson } from "./mapping.js";
+import { emailJson, emailQueuedJson, emailStatusFromJson, sandboxMessageJson, type EmailQueuedJson } from "./mapping.js";
 import { BATCH_BODY_LIMIT_BYTES, type EmailSendBody } from "./schemas.js";
 
 /** The header that carries the idempotency key (Stripe's name), as declared in the document. */
@@ -128,8 +128,11 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
   );
 
   defineRoute(kit, "get", "/api/v1/emails", "listEmails", async (ctx) => {
-    const query = ctx.state.query as { limit: number; cursor?: string };
-    const res = await service().listEmails({ limit: query.limit, cursor: query.cursor ?? "" }, callOptions(ctx, timeoutMs));
+    const query = ctx.state.query as { limit: number; cursor?: string; status?: string; campaign_id?: string };
+    const res = await service().listEmails(
+      { limit: query.limit, cursor: query.cursor ?? "", status: emailStatusFromJson(query.status), campaignId: query.campaign_id ?? "" },
+      callOptions(ctx, timeoutMs),
+    );
     ctx.body = { items: res.emails.map(emailJson), next_cursor: nextCursor(res.nextCursor) };
   });
 

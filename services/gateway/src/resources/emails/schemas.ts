@@ -319,8 +319,19 @@ export const paths: Paths = {
     get: {
       operationId: "listEmails",
       summary: "List emails",
+      description: "Newest first; narrowed by `status` and/or `campaign_id` when given (a `cursor` works only with the filter it came with, else 400).",
       tags: ["Emails"],
-      parameters: [param("Limit"), param("Cursor")],
+      parameters: [
+        param("Limit"),
+        { name: "status", in: "query", description: "Only emails with this status now.", schema: ref("EmailStatus") },
+        {
+          name: "campaign_id",
+          in: "query",
+          description: "Only the emails of this campaign (with `status=failed`: its failures, each with its reason in `error`).",
+          schema: { type: "string", minLength: 1, maxLength: 100 },
+        },
+        param("Cursor"),
+      ],
       responses: { "200": json(ref("EmailPage"), "A page of emails."), ...errors("BadRequest", ...serviceErrors) },
     },
   },

@@ -82,6 +82,32 @@ export function templateJson(t: templates.Template | undefined): TemplateJson {
   };
 }
 
-export function templatePreviewJson(p: templates.PreviewTemplateResponse): TemplatePreviewJson {
+export interface TemplateVersionJson {
+  version: number;
+  subject: string;
+  mjml_content?: string;
+  variables: string[];
+  from_email: string | null;
+  from_name: string | null;
+  reply_to: string | null;
+  created_at: string;
+}
+
+/** A committed version; its MJML only when one version is read (`withMjml`). */
+export function templateVersionJson(v: templates.TemplateVersion | undefined, withMjml: boolean): TemplateVersionJson {
+  if (!v) throw new Error("the service returned no version");
+  return {
+    version: v.version,
+    subject: v.subject,
+    ...(withMjml ? { mjml_content: v.mjmlContent } : {}),
+    variables: v.variables,
+    from_email: v.fromEmail || null,
+    from_name: v.fromName || null,
+    reply_to: v.replyTo || null,
+    created_at: rfc3339(v.createdAt, "created_at"),
+  };
+}
+
+export function templatePreviewJson(p: Pick<templates.PreviewTemplateResponse, "html" | "subject" | "text" | "missingVariables">): TemplatePreviewJson {
   return { html: p.html, subject: p.subject, text: p.text, missing_variables: p.missingVariables };
 }

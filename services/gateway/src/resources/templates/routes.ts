@@ -5,10 +5,11 @@ import { callOptions, requireClient } from "../../routes/calls.js";
 import { defineRoute, type RouteKit } from "../../routes/define.js";
 import { nextCursor } from "../../routes/json.js";
 import type { ResourceContext } from "../resource.js";
-import { categoryFromJson, templateJson, templatePreviewJson, templateSummaryJson } from "./mapping.js";
+import { categoryFromJson, templateJson, templatePreviewJson, templateSummaryJson, templateVersionJson } from "./mapping.js";
 import {
   TEMPLATE_BODY_LIMIT_BYTES,
   type TemplateCreateBody,
+  type TemplateDraftPreviewBody,
   type TemplatePreviewBody,
   type TemplateUpdateBody,
 } from "./schemas.js";
@@ -52,6 +53,33 @@ export function templateRoutes(kit: RouteKit, context: ResourceContext): void {
     },
     large,
   );
+
+  defineRoute(
+    kit,
+    "post",
+    "/api/v1/templates/preview",
+    "previewTemplateDraft",
+    async (ctx) => {
+      const body = ctx.state.body as TemplateDraftPreviewBody;
+      const res = await service().previewDraft(
+        { subject: body.subject, mjmlContent: body.mjml_content, variables: (body.variables ?? {}) as JsonObject },
+        callOptions(ctx, timeoutMs),
+      );
+      ctx.body = { ...templatePreviewJson(res), variables: res.variables };
+    },
+    large,
+  );
+
+  defineRoute(kit, "get", "/api/v1/templates/:id/versions", "listTemplateVersions", async (ctx) => {
+    const query = ctx.state.query as { limit: number; cursor?: string };
+    const res = await service().listTemplateVersions({ id: ctx.params.id ?? "", limit: query.limit, cursor: query.cursor ?? "" }, callOptions(ctx, timeoutMs));
+    ctx.body = { items: res.versions.map((v) => templateVersionJson(v, false)), next_cursor: nextCursor(res.nextCursor) };
+  });
+
+  defineRoute(kit, "get", "/api/v1/templates/:id/versions/:version", "getTemplateVersion", async (ctx) => {
+    const res = await service().getTemplateVersion({ id: ctx.params.id ?? "", version: Number(ctx.params.version) }, callOptions(ctx, timeoutMs));
+    ctx.body = templateVersionJson(res.version, true);
+  });
 
   defineRoute(kit, "get", "/api/v1/templates", "listTemplates", async (ctx) => {
     const query = ctx.state.query as { limit: number; cursor?: string };

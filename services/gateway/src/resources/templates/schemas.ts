@@ -111,6 +111,18 @@ export const TemplateUpdate = {
 } as const;
 export type TemplateUpdateBody = FromSchema<typeof TemplateUpdate>;
 
+export const TemplateDraftPreviewRequest = {
+  type: "object",
+  additionalProperties: false,
+  required: ["subject", "mjml_content"],
+  properties: {
+    subject,
+    mjml_content: { ...mjmlContent, description: "MJML markup, checked as on create (400 `invalid_mjml` naming the lines)." },
+    variables: { ...variables, description: "Values to fill in; default none." },
+  },
+} as const;
+export type TemplateDraftPreviewBody = FromSchema<typeof TemplateDraftPreviewRequest>;
+
 export const TemplatePreviewRequest = {
   type: "object",
   additionalProperties: false,
@@ -143,8 +155,50 @@ function templateSummaryProperties(): Record<string, JsonSchema> {
   };
 }
 
+function versionProperties(): Record<string, JsonSchema> {
+  return {
+    version: { type: "integer", minimum: 1 },
+    subject: { type: "string" },
+    variables: { type: "array", items: { type: "string" }, description: "Every `{{variable}}` the version's subject and body use, sorted." },
+    from_email: { type: ["string", "null"], description: "The version's From address; null: none." },
+    from_name: { type: ["string", "null"], description: "The version's From display name; null: none." },
+    reply_to: { type: ["string", "null"], description: "The version's Reply-To; null: none." },
+    created_at: timestamp("When the version was made (RFC 3339, UTC)."),
+  };
+}
+
+const VERSION_FIELDS = ["version", "subject", "variables", "from_email", "from_name", "reply_to", "created_at"];
+
 export const schemas: Record<string, JsonSchema> = {
   TemplateCategory: category,
+  TemplateDraftPreviewRequest,
+  TemplateDraftPreview: {
+    type: "object",
+    additionalProperties: false,
+    required: ["html", "subject", "text", "missing_variables", "variables"],
+    properties: {
+      html: { type: "string", description: "The rendered HTML body." },
+      subject: { type: "string", description: "The rendered subject." },
+      text: { type: "string", description: "The plain-text part derived from the HTML." },
+      missing_variables: { type: "array", items: { type: "string" }, description: "Variables the content uses that the call did not give; rendered empty." },
+      variables: { type: "array", items: { type: "string" }, description: "Every `{{variable}}` the subject and the body use, sorted (as a template's `variables`)." },
+    },
+  },
+  TemplateVersionSummary: {
+    type: "object",
+    additionalProperties: false,
+    description: "A committed version without its MJML (lists).",
+    required: VERSION_FIELDS,
+    properties: versionProperties(),
+  },
+  TemplateVersion: {
+    type: "object",
+    additionalProperties: false,
+    description: "A committed version as it was written, with its MJML.",
+    required: [...VERSION_FIELDS, "mjml_content"],
+    properties: { ...versionProperties(), mjml_content: { type: "string" } },
+  },
+  TemplateVersionPage: page("TemplateVersionSummary", "A page of a template's versions, newest first."),
   Template: {
     type: "object",
     additionalProperties: false,
@@ -191,6 +245,8 @@ const LIMITS_TEXT = `A version may nest blocks (\`{{#if}}\`, \`{{#each}}\`, \`{{
 
 export const parameters: Record<string, ParameterObject> = {
   TemplateId: pathParam("id", "The template's id."),
+  TemplateVersionLimit: { name: "limit", in: "query", description: "Page size (versions are large: at most 100).", schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } },
+  TemplateVersionNumber: { name: "version", in: "path", required: true, description: "The version's number (1 is the first).", schema: { type: "string", pattern: "^[1-9][0-9]{0,8}$", "x-pattern-message": "is a version number, 1 or more" } },
 };
 
 export const paths: Paths = {
@@ -253,6 +309,43 @@ export const paths: Paths = {
       tags: ["Templates"],
       parameters: [param("TemplateId")],
       responses: { "204": noContent("Deleted."), ...errors("NotFound", "Conflict", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/preview": {
+    post: {
+      operationId: "previewTemplateDraft",
+      summary: "Render unsaved content without storing it",
+      description: [
+        "Checks and renders a subject and MJML that are not stored (an editor's live preview): the checks of create, so MJML that does not compile is a 400 `invalid_mjml` whose `errors` name the line and the problem, then the render of POST /api/v1/templates/{id}/preview with the given variables, and the variables the content uses. Nothing is stored or sent.",
+        LIMITS_TEXT,
+        `The body may be up to ${TEMPLATE_BODY_LIMIT_BYTES / 1024} KiB here.`,
+      ].join("\n\n"),
+      tags: ["Templates"],
+      requestBody: body("TemplateDraftPreviewRequest"),
+      responses: {
+        "200": json(ref("TemplateDraftPreview"), "The rendered message."),
+        ...errors(...bodyErrors, ...serviceErrors),
+      },
+    },
+  },
+  "/api/v1/templates/{id}/versions": {
+    get: {
+      operationId: "listTemplateVersions",
+      summary: "List a template's versions",
+      description: "Newest first: the current version, then each committed one before it (every version is kept, since mail queued with one is sent with it). Items leave out the MJML; read one version for it. Pages of 20 by default, at most 100.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId"), param("TemplateVersionLimit"), param("Cursor")],
+      responses: { "200": json(ref("TemplateVersionPage"), "A page of versions."), ...errors("BadRequest", "NotFound", ...serviceErrors) },
+    },
+  },
+  "/api/v1/templates/{id}/versions/{version}": {
+    get: {
+      operationId: "getTemplateVersion",
+      summary: "Get one version of a template",
+      description: "The version as it was written, with its MJML (read-only: a version never changes). 404 for a number the template never had.",
+      tags: ["Templates"],
+      parameters: [param("TemplateId"), param("TemplateVersionNumber")],
+      responses: { "200": json(ref("TemplateVersion"), "The version."), ...errors("NotFound", ...serviceErrors) },
     },
   },
   "/api/v1/templates/{id}/preview": {
