@@ -4,8 +4,8 @@
 //
 //   npm run screenshots:dashboard -w @emailsvc/bench     (writes docs/images/dashboard-*.png)
 //
-// Each PNG must stay under 150 KB (the run fails otherwise): the viewport is
-// captured, not the whole page. A page the build does not have yet (the app
+// Each PNG must stay under 256 KB (the run fails otherwise; a table of text at 1280 px
+// is ~170 KB): the viewport is captured, not the whole page. A page the build does not have yet (the app
 // answers "Page not found") is left out, and said so.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +15,7 @@ import type { Page } from "playwright-core";
 import { dashboardMember, type DashboardMember } from "../support/dashboard.js";
 import { oneProcess, REPO } from "../support/platform.js";
 
-const MAX_BYTES = 150 * 1024;
+const MAX_BYTES = 256 * 1024;
 
 /** The pages shown, by file name: the path, and what to wait for before the picture (the page's data, not its spinner). */
 function shots(member: DashboardMember): Array<{ name: string; path: string; ready: (page: Page) => Promise<unknown> }> {
