@@ -217,6 +217,18 @@ describe("the dashboard's content pages", () => {
     await expectNoAxeViolations(page);
     await page.getByLabel("Sprache").selectOption("en");
     await page.getByRole("heading", { level: 1, name: "Email" }).waitFor();
+
+    // The same message from its recipient's page: a subscriber's emails (the log narrowed to them).
+    const subscriber = await t.call("GET", `/api/v1/subscribers/by-email/${encodeURIComponent(readers[1]!)}`);
+    expect(subscriber.status).toBe(200);
+    await open(page, `/subscribers/${subscriber.body.id}`, readers[1]!);
+    const emails = page.getByRole("region", { name: "Emails", exact: true });
+    await emails.getByRole("row").filter({ hasText: "Sent" }).first().waitFor();
+    expect(await emails.locator("tbody tr").count()).toBe(1);
+    await expectNoAxeViolations(page);
+    await emails.getByRole("link").first().click();
+    await page.getByRole("heading", { level: 1, name: "Email" }).waitFor();
+    await page.getByRole("definition").filter({ hasText: readers[1]! }).first().waitFor();
   }, 60_000);
 
   it("creates a trigger and turns it off", async () => {

@@ -1,8 +1,8 @@
 import { allItems, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
-// The emails log narrowed by status and by campaign (GET /api/v1/emails
-// ?status=…&campaign_id=…): what the dashboard's log filter and a campaign's
-// failures read. Both stores: the filters are queries of each.
+// The emails log narrowed by status, by campaign and by subscriber (GET
+// /api/v1/emails?status=…&campaign_id=…&subscriber_id=…): what the
+// dashboard's log filter, a campaign's failures and a subscriber's emails read. Both stores: the filters are queries of each.
 
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hi {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
@@ -32,9 +32,12 @@ describe.each(["embedded", "mongodb+kafka"] as const)("the emails log's filters 
     const template = await t.call("POST", "/api/v1/templates", { body: { name: "Letter", subject: "Letter", category: "marketing", mjml_content: MJML } });
     expect(template.status).toBe(201);
     expect((await t.call("POST", "/api/v1/tags", { body: { name: "readers" } })).status).toBe(201);
+    const subscriberIds: Record<string, string> = {};
     for (const name of ["ann", "bob", "cyd"]) {
       const body = { email: `${name}@example.com`, metadata: { name }, tags: name === "cyd" ? [] : ["readers"] };
-      expect((await t.call("POST", "/api/v1/subscribers", { body })).status).toBe(201);
+      const created = await t.call("POST", "/api/v1/subscribers", { body });
+      expect(created.status).toBe(201);
+      subscriberIds[name] = created.body.id as string;
     }
     // A suppressed address: its marketing mail is refused at once (status suppressed).
     expect((await t.call("POST", "/api/v1/suppressions", { body: { email: "blocked@example.com", reason: "manual" } })).status).toBe(201);
@@ -59,6 +62,14 @@ describe.each(["embedded", "mongodb+kafka"] as const)("the emails log's filters 
     expect(ids((await list(`campaign_id=${campaign.body.id}&status=sent`)).items)).toEqual(ids(ofCampaign));
     expect((await list(`campaign_id=${campaign.body.id}&status=failed`)).items).toEqual([]);
     expect((await list("campaign_id=cmp_none")).items).toEqual([]);
+
+    // A subscriber's emails (their page in the dashboard): the campaign's to ann, the single send to cyd.
+    const ofAnn = (await list(`subscriber_id=${subscriberIds.ann}`)).items;
+    expect(ofAnn.map((e) => e.to)).toEqual(["ann@example.com"]);
+    expect(ids(ofAnn)).toEqual(ids(ofCampaign.filter((e) => e.to === "ann@example.com")));
+    expect(ids((await list(`subscriber_id=${subscriberIds.cyd}`)).items)).toEqual([single.body.id]);
+    expect((await list(`subscriber_id=${subscriberIds.cyd}&campaign_id=${campaign.body.id}`)).items).toEqual([]);
+    expect((await list("subscriber_id=sub_none")).items).toEqual([]);
 
     // Pages of one filter, newest first, never mixing in another status.
     const first = await list(`status=sent&limit=2`);

@@ -449,7 +449,7 @@ export interface paths {
         };
         /**
          * List emails
-         * @description Newest first; narrowed by `status` and/or `campaign_id` when given (a `cursor` works only with the filter it came with, else 400).
+         * @description Newest first; narrowed by `status`, `campaign_id` and/or `subscriber_id` when given (a `cursor` works only with the filter it came with, else 400).
          */
         get: operations["listEmails"];
         put?: never;
@@ -5542,6 +5542,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description Only emails with this status now. */
                 status?: components["schemas"]["EmailStatus"];
+                /** @description Only the emails to this subscriber (a subscriber's page: what they were sent). Erasing a subscriber unlinks their emails, so an erased subscriber's list is empty. */
+                subscriber_id?: string;
             };
             header?: never;
             path?: never;

@@ -5,6 +5,7 @@ import { Button, ConfirmDialog, Field, FormProblem, LoadMore, Loadable, Page, Se
 import type { PageProps } from "../../routes";
 import { href } from "../../router";
 import { useCanWrite } from "../../session";
+import { EmailStatusBadge } from "../emails/status";
 import { MetadataEditor, SUBSCRIBER_LOCALES, StatusBadge, metadataRows, metadataValue, tagList, type MetadataRow, type Subscriber } from "./shared";
 
 export default function SubscriberPage(props: PageProps) {
@@ -23,11 +24,7 @@ export default function SubscriberPage(props: PageProps) {
             <Tags subscriber={s} handle={handle} />
             {/* A new key per stored version: after any change the rows show the metadata as stored. */}
             <Metadata key={s.updated_at} subscriber={s} handle={handle} />
-            <Section title={t("subscribers.emails")}>
-              <p>
-                {t("subscribers.emailsNotFiltered")} <a href={href("/emails")}>{t("subscribers.emailsLog")}</a>
-              </p>
-            </Section>
+            <Emails id={s.id} />
             <Trail id={s.id} updatedAt={s.updated_at} />
           </>
         )}
@@ -37,6 +34,53 @@ export default function SubscriberPage(props: PageProps) {
 }
 
 type Handle = LoadHandle<Subscriber>;
+
+/** What this subscriber was sent, newest first (the email log narrowed to them), each linked to the message. */
+function Emails(props: { id: string }) {
+  const { handle, more, loadMore } = usePaged(
+    async (cursor) => ok(api.GET("/api/v1/emails", { params: { query: { limit: 20, cursor, subscriber_id: props.id } } })),
+    [props.id],
+  );
+  return (
+    <Section title={t("subscribers.emails")}>
+      <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("subscribers.emailsEmpty")}>
+        {(data) => (
+          <>
+            <TableWrap label={t("subscribers.emailsTable")}>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">{t("emails.queuedAt")}</th>
+                    <th scope="col">{t("emails.template")}</th>
+                    <th scope="col">{t("emails.statusLabel")}</th>
+                    <th scope="col">{t("emails.reason")}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.items.map((e) => (
+                    <tr key={e.id}>
+                      <td>
+                        <a href={href(`/emails/${e.id}`)}>{formatDateTime(e.queued_at)}</a>
+                      </td>
+                      <td>
+                        <code>{e.template_slug}</code>
+                      </td>
+                      <td>
+                        <EmailStatusBadge status={e.status} />
+                      </td>
+                      <td>{e.error ? <code class="reason">{e.error}</code> : "–"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+            <LoadMore next={data.next} more={more} onClick={loadMore} />
+          </>
+        )}
+      </Loadable>
+    </Section>
+  );
+}
 
 /** Export (every role), unsubscribe and erase (writers). */
 function Actions(props: { subscriber: Subscriber; handle: Handle }) {

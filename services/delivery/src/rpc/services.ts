@@ -64,7 +64,7 @@ export function deliveryRoutes(
       },
       async listEmails(req, ctx) {
         const status = req.status === delivery.EmailStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
-        const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, status, campaignId: req.campaignId || undefined });
+        const page = await listEmails(scopeOf(readCallContext(ctx)), { limit: req.limit, cursor: req.cursor, status, campaignId: req.campaignId || undefined, subscriberId: req.subscriberId || undefined });
         return { emails: page.items.map(emailToProto), nextCursor: page.nextCursor };
       },
       async countEmails(req, ctx) {

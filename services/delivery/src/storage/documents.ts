@@ -254,10 +254,6 @@ export const SENDER_DOMAIN_INDEXES = [
   { name: "name_per_tenant", fields: { tenant: 1, name: 1 }, unique: true },
   // ListSenderDomains: the tenant's domains in _id order (cursor pages on _id).
   { name: "list_by_id", fields: { tenant: 1, _id: 1 } },
-  // ListEmails with a status (the dashboard's log filtered by status), newest first.
-  { name: "list_by_status", fields: { tenant: 1, status: 1, _id: 1 } },
-  // ListEmails of one campaign (its failures: with a status too, checked on the campaign's emails), newest first.
-  { name: "list_by_campaign", fields: { tenant: 1, campaign_id: 1, _id: 1 } },
   // The re-check: pending domains of every tenant whose next check is due.
   { name: "recheck_due", fields: { next_check_at: 1 } },
 ] as const;

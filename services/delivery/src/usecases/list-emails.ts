@@ -9,10 +9,11 @@ export interface Page<T> {
   nextCursor: string;
 }
 
-/** What a list may be narrowed to: one status, one campaign, or both. */
+/** What a list may be narrowed to: one status, one campaign, one subscriber, or several of them. */
 export interface EmailListFilter {
   status?: EmailStatus;
   campaignId?: string;
+  subscriberId?: string;
 }
 
 /**
@@ -21,10 +22,19 @@ export interface EmailListFilter {
  * filter is refused with another (it would skip or repeat emails).
  */
 export async function listEmails(scope: Scope, input: { limit: number; cursor: string } & EmailListFilter): Promise<Page<EmailView>> {
-  const filter: Partial<Pick<EmailDoc, "status" | "campaign_id">> = {};
+  const filter: Partial<Pick<EmailDoc, "status" | "campaign_id" | "subscriber_id">> = {};
   if (input.status) filter.status = input.status;
   if (input.campaignId) filter.campaign_id = input.campaignId;
-  const filterKey = ["newest", input.status ? `status=${input.status}` : "", input.campaignId ? `campaign=${input.campaignId}` : ""].filter(Boolean).join("|");
+  // The erasure's index (tenant, subscriber_id, _id) serves it, newest first.
+  if (input.subscriberId) filter.subscriber_id = input.subscriberId;
+  const filterKey = [
+    "newest",
+    input.status ? `status=${input.status}` : "",
+    input.campaignId ? `campaign=${input.campaignId}` : "",
+    input.subscriberId ? `subscriber=${input.subscriberId}` : "",
+  ]
+    .filter(Boolean)
+    .join("|");
   const page = await pageById(input, { idPrefix: "eml", filterKey, newestFirst: true }, ({ range, options }) =>
     scope.emails.find({ ...filter, ...range } as TenantFilter<EmailDoc>, options),
   );

@@ -128,9 +128,9 @@ export function emailRoutes(kit: RouteKit, context: ResourceContext): void {
   );
 
   defineRoute(kit, "get", "/api/v1/emails", "listEmails", async (ctx) => {
-    const query = ctx.state.query as { limit: number; cursor?: string; status?: string; campaign_id?: string };
+    const query = ctx.state.query as { limit: number; cursor?: string; status?: string; campaign_id?: string; subscriber_id?: string };
     const res = await service().listEmails(
-      { limit: query.limit, cursor: query.cursor ?? "", status: emailStatusFromJson(query.status), campaignId: query.campaign_id ?? "" },
+      { limit: query.limit, cursor: query.cursor ?? "", status: emailStatusFromJson(query.status), campaignId: query.campaign_id ?? "", subscriberId: query.subscriber_id ?? "" },
       callOptions(ctx, timeoutMs),
     );
     ctx.body = { items: res.emails.map(emailJson), next_cursor: nextCursor(res.nextCursor) };

@@ -319,7 +319,7 @@ export const paths: Paths = {
     get: {
       operationId: "listEmails",
       summary: "List emails",
-      description: "Newest first; narrowed by `status` and/or `campaign_id` when given (a `cursor` works only with the filter it came with, else 400).",
+      description: "Newest first; narrowed by `status`, `campaign_id` and/or `subscriber_id` when given (a `cursor` works only with the filter it came with, else 400).",
       tags: ["Emails"],
       parameters: [
         param("Limit"),
@@ -328,6 +328,12 @@ export const paths: Paths = {
           name: "campaign_id",
           in: "query",
           description: "Only the emails of this campaign (with `status=failed`: its failures, each with its reason in `error`).",
+          schema: { type: "string", minLength: 1, maxLength: 100 },
+        },
+        {
+          name: "subscriber_id",
+          in: "query",
+          description: "Only the emails to this subscriber (a subscriber's page: what they were sent). Erasing a subscriber unlinks their emails, so an erased subscriber's list is empty.",
           schema: { type: "string", minLength: 1, maxLength: 100 },
         },
         param("Cursor"),
