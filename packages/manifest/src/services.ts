@@ -32,8 +32,8 @@ export const SERVICES = {
     secrets: ["ADMIN_TOKEN", "MONGO_URL", "TOKEN_SIGNING_KEYS"],
     optionalSecrets: {},
     data: {
-      // rate_limits: the shared counters of RATE_LIMIT_STORE=mongo.
-      collections: ["accounts", "api_keys", "settings", "rate_limits"],
+      // rate_limits: the shared counters of RATE_LIMIT_STORE=mongo; members to audit_log: the dashboard's people (src/members).
+      collections: ["accounts", "api_keys", "settings", "rate_limits", "members", "sessions", "invitations", "password_resets", "audit_log"],
       dataDir: ["gateway/", "secrets/token-signing-keys"],
     },
   },
