@@ -1,5 +1,5 @@
 import { busRetentionFromEnv, openBus, type EventBus } from "@emailsvc/events";
-import { bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
+import { auditRetentionDaysFromEnv, bootstrapDevelopment, loadRateLimitConfig, startGateway } from "@emailsvc/gateway";
 import { startOrder } from "@emailsvc/manifest";
 import { unusedPort, type Env, type ServiceName } from "@emailsvc/runtime";
 import { createLogger, type Logger } from "@emailsvc/telemetry";
@@ -191,6 +191,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // As delivery mints them: PREFERENCES_URL, else this process's page at localhost:PORTAL_PORT.
       preferenceLinks: loadPreferenceLinkSettings(env),
       rateLimit,
+      auditRetentionDays: auditRetentionDaysFromEnv(env),
     });
     closers.push(() => gateway.close());
 

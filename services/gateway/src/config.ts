@@ -12,6 +12,7 @@ import {
 } from "@emailsvc/runtime";
 import { KeyConfigError, loadKeyRing, loadPreferenceLinkSettings, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { loadRateLimitConfig, type RateLimitConfig } from "./ratelimit/config.js";
+import { auditRetentionDaysFromEnv } from "./members/sweep.js";
 
 // Read once at start; a bad value stops the process naming the variable.
 export interface GatewayConfig {
@@ -48,6 +49,8 @@ export interface GatewayConfig {
   metricsHost: string;
   /** RATE_LIMIT, RATE_LIMIT_* and TRUSTED_PROXY_HOPS (see ratelimit/config.ts and the README). */
   rateLimit: RateLimitConfig;
+  /** AUDIT_LOG_RETENTION_DAYS: how long the account's audit log keeps an entry, default 400. */
+  auditRetentionDays: number;
 }
 
 /**
@@ -96,6 +99,7 @@ export function loadConfig(): GatewayConfig {
     metricsPort: envInt("METRICS_PORT", GATEWAY_METRICS_PORT, { min: 0, max: 65535 }),
     metricsHost: envString("METRICS_HOST", envString("GATEWAY_HOST", "0.0.0.0")),
     rateLimit: loadRateLimitConfig(process.env),
+    auditRetentionDays: auditRetentionDaysFromEnv(),
   };
 }
 

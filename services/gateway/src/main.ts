@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     tokenKeys: config.tokenKeys,
     preferenceLinks: config.preferenceLinks,
     rateLimit: config.rateLimit,
+    auditRetentionDays: config.auditRetentionDays,
   });
   exitOnSignal(logger, async () => {
     await gateway.close();

@@ -14,6 +14,7 @@ import { requireAdmin, requireApiKey, requireCredential, requirePreferenceToken,
 import { MemberStore } from "./members/store.js";
 import { grpcMemberMailer } from "./members/mail.js";
 import { AuditLog, auditTrail } from "./members/audit.js";
+import { DEFAULT_AUDIT_RETENTION_DAYS, startMembersSweep } from "./members/sweep.js";
 import { isSecureUrl, SessionAuthenticator, sessionCookieName } from "./members/sessions.js";
 import { isClientGone, problems } from "./http/errors.js";
 import { authFailureGuard, NO_AUTH_GUARD } from "./http/rate-limit.js";
@@ -69,6 +70,8 @@ export interface GatewayDeps {
   rateLimitClock?: () => number;
   /** The built dashboard served at /dashboard/ (default dashboard/dist of @emailsvc/dashboard). */
   dashboardDir?: string;
+  /** AUDIT_LOG_RETENTION_DAYS: how long the audit log keeps an entry (default 400); the hourly sweep also drops expired sessions, invitations and resets. */
+  auditRetentionDays?: number;
 }
 
 export interface Gateway {
@@ -107,6 +110,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   await members.ensureIndexes();
   const audit = new AuditLog(deps.store);
   await audit.ensureIndexes();
+  const sweep = startMembersSweep(deps.store, { auditRetentionDays: deps.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS, logger });
   const sessions = new SessionAuthenticator(members);
   const secure = isSecureUrl(deps.publicUrl);
   const cookie: SessionCookie = { name: sessionCookieName(secure), secure };
@@ -234,6 +238,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     },
     limiter,
     close: async () => {
+      await sweep.stop();
       await audit.flush();
       await limiter?.close();
     },

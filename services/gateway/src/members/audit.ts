@@ -56,7 +56,11 @@ export class AuditLog {
 
   async ensureIndexes(): Promise<void> {
     // The log of an account, newest first: find({ account_id, _id < cursor }) sorted by _id descending.
-    await this.entries.createIndexes([{ name: "account_id_id", fields: { account_id: 1, _id: 1 } }]);
+    await this.entries.createIndexes([
+      { name: "account_id_id", fields: { account_id: 1, _id: 1 } },
+      // The retention sweep (members/sweep.ts): entries older than AUDIT_LOG_RETENTION_DAYS.
+      { name: "at", fields: { at: 1 } },
+    ]);
   }
 
   async record(entry: Omit<AuditEntry, "id">): Promise<void> {
