@@ -11,6 +11,7 @@ import { listensLocally, loadPreferenceLinkSettings, mailLinkWarning, portalDoma
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requireCredential, requirePreferenceToken, type SessionCookie } from "./http/auth.js";
+import { PasskeyStore } from "./members/passkeys.js";
 import { MemberStore } from "./members/store.js";
 import { grpcMemberMailer } from "./members/mail.js";
 import { AuditLog, auditTrail } from "./members/audit.js";
@@ -105,6 +106,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const members = new MemberStore(deps.store);
   await members.ensureIndexes();
+  const passkeys = new PasskeyStore(deps.store);
+  await passkeys.ensureIndexes();
   const audit = new AuditLog(deps.store);
   await audit.ensureIndexes();
   const sessions = new SessionAuthenticator(members);
@@ -180,6 +183,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     senderNames: new SenderNames(accounts, transports.portal, timeoutMs),
     authenticator,
     members,
+    passkeys,
     audit,
     sessions,
     cookie,
