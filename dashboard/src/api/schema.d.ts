@@ -2860,9 +2860,13 @@ export interface components {
             credential: {
                 id: string;
                 rawId: string;
-                response: Record<string, never>;
+                response: {
+                    [key: string]: unknown;
+                };
                 /** @constant */
                 type: "public-key";
+            } & {
+                [key: string]: unknown;
             };
             name: string;
         };
@@ -2874,7 +2878,9 @@ export interface components {
             /** @description Send back with the authenticator's answer. */
             challenge_id: string;
             /** @description The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials. */
-            options: Record<string, never>;
+            options: {
+                [key: string]: unknown;
+            };
         };
         PasskeySignIn: {
             /** @description The `challenge_id` of the options this answer signs. */
@@ -2883,9 +2889,13 @@ export interface components {
             credential: {
                 id: string;
                 rawId: string;
-                response: Record<string, never>;
+                response: {
+                    [key: string]: unknown;
+                };
                 /** @constant */
                 type: "public-key";
+            } & {
+                [key: string]: unknown;
             };
         };
         /** @description The options of a passkey sign-in (navigator.credentials.get), naming no credential: the authenticator offers the passkeys it holds for this site. Valid 5 minutes, for one answer. */
@@ -2893,7 +2903,9 @@ export interface components {
             /** @description Send back with the authenticator's answer. */
             challenge_id: string;
             /** @description The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials. */
-            options: Record<string, never>;
+            options: {
+                [key: string]: unknown;
+            };
         };
         PasswordResetComplete: {
             /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */

@@ -14,12 +14,13 @@ const challengeId = { type: "string", minLength: 1, maxLength: 64, description: 
 const credentialJson = {
   type: "object",
   required: ["id", "rawId", "type", "response"],
+  additionalProperties: true,
   description: "The credential navigator.credentials returned, in its WebAuthn JSON form (binary fields base64url).",
   properties: {
     id: { type: "string", minLength: 1, maxLength: 1400 },
     rawId: { type: "string", minLength: 1, maxLength: 1400 },
     type: { type: "string", const: "public-key" },
-    response: { type: "object" },
+    response: { type: "object", additionalProperties: true },
   },
 } as const;
 
@@ -50,7 +51,7 @@ const options = (what: string) => ({
   description: `${what} Valid 5 minutes, for one answer.`,
   properties: {
     challenge_id: { type: "string", description: "Send back with the authenticator's answer." },
-    options: { type: "object", description: "The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials." },
+    options: { type: "object", additionalProperties: true, description: "The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials." },
   },
 });
 
