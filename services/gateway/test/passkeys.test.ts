@@ -1,16 +1,29 @@
 import { openStore } from "@emailsvc/storage";
+import { loadRateLimitConfig } from "../src/ratelimit/config";
 import { PASSKEY_CHALLENGE_TTL_MS, PasskeyExistsError, PasskeyStore } from "../src/members/passkeys";
 import { MemberStore } from "../src/members/store";
 import { relyingParty } from "../src/resources/passkeys/routes";
+import { startHarness } from "./support/harness";
 
 // The passkeys' store: challenges (one use, 5 minutes, bound to their
 // session or sign-in) and credentials (unique, removed with their member).
 // The ceremonies themselves are tested in the browser with a virtual
 // authenticator (embedded/test/dashboard-passkeys.test.ts).
 
-describe("passkey challenges", () => {
+// Both stores: the embedded one, and MongoDB/FerretDB (MONGO_URL, which Jest's global setup provides).
+function mongoUrl(): string {
+  if (!process.env.MONGO_URL) throw new Error("MONGO_URL is not set: Jest's global setup starts FerretDB");
+  return process.env.MONGO_URL;
+}
+
+const STORES = [
+  ["embedded", () => openStore({ dbName: "gateway" })],
+  ["mongodb", () => openStore({ mongoUrl: mongoUrl(), dbName: `gateway_passkeys_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}` })],
+] as const;
+
+describe.each(STORES)("passkey challenges (%s store)", (_name, open) => {
   it("are taken once, only for their purpose and session, and not after 5 minutes", async () => {
-    const store = await openStore({ dbName: "gateway" });
+    const store = await open();
     let now = Date.parse("2026-11-01T08:00:00Z");
     const passkeys = new PasskeyStore(store, () => new Date(now));
     await passkeys.ensureIndexes();
@@ -40,9 +53,9 @@ describe("passkey challenges", () => {
   });
 });
 
-describe("passkeys in the store", () => {
+describe.each(STORES)("passkeys in the store (%s)", (_name, open) => {
   it("are unique by credential, record a use only at the counter verified, and go with their member", async () => {
-    const store = await openStore({ dbName: "gateway" });
+    const store = await open();
     const passkeys = new PasskeyStore(store);
     const members = new MemberStore(store);
     await Promise.all([passkeys.ensureIndexes(), members.ensureIndexes()]);
@@ -67,8 +80,31 @@ describe("passkeys in the store", () => {
     }
   });
 
-  it("belong to PUBLIC_API_URL's host and origin", () => {
+});
+
+describe("passkey sign-in", () => {
+  it("belongs to PUBLIC_API_URL's host and origin", () => {
     expect(relyingParty("http://localhost:8080")).toEqual({ id: "localhost", origin: "http://localhost:8080" });
     expect(relyingParty("https://mail.example.com/")).toEqual({ id: "mail.example.com", origin: "https://mail.example.com" });
+  });
+
+  it("counts its failures against the client address, like wrong passwords, and then refuses even the options", async () => {
+    const h = await startHarness({ rateLimit: loadRateLimitConfig({ RATE_LIMIT_AUTH_FAILURES: "3/60s" }) });
+    try {
+      const options = await h.request("POST", "/api/v1/session/passkey-options", { key: null });
+      expect(options.status).toBe(200);
+      expect(options.body.options).toMatchObject({ rpId: "localhost", allowCredentials: [], challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+      const credential = { id: "dW5rbm93bg", rawId: "dW5rbm93bg", type: "public-key", response: { clientDataJSON: "e30", authenticatorData: "AA", signature: "AA" } };
+      for (let i = 0; i < 3; i++) {
+        const res = await h.request("POST", "/api/v1/session/passkey", { key: null, body: { challenge_id: options.body.challenge_id, credential } });
+        expect({ i, status: res.status, code: res.body.code }).toEqual({ i, status: 401, code: "passkey_not_accepted" });
+      }
+      const locked = await h.request("POST", "/api/v1/session/passkey", { key: null, body: { challenge_id: options.body.challenge_id, credential } });
+      expect(locked.status).toBe(429);
+      expect(locked.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect((await h.request("POST", "/api/v1/session/passkey-options", { key: null })).status).toBe(429);
+    } finally {
+      await h.close();
+    }
   });
 });
