@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, randomBytes, sign } from "node:crypto";
-import { expectNoAxeViolations, freePort, launchChromium } from "@emailsvc/testing";
+import { expectFitsViewport, expectNoAxeViolations, freePort, launchChromium } from "@emailsvc/testing";
 import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { browserSignIn, createMember, publicCall, sessionCall, signIn, type MemberCredentials } from "./support/dashboard-session";
@@ -138,6 +138,10 @@ describe("passkeys in the dashboard", () => {
     await expect(row.getByText("Never").count()).resolves.toBe(0);
     expect(await row.locator("td").nth(2).innerText()).toMatch(/\d/);
     await expectNoAxeViolations(a.page);
+    // Readable on a 360 px phone.
+    await a.page.setViewportSize({ width: 360, height: 740 });
+    await expectFitsViewport(a.page);
+    await a.page.setViewportSize({ width: 1280, height: 900 });
 
     // The account's audit log names the passkey sign-in, as a member's.
     const session = await signIn(t, admin);
