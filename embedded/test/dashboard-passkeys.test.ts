@@ -3,7 +3,7 @@ import { expectFitsViewport, expectNoAxeViolations, freePort, launchChromium } f
 import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { browserSignIn, createMember, publicCall, sessionCall, signIn, type MemberCredentials } from "./support/dashboard-session";
-import { startTestPlatform, type TestPlatform } from "./support/platform-client";
+import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Passkeys end to end in headless Chromium with a CDP virtual authenticator
 // (a platform authenticator holding discoverable credentials, verifying the
@@ -100,6 +100,22 @@ async function signInOptions(): Promise<{ challengeId: string; challenge: string
 
 const tAtOrigin = (): TestPlatform => ({ ...t, url: origin });
 
+interface AuditItem {
+  action: string;
+  status: number;
+  actor: { type: string; id: string };
+}
+
+/** The account's audit log, once `done` holds (entries are written after the answer). */
+async function auditLog(creds: MemberCredentials, done: (items: AuditItem[]) => boolean): Promise<AuditItem[]> {
+  const session = await signIn(t, creds);
+  return eventually(async () => {
+    const log = await sessionCall(t, session, "GET", "/api/v1/audit-log?limit=100");
+    expect(log.status).toBe(200);
+    return log.body.items as AuditItem[];
+  }, done);
+}
+
 describe("passkeys in the dashboard", () => {
   let admin: MemberCredentials;
   let a: Authenticator;
@@ -144,10 +160,8 @@ describe("passkeys in the dashboard", () => {
     await a.page.setViewportSize({ width: 1280, height: 900 });
 
     // The account's audit log names the passkey sign-in, as a member's.
-    const session = await signIn(t, admin);
-    const log = await sessionCall(t, session, "GET", "/api/v1/audit-log?limit=100");
-    expect(log.status).toBe(200);
-    expect(log.body.items).toContainEqual(expect.objectContaining({ action: "createSessionWithPasskey", status: 201, actor: expect.objectContaining({ type: "member", id: admin.memberId }) }));
+    const items = await auditLog(admin, (entries) => entries.some((e) => e.action === "createSessionWithPasskey"));
+    expect(items).toContainEqual(expect.objectContaining({ action: "createSessionWithPasskey", status: 201, actor: expect.objectContaining({ type: "member", id: admin.memberId }) }));
   });
 
   it("refuses a replayed answer, another origin, a counter gone back, an unknown credential, and a challenge of a registration", async () => {
@@ -178,6 +192,9 @@ describe("passkeys in the dashboard", () => {
     // The counter went back (a cloned authenticator).
     options = await signInOptions();
     await refused({ challenge_id: options.challengeId, credential: assertion(cred, options.challenge, { origin, counter: cred.signCount + 5 }) });
+    // A refused attempt on a member's passkey is in their account's audit log.
+    const refusedEntry = (await auditLog(admin, (items) => items.some((e) => e.action === "createSessionWithPasskey" && e.status === 401))).find((e) => e.status === 401 && e.action === "createSessionWithPasskey");
+    expect(refusedEntry?.actor).toMatchObject({ type: "member", id: admin.memberId });
     // An unknown credential.
     options = await signInOptions();
     await refused({ challenge_id: options.challengeId, credential: assertion({ ...cred, id: b64url(randomBytes(16)) }, options.challenge, { origin, counter: cred.signCount + 30 }) });

@@ -127,6 +127,8 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     // A passkey whose member is gone (removed between the two deletes) signs nobody in.
     const member = await members.getMember(passkey.accountId, passkey.memberId);
     if (!member) throw await refuse();
+    // From here a refusal is an attempt on this member's passkey: their account's audit log records it, as a wrong password.
+    ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
     let newCounter: number;
     try {
       const verified = await verifyAuthenticationResponse({
@@ -147,6 +149,5 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     if (!(await passkeys.recordUse(passkey.id, passkey.counter, newCounter))) throw await refuse();
     ctx.status = 201;
     ctx.body = await signIn(context, ctx, member);
-    ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
   });
 }
