@@ -753,6 +753,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in member's passkeys */
+        get: operations["listPasskeys"];
+        put?: never;
+        /**
+         * Register a passkey
+         * @description Verifies the authenticator's answer to the options of `challenge_id` (this session's, unused, at most 5 minutes old; origin and relying party id checked) and stores the passkey under `name`. A bad answer is a 400 `invalid_passkey_registration`; a credential registered already, 409 `passkey_exists`.
+         */
+        post: operations["createPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/passkeys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a passkey
+         * @description Only the member's own. It signs nobody in from then on.
+         */
+        delete: operations["deletePasskey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/passkeys/registration-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start registering a passkey
+         * @description Options for navigator.credentials.create: a discoverable credential for the signed-in member, with user verification preferred, excluding the passkeys they have. The challenge belongs to this session. Passkeys are bound to the dashboard's exact origin: the relying party id is PUBLIC_API_URL's host name and the expected origin PUBLIC_API_URL's origin.
+         */
+        post: operations["createPasskeyRegistrationOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/password-resets": {
         parameters: {
             query?: never;
@@ -988,6 +1049,46 @@ export interface paths {
         post: operations["createSession"];
         /** Sign out */
         delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session/passkey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a passkey
+         * @description Verifies the authenticator's answer to the options of `challenge_id` (unused, at most 5 minutes old; origin, relying party id, signature and counter checked) and sets the session cookie, as a password sign-in does. Any refusal (an unknown or removed passkey, a removed member, a used or expired challenge, another origin) is one 401 `passkey_not_accepted`, counted against the client address like a wrong password.
+         */
+        post: operations["createSessionWithPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session/passkey-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a passkey sign-in
+         * @description Options for navigator.credentials.get, naming no member (discoverable credentials: no email address needed). Passkeys are bound to the dashboard's exact origin: the relying party id is PUBLIC_API_URL's host name and the expected origin PUBLIC_API_URL's origin.
+         */
+        post: operations["createPasskeySignInOptions"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2737,6 +2838,75 @@ export interface components {
             /** @description The time zone the periods are in. */
             tz: string;
         };
+        Passkey: {
+            /**
+             * Format: date-time
+             * @description When it was registered.
+             */
+            readonly created_at: string;
+            /** @example pk_01jd3x0k8m7y6t5r4q3p2n1m0k */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When it last signed in; null if never.
+             */
+            readonly last_used_at: string | null;
+            name: string;
+        };
+        PasskeyCreate: {
+            /** @description The `challenge_id` of the options this answer signs. */
+            challenge_id: string;
+            /** @description The credential navigator.credentials returned, in its WebAuthn JSON form (binary fields base64url). */
+            credential: {
+                id: string;
+                rawId: string;
+                response: {
+                    [key: string]: unknown;
+                };
+                /** @constant */
+                type: "public-key";
+            } & {
+                [key: string]: unknown;
+            };
+            name: string;
+        };
+        PasskeyList: {
+            items: components["schemas"]["Passkey"][];
+        };
+        /** @description The options of a passkey's registration (navigator.credentials.create). Valid 5 minutes, for one answer. */
+        PasskeyRegistrationOptions: {
+            /** @description Send back with the authenticator's answer. */
+            challenge_id: string;
+            /** @description The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials. */
+            options: {
+                [key: string]: unknown;
+            };
+        };
+        PasskeySignIn: {
+            /** @description The `challenge_id` of the options this answer signs. */
+            challenge_id: string;
+            /** @description The credential navigator.credentials returned, in its WebAuthn JSON form (binary fields base64url). */
+            credential: {
+                id: string;
+                rawId: string;
+                response: {
+                    [key: string]: unknown;
+                };
+                /** @constant */
+                type: "public-key";
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The options of a passkey sign-in (navigator.credentials.get), naming no credential: the authenticator offers the passkeys it holds for this site. Valid 5 minutes, for one answer. */
+        PasskeySignInOptions: {
+            /** @description Send back with the authenticator's answer. */
+            challenge_id: string;
+            /** @description The WebAuthn options in their JSON form (binary fields base64url), for navigator.credentials. */
+            options: {
+                [key: string]: unknown;
+            };
+        };
         PasswordResetComplete: {
             /** @description At least 10 characters, at most 256; stored only as a scrypt hash. */
             password: string;
@@ -3997,6 +4167,7 @@ export interface components {
          *     - `import_empty` (Import file empty): an import's body is empty; no job was left waiting.
          *     - `sns_message_malformed` (Not an SNS message): the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed.
          *     - `invalid_token` (Link not valid): an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link.
+         *     - `invalid_passkey_registration` (Passkey not registered): the authenticator's answer does not verify (origin, relying party id, signature), or its options' challenge is unknown, used, expired or of another session.
          */
         BadRequest: {
             headers: {
@@ -4015,6 +4186,7 @@ export interface components {
          * @description The change clashes with what exists; nothing changed. The `code` is one of:
          *
          *     - `conflict` (Conflict): a service refused a change that clashes with what exists.
+         *     - `passkey_exists` (Passkey registered already): the authenticator's credential is registered already (by this or another member).
          *     - `email_taken` (Email address already in use): another subscriber has this address; `existing_id` names it.
          *     - `subscriber_suppressed` (Email address suppressed after an erasure): the address was erased at its owner's request; create it with `resubscribe` only if the person opted in again.
          *     - `tag_name_taken` (Tag name already in use): another tag has this name; `existing_id` names it.
@@ -4195,6 +4367,7 @@ export interface components {
          *     - `invalid_preference_token` (Invalid preference token): the preference token is expired, altered, of another purpose, or its subscriber was erased.
          *     - `unauthenticated` (Not authenticated): a service refused the call's credentials.
          *     - `invalid_credentials` (Wrong email or password): a dashboard sign-in names no member or the wrong password (one answer for both).
+         *     - `passkey_not_accepted` (Passkey not accepted): a passkey sign-in names an unknown or removed passkey or a removed member, answers a used or expired challenge, comes from another origin, or its signature or counter fails (one answer for all).
          *     - `missing_session` (Sign-in required): no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in).
          *     - `invalid_session` (Session ended): the session cookie is unknown, signed out, expired, or its member was removed.
          */
@@ -4302,6 +4475,8 @@ export interface components {
         Limit: number;
         /** @description The member's id (`mem_…`). */
         MemberId: string;
+        /** @description The passkey's id (`pk_…`). */
+        PasskeyId: string;
         /** @description The id of a tag (from `available_tags` or `subscribed_tags`). */
         PortalTagId: string;
         /** @description The sending domain's id (`sdm_…`). */
@@ -6261,6 +6436,139 @@ export interface operations {
             504: components["responses"]["Timeout"];
         };
     };
+    listPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Oldest first (at most 100). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeyCreate"];
+            };
+        };
+        responses: {
+            /** @description Registered. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Passkey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deletePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The passkey's id (`pk_…`). */
+                id: components["parameters"]["PasskeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPasskeyRegistrationOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The options. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyRegistrationOptions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     createPasswordReset: {
         parameters: {
             query?: never;
@@ -6749,6 +7057,65 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSessionWithPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeySignIn"];
+            };
+        };
+        responses: {
+            /** @description Signed in (as `createSession`'s answer). */
+            201: {
+                headers: {
+                    /** @description The session cookie (`emailsvc_session`, or `__Host-emailsvc_session` over https): HttpOnly, SameSite=Strict, Path=/, Secure over https. */
+                    "Set-Cookie": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPasskeySignInOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The options. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeySignInOptions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -4,6 +4,7 @@ import { t } from "../i18n";
 import { Button, ConfirmDialog, FormProblem, Page, Section, useSubmit } from "../kit";
 import { navigate } from "../router";
 import { setSession, useSession } from "../session";
+import { PasskeysSection } from "./profile-passkeys";
 
 export default function Profile() {
   const session = useSession()!;
@@ -32,6 +33,7 @@ export default function Profile() {
           </dd>
         </dl>
       </Section>
+      <PasskeysSection />
       <Section title={t("profile.sessions")}>
         <p>{t("profile.everywhereIntro")}</p>
         <FormProblem problem={submit.problem} />

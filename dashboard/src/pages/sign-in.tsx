@@ -1,3 +1,4 @@
+import { passkeysSupported, signInWithPasskey } from "../api/passkeys";
 import { sessionApi } from "../api/session";
 import { t } from "../i18n";
 import { Button, Field, FormProblem, formValue, Page, submitLabel, useSubmit } from "../kit";
@@ -12,11 +13,18 @@ export function safeNext(next: string | null): string {
 export default function SignIn() {
   const loc = useLocation();
   const submit = useSubmit();
+  const withPasskey = useSubmit();
   const ended = loc.query.get("ended") === "1";
   const onSubmit = async (event: Event) => {
     event.preventDefault();
     const form = event.currentTarget as HTMLFormElement;
     const info = await submit.run(() => sessionApi.signIn(formValue(form, "email"), formValue(form, "password")));
+    if (!info) return;
+    setSession(info);
+    navigate(safeNext(loc.query.get("next")), { replace: true });
+  };
+  const onPasskey = async () => {
+    const info = await withPasskey.run(signInWithPasskey);
     if (!info) return;
     setSession(info);
     navigate(safeNext(loc.query.get("next")), { replace: true });
@@ -41,6 +49,14 @@ export default function SignIn() {
             {submitLabel(submit.busy, t("signIn.submit"))}
           </Button>
         </form>
+        {passkeysSupported() ? (
+          <div class="passkey-sign-in">
+            <FormProblem problem={withPasskey.problem} />
+            <Button onClick={onPasskey} busy={withPasskey.busy}>
+              {submitLabel(withPasskey.busy, t("signIn.passkey"))}
+            </Button>
+          </div>
+        ) : null}
         <p>
           <a href={href("/forgot-password")}>{t("signIn.forgot")}</a>
         </p>

@@ -44,7 +44,7 @@ export interface TestPlatform {
 export async function startTestPlatform(
   name: string,
   env: Readonly<Record<string, string>> = GENEROUS_RATE_LIMIT_ENV,
-  options: { mongo?: boolean; kafka?: boolean; configOverrides?: PlatformOptions["configOverrides"] } = {},
+  options: { mongo?: boolean; kafka?: boolean; configOverrides?: PlatformOptions["configOverrides"]; gatewayPort?: number } = {},
 ): Promise<TestPlatform> {
   const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const mongoUrl = options.mongo ? process.env.MONGO_URL : undefined;
@@ -54,7 +54,8 @@ export async function startTestPlatform(
   if (options.kafka && !kafkaBrokers) throw new Error("KAFKA_BROKERS is not set: run the tests through `npm test`, whose setup starts Kafka");
   const platform = await startPlatform({
     dataDir,
-    gatewayPort: 0,
+    // A port known before the start when PUBLIC_API_URL must name it (passkeys are bound to the origin).
+    gatewayPort: options.gatewayPort ?? 0,
     gatewayHost: "127.0.0.1",
     adminToken: ADMIN_TOKEN,
     // TEST_PLATFORM_LOG_LEVEL=info shows the platform's logs while a test is debugged.

@@ -33,7 +33,7 @@ export const SERVICES = {
     optionalSecrets: {},
     data: {
       // rate_limits: the shared counters of RATE_LIMIT_STORE=mongo; members to audit_log: the dashboard's people (src/members).
-      collections: ["accounts", "api_keys", "settings", "rate_limits", "members", "sessions", "invitations", "password_resets", "audit_log"],
+      collections: ["accounts", "api_keys", "settings", "rate_limits", "members", "sessions", "invitations", "password_resets", "audit_log", "passkeys", "passkey_challenges"],
       dataDir: ["gateway/", "secrets/token-signing-keys"],
     },
   },

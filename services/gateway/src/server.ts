@@ -11,6 +11,7 @@ import { listensLocally, loadPreferenceLinkSettings, mailLinkWarning, portalDoma
 import { AdminTokenVerifier, ApiKeyAuthenticator, type KeyCacheOptions } from "./accounts/authenticator.js";
 import { AccountStore } from "./accounts/store.js";
 import { requireAdmin, requireApiKey, requireCredential, requirePreferenceToken, type SessionCookie } from "./http/auth.js";
+import { PasskeyStore } from "./members/passkeys.js";
 import { MemberStore } from "./members/store.js";
 import { grpcMemberMailer } from "./members/mail.js";
 import { AuditLog, auditTrail } from "./members/audit.js";
@@ -108,6 +109,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const authenticator = new ApiKeyAuthenticator(accounts, deps.keyCache);
   const members = new MemberStore(deps.store);
   await members.ensureIndexes();
+  const passkeys = new PasskeyStore(deps.store);
+  await passkeys.ensureIndexes();
   const audit = new AuditLog(deps.store);
   await audit.ensureIndexes();
   const sweep = startMembersSweep(deps.store, { auditRetentionDays: deps.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS, logger });
@@ -184,6 +187,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     senderNames: new SenderNames(accounts, transports.portal, timeoutMs),
     authenticator,
     members,
+    passkeys,
     audit,
     sessions,
     cookie,

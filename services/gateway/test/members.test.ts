@@ -39,8 +39,8 @@ describe("roles", () => {
     for (const { method, op } of sessionOps) {
       const role = requiredRole(op.operationId, method);
       expect(ROLES).toContain(role);
-      // Reads are a viewer's; a change needs more, except the few POSTs that only read and a member's own sign-out.
-      const readOnly = [...READS_BY_POST, "deleteSession", "deleteAllSessions"];
+      // Reads are a viewer's; a change needs more, except the few POSTs that only read, a member's own sign-out and own passkeys.
+      const readOnly = [...READS_BY_POST, "deleteSession", "deleteAllSessions", "createPasskeyRegistrationOptions", "createPasskey", "deletePasskey"];
       if (method !== "get" && !readOnly.includes(op.operationId)) expect({ op: op.operationId, role: roleAtLeast(role, "developer") }).toEqual({ op: op.operationId, role: true });
     }
   });

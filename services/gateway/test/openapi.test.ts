@@ -319,8 +319,8 @@ describe("responses every operation may give", () => {
 
   it("documents 400 on every operation (unknown query parameters) and 429 with Retry-After on every operation that takes credentials, and on the one-click link's", () => {
     // Public, and budgeted per client address (RATE_LIMIT_UNSUBSCRIBE_*, RATE_LIMIT_PROVIDER_NOTIFICATIONS) and per link;
-    // the members' doors: sign-in, invitations and resets (failed authentication per address, RATE_LIMIT_SIGN_IN_FAILURES, RATE_LIMIT_PASSWORD_RESETS_*).
-    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick", "takeSesNotification", "createSession", "acceptInvitation", "createPasswordReset", "completePasswordReset"]);
+    // the members' doors: sign-in (password or passkey), invitations and resets (failed authentication per address, RATE_LIMIT_SIGN_IN_FAILURES, RATE_LIMIT_PASSWORD_RESETS_*).
+    const budgetedPublic = new Set(["getUnsubscribePage", "unsubscribeOneClick", "takeSesNotification", "createSession", "createPasskeySignInOptions", "createSessionWithPasskey", "acceptInvitation", "createPasswordReset", "completePasswordReset"]);
     for (const op of operations) {
       expect({ op: op!.operationId, has400: "400" in op!.responses }).toEqual({ op: op!.operationId, has400: true });
       const credentials = (op!.security ?? doc.security).some((r) => Object.keys(r).length > 0);

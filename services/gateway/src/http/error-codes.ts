@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   import_empty: { status: 400, title: "Import file empty", when: "an import's body is empty; no job was left waiting" },
   sns_message_malformed: { status: 400, title: "Not an SNS message", when: "the body of a provider notification is not an SNS message with the fields its type is signed over; nothing changed" },
   invalid_token: { status: 400, title: "Link not valid", when: "an invitation's or password reset's token is unknown, used or expired (one answer for the three); ask for a new link" },
+  invalid_passkey_registration: { status: 400, title: "Passkey not registered", when: "the authenticator's answer does not verify (origin, relying party id, signature), or its options' challenge is unknown, used, expired or of another session" },
   // 401: no or invalid credentials.
   missing_api_key: { status: 401, title: "API key required", when: "no `X-API-Key` header" },
   invalid_api_key: { status: 401, title: "Invalid API key", when: "the API key is unknown or revoked" },
@@ -43,6 +44,7 @@ export const ERROR_CODES = {
   invalid_preference_token: { status: 401, title: "Invalid preference token", when: "the preference token is expired, altered, of another purpose, or its subscriber was erased" },
   unauthenticated: { status: 401, title: "Not authenticated", when: "a service refused the call's credentials" },
   invalid_credentials: { status: 401, title: "Wrong email or password", when: "a dashboard sign-in names no member or the wrong password (one answer for both)" },
+  passkey_not_accepted: { status: 401, title: "Passkey not accepted", when: "a passkey sign-in names an unknown or removed passkey or a removed member, answers a used or expired challenge, comes from another origin, or its signature or counter fails (one answer for all)" },
   missing_session: { status: 401, title: "Sign-in required", when: "no session cookie, on an operation that takes a dashboard session (POST /api/v1/session signs in)" },
   invalid_session: { status: 401, title: "Session ended", when: "the session cookie is unknown, signed out, expired, or its member was removed" },
   // 403: valid credentials, not allowed.
@@ -69,6 +71,7 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, title: "Method not allowed", when: "the path does not take this method; see `Allow`" },
   // 409: the state of the resource does not allow it.
   conflict: { status: 409, title: "Conflict", when: "a service refused a change that clashes with what exists" },
+  passkey_exists: { status: 409, title: "Passkey registered already", when: "the authenticator's credential is registered already (by this or another member)" },
   email_taken: { status: 409, title: "Email address already in use", when: "another subscriber has this address; `existing_id` names it" },
   subscriber_suppressed: { status: 409, title: "Email address suppressed after an erasure", when: "the address was erased at its owner's request; create it with `resubscribe` only if the person opted in again" },
   tag_name_taken: { status: 409, title: "Tag name already in use", when: "another tag has this name; `existing_id` names it" },

@@ -35,6 +35,10 @@ export const ROLE_RULES: Readonly<Record<string, Role>> = {
   // A member's own session.
   deleteSession: "viewer",
   deleteAllSessions: "viewer",
+  // A member's own passkeys.
+  createPasskeyRegistrationOptions: "viewer",
+  createPasskey: "viewer",
+  deletePasskey: "viewer",
   // The developer's part.
   createTemplate: "developer",
   updateTemplate: "developer",

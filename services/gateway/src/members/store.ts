@@ -120,6 +120,8 @@ export class MemberStore {
   private readonly sessions: Collection<SessionDoc>;
   private readonly invitations: Collection<InvitationDoc>;
   private readonly resets: Collection<ResetDoc>;
+  /** The members' passkeys (passkeys.ts), removed with their member. */
+  private readonly passkeys: Collection<Doc & { member_id: string }>;
 
   constructor(
     store: DocumentStore,
@@ -129,6 +131,7 @@ export class MemberStore {
     this.sessions = store.collection<SessionDoc>("sessions");
     this.invitations = store.collection<InvitationDoc>("invitations");
     this.resets = store.collection<ResetDoc>("password_resets");
+    this.passkeys = store.collection<Doc & { member_id: string }>("passkeys");
   }
 
   async ensureIndexes(): Promise<void> {
@@ -210,13 +213,15 @@ export class MemberStore {
     return doc ? toMember(doc) : undefined;
   }
 
-  /** Removes a member and every session of theirs. */
+  /** Removes a member, every session and every passkey of theirs. */
   async removeMember(accountId: string, id: string): Promise<boolean> {
     if (!isId("mem", id)) return false;
     const removed = await this.members.deleteOne({ _id: id, account_id: accountId });
     // Sessions after the member: should this stop between the two, the
     // sessions left name no member and are refused (sessionByToken).
     await this.sessions.deleteMany({ member_id: id });
+    // Passkeys left by a stop here name no member: a passkey sign-in checks its member.
+    await this.passkeys.deleteMany({ member_id: id });
     return removed;
   }
 

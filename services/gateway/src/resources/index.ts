@@ -3,6 +3,7 @@ import { apiKeysResource } from "./api-keys/index.js";
 import { membersResource } from "./members/index.js";
 import { overviewResource } from "./overview/index.js";
 import { sessionResource } from "./session/index.js";
+import { passkeysResource } from "./passkeys/index.js";
 import { campaignsResource } from "./campaigns/index.js";
 import { customDomainResource } from "./custom-domain/index.js";
 import { senderDomainsResource } from "./domains/index.js";
@@ -46,6 +47,7 @@ export const RESOURCES: readonly Resource[] = [
   providersResource,
   unsubscribeResource,
   sessionResource,
+  passkeysResource,
   membersResource,
   overviewResource,
   apiKeysResource,

@@ -11,6 +11,7 @@ import type { RouteKit } from "../routes/define.js";
 import type { SessionCookie } from "../http/auth.js";
 import type { AuthFailureGuard } from "../http/rate-limit.js";
 import type { MemberStore } from "../members/store.js";
+import type { PasskeyStore } from "../members/passkeys.js";
 import type { MemberMailer } from "../members/mail.js";
 import type { AuditLog } from "../members/audit.js";
 import type { Logger } from "@emailsvc/telemetry";
@@ -44,6 +45,8 @@ export interface ResourceContext {
   authenticator: ApiKeyAuthenticator;
   /** Members, their sessions, invitations and password resets. */
   members: MemberStore;
+  /** Members' passkeys and their ceremonies' challenges. */
+  passkeys: PasskeyStore;
   /** The accounts' audit logs. */
   audit: AuditLog;
   /** Sessions by cookie (cached 2 s; forget a member's on a change). */

@@ -52,7 +52,7 @@ export const PasswordResetComplete = {
 } as const;
 export type PasswordResetCompleteBody = FromSchema<typeof PasswordResetComplete>;
 
-const SET_COOKIE = {
+export const SET_COOKIE = {
   "Set-Cookie": {
     required: true,
     description: "The session cookie (`emailsvc_session`, or `__Host-emailsvc_session` over https): HttpOnly, SameSite=Strict, Path=/, Secure over https.",
