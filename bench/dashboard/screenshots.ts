@@ -50,7 +50,7 @@ async function main(): Promise<void> {
         await page.goto(`${platform.url}/dashboard/sign-in`);
         await page.getByLabel("Email address").fill(member.email);
         await page.getByLabel("Password").fill(member.password);
-        await page.getByRole("button", { name: "Sign in" }).click();
+        await page.getByRole("button", { name: "Sign in", exact: true }).click();
         await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
         for (const shot of shots(member)) {
           await page.goto(`${platform.url}/dashboard${shot.path}`);
