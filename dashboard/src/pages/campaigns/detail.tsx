@@ -2,8 +2,8 @@ import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ok } from "../../api/client";
 import { formatDateTime, formatNumber, t } from "../../i18n";
-import { Button, ConfirmDialog, FormProblem, Loadable, notify, Page, Section, TableWrap, useLoad, usePoll, useSubmit } from "../../kit";
-import { EmailStatusBadge } from "../emails/status";
+import { Button, ConfirmDialog, FormProblem, Loadable, notify, Page, Section, useLoad, usePoll, useSubmit } from "../../kit";
+import { EmailTable } from "../emails/table";
 import { href, navigate } from "../../router";
 import type { PageProps } from "../../routes";
 import { useCanWrite } from "../../session";
@@ -217,30 +217,7 @@ function FailedEmails(props: { campaign: Campaign }) {
     <Loadable handle={handle} isEmpty={(d) => d.items.length === 0}>
       {(data) => (
         <>
-          <TableWrap label={t("campaigns.failedEmails")}>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">{t("emails.to")}</th>
-                  <th scope="col">{t("emails.statusLabel")}</th>
-                  <th scope="col">{t("emails.reason")}</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.items.map((e) => (
-                  <tr key={e.id}>
-                    <td>
-                      <a href={href(`/emails/${e.id}`)}>{e.to ?? t("emails.erased")}</a>
-                    </td>
-                    <td>
-                      <EmailStatusBadge status={e.status} />
-                    </td>
-                    <td>{e.error ? <code class="reason">{e.error}</code> : "–"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <EmailTable label={t("campaigns.failedEmails")} emails={data.items} columns={["to", "status", "reason"]} />
           {data.more ? (
             <p>
               <a href={href("/emails", { campaign_id: id, status: "failed" })}>{t("campaigns.allFailures")}</a>

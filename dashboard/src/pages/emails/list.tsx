@@ -1,8 +1,9 @@
 import { api, ok } from "../../api/client";
-import { formatDateTime, t } from "../../i18n";
-import { Field, Loadable, LoadMore, Page, TableWrap, usePaged } from "../../kit";
+import { t } from "../../i18n";
+import { Field, Loadable, LoadMore, Page, usePaged } from "../../kit";
 import { href, setQuery, useLocation } from "../../router";
-import { EMAIL_STATUSES, EmailStatusBadge, type EmailStatus } from "./status";
+import { EMAIL_STATUSES, type EmailStatus } from "./status";
+import { EmailTable } from "./table";
 
 export default function Emails() {
   const loc = useLocation();
@@ -38,36 +39,7 @@ export default function Emails() {
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={status ? t("emails.emptyStatus") : t("emails.empty")}>
         {(data) => (
           <>
-            <TableWrap label={t("emails.title")}>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">{t("emails.queuedAt")}</th>
-                    <th scope="col">{t("emails.to")}</th>
-                    <th scope="col">{t("emails.template")}</th>
-                    <th scope="col">{t("emails.statusLabel")}</th>
-                    <th scope="col">{t("emails.reason")}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.items.map((e) => (
-                    <tr key={e.id}>
-                      <td>
-                        <a href={href(`/emails/${e.id}`)}>{formatDateTime(e.queued_at)}</a>
-                      </td>
-                      <td>{e.to ?? <em>{t("emails.erased")}</em>}</td>
-                      <td>
-                        <code>{e.template_slug}</code>
-                      </td>
-                      <td>
-                        <EmailStatusBadge status={e.status} />
-                      </td>
-                      <td>{e.error ? <code class="reason">{e.error}</code> : "–"}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <EmailTable label={t("emails.title")} emails={data.items} columns={["queued", "to", "template", "status", "reason"]} />
             <LoadMore next={data.next} more={more} onClick={loadMore} />
           </>
         )}

@@ -5,7 +5,7 @@ import { Button, ConfirmDialog, Field, FormProblem, LoadMore, Loadable, Page, Se
 import type { PageProps } from "../../routes";
 import { href } from "../../router";
 import { useCanWrite } from "../../session";
-import { EmailStatusBadge } from "../emails/status";
+import { EmailTable } from "../emails/table";
 import { MetadataEditor, SUBSCRIBER_LOCALES, StatusBadge, metadataRows, metadataValue, tagList, type MetadataRow, type Subscriber } from "./shared";
 
 export default function SubscriberPage(props: PageProps) {
@@ -46,34 +46,7 @@ function Emails(props: { id: string }) {
       <Loadable handle={handle} isEmpty={(d) => d.items.length === 0} empty={t("subscribers.emailsEmpty")}>
         {(data) => (
           <>
-            <TableWrap label={t("subscribers.emailsTable")}>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">{t("emails.queuedAt")}</th>
-                    <th scope="col">{t("emails.template")}</th>
-                    <th scope="col">{t("emails.statusLabel")}</th>
-                    <th scope="col">{t("emails.reason")}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.items.map((e) => (
-                    <tr key={e.id}>
-                      <td>
-                        <a href={href(`/emails/${e.id}`)}>{formatDateTime(e.queued_at)}</a>
-                      </td>
-                      <td>
-                        <code>{e.template_slug}</code>
-                      </td>
-                      <td>
-                        <EmailStatusBadge status={e.status} />
-                      </td>
-                      <td>{e.error ? <code class="reason">{e.error}</code> : "–"}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <EmailTable label={t("subscribers.emailsTable")} emails={data.items} columns={["queued", "template", "status", "reason"]} />
             <LoadMore next={data.next} more={more} onClick={loadMore} />
           </>
         )}
