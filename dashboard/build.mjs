@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { brotliCompressSync, gzipSync, constants as zlib } from "node:zlib";
 import * as esbuild from "esbuild";
 
 const root = dirname(fileURLToPath(import.meta.url));
@@ -84,6 +85,12 @@ function writeIndex(metafile) {
   const files = outputs.map(([path]) => relative(dist, join(root, path))).sort();
   const version = createHash("sha256").update(files.join("\n")).digest("hex").slice(0, 12);
   writeFileSync(join(dist, "build.json"), JSON.stringify({ version, files }, null, 2) + "\n");
+  // Compressed once here, not at each gateway start: <file>.br and <file>.gz beside every file it serves.
+  for (const name of ["index.html", "favicon.svg", ...files]) {
+    const body = readFileSync(join(dist, name));
+    writeFileSync(join(dist, `${name}.br`), brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }));
+    writeFileSync(join(dist, `${name}.gz`), gzipSync(body, { level: 9 }));
+  }
 }
 
 if (watch) {

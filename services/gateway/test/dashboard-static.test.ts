@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DASHBOARD_CSP, dashboardDistDir } from "../src/dashboard/static";
@@ -16,6 +17,12 @@ function fakeBuild(): string {
   writeFileSync(join(dir, "favicon.svg"), "<svg xmlns='http://www.w3.org/2000/svg'/>");
   writeFileSync(join(dir, "assets", "app-ABC.js"), "console.log('dashboard');".repeat(50));
   writeFileSync(join(dir, "build.json"), JSON.stringify({ version: "x", files: ["assets/app-ABC.js"] }));
+  // The compressed forms dashboard/build.mjs writes beside each file.
+  for (const name of ["index.html", "favicon.svg", "assets/app-ABC.js"]) {
+    const body = readFileSync(join(dir, name));
+    writeFileSync(join(dir, `${name}.br`), brotliCompressSync(body));
+    writeFileSync(join(dir, `${name}.gz`), gzipSync(body));
+  }
   return dir;
 }
 

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { brotliCompressSync, gzipSync, constants as zlib } from "node:zlib";
 import type { Middleware } from "koa";
 import type { Logger } from "@emailsvc/telemetry";
 import type { GatewayState } from "../http/state.js";
@@ -9,7 +8,9 @@ import type { GatewayState } from "../http/state.js";
 // The dashboard (dashboard/, built to static files) on the API's origin, so
 // that its calls to /api/v1 are same-origin and its session cookie is never
 // sent anywhere else. The files are read into memory once at start (some
-// tens of KiB), compressed once (Brotli and gzip), and served with:
+// hundreds of KiB), with the Brotli and gzip forms the build wrote beside
+// each (dashboard/build.mjs: compressed there, not at every start), and
+// served with:
 // - a strict CSP: scripts from this origin only (no inline script, no
 //   eval), nothing from any other origin except the images of a mail's
 //   preview; inline styles are allowed because a mail's preview (a sandboxed
@@ -80,8 +81,8 @@ function load(dir: string): Map<string, StaticFile> {
     files.set(name, {
       type: TYPES[ext] ?? "application/octet-stream",
       body,
-      br: brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }),
-      gzip: gzipSync(body, { level: 9 }),
+      br: readFileSync(join(dir, `${name}.br`)),
+      gzip: readFileSync(join(dir, `${name}.gz`)),
       etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`,
       immutable: name.startsWith("assets/"),
     });
