@@ -106,7 +106,7 @@ export async function ok<T>(pending: Promise<Answer<T>>): Promise<T> {
   throw toProblem(answer.response, answer.error);
 }
 
-export function toProblem(response: Response, body: unknown): ApiProblem {
+function toProblem(response: Response, body: unknown): ApiProblem {
   const problem = (typeof body === "object" && body !== null ? body : {}) as { code?: unknown; detail?: unknown; title?: unknown; errors?: unknown };
   const errors = Array.isArray(problem.errors)
     ? problem.errors.filter((e): e is FieldProblem => typeof e === "object" && e !== null && typeof (e as FieldProblem).field === "string")

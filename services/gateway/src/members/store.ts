@@ -231,12 +231,7 @@ export class MemberStore {
   async createSession(member: Member, client: { ip: string; userAgent: string }): Promise<{ session: Session; token: string }> {
     const token = newSecret();
     const now = this.now();
-    // The member's ended sessions go at their next sign-in (no TTL index: FerretDB has none), so
-    // that a member's sessions stay few.
-    await this.sessions.deleteMany({
-      member_id: member.id,
-      $or: [{ expires_at: { $lte: now.toISOString() } }, { last_seen_at: { $lte: new Date(now.getTime() - SESSION_IDLE_MS).toISOString() } }],
-    });
+    // Ended sessions are deleted by the members' sweep (sweep.ts; no TTL index: FerretDB has none).
     const doc: SessionDoc = {
       _id: newId("ses"),
       hash: sha256Hex(token),
