@@ -11,6 +11,7 @@
 // The subscribers are written straight into the subscribers service's store
 // while the platform is stopped (setup, not measured: through the API it
 // would take minutes); everything measured goes through the services.
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,7 +19,7 @@ import { newId } from "@emailsvc/ids";
 import { openStore } from "@emailsvc/storage";
 import { ensureKafka, KAFKA_VERSION, SmtpSink, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
-import { LISTMONK_VERSION } from "../support/listmonk.js";
+import { listmonkFromSource, prepareListmonk, type ListmonkBuild } from "../support/listmonk.js";
 import { api, oneProcess, processPerService, REPO as repo, startPlatform as startPlatformWith, type Running } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { runListmonkCampaign } from "./listmonk.js";
@@ -26,6 +27,8 @@ import { runListmonkCampaign } from "./listmonk.js";
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
 /** Recipients of the side-by-side run through SMTP (ours and listmonk's). */
 const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
+/** Connections our SMTP provider keeps to the server (`SMTP_URL`'s `?pool=`). */
+const SMTP_POOL = Number(process.env.CAMPAIGN_BENCH_SMTP_POOL ?? 20);
 
 export const NEWSLETTER = `<mjml><mj-body>
   <mj-section><mj-column>
@@ -59,6 +62,8 @@ export interface CampaignRow {
    * Unset for listmonk (its PostgreSQL is a process of its own, not counted).
    */
   cpu_s?: number;
+  /** Each process's peak RSS (MB) and CPU seconds over the run, by name (`platform`, a service, `listmonk`, `postgresql`). */
+  per_process?: Record<string, { peak_rss_mb: number; cpu_s: number }>;
 }
 
 /**
@@ -148,6 +153,7 @@ export async function runCampaign(
       tag_filter: { include_tags: ["everyone"] },
     });
     const cpu0 = platform.cpuSeconds();
+    const cpuAtSend = Object.fromEntries(Object.entries(platform.perProcess()).map(([name, p]) => [name, p.cpu_s]));
     const t0 = performance.now();
     const sent = await api(platform.url, audience.key, "POST", `/api/v1/campaigns/${created.body.id}/send`);
     const snapshot = (performance.now() - t0) / 1000;
@@ -165,6 +171,7 @@ export async function runCampaign(
     const seconds = (performance.now() - t0) / 1000;
     const cpu = platform.cpuSeconds() - cpu0;
     const peak = platform.peakRssMb();
+    const perProcess = platform.perProcess();
     if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
     await platform.stop();
     const { lost, duplicates } = await verify();
@@ -178,6 +185,7 @@ export async function runCampaign(
       duplicates,
       peak_rss_mb: peak,
       cpu_s: round(cpu),
+      per_process: Object.fromEntries(Object.entries(perProcess).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (cpuAtSend[name] ?? 0)) }])),
     };
   } finally {
     await platform.stop();
@@ -242,8 +250,8 @@ async function main(): Promise<void> {
     }
   }
 
-  // Side by side through one real SMTP server: ours (embedded store,
-  // in-process bus, EMAIL_PROVIDER=smtp, a live key) and listmonk.
+  // Side by side through one real SMTP server: ours (a live key,
+  // EMAIL_PROVIDER=smtp) and listmonk, the same message to the same addresses.
   const side: CampaignRow[] = [];
   if (process.env.CAMPAIGN_BENCH_LISTMONK !== "off") {
     console.log(`side by side through SMTP: ${SMTP_N} subscribers`);
@@ -254,65 +262,159 @@ async function main(): Promise<void> {
       for (let i = 0; i < n; i++) if (!sink.recipientCounts.has(address(i))) lost++;
       return { lost, duplicates: [...sink.recipientCounts.values()].filter((c) => c > 1).length };
     };
-    try {
-      const smtpEnv = { EMAIL_PROVIDER: "smtp", SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=20`, DELIVERY_CONCURRENCY: "32" };
-      const ours = await prepareAudience(SMTP_N, "live", smtpEnv);
-      side.push(await runCampaign("emailsvc (embedded), SMTP", ours, smtpEnv, async () => tally(SMTP_N, ours.addresses)));
-      console.log(side.at(-1));
-      rmSync(ours.dataDir, { recursive: true, force: true });
+    const smtpRun = async (name: string, env: Record<string, string>, launch?: (dataDir: string, env: Record<string, string>) => Promise<Running>) => {
       sink.recipientCounts.clear();
-      const before = sink.acceptedCount;
-      const lm = await runListmonkCampaign({
-        subscribers: SMTP_N,
-        addresses: ours.addresses,
-        smtpPort: sink.port,
-        subject: SUBJECT,
-        html: NEWSLETTER_HTML,
-        delivered: () => sink.acceptedCount - before,
-      });
-      const { lost, duplicates } = tally(SMTP_N, ours.addresses);
-      side.push({
-        run: `listmonk ${lm.version} (PostgreSQL), SMTP`,
-        recipients: SMTP_N,
-        seconds: round(lm.seconds),
-        recipients_per_s: Math.round(lm.sent / lm.seconds),
-        snapshot_s: 0,
-        lost,
-        duplicates,
-        peak_rss_mb: lm.peakRssMb,
-      });
-      console.log(side.at(-1));
+      const audience = await prepareAudience(SMTP_N, "live", env);
+      try {
+        side.push(await runCampaign(name, audience, env, async () => tally(SMTP_N, audience.addresses), launch));
+        console.log(side.at(-1));
+        return audience;
+      } finally {
+        rmSync(audience.dataDir, { recursive: true, force: true });
+      }
+    };
+    try {
+      const smtpEnv = { EMAIL_PROVIDER: "smtp", SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` };
+      const ours = await smtpRun("emailsvc (embedded), SMTP", smtpEnv);
+      if (process.env.CAMPAIGN_BENCH_DKIM !== "off") {
+        // Signed as a platform signs its own From: one RSA-2048 signature per message (DKIM_PLATFORM_*).
+        const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+        await smtpRun("emailsvc (embedded), SMTP, DKIM-signed (RSA 2048)", {
+          ...smtpEnv,
+          DKIM_PLATFORM_SELECTOR: "bench",
+          DKIM_PLATFORM_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+        });
+      }
+      for (const extra of extraSmtpRuns) {
+        const rows = await extra({ sink, n: SMTP_N, prepare: (env) => prepareAudience(SMTP_N, "live", env), run: runCampaign, tally });
+        side.push(...rows);
+      }
+
+      // The message as our template renders it, with listmonk's variable where the name goes.
+      const message = await renderedForListmonk();
+      for (const build of await listmonkBuilds()) {
+        sink.recipientCounts.clear();
+        const before = sink.acceptedCount;
+        const lm = await runListmonkCampaign({
+          build,
+          subscribers: SMTP_N,
+          addresses: ours.addresses,
+          smtpPort: sink.port,
+          ...message,
+          delivered: () => sink.acceptedCount - before,
+        });
+        const { lost, duplicates } = tally(SMTP_N, ours.addresses);
+        side.push({
+          run: `listmonk ${lm.version} (PostgreSQL), SMTP`,
+          recipients: SMTP_N,
+          // Its rate from its first message on: the wait for its 5-second scan left out (ours counts from the send request).
+          seconds: round(lm.sendingSeconds),
+          recipients_per_s: Math.round(lm.sent / lm.sendingSeconds),
+          snapshot_s: 0,
+          lost,
+          duplicates,
+          peak_rss_mb: lm.peakRssMb,
+          cpu_s: round(lm.cpuSeconds),
+          per_process: { listmonk: { peak_rss_mb: lm.peakRssMb, cpu_s: round(lm.cpuSeconds) }, postgresql: { peak_rss_mb: 0, cpu_s: round(lm.postgresCpuSeconds) } },
+        });
+        console.log(side.at(-1));
+      }
     } finally {
       await sink.close();
     }
   }
 
-  const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, listmonk: LISTMONK_VERSION, rows: side }, at: new Date().toISOString() };
+  const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, pool: SMTP_POOL, rows: side }, extra: extraResults, at: new Date().toISOString() };
   const dir = join(repo, "bench", "results");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
+  const anchor = side.find((r) => /^listmonk v6/.test(r.run)) ?? side.find((r) => r.run.startsWith("listmonk"));
+  const processes = (r: CampaignRow) =>
+    r.per_process ? Object.entries(r.per_process).map(([name, p]) => `${name} ${p.peak_rss_mb ? `${p.peak_rss_mb} MB, ` : ""}${p.cpu_s} s`).join("; ") : "—";
   const table = [
     `Run of ${results.at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} subscribers.`,
     "",
-    "| run | recipients | s | recipients/s | CPU s | snapshot s | lost | duplicates | peak RSS MB (all processes) |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.cpu_s ?? "—"} | ${r.snapshot_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
-    ...(side.length === 2
+    "To the sandbox (test-mode key):",
+    "",
+    "| run | recipients | s | recipients/s | CPU s | snapshot s | lost | duplicates | peak RSS MB (largest process) | per process: peak RSS, CPU s |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ...rows.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.cpu_s ?? "—"} | ${r.snapshot_s} | ${r.lost} | ${r.duplicates} | ${largest(r)} | ${processes(r)} |`),
+    ...(side.length > 0
       ? [
           "",
-          `Side by side through one SMTP server (${SMTP_N.toLocaleString("en")} subscribers, the same template; ratio = emailsvc recipients/s ÷ listmonk's):`,
+          `Through one SMTP server (the testing kit's SmtpSink, counting; ${SMTP_N.toLocaleString("en")} subscribers, the same message; ours with \`?pool=${SMTP_POOL}\`, timed from the send request; listmonk's from its first message at the server, leaving out its wait of up to 5 s for its next scan; ratio = recipients/s ÷ ${anchor ? anchor.run.replace(/ \(.*$/, "") : "listmonk"}'s):`,
           "",
-          "| run | recipients | s | recipients/s | lost | duplicates | peak RSS MB |",
-          "|---|---:|---:|---:|---:|---:|---:|",
-          ...side.map((r) => `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${r.lost} | ${r.duplicates} | ${r.peak_rss_mb} |`),
-          "",
-          `Ratio: ${(side[0]!.recipients_per_s / side[1]!.recipients_per_s).toFixed(2)}.`,
+          "| run | recipients | s | recipients/s | ratio | CPU s | lost | duplicates | peak RSS MB (largest process) | per process: peak RSS, CPU s |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+          ...side.map(
+            (r) =>
+              `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${anchor ? (r.recipients_per_s / anchor.recipients_per_s).toFixed(2) : "—"} | ${r.cpu_s ?? "—"} | ${r.lost} | ${r.duplicates} | ${largest(r)} | ${processes(r)} |`,
+          ),
         ]
       : []),
+    ...extraTables,
   ].join("\n");
   writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
   console.log(table);
 }
+
+/** The largest process's peak RSS (one process embedded; per service otherwise). */
+function largest(r: CampaignRow): number {
+  return r.per_process ? Math.max(...Object.values(r.per_process).map((p) => p.peak_rss_mb)) : r.peak_rss_mb;
+}
+
+/**
+ * The listmonk builds to run: the one of LISTMONK_SRC (a clone of
+ * github.com/knadh/listmonk) at LISTMONK_REF (default v6.2.0) when set, then
+ * v1.1.0 from the Go module proxy (the only version it serves), unless
+ * CAMPAIGN_BENCH_LISTMONK_V1=off.
+ */
+async function listmonkBuilds(): Promise<ListmonkBuild[]> {
+  const builds: ListmonkBuild[] = [];
+  if (process.env.LISTMONK_SRC) builds.push(await listmonkFromSource(process.env.LISTMONK_SRC, process.env.LISTMONK_REF || "v6.2.0"));
+  else console.log("LISTMONK_SRC is not set: no current listmonk to compare (a clone of github.com/knadh/listmonk; LISTMONK_REF picks the tag, default v6.2.0)");
+  if (process.env.CAMPAIGN_BENCH_LISTMONK_V1 !== "off") builds.push(await prepareListmonk());
+  return builds;
+}
+
+/**
+ * Our newsletter as our renderer makes it (the template preview), with the
+ * recipient's name left as `{{metadata.name}}` for listmonk's variable to
+ * take its place: listmonk sends the same HTML, text and subject.
+ */
+async function renderedForListmonk(): Promise<{ subject: string; html: string; text: string }> {
+  const marker = "{{metadata.name}}";
+  const dataDir = mkdtempSync(join(tmpdir(), "bench-campaign-preview-"));
+  const platform = await startPlatform(dataDir, {});
+  try {
+    const account = await api(platform.url, "", "POST", "/admin/v1/accounts", { name: "Preview" }, true);
+    const key = (await api(platform.url, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode: "test" }, true)).body.key as string;
+    const template = await api(platform.url, key, "POST", "/api/v1/templates", { name: "Newsletter", subject: SUBJECT, category: "marketing", mjml_content: NEWSLETTER });
+    const preview = await api(platform.url, key, "POST", `/api/v1/templates/${template.body.id}/preview`, { variables: { metadata: { name: marker } } });
+    if (preview.status !== 200 || !String(preview.body.html).includes(marker)) throw new Error(`preview: ${preview.status} ${JSON.stringify(preview.body).slice(0, 300)}`);
+    return { subject: preview.body.subject, html: preview.body.html, text: preview.body.text };
+  } finally {
+    await platform.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * More runs through the same SMTP server, from other parts of the benchmark
+ * (e.g. one process per service on MongoDB with Kafka): each gets the sink,
+ * the count, and the setup and run functions above, and returns its rows.
+ */
+export type ExtraSmtpRun = (context: {
+  sink: SmtpSink;
+  n: number;
+  prepare: (env: Record<string, string>) => Promise<Audience>;
+  run: typeof runCampaign;
+  tally: (n: number, address: (i: number) => string) => { lost: number; duplicates: number };
+}) => Promise<CampaignRow[]>;
+const extraSmtpRuns: ExtraSmtpRun[] = [];
+/** Further tables (markdown lines) and their results, e.g. the wire's connection curve. */
+const extraTables: string[] = [];
+const extraResults: Record<string, unknown> = {};
 
 if (require.main === module) {
   main().catch((err) => {

@@ -1,9 +1,8 @@
 import { request as httpRequest } from "node:http";
-import { startKubeCluster, type KubeCluster } from "@emailsvc/testing";
+import { startKubeCluster, type KubeCluster, startTestDnsServer, type TestDnsServer } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { runCli } from "../../services/gateway/src/cli";
 import { objectNames } from "../../services/portal/src/kube/routing";
-import { startTestDnsServer, type TestDnsServer } from "./support/dns-server";
 import { ADMIN_TOKEN, eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // Custom portal domains end to end, through the gateway's REST API, on the

@@ -1,9 +1,8 @@
-import { expectFitsViewport, expectNoAxeViolations, launchChromium, tabUntilFocused } from "@emailsvc/testing";
+import { expectFitsViewport, expectNoAxeViolations, launchChromium, tabUntilFocused, startTestDnsServer, type TestDnsServer } from "@emailsvc/testing";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { Receiver } from "../../services/webhooks/test/receiver";
 import { browserSignIn, createMember, sessionCall, signIn, type DashboardSession, type MemberCredentials } from "./support/dashboard-session";
-import { startTestDnsServer, type TestDnsServer } from "./support/dns-server";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // The dashboard's deliverability pages in headless Chromium, clicked through

@@ -1,9 +1,8 @@
-import { expectFitsViewport, expectNoAxeViolations, launchChromium, startKubeCluster, tabUntilFocused, type KubeCluster } from "@emailsvc/testing";
+import { expectFitsViewport, expectNoAxeViolations, launchChromium, startKubeCluster, tabUntilFocused, type KubeCluster, startTestDnsServer, type TestDnsServer } from "@emailsvc/testing";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { objectNames } from "../../services/portal/src/kube/routing";
 import { browserSignIn, createMember, sessionCall, type DashboardSession } from "./support/dashboard-session";
-import { startTestDnsServer, type TestDnsServer } from "./support/dns-server";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 
 // The dashboard's settings pages in headless Chromium, as a new customer

@@ -1,7 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
-import { SmtpSink } from "@emailsvc/testing";
+import { SmtpSink, startTestDnsServer, type TestDnsServer } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { startTestDnsServer, type TestDnsServer } from "./support/dns-server";
 import { eventually, storedDocs, startTestPlatform, type TestPlatform } from "./support/platform-client";
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { dkimVerify } = require("mailauth/lib/dkim/verify") as {

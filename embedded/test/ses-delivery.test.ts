@@ -1,8 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
-import { startSesEmulator, type SesEmulator, type SesSentMessage } from "@emailsvc/testing";
+import { startSesEmulator, type SesEmulator, type SesSentMessage, startTestDnsServer, type TestDnsServer } from "@emailsvc/testing";
 import { simpleParser } from "mailparser";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { startTestDnsServer, type TestDnsServer } from "./support/dns-server";
 import { eventually, startTestPlatform, type TestPlatform } from "./support/platform-client";
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { dkimVerify } = require("mailauth/lib/dkim/verify") as {

@@ -4,6 +4,7 @@ export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type Mon
 export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
 export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js";
 export { freePort } from "./ports.js";
+export { startTestDnsServer, type TestDnsServer } from "./dns-server.js";
 export {
   CERT_MANAGER_VERSION,
   KUBE_VERSION,

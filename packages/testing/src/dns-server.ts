@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from "node:dgram";
 
-// A tiny authoritative DNS server over UDP for tests: it answers CNAME and
+// A tiny authoritative DNS server over UDP for tests and benchmarks: it answers CNAME and
 // TXT questions from maps the test changes, and NXDOMAIN for any other name.
 // The services' production resolvers (node:dns, CUSTOM_DOMAIN_DNS_SERVERS,
 // SENDER_DOMAIN_DNS_SERVERS) ask it, so the lookup path under test is the real one.
