@@ -29,7 +29,11 @@ export function subscribeWebhookEvents(
 ): Promise<Subscription> {
   const record = async (events: WebhookEvent[]): Promise<void> => {
     const byTenant = new Map<string, WebhookEvent[]>();
-    for (const event of events) byTenant.set(event.tenant, [...(byTenant.get(event.tenant) ?? []), event]);
+    for (const event of events) {
+      const list = byTenant.get(event.tenant);
+      if (list) list.push(event);
+      else byTenant.set(event.tenant, [event]);
+    }
     let recorded = 0;
     for (const [tenant, list] of byTenant) recorded += await recordDeliveries(options, options.tenants.forTenant(tenant), list);
     if (recorded > 0) options.recorded();
