@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/ids";
-import { openStore } from "@emailsvc/storage";
+import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { ensureKafka, KAFKA_VERSION, SmtpSink, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { LISTMONK_VERSION } from "../support/listmonk.js";
@@ -59,6 +59,10 @@ export interface CampaignRow {
    * Unset for listmonk (its PostgreSQL is a process of its own, not counted).
    */
   cpu_s?: number;
+  /** Each process's peak RSS and CPU seconds from the send until the last hand-off, by name (per-service runs). */
+  processes?: Record<string, { peak_rss_mb: number; cpu_s: number }>;
+  /** CPU seconds of the servers beside the platform (the Kafka broker, FerretDB, PostgreSQL) over the same span. */
+  servers_cpu_s?: Record<string, number>;
 }
 
 /**
@@ -83,14 +87,24 @@ export interface Audience {
   addresses: (i: number) => string;
 }
 
+/** Where a benchmark's platform keeps its data: a service's store (default: the embedded one under DATA_DIR). */
+export type OpenServiceStore = (dataDir: string, service: string) => Promise<DocumentStore>;
+const embeddedStore: OpenServiceStore = (dataDir, service) => openStore({ dataDir, dbName: service });
+
 /**
  * A data directory with an account (a `mode` key), the newsletter template,
  * the tag `everyone`, and `n` active subscribers holding it, written straight
- * into the subscribers service's store.
+ * into the subscribers service's store. `launch` starts the platform for that
+ * setup (default `npm start`), `store` opens a service's store.
  */
-export async function prepareAudience(n: number, mode: "test" | "live", env: Record<string, string> = {}): Promise<Audience> {
+export async function prepareAudience(
+  n: number,
+  mode: "test" | "live",
+  env: Record<string, string> = {},
+  place: { launch?: (dataDir: string, env: Record<string, string>) => Promise<{ url: string; stop(): Promise<void> }>; store?: OpenServiceStore } = {},
+): Promise<Audience> {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-campaign-"));
-  const first = await startPlatform(dataDir, env);
+  const first = place.launch ? await place.launch(dataDir, { ...UNLIMITED, ...env }) : await startPlatform(dataDir, env);
   const account = await api(first.url, "", "POST", "/admin/v1/accounts", { name: "Bench" }, true);
   const key = (await api(first.url, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode }, true)).body.key as string;
   const tag = await api(first.url, key, "POST", "/api/v1/tags", { name: "everyone" });
@@ -99,7 +113,7 @@ export async function prepareAudience(n: number, mode: "test" | "live", env: Rec
   await first.stop();
 
   const addresses = (i: number) => `r${i}@bench.example`;
-  const store = await openStore({ dataDir, dbName: "subscribers" });
+  const store = await (place.store ?? embeddedStore)(dataDir, "subscribers");
   const subscribers = store.collection("subscribers");
   const tenant = `${account.body.id}:${mode}`;
   const now = Date.now();
@@ -139,6 +153,7 @@ export async function runCampaign(
   env: Record<string, string>,
   verify: () => Promise<{ lost: number; duplicates: number }>,
   launch: (dataDir: string, env: Record<string, string>) => Promise<Running> = oneProcess,
+  servers: Record<string, () => number> = {},
 ): Promise<CampaignRow> {
   const platform = await launch(audience.dataDir, { ...UNLIMITED, ...env });
   try {
@@ -148,6 +163,8 @@ export async function runCampaign(
       tag_filter: { include_tags: ["everyone"] },
     });
     const cpu0 = platform.cpuSeconds();
+    const processes0 = platform.perProcess();
+    const servers0 = Object.fromEntries(Object.entries(servers).map(([name, cpu]) => [name, cpu()]));
     const t0 = performance.now();
     const sent = await api(platform.url, audience.key, "POST", `/api/v1/campaigns/${created.body.id}/send`);
     const snapshot = (performance.now() - t0) / 1000;
@@ -165,6 +182,10 @@ export async function runCampaign(
     const seconds = (performance.now() - t0) / 1000;
     const cpu = platform.cpuSeconds() - cpu0;
     const peak = platform.peakRssMb();
+    const processes = Object.fromEntries(
+      Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (processes0[name]?.cpu_s ?? 0)) }]),
+    );
+    const serversCpu = Object.fromEntries(Object.entries(servers).map(([name, cpu]) => [name, round(cpu() - servers0[name]!)]));
     if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
     await platform.stop();
     const { lost, duplicates } = await verify();
@@ -178,6 +199,8 @@ export async function runCampaign(
       duplicates,
       peak_rss_mb: peak,
       cpu_s: round(cpu),
+      ...(Object.keys(processes).length > 1 ? { processes } : {}),
+      ...(Object.keys(serversCpu).length > 0 ? { servers_cpu_s: serversCpu } : {}),
     };
   } finally {
     await platform.stop();
@@ -189,8 +212,8 @@ export async function runCampaign(
  * messages (the newest SANDBOX_MAX_MESSAGES_PER_TENANT of them: a message kept
  * twice would still show beside its email).
  */
-async function sandboxCount(audience: Audience, n: number): Promise<{ lost: number; duplicates: number }> {
-  const store = await openStore({ dataDir: audience.dataDir, dbName: "delivery" });
+export async function sandboxCount(audience: Audience, n: number, open: OpenServiceStore = embeddedStore): Promise<{ lost: number; duplicates: number }> {
+  const store = await open(audience.dataDir, "delivery");
   try {
     const emails = await store.collection("emails").find({ status: "sent" });
     const perRecipient = new Map<string, number>();
@@ -205,7 +228,7 @@ async function sandboxCount(audience: Audience, n: number): Promise<{ lost: numb
   }
 }
 
-function round(x: number): number {
+export function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
@@ -233,7 +256,7 @@ async function main(): Promise<void> {
         // As deployed: one process per service (each its own store), the same Kafka.
         const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
         const apart = await prepareAudience(N, "test", split);
-        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), processPerService));
+        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), (dataDir, env) => processPerService(dataDir, env)));
         console.log(rows.at(-1));
         rmSync(apart.dataDir, { recursive: true, force: true });
       }
