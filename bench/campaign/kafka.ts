@@ -14,7 +14,7 @@ import { openStore } from "@emailsvc/storage";
 import { ensureKafka, ensureMongo, KAFKA_VERSION, type KafkaServer, type MongoServer } from "@emailsvc/testing";
 import { describeMongo, dropDatabases } from "../support/mongo.js";
 import { processPerService, SERVICES, type PerServiceOptions, type ServiceName } from "../support/platform.js";
-import { cpuSeconds, pidListeningOn, postgresPidOfFerretDB, treeCpuSeconds } from "../support/process.js";
+import { serverCpu } from "../support/process.js";
 import { prepareAudience, runCampaign, sandboxCount, type CampaignRow, type OpenServiceStore } from "./run.js";
 
 export type KafkaRun = "embedded" | "mongo" | "replicas";
@@ -22,28 +22,6 @@ export const KAFKA_RUNS: readonly KafkaRun[] = ["embedded", "mongo", "replicas"]
 
 /** Two delivery and two campaigns processes: what a second replica of the busy services adds. */
 export const TWO_REPLICAS: PerServiceOptions["replicas"] = { delivery: 2, campaigns: 2 };
-
-/**
- * CPU-seconds samplers of the servers a run uses, found by the ports they
- * listen on (so also the shared test servers of KAFKA_BROKERS and MONGO_URL):
- * `kafka` (the broker's JVM), `ferretdb` and `postgresql` (the postmaster and
- * its backends). A server not on this machine has none.
- */
-export function serverCpu(kafkaBrokers: string, mongoUrl?: string): Record<string, () => number> {
-  const samplers: Record<string, () => number> = {};
-  const portOf = (address: string) => Number(/:(\d+)/.exec(address)?.[1] ?? 0);
-  const broker = pidListeningOn(portOf(kafkaBrokers.split(",")[0]!));
-  if (broker) samplers.kafka = () => cpuSeconds(broker);
-  if (mongoUrl) {
-    const mongo = pidListeningOn(portOf(mongoUrl.replace(/^mongodb:\/\//, "")));
-    if (mongo) {
-      samplers.ferretdb = () => cpuSeconds(mongo);
-      const postgres = postgresPidOfFerretDB(mongo);
-      if (postgres) samplers.postgresql = () => treeCpuSeconds(postgres);
-    }
-  }
-  return samplers;
-}
 
 /**
  * The per-service campaign runs of `runs` to `n` sandbox recipients, on the

@@ -20,6 +20,7 @@ import { ensureKafka, KAFKA_VERSION, SmtpSink, type PlatformProcess } from "@ema
 import { describeMachine } from "../support/machine.js";
 import { LISTMONK_VERSION } from "../support/listmonk.js";
 import { api, oneProcess, processPerService, REPO as repo, startPlatform as startPlatformWith, type Running } from "../support/platform.js";
+import { serverCpu } from "../support/process.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { runListmonkCampaign } from "./listmonk.js";
 
@@ -256,7 +257,7 @@ async function main(): Promise<void> {
         // As deployed: one process per service (each its own store), the same Kafka.
         const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
         const apart = await prepareAudience(N, "test", split);
-        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), (dataDir, env) => processPerService(dataDir, env)));
+        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), (dataDir, env) => processPerService(dataDir, env), serverCpu(kafka.brokers)));
         console.log(rows.at(-1));
         rmSync(apart.dataDir, { recursive: true, force: true });
       }

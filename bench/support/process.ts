@@ -109,3 +109,25 @@ export function postgresPidOfFerretDB(ferretPid: number): number | undefined {
     return undefined;
   }
 }
+
+/**
+ * CPU-seconds samplers of the servers a run uses, found by the ports they
+ * listen on (so also the shared test servers of KAFKA_BROKERS and MONGO_URL):
+ * `kafka` (the broker's JVM), `ferretdb` and `postgresql` (the postmaster and
+ * its backends). A server not on this machine has none.
+ */
+export function serverCpu(kafkaBrokers: string, mongoUrl?: string): Record<string, () => number> {
+  const samplers: Record<string, () => number> = {};
+  const portOf = (address: string) => Number(/:(\d+)/.exec(address)?.[1] ?? 0);
+  const broker = pidListeningOn(portOf(kafkaBrokers.split(",")[0]!));
+  if (broker) samplers.kafka = () => cpuSeconds(broker);
+  if (mongoUrl) {
+    const mongo = pidListeningOn(portOf(mongoUrl.replace(/^mongodb:\/\//, "")));
+    if (mongo) {
+      samplers.ferretdb = () => cpuSeconds(mongo);
+      const postgres = postgresPidOfFerretDB(mongo);
+      if (postgres) samplers.postgresql = () => treeCpuSeconds(postgres);
+    }
+  }
+  return samplers;
+}
