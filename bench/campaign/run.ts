@@ -16,12 +16,14 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/ids";
-import { openStore } from "@emailsvc/storage";
+import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { ensureKafka, KAFKA_VERSION, SmtpSink, type PlatformProcess } from "@emailsvc/testing";
 import { describeMachine } from "../support/machine.js";
 import { listmonkFromSource, prepareListmonk, type ListmonkBuild } from "../support/listmonk.js";
 import { api, oneProcess, processPerService, REPO as repo, startPlatform as startPlatformWith, type Running } from "../support/platform.js";
+import { serverCpu } from "../support/process.js";
 import { writeResultsBlock } from "../support/readme.js";
+import { runKafkaCampaigns } from "./kafka.js";
 import { runListmonkCampaign } from "./listmonk.js";
 
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
@@ -29,6 +31,8 @@ const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
 const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
 /** Connections our SMTP provider keeps to the server (`SMTP_URL`'s `?pool=`). */
 const SMTP_POOL = Number(process.env.CAMPAIGN_BENCH_SMTP_POOL ?? 20);
+/** Recipients of the per-service runs on MongoDB (FerretDB here, whose cost grows with the square of the audience); 0 skips them. */
+const MONGO_N = Number(process.env.CAMPAIGN_BENCH_MONGO_N ?? 2_000);
 
 export const NEWSLETTER = `<mjml><mj-body>
   <mj-section><mj-column>
@@ -62,8 +66,10 @@ export interface CampaignRow {
    * Unset for listmonk (its PostgreSQL is a process of its own, not counted).
    */
   cpu_s?: number;
-  /** Each process's peak RSS (MB) and CPU seconds over the run, by name (`platform`, a service, `listmonk`, `postgresql`). */
+  /** Each process's peak RSS (MB) and CPU seconds from the send until the last hand-off, by name (`platform`, a service, `listmonk`, `postgresql`). */
   per_process?: Record<string, { peak_rss_mb: number; cpu_s: number }>;
+  /** CPU seconds of the servers beside the platform (the Kafka broker, FerretDB, PostgreSQL) over the same span. */
+  servers_cpu_s?: Record<string, number>;
 }
 
 /**
@@ -88,14 +94,24 @@ export interface Audience {
   addresses: (i: number) => string;
 }
 
+/** Where a benchmark's platform keeps its data: a service's store (default: the embedded one under DATA_DIR). */
+export type OpenServiceStore = (dataDir: string, service: string) => Promise<DocumentStore>;
+const embeddedStore: OpenServiceStore = (dataDir, service) => openStore({ dataDir, dbName: service });
+
 /**
  * A data directory with an account (a `mode` key), the newsletter template,
  * the tag `everyone`, and `n` active subscribers holding it, written straight
- * into the subscribers service's store.
+ * into the subscribers service's store. `launch` starts the platform for that
+ * setup (default `npm start`), `store` opens a service's store.
  */
-export async function prepareAudience(n: number, mode: "test" | "live", env: Record<string, string> = {}): Promise<Audience> {
+export async function prepareAudience(
+  n: number,
+  mode: "test" | "live",
+  env: Record<string, string> = {},
+  place: { launch?: (dataDir: string, env: Record<string, string>) => Promise<{ url: string; stop(): Promise<void> }>; store?: OpenServiceStore } = {},
+): Promise<Audience> {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-campaign-"));
-  const first = await startPlatform(dataDir, env);
+  const first = place.launch ? await place.launch(dataDir, { ...UNLIMITED, ...env }) : await startPlatform(dataDir, env);
   const account = await api(first.url, "", "POST", "/admin/v1/accounts", { name: "Bench" }, true);
   const key = (await api(first.url, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode }, true)).body.key as string;
   const tag = await api(first.url, key, "POST", "/api/v1/tags", { name: "everyone" });
@@ -104,7 +120,7 @@ export async function prepareAudience(n: number, mode: "test" | "live", env: Rec
   await first.stop();
 
   const addresses = (i: number) => `r${i}@bench.example`;
-  const store = await openStore({ dataDir, dbName: "subscribers" });
+  const store = await (place.store ?? embeddedStore)(dataDir, "subscribers");
   const subscribers = store.collection("subscribers");
   const tenant = `${account.body.id}:${mode}`;
   const now = Date.now();
@@ -144,6 +160,7 @@ export async function runCampaign(
   env: Record<string, string>,
   verify: () => Promise<{ lost: number; duplicates: number }>,
   launch: (dataDir: string, env: Record<string, string>) => Promise<Running> = oneProcess,
+  servers: Record<string, () => number> = {},
 ): Promise<CampaignRow> {
   const platform = await launch(audience.dataDir, { ...UNLIMITED, ...env });
   try {
@@ -153,7 +170,8 @@ export async function runCampaign(
       tag_filter: { include_tags: ["everyone"] },
     });
     const cpu0 = platform.cpuSeconds();
-    const cpuAtSend = Object.fromEntries(Object.entries(platform.perProcess()).map(([name, p]) => [name, p.cpu_s]));
+    const processes0 = platform.perProcess();
+    const servers0 = Object.fromEntries(Object.entries(servers).map(([name, cpu]) => [name, cpu()]));
     const t0 = performance.now();
     const sent = await api(platform.url, audience.key, "POST", `/api/v1/campaigns/${created.body.id}/send`);
     const snapshot = (performance.now() - t0) / 1000;
@@ -171,7 +189,10 @@ export async function runCampaign(
     const seconds = (performance.now() - t0) / 1000;
     const cpu = platform.cpuSeconds() - cpu0;
     const peak = platform.peakRssMb();
-    const perProcess = platform.perProcess();
+    const processes = Object.fromEntries(
+      Object.entries(platform.perProcess()).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (processes0[name]?.cpu_s ?? 0)) }]),
+    );
+    const serversCpu = Object.fromEntries(Object.entries(servers).map(([name, cpu]) => [name, round(cpu() - servers0[name]!)]));
     if (campaign.status !== "sent") throw new Error(`campaign ended ${campaign.status}`);
     await platform.stop();
     const { lost, duplicates } = await verify();
@@ -185,7 +206,8 @@ export async function runCampaign(
       duplicates,
       peak_rss_mb: peak,
       cpu_s: round(cpu),
-      per_process: Object.fromEntries(Object.entries(perProcess).map(([name, p]) => [name, { peak_rss_mb: p.peak_rss_mb, cpu_s: round(p.cpu_s - (cpuAtSend[name] ?? 0)) }])),
+      per_process: processes,
+      ...(Object.keys(serversCpu).length > 0 ? { servers_cpu_s: serversCpu } : {}),
     };
   } finally {
     await platform.stop();
@@ -197,8 +219,8 @@ export async function runCampaign(
  * messages (the newest SANDBOX_MAX_MESSAGES_PER_TENANT of them: a message kept
  * twice would still show beside its email).
  */
-async function sandboxCount(audience: Audience, n: number): Promise<{ lost: number; duplicates: number }> {
-  const store = await openStore({ dataDir: audience.dataDir, dbName: "delivery" });
+export async function sandboxCount(audience: Audience, n: number, open: OpenServiceStore = embeddedStore): Promise<{ lost: number; duplicates: number }> {
+  const store = await open(audience.dataDir, "delivery");
   try {
     const emails = await store.collection("emails").find({ status: "sent" });
     const perRecipient = new Map<string, number>();
@@ -213,7 +235,7 @@ async function sandboxCount(audience: Audience, n: number): Promise<{ lost: numb
   }
 }
 
-function round(x: number): number {
+export function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
@@ -229,25 +251,13 @@ async function main(): Promise<void> {
     rmSync(embedded.dataDir, { recursive: true, force: true });
   }
 
+  // As deployed: one process per service on Kafka; on the embedded store per
+  // service at N, on MongoDB (FerretDB here: its cost grows with the
+  // square of the audience) at CAMPAIGN_BENCH_MONGO_N, with one and with two
+  // delivery and campaigns processes.
   if (process.env.CAMPAIGN_BENCH_KAFKA !== "off") {
-    const kafka = await ensureKafka();
-    try {
-      const env = { KAFKA_BROKERS: kafka.brokers, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}` };
-      const onKafka = await prepareAudience(N, "test", env);
-      rows.push(await runCampaign(`embedded store, Kafka ${KAFKA_VERSION}`, onKafka, env, () => sandboxCount(onKafka, N)));
-      console.log(rows.at(-1));
-      rmSync(onKafka.dataDir, { recursive: true, force: true });
-      if (process.env.CAMPAIGN_BENCH_SPLIT !== "off") {
-        // As deployed: one process per service (each its own store), the same Kafka.
-        const split = { ...env, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}s` };
-        const apart = await prepareAudience(N, "test", split);
-        rows.push(await runCampaign(`process per service, Kafka ${KAFKA_VERSION}`, apart, split, () => sandboxCount(apart, N), processPerService));
-        console.log(rows.at(-1));
-        rmSync(apart.dataDir, { recursive: true, force: true });
-      }
-    } finally {
-      await kafka.stop();
-    }
+    rows.push(...(await runKafkaCampaigns(N, ["embedded"])));
+    if (MONGO_N > 0) rows.push(...(await runKafkaCampaigns(MONGO_N, ["mongo", "replicas"])));
   }
 
   // Side by side through one real SMTP server: ours (a live key,
@@ -262,11 +272,11 @@ async function main(): Promise<void> {
       for (let i = 0; i < n; i++) if (!sink.recipientCounts.has(address(i))) lost++;
       return { lost, duplicates: [...sink.recipientCounts.values()].filter((c) => c > 1).length };
     };
-    const smtpRun = async (name: string, env: Record<string, string>, launch?: (dataDir: string, env: Record<string, string>) => Promise<Running>) => {
+    const smtpRun = async (name: string, env: Record<string, string>, launch?: (dataDir: string, env: Record<string, string>) => Promise<Running>, servers?: Record<string, () => number>) => {
       sink.recipientCounts.clear();
       const audience = await prepareAudience(SMTP_N, "live", env);
       try {
-        side.push(await runCampaign(name, audience, env, async () => tally(SMTP_N, audience.addresses), launch));
+        side.push(await runCampaign(name, audience, env, async () => tally(SMTP_N, audience.addresses), launch, servers));
         console.log(side.at(-1));
         return audience;
       } finally {
@@ -285,9 +295,14 @@ async function main(): Promise<void> {
           DKIM_PLATFORM_KEY: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
         });
       }
-      for (const extra of extraSmtpRuns) {
-        const rows = await extra({ sink, n: SMTP_N, prepare: (env) => prepareAudience(SMTP_N, "live", env), run: runCampaign, tally });
-        side.push(...rows);
+      if (process.env.CAMPAIGN_BENCH_KAFKA !== "off") {
+        const kafka = await ensureKafka();
+        try {
+          const env = { ...smtpEnv, KAFKA_BROKERS: kafka.brokers, KAFKA_NAMESPACE: `bench${Date.now().toString(36)}m` };
+          await smtpRun(`emailsvc (process per service, embedded store, Kafka ${KAFKA_VERSION}), SMTP`, env, (dataDir, withEnv) => processPerService(dataDir, withEnv), serverCpu(kafka.brokers));
+        } finally {
+          await kafka.stop();
+        }
       }
 
       // The message as our template renders it, with listmonk's variable where the name goes.
@@ -330,7 +345,11 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
   const anchor = side.find((r) => /^listmonk v6/.test(r.run)) ?? side.find((r) => r.run.startsWith("listmonk"));
   const processes = (r: CampaignRow) =>
-    r.per_process ? Object.entries(r.per_process).map(([name, p]) => `${name} ${p.peak_rss_mb ? `${p.peak_rss_mb} MB, ` : ""}${p.cpu_s} s`).join("; ") : "—";
+    [
+      ...Object.entries(r.per_process ?? {}).map(([name, p]) => `${name} ${p.peak_rss_mb ? `${p.peak_rss_mb} MB, ` : ""}${p.cpu_s} s`),
+      // The servers beside the platform (not in its CPU s): the Kafka broker, FerretDB, PostgreSQL.
+      ...Object.entries(r.servers_cpu_s ?? {}).map(([name, cpu]) => `(${name} ${cpu} s)`),
+    ].join("; ") || "—";
   const table = [
     `Run of ${results.at.slice(0, 16).replace("T", " ")} UTC on ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, load at start ${machine.loadavg_start}; ${N.toLocaleString("en")} subscribers.`,
     "",
@@ -399,19 +418,6 @@ async function renderedForListmonk(): Promise<{ subject: string; html: string; t
   }
 }
 
-/**
- * More runs through the same SMTP server, from other parts of the benchmark
- * (e.g. one process per service on MongoDB with Kafka): each gets the sink,
- * the count, and the setup and run functions above, and returns its rows.
- */
-export type ExtraSmtpRun = (context: {
-  sink: SmtpSink;
-  n: number;
-  prepare: (env: Record<string, string>) => Promise<Audience>;
-  run: typeof runCampaign;
-  tally: (n: number, address: (i: number) => string) => { lost: number; duplicates: number };
-}) => Promise<CampaignRow[]>;
-const extraSmtpRuns: ExtraSmtpRun[] = [];
 /** Further tables (markdown lines) and their results, e.g. the wire's connection curve. */
 const extraTables: string[] = [];
 const extraResults: Record<string, unknown> = {};

@@ -20,10 +20,10 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MongoClient } from "mongodb";
 import { ensureKafka, ensureMongo, KAFKA_VERSION } from "@emailsvc/testing";
 import { listmonkFromSource, type ListmonkBuild } from "../support/listmonk.js";
 import { describeMachine } from "../support/machine.js";
+import { describeMongo, dropDatabases } from "../support/mongo.js";
 import { api, oneProcess, processPerService, REPO, SERVICES, type Running, type ServiceName } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { generateImportFile, type ImportFile } from "./generate.js";
@@ -66,20 +66,6 @@ export interface ImportRow {
   killed_at_rows?: number;
   /** Ours: the job's report (GET …/errors) names every row that is not an address once, and no row twice. */
   report_ok?: boolean;
-}
-
-/** The MongoDB-protocol server by what it says of itself (FerretDB names its own version beside the MongoDB one it speaks). */
-async function describeMongo(url: string, fallback: string): Promise<string> {
-  const client = await MongoClient.connect(url);
-  try {
-    const info = (await client.db("admin").command({ buildInfo: 1 })) as { version?: string; ferretdbVersion?: string };
-    if (info.ferretdbVersion) return `FerretDB ${info.ferretdbVersion}`;
-    return info.version ? `MongoDB ${info.version}` : fallback;
-  } catch {
-    return fallback;
-  } finally {
-    await client.close();
-  }
 }
 
 function round(x: number): number {
@@ -262,17 +248,12 @@ async function main(): Promise<void> {
         };
         try {
           const server = await describeMongo(mongo.url, mongo.description);
-          const launch = () => processPerService(dataDir, env, (service: ServiceName) => ({ MONGO_DB: dbName(service) }));
+          const launch = () => processPerService(dataDir, env, { own: (service: ServiceName) => ({ MONGO_DB: dbName(service) }) });
           rows.push(await runOurs(`emailsvc: process per service, ${server}, Kafka ${KAFKA_VERSION}`, file, launch, (service) => ({ mongoUrl: mongo.url, dbName: dbName(service) })));
           console.log(rows.at(-1));
         } finally {
           // The run's databases go (the server may be a shared one); so does its data directory.
-          const client = await MongoClient.connect(mongo.url);
-          try {
-            for (const service of SERVICES) await client.db(dbName(service)).dropDatabase();
-          } finally {
-            await client.close();
-          }
+          await dropDatabases(mongo.url, SERVICES.map(dbName));
           rmSync(dataDir, { recursive: true, force: true });
           await kafka.stop();
         }

@@ -1,7 +1,7 @@
 // The platform as the benchmarks run it: `npm start` in a child process, or
 // one process per service as a deployment runs them, and a small REST client.
 import { join } from "node:path";
-import { freePort, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "@emailsvc/testing";
+import { SERVICE_PROCESSES, startPlatformProcess, startServiceProcesses, type PlatformProcess, type ServiceProcessName } from "@emailsvc/testing";
 import { cpuSeconds, peakRssMb } from "./process.js";
 
 /** The repository's root (from bench/dist/support). */
@@ -50,50 +50,35 @@ export async function oneProcess(dataDir: string, env: Record<string, string>): 
   };
 }
 
-export const SERVICES = ["subscribers", "templates", "delivery", "campaigns", "webhooks", "gateway"] as const;
-export type ServiceName = (typeof SERVICES)[number];
+export const SERVICES = SERVICE_PROCESSES;
+export type ServiceName = ServiceProcessName;
+
+/** How processPerService runs the services beyond the environment they share (see the testing kit's startServiceProcesses). */
+export interface PerServiceOptions {
+  /** Each service's own settings (e.g. its MONGO_DB); every replica of a service gets the same. */
+  own?: (service: ServiceName) => Record<string, string>;
+  /** Processes per service (default 1); more than one needs MONGO_URL and KAFKA_BROKERS. */
+  replicas?: Partial<Record<ServiceName, number>>;
+}
 
 /**
  * Every service in its own process, as a deployment runs them (each from its
  * own script, on the same DATA_DIR: one store folder per service; the portal,
- * which serves people's pages only, not), `env` for
- * all and `own(service)` for each (e.g. its MONGO_DB). Peak memory is the sum
- * of the processes' peaks.
+ * which serves people's pages only, not), `env` for all, and `options` (each
+ * service's own settings, replicas). BENCH_NODE_ARGS go to every process (one
+ * CPU profile each). Peak memory is the sum of the processes' peaks;
+ * `perProcess` names them `delivery`, `delivery#2`, ...
  */
-export async function processPerService(dataDir: string, env: Record<string, string>, own: (service: ServiceName) => Record<string, string> = () => ({})): Promise<Running> {
-  const ports = { subscribers: await freePort(), templates: await freePort(), delivery: await freePort(), campaigns: await freePort(), webhooks: await freePort(), gateway: await freePort() };
-  const urls = {
-    SUBSCRIBERS_URL: `http://127.0.0.1:${ports.subscribers}`,
-    TEMPLATES_URL: `http://127.0.0.1:${ports.templates}`,
-    DELIVERY_URL: `http://127.0.0.1:${ports.delivery}`,
-    CAMPAIGNS_URL: `http://127.0.0.1:${ports.campaigns}`,
-    WEBHOOKS_URL: `http://127.0.0.1:${ports.webhooks}`,
-  };
-  const started: NodeProcess[] = [];
-  const names: ServiceName[] = [];
-  const stop = async () => {
-    await Promise.all(started.map((p) => p.stop()));
-  };
-  const kill = async () => {
-    await Promise.all(started.map((p) => p.kill()));
-  };
-  const url = `http://127.0.0.1:${ports.gateway}`;
-  try {
-    const start = async (service: ServiceName, extra: Record<string, string>, readyUrl?: string) => {
-      started.push(await startNodeProcess(REPO, join("services", service, "dist", "main.js"), { DATA_DIR: dataDir, ...urls, ...env, ...own(service), ...extra }, readyUrl ? { readyUrl } : {}));
-      names.push(service);
-    };
-    for (const service of ["subscribers", "templates", "delivery", "campaigns", "webhooks"] as const) await start(service, { GRPC_PORT: String(ports[service]) });
-    await start("gateway", { GATEWAY_PORT: String(ports.gateway), ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" }, `${url}/readyz`);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+export async function processPerService(dataDir: string, env: Record<string, string>, options: PerServiceOptions = {}): Promise<Running> {
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const own = (service: ServiceName) => ({ ...options.own?.(service), ...(service === "gateway" ? { ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" } : {}) });
+  const { url, processes, stop, kill } = await startServiceProcesses(REPO, { DATA_DIR: dataDir, ...env }, { own, nodeArgs, ...(options.replicas ? { replicas: options.replicas } : {}) });
+  const pids = processes.map(({ proc }) => proc.child.pid!);
   return {
     url,
-    peakRssMb: () => started.reduce((sum, p) => sum + peakRssMb(p.child.pid!), 0),
-    cpuSeconds: () => started.reduce((sum, p) => sum + cpuSeconds(p.child.pid!), 0),
-    perProcess: () => Object.fromEntries(started.map((p, i) => [names[i]!, { peak_rss_mb: peakRssMb(p.child.pid!), cpu_s: cpuSeconds(p.child.pid!) }])),
+    peakRssMb: () => pids.reduce((sum, pid) => sum + peakRssMb(pid), 0),
+    cpuSeconds: () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+    perProcess: () => Object.fromEntries(processes.map(({ name }, i) => [name, { peak_rss_mb: peakRssMb(pids[i]!), cpu_s: cpuSeconds(pids[i]!) }])),
     stop,
     kill,
   };

@@ -35,7 +35,7 @@ export function crashTestEnv(
 export type ProcessCall = (method: string, path: string, body?: unknown, admin?: boolean) => Promise<{ status: number; body: any }>;
 
 /** Calls whichever process `proc()` is now (it is started again after each kill), with the key `key()` is now. */
-export function processCaller(proc: () => PlatformProcess | undefined, adminToken: string, key: () => string): ProcessCall {
+export function processCaller(proc: () => Pick<PlatformProcess, "url"> | undefined, adminToken: string, key: () => string): ProcessCall {
   return async (method, path, body, admin = false) => {
     const headers: Record<string, string> = admin ? { authorization: `Bearer ${adminToken}` } : { "x-api-key": key() };
     if (body !== undefined) headers["content-type"] = "application/json";

@@ -152,6 +152,11 @@ export class KafkaEventBus implements EventBus {
         waitForLeaders: true,
       });
     }
+    // A replica starting beside another may find the topics just created by
+    // it, before their partitions have leaders: a subscribe or publish then
+    // fails with "This server does not host this topic-partition". Wait for
+    // the leaders whoever created the topics.
+    await untilLeadersElected(admin, wanted);
     wanted.forEach((topic) => this.knownTopics.add(topic));
   }
 
@@ -401,6 +406,27 @@ function logSafely(logger: BusLogger, entry: BusLogEntry): void {
     logger(entry);
   } catch {
     // ignored on purpose
+  }
+}
+
+/** How long `ensureTopics` waits for the partitions of topics another process just created to get leaders. */
+const LEADERS_TIMEOUT_MS = 30_000;
+
+/** Resolves once every partition of `topics` has a leader; retries the metadata request until then (at most LEADERS_TIMEOUT_MS). */
+async function untilLeadersElected(admin: Admin, topics: string[]): Promise<void> {
+  const deadline = Date.now() + LEADERS_TIMEOUT_MS;
+  for (let attempt = 0; ; attempt++) {
+    let missing: unknown;
+    try {
+      const { topics: described } = await admin.fetchTopicMetadata({ topics });
+      const leaderless = described.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
+      if (leaderless.length === 0) return;
+      missing = `no leader yet for ${leaderless.join(", ")}`;
+    } catch (error) {
+      missing = error;
+    }
+    if (Date.now() > deadline) throw new Error(`topics without leaders after ${LEADERS_TIMEOUT_MS} ms: ${errorMessage(missing)}`);
+    await new Promise((resolve) => setTimeout(resolve, backoffDelay(DEFAULT_BACKOFF, attempt)));
   }
 }
 

@@ -20,7 +20,17 @@ export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } f
 export { cacheRoot, ensureCachedDir } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
-export { npmStartNodeArgs, startNodeProcess, startPlatformProcess, type NodeProcess, type PlatformProcess } from "./platform-process.js";
+export {
+  npmStartNodeArgs,
+  SERVICE_PROCESSES,
+  startNodeProcess,
+  startPlatformProcess,
+  startServiceProcesses,
+  type NodeProcess,
+  type PlatformProcess,
+  type ServiceProcesses,
+  type ServiceProcessName,
+} from "./platform-process.js";
 export {
   axeViolations,
   CHROMIUM_ARGS,

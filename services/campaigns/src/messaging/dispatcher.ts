@@ -17,6 +17,16 @@ import { startDueCampaign } from "../usecases/start-due-campaign.js";
 const HANDOFF_BATCH = 1000;
 /** A recipient handed over this long ago without an answer is handed over again (delivery ignores a repeat). */
 const STALE_QUEUED_MS = 60_000;
+/**
+ * Counts that still say pending or queued and have not moved for this long,
+ * with nothing pending left to walk, are checked against the ledger: a write
+ * of an outcome that failed between the row and its count, or a store that
+ * lost a concurrent `$inc` (FerretDB, across replicas), would otherwise hold
+ * a finished campaign until the STALE_QUEUED_MS recheck. Each check that
+ * finds rows still open (mail deferred for hours) doubles the wait, up to
+ * STALE_QUEUED_MS.
+ */
+const STALLED_COUNTS_MS = 5_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface DispatcherOptions {
@@ -172,6 +182,7 @@ export class CampaignDispatcher {
       await this.handOverAgain(repos, taken, 0);
       let cursor = "";
       let lastRecheck = this.deps.now();
+      let stalled = { counts: "", since: this.deps.now(), waitMs: STALLED_COUNTS_MS };
       for (;;) {
         if (this.stopped) return true;
         const doc = await this.step(repos, taken);
@@ -204,12 +215,18 @@ export class CampaignDispatcher {
           const now = this.deps.now();
           // Rows still pending behind the walk (a hand-off the rate refused part of): walk again from the start.
           if (cursor !== "" && (counts?.pending ?? 0) > 0) cursor = "";
-          if (now - lastRecheck > STALE_QUEUED_MS) {
-            lastRecheck = now;
-            await this.handOverAgain(repos, doc, STALE_QUEUED_MS);
-            // Counts left behind the ledger (a write of an outcome that failed between the row and its
-            // count) must not keep a finished campaign sending: when the ledger has nothing left to wait
-            // for, it has the last word, and the next step finishes the campaign.
+          const open = `${counts?.pending ?? 0}/${counts?.queued ?? 0}`;
+          if (open !== stalled.counts) stalled = { counts: open, since: now, waitMs: STALLED_COUNTS_MS };
+          const recheck = now - lastRecheck > STALE_QUEUED_MS;
+          if (recheck || now - stalled.since > stalled.waitMs) {
+            stalled = { ...stalled, since: now, waitMs: Math.min(STALE_QUEUED_MS, stalled.waitMs * 2) };
+            if (recheck) {
+              lastRecheck = now;
+              await this.handOverAgain(repos, doc, STALE_QUEUED_MS);
+            }
+            // Counts left behind the ledger must not keep a finished campaign sending: when the ledger
+            // has nothing left to wait for (no outcome can move a row and its count any more), it has
+            // the last word, and the next step finishes the campaign.
             const ledger = await countLedger(repos, id);
             if (ledger.pending + ledger.queued === 0 && (counts?.pending ?? 0) + (counts?.queued ?? 0) !== 0) {
               log.warn({ counts, ledger }, "campaign counts were behind its ledger; recounted");
