@@ -103,7 +103,8 @@ export function encodedWords(value: string, firstRoom = ENCODED_WORD): string {
  */
 export function headerLine(name: string, value: string): string {
   const prefix = `${name}: `;
-  if (PLAIN_HEADER.test(value)) {
+  // ASCII that looks like an encoded word would be decoded by a reader: encoded itself.
+  if (PLAIN_HEADER.test(value) && !value.includes("=?")) {
     if (prefix.length + value.length <= 78) return `${prefix}${value}\r\n`;
     const folded = foldAtSpaces(prefix, value);
     if (folded !== undefined) return folded;
@@ -133,7 +134,7 @@ function foldAtSpaces(prefix: string, value: string): string | undefined {
 export function mailbox(name: string, address: string): string {
   if (!name) return address;
   if (ATOMS.test(name)) return `${name} <${address}>`;
-  if (PLAIN_HEADER.test(name)) return `"${name.replace(/(["\\])/g, "\\$1")}" <${address}>`;
+  if (PLAIN_HEADER.test(name) && !name.includes("=?")) return `"${name.replace(/(["\\])/g, "\\$1")}" <${address}>`;
   return `${encodedWords(name, 78 - "From: ".length)} <${address}>`;
 }
 

@@ -107,10 +107,10 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
     parts.push(skeleton.openText, quotedPrintable(message.text), skeleton.between, quotedPrintable(message.html), skeleton.close);
   } else if (message.text) {
     head += skeleton.top.text;
-    parts.push(skeleton.onlyText, quotedPrintable(message.text), CRLF);
+    parts.push(skeleton.onlyText, quotedPrintable(message.text));
   } else {
     head += skeleton.top.html;
-    parts.push(skeleton.onlyHtml, quotedPrintable(message.html), CRLF);
+    parts.push(skeleton.onlyHtml, quotedPrintable(message.html));
   }
   const headBuffer = Buffer.from(head, "utf8");
   // A single part's headers are part of the header block: the body is its content alone.
@@ -124,7 +124,6 @@ function lowerDomain(address: string): string {
   return at < 0 ? address : address.slice(0, at + 1) + address.slice(at + 1).toLowerCase();
 }
 
-const CRLF = Buffer.from("\r\n", "latin1");
 
 /**
  * The whole message as it leaves: written, then DKIM-signed with the
