@@ -9,6 +9,14 @@ const EQUALS = 61;
 /** Encoded lines end with "=" as a soft break within 76 characters (RFC 2045 6.7): 75 of content at most. */
 const QP_LINE = 75;
 
+/** The ASCII codes of the hex digits, for "=XX". */
+const HEX_CODES = Array.from(HEX, (digit) => digit.charCodeAt(0));
+
+/** Bytes `writeQuotedPrintable` may write for `text` at most: a UTF-16 unit is up to 3 UTF-8 bytes, each "=XX", plus soft breaks. */
+export function quotedPrintableBound(text: string): number {
+  return text.length * 10 + 3;
+}
+
 /**
  * `text` in quoted-printable over its UTF-8 bytes, with CRLF line ends
  * whatever the input had (CR, LF or CRLF). Beyond RFC 2045's rules, a space
@@ -17,46 +25,81 @@ const QP_LINE = 75;
  * canonicalisation leaves it as it is, and the body hash is the hash of these
  * bytes. A line starting with "." or "From " is left as it is: the SMTP
  * client dot-stuffs, and mailbox formats are the receiver's.
+ *
+ * Written into `out` from `start` (room for quotedPrintableBound(text)),
+ * straight from the string's UTF-16 units (no UTF-8 copy of the text first);
+ * returns where it ended.
  */
-export function quotedPrintable(text: string): Buffer {
-  const input = Buffer.from(text, "utf8");
-  // Worst case: every byte as =XX, plus a soft break per 25 of those.
-  const out = Buffer.allocUnsafe(input.length * 3 + Math.ceil((input.length * 3) / QP_LINE) * 3 + 2);
-  let at = 0;
+export function writeQuotedPrintable(text: string, out: Buffer, start: number): number {
+  // Locals only (no closure over them): this loop is the writer's hot path.
+  let at = start;
   let column = 0;
-  const length = input.length;
+  const length = text.length;
   for (let i = 0; i < length; i++) {
-    const byte = input[i]!;
-    if (byte === CR || byte === LF) {
-      if (byte === CR && input[i + 1] === LF) i++;
-      out[at++] = CR;
-      out[at++] = LF;
-      column = 0;
-      continue;
-    }
-    const next = input[i + 1];
-    const literal =
-      byte > SPACE && byte < 127 && byte !== EQUALS
-        ? true
-        : byte === SPACE && next !== undefined && next !== CR && next !== LF && out[at - 1] !== SPACE;
-    const width = literal ? 1 : 3;
-    if (column + width > QP_LINE) {
-      out[at++] = EQUALS;
-      out[at++] = CR;
-      out[at++] = LF;
-      column = 0;
-    }
-    if (literal) {
-      out[at++] = byte;
-      column += 1;
+    const code = text.charCodeAt(i);
+    // The UTF-8 bytes to escape (up to four, packed in one number, first byte lowest), and how many.
+    let bytes = 0;
+    let count = 0;
+    if (code < 128) {
+      if (code === CR || code === LF) {
+        if (code === CR && text.charCodeAt(i + 1) === LF) i++;
+        out[at++] = CR;
+        out[at++] = LF;
+        column = 0;
+        continue;
+      }
+      let literal = code > SPACE && code < 127 && code !== EQUALS;
+      if (code === SPACE && i + 1 < length) {
+        const next = text.charCodeAt(i + 1);
+        literal = next !== CR && next !== LF && out[at - 1] !== SPACE;
+      }
+      if (literal) {
+        if (column === QP_LINE) {
+          out[at++] = EQUALS;
+          out[at++] = CR;
+          out[at++] = LF;
+          column = 0;
+        }
+        out[at++] = code;
+        column += 1;
+        continue;
+      }
+      bytes = code;
+      count = 1;
+    } else if (code < 0x800) {
+      bytes = (0xc0 | (code >> 6)) | ((0x80 | (code & 63)) << 8);
+      count = 2;
+    } else if (code >= 0xd800 && code <= 0xdbff && i + 1 < length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      const point = 0x10000 + ((code - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
+      bytes = ((0xf0 | (point >> 18)) | ((0x80 | ((point >> 12) & 63)) << 8) | ((0x80 | ((point >> 6) & 63)) << 16)) + (0x80 | (point & 63)) * 0x1000000;
+      count = 4;
     } else {
+      // A lone surrogate is U+FFFD, as Buffer.from(text, "utf8") writes it.
+      const unit = code >= 0xd800 && code <= 0xdfff ? 0xfffd : code;
+      bytes = (0xe0 | (unit >> 12)) | ((0x80 | ((unit >> 6) & 63)) << 8) | ((0x80 | (unit & 63)) << 16);
+      count = 3;
+    }
+    for (let k = 0; k < count; k++) {
+      const byte = k === 3 ? Math.floor(bytes / 0x1000000) & 255 : (bytes >> (k * 8)) & 255;
+      if (column + 3 > QP_LINE) {
+        out[at++] = EQUALS;
+        out[at++] = CR;
+        out[at++] = LF;
+        column = 0;
+      }
       out[at++] = EQUALS;
-      out[at++] = HEX.charCodeAt(byte >> 4);
-      out[at++] = HEX.charCodeAt(byte & 15);
+      out[at++] = HEX_CODES[byte >> 4]!;
+      out[at++] = HEX_CODES[byte & 15]!;
       column += 3;
     }
   }
-  return out.subarray(0, at);
+  return at;
+}
+
+/** `text` in quoted-printable, in a buffer of its own (see writeQuotedPrintable). */
+export function quotedPrintable(text: string): Buffer {
+  const out = Buffer.allocUnsafe(quotedPrintableBound(text));
+  return Buffer.from(out.subarray(0, writeQuotedPrintable(text, out, 0)));
 }
 
 /** Characters a header may carry as they are: printable ASCII and space. */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { OutgoingMessage } from "../domain/message.js";
 import { dkimSign } from "./dkim.js";
-import { headerLine, mailbox, quotedPrintable, rfc5322Date } from "./mime-encoding.js";
+import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable } from "./mime-encoding.js";
 
 // The message as it leaves, whatever the provider: the whole MIME message
 // (HTML and text parts, every header of `message.headers`, the Message-ID we
@@ -101,21 +101,37 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   head += `Date: ${rfc5322Date(now)}\r\n`;
   const unsubscribe = message.headers["List-Unsubscribe"];
   if (unsubscribe !== undefined) head += `List-Unsubscribe: ${unsubscribe}\r\n`;
-  const parts: Buffer[] = [];
-  if (message.text && message.html) {
-    head += skeleton.top.both;
-    parts.push(skeleton.openText, quotedPrintable(message.text), skeleton.between, quotedPrintable(message.html), skeleton.close);
-  } else if (message.text) {
-    head += skeleton.top.text;
-    parts.push(skeleton.onlyText, quotedPrintable(message.text));
+  const both = message.text !== "" && message.html !== "";
+  head += both ? skeleton.top.both : message.text ? skeleton.top.text : skeleton.top.html;
+  // Written in place into one scratch buffer (the writer is synchronous, so one serves every message), then copied out once.
+  const out = scratchFor(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
+  let at = out.write(head, 0, "utf8");
+  let bodyStart = at;
+  const put = (part: Buffer) => {
+    at += part.copy(out, at);
+  };
+  if (both) {
+    put(skeleton.openText);
+    at = writeQuotedPrintable(message.text, out, at);
+    put(skeleton.between);
+    at = writeQuotedPrintable(message.html, out, at);
+    put(skeleton.close);
   } else {
-    head += skeleton.top.html;
-    parts.push(skeleton.onlyHtml, quotedPrintable(message.html));
+    // A single part's headers are part of the header block: the body is its content alone.
+    put(message.text ? skeleton.onlyText : skeleton.onlyHtml);
+    bodyStart = at;
+    at = writeQuotedPrintable(message.text || message.html, out, at);
   }
-  const headBuffer = Buffer.from(head, "utf8");
-  // A single part's headers are part of the header block: the body is its content alone.
-  const bodyStart = message.text && message.html ? headBuffer.length : headBuffer.length + parts[0]!.length;
-  return { raw: Buffer.concat([headBuffer, ...parts]), bodyStart };
+  const raw = Buffer.allocUnsafe(at);
+  out.copy(raw, 0, 0, at);
+  return { raw, bodyStart };
+}
+
+let scratch = Buffer.allocUnsafe(256 * 1024);
+
+function scratchFor(bytes: number): Buffer {
+  if (scratch.length < bytes) scratch = Buffer.allocUnsafe(Math.max(bytes, scratch.length * 2));
+  return scratch;
 }
 
 /** The address with its domain in lower case (domains compare case-insensitively; the local part is the recipient's own). */
