@@ -261,6 +261,8 @@ async function main(): Promise<void> {
       console.log(side.at(-1));
       rmSync(ours.dataDir, { recursive: true, force: true });
       sink.recipientCounts.clear();
+      // CAMPAIGN_BENCH_LISTMONK=ours: our side of the comparison alone (iterating on the SMTP path).
+      if (process.env.CAMPAIGN_BENCH_LISTMONK === "ours") return;
       const before = sink.acceptedCount;
       const lm = await runListmonkCampaign({
         subscribers: SMTP_N,

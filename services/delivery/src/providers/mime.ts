@@ -135,7 +135,7 @@ function scratchFor(bytes: number): Buffer {
 }
 
 /** The address with its domain in lower case (domains compare case-insensitively; the local part is the recipient's own). */
-function lowerDomain(address: string): string {
+export function lowerDomain(address: string): string {
   const at = address.lastIndexOf("@");
   return at < 0 ? address : address.slice(0, at + 1) + address.slice(at + 1).toLowerCase();
 }
