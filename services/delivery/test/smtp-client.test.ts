@@ -150,6 +150,24 @@ describe("SMTP client", () => {
     expect(provider.connectionsOpened).toBe(2);
   });
 
+  it("a relay that refuses the connection (554 greeting) or does not listen is unreachable, not the message's fault", async () => {
+    const refusing = createServer((socket) => {
+      socket.on("error", () => undefined);
+      socket.end("554 5.7.1 no service for you\r\n");
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", () => resolve()));
+    const port = (refusing.address() as AddressInfo).port;
+    try {
+      const provider = providerFor(`smtp://127.0.0.1:${port}`);
+      expect(await failureOf(provider.send(message("a@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable", reply: "" });
+    } finally {
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    }
+    // The same port, no longer listened on.
+    const nobody = providerFor(`smtp://127.0.0.1:${port}`);
+    expect(await failureOf(nobody.send(message("a@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
+  });
+
   describe("a relay that drops the connection", () => {
     let server: Server;
     let port = 0;

@@ -93,6 +93,11 @@ class SmtpConnection {
     return this.capabilities.has("SMTPUTF8");
   }
 
+  /**
+   * Connects, reads the greeting, says EHLO, upgrades with STARTTLS and
+   * authenticates. Failures here are about the relay, never a message: they
+   * carry no reply code (which the classifier would read as the message's).
+   */
   async open(): Promise<void> {
     const { host, port, secure } = this.options;
     const socket = await new Promise<Socket>((resolve, reject) => {
@@ -120,12 +125,12 @@ class SmtpConnection {
     this.attach(socket);
     this.phase = "greeting";
     const greeting = await this.read(this.options.greetingMs, "GREETING_TIMEOUT");
-    if (greeting.code !== 220) throw this.fail(new SmtpError("the relay refused the connection", { code: "EPROTOCOL", responseCode: greeting.code, response: greeting.text }));
+    if (greeting.code !== 220) throw this.fail(new SmtpError(`the relay refused the connection (${greeting.code})`, { code: "ECONNECTION" }));
     this.phase = "session";
     await this.hello();
     if (!secure && this.capabilities.has("STARTTLS")) {
       const reply = await this.command("STARTTLS");
-      if (reply.code !== 220) throw this.fail(new SmtpError("STARTTLS was refused", { code: "ETLS", responseCode: reply.code, response: reply.text }));
+      if (reply.code !== 220) throw this.fail(new SmtpError(`STARTTLS was refused (${reply.code})`, { code: "ETLS" }));
       await this.upgrade();
       await this.hello();
     } else if (!secure && this.options.requireTls) {
@@ -178,7 +183,7 @@ class SmtpConnection {
     let reply = await this.command(`EHLO ${name}`);
     if (reply.code !== 250) {
       reply = await this.command(`HELO ${name}`);
-      if (reply.code !== 250) throw this.fail(new SmtpError("the relay refused HELO", { code: "EPROTOCOL", responseCode: reply.code, response: reply.text }));
+      if (reply.code !== 250) throw this.fail(new SmtpError(`the relay refused HELO (${reply.code})`, { code: "ECONNECTION" }));
       this.capabilities = new Set();
       return;
     }
