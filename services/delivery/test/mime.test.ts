@@ -138,6 +138,19 @@ describe("MIME writer", () => {
     }
   });
 
+  it("writes bodies from the lines a skeleton has encoded before, byte for byte as encoding them afresh", () => {
+    // One sender and campaign (one skeleton) for many different bodies: lines recur, and some are copied.
+    const from = generate(2000).from;
+    for (let seed = 2000; seed < 2100; seed++) {
+      const generated = generate(seed);
+      const message = { ...generated, from, dkim: undefined, headers: { ...generated.headers, "X-Campaign-Id": "cmp_shared" } };
+      const first = buildRawMessage(message, 0);
+      expect(buildRawMessage(message, 0).equals(first)).toBe(true);
+      expect(first.includes(quotedPrintable(message.html))).toBe(true);
+      if (message.text) expect(first.includes(quotedPrintable(message.text))).toBe(true);
+    }
+  });
+
   it("a changed header or body breaks both signatures", async () => {
     const raw = buildRawMessage(generate(7)).toString("latin1");
     for (const tampered of [raw.replace(/^To: .*$/m, "To: someone@else.example"), raw.replace(/--\r\n$/, "--\r\nextra\r\n")]) {

@@ -33,7 +33,19 @@ interface Skeleton {
   /** The single part's headers when only one of HTML and text is given. */
   onlyHtml: Buffer;
   onlyText: Buffer;
+  /**
+   * Body lines already encoded, by their text: the lines of the first
+   * messages written with this skeleton (a campaign's template: its static
+   * lines recur in every message), up to LINES_BUDGET bytes.
+   */
+  lines: Map<string, Buffer>;
+  linesBytes: number;
 }
+
+/** Bytes of encoded lines a skeleton keeps: a newsletter's two bodies, about. */
+const LINES_BUDGET = 32 * 1024;
+/** Shorter lines are encoded each time: a lookup would cost about as much. */
+const CACHED_LINE_MIN = 24;
 
 const PART_HEADERS = (type: string) => `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
 
@@ -51,12 +63,14 @@ function compileSkeleton(shared: string): Skeleton {
     close: Buffer.from(`\r\n--${boundary}--\r\n`, "latin1"),
     onlyHtml: Buffer.from(PART_HEADERS("html"), "latin1"),
     onlyText: Buffer.from(PART_HEADERS("plain"), "latin1"),
+    lines: new Map(),
+    linesBytes: 0,
   };
 }
 
-/** Skeletons by what they share; a campaign uses one, a busy platform a few hundred. */
+/** Skeletons by what they share; a campaign uses one, a busy platform a few hundred (at most 200 kept: with their lines, under 7 MB). */
 const skeletons = new Map<string, Skeleton>();
-const SKELETON_CAPACITY = 500;
+const SKELETON_CAPACITY = 200;
 
 function skeletonFor(message: OutgoingMessage): Skeleton {
   let shared = `From: ${mailbox(message.from.name, message.from.address)}\r\n`;
@@ -112,19 +126,55 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   };
   if (both) {
     put(skeleton.openText);
-    at = writeQuotedPrintable(message.text, out, at);
+    at = writeBody(message.text, out, at, skeleton);
     put(skeleton.between);
-    at = writeQuotedPrintable(message.html, out, at);
+    at = writeBody(message.html, out, at, skeleton);
     put(skeleton.close);
   } else {
     // A single part's headers are part of the header block: the body is its content alone.
     put(message.text ? skeleton.onlyText : skeleton.onlyHtml);
     bodyStart = at;
-    at = writeQuotedPrintable(message.text || message.html, out, at);
+    at = writeBody(message.text || message.html, out, at, skeleton);
   }
   const raw = Buffer.allocUnsafe(at);
   out.copy(raw, 0, 0, at);
   return { raw, bodyStart };
+}
+
+/**
+ * A body in quoted-printable, line by line: a line the skeleton has encoded
+ * before is copied, any other encoded (and kept while the budget lasts).
+ * Quoted-printable restarts at every line break, so this is byte for byte
+ * writeQuotedPrintable of the whole text (a test compares them).
+ */
+function writeBody(text: string, out: Buffer, start: number, skeleton: Skeleton): number {
+  let at = start;
+  let from = 0;
+  const length = text.length;
+  for (;;) {
+    let end = text.indexOf("\n", from);
+    const last = end < 0;
+    if (last) end = length;
+    const lineEnd = !last && end > from && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    if (lineEnd - from < CACHED_LINE_MIN) at = writeQuotedPrintable(text.slice(from, lineEnd), out, at);
+    else {
+      const line = text.slice(from, lineEnd);
+      const encoded = skeleton.lines.get(line);
+      if (encoded) at += encoded.copy(out, at);
+      else {
+        const lineStart = at;
+        at = writeQuotedPrintable(line, out, at);
+        if (skeleton.linesBytes < LINES_BUDGET) {
+          skeleton.lines.set(line, Buffer.from(out.subarray(lineStart, at)));
+          skeleton.linesBytes += at - lineStart;
+        }
+      }
+    }
+    if (last) return at;
+    out[at++] = 13;
+    out[at++] = 10;
+    from = end + 1;
+  }
 }
 
 let scratch = Buffer.allocUnsafe(256 * 1024);
