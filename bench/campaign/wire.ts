@@ -217,7 +217,7 @@ export function wireTable(rows: readonly WireRow[]): string {
   return [
     "| client | server | connections | DKIM | messages | s | messages/s | sender CPU µs/message | server CPU µs/message |",
     "|---|---|---:|---|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.client} | ${r.server} | ${r.connections} | ${r.dkim ? "RSA+Ed25519" : "—"} | ${r.messages} | ${r.seconds} | ${r.messages_per_s} | ${r.sender_cpu_us} | ${r.server_cpu_us} |`),
+    ...rows.map((r) => `| ${r.client} | ${r.server} | ${r.connections} | ${r.dkim ? (r.client === "emailsvc" ? "RSA+Ed25519" : "RSA") : "—"} | ${r.messages} | ${r.seconds} | ${r.messages_per_s} | ${r.sender_cpu_us} | ${r.server_cpu_us} |`),
   ].join("\n");
 }
 
