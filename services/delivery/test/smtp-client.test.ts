@@ -168,6 +168,56 @@ describe("SMTP client", () => {
     expect(await failureOf(nobody.send(message("a@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
   });
 
+  it("a reused connection the relay has dropped is replaced before anything of the message is sent", async () => {
+    // Lock-step SMTP; on its first connection, the second MAIL FROM is met by a dropped connection (a relay's idle timeout, racing the client).
+    let connections = 0;
+    let bodies = 0;
+    const relay = createServer((socket: Socket) => {
+      connections += 1;
+      const connection = connections;
+      let mails = 0;
+      let buffered = "";
+      let inData = false;
+      socket.on("error", () => undefined);
+      socket.write("220 idle-closer ESMTP\r\n");
+      socket.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("latin1");
+        for (;;) {
+          if (inData) {
+            const end = buffered.indexOf("\r\n.\r\n");
+            if (end < 0) return;
+            buffered = buffered.slice(end + 5);
+            inData = false;
+            bodies += 1;
+            socket.write("250 queued\r\n");
+            continue;
+          }
+          const end = buffered.indexOf("\r\n");
+          if (end < 0) return;
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (line.startsWith("MAIL") && connection === 1 && ++mails === 2) return void socket.destroy();
+          if (line.startsWith("EHLO")) socket.write("250-idle-closer\r\n250 8BITMIME\r\n");
+          else if (line.startsWith("DATA")) {
+            inData = true;
+            socket.write("354 go on\r\n");
+          } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
+          else socket.write("250 ok\r\n");
+        }
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", () => resolve()));
+    try {
+      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${(relay.address() as AddressInfo).port}?pool=1`));
+      await provider.send(message("first@example.com", 1), context());
+      await provider.send(message("second@example.com", 2), context());
+      expect({ bodies, connections, opened: provider.connectionsOpened }).toEqual({ bodies: 2, connections: 2, opened: 2 });
+      await provider.close();
+    } finally {
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
+    }
+  });
+
   describe("a relay that drops the connection", () => {
     let server: Server;
     let port = 0;

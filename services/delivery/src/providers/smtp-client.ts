@@ -26,7 +26,7 @@ export interface SmtpClientOptions {
   socketMs: number;
 }
 
-/** What went wrong, in the terms classifySmtpError reads: nodemailer's, so both classify alike. */
+/** What went wrong, in the fields classifySmtpError reads (those of nodemailer's errors, which it was written for). */
 export interface SmtpErrorFields {
   /** ECONNECTION (connection lost or refused), ESOCKET, EDNS, ETLS, EAUTH, ETIMEDOUT, EABORT, EENVELOPE, EMESSAGE, EPROTOCOL. */
   code?: string;
@@ -316,7 +316,7 @@ class SmtpConnection {
   }
 }
 
-/** One message's envelope and bytes (the MIME message as built, not yet dot-stuffed). */
+/** The envelope of one message: MAIL FROM and its one RCPT TO. */
 export interface SmtpEnvelope {
   from: string;
   to: string;
