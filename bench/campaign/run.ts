@@ -25,6 +25,7 @@ import { serverCpu } from "../support/process.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { runKafkaCampaigns } from "./kafka.js";
 import { runListmonkCampaign } from "./listmonk.js";
+import { runWireBench, wireTable } from "./wire.js";
 
 const N = Number(process.env.CAMPAIGN_BENCH_N ?? 100_000);
 /** Recipients of the side-by-side run through SMTP (ours and listmonk's). */
@@ -42,12 +43,6 @@ export const NEWSLETTER = `<mjml><mj-body>
   </mj-column></mj-section>
 </mj-body></mjml>`;
 export const SUBJECT = "News for {{metadata.name}}";
-/** The same message as HTML for listmonk, which takes no MJML. */
-const NEWSLETTER_HTML = `<!doctype html><html><body style="font-family:Arial,sans-serif">
-<h1 style="font-size:20px">Hello {{metadata.name}}</h1>
-<p>Here is what is new this week.</p>
-<p><a href="https://example.com/news" style="background:#414141;color:#fff;padding:10px 25px;text-decoration:none">Read more</a></p>
-</body></html>`;
 
 export interface CampaignRow {
   run: string;
@@ -306,8 +301,9 @@ async function main(): Promise<void> {
       }
 
       // The message as our template renders it, with listmonk's variable where the name goes.
-      const message = await renderedForListmonk();
-      for (const build of await listmonkBuilds()) {
+      // CAMPAIGN_BENCH_LISTMONK=ours: our side of the comparison alone (iterating on the SMTP path).
+      const message = process.env.CAMPAIGN_BENCH_LISTMONK === "ours" ? undefined : await renderedForListmonk();
+      for (const build of message ? await listmonkBuilds() : []) {
         sink.recipientCounts.clear();
         const before = sink.acceptedCount;
         const lm = await runListmonkCampaign({
@@ -315,7 +311,7 @@ async function main(): Promise<void> {
           subscribers: SMTP_N,
           addresses: ours.addresses,
           smtpPort: sink.port,
-          ...message,
+          ...message!,
           delivered: () => sink.acceptedCount - before,
         });
         const { lost, duplicates } = tally(SMTP_N, ours.addresses);
@@ -337,6 +333,18 @@ async function main(): Promise<void> {
     } finally {
       await sink.close();
     }
+  }
+
+  // The wire alone: our SMTP provider at 1, 5, 20 and 50 connections, with and without DKIM.
+  if (process.env.CAMPAIGN_BENCH_WIRE !== "off") {
+    const wire = await runWireBench({ only: (row) => row.client === "emailsvc" && row.server === "lean sink" });
+    extraResults.wire = wire;
+    extraTables.push(
+      "",
+      "The wire alone (`bench:smtp-wire`'s curve: our SMTP provider sending built messages to the lean sink in a process of its own; DKIM rows send a quarter as many):",
+      "",
+      wireTable(wire),
+    );
   }
 
   const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, pool: SMTP_POOL, rows: side }, extra: extraResults, at: new Date().toISOString() };

@@ -239,7 +239,7 @@ describe("SMTP errors and settings", () => {
     expect(failure.detail).not.toContain("bob@example.com");
   });
 
-  it("keeps the server's reply, addresses removed, as what a client may see; nodemailer's own text as detail only", () => {
+  it("keeps the server's reply, addresses removed, as what a client may see; the client's own text as detail only", () => {
     const rejected = classify({ command: "RCPT TO", responseCode: 550, response: "550 5.1.1 <bob@example.com>: User unknown" });
     expect(rejected.reply).toBe("550 5.1.1 <recipient>: User unknown");
     const refused = classify({ code: "ESOCKET", message: "connect ECONNREFUSED 10.1.2.3:25" });

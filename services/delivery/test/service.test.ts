@@ -101,7 +101,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("delivery service over gRPC on
     expect(mail.messageId).toBe(`<${queued.id}@acme.example>`);
     expect(mail.from!.value[0]).toMatchObject({ name: "Acme Billing", address: "billing@acme.example" });
     const to = Array.isArray(mail.to) ? mail.to[0]! : mail.to!;
-    // nodemailer writes the domain in lower case (domains compare case-insensitively); the local part is kept.
+    // The SMTP provider writes the domain in lower case (domains compare case-insensitively); the local part is kept.
     expect(to.value[0]!.address).toBe("Ada.Lovelace@example.com");
     expect(mail.html).toContain("Hello Ada &lt;b&gt;Lovelace&lt;/b&gt;,");
     expect(mail.html).toContain("<b>X-1</b>");

@@ -1,51 +1,75 @@
-import { createHash, sign as signData, type KeyObject } from "node:crypto";
-import DKIM from "nodemailer/lib/dkim";
+import { createHash, sign as signData } from "node:crypto";
 import { DKIM_SIGNED_HEADERS, type DkimSigningKey } from "../domain/message.js";
+import type { UnsignedMessage } from "./mime.js";
 
-// DKIM signatures (RFC 6376, relaxed/relaxed) over the exact bytes a provider
-// sends. RSA (rsa-sha256) is nodemailer's signer. nodemailer signs with RSA
-// only, so the Ed25519 signature (RFC 8463, ed25519-sha256), which receivers
-// that know it check beside the RSA one, is made here from what nodemailer's
-// signature already fixed: the same body hash (`bh=`, one relaxed body
-// canonicalisation for both) and the same signed headers (`h=`). What is ours
-// is the relaxed canonicalisation of those header fields (RFC 6376 3.4.2) and
-// the signature itself.
+// DKIM signatures (RFC 6376, relaxed/relaxed; RFC 8463 for Ed25519) over the
+// exact bytes a provider sends. The body is hashed once for every key; each
+// key signs the relaxed form of the same header fields (the
+// DKIM_SIGNED_HEADERS the message has) followed by its own signature header.
+
+/** The header names signed, lower case, in DKIM_SIGNED_HEADERS' order. */
+const SIGNED = DKIM_SIGNED_HEADERS.map((name) => name.toLowerCase());
 
 /**
- * The raw message with a DKIM-Signature for each key on top: RSA keys signed
- * by nodemailer (`h=` the DKIM_SIGNED_HEADERS the message has), then an
- * Ed25519 signature for each Ed25519 key, over the same body hash and header
- * fields. Without an RSA key nothing is signed (the Ed25519 signature borrows
- * the RSA one's body hash; a domain always has both keys).
+ * The message with a DKIM-Signature for each key on top (RSA as rsa-sha256,
+ * Ed25519 as ed25519-sha256), all over one body hash and the same header
+ * fields.
  */
-export async function dkimSign(raw: Buffer, keys: readonly DkimSigningKey[]): Promise<Buffer> {
-  const rsa = keys.filter((key) => key.privateKey.asymmetricKeyType === "rsa");
-  if (rsa.length === 0) return raw;
-  const signer = new DKIM({
-    keys: rsa.map((key) => ({ domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey })),
-    headerFieldNames: DKIM_SIGNED_HEADERS.join(":"),
-  });
-  const chunks: Buffer[] = [];
-  for await (const chunk of signer.sign(raw)) chunks.push(chunk as Buffer);
-  let signed = Buffer.concat(chunks);
-  for (const key of keys.filter((k) => k.privateKey.asymmetricKeyType === "ed25519")) {
-    signed = Buffer.concat([Buffer.from(ed25519Signature(signed, key.domain, key.selector, key.privateKey)), signed]);
+export function dkimSign(message: UnsignedMessage, keys: readonly DkimSigningKey[]): Buffer {
+  const { raw, bodyStart } = message;
+  const bodyHash = createHash("sha256").update(relaxedBody(raw.subarray(bodyStart))).digest("base64");
+  const fields = headerFields(raw.toString("latin1", 0, bodyStart));
+  const names: string[] = [];
+  let signedData = "";
+  for (const name of SIGNED) {
+    // The last instance of each (a message of ours has one of each).
+    const field = fields.findLast((f) => f.name === name);
+    if (!field) continue;
+    names.push(name);
+    signedData += `${relaxedHeader(field.text)}\r\n`;
   }
-  return signed;
+  const signatures: string[] = [];
+  for (const key of keys) {
+    const type = key.privateKey.asymmetricKeyType;
+    if (type !== "rsa" && type !== "ed25519") continue;
+    const algorithm = type === "rsa" ? "rsa-sha256" : "ed25519-sha256";
+    const header = `DKIM-Signature: v=1; a=${algorithm}; c=relaxed/relaxed; d=${key.domain}; q=dns/txt; s=${key.selector}; bh=${bodyHash}; h=${names.join(":")}; b=`;
+    const data = Buffer.from(signedData + relaxedHeader(header), "latin1");
+    // RFC 8463 3: Ed25519 signs the SHA-256 of the data (PureEdDSA over the hash); RSA signs the data with SHA-256.
+    const signature = type === "rsa" ? signData("sha256", data, key.privateKey) : signData(null, createHash("sha256").update(data).digest(), key.privateKey);
+    signatures.push(`${foldSignature(header + signature.toString("base64"))}\r\n`);
+  }
+  return signatures.length === 0 ? raw : Buffer.concat([Buffer.from(signatures.join(""), "latin1"), raw]);
 }
 
-/** A header field as it stands: its name and its whole text, folded lines and all (without the final CRLF). */
+/**
+ * RFC 6376 3.4.4: whitespace runs one space, none at a line end, no empty
+ * lines at the end, a non-empty body ending in CRLF. The message writer's
+ * quoted-printable has no whitespace runs and none at line ends, so the
+ * common case is the bytes as they are (checked, not assumed).
+ */
+export function relaxedBody(body: Buffer): Buffer {
+  let canonical = body;
+  if (body.indexOf("\t") >= 0 || body.indexOf("  ") >= 0 || body.indexOf(" \r\n") >= 0) {
+    canonical = Buffer.from(body.toString("latin1").replace(/[ \t]+\r\n/g, "\r\n").replace(/[ \t]+/g, " ").replace(/[ \t]+$/, ""), "latin1");
+  }
+  let end = canonical.length;
+  while (end >= 2 && canonical[end - 2] === 13 && canonical[end - 1] === 10) end -= 2;
+  if (end === 0) return Buffer.alloc(0);
+  return Buffer.concat([canonical.subarray(0, end), Buffer.from("\r\n", "latin1")]);
+}
+
+/** A header field as it stands: its name (lower case) and its whole text, folded lines and all (without the final CRLF). */
 interface HeaderField {
   name: string;
   text: string;
 }
 
-function headerFields(message: string): HeaderField[] {
-  const end = message.indexOf("\r\n\r\n");
-  const block = end < 0 ? message : message.slice(0, end);
+function headerFields(block: string): HeaderField[] {
   const fields: HeaderField[] = [];
   for (const line of block.split("\r\n")) {
-    if (/^[ \t]/.test(line) && fields.length > 0) fields[fields.length - 1]!.text += `\r\n${line}`;
+    if (line === "") continue;
+    if ((line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9) && fields.length > 0) fields[fields.length - 1]!.text += `\r\n${line}`;
     else fields.push({ name: line.slice(0, line.indexOf(":")).trim().toLowerCase(), text: line });
   }
   return fields;
@@ -61,42 +85,6 @@ export function relaxedHeader(text: string): string {
     .replace(/[ \t]+/g, " ")
     .trim();
   return `${name}:${value}`;
-}
-
-/** A tag's value in a DKIM-Signature (`bh`, `h`), whitespace removed. */
-function tagOf(signature: string, tag: string): string {
-  const match = new RegExp(`(?:^|;)\\s*${tag}\\s*=([^;]*)`).exec(signature.slice(signature.indexOf(":") + 1));
-  if (!match) throw new Error(`the RSA DKIM-Signature has no ${tag}=`);
-  return match[1]!.replace(/\s+/g, "");
-}
-
-/**
- * The `DKIM-Signature: v=1; a=ed25519-sha256; …` header line (with its CRLF)
- * for a message nodemailer has signed with RSA: the header fields its `h=`
- * names, each the last instance not yet used (RFC 6376 5.4.2), relaxed, then
- * this header with an empty `b=`; Ed25519 over their SHA-256 (RFC 8463 3).
- */
-function ed25519Signature(message: Buffer, domain: string, selector: string, privateKey: KeyObject): string {
-  const fields = headerFields(message.toString("latin1"));
-  const rsa = fields.find((field) => field.name === "dkim-signature" && /a\s*=\s*rsa-sha256/.test(field.text));
-  if (!rsa) throw new Error("the message carries no RSA DKIM-Signature to take the body hash from");
-  const bodyHash = tagOf(rsa.text, "bh");
-  const signedNames = tagOf(rsa.text, "h").split(":");
-  const used = new Map<string, number>();
-  const data: string[] = [];
-  for (const name of signedNames.map((n) => n.toLowerCase())) {
-    const instances = fields.filter((field) => field.name === name);
-    const taken = used.get(name) ?? 0;
-    const field = instances[instances.length - 1 - taken];
-    used.set(name, taken + 1);
-    // A name signed but absent counts as an empty field: nothing to add (RFC 6376 5.4).
-    if (field) data.push(`${relaxedHeader(field.text)}\r\n`);
-  }
-  const header = `DKIM-Signature: v=1; a=ed25519-sha256; c=relaxed/relaxed; d=${domain}; q=dns/txt; s=${selector}; bh=${bodyHash}; h=${signedNames.join(":")}; b=`;
-  data.push(relaxedHeader(header));
-  const digest = createHash("sha256").update(data.join(""), "latin1").digest();
-  const signature = signData(null, digest, privateKey).toString("base64");
-  return `${foldSignature(header + signature)}\r\n`;
 }
 
 /** Folds a long DKIM-Signature line at its spaces and inside `b=` (lines of at most 76 characters; folding whitespace is ignored by verifiers). */

@@ -1,10 +1,9 @@
 import { ConfigError, envOptional } from "@emailsvc/runtime";
-import nodemailer from "nodemailer";
-import type { NodemailerError } from "nodemailer";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 import { defineProvider } from "./definition.js";
-import { buildRawMessage } from "./mime.js";
+import { buildRawMessage, lowerDomain } from "./mime.js";
+import { SmtpPool, type SmtpErrorFields } from "./smtp-client.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
 export interface SmtpSettings {
@@ -76,61 +75,63 @@ export function describeSmtp(settings: SmtpSettings): string {
 }
 
 /**
- * Sends through any SMTP relay with nodemailer: a pool of connections, the
- * Message-ID we give (so a resend carries the same one), HTML and text parts.
- * Failures become SendFailure: 5xx permanent, 4xx transient, no relay to talk
- * to unreachable, our abort aborted.
+ * Sends through any SMTP relay with our own client (./smtp-client.ts): a pool
+ * of connections reused for many messages, pipelined when the relay offers
+ * it; the Message-ID we give (so a resend carries the same one), the message
+ * written and signed by ./mime.ts. Failures become SendFailure: 5xx
+ * permanent, 4xx transient, no relay to talk to unreachable, our abort
+ * aborted.
  */
 export class SmtpProvider implements EmailProvider {
   readonly name = "smtp" as const;
-  private readonly transporter;
+  private readonly pool: SmtpPool;
 
   constructor(settings: SmtpSettings, timeouts: SmtpTimeouts = DEFAULT_SMTP_TIMEOUTS) {
-    this.transporter = nodemailer.createTransport({
-      pool: true,
+    this.pool = new SmtpPool({
       host: settings.host,
       port: settings.port,
       secure: settings.secure,
-      requireTLS: settings.requireTls,
-      ...(settings.user !== undefined ? { auth: { user: settings.user, pass: settings.pass ?? "" } } : {}),
-      tls: { rejectUnauthorized: settings.tlsVerify },
+      user: settings.user,
+      pass: settings.pass,
+      requireTls: settings.requireTls,
+      tlsVerify: settings.tlsVerify,
       maxConnections: settings.maxConnections,
-      connectionTimeout: timeouts.connectionMs,
-      greetingTimeout: timeouts.greetingMs,
-      socketTimeout: timeouts.socketMs,
-      // nodemailer's own logger stays off: it would log addresses.
-      logger: false,
-      debug: false,
+      connectionMs: timeouts.connectionMs,
+      greetingMs: timeouts.greetingMs,
+      socketMs: timeouts.socketMs,
     });
+  }
+
+  /** Connections opened since the start (tests count reuse with it). */
+  get connectionsOpened(): number {
+    return this.pool.opened;
   }
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     try {
-      const signed = await buildRawMessage(message);
-      const info = await this.transporter.sendMail({
-        envelope: { from: message.returnPath ?? message.from.address, to: [message.to] },
-        raw: signed,
-        signal: context.signal,
-      });
-      return { response: scrubReason(String(info.response ?? "accepted"), message.to) };
+      const raw = buildRawMessage(message);
+      // Domains in lower case, as in the To header (the same mailbox; the local part goes as stored).
+      const envelope = { from: lowerDomain(message.returnPath ?? message.from.address), to: lowerDomain(message.to) };
+      const response = await this.pool.send(envelope, raw, context.signal);
+      return { response: scrubReason(response || "accepted", message.to) };
     } catch (err) {
-      throw classifySmtpError(err as NodemailerError, message.to, context.signal);
+      throw classifySmtpError(err as SmtpErrorFields & Error, message.to, context.signal);
     }
   }
 
   async close(): Promise<void> {
-    this.transporter.close();
+    await this.pool.close();
   }
 }
 
 const UNREACHABLE_CODES = new Set(["ECONNECTION", "ESOCKET", "EDNS", "ETLS", "EPROXY"]);
 
 /**
- * Maps a nodemailer error to what it means for the email. The relay's reply
- * (addresses removed) is what a client may see; nodemailer's own messages
- * (hosts, ports, socket errors) are detail for operators only.
+ * Maps an SMTP client error to what it means for the email. The relay's
+ * reply (addresses removed) is what a client may see; the client's own
+ * messages (socket errors) are detail for operators only.
  */
-export function classifySmtpError(err: NodemailerError, recipient: string, signal?: AbortSignal): SendFailure {
+export function classifySmtpError(err: SmtpErrorFields & Error, recipient: string, signal?: AbortSignal): SendFailure {
   const reply = typeof err.response === "string" && err.response ? scrubReason(err.response, recipient) : "";
   const detail = reply || scrubReason(`${err.code ?? "error"}: ${err.message}`, recipient);
   const failure = (kind: FailureKind, code: FailureCode, withReply = true) => new SendFailure(kind, code, { reply: withReply ? reply : "", detail });

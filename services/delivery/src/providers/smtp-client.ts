@@ -1,0 +1,509 @@
+import { connect as netConnect, isIP, type Socket } from "node:net";
+import { hostname } from "node:os";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
+
+// An SMTP client (RFC 5321) for one relay: a pool of connections opened
+// lazily and reused for many messages, each connection one transaction at a
+// time, with PIPELINING (RFC 2920) when the relay offers it: MAIL FROM,
+// RCPT TO and DATA go out in one write and their replies are matched in
+// order, so a message costs two round trips instead of four. Failures are
+// SmtpError, shaped as classifySmtpError (smtp.ts) reads them.
+
+export interface SmtpClientOptions {
+  host: string;
+  port: number;
+  /** Implicit TLS from the first byte (smtps). */
+  secure: boolean;
+  user?: string | undefined;
+  pass?: string | undefined;
+  /** Refuse to send unless STARTTLS succeeds. */
+  requireTls: boolean;
+  tlsVerify: boolean;
+  maxConnections: number;
+  connectionMs: number;
+  greetingMs: number;
+  /** No reply (or an idle connection) for this long: the command timed out (the idle connection is closed). */
+  socketMs: number;
+}
+
+/** What went wrong, in the fields classifySmtpError reads (those of nodemailer's errors, which it was written for). */
+export interface SmtpErrorFields {
+  /** ECONNECTION (connection lost or refused), ESOCKET, EDNS, ETLS, EAUTH, ETIMEDOUT, EABORT, EENVELOPE, EMESSAGE, EPROTOCOL. */
+  code?: string;
+  /** The command the reply answered (`MAIL FROM`, `RCPT TO`, `DATA`). */
+  command?: string;
+  responseCode?: number;
+  /** The whole reply, code and text (may name the recipient: scrubbed by the classifier). */
+  response?: string;
+  /** GREETING_TIMEOUT, CONNECTION_TIMEOUT or SOCKET_TIMEOUT. */
+  timeoutType?: string;
+}
+
+export class SmtpError extends Error implements SmtpErrorFields {
+  code?: string;
+  command?: string;
+  responseCode?: number;
+  response?: string;
+  timeoutType?: string;
+
+  constructor(message: string, fields: SmtpErrorFields) {
+    super(message);
+    this.name = "SmtpError";
+    Object.assign(this, fields);
+  }
+}
+
+interface Reply {
+  code: number;
+  /** Every line, joined by newlines, codes included (`250-…\n250 …`). */
+  text: string;
+  lines: string[];
+}
+
+type ReplyWaiter = { resolve: (reply: Reply) => void; reject: (err: Error) => void };
+
+/** The EHLO name: the host's name when it is a domain, else the loopback literal (as nodemailer does). */
+function ehloName(): string {
+  const name = hostname();
+  return name.includes(".") && /^[A-Za-z0-9.-]+$/.test(name) ? name : "[127.0.0.1]";
+}
+
+/** One connection: a socket, a reply reader and the queue of replies waited for, in the order commands were written. */
+class SmtpConnection {
+  private socket: Socket | TLSSocket | undefined;
+  private buffered = "";
+  private pendingLines: string[] = [];
+  private readonly waiters: ReplyWaiter[] = [];
+  /** The connection can no longer be used (closed, errored, timed out, a 421, or a transaction abandoned). */
+  broken = false;
+  /** Set once the connection has been used for a transaction: a failure before any reply may then be retried on a fresh one. */
+  used = false;
+  private capabilities = new Set<string>();
+  private authMechanisms: string[] = [];
+  private brokenError: SmtpError | undefined;
+  private phase: "connect" | "greeting" | "session" = "connect";
+
+  constructor(private readonly options: SmtpClientOptions) {}
+
+  get pipelining(): boolean {
+    return this.capabilities.has("PIPELINING");
+  }
+
+  get smtputf8(): boolean {
+    return this.capabilities.has("SMTPUTF8");
+  }
+
+  /**
+   * Connects, reads the greeting, says EHLO, upgrades with STARTTLS and
+   * authenticates. Failures here are about the relay, never a message: they
+   * carry no reply code (which the classifier would read as the message's).
+   */
+  async open(): Promise<void> {
+    const { host, port, secure } = this.options;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new SmtpError("connection timed out", { code: "ETIMEDOUT", timeoutType: "CONNECTION_TIMEOUT" }));
+      }, this.options.connectionMs);
+      const onError = (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(new SmtpError(`connect ${err.code ?? "failed"}`, { code: err.code === "ENOTFOUND" || err.code === "EAI_AGAIN" ? "EDNS" : "ESOCKET" }));
+      };
+      const socket: Socket = secure
+        ? tlsConnect({ host, port, rejectUnauthorized: this.options.tlsVerify, ...(isIP(host) ? {} : { servername: host }) }, () => {
+            clearTimeout(timer);
+            socket.off("error", onError);
+            resolve(socket);
+          })
+        : netConnect({ host, port }, () => {
+            clearTimeout(timer);
+            socket.off("error", onError);
+            resolve(socket);
+          });
+      socket.once("error", onError);
+    });
+    this.attach(socket);
+    this.phase = "greeting";
+    const greeting = await this.read(this.options.greetingMs, "GREETING_TIMEOUT");
+    if (greeting.code !== 220) throw this.fail(new SmtpError(`the relay refused the connection (${greeting.code})`, { code: "ECONNECTION" }));
+    this.phase = "session";
+    await this.hello();
+    if (!secure && this.capabilities.has("STARTTLS")) {
+      const reply = await this.command("STARTTLS");
+      if (reply.code !== 220) throw this.fail(new SmtpError(`STARTTLS was refused (${reply.code})`, { code: "ETLS" }));
+      await this.upgrade();
+      await this.hello();
+    } else if (!secure && this.options.requireTls) {
+      throw this.fail(new SmtpError("the relay does not offer STARTTLS and require_tls is set", { code: "ETLS" }));
+    }
+    if (this.options.user !== undefined) await this.authenticate(this.options.user, this.options.pass ?? "");
+  }
+
+  private attach(socket: Socket): void {
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setTimeout(this.options.socketMs);
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("timeout", () => {
+      // Idle in the pool: just closed. Waiting for a reply: the command timed out.
+      const timeoutType = this.phase === "greeting" ? "GREETING_TIMEOUT" : "SOCKET_TIMEOUT";
+      this.breakWith(new SmtpError("timed out waiting for the relay", { code: "ETIMEDOUT", timeoutType }));
+      socket.destroy();
+    });
+    socket.on("error", (err: NodeJS.ErrnoException) => this.breakWith(new SmtpError(`connection error ${err.code ?? ""}`.trim(), { code: "ESOCKET" })));
+    socket.on("close", () => this.breakWith(new SmtpError("connection closed unexpectedly", { code: "ECONNECTION" })));
+  }
+
+  private async upgrade(): Promise<void> {
+    const plain = this.socket!;
+    plain.removeAllListeners("data");
+    plain.removeAllListeners("timeout");
+    plain.removeAllListeners("error");
+    plain.removeAllListeners("close");
+    plain.setTimeout(0);
+    const { host } = this.options;
+    const secured = await new Promise<TLSSocket>((resolve, reject) => {
+      const socket = tlsConnect({ socket: plain, rejectUnauthorized: this.options.tlsVerify, ...(isIP(host) ? {} : { servername: host }) }, () => {
+        socket.off("error", onError);
+        resolve(socket);
+      });
+      const onError = (err: Error) => {
+        plain.destroy();
+        reject(new SmtpError(`TLS failed: ${err.message}`, { code: "ETLS" }));
+      };
+      socket.once("error", onError);
+    }).catch((err: SmtpError) => {
+      throw this.fail(err);
+    });
+    this.attach(secured);
+  }
+
+  private async hello(): Promise<void> {
+    const name = ehloName();
+    let reply = await this.command(`EHLO ${name}`);
+    if (reply.code !== 250) {
+      reply = await this.command(`HELO ${name}`);
+      if (reply.code !== 250) throw this.fail(new SmtpError(`the relay refused HELO (${reply.code})`, { code: "ECONNECTION" }));
+      this.capabilities = new Set();
+      return;
+    }
+    this.capabilities = new Set();
+    for (const line of reply.lines.slice(1)) {
+      const words = line.slice(4).trim().toUpperCase().split(/\s+/);
+      this.capabilities.add(words[0]!);
+      if (words[0] === "AUTH") this.authMechanisms = words.slice(1);
+    }
+  }
+
+  private async authenticate(user: string, pass: string): Promise<void> {
+    const authFailed = (reply: Reply) => this.fail(new SmtpError("the relay refused our credentials", { code: "EAUTH", responseCode: reply.code, response: reply.text }));
+    if (this.authMechanisms.includes("PLAIN") || !this.authMechanisms.includes("LOGIN")) {
+      const reply = await this.command(`AUTH PLAIN ${Buffer.from(`\u0000${user}\u0000${pass}`, "utf8").toString("base64")}`);
+      if (reply.code !== 235) throw authFailed(reply);
+      return;
+    }
+    let reply = await this.command("AUTH LOGIN");
+    if (reply.code === 334) reply = await this.command(Buffer.from(user, "utf8").toString("base64"));
+    if (reply.code === 334) reply = await this.command(Buffer.from(pass, "utf8").toString("base64"));
+    if (reply.code !== 235) throw authFailed(reply);
+  }
+
+  private onData(chunk: Buffer): void {
+    this.buffered += chunk.toString("utf8");
+    let start = 0;
+    for (;;) {
+      const end = this.buffered.indexOf("\n", start);
+      if (end < 0) break;
+      const line = this.buffered.slice(start, this.buffered.charCodeAt(end - 1) === 13 ? end - 1 : end);
+      start = end + 1;
+      this.pendingLines.push(line);
+      // "250-…" continues a reply, "250 …" (or a bare "250") ends it.
+      if (line.charCodeAt(3) !== 45) {
+        const lines = this.pendingLines;
+        this.pendingLines = [];
+        this.deliver({ code: Number(line.slice(0, 3)) || 0, text: lines.join("\n"), lines });
+      }
+    }
+    this.buffered = start === 0 ? this.buffered : this.buffered.slice(start);
+  }
+
+  private deliver(reply: Reply): void {
+    const waiter = this.waiters.shift();
+    if (reply.code === 421) {
+      // The relay is closing this connection (at once, or after this reply): never used again.
+      this.broken = true;
+      this.socket?.end();
+    }
+    if (waiter) waiter.resolve(reply);
+    // A reply nobody asked for (a 421 on an idle connection): the connection is done.
+    else this.breakWith(new SmtpError("unexpected reply", { code: "EPROTOCOL", responseCode: reply.code, response: reply.text }));
+  }
+
+  private breakWith(err: SmtpError): void {
+    if (!this.broken || !this.brokenError) {
+      this.broken = true;
+      this.brokenError = err;
+    }
+    const waiting = this.waiters.splice(0);
+    for (const waiter of waiting) waiter.reject(err);
+  }
+
+  /** Marks the connection unusable and closes it; returns the error to throw. */
+  fail(err: SmtpError): SmtpError {
+    this.broken = true;
+    this.socket?.destroy();
+    return err;
+  }
+
+  /** Waits for the next reply (the greeting). */
+  private read(timeoutMs: number, timeoutType: string): Promise<Reply> {
+    this.socket!.setTimeout(timeoutMs);
+    return this.expect().finally(() => this.socket?.setTimeout(this.options.socketMs)).catch((err: SmtpError) => {
+      if (err.code === "ETIMEDOUT") err.timeoutType = timeoutType;
+      throw err;
+    });
+  }
+
+  /** A promise of the next reply not yet claimed, in command order. */
+  expect(): Promise<Reply> {
+    if (this.broken && this.brokenError) return Promise.reject(this.brokenError);
+    return new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  write(data: string | Buffer): void {
+    this.socket!.write(data);
+  }
+
+  /** Writes the body and its end (".") in one go. */
+  writeBody(body: Buffer): void {
+    const socket = this.socket!;
+    socket.cork();
+    socket.write(body);
+    socket.write(body.length === 0 || (body[body.length - 2] === 13 && body[body.length - 1] === 10) ? ".\r\n" : "\r\n.\r\n");
+    socket.uncork();
+  }
+
+  command(line: string): Promise<Reply> {
+    const reply = this.expect();
+    this.write(`${line}\r\n`);
+    return reply;
+  }
+
+  /** QUIT, politely, without waiting long for the answer. */
+  async quit(): Promise<void> {
+    const socket = this.socket;
+    if (!socket || this.broken) {
+      socket?.destroy();
+      return;
+    }
+    this.broken = true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve();
+      }, 1000);
+      socket.once("close", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      socket.end("QUIT\r\n");
+    });
+  }
+
+  destroy(): void {
+    this.broken = true;
+    this.socket?.destroy();
+  }
+}
+
+/** The envelope of one message: MAIL FROM and its one RCPT TO. */
+export interface SmtpEnvelope {
+  from: string;
+  to: string;
+}
+
+/**
+ * Lines starting with "." get a second one (RFC 5321 4.5.2); a copy only
+ * when there is one (a quoted-printable body rarely has any).
+ */
+export function dotStuff(body: Buffer): Buffer {
+  let at = body[0] === 46 ? 0 : body.indexOf("\n.");
+  if (at < 0) return body;
+  const pieces: Buffer[] = [];
+  let from = 0;
+  while (at >= 0) {
+    const dot = body[0] === 46 && at === 0 && from === 0 ? 0 : at + 1;
+    pieces.push(body.subarray(from, dot), DOT);
+    from = dot;
+    at = body.indexOf("\n.", dot);
+  }
+  pieces.push(body.subarray(from));
+  return Buffer.concat(pieces);
+}
+
+const DOT = Buffer.from(".", "latin1");
+
+/**
+ * A pool of at most `maxConnections` connections to one relay. A message
+ * takes an idle connection, or opens one while under the cap, or waits for
+ * one to come back. A connection with a failed transaction is RSET before
+ * reuse; a dead one (closed, timed out, 421) is dropped and its place taken
+ * by a new one when needed.
+ */
+export class SmtpPool {
+  private readonly idle: SmtpConnection[] = [];
+  private open = 0;
+  private readonly queue: Array<(connection: SmtpConnection | undefined) => void> = [];
+  private closed = false;
+  /** Connections opened since the start (for tests and benchmarks). */
+  opened = 0;
+
+  constructor(private readonly options: SmtpClientOptions) {}
+
+  /** Sends one message; resolves with the relay's reply to the data ("250 …"), rejects with an SmtpError. */
+  async send(envelope: SmtpEnvelope, body: Buffer, signal?: AbortSignal): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      const connection = await this.acquire(signal);
+      const reused = connection.used;
+      let wroteBody = false;
+      try {
+        connection.used = true;
+        return await this.transaction(connection, envelope, body, signal, () => (wroteBody = true));
+      } catch (err) {
+        const error = err as SmtpError;
+        // A reused connection the relay had closed while idle: no reply came, so nothing was taken; once more on a new one.
+        if (reused && !wroteBody && attempt === 0 && (error.code === "ECONNECTION" || error.code === "ESOCKET") && error.responseCode === undefined) continue;
+        throw error;
+      } finally {
+        this.release(connection);
+      }
+    }
+  }
+
+  private async transaction(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, signal: AbortSignal | undefined, onBody: () => void): Promise<string> {
+    if (signal?.aborted) throw new SmtpError("the send was aborted", { code: "EABORT" });
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      if (!signal) return;
+      onAbort = () => {
+        // Where the transaction stands is unknown: this connection is not used again.
+        connection.destroy();
+        reject(new SmtpError("the send was aborted", { code: "EABORT" }));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      const work = this.exchange(connection, envelope, body, onBody);
+      return await (signal ? Promise.race([work, aborted]) : work);
+    } finally {
+      if (onAbort) signal!.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void): Promise<string> {
+    const utf8 = connection.smtputf8 && /[^\x00-\x7f]/.test(envelope.from + envelope.to) ? " SMTPUTF8" : "";
+    const mail = `MAIL FROM:<${envelope.from}>${utf8}\r\n`;
+    const rcpt = `RCPT TO:<${envelope.to}>\r\n`;
+    let mailReply: Reply;
+    let rcptReply: Reply;
+    let dataReply: Reply;
+    if (connection.pipelining) {
+      const replies = [connection.expect(), connection.expect(), connection.expect()];
+      connection.write(mail + rcpt + "DATA\r\n");
+      const settled = await Promise.all(replies.map((r) => r.then((reply) => ({ reply }), (error: SmtpError) => ({ error }))));
+      // A 421 closes the connection, so the replies after it fail: the 421 is what happened.
+      for (const outcome of settled) {
+        if ("reply" in outcome && outcome.reply.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome.reply);
+        if ("error" in outcome) throw outcome.error;
+      }
+      [mailReply, rcptReply, dataReply] = settled.map((outcome) => (outcome as { reply: Reply }).reply) as [Reply, Reply, Reply];
+    } else {
+      mailReply = await connection.command(mail.slice(0, -2));
+      if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply);
+      rcptReply = await connection.command(rcpt.slice(0, -2));
+      if (rcptReply.code !== 250 && rcptReply.code !== 251) return this.refused(connection, "RCPT TO", "EENVELOPE", rcptReply);
+      dataReply = await connection.command("DATA");
+    }
+    if (dataReply.code === 354 && (mailReply.code !== 250 || (rcptReply.code !== 250 && rcptReply.code !== 251))) {
+      // A relay that took DATA after refusing the envelope: end an empty message, then report the refusal.
+      connection.writeBody(Buffer.alloc(0));
+      await connection.expect();
+    }
+    if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply);
+    if (rcptReply.code !== 250 && rcptReply.code !== 251) return this.refused(connection, "RCPT TO", "EENVELOPE", rcptReply);
+    if (dataReply.code !== 354) return this.refused(connection, "DATA", "EMESSAGE", dataReply);
+    const done = connection.expect();
+    onBody();
+    connection.writeBody(dotStuff(body));
+    const final = await done;
+    if (final.code !== 250) return this.refused(connection, "DATA", "EMESSAGE", final);
+    return final.lines[final.lines.length - 1]!;
+  }
+
+  /** A refused transaction: RSET for the next one (a 421 has closed the connection already), then the error. */
+  private async refused(connection: SmtpConnection, command: string, code: string, reply: Reply): Promise<never> {
+    if (!connection.broken) {
+      const reset = await connection.command("RSET").catch(() => undefined);
+      if (!reset || reset.code !== 250) connection.destroy();
+    }
+    throw new SmtpError(`${command} was refused`, { code, command, responseCode: reply.code, response: reply.lines.join(" ") });
+  }
+
+  private async acquire(signal?: AbortSignal): Promise<SmtpConnection> {
+    for (;;) {
+      if (this.closed) throw new SmtpError("the client is closed", { code: "ECONNECTION" });
+      if (signal?.aborted) throw new SmtpError("the send was aborted", { code: "EABORT" });
+      let connection = this.idle.pop();
+      while (connection && connection.broken) {
+        this.open -= 1;
+        connection.destroy();
+        connection = this.idle.pop();
+      }
+      if (connection) return connection;
+      if (this.open < this.options.maxConnections) {
+        this.open += 1;
+        this.opened += 1;
+        const fresh = new SmtpConnection(this.options);
+        try {
+          await fresh.open();
+          return fresh;
+        } catch (err) {
+          fresh.destroy();
+          this.open -= 1;
+          this.wakeOne(undefined);
+          throw err;
+        }
+      }
+      // All connections busy: wait for one to come back (or a place to open one).
+      const handed = await new Promise<SmtpConnection | undefined>((resolve) => this.queue.push(resolve));
+      if (handed) return handed;
+    }
+  }
+
+  private release(connection: SmtpConnection): void {
+    if (connection.broken || this.closed) {
+      this.open -= 1;
+      connection.destroy();
+      this.wakeOne(undefined);
+      return;
+    }
+    const next = this.queue.shift();
+    if (next) next(connection);
+    else this.idle.push(connection);
+  }
+
+  /** Wakes one waiter: with a connection, or with none to open one of its own. */
+  private wakeOne(connection: SmtpConnection | undefined): void {
+    const next = this.queue.shift();
+    if (next) next(connection);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of this.queue.splice(0)) wake(undefined);
+    const idle = this.idle.splice(0);
+    this.open -= idle.length;
+    await Promise.all(idle.map((connection) => connection.quit()));
+  }
+}

@@ -1,0 +1,301 @@
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { SmtpSink } from "@emailsvc/testing";
+import type { OutgoingMessage } from "../src/domain/message.js";
+import { SendFailure } from "../src/domain/provider.js";
+import { parseSmtpUrl, SmtpProvider } from "../src/providers/smtp.js";
+import { dotStuff } from "../src/providers/smtp-client.js";
+
+// The SMTP provider's own client against real servers: the tests' sink (its
+// lean counting server, and smtp-server with STARTTLS) and a bare socket
+// server for a relay that misbehaves.
+
+const sender = { name: "Acme", address: "news@acme.example", domain: "acme.example", header: "Acme <news@acme.example>" };
+
+function message(to: string, i = 0): OutgoingMessage {
+  return {
+    emailId: `eml_${i}`,
+    from: sender,
+    to,
+    subject: `Message ${i}`,
+    html: `<p>Hello ${i}</p>\n.a line starting with a dot`,
+    text: `Hello ${i}\n.a line starting with a dot`,
+    messageId: `<eml_${i}@acme.example>`,
+    headers: { From: sender.header, To: to, Subject: `Message ${i}`, "Message-ID": `<eml_${i}@acme.example>` },
+  };
+}
+
+const context = (signal: AbortSignal = new AbortController().signal) => ({ tenant: "acc_1:live", signal });
+
+async function failureOf(promise: Promise<unknown>): Promise<SendFailure> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(SendFailure);
+    return err as SendFailure;
+  }
+  throw new Error("the send succeeded");
+}
+
+describe("SMTP client", () => {
+  const opened: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const thing of opened.splice(0).reverse()) await thing.close();
+  });
+  const sinkWith = async (options: ConstructorParameters<typeof SmtpSink>[0]) => {
+    const sink = await new SmtpSink(options).start();
+    opened.push(sink);
+    return sink;
+  };
+  const providerFor = (url: string) => {
+    const provider = new SmtpProvider(parseSmtpUrl(url));
+    opened.push(provider);
+    return provider;
+  };
+
+  it.each([true, false])("sends many messages over one connection, pipelined when the relay offers PIPELINING (%s)", async (pipelining) => {
+    const sink = await sinkWith({ keep: false, pipelining });
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    for (let i = 0; i < 5; i++) {
+      const result = await provider.send(message(`r${i}@example.com`, i), context());
+      expect(result.response).toBe("250 OK: queued");
+    }
+    expect(sink.acceptedCount).toBe(5);
+    expect(sink.connections).toBe(1);
+    expect(provider.connectionsOpened).toBe(1);
+    expect(sink.pipelinedTransactions).toBe(pipelining ? 5 : 0);
+  });
+
+  it("fails only the message whose recipient is refused mid-pipeline; the connection goes on", async () => {
+    const sink = await sinkWith({ keep: false });
+    sink.rcptReplies.set("gone@example.com", { code: 550, text: "5.1.1 <gone@example.com>: no such user" });
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    await provider.send(message("first@example.com", 1), context());
+    const failure = await failureOf(provider.send(message("gone@example.com", 2), context()));
+    expect(failure).toMatchObject({ kind: "permanent", code: "recipient_rejected", reply: "550 5.1.1 <recipient>: no such user" });
+    expect(failure.detail).not.toContain("gone@example.com");
+    await provider.send(message("after@example.com", 3), context());
+    expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "first@example.com": 1, "after@example.com": 1 });
+    expect(sink.connections).toBe(1);
+  });
+
+  it("a 5xx to the data fails that message (message_rejected), a 4xx defers it, and the connection stays in use", async () => {
+    const sink = await sinkWith({ keep: false });
+    sink.dataReplies.set("spam@example.com", [{ code: 554, text: "5.7.1 looks like spam" }]);
+    sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    expect(await failureOf(provider.send(message("spam@example.com"), context()))).toMatchObject({ kind: "permanent", code: "message_rejected" });
+    expect(await failureOf(provider.send(message("later@example.com"), context()))).toMatchObject({ kind: "transient", code: "relay_deferred" });
+    await provider.send(message("later@example.com"), context());
+    expect(sink.acceptedCount).toBe(1);
+    expect(sink.connections).toBe(1);
+  });
+
+  it("keeps at most the pool's connections open and reuses them, with no message lost or sent twice", async () => {
+    const sink = await sinkWith({ keep: false });
+    const provider = providerFor(`${sink.url()}?pool=3`);
+    const count = 300;
+    await Promise.all(Array.from({ length: count }, (_, i) => provider.send(message(`m${i}@example.com`, i), context())));
+    expect(sink.acceptedCount).toBe(count);
+    expect(sink.recipientCounts.size).toBe(count);
+    expect([...sink.recipientCounts.values()].every((n) => n === 1)).toBe(true);
+    expect(sink.connections).toBeLessThanOrEqual(3);
+    expect(provider.connectionsOpened).toBe(sink.connections);
+  });
+
+  it("upgrades with STARTTLS and authenticates (smtp-server, a self-signed certificate)", async () => {
+    const sink = await sinkWith({ starttls: true });
+    const provider = providerFor(`${sink.url({ user: "relay-user", pass: "s3cret:/@" })}?require_tls=true&tls_verify=false`);
+    await provider.send(message("tls@example.com", 7), context());
+    const [arrived] = sink.accepted;
+    expect(arrived).toMatchObject({ secure: true, user: "relay-user", envelope: { from: "news@acme.example", to: ["tls@example.com"] } });
+    expect(arrived!.parsed.text).toBe("Hello 7\n.a line starting with a dot");
+    expect(arrived!.parsed.subject).toBe("Message 7");
+
+    // The same relay's certificate, verified (the default): refused, nothing sent.
+    const verifying = providerFor(`${sink.url()}?require_tls=true`);
+    expect(await failureOf(verifying.send(message("tls@example.com", 8), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
+    expect(sink.messages).toHaveLength(1);
+  });
+
+  it("with require_tls, refuses a relay that offers no STARTTLS before sending anything", async () => {
+    const sink = await sinkWith({});
+    const provider = providerFor(`${sink.url()}?require_tls=true`);
+    expect(await failureOf(provider.send(message("plain@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
+    expect(sink.messages).toHaveLength(0);
+  });
+
+  it("a 421 closes the connection (relay_unavailable) and the next message gets a new one", async () => {
+    const sink = await sinkWith({});
+    sink.rcptReplies.set("closing@example.com", { code: 421, text: "4.3.2 shutting down" });
+    const provider = providerFor(sink.url());
+    expect(await failureOf(provider.send(message("closing@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
+    await provider.send(message("next@example.com"), context());
+    expect(sink.accepted.map((m) => m.envelope.to)).toEqual([["next@example.com"]]);
+    expect(provider.connectionsOpened).toBe(2);
+  });
+
+  it("aborts a message waiting for the relay's answer to its data", async () => {
+    const sink = await sinkWith({});
+    sink.dataDelayMs = 30_000;
+    const provider = providerFor(sink.url());
+    const controller = new AbortController();
+    const sending = failureOf(provider.send(message("slow@example.com"), context(controller.signal)));
+    await sink.nextData();
+    controller.abort();
+    expect(await sending).toMatchObject({ kind: "aborted", code: "send_aborted" });
+    sink.releaseHeld();
+    // The connection given up is not reused: the next message opens another.
+    sink.dataDelayMs = 0;
+    await provider.send(message("fast@example.com"), context());
+    expect(provider.connectionsOpened).toBe(2);
+  });
+
+  it("a relay that refuses the connection (554 greeting) or does not listen is unreachable, not the message's fault", async () => {
+    const refusing = createServer((socket) => {
+      socket.on("error", () => undefined);
+      socket.end("554 5.7.1 no service for you\r\n");
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, "127.0.0.1", () => resolve()));
+    const port = (refusing.address() as AddressInfo).port;
+    try {
+      const provider = providerFor(`smtp://127.0.0.1:${port}`);
+      expect(await failureOf(provider.send(message("a@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable", reply: "" });
+    } finally {
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    }
+    // The same port, no longer listened on.
+    const nobody = providerFor(`smtp://127.0.0.1:${port}`);
+    expect(await failureOf(nobody.send(message("a@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
+  });
+
+  it("a reused connection the relay has dropped is replaced before anything of the message is sent", async () => {
+    // Lock-step SMTP; on its first connection, the second MAIL FROM is met by a dropped connection (a relay's idle timeout, racing the client).
+    let connections = 0;
+    let bodies = 0;
+    const relay = createServer((socket: Socket) => {
+      connections += 1;
+      const connection = connections;
+      let mails = 0;
+      let buffered = "";
+      let inData = false;
+      socket.on("error", () => undefined);
+      socket.write("220 idle-closer ESMTP\r\n");
+      socket.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("latin1");
+        for (;;) {
+          if (inData) {
+            const end = buffered.indexOf("\r\n.\r\n");
+            if (end < 0) return;
+            buffered = buffered.slice(end + 5);
+            inData = false;
+            bodies += 1;
+            socket.write("250 queued\r\n");
+            continue;
+          }
+          const end = buffered.indexOf("\r\n");
+          if (end < 0) return;
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (line.startsWith("MAIL") && connection === 1 && ++mails === 2) return void socket.destroy();
+          if (line.startsWith("EHLO")) socket.write("250-idle-closer\r\n250 8BITMIME\r\n");
+          else if (line.startsWith("DATA")) {
+            inData = true;
+            socket.write("354 go on\r\n");
+          } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
+          else socket.write("250 ok\r\n");
+        }
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", () => resolve()));
+    try {
+      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${(relay.address() as AddressInfo).port}?pool=1`));
+      await provider.send(message("first@example.com", 1), context());
+      await provider.send(message("second@example.com", 2), context());
+      expect({ bodies, connections, opened: provider.connectionsOpened }).toEqual({ bodies: 2, connections: 2, opened: 2 });
+      await provider.close();
+    } finally {
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
+    }
+  });
+
+  describe("a relay that drops the connection", () => {
+    let server: Server;
+    let port = 0;
+    /** Bodies that arrived in full (up to the "."), per connection. */
+    let bodies = 0;
+    let connections = 0;
+    let dropNextData = true;
+    beforeEach(async () => {
+      bodies = 0;
+      connections = 0;
+      dropNextData = true;
+      // Speaks lock-step SMTP; the first message's data is read in full and the connection dropped before the reply.
+      server = createServer((socket: Socket) => {
+        connections += 1;
+        let buffered = "";
+        let inData = false;
+        socket.write("220 flaky ESMTP\r\n");
+        socket.on("data", (chunk: Buffer) => {
+          buffered += chunk.toString("latin1");
+          for (;;) {
+            if (inData) {
+              const end = buffered.indexOf("\r\n.\r\n");
+              if (end < 0) return;
+              buffered = buffered.slice(end + 5);
+              inData = false;
+              bodies += 1;
+              if (dropNextData) {
+                dropNextData = false;
+                socket.destroy();
+                return;
+              }
+              socket.write("250 2.0.0 queued\r\n");
+              continue;
+            }
+            const end = buffered.indexOf("\r\n");
+            if (end < 0) return;
+            const line = buffered.slice(0, end).toUpperCase();
+            buffered = buffered.slice(end + 2);
+            if (line.startsWith("EHLO")) socket.write("250-flaky\r\n250 8BITMIME\r\n");
+            else if (line.startsWith("DATA")) {
+              inData = true;
+              socket.write("354 go on\r\n");
+            } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
+            else socket.write("250 ok\r\n");
+          }
+        });
+        socket.on("error", () => undefined);
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+      port = (server.address() as AddressInfo).port;
+    });
+    afterEach(async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+
+    it("after the data, before its reply: a retryable failure, not sent again by the client; the next message gets a new connection", async () => {
+      const provider = providerFor(`smtp://127.0.0.1:${port}`);
+      const failure = await failureOf(provider.send(message("dropped@example.com"), context()));
+      // Delivery retries it (the relay may or may not have taken it: the Message-ID lets receivers drop a copy).
+      expect(failure.kind).not.toBe("permanent");
+      expect(failure.kind).not.toBe("aborted");
+      expect(bodies).toBe(1);
+      await provider.send(message("next@example.com"), context());
+      expect(bodies).toBe(2);
+      expect(connections).toBe(2);
+      // QUIT on close: the relay's server can then close (it waits for its connections).
+      await provider.close();
+    });
+  });
+});
+
+describe("dot-stuffing", () => {
+  it.each([
+    ["no dot", "a\r\nb\r\n", "a\r\nb\r\n"],
+    ["a dot at the start", ".a\r\nb\r\n", "..a\r\nb\r\n"],
+    ["dots at line starts", "a\r\n.\r\n..b\r\n.c", "a\r\n..\r\n...b\r\n..c"],
+    ["a dot inside a line", "a.b\r\n", "a.b\r\n"],
+  ])("%s", (_name, input, expected) => {
+    expect(dotStuff(Buffer.from(input)).toString()).toBe(expected);
+  });
+});
