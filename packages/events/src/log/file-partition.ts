@@ -7,8 +7,8 @@
 // Appends go to the last segment; once it holds `segmentBytes` the next write
 // starts a new one, and retention may close it earlier (rollIf: every group
 // has handled it, or it has grown old). Retention deletes whole segments from
-// the head, never the active one. In memory it keeps only the byte position of each record (to
-// find an offset) and a write handle; events are read back from the files
+// the head, never the active one. In memory it keeps the byte position of each record (to
+// find an offset), a write handle and the newest records (below); events are read back from the files
 // (the OS page cache keeps that cheap), except the newest ones: the last
 // TAIL_BYTES of records written stay decoded in memory, so that a group keeping
 // up (every consumer of a running campaign) reads what was just written
