@@ -151,6 +151,33 @@ describe("durable in-process bus: restarts in this process", () => {
   });
 });
 
+describe("durable in-process bus: reads of the newest events from memory", () => {
+  it("a group keeping up and one starting far behind (past the tail kept in memory) get every event, whole and in order", async () => {
+    const dir = freshDir();
+    const bus = await openDurable(dir, [], { partitions: 1 });
+    await bus.ensureTopics(["t"]);
+    const live = await record(bus, "live", ["t"]);
+    // 3,000 events of about 250 bytes: far more than the newest 256 KiB kept decoded.
+    const expected = Array.from({ length: 3000 }, (_, i) => `${i}:${"v".repeat(200)}`);
+    for (let i = 0; i < expected.length; i += 100) {
+      await bus.publish("t", expected.slice(i, i + 100).map((v, j) => ({ key: `k${(i + j) % 7}`, value: text(v), headers: { n: String(i + j) } })));
+    }
+    const late = await record(bus, "late", ["t"]);
+    await until(() => live.received.length === 3000 && late.received.length === 3000, "both groups handled everything");
+    for (const { received } of [live, late]) {
+      expect(received.map(valueText)).toEqual(expected);
+      expect(received.map((e) => e.headers.n)).toEqual(expected.map((_, i) => String(i)));
+      expect(received.map((e) => e.key)).toEqual(expected.map((_, i) => `k${i % 7}`));
+    }
+    // A handler's copy is its own: changing it changes nothing another group gets.
+    live.received[2999]!.value.fill(0);
+    const again = await record(bus, "again", ["t"]);
+    await until(() => again.received.length === 3000, "a third group handled everything");
+    expect(valueText(again.received[2999]!)).toBe(expected[2999]);
+    await bus.close();
+  });
+});
+
 describe("durable in-process bus: a torn or damaged log", () => {
   /** A bus with one partition holding "e0", "e1", "e2"; returns the segment file. */
   async function threeEvents(dir: string): Promise<string> {

@@ -654,19 +654,24 @@ function applyUpdate(doc: PlainObject, update: PlainObject): PlainObject {
 }
 
 /**
- * NeDB's modify for the common update, `$set` and `$inc` of top-level fields
- * (`$inc` of a number or a missing field): a shallow copy with the fields
- * assigned, where modify deep-copies the whole document first. Sharing the
- * untouched values is safe because stored documents are never changed in place
- * (the update's own values are cleaned copies, see normalizeUpdate).
- * Undefined for any other update: modify then applies (and refuses) it.
+ * NeDB's modify for the common update, `$set`, `$inc` and `$push` of top-level
+ * fields (`$inc` of a number or a missing field, `$push` onto an array or a
+ * missing field): a shallow copy with the fields assigned, where modify
+ * deep-copies the whole document first (an email's status change is a `$set`
+ * with a `$push` onto its history, once per email sent). Sharing the untouched
+ * values is safe because stored documents are never changed in place (the
+ * update's own values are cleaned copies, see normalizeUpdate; a pushed-to
+ * array is a new array). Undefined for any other update: modify then applies
+ * (and refuses) it.
  */
 function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefined {
   const set = update.$set as PlainObject | undefined;
   const inc = update.$inc as Record<string, number> | undefined;
+  const push = update.$push as Record<string, { $each: unknown[] }> | undefined;
   let ops = 0;
   if (set !== undefined) ops += 1;
   if (inc !== undefined) ops += 1;
+  if (push !== undefined) ops += 1;
   if (ops === 0 || ops !== Object.keys(update).length) return undefined;
   for (const field in set) if (field.includes(".")) return undefined;
   for (const field in inc) {
@@ -674,11 +679,20 @@ function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefi
     const current = doc[field];
     if (typeof current !== "number" && (current !== undefined || Object.prototype.hasOwnProperty.call(doc, field))) return undefined;
   }
+  for (const field in push) {
+    if (field.includes(".")) return undefined;
+    const current = doc[field];
+    if (!Array.isArray(current) && (current !== undefined || Object.prototype.hasOwnProperty.call(doc, field))) return undefined;
+  }
   const next: PlainObject = { ...doc };
   for (const field in set) next[field] = set[field];
   for (const field in inc) {
     const current = next[field];
     next[field] = typeof current === "number" ? current + inc[field]! : inc[field]!;
+  }
+  for (const field in push) {
+    const current = next[field] as unknown[] | undefined;
+    next[field] = current === undefined ? [...push[field]!.$each] : current.concat(push[field]!.$each);
   }
   return next;
 }

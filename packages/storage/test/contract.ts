@@ -394,6 +394,26 @@ export function describeDocumentStoreContract(
         });
       });
 
+      test("$push with $set and $inc: onto an array, onto a missing field, never into an earlier copy; onto a scalar refused", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "1", status: "queued", n: 1, history: [{ status: "queued" }], note: "x" });
+        const first = await c.updateOne({ _id: "1" }, { $set: { status: "sent" }, $inc: { n: 1 }, $push: { history: { $each: [{ status: "sent" }] } } });
+        expect(first).toStrictEqual({ _id: "1", status: "sent", n: 2, history: [{ status: "queued" }, { status: "sent" }], note: "x" });
+        const second = await c.updateOne({ _id: "1" }, { $set: { status: "delivered" }, $push: { history: { $each: [{ status: "delivered" }] }, fresh: { $each: ["a", "b"] } } });
+        expect(second).toStrictEqual({
+          _id: "1",
+          status: "delivered",
+          n: 2,
+          history: [{ status: "queued" }, { status: "sent" }, { status: "delivered" }],
+          note: "x",
+          fresh: ["a", "b"],
+        });
+        // The copy returned before is not the stored array grown in place.
+        expect(first?.history).toHaveLength(2);
+        await expect(c.updateOne({ _id: "1" }, { $set: { status: "x" }, $push: { note: { $each: ["y"] } } })).rejects.toThrow();
+        await expect(c.findOne({ _id: "1" })).resolves.toStrictEqual(second);
+      });
+
       test("$pull removes every element equal to the exact value, and nothing else", async () => {
         const c = fresh();
         await c.insertOne({

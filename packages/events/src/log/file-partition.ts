@@ -7,9 +7,13 @@
 // Appends go to the last segment; once it holds `segmentBytes` the next write
 // starts a new one, and retention may close it earlier (rollIf: every group
 // has handled it, or it has grown old). Retention deletes whole segments from
-// the head, never the active one. In memory it keeps only the byte position of each record (to
-// find an offset) and a write handle; events are read back from the files
-// (the OS page cache keeps that cheap).
+// the head, never the active one. In memory it keeps the byte position of each record (to
+// find an offset), a write handle and the newest records (below); events are read back from the files
+// (the OS page cache keeps that cheap), except the newest ones: the last
+// TAIL_BYTES of records written stay decoded in memory, so that a group keeping
+// up (every consumer of a running campaign) reads what was just written
+// without reading it back from the file, checking and decoding it again for
+// each group.
 //
 // Writes: every `publish` encodes its events at once (copying the caller's
 // bytes) and queues them; one writer per partition writes everything queued as
@@ -22,7 +26,7 @@ import * as path from "node:path";
 import type { BusLogEntry } from "../shared.js";
 import type { OutgoingEvent } from "../types.js";
 import { AppendWaiters, type LoggedEvent, type Partition } from "./partition.js";
-import { checkRecord, decodeRecords, encodeRecord, recordTime, seal } from "./record.js";
+import { checkRecord, decodeRecords, decodeSealed, encodeRecord, recordTime, seal } from "./record.js";
 
 /** When `publish` resolves: after the write to the OS ("interval", fsync every `fsyncIntervalMs`), or after fsync ("always"). */
 export type FsyncPolicy = "interval" | "always";
@@ -66,6 +70,15 @@ interface Pending {
 const SEGMENT_NAME = /^(\d{20})\.log$/;
 /** Most bytes one consumer read takes from a segment (at least one record). */
 const MAX_READ_BYTES = 1024 * 1024;
+/** Bytes of the newest records kept decoded per partition (whole write batches; at least the last one). */
+const TAIL_BYTES = 256 * 1024;
+
+/** One write batch's events, decoded, in the tail. */
+interface TailBatch {
+  first: number;
+  events: LoggedEvent[];
+  bytes: number;
+}
 
 export class FilePartition implements Partition {
   private pending: Pending = { records: [], bytes: 0, settle: [] };
@@ -79,6 +92,9 @@ export class FilePartition implements Partition {
   private readonly waiters = new AppendWaiters();
   /** Serialises what uses the write handle (batches, rolls, syncs, close): a roll replaces it. */
   private writerLock: Promise<void> = Promise.resolve();
+  /** The newest write batches, oldest first (see TAIL_BYTES); consecutive offsets up to `end`. */
+  private tail: TailBatch[] = [];
+  private tailBytes = 0;
 
   private constructor(
     private readonly options: FilePartitionOptions,
@@ -236,6 +252,28 @@ export class FilePartition implements Partition {
     for (const position of positions) segment.positions.push(position);
     segment.size = at;
     if (this.options.fsync !== "always") this.unsynced = true;
+    this.remember(batch.records, offset - batch.records.length, data.length);
+  }
+
+  /** Keeps a written batch decoded in the tail, dropping the oldest batches past TAIL_BYTES. */
+  private remember(records: Buffer[], first: number, bytes: number): void {
+    this.tail.push({ first, events: records.map((record, i) => decodeSealed(record, first + i)), bytes });
+    this.tailBytes += bytes;
+    while (this.tail.length > 1 && this.tailBytes > TAIL_BYTES) this.tailBytes -= this.tail.shift()!.bytes;
+  }
+
+  /** Up to `max` events from `from` on out of the tail, or undefined when `from` is older than it. */
+  private fromTail(from: number, max: number): LoggedEvent[] | undefined {
+    const oldest = this.tail[0];
+    if (oldest === undefined || from < oldest.first) return undefined;
+    let i = this.tail.length - 1;
+    while (this.tail[i]!.first > from) i--;
+    const events: LoggedEvent[] = [];
+    for (let at = from - this.tail[i]!.first; i < this.tail.length && events.length < max; i++, at = 0) {
+      const batch = this.tail[i]!.events;
+      for (; at < batch.length && events.length < max; at++) events.push(batch[at]!);
+    }
+    return events;
   }
 
   /**
@@ -285,6 +323,8 @@ export class FilePartition implements Partition {
   async read(from: number, max: number): Promise<LoggedEvent[]> {
     const segment = this.segmentOf(from);
     if (!segment) return [];
+    const recent = this.fromTail(from, max);
+    if (recent !== undefined) return recent;
     const first = from - segment.base;
     let count = Math.min(max, segment.positions.length - first);
     const startAt = segment.positions[first]!;

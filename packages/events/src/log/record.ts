@@ -168,6 +168,11 @@ export function decodeRecords(data: Buffer, firstOffset: number): LoggedEvent[] 
   return events;
 }
 
+/** The event of one sealed record (as `seal` left it, whole): a view into `record`, which must not change after. */
+export function decodeSealed(record: Buffer, offset: number): LoggedEvent {
+  return decodeBody(record, RECORD_PREFIX_BYTES, offset);
+}
+
 function decodeBody(data: Buffer, start: number, offset: number): LoggedEvent {
   let at = start + KEY_AT;
   /** The next length-prefixed field (u16 or u32 length), as [start, end) in data. */
