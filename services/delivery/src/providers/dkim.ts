@@ -1,4 +1,4 @@
-import { createHash, sign as signData } from "node:crypto";
+import { createHash, sign as signData, type KeyObject } from "node:crypto";
 import { DKIM_SIGNED_HEADERS, type DkimSigningKey } from "../domain/message.js";
 import type { UnsignedMessage } from "./mime.js";
 
@@ -13,9 +13,12 @@ const SIGNED = DKIM_SIGNED_HEADERS.map((name) => name.toLowerCase());
 /**
  * The message with a DKIM-Signature for each key on top (RSA as rsa-sha256,
  * Ed25519 as ed25519-sha256), all over one body hash and the same header
- * fields.
+ * fields. The signatures are made on libuv's thread pool (crypto.sign with a
+ * callback): an RSA-2048 signature is 300-400 µs of CPU, which on the
+ * calling thread would be most of a signed message's cost and would hold
+ * every other send of the delivery thread meanwhile.
  */
-export function dkimSign(message: UnsignedMessage, keys: readonly DkimSigningKey[]): Buffer {
+export async function dkimSign(message: UnsignedMessage, keys: readonly DkimSigningKey[]): Promise<Buffer> {
   const { raw, bodyStart } = message;
   const bodyHash = createHash("sha256").update(relaxedBody(raw.subarray(bodyStart))).digest("base64");
   const fields = headerFields(raw.toString("latin1", 0, bodyStart));
@@ -28,7 +31,7 @@ export function dkimSign(message: UnsignedMessage, keys: readonly DkimSigningKey
     names.push(name);
     signedData += `${relaxedHeader(field.text)}\r\n`;
   }
-  const signatures: string[] = [];
+  const signatures: Array<Promise<string>> = [];
   for (const key of keys) {
     const type = key.privateKey.asymmetricKeyType;
     if (type !== "rsa" && type !== "ed25519") continue;
@@ -36,10 +39,18 @@ export function dkimSign(message: UnsignedMessage, keys: readonly DkimSigningKey
     const header = `DKIM-Signature: v=1; a=${algorithm}; c=relaxed/relaxed; d=${key.domain}; q=dns/txt; s=${key.selector}; bh=${bodyHash}; h=${names.join(":")}; b=`;
     const data = Buffer.from(signedData + relaxedHeader(header), "latin1");
     // RFC 8463 3: Ed25519 signs the SHA-256 of the data (PureEdDSA over the hash); RSA signs the data with SHA-256.
-    const signature = type === "rsa" ? signData("sha256", data, key.privateKey) : signData(null, createHash("sha256").update(data).digest(), key.privateKey);
-    signatures.push(`${foldSignature(header + signature.toString("base64"))}\r\n`);
+    signatures.push(
+      signOffThread(type === "rsa" ? "sha256" : null, type === "rsa" ? data : createHash("sha256").update(data).digest(), key.privateKey).then(
+        (signature) => `${foldSignature(header + signature.toString("base64"))}\r\n`,
+      ),
+    );
   }
-  return signatures.length === 0 ? raw : Buffer.concat([Buffer.from(signatures.join(""), "latin1"), raw]);
+  return signatures.length === 0 ? raw : Buffer.concat([Buffer.from((await Promise.all(signatures)).join(""), "latin1"), raw]);
+}
+
+/** crypto.sign on the thread pool. */
+function signOffThread(algorithm: string | null, data: Buffer, key: KeyObject): Promise<Buffer> {
+  return new Promise((resolve, reject) => signData(algorithm, data, key, (err, signature) => (err ? reject(err) : resolve(signature))));
 }
 
 /**

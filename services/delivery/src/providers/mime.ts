@@ -196,7 +196,7 @@ export function lowerDomain(address: string): string {
  * message's keys (signatures on top, over these exact bytes: nothing
  * rewrites the message after this).
  */
-export function buildRawMessage(message: OutgoingMessage, now: number = Date.now()): Buffer {
+export async function buildRawMessage(message: OutgoingMessage, now: number = Date.now()): Promise<Buffer> {
   const unsigned = writeMessage(message, now);
-  return message.dkim && message.dkim.length > 0 ? dkimSign(unsigned, message.dkim) : unsigned.raw;
+  return message.dkim && message.dkim.length > 0 ? await dkimSign(unsigned, message.dkim) : unsigned.raw;
 }

@@ -148,7 +148,7 @@ export class SesProvider implements EmailProvider {
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     let raw: Buffer;
     try {
-      raw = buildRawMessage(message);
+      raw = await buildRawMessage(message);
     } catch (err) {
       // As with SMTP (where the same build fails inside the send): retried, counted toward the attempt cap.
       throw new SendFailure("transient", "relay_deferred", { detail: scrubReason(`the message could not be built or signed: ${(err as Error).message}`, message.to) });

@@ -109,7 +109,7 @@ export class SmtpProvider implements EmailProvider {
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     try {
-      const raw = buildRawMessage(message);
+      const raw = await buildRawMessage(message);
       // Domains in lower case, as in the To header (the same mailbox; the local part goes as stored).
       const envelope = { from: lowerDomain(message.returnPath ?? message.from.address), to: lowerDomain(message.to) };
       const response = await this.pool.send(envelope, raw, context.signal);
