@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { SmtpSink } from "@emailsvc/testing";
+import { SMTPServer } from "smtp-server";
 import type { OutgoingMessage } from "../src/domain/message.js";
 import { SendFailure } from "../src/domain/provider.js";
 import { parseSmtpUrl, SmtpProvider } from "../src/providers/smtp.js";
@@ -115,6 +116,38 @@ describe("SMTP client", () => {
     const verifying = providerFor(`${sink.url()}?require_tls=true`);
     expect(await failureOf(verifying.send(message("tls@example.com", 8), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable" });
     expect(sink.messages).toHaveLength(1);
+  });
+
+  it("speaks implicit TLS (smtps) and AUTH LOGIN; refused credentials are the relay's setting, not the message's fault", async () => {
+    // smtp-server itself (its built-in self-signed certificate), offering LOGIN only.
+    const arrived: Array<{ user: unknown; secure: boolean }> = [];
+    const server = new SMTPServer({
+      secure: true,
+      authMethods: ["LOGIN"],
+      logger: false,
+      onAuth: (auth, _session, callback) => (auth.password === "right" ? callback(null, { user: auth.username }) : callback(Object.assign(new Error("5.7.8 bad credentials"), { responseCode: 535 }))),
+      onData: (stream, session, callback) => {
+        stream.on("end", () => {
+          arrived.push({ user: session.user, secure: session.secure });
+          callback();
+        });
+        stream.resume();
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    try {
+      const port = (server.server.address() as AddressInfo).port;
+      const provider = providerFor(`smtps://relay-user:right@127.0.0.1:${port}?tls_verify=false`);
+      await provider.send(message("tls@example.com"), context());
+      expect(arrived).toEqual([{ user: "relay-user", secure: true }]);
+      const refused = providerFor(`smtps://relay-user:wrong@127.0.0.1:${port}?tls_verify=false`);
+      expect(await failureOf(refused.send(message("tls@example.com"), context()))).toMatchObject({ kind: "unreachable", code: "relay_unavailable", reply: "" });
+      expect(arrived).toHaveLength(1);
+      await provider.close();
+      await refused.close();
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it("with require_tls, refuses a relay that offers no STARTTLS before sending anything", async () => {
