@@ -350,7 +350,9 @@ async function main(): Promise<void> {
   const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, pool: SMTP_POOL, rows: side }, extra: extraResults, at: new Date().toISOString() };
   const dir = join(repo, "bench", "results");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
+  // CAMPAIGN_BENCH_LISTMONK=ours is for iterating: nothing recorded.
+  const record = process.env.CAMPAIGN_BENCH_LISTMONK !== "ours";
+  if (record) writeFileSync(join(dir, "campaign.json"), JSON.stringify(results, null, 2) + "\n");
   const anchor = side.find((r) => /^listmonk v6/.test(r.run)) ?? side.find((r) => r.run.startsWith("listmonk"));
   const processes = (r: CampaignRow) =>
     [
@@ -381,7 +383,7 @@ async function main(): Promise<void> {
       : []),
     ...extraTables,
   ].join("\n");
-  writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
+  if (record) writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
   console.log(table);
 }
 
