@@ -21,6 +21,7 @@ import {
   checkUpsertScope,
   isPlainObject,
   normalizeUpdate,
+  withFastFields,
   type PlainObject,
 } from "./checks.js";
 import { deletionLine, FILE_MODE, indexLine, readDatafile, rewriteDatafile, serializeDoc, type RawIndex } from "./datafile.js";
@@ -183,8 +184,9 @@ function copyValue(value: unknown): unknown {
   }
   if (value instanceof Date) return new Date(value.getTime());
   const out: PlainObject = {};
-  for (const key of Object.keys(value)) out[key] = copyValue((value as PlainObject)[key]);
-  return out;
+  const keys = Object.keys(value);
+  for (const key of keys) out[key] = copyValue((value as PlainObject)[key]);
+  return withFastFields(out, keys.length);
 }
 
 function copyDoc<T>(doc: PlainObject): T {
@@ -650,7 +652,11 @@ type NedbQuery = PlainObject;
 
 /** A stored document with a (cleaned) update applied: a new object, as NeDB's modify makes. */
 function applyUpdate(doc: PlainObject, update: PlainObject): PlainObject {
-  return shallowSet(doc, update) ?? modify(doc, update);
+  const shallow = shallowSet(doc, update);
+  if (shallow !== undefined) return shallow;
+  // modify deep-copies key by key (and deletes for $unset): its result would be kept as a hash table of fields.
+  const modified = modify(doc, update);
+  return withFastFields(modified, Object.keys(modified).length);
 }
 
 /**

@@ -64,7 +64,7 @@ export async function startNodeProcess(
 
 /**
  * The Node flags of `npm start` (the root package.json's start script, e.g.
- * `--max-semi-space-size=64`), so that a platform started here runs as
+ * `--max-semi-space-size=32 --heap-growing-percent=100`), so that a platform started here runs as
  * `npm start` runs it.
  */
 export function npmStartNodeArgs(repoRoot: string): string[] {
