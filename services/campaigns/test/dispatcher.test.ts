@@ -14,7 +14,7 @@ import { snapshotAudience } from "../src/usecases/snapshot-audience.js";
 // count update lost: an outcome's write that failed between the row and its
 // count, or FerretDB losing one of two replicas' concurrent `$inc`) once the
 // counts have not moved for a few seconds, not at its one-minute recheck of
-// queued rows. The clock is moved past the few seconds, well short of the minute.
+// queued rows. The clock (frozen) is moved past the few seconds, well short of the minute.
 
 describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
   let test: TestStore;
@@ -22,6 +22,9 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
   let repos: TenantRepositories;
   let bus: InProcessEventBus;
   let dispatcher: CampaignDispatcher | undefined;
+  // The clock stands still but for offsetMs: on a slow machine (FerretDB under load) the setup may take
+  // longer than the dispatcher's few seconds, which a real clock would count as stalled counts.
+  let frozenAt = Date.now();
   let offsetMs = 0;
   const tenant = `${newId("acc")}:test`;
   const audience = Array.from({ length: 12 }, () => newId("sub")).sort();
@@ -35,11 +38,13 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     },
     templates: { exists: async () => true, currentVersion: async () => 3 },
     logger: createLogger("dispatcher-test", "silent"),
-    now: () => Date.now() + offsetMs,
+    now: () => frozenAt + offsetMs,
     settings: { rate: null, dailyLimit: null, scheduleMaxAgeMs: 60_000, maxInFlight: 100, snapshotBudgetMs: 10_000 },
   };
 
   beforeEach(async () => {
+    frozenAt = Date.now();
+    offsetMs = 0;
     test = await openTestStore(kind, "campaigns");
     storage = new CampaignStorage(test.store);
     await storage.createIndexes();
