@@ -151,7 +151,7 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
       // A crash after the body was appended (cut, here) and before its row was stored: the resend appends it again, whole.
       const cut = newId("eml");
       mkdirSync(join(bodiesDir, account, "test"), { recursive: true });
-      appendFileSync(join(bodiesDir, account, "test", "1.bodies"), `{"id":"${cut}","html":"<p>cu`);
+      appendFileSync(join(bodiesDir, account, "test", "99.bodies"), `{"id":"${cut}","html":"<p>cu`);
       await expect(archive.keep(tenantKeyOf, message(cut, "<p>whole</p>"))).resolves.toBe(true);
       await expect(archive.forTenant(tenantKeyOf).get(cut)).resolves.toMatchObject({ html: "<p>whole</p>" });
     } finally {

@@ -308,8 +308,8 @@ class TenantSegments {
       }
     }
     this.seal();
+    let name = String(++this.highest);
     for (let attempt = 0; ; attempt += 1) {
-      const name = String(++this.highest);
       const started: Current = { name, size: 0, startedAt: this.now(), fd: undefined };
       known.add(name);
       this.current = started;
@@ -319,10 +319,18 @@ class TenantSegments {
       } catch (err) {
         this.current = undefined;
         const code = (err as NodeJS.ErrnoException).code;
-        // EEXIST: a file of that name is there (left known, for reclaim); ENOENT: the directory is not (yet, or any more).
-        if (code !== "EEXIST") known.delete(name);
-        if (attempt >= 3 || (code !== "EEXIST" && code !== "ENOENT")) throw err;
-        if (code === "ENOENT") await mkdir(this.dir, { recursive: true });
+        if (attempt >= 3 || (code !== "EEXIST" && code !== "ENOENT")) {
+          known.delete(name);
+          throw err;
+        }
+        if (code === "EEXIST") {
+          // A file of that name is there (left known, for reclaim): the next name.
+          name = String(++this.highest);
+        } else {
+          // The directory is not there (yet, or any more).
+          known.delete(name);
+          await mkdir(this.dir, { recursive: true });
+        }
       }
     }
   }
