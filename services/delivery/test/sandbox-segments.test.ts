@@ -109,6 +109,18 @@ describe("the sandbox's body segments (embedded store)", () => {
     expect(segments()).toEqual([]);
   });
 
+  it("writes bodies handed over together in one write, not one each", async () => {
+    await open();
+    await keepMany(1, () => "<p>warm</p>"); // the segment made and opened
+    // The process' write system calls (Linux): the bodies' and the store's rows' appends.
+    const writes = () => Number(/^syscw: (\d+)$/m.exec(readFileSync("/proc/self/io", "utf8"))![1]);
+    const before = writes();
+    await keepMany(200, (i) => `<p>order ${i}</p>`, 50);
+    const made = writes() - before;
+    // A file per body took one write each (and an open and a close); four groups of fifty take a few.
+    expect(made).toBeLessThan(50);
+  });
+
   it("deletes the segments whose messages the cap dropped, keeping the disk within the cap's bodies", async () => {
     const cap = 20;
     const body = "<p>" + "x".repeat(1_000) + "</p>";
