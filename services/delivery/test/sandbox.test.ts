@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
@@ -147,6 +147,8 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
       await expect(archive.keep(tenantKeyOf, message(first, "<p>first</p>"))).resolves.toBe(true);
       await expect(archive.keep(tenantKeyOf, message(first, "<p>second</p>"))).resolves.toBe(false);
       await expect(archive.forTenant(tenantKeyOf).get(first)).resolves.toMatchObject({ html: "<p>first</p>" });
+      // The second body's bytes, which no row reaches (so no erasure would find them), were zeroed.
+      expect(readFileSync(join(bodiesDir, account, "test", "1.bodies"), "latin1")).not.toContain("<p>second</p>");
 
       // A crash after the body was appended (cut, here) and before its row was stored: the resend appends it again, whole.
       const cut = newId("eml");

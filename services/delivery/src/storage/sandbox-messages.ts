@@ -25,7 +25,10 @@ import { BodySegments, names, removeFile, type BodyLocation, type SegmentSetting
 //    stays in the row: the database holds it, not this process.
 //  - Erasure (erase-subscriber.ts) zeroes an email's body in its segment,
 //    then deletes its row: a crash in between leaves a row whose body reads
-//    as zeros (answered as expired), never a body nobody can find.
+//    as zeros (answered as expired), never a body nobody can find. A body a
+//    crash left without its row is reached by no row, so no erasure finds
+//    it: it stays until its segment goes (within the retention and a
+//    segment's age), as a body file a crash left did before.
 
 /** Default of SANDBOX_RETENTION_HOURS. */
 export const DEFAULT_SANDBOX_RETENTION_MS = 72 * 3_600_000;
@@ -137,8 +140,9 @@ export class SandboxArchive {
     try {
       await this.rows.forTenant(tenant).insertOne(row);
     } catch (err) {
-      // Kept before (a resend): the bytes just appended are reached by nothing, and go with their segment.
       if (!(err instanceof DuplicateKeyError)) throw err;
+      // Kept before (a resend): nothing will reach the bytes just appended, so no erasure would find them; zeroed now.
+      if (location) await this.bodies!.erase(tenant, [location]);
       return false;
     } finally {
       if (location) this.bodies!.settled(tenant, location);
