@@ -11,7 +11,7 @@ import { allItems, embeddedDocs, eventually, startTestPlatform, type TestPlatfor
 //  - The sandbox keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT per account and
 //    mode (those kept longest ago go first), as small rows: the store's datafile, which
 //    mirrors what it holds in memory, has no bodies and no more rows than
-//    that; the bodies are files under DATA_DIR/sandbox. A message no longer
+//    that; the bodies are in segment files under DATA_DIR/sandbox. A message no longer
 //    kept is a 404 `sandbox_message_expired`.
 //  - Test mode sends at most TEST_MODE_DAILY_LIMIT messages a day per account:
 //    transactional sends beyond it are a 429 `test_mode_quota_exceeded` with
@@ -62,7 +62,7 @@ describe("the sandbox's bounds and the test-mode quota (embedded platform, REST)
 
   const send = (key: string, to: string, n: number) => t.call("POST", "/api/v1/emails/send", { key, body: { template_slug: "receipt", to, variables: { n: String(n) } } });
 
-  it("keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT messages of a test key, as small rows with the bodies in files; older ones answer sandbox_message_expired", async () => {
+  it("keeps at most SANDBOX_MAX_MESSAGES_PER_TENANT messages of a test key, as small rows with the bodies in segment files; older ones answer sandbox_message_expired", async () => {
     const { id: accountId, key } = await account("Sandboxed");
     const ids: string[] = [];
     // One after another, each kept before the next: the cap drops those kept longest ago.
@@ -90,12 +90,14 @@ describe("the sandbox's bounds and the test-mode quota (embedded platform, REST)
     expect(rows.length).toBeLessThanOrEqual(CAP);
     expect(rows.map((row) => row._id)).toContain(ids[last]);
     for (const row of rows) {
-      expect(Object.keys(row).sort()).toEqual(["_id", "captured_at", "from", "subject", "tenant", "to"]);
+      expect(Object.keys(row).sort()).toEqual(["_id", "body_length", "body_offset", "body_segment", "captured_at", "from", "subject", "tenant", "to"]);
     }
-    // The bodies are files, as many as the rows.
+    // The bodies are in segment files of the tenant, each row naming one that is there.
     const bodies = join(t.dataDir, "sandbox", accountId, "test");
     expect(existsSync(bodies)).toBe(true);
-    expect(readdirSync(bodies).sort()).toEqual(rows.map((row) => `${row._id as string}.json`).sort());
+    const segments = readdirSync(bodies);
+    for (const file of segments) expect(file).toMatch(/^[1-9][0-9]*\.bodies$/);
+    for (const row of rows) expect(segments).toContain(`${row.body_segment as string}.bodies`);
   });
 
   it("refuses test-mode sends past TEST_MODE_DAILY_LIMIT with 429 test_mode_quota_exceeded and Retry-After, sending nothing; live keys are not counted", async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
@@ -15,8 +15,8 @@ import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from 
 // Issue 16, defect 2: the sandbox kept every rendered message for ever, as a
 // document of the embedded store, which holds every document in memory: one
 // test-key campaign to 50,000 took the process from 1.2 to 2.3 GB, linearly
-// per repeat. Now the store holds small rows only (bodies are files beside
-// it), at most SANDBOX_MAX_MESSAGES_PER_TENANT per tenant (the oldest go
+// per repeat. Now the store holds small rows only (bodies are appended to
+// segment files beside it), at most SANDBOX_MAX_MESSAGES_PER_TENANT per tenant (the oldest go
 // first), each for SANDBOX_RETENTION_HOURS; a message no longer kept answers
 // 404 `sandbox_message_expired`.
 
@@ -96,8 +96,11 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
     // The newest are the ones kept; the other tenant keeps its own.
     expect(kept.map((row) => row._id).sort()).toEqual(ids.slice(ids.length - kept.length));
     expect((await rows(h, quiet)).map((row) => row._id).sort()).toEqual(quietIds);
+    // The bodies are in the tenant's segment files, each row naming one that is there.
     const files = readdirSync(join(bodiesDir, busy.tenant.accountId, "test"));
-    expect(files.sort()).toEqual(kept.map((row) => `${row._id as string}.json`).sort());
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) expect(file).toMatch(/^[1-9][0-9]*\.bodies$/);
+    for (const row of kept) expect(files).toContain(`${row.body_segment as string}.bodies`);
 
     // The newest is readable whole; the oldest answers that it is no longer kept.
     const newest = (await h.client.getSandboxMessage({ emailId: ids[29]! }, as(busy))).message!;
@@ -128,11 +131,11 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
     expect(await failure(h.client.getSandboxMessage({ emailId: id! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
     await waitFor(async () => ((await rows(h, t)).length === 0 ? true : undefined), "the sweep deleting the row");
     const dir = join(bodiesDir, t.tenant.accountId, "test");
-    await waitFor(async () => (readdirSync(dir).length === 0 ? true : undefined), "the sweep deleting the body");
+    await waitFor(async () => (readdirSync(dir).length === 0 ? true : undefined), "the sweep deleting the body's segment");
     expect(await failure(h.client.getSandboxMessage({ emailId: id! }, as(t)))).toMatchObject({ code: Code.NotFound, errorCode: "sandbox_message_expired" });
   });
 
-  it("keeps the first body when an email is kept again (a resend after a crash), and replaces one a crash cut", async () => {
+  it("keeps the first body when an email is kept again (a resend after a crash), and keeps a resend whose first body a crash left without its row", async () => {
     bodiesDir = mkdtempSync(join(tmpdir(), "sandbox-bodies-"));
     const store = await openEmbeddedStore({});
     const archive = new SandboxArchive(new CrossTenantCollection(store.collection<SandboxMessageDoc>("sandbox_messages"), "test"), { bodiesDir });
@@ -144,11 +147,13 @@ describe("the sandbox's bounds (embedded store, bodies in files)", () => {
       await expect(archive.keep(tenantKeyOf, message(first, "<p>first</p>"))).resolves.toBe(true);
       await expect(archive.keep(tenantKeyOf, message(first, "<p>second</p>"))).resolves.toBe(false);
       await expect(archive.forTenant(tenantKeyOf).get(first)).resolves.toMatchObject({ html: "<p>first</p>" });
+      // The second body's bytes, which no row reaches (so no erasure would find them), were zeroed.
+      expect(readFileSync(join(bodiesDir, account, "test", "1.bodies"), "latin1")).not.toContain("<p>second</p>");
 
-      // A crash cut the body's write before its row was stored: the resend writes it whole.
+      // A crash after the body was appended (cut, here) and before its row was stored: the resend appends it again, whole.
       const cut = newId("eml");
       mkdirSync(join(bodiesDir, account, "test"), { recursive: true });
-      writeFileSync(join(bodiesDir, account, "test", `${cut}.json`), '{"html":"<p>cu');
+      appendFileSync(join(bodiesDir, account, "test", "99.bodies"), `{"id":"${cut}","html":"<p>cu`);
       await expect(archive.keep(tenantKeyOf, message(cut, "<p>whole</p>"))).resolves.toBe(true);
       await expect(archive.forTenant(tenantKeyOf).get(cut)).resolves.toMatchObject({ html: "<p>whole</p>" });
     } finally {

@@ -134,9 +134,10 @@ export interface SandboxBody {
 
 /**
  * A message the sandbox provider kept instead of sending (storage/sandbox-messages.ts).
- * Small: on the embedded store, whose documents live in memory, the body is a
- * file of its own; on MongoDB it is `body`. Rows kept before bodies moved out
- * hold html, text and headers at the top level.
+ * Small: on the embedded store, whose documents live in memory, the body is
+ * appended to a segment file of the tenant; on MongoDB it is `body`. Rows kept
+ * before bodies moved out hold html, text and headers at the top level, and
+ * rows kept before segments neither (the body is a file of its own).
  */
 export interface SandboxMessageDoc extends Doc {
   /** `_id` is the email id: one message per email, a resend keeps the first. */
@@ -144,8 +145,12 @@ export interface SandboxMessageDoc extends Doc {
   from: string;
   to: string;
   subject: string;
-  /** The body, when it is kept in the row (MongoDB); absent when it is a file. */
+  /** The body, when it is kept in the row (MongoDB); absent when it is in a segment file. */
   body?: SandboxBody;
+  /** Where the body is on the embedded store: a segment file of the tenant (storage/sandbox-segments.ts), and its bytes there. */
+  body_segment?: string;
+  body_offset?: number;
+  body_length?: number;
   captured_at: number;
 }
 

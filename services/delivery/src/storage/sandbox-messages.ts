@@ -1,9 +1,8 @@
-import { unlink, writeFile as writeFileCallback } from "node:fs";
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import * as path from "node:path";
-import { promisify } from "node:util";
-import { DuplicateKeyError, readFileIfPresent, tenantFilePath, writeFileWhole, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
+import { DuplicateKeyError, readFileIfPresent, tenantFilePath, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
 import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
+import { BodySegments, names, removeFile, type BodyLocation, type SegmentSettings } from "./sandbox-segments.js";
 
 // What the sandbox provider keeps, and for how long (issue 16, defect 2: one
 // test-key campaign to 50,000 took the process from 1.2 to 2.3 GB, for ever,
@@ -17,14 +16,19 @@ import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
 //    tenth at a time (one count, one sorted read and a delete per batch of
 //    500, not per message).
 //  - Bodies off the heap: on the embedded store the row holds sender,
-//    recipient, subject and time only; HTML, text and headers are a file each,
-//    DATA_DIR/sandbox/<account>/<mode>/<email id>.json, created before its
-//    row (so nobody reads one being written; a resend keeps a whole one and
-//    replaces one a crash cut). On MongoDB (no `bodiesDir`) the body stays in
-//    the row: the database holds it, not this process.
-//  - Erasure (erase-subscriber.ts) deletes an email's body, then its row: a
-//    crash in between leaves a row without a body (answered as expired),
-//    never a body nobody can find.
+//    recipient, subject, time and where the body is; HTML, text and headers
+//    are appended to a segment file of the tenant,
+//    DATA_DIR/sandbox/<account>/<mode>/<n>.bodies (sandbox-segments.ts),
+//    before the row is written (so a row never points at bytes not there;
+//    a resend after a crash appends again, and the first bytes are
+//    reclaimed with their segment). On MongoDB (no `bodiesDir`) the body
+//    stays in the row: the database holds it, not this process.
+//  - Erasure (erase-subscriber.ts) zeroes an email's body in its segment,
+//    then deletes its row: a crash in between leaves a row whose body reads
+//    as zeros (answered as expired), never a body nobody can find. A body a
+//    crash left without its row is reached by no row, so no erasure finds
+//    it: it stays until its segment goes (within the retention and a
+//    segment's age), as a body file a crash left did before.
 
 /** Default of SANDBOX_RETENTION_HOURS. */
 export const DEFAULT_SANDBOX_RETENTION_MS = 72 * 3_600_000;
@@ -46,6 +50,8 @@ export interface SandboxSettings {
   sweepIntervalMs?: number;
   /** Clock of retention (tests). */
   now?: () => number;
+  /** When body segments rotate (tests; defaults in sandbox-segments.ts). */
+  segments?: Omit<SegmentSettings, "now">;
 }
 
 /** A kept message as GetSandboxMessage shows it. */
@@ -65,7 +71,7 @@ export interface TenantSandbox {
   get(emailId: string): Promise<SandboxLookup>;
   /** The kept subjects of these emails (the export, for emails sent before the email record kept it). */
   subjects(emailIds: readonly string[]): Promise<Map<string, string>>;
-  /** Deletes the kept messages of these emails, bodies first. */
+  /** Erases the kept messages of these emails: bodies overwritten first, then rows. */
   deleteForEmails(emailIds: readonly string[]): Promise<void>;
 }
 
@@ -73,7 +79,8 @@ export interface TenantSandbox {
 export class SandboxArchive {
   readonly retentionMs: number;
   readonly maxPerTenant: number;
-  private readonly bodies: BodyFiles | undefined;
+  private readonly bodies: BodySegments | undefined;
+  private readonly bodiesDir: string | undefined;
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -92,8 +99,9 @@ export class SandboxArchive {
     if (!(this.retentionMs > 0) || !Number.isSafeInteger(this.maxPerTenant) || this.maxPerTenant < 1) {
       throw new RangeError("the sandbox needs a positive retention and a positive maximum per tenant");
     }
-    this.bodies = settings.bodiesDir !== undefined ? new BodyFiles(settings.bodiesDir) : undefined;
     this.now = settings.now ?? Date.now;
+    this.bodiesDir = settings.bodiesDir;
+    this.bodies = settings.bodiesDir !== undefined ? new BodySegments(settings.bodiesDir, { ...settings.segments, now: this.now }) : undefined;
     this.sweepIntervalMs = settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
   }
 
@@ -110,6 +118,7 @@ export class SandboxArchive {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;
     await Promise.allSettled([this.sweeping, ...this.trimming.values()]);
+    await this.bodies?.close();
   }
 
   /**
@@ -118,21 +127,25 @@ export class SandboxArchive {
    */
   async keep(tenant: string, message: SandboxMessage): Promise<boolean> {
     const { html, text, headers } = message;
+    // The body first: a row is never without the body it was kept with.
+    const location = await this.bodies?.append(tenant, message.emailId, { html, text, headers });
     const row: Omit<SandboxMessageDoc, "tenant"> = {
       _id: message.emailId,
       from: message.from,
       to: message.to,
       subject: message.subject,
       captured_at: message.capturedAt,
-      ...(this.bodies ? {} : { body: { html, text, headers } }),
+      ...(location ? { body_segment: location.segment, body_offset: location.offset, body_length: location.length } : { body: { html, text, headers } }),
     };
-    // The body first: a row is never without the body it was kept with.
-    await this.bodies?.put(tenant, message.emailId, { html, text, headers });
     try {
       await this.rows.forTenant(tenant).insertOne(row);
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
+      // Kept before (a resend): nothing will reach the bytes just appended, so no erasure would find them; zeroed now.
+      if (location) await this.bodies!.erase(tenant, [location]);
       return false;
+    } finally {
+      if (location) this.bodies!.settled(tenant, location);
     }
     await this.kept(tenant);
     return true;
@@ -146,7 +159,8 @@ export class SandboxArchive {
         const row = await rows.findOne({ _id: emailId });
         if (!row) return undefined;
         if (row.captured_at < this.now() - this.retentionMs) return "expired";
-        const body = row.body ?? legacyBody(row) ?? (await this.bodies?.get(tenant, emailId));
+        const location = locationOf(row);
+        const body = row.body ?? legacyBody(row) ?? (location ? await this.bodies?.read(tenant, emailId, location) : await this.legacyFile(tenant, emailId));
         if (!body) return "expired";
         return { emailId: row._id, from: row.from, to: row.to, subject: row.subject, capturedAt: row.captured_at, ...body };
       },
@@ -157,17 +171,35 @@ export class SandboxArchive {
         }
         return subjects;
       },
-      deleteForEmails: (emailIds) => this.remove(rows, emailIds),
+      deleteForEmails: async (emailIds) => {
+        for (let i = 0; i < emailIds.length; i += BATCH) {
+          await this.remove(rows, await rows.find({ _id: { $in: emailIds.slice(i, i + BATCH) } }), "erase");
+        }
+        await this.reclaim(rows);
+      },
     };
   }
 
-  /** Bodies, then rows. */
-  private async remove(rows: TenantCollection<SandboxMessageDoc>, emailIds: readonly string[]): Promise<void> {
-    if (emailIds.length === 0) return;
-    await this.bodies?.delete(rows.tenant, emailIds);
-    const deleted = await rows.deleteMany({ _id: { $in: [...emailIds] } });
+  /**
+   * Deletes these rows, and what of their bodies is a file of its own (from
+   * before segments). Erased, their bodies' bytes are zeroed first; dropped
+   * by the cap or the retention, they stay until their segment is reclaimed.
+   */
+  private async remove(rows: TenantCollection<SandboxMessageDoc>, docs: readonly SandboxMessageDoc[], how: "erase" | "drop"): Promise<void> {
+    if (docs.length === 0) return;
+    if (this.bodies) {
+      const located = docs.map(locationOf).filter((location) => location !== undefined);
+      if (how === "erase") await this.bodies.erase(rows.tenant, located);
+      if (located.length < docs.length) await this.deleteLegacyFiles(rows.tenant, docs.filter((doc) => locationOf(doc) === undefined).map((doc) => doc._id));
+    }
+    const deleted = await rows.deleteMany({ _id: { $in: docs.map((doc) => doc._id) } });
     const known = this.counted.get(rows.tenant);
     if (known !== undefined) this.counted.set(rows.tenant, Math.max(0, known - deleted));
+  }
+
+  /** Deletes the tenant's segments none of its rows points into any more. */
+  private async reclaim(rows: TenantCollection<SandboxMessageDoc>): Promise<void> {
+    await this.bodies?.reclaim(rows.tenant, async () => new Set((await rows.countBy({}, "body_segment")).keys()));
   }
 
   /** After a message was kept: past the cap, the tenant's oldest go (one trim at a time per tenant). */
@@ -197,12 +229,13 @@ export class SandboxArchive {
     for (let count = await rows.count({}); count > this.maxPerTenant; count = await rows.count({})) {
       const oldest = await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: count - target });
       if (oldest.length === 0) break;
-      for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH).map((row) => row._id));
+      for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH), "drop");
     }
     this.counted.set(tenant, await rows.count({}));
+    await this.reclaim(rows);
   }
 
-  /** Deletes every message older than the retention (each tenant's by itself), and body files left without a row; answers how many rows went. */
+  /** Deletes every message older than the retention (each tenant's by itself), and body segments no row points into; answers how many rows went. */
   sweep(): Promise<number> {
     this.sweeping ??= this.sweepOnce().finally(() => {
       this.sweeping = undefined;
@@ -216,16 +249,48 @@ export class SandboxArchive {
     for (;;) {
       const expired = await this.rows.find({ captured_at: { $lt: cutoff } }, { sort: { captured_at: 1 }, limit: BATCH });
       if (expired.length === 0) break;
-      const byTenant = new Map<string, string[]>();
-      for (const row of expired) byTenant.set(row.tenant, [...(byTenant.get(row.tenant) ?? []), row._id]);
-      for (const [tenant, ids] of byTenant) await this.remove(this.rows.forTenant(tenant), ids);
+      const byTenant = new Map<string, SandboxMessageDoc[]>();
+      for (const row of expired) byTenant.set(row.tenant, [...(byTenant.get(row.tenant) ?? []), row]);
+      for (const [tenant, rows] of byTenant) await this.remove(this.rows.forTenant(tenant), rows, "drop");
       deleted += expired.length;
       if (expired.length < BATCH) break;
     }
-    // A body whose row never came (a crash between the two) is found by its age alone.
-    await this.bodies?.deleteOlderThan(cutoff);
+    if (this.bodies && this.bodiesDir !== undefined) {
+      // Every tenant with segments, also those this process never wrote for (kept before a restart).
+      for (const tenant of await this.bodies.tenantsOnDisk()) {
+        if (!TENANT_KEY.test(tenant)) continue;
+        await this.reclaim(this.rows.forTenant(tenant));
+      }
+      // Bodies kept as a file each (before segments) whose row never came are found by their age alone.
+      await deleteLegacyFilesOlderThan(this.bodiesDir, cutoff);
+    }
     return deleted;
   }
+
+  /** A body kept as a file of its own, before segments: <dir>/<account>/<mode>/<email id>.json. */
+  private async legacyFile(tenant: string, emailId: string): Promise<SandboxBody | undefined> {
+    if (this.bodiesDir === undefined || !EMAIL_ID.test(emailId)) return undefined;
+    const bytes = await readFileIfPresent(tenantFilePath(this.bodiesDir, tenant, `${emailId}.json`));
+    if (bytes === undefined) return undefined;
+    try {
+      return JSON.parse(bytes.toString("utf8")) as SandboxBody;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async deleteLegacyFiles(tenant: string, emailIds: readonly string[]): Promise<void> {
+    const dir = this.bodiesDir;
+    if (dir === undefined) return;
+    await Promise.all(emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => removeFile(tenantFilePath(dir, tenant, `${id}.json`))));
+  }
+}
+
+/** Where a row's body is in its tenant's segments; undefined for a body in the row or a file of its own. */
+function locationOf(row: SandboxMessageDoc): BodyLocation | undefined {
+  return row.body_segment !== undefined && row.body_offset !== undefined && row.body_length !== undefined
+    ? { segment: row.body_segment, offset: row.body_offset, length: row.body_length }
+    : undefined;
 }
 
 /** A row kept before bodies moved out of it held them at its top level. */
@@ -235,111 +300,20 @@ function legacyBody(row: SandboxMessageDoc): SandboxBody | undefined {
 }
 
 const EMAIL_ID = /^eml_[A-Za-z0-9]+$/;
-const BODY_FILE = /^eml_[A-Za-z0-9]+\.json$/;
+const LEGACY_FILE = /^eml_[A-Za-z0-9]+\.json$/;
+const TENANT_KEY = /^acc_[A-Za-z0-9]+:(live|test)$/;
 
-/** Message bodies as files: <dir>/<account>/<mode>/<email id>.json. */
-class BodyFiles {
-  /** Tenant directories made by this process (one mkdir each, not one per message). */
-  private readonly made = new Set<string>();
-
-  constructor(private readonly dir: string) {}
-
-  /** The file of an email's body; the names come from ids, checked so that none can leave the directory. */
-  private file(tenant: string, emailId: string): string {
-    if (!EMAIL_ID.test(emailId)) throw new TypeError("sandbox: unexpected email id");
-    return tenantFilePath(this.dir, tenant, `${emailId}.json`);
-  }
-
-  /**
-   * Writes the body to its own name, creating the file (`wx`): one open and
-   * one write per message, the sandbox's cost on every send. Nobody reads it
-   * before its row exists, which comes after the write; a crash in the middle
-   * leaves a cut file and no row, and the resend finds the file: a whole one
-   * (the first keeping) stays, a cut one is replaced whole (a temporary file
-   * renamed over it).
-   */
-  async put(tenant: string, emailId: string, body: SandboxBody): Promise<void> {
-    const file = this.file(tenant, emailId);
-    const dir = path.dirname(file);
-    if (!this.made.has(dir)) {
-      await mkdir(dir, { recursive: true });
-      this.made.add(dir);
-    }
-    const data = JSON.stringify(body);
-    try {
-      await createFile(file, data, { flag: "wx", mode: 0o600 });
-      return;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") {
-        // The directory went away (removed by hand): make it again.
-        this.made.delete(dir);
-        return this.put(tenant, emailId, body);
-      }
-      if (code !== "EEXIST") throw err;
-    }
-    if ((await this.get(tenant, emailId)) !== undefined) return;
-    await writeFileWhole(file, data);
-  }
-
-  /** The body, or undefined when there is none (or only a cut one, which a resend replaces). */
-  async get(tenant: string, emailId: string): Promise<SandboxBody | undefined> {
-    const bytes = await readFileIfPresent(this.file(tenant, emailId));
-    if (bytes === undefined) return undefined;
-    try {
-      return JSON.parse(bytes.toString("utf8")) as SandboxBody;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Deletes these emails' bodies; an id no body file could have is skipped. */
-  async delete(tenant: string, emailIds: readonly string[]): Promise<void> {
-    let files: string[];
-    try {
-      files = emailIds.filter((id) => EMAIL_ID.test(id)).map((id) => this.file(tenant, id));
-    } catch {
-      return; // a tenant key no body file could have
-    }
-    await Promise.all(files.map(removeFile));
-  }
-
-  /** Deletes bodies (and temporary files) last written before `cutoff` (ms). */
-  async deleteOlderThan(cutoff: number): Promise<void> {
-    for (const account of await names(this.dir)) {
-      for (const mode of await names(path.join(this.dir, account))) {
-        const dir = path.join(this.dir, account, mode);
-        for (const name of await names(dir)) {
-          if (!BODY_FILE.test(name) && !name.endsWith(".tmp")) continue;
-          const file = path.join(dir, name);
-          const stats = await stat(file).catch(() => undefined);
-          if (stats && stats.mtimeMs < cutoff) await removeFile(file);
-        }
+/** Deletes bodies kept as a file each (and their temporary files) last written before `cutoff` (ms). */
+async function deleteLegacyFilesOlderThan(dir: string, cutoff: number): Promise<void> {
+  for (const account of await names(dir)) {
+    for (const mode of await names(path.join(dir, account))) {
+      const tenantDir = path.join(dir, account, mode);
+      for (const name of await names(tenantDir)) {
+        if (!LEGACY_FILE.test(name) && !name.endsWith(".tmp")) continue;
+        const file = path.join(tenantDir, name);
+        const stats = await stat(file).catch(() => undefined);
+        if (stats && stats.mtimeMs < cutoff) await removeFile(file);
       }
     }
-  }
-}
-
-// The callback forms: every send writes one file, and every dropped message
-// deletes one, so they skip what fs/promises adds (a FileHandle per open, an
-// lstat before each rm).
-const createFile = promisify(writeFileCallback);
-const unlinkFile = promisify(unlink);
-
-/** Deletes a file; one already gone is no error. */
-async function removeFile(file: string): Promise<void> {
-  try {
-    await unlinkFile(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
-}
-
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return [];
-    throw err;
   }
 }
