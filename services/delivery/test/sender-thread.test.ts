@@ -70,7 +70,7 @@ describe("the sender thread", () => {
     expect(build({ DELIVERY_SENDER_THREAD: "off" })).toBeInstanceOf(SmtpProvider);
     expect(() => configureProvider("smtp", { SMTP_URL: "smtp://127.0.0.1:2525", DELIVERY_SENDER_THREAD: "yes" })).toThrow(/DELIVERY_SENDER_THREAD must be "on" or "off"/);
     // The sandbox writes to the store: it stays on delivery's thread.
-    expect(configureProvider("sandbox", {}).description).not.toMatch(/thread/);
+    expect(configureProvider("sandbox", {}).build({ storage: { sandboxKeeper: () => ({ start: () => undefined, stop: async () => undefined }) } as never, logger, now: Date.now })).not.toBeInstanceOf(ThreadedProvider);
   });
 
   it("sends signed messages and gives back the relay's answers and refusals as the provider's own", async () => {

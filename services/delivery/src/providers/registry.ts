@@ -54,7 +54,7 @@ export function configureProvider(name: ProviderName, env: Env): ConfiguredProvi
   const threaded = definition.threadable === true && switchSetting(env, "DELIVERY_SENDER_THREAD");
   return {
     name,
-    description: `${definition.describe(settings)}${threaded ? " (in a sender thread)" : ""}`,
+    description: definition.describe(settings),
     build: (context) => (threaded ? new ThreadedProvider({ name, settings, logger: context.logger }) : definition.build(settings, context)),
   };
 }
