@@ -279,7 +279,12 @@ async function main(): Promise<void> {
       }
     };
     try {
-      const smtpEnv = { EMAIL_PROVIDER: "smtp", SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` };
+      const smtpEnv = {
+        EMAIL_PROVIDER: "smtp",
+        SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}`,
+        // DELIVERY_SENDER_THREAD=off from the bench's own environment: the provider on delivery's thread, to compare.
+        ...(process.env.DELIVERY_SENDER_THREAD ? { DELIVERY_SENDER_THREAD: process.env.DELIVERY_SENDER_THREAD } : {}),
+      };
       const ours = await smtpRun("emailsvc (embedded), SMTP", smtpEnv);
       if (process.env.CAMPAIGN_BENCH_DKIM !== "off") {
         // Signed as a platform signs its own From: one RSA-2048 signature per message (DKIM_PLATFORM_*).

@@ -65,6 +65,11 @@ export class SmtpSink {
    * answered: the client pipelined them (counting mode only).
    */
   pipelinedTransactions = 0;
+  /**
+   * Transactions whose MAIL FROM came in the same read as the end of the
+   * message before (the client wrote them together; counting mode only).
+   */
+  envelopesAfterData = 0;
   private readonly closedSessions = new Set<string>();
   /** Every message whose DATA arrived in full, accepted or not (empty with `keep: false`). */
   readonly messages: ArrivedMessage[] = [];
@@ -321,6 +326,7 @@ class LeanSession {
     this.buffered += chunk.toString("latin1");
     let replies = "";
     let at = 0;
+    let dataEnded = false;
     for (;;) {
       if (this.inData) {
         // The data ends with CRLF "." CRLF; a message of nothing but the end starts with ".".
@@ -338,6 +344,7 @@ class LeanSession {
           break;
         }
         at = after;
+        dataEnded = true;
         this.inData = false;
         replies += `${this.sink.leanData(this.recipients)}\r\n`;
         this.from = undefined;
@@ -352,7 +359,7 @@ class LeanSession {
       }
       const line = this.buffered.slice(at, end);
       at = end + 2;
-      const reply = this.command(line, at < this.buffered.length);
+      const reply = this.command(line, at < this.buffered.length, dataEnded);
       if (reply === undefined) {
         this.socket.end(`${replies}221 bye\r\n`);
         return;
@@ -362,8 +369,12 @@ class LeanSession {
     if (replies) this.socket.write(replies);
   }
 
-  /** The reply (with CRLF) to one command line; undefined for QUIT. `more`: the client sent more before this reply. */
-  private command(line: string, more: boolean): string | undefined {
+  /**
+   * The reply (with CRLF) to one command line; undefined for QUIT. `more`: the
+   * client sent more before this reply; `afterData`: a message's data ended
+   * earlier in the same read.
+   */
+  private command(line: string, more: boolean, afterData: boolean): string | undefined {
     const verb = line.slice(0, 4).toUpperCase();
     switch (verb) {
       case "EHLO":
@@ -374,6 +385,7 @@ class LeanSession {
         return "235 accepted\r\n";
       case "MAIL": {
         if (more) this.sink.pipelinedTransactions += 1;
+        if (afterData) this.sink.envelopesAfterData += 1;
         const address = /<([^>]*)>/.exec(line);
         this.from = address ? address[1]! : "";
         this.recipients = [];

@@ -103,6 +103,34 @@ describe("SMTP client", () => {
     expect(provider.connectionsOpened).toBe(sink.connections);
   });
 
+  it("writes the next waiting message's envelope with the end of the data before it; one sent at a time waits for its reply", async () => {
+    const sink = await sinkWith({ keep: false });
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    for (let i = 0; i < 3; i++) await provider.send(message(`alone${i}@example.com`, i), context());
+    // Nobody waited for the connection: each envelope went out after the reply to the data before it.
+    expect(sink.envelopesAfterData).toBe(0);
+    const count = 40;
+    await Promise.all(Array.from({ length: count }, (_, i) => provider.send(message(`w${i}@example.com`, i), context())));
+    expect(sink.acceptedCount).toBe(3 + count);
+    expect([...sink.recipientCounts.values()].every((n) => n === 1)).toBe(true);
+    expect(sink.connections).toBe(1);
+    // How TCP splits the reads is the kernel's: some of them, at least, came together.
+    expect(sink.envelopesAfterData).toBeGreaterThan(0);
+  });
+
+  it("a refused data with the next message's envelope already written fails that message only (no RSET in the middle of the next)", async () => {
+    const sink = await sinkWith({ keep: false });
+    sink.dataReplies.set("spam@example.com", [{ code: 554, text: "5.7.1 looks like spam" }]);
+    sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    const addresses = ["a@example.com", "spam@example.com", "b@example.com", "later@example.com", "c@example.com", "d@example.com"];
+    const outcomes = await Promise.all(addresses.map((to, i) => provider.send(message(to, i), context()).then(() => "sent", (err: SendFailure) => err.code)));
+    expect(outcomes).toEqual(["sent", "message_rejected", "sent", "relay_deferred", "sent", "sent"]);
+    expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "a@example.com": 1, "b@example.com": 1, "c@example.com": 1, "d@example.com": 1 });
+    expect(sink.connections).toBe(1);
+    expect(sink.envelopesAfterData).toBeGreaterThan(0);
+  });
+
   it("upgrades with STARTTLS and authenticates (smtp-server, a self-signed certificate)", async () => {
     const sink = await sinkWith({ starttls: true });
     const provider = providerFor(`${sink.url({ user: "relay-user", pass: "s3cret:/@" })}?require_tls=true&tls_verify=false`);

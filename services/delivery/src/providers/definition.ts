@@ -28,6 +28,12 @@ export interface ProviderDefinition<TSettings> {
   /** Where it sends, for the start log line: never a password, key or token. */
   describe(settings: TSettings): string;
   build(settings: TSettings, context: ProviderContext): EmailProvider;
+  /**
+   * It may run in a sender thread of delivery's own (./threaded.ts,
+   * DELIVERY_SENDER_THREAD): it needs nothing of the context but its logger
+   * (no store), and its settings are plain data that can be posted.
+   */
+  readonly threadable?: boolean;
 }
 
 /** Declares a provider (a typed identity: settings stay the provider's own type). */

@@ -1,4 +1,5 @@
 import { SERVICES, type MailProviderName } from "@emailsvc/manifest";
+import { switchSetting } from "@emailsvc/ratelimit";
 import { ConfigError, envString, type Env } from "@emailsvc/runtime";
 import { providerForTenant, SANDBOX_PROVIDER, type ProviderName } from "../domain/email.js";
 import type { EmailProvider } from "../domain/provider.js";
@@ -6,6 +7,7 @@ import type { ProviderContext, ProviderDefinition } from "./definition.js";
 import { sandboxProvider } from "./sandbox.js";
 import { sesProvider } from "./ses.js";
 import { smtpProvider } from "./smtp.js";
+import { ThreadedProvider } from "./threaded.js";
 
 // The providers delivery can send through, by name. EMAIL_PROVIDER picks the
 // one of live-mode mail; test-mode mail always goes to `sandbox`. Their names
@@ -39,12 +41,22 @@ export interface ConfiguredProvider {
   build(context: ProviderContext): EmailProvider;
 }
 
-/** The provider named `name`, with its settings read from `env`. Throws ConfigError for an unknown name or a bad setting. */
+/**
+ * The provider named `name`, with its settings read from `env`. Throws
+ * ConfigError for an unknown name or a bad setting. A threadable one (smtp,
+ * ses) runs in a sender thread of its own unless DELIVERY_SENDER_THREAD=off:
+ * delivery's thread, which renders and writes the store, is the busy one.
+ */
 export function configureProvider(name: ProviderName, env: Env): ConfiguredProvider {
   const definition = PROVIDERS.get(name);
   if (!definition) throw new ConfigError(`EMAIL_PROVIDER must be one of ${[...PROVIDERS.keys()].join(", ")}, got "${name}"`);
   const settings: unknown = definition.settings(env);
-  return { name, description: definition.describe(settings), build: (context) => definition.build(settings, context) };
+  const threaded = definition.threadable === true && switchSetting(env, "DELIVERY_SENDER_THREAD");
+  return {
+    name,
+    description: definition.describe(settings),
+    build: (context) => (threaded ? new ThreadedProvider({ name, settings, logger: context.logger }) : definition.build(settings, context)),
+  };
 }
 
 /** The providers of one delivery process: the sandbox always (test mode), and EMAIL_PROVIDER's for live mail. */

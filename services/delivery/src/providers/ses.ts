@@ -189,4 +189,5 @@ export const sesProvider = defineProvider({
   settings: parseSesSettings,
   describe: describeSes,
   build: (settings, context) => new SesProvider(settings, context.logger),
+  threadable: true,
 });

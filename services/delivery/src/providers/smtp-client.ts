@@ -6,7 +6,10 @@ import { connect as tlsConnect, type TLSSocket } from "node:tls";
 // lazily and reused for many messages, each connection one transaction at a
 // time, with PIPELINING (RFC 2920) when the relay offers it: MAIL FROM,
 // RCPT TO and DATA go out in one write and their replies are matched in
-// order, so a message costs two round trips instead of four. Failures are
+// order, so a message costs two round trips instead of four; and when
+// another message waits for a connection, its envelope goes out in the same
+// write as the end of this one's data (RFC 2920 allows commands after the
+// data in one group), which halves the writes of a busy pool. Failures are
 // SmtpError, shaped as classifySmtpError (smtp.ts) reads them.
 
 export interface SmtpClientOptions {
@@ -274,6 +277,15 @@ class SmtpConnection {
     this.socket!.write(data);
   }
 
+  /** Holds writes back until uncork(), to go out as one. */
+  cork(): void {
+    this.socket?.cork();
+  }
+
+  uncork(): void {
+    this.socket?.uncork();
+  }
+
   /** Writes the body and its end (".") in one go. */
   writeBody(body: Buffer): void {
     const socket = this.socket!;
@@ -366,21 +378,39 @@ export class SmtpPool {
       const connection = await this.acquire(signal);
       const reused = connection.used;
       let wroteBody = false;
+      let handedOver = false;
+      const handOver = () => {
+        // The next message waiting gets this connection now, before this one's last reply (see exchange()).
+        const next = this.queue.shift();
+        if (!next) return false;
+        handedOver = true;
+        next(connection);
+        return true;
+      };
       try {
         connection.used = true;
-        return await this.transaction(connection, envelope, body, signal, () => (wroteBody = true));
+        return await this.transaction(connection, envelope, body, signal, () => (wroteBody = true), handOver);
       } catch (err) {
         const error = err as SmtpError;
-        // A reused connection the relay had closed while idle: no reply came, so nothing was taken; once more on a new one.
+        // A reused connection the relay had closed while idle (or the message before on it failed it): no reply
+        // to this message came, so nothing was taken; once more on a new one.
         if (reused && !wroteBody && attempt === 0 && (error.code === "ECONNECTION" || error.code === "ESOCKET") && error.responseCode === undefined) continue;
         throw error;
       } finally {
-        this.release(connection);
+        // Handed over, the connection is the next message's to give back.
+        if (!handedOver) this.release(connection);
       }
     }
   }
 
-  private async transaction(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, signal: AbortSignal | undefined, onBody: () => void): Promise<string> {
+  private async transaction(
+    connection: SmtpConnection,
+    envelope: SmtpEnvelope,
+    body: Buffer,
+    signal: AbortSignal | undefined,
+    onBody: () => void,
+    handOver: () => boolean,
+  ): Promise<string> {
     if (signal?.aborted) throw new SmtpError("the send was aborted", { code: "EABORT" });
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<never>((_, reject) => {
@@ -394,14 +424,14 @@ export class SmtpPool {
     });
     aborted.catch(() => undefined);
     try {
-      const work = this.exchange(connection, envelope, body, onBody);
+      const work = this.exchange(connection, envelope, body, onBody, handOver);
       return await (signal ? Promise.race([work, aborted]) : work);
     } finally {
       if (onAbort) signal!.removeEventListener("abort", onAbort);
     }
   }
 
-  private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void): Promise<string> {
+  private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void, handOver: () => boolean): Promise<string> {
     const utf8 = connection.smtputf8 && /[^\x00-\x7f]/.test(envelope.from + envelope.to) ? " SMTPUTF8" : "";
     const mail = `MAIL FROM:<${envelope.from}>${utf8}\r\n`;
     const rcpt = `RCPT TO:<${envelope.to}>\r\n`;
@@ -435,15 +465,27 @@ export class SmtpPool {
     if (dataReply.code !== 354) return this.refused(connection, "DATA", "EMESSAGE", dataReply);
     const done = connection.expect();
     onBody();
+    connection.cork();
     connection.writeBody(dotStuff(body));
+    // With PIPELINING, the next message waiting takes the connection now: its
+    // envelope is written (in the microtasks after this) while the socket is
+    // still corked, so the end of this data and that envelope leave in one
+    // write; their replies come in that order. Uncorked after those microtasks.
+    // The price: an abort of that next message (shutdown, its deadline) closes
+    // the connection before this one's reply, which then counts as lost
+    // (unreachable, retried with the same Message-ID), as any abort mid-reply.
+    if (connection.pipelining && handOver()) setImmediate(() => connection.uncork());
+    else connection.uncork();
     const final = await done;
-    if (final.code !== 250) return this.refused(connection, "DATA", "EMESSAGE", final);
+    // After the reply to the data the relay has ended the transaction either way (RFC 5321 4.1.1.4): no RSET,
+    // which would also land in the middle of the next message's, already under way.
+    if (final.code !== 250) return this.refused(connection, "DATA", "EMESSAGE", final, false);
     return final.lines[final.lines.length - 1]!;
   }
 
-  /** A refused transaction: RSET for the next one (a 421 has closed the connection already), then the error. */
-  private async refused(connection: SmtpConnection, command: string, code: string, reply: Reply): Promise<never> {
-    if (!connection.broken) {
+  /** A refused transaction: RSET for the next one unless `reset` is false (a 421 has closed the connection already), then the error. */
+  private async refused(connection: SmtpConnection, command: string, code: string, reply: Reply, reset = true): Promise<never> {
+    if (reset && !connection.broken) {
       const reset = await connection.command("RSET").catch(() => undefined);
       if (!reset || reset.code !== 250) connection.destroy();
     }

@@ -173,4 +173,5 @@ export const smtpProvider = defineProvider({
   },
   describe: describeSmtp,
   build: (settings) => new SmtpProvider(settings),
+  threadable: true,
 });
