@@ -79,6 +79,17 @@ describe("SMTP client", () => {
     expect(sink.connections).toBe(1);
   });
 
+  it("refuses an envelope address that would break a command line, before talking to the relay", async () => {
+    const sink = await sinkWith({ keep: false });
+    const provider = providerFor(`${sink.url()}?pool=1`);
+    for (const to of ["a@example.com>\r\nRCPT TO:<b@example.com", "a@example.com\nDATA", "a@exa<mple.com"]) {
+      expect(await failureOf(provider.send(message(to, 1), context()))).toMatchObject({ kind: "permanent", code: "recipient_rejected" });
+    }
+    expect(sink.connections).toBe(0);
+    await provider.send(message("fine@example.com", 2), context());
+    expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "fine@example.com": 1 });
+  });
+
   it("a 5xx to the data fails that message (message_rejected), a 4xx defers it, and the connection stays in use", async () => {
     const sink = await sinkWith({ keep: false });
     sink.dataReplies.set("spam@example.com", [{ code: 554, text: "5.7.1 looks like spam" }]);

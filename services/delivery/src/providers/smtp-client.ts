@@ -374,6 +374,12 @@ export class SmtpPool {
 
   /** Sends one message; resolves with the relay's reply to the data ("250 …"), rejects with an SmtpError. */
   async send(envelope: SmtpEnvelope, body: Buffer, signal?: AbortSignal): Promise<string> {
+    // The addresses go into command lines as they are: one holding a line break or an angle bracket would
+    // be a command of its own (or another recipient) to the relay. Addresses are checked where they come
+    // in; this is the last guard, before any connection is taken.
+    for (const address of [envelope.from, envelope.to]) {
+      if (/[\r\n<>\u0000]/.test(address)) throw new SmtpError("an envelope address holds a line break or an angle bracket", { code: "EENVELOPE" });
+    }
     for (let attempt = 0; ; attempt++) {
       const connection = await this.acquire(signal);
       const reused = connection.used;
