@@ -17,8 +17,8 @@ export function budgetSetting(env: Env, name: string, fallback: string): Policy 
 }
 
 /** An "on"/"off" switch (RATE_LIMIT), default on. */
-export function switchSetting(env: Env, name: string): boolean {
-  const value = (envOptional(name, env) ?? "on").toLowerCase();
+export function switchSetting(env: Env, name: string, fallback: "on" | "off" = "on"): boolean {
+  const value = (envOptional(name, env) ?? fallback).toLowerCase();
   if (value !== "on" && value !== "off") throw new ConfigError(`environment variable ${name} must be "on" or "off", got "${env[name]}"`);
   return value === "on";
 }

@@ -59,13 +59,13 @@ describe("the sender thread", () => {
     return provider;
   };
 
-  it("is what EMAIL_PROVIDER=smtp builds, unless DELIVERY_SENDER_THREAD=off; another value stops the start", () => {
+  it("is what EMAIL_PROVIDER=smtp builds with DELIVERY_SENDER_THREAD=on (off by default); another value stops the start", () => {
     const build = (env: Record<string, string>): EmailProvider => {
       const provider = configureProvider("smtp", { SMTP_URL: "smtp://127.0.0.1:2525", ...env }).build({ storage: undefined as never, logger, now: Date.now });
       opened.push(provider);
       return provider;
     };
-    expect(build({})).toBeInstanceOf(ThreadedProvider);
+    expect(build({})).toBeInstanceOf(SmtpProvider);
     expect(build({ DELIVERY_SENDER_THREAD: "on" })).toBeInstanceOf(ThreadedProvider);
     expect(build({ DELIVERY_SENDER_THREAD: "off" })).toBeInstanceOf(SmtpProvider);
     expect(() => configureProvider("smtp", { SMTP_URL: "smtp://127.0.0.1:2525", DELIVERY_SENDER_THREAD: "yes" })).toThrow(/DELIVERY_SENDER_THREAD must be "on" or "off"/);

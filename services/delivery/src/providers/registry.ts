@@ -44,14 +44,17 @@ export interface ConfiguredProvider {
 /**
  * The provider named `name`, with its settings read from `env`. Throws
  * ConfigError for an unknown name or a bad setting. A threadable one (smtp,
- * ses) runs in a sender thread of its own unless DELIVERY_SENDER_THREAD=off:
- * delivery's thread, which renders and writes the store, is the busy one.
+ * ses) runs in a sender thread of its own with DELIVERY_SENDER_THREAD=on. Off
+ * by default: on two cores the thread gained nothing measurable and cost an
+ * isolate's memory (about 120 MB at 20,000 recipients; bench/README.md, "The
+ * wire"); it is for a machine with a spare core where delivery's thread,
+ * which renders and writes the store, saturates.
  */
 export function configureProvider(name: ProviderName, env: Env): ConfiguredProvider {
   const definition = PROVIDERS.get(name);
   if (!definition) throw new ConfigError(`EMAIL_PROVIDER must be one of ${[...PROVIDERS.keys()].join(", ")}, got "${name}"`);
   const settings: unknown = definition.settings(env);
-  const threaded = definition.threadable === true && switchSetting(env, "DELIVERY_SENDER_THREAD");
+  const threaded = definition.threadable === true && switchSetting(env, "DELIVERY_SENDER_THREAD", "off");
   return {
     name,
     description: definition.describe(settings),
