@@ -3,9 +3,10 @@ import { join } from "node:path";
 import { SmtpSink } from "@emailsvc/testing";
 import { createLogger } from "@emailsvc/telemetry";
 import type { OutgoingMessage } from "../src/domain/message.js";
-import { SendFailure, type EmailProvider } from "../src/domain/provider.js";
+import type { EmailProvider } from "../src/domain/provider.js";
 import { configureProvider } from "../src/providers/registry.js";
 import { parseSmtpUrl, SmtpProvider } from "../src/providers/smtp.js";
+import { context, failureOf } from "./support/provider-calls.js";
 import { ThreadedProvider } from "../src/providers/threaded.js";
 
 // The live provider in a sender thread of delivery's own (providers/threaded.ts)
@@ -28,18 +29,6 @@ function message(to: string, i: number, subject = `Message ${i}`): OutgoingMessa
     messageId: `<eml_${i}@acme.example>`,
     headers: { From: sender.header, To: to, Subject: subject, "Message-ID": `<eml_${i}@acme.example>` },
   };
-}
-
-const context = (signal: AbortSignal = new AbortController().signal) => ({ tenant: "acc_1:live", signal });
-
-async function failureOf(promise: Promise<unknown>): Promise<SendFailure> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SendFailure);
-    return err as SendFailure;
-  }
-  throw new Error("the send succeeded");
 }
 
 describe("the sender thread", () => {

@@ -2,8 +2,9 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { SmtpSink } from "@emailsvc/testing";
 import { SMTPServer } from "smtp-server";
 import type { OutgoingMessage } from "../src/domain/message.js";
-import { SendFailure } from "../src/domain/provider.js";
+import type { SendFailure } from "../src/domain/provider.js";
 import { parseSmtpUrl, SmtpProvider } from "../src/providers/smtp.js";
+import { context, failureOf } from "./support/provider-calls.js";
 import { dotStuff } from "../src/providers/smtp-client.js";
 
 // The SMTP provider's own client against real servers: the tests' sink (its
@@ -23,18 +24,6 @@ function message(to: string, i = 0): OutgoingMessage {
     messageId: `<eml_${i}@acme.example>`,
     headers: { From: sender.header, To: to, Subject: `Message ${i}`, "Message-ID": `<eml_${i}@acme.example>` },
   };
-}
-
-const context = (signal: AbortSignal = new AbortController().signal) => ({ tenant: "acc_1:live", signal });
-
-async function failureOf(promise: Promise<unknown>): Promise<SendFailure> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(SendFailure);
-    return err as SendFailure;
-  }
-  throw new Error("the send succeeded");
 }
 
 describe("SMTP client", () => {
