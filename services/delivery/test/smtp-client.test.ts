@@ -231,107 +231,48 @@ describe("SMTP client", () => {
 
   it("a reused connection the relay has dropped is replaced before anything of the message is sent", async () => {
     // Lock-step SMTP; on its first connection, the second MAIL FROM is met by a dropped connection (a relay's idle timeout, racing the client).
-    let connections = 0;
-    let bodies = 0;
-    const relay = createServer((socket: Socket) => {
-      connections += 1;
-      const connection = connections;
-      let mails = 0;
-      let buffered = "";
-      let inData = false;
-      socket.on("error", () => undefined);
-      socket.write("220 idle-closer ESMTP\r\n");
-      socket.on("data", (chunk: Buffer) => {
-        buffered += chunk.toString("latin1");
-        for (;;) {
-          if (inData) {
-            const end = buffered.indexOf("\r\n.\r\n");
-            if (end < 0) return;
-            buffered = buffered.slice(end + 5);
-            inData = false;
-            bodies += 1;
-            socket.write("250 queued\r\n");
-            continue;
-          }
-          const end = buffered.indexOf("\r\n");
-          if (end < 0) return;
-          const line = buffered.slice(0, end).toUpperCase();
-          buffered = buffered.slice(end + 2);
-          if (line.startsWith("MAIL") && connection === 1 && ++mails === 2) return void socket.destroy();
-          if (line.startsWith("EHLO")) socket.write("250-idle-closer\r\n250 8BITMIME\r\n");
-          else if (line.startsWith("DATA")) {
-            inData = true;
-            socket.write("354 go on\r\n");
-          } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
-          else socket.write("250 ok\r\n");
+    let mails = 0;
+    const relay = await lockStepRelay("idle-closer", {
+      onLine: (line, connection, socket) => {
+        if (line.startsWith("MAIL") && connection === 1 && ++mails === 2) {
+          socket.destroy();
+          return true;
         }
-      });
+        return false;
+      },
     });
-    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", () => resolve()));
     try {
-      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${(relay.address() as AddressInfo).port}?pool=1`));
+      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${relay.port}?pool=1`));
       await provider.send(message("first@example.com", 1), context());
       await provider.send(message("second@example.com", 2), context());
-      expect({ bodies, connections, opened: provider.connectionsOpened }).toEqual({ bodies: 2, connections: 2, opened: 2 });
+      expect({ bodies: relay.bodies, connections: relay.connections, opened: provider.connectionsOpened }).toEqual({ bodies: 2, connections: 2, opened: 2 });
       await provider.close();
     } finally {
-      await new Promise<void>((resolve) => relay.close(() => resolve()));
+      await relay.close();
     }
   });
 
   describe("a relay that drops the connection", () => {
-    let server: Server;
+    let server: LockStepRelay;
     let port = 0;
-    /** Bodies that arrived in full (up to the "."), per connection. */
-    let bodies = 0;
-    let connections = 0;
     let dropNextData = true;
+    /** Bodies that arrived in full (up to the "."), over every connection. */
+    const bodies = () => server.bodies;
     beforeEach(async () => {
-      bodies = 0;
-      connections = 0;
       dropNextData = true;
       // Speaks lock-step SMTP; the first message's data is read in full and the connection dropped before the reply.
-      server = createServer((socket: Socket) => {
-        connections += 1;
-        let buffered = "";
-        let inData = false;
-        socket.write("220 flaky ESMTP\r\n");
-        socket.on("data", (chunk: Buffer) => {
-          buffered += chunk.toString("latin1");
-          for (;;) {
-            if (inData) {
-              const end = buffered.indexOf("\r\n.\r\n");
-              if (end < 0) return;
-              buffered = buffered.slice(end + 5);
-              inData = false;
-              bodies += 1;
-              if (dropNextData) {
-                dropNextData = false;
-                socket.destroy();
-                return;
-              }
-              socket.write("250 2.0.0 queued\r\n");
-              continue;
-            }
-            const end = buffered.indexOf("\r\n");
-            if (end < 0) return;
-            const line = buffered.slice(0, end).toUpperCase();
-            buffered = buffered.slice(end + 2);
-            if (line.startsWith("EHLO")) socket.write("250-flaky\r\n250 8BITMIME\r\n");
-            else if (line.startsWith("DATA")) {
-              inData = true;
-              socket.write("354 go on\r\n");
-            } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
-            else socket.write("250 ok\r\n");
-          }
-        });
-        socket.on("error", () => undefined);
+      server = await lockStepRelay("flaky", {
+        onBody: (socket) => {
+          if (!dropNextData) return false;
+          dropNextData = false;
+          socket.destroy();
+          return true;
+        },
       });
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-      port = (server.address() as AddressInfo).port;
+      port = server.port;
     });
     afterEach(async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     });
 
     it("after the data, before its reply: a retryable failure, not sent again by the client; the next message gets a new connection", async () => {
@@ -340,10 +281,10 @@ describe("SMTP client", () => {
       // Delivery retries it (the relay may or may not have taken it: the Message-ID lets receivers drop a copy).
       expect(failure.kind).not.toBe("permanent");
       expect(failure.kind).not.toBe("aborted");
-      expect(bodies).toBe(1);
+      expect(bodies()).toBe(1);
       await provider.send(message("next@example.com"), context());
-      expect(bodies).toBe(2);
-      expect(connections).toBe(2);
+      expect(bodies()).toBe(2);
+      expect(server.connections).toBe(2);
       // QUIT on close: the relay's server can then close (it waits for its connections).
       await provider.close();
     });
@@ -360,3 +301,68 @@ describe("dot-stuffing", () => {
     expect(dotStuff(Buffer.from(input)).toString()).toBe(expected);
   });
 });
+
+/** A bare relay of the tests' own speaking lock-step SMTP (no PIPELINING), with a hook to misbehave. */
+interface LockStepRelay {
+  port: number;
+  /** Connections accepted, and bodies that arrived in full (up to the "."), over all of them. */
+  connections: number;
+  bodies: number;
+  close(): Promise<void>;
+}
+
+async function lockStepRelay(
+  name: string,
+  hooks: {
+    /** Sees each command line (upper case) first; true when it dealt with it (e.g. dropped the connection). */
+    onLine?: (line: string, connection: number, socket: Socket) => boolean;
+    /** Sees each body in full before the reply; true when it dealt with it. */
+    onBody?: (socket: Socket) => boolean;
+  },
+): Promise<LockStepRelay> {
+  const state = { connections: 0, bodies: 0 };
+  const server: Server = createServer((socket: Socket) => {
+    const connection = ++state.connections;
+    let buffered = "";
+    let inData = false;
+    socket.on("error", () => undefined);
+    socket.write(`220 ${name} ESMTP\r\n`);
+    socket.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("latin1");
+      for (;;) {
+        if (inData) {
+          const end = buffered.indexOf("\r\n.\r\n");
+          if (end < 0) return;
+          buffered = buffered.slice(end + 5);
+          inData = false;
+          state.bodies += 1;
+          if (hooks.onBody?.(socket)) return;
+          socket.write("250 2.0.0 queued\r\n");
+          continue;
+        }
+        const end = buffered.indexOf("\r\n");
+        if (end < 0) return;
+        const line = buffered.slice(0, end).toUpperCase();
+        buffered = buffered.slice(end + 2);
+        if (hooks.onLine?.(line, connection, socket)) return;
+        if (line.startsWith("EHLO")) socket.write(`250-${name}\r\n250 8BITMIME\r\n`);
+        else if (line.startsWith("DATA")) {
+          inData = true;
+          socket.write("354 go on\r\n");
+        } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
+        else socket.write("250 ok\r\n");
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return state.connections;
+    },
+    get bodies() {
+      return state.bodies;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
