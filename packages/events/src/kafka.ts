@@ -149,13 +149,16 @@ export class KafkaEventBus implements EventBus {
           replicationFactor: this.replicationFactor,
           ...(this.topicRetentionMs !== undefined ? { configEntries: [{ name: "retention.ms", value: String(this.topicRetentionMs) }] } : {}),
         })),
-        waitForLeaders: true,
+        // Waited for below: kafkajs' own wait gives up after CLIENT_RETRY's
+        // quick retries with "This server does not host this topic-partition"
+        // (a service died at start so in CI, on a loaded machine).
+        waitForLeaders: false,
       });
     }
     // A replica starting beside another may find the topics just created by
     // it, before their partitions have leaders: a subscribe or publish then
     // fails with "This server does not host this topic-partition". Wait for
-    // the leaders whoever created the topics.
+    // the leaders whoever created the topics, up to LEADERS_TIMEOUT_MS.
     await untilLeadersElected(admin, wanted);
     wanted.forEach((topic) => this.knownTopics.add(topic));
   }
