@@ -8,11 +8,10 @@
 //
 // run.ts calls `runKafkaCampaigns`; alone (no results file written):
 //   node bench/dist/campaign/kafka.js    (CAMPAIGN_BENCH_N, KAFKA_BENCH_RUNS=embedded,mongo,replicas)
-import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { openStore } from "@emailsvc/storage";
 import { ensureKafka, ensureMongo, KAFKA_VERSION, type KafkaServer, type MongoServer } from "@emailsvc/testing";
-import { describeMongo, dropDatabases } from "../support/mongo.js";
+import { describeMongo, dropDatabases, perServiceMongoEnv } from "../support/mongo.js";
 import { processPerService, SERVICES, type PerServiceOptions, type ServiceName } from "../support/platform.js";
 import { serverCpu } from "../support/process.js";
 import { prepareAudience, runCampaign, sandboxCount, type CampaignRow, type OpenServiceStore } from "./run.js";
@@ -74,16 +73,7 @@ async function embeddedPerService(n: number, kafka: KafkaServer): Promise<Campai
 async function mongoPerService(n: number, kafka: KafkaServer, mongo: MongoServer, server: string, replicas?: PerServiceOptions["replicas"]): Promise<CampaignRow> {
   const prefix = `bcmp${Date.now().toString(36)}`;
   const dbName = (service: string) => `${prefix}_${service}`;
-  const keys = () => `k1:${randomBytes(32).toString("base64")}`;
-  // On MongoDB no service keeps development keys: the same keys for every service and replica.
-  const env = {
-    MONGO_URL: mongo.url,
-    KAFKA_BROKERS: kafka.brokers,
-    KAFKA_NAMESPACE: prefix,
-    TOKEN_SIGNING_KEYS: keys(),
-    SUPPRESSION_KEYS: keys(),
-    SEALING_KEYS: keys(),
-  };
+  const env = perServiceMongoEnv(mongo.url, kafka.brokers, prefix);
   const own = (service: ServiceName) => ({ MONGO_DB: dbName(service) });
   const store: OpenServiceStore = (_dataDir, service) => openStore({ mongoUrl: mongo.url, dbName: dbName(service) });
   const launchOne = (dataDir: string, withEnv: Record<string, string>) => processPerService(dataDir, withEnv, { own });

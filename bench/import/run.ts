@@ -16,14 +16,13 @@
 // import too. Timed from the upload's first byte
 // until the job (listmonk: its import) is finished; each run's counts are
 // checked against what the file must give, by the system's own database.
-import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureKafka, ensureMongo, KAFKA_VERSION } from "@emailsvc/testing";
 import { listmonkFromSource, type ListmonkBuild } from "../support/listmonk.js";
 import { describeMachine } from "../support/machine.js";
-import { describeMongo, dropDatabases } from "../support/mongo.js";
+import { describeMongo, dropDatabases, perServiceMongoEnv } from "../support/mongo.js";
 import { api, oneProcess, processPerService, REPO, SERVICES, type Running, type ServiceName } from "../support/platform.js";
 import { writeResultsBlock } from "../support/readme.js";
 import { generateImportFile, type ImportFile } from "./generate.js";
@@ -235,17 +234,7 @@ async function main(): Promise<void> {
         const dataDir = mkdtempSync(join(tmpdir(), "bench-import-split-"));
         const prefix = `bimp${Date.now().toString(36)}`;
         const dbName = (service: string) => `${prefix}_${service}`;
-        const keys = () => `k1:${randomBytes(32).toString("base64")}`;
-        // On MongoDB no service keeps development keys: the same keys for every service.
-        const env = {
-          ...unlimited,
-          MONGO_URL: mongo.url,
-          KAFKA_BROKERS: kafka.brokers,
-          KAFKA_NAMESPACE: prefix,
-          TOKEN_SIGNING_KEYS: keys(),
-          SUPPRESSION_KEYS: keys(),
-          SEALING_KEYS: keys(),
-        };
+        const env = { ...unlimited, ...perServiceMongoEnv(mongo.url, kafka.brokers, prefix) };
         try {
           const server = await describeMongo(mongo.url, mongo.description);
           const launch = () => processPerService(dataDir, env, { own: (service: ServiceName) => ({ MONGO_DB: dbName(service) }) });

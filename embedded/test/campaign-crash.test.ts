@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
-import { crashTestEnv, processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
+import { crashTestEnv, processCaller, sendCampaignToEveryone, untilCampaignSent } from "./support/crash-campaign";
 import { allItems } from "./support/platform-client";
 
 // kill -9 in the middle of a campaign: the platform process (campaigns and
@@ -66,11 +66,7 @@ describe.each([
     expect(counts.sent).toBeLessThan(RECIPIENTS);
     await proc!.kill();
     proc = await start();
-    let done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    for (let i = 0; i < 1200 && done.status !== "sent"; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    }
+    const done = await untilCampaignSent(call, id);
     expect(done.status).toBe("sent");
     expect(done.counts).toMatchObject({ total: RECIPIENTS, sent: RECIPIENTS, pending: 0, queued: 0, failed: 0, skipped: 0 });
 

@@ -6,7 +6,7 @@ import { AssignerProtocol, Kafka, logLevel } from "kafkajs";
 import { MongoClient } from "mongodb";
 import { SERVICE_PROCESSES, SmtpSink, type ArrivedMessage, startServiceProcesses, type ServiceProcesses } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
+import { processCaller, sendCampaignToEveryone, untilCampaignSent } from "./support/crash-campaign";
 
 // Issue 20: what holds past one machine. Every service in its own process on
 // the MongoDB-compatible server and Kafka, with two delivery and two campaigns
@@ -126,11 +126,7 @@ describe.each([
     const arrivedAtLeave = sink.messages.length;
     if (signal === "SIGTERM") expect(await Promise.all(leaving.map((p) => p.proc.exited))).toEqual([0, 0]);
 
-    let done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    for (let i = 0; i < 1200 && done.status !== "sent"; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    }
+    const done = await untilCampaignSent(call, id);
     expect(done.status).toBe("sent");
     expect(done.counts).toMatchObject({ total: RECIPIENTS, sent: RECIPIENTS, pending: 0, queued: 0, failed: 0, skipped: 0 });
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SmtpSink, startPlatformProcess, type ArrivedMessage, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { processCaller, sendCampaignToEveryone } from "./support/crash-campaign";
+import { processCaller, sendCampaignToEveryone, untilCampaignSent } from "./support/crash-campaign";
 
 // Issue 16, defect 9: two kill -9 in a row during one SMTP campaign sent two
 // recipients twice. Over SMTP a duplicate can come from one place only: a
@@ -105,11 +105,7 @@ describe("an SMTP campaign across repeated kill -9 (npm start's defaults)", () =
       await killNow();
     }
 
-    let done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    for (let i = 0; i < 1200 && done.status !== "sent"; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      done = (await call("GET", `/api/v1/campaigns/${id}`)).body;
-    }
+    const done = await untilCampaignSent(call, id);
     expect(done.status).toBe("sent");
     expect(done.counts).toMatchObject({ total: RECIPIENTS, sent: RECIPIENTS, pending: 0, queued: 0, failed: 0, skipped: 0 });
 

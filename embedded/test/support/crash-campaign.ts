@@ -75,3 +75,13 @@ export async function sendCampaignToEveryone(
   expect(sent.body.total_recipients).toBe(options.recipients);
   return { id, sent };
 }
+
+/** The campaign once it is `sent` (polled every 100 ms, up to two minutes): its last answer, whatever its status. */
+export async function untilCampaignSent(call: ProcessCall, id: string): Promise<any> {
+  let campaign = (await call("GET", `/api/v1/campaigns/${id}`)).body;
+  for (let i = 0; i < 1200 && campaign.status !== "sent"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    campaign = (await call("GET", `/api/v1/campaigns/${id}`)).body;
+  }
+  return campaign;
+}

@@ -1,6 +1,7 @@
 import { connect as netConnect, isIP, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import type { SmtpSettings, SmtpTimeouts } from "./smtp.js";
 
 // An SMTP client (RFC 5321) for one relay: a pool of connections opened
 // lazily and reused for many messages, each connection one transaction at a
@@ -12,22 +13,8 @@ import { connect as tlsConnect, type TLSSocket } from "node:tls";
 // data in one group), which halves the writes of a busy pool. Failures are
 // SmtpError, shaped as classifySmtpError (smtp.ts) reads them.
 
-export interface SmtpClientOptions {
-  host: string;
-  port: number;
-  /** Implicit TLS from the first byte (smtps). */
-  secure: boolean;
-  user?: string | undefined;
-  pass?: string | undefined;
-  /** Refuse to send unless STARTTLS succeeds. */
-  requireTls: boolean;
-  tlsVerify: boolean;
-  maxConnections: number;
-  connectionMs: number;
-  greetingMs: number;
-  /** No reply (or an idle connection) for this long: the command timed out (the idle connection is closed). */
-  socketMs: number;
-}
+/** Where the relay is and how long to wait for it: SMTP_URL's settings and the timeouts. */
+export type SmtpClientOptions = SmtpSettings & SmtpTimeouts;
 
 /** What went wrong, in the fields classifySmtpError reads (those of nodemailer's errors, which it was written for). */
 export interface SmtpErrorFields {

@@ -87,19 +87,7 @@ export class SmtpProvider implements EmailProvider {
   private readonly pool: SmtpPool;
 
   constructor(settings: SmtpSettings, timeouts: SmtpTimeouts = DEFAULT_SMTP_TIMEOUTS) {
-    this.pool = new SmtpPool({
-      host: settings.host,
-      port: settings.port,
-      secure: settings.secure,
-      user: settings.user,
-      pass: settings.pass,
-      requireTls: settings.requireTls,
-      tlsVerify: settings.tlsVerify,
-      maxConnections: settings.maxConnections,
-      connectionMs: timeouts.connectionMs,
-      greetingMs: timeouts.greetingMs,
-      socketMs: timeouts.socketMs,
-    });
+    this.pool = new SmtpPool({ ...settings, ...timeouts });
   }
 
   /** Connections opened since the start (tests count reuse with it). */
