@@ -55,17 +55,10 @@ export async function registerPasskey(name: string): Promise<PasskeyItem> {
     throw browserProblem(err);
   }
   const response = credential.response as AuthenticatorAttestationResponse;
-  const body = {
-    id: credential.id,
-    rawId: toBase64url(credential.rawId),
-    type: "public-key" as const,
-    response: {
-      clientDataJSON: toBase64url(response.clientDataJSON),
-      attestationObject: toBase64url(response.attestationObject),
-      transports: typeof response.getTransports === "function" ? response.getTransports() : [],
-    },
-    clientExtensionResults: credential.getClientExtensionResults(),
-  };
+  const body = asJson(credential, {
+    attestationObject: toBase64url(response.attestationObject),
+    transports: typeof response.getTransports === "function" ? response.getTransports() : [],
+  });
   return ok(api.POST("/api/v1/passkeys", { body: { challenge_id, name, credential: body } }));
 }
 
@@ -82,20 +75,24 @@ export async function signInWithPasskey(): Promise<SessionInfo> {
     throw browserProblem(err);
   }
   const response = credential.response as AuthenticatorAssertionResponse;
-  const body = {
-    id: credential.id,
-    rawId: toBase64url(credential.rawId),
-    type: "public-key" as const,
-    response: {
-      clientDataJSON: toBase64url(response.clientDataJSON),
-      authenticatorData: toBase64url(response.authenticatorData),
-      signature: toBase64url(response.signature),
-      ...(response.userHandle ? { userHandle: toBase64url(response.userHandle) } : {}),
-    },
-    clientExtensionResults: credential.getClientExtensionResults(),
-  };
+  const body = asJson(credential, {
+    authenticatorData: toBase64url(response.authenticatorData),
+    signature: toBase64url(response.signature),
+    ...(response.userHandle ? { userHandle: toBase64url(response.userHandle) } : {}),
+  });
   return ok(api.POST("/api/v1/session/passkey", { body: { challenge_id, credential: body } }));
 }
 
 export const listPasskeys = (): Promise<{ items: PasskeyItem[] }> => ok(api.GET("/api/v1/passkeys"));
 export const removePasskey = (id: string): Promise<unknown> => ok(api.DELETE("/api/v1/passkeys/{id}", { params: { path: { id } } }));
+
+/** A credential as the server reads it (WebAuthn's JSON form): the parts both ceremonies share, and `response`'s own. */
+function asJson<R extends Record<string, unknown>>(credential: PublicKeyCredential, response: R) {
+  return {
+    id: credential.id,
+    rawId: toBase64url(credential.rawId),
+    type: "public-key" as const,
+    response: { clientDataJSON: toBase64url(credential.response.clientDataJSON), ...response },
+    clientExtensionResults: credential.getClientExtensionResults(),
+  };
+}
