@@ -60,6 +60,12 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export interface KubeNodeOptions {
   /** docker-archive tars to import into containerd's k8s.io namespace (e.g. the project's image). */
   images?: readonly string[];
+  /**
+   * Called once the machine is this node's (the lock taken, what a dead run
+   * left removed) and before anything changes: e.g. to record the host's
+   * state, as a test of stop() does.
+   */
+  beforeStart?: () => Promise<void>;
 }
 
 export interface KubeNode extends KubeCluster {
@@ -283,6 +289,7 @@ export async function startKubeNode(opts: KubeNodeOptions = {}): Promise<KubeNod
   };
   try {
     await cleanupLeftovers();
+    await opts.beforeStart?.();
     await mkdir(WORK_DIR, { recursive: true, mode: 0o700 });
     snapshot = await snapshotHost();
     await writeFile(join(WORK_DIR, "host.json"), JSON.stringify(snapshot, null, 2));
@@ -596,9 +603,7 @@ async function deleteWorkloads(c: KubeCluster, socket: string): Promise<void> {
   }
   const pods = await c.request<{ items: { metadata: { name: string; namespace: string } }[] }>("GET", "/api/v1/pods");
   for (const pod of pods.body.items ?? []) {
-    await c.request("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
-      body: { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 1 },
-    });
+    await c.request("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}?gracePeriodSeconds=1`);
   }
   const deadline = Date.now() + 60_000;
   for (;;) {

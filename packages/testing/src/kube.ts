@@ -473,6 +473,9 @@ export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<K
       if (options.body !== undefined) {
         body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
         headers["content-type"] = options.contentType ?? "application/json";
+        // Node frames no body of a DELETE by itself (no chunked encoding for
+        // it): without a length, DeleteOptions would not reach the server.
+        headers["content-length"] = String(Buffer.byteLength(body));
       }
       const res = await call(clientAgent, `${server}${path}`, method, headers, body);
       let parsed: unknown = res.text;
