@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
-import { ensureCachedDir, machineLock } from "./cache.js";
+import { alive, ensureCachedDir, machineLock } from "./cache.js";
 import { cleanupHost, type HostNames, type HostSnapshot, snapshotHost, tryRun } from "./kube-node-host.js";
 import { type KubeCluster, type KubePrepared, KUBE_VERSION, prepareKube, startKubeCluster } from "./kube.js";
 import { info, seconds } from "./log.js";
@@ -251,13 +251,35 @@ async function readJson<T>(file: string): Promise<T | undefined> {
 }
 
 /** Undoes what a previous node left (a run that died), from the snapshot it wrote. */
-async function cleanupLeftovers(): Promise<void> {
-  if (!existsSync(WORK_DIR)) return;
+async function cleanupLeftovers(): Promise<boolean> {
+  if (!existsSync(WORK_DIR)) return false;
   info(`a previous Kubernetes node did not stop: cleaning up after it (${WORK_DIR})`);
   const snapshot = await readJson<HostSnapshot>(join(WORK_DIR, "host.json"));
   const pids = (await readJson<number[]>(join(WORK_DIR, "pids.json"))) ?? [];
   await cleanupHost(HOST_NAMES, snapshot, pids);
   await rm(WORK_DIR, { recursive: true, force: true });
+  return true;
+}
+
+/**
+ * Removes what a node that died left on the host (its processes, Pods,
+ * mounts, links, firewall chains; kernel settings restored), under the lock,
+ * so never a node that runs. For `npm run kube:down` after a crash; a start
+ * does the same by itself.
+ */
+export async function cleanupKubeNodeLeftovers(): Promise<boolean> {
+  const release = await machineLock(LOCK_DIR, "which runs the tests' Kubernetes node");
+  try {
+    return await cleanupLeftovers();
+  } finally {
+    await release();
+  }
+}
+
+/** The pid of the process that runs the node on this machine, if one does. */
+export async function kubeNodeOwner(): Promise<number | undefined> {
+  const pid = Number(await readFile(join(LOCK_DIR, "pid"), "utf8").catch(() => ""));
+  return pid > 0 && alive(pid) ? pid : undefined;
 }
 
 /**
