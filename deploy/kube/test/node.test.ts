@@ -6,11 +6,13 @@
 // another Pod), Pods reach a server on the host at the node address, a
 // non-compliant Pod is refused. What the bridge CNI plugin does with a
 // NetworkPolicy: nothing (tested as such). Last, stop() leaves the host's
-// links, firewall, mounts, cgroups and kernel settings as they were found.
+// links, firewall, mounts, cgroups and kernel settings as they were found; and
+// before all that, a node whose process was killed (SIGKILL, with a Pod
+// running) is cleaned up by the next start.
 //
 // Run with `npm run test:kube` (its own Jest project, jest.kube.config.js):
 // it needs root, and changes the host while it runs.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { createServer, get, type Server } from "node:http";
@@ -23,6 +25,38 @@ import { KUBE_NODE_IMAGES, startKubeNode, type KubeNode, type KubeObject } from 
 const SETUP_TIMEOUT = 50 * 60_000;
 const NS = "restricted-demo";
 const WORK_DIR = "/var/tmp/emailsvc-kube-node";
+const TESTING = join(__dirname, "..", "..", "..", "packages", "testing", "dist", "index.js");
+
+/**
+ * Another process that starts a node, runs a Pod and says "ready"; the test
+ * kills it with SIGKILL, as a crash or a killed Jest would end it.
+ */
+const CRASHING_RUN = `
+const t = require(${JSON.stringify(TESTING)});
+(async () => {
+  const node = await t.startKubeNode();
+  const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "left-behind", namespace: "default", labels: { app: "left-behind" } },
+    spec: { containers: [{ name: "c", image: t.KUBE_NODE_IMAGES.busybox, imagePullPolicy: "Never", command: ["sleep", "3600"] }] } };
+  const res = await node.apply(pod);
+  if (res.status !== 201) throw new Error("Pod not created: " + res.status);
+  await node.waitForPodsReady("default", "app=left-behind");
+  process.stdout.write("ready\\n");
+  setInterval(() => {}, 1 << 30);
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+/** Runs CRASHING_RUN until it says "ready", then kills it with SIGKILL. */
+function startAndKill(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", CRASHING_RUN], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.stdout.on("data", (d: Buffer) => {
+      if (d.toString().includes("ready")) child.kill("SIGKILL");
+    });
+    child.on("exit", (_code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`the crashing run ended by itself:\n${err}`))));
+  });
+}
 
 const run = (command: string, args: string[]): Promise<string> =>
   new Promise((resolve) => execFile(command, args, { maxBuffer: 16 * 1024 * 1024 }, (_error, stdout) => resolve(stdout ?? "")));
@@ -114,10 +148,16 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
   let node: KubeNode;
   let before: Record<string, unknown>;
 
+  let leftBehind: Record<string, unknown>;
+  let cleanedUp: Record<string, unknown>;
+
   beforeAll(async () => {
-    // Recorded once the machine is the node's: after the kit removed what a
-    // dead run may have left, before it changes anything.
-    node = await startKubeNode({ beforeStart: async () => void (before = await hostState()) });
+    before = await hostState();
+    await startAndKill();
+    leftBehind = await hostState();
+    // Recorded once the machine is the node's: after the kit removed what the
+    // killed run left, before it changes anything.
+    node = await startKubeNode({ beforeStart: async () => void (cleanedUp = await hostState()) });
     const created = await node.request("POST", "/api/v1/namespaces", {
       body: {
         apiVersion: "v1",
@@ -135,6 +175,15 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
   afterAll(async () => {
     await node?.stop();
   }, 120_000);
+
+  it("cleans up at start after a node whose process was killed with a Pod running", () => {
+    // The killed run's reapers stop its programs, but not containerd's shims
+    // nor the Pod's processes, its network or its mounts.
+    expect(leftBehind.links).toEqual(expect.arrayContaining(["esvc-node0", "esvc-cni0"]));
+    expect(leftBehind.processes).toEqual(expect.arrayContaining([expect.stringContaining("containerd-shim")]));
+    expect(leftBehind.cgroups).not.toEqual([]);
+    expect(cleanedUp).toEqual(before);
+  });
 
   it("registers the node Ready, with the kit's images in containerd", async () => {
     const res = await node.request("GET", `/api/v1/nodes/${node.nodeName}`);
