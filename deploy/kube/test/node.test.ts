@@ -240,7 +240,15 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
 
     // From the host through kube-proxy's rules (which follow the Service within a second or so).
     const clusterIP = (await node.request("GET", `/api/v1/namespaces/${NS}/services/web`)).body.spec.clusterIP as string;
-    const body = await eventually("the Service's ClusterIP from the host", () => httpGet(`http://${clusterIP}/index.html`));
+    const body = await eventually("the Service's ClusterIP from the host", () => httpGet(`http://${clusterIP}/index.html`)).catch(
+      async (error: Error) => {
+        // What kube-proxy made of the Service, for a failure here.
+        const rules = (await run("iptables-save", ["-t", "nat"])).split("\n").filter((l) => l.includes(clusterIP) || l.includes("KUBE-SEP"));
+        const proxyLog = node.logFiles.find((f) => f.endsWith("kube-proxy.log"))!;
+        const log = (await readFile(proxyLog, "utf8").catch(() => "")).split("\n").slice(-30);
+        throw new Error(`${error.message}\n${rules.join("\n")}\n--- kube-proxy ---\n${log.join("\n")}`);
+      },
+    );
     expect(body).toBe("hello from a Pod\n");
 
     // From another Pod, by the Service's DNS name (CoreDNS at the node address).
@@ -310,16 +318,16 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
   }, 120_000);
 });
 
-/** The body of a 200 answer, or undefined (not reachable yet). */
-function httpGet(url: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
+/** The body of a 200 answer; rejects (with why) otherwise. */
+function httpGet(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
     const req = get(url, { timeout: 2000 }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve(res.statusCode === 200 ? text : undefined));
+      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}`))));
     });
-    req.on("timeout", () => req.destroy());
-    req.on("error", () => resolve(undefined));
+    req.on("timeout", () => req.destroy(new Error(`${url} timed out`)));
+    req.on("error", reject);
   });
 }
