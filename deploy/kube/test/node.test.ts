@@ -313,8 +313,10 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
     // While running, the node's traces are visible to the same checks.
     expect(during.links).toEqual(expect.arrayContaining(["esvc-node0", "esvc-cni0"]));
     expect(during.processes).not.toEqual([]);
+    expect(await run("conntrack", ["-L", "-s", "10.244.0.0/24"])).not.toBe("");
     await node.stop();
     expect(await hostState()).toEqual(before);
+    expect(await run("conntrack", ["-L", "-s", "10.244.0.0/24"])).toBe("");
   }, 120_000);
 });
 

@@ -68,6 +68,8 @@ export interface HostNames {
   cniBridge: string;
   /** containerd's socket: its shims carry it on their command line. */
   containerdSocket: string;
+  /** The node's networks (Pods, Services, the node address), whose connection-tracking entries go. */
+  networks: readonly string[];
 }
 
 const sysctlPath = (name: string): string => join("/proc/sys", ...name.split("."));
@@ -244,6 +246,11 @@ export async function cleanupHost(names: HostNames, snapshot: HostSnapshot | und
         await tryRun("nft", ["delete", "table", family, table]);
       }
     }
+  }
+
+  // Tracked connections from and to the node's networks (they would expire in minutes).
+  for (const network of names.networks) {
+    for (const direction of ["-s", "-d"]) await tryRun("conntrack", ["-D", direction, network]);
   }
 
   // 5. Cgroups the kubelet and containerd made.

@@ -49,6 +49,8 @@ const NODE_BRIDGE = "esvc-node0";
 const CNI_BRIDGE = "esvc-cni0";
 const POD_SUBNET = "10.244.0.0/24";
 const POD_GATEWAY = "10.244.0.1";
+/** The API server's --service-cluster-ip-range (kube.ts). */
+const SERVICE_SUBNET = "10.96.0.0/16";
 const CLUSTER_DOMAIN = "cluster.local";
 /** A fixed folder, so that the next start finds what a run that died left behind. */
 const WORK_DIR = "/var/tmp/emailsvc-kube-node";
@@ -240,6 +242,7 @@ const HOST_NAMES: HostNames = {
   bridges: [CNI_BRIDGE, NODE_BRIDGE],
   cniBridge: CNI_BRIDGE,
   containerdSocket: join(WORK_DIR, "containerd", "containerd.sock"),
+  networks: [POD_SUBNET, SERVICE_SUBNET, NODE_ADDRESS],
 };
 
 async function readJson<T>(file: string): Promise<T | undefined> {
@@ -322,11 +325,17 @@ export async function startKubeNode(opts: KubeNodeOptions = {}): Promise<KubeNod
     await runCapture("ip", ["link", "set", NODE_BRIDGE, "up"]);
 
     const containerd = await startContainerd(prepared, opts.images ?? [], track);
-    const clusterStarting = startKubeCluster({ controllerManager: true, node: { name: NODE_NAME, address: NODE_ADDRESS } });
-    clusterStarting.catch(() => undefined);
-    const images = await containerd.imported;
-    cluster = await clusterStarting;
-    const c = cluster;
+    // The control plane starts while the images are imported; both settle
+    // before either failure is thrown, so that teardown stops a started cluster.
+    const [imported, clusterStarted] = await Promise.allSettled([
+      containerd.imported,
+      startKubeCluster({ controllerManager: true, node: { name: NODE_NAME, address: NODE_ADDRESS } }),
+    ]);
+    if (clusterStarted.status === "fulfilled") cluster = clusterStarted.value;
+    if (imported.status === "rejected") throw imported.reason;
+    if (clusterStarted.status === "rejected") throw clusterStarted.reason;
+    const images = imported.value;
+    const c = clusterStarted.value;
 
     const kubeconfigPath = join(WORK_DIR, "admin.kubeconfig");
     await writeFile(kubeconfigPath, c.kubeconfig(), { mode: 0o600 });
