@@ -2,6 +2,7 @@
 // The tests' Kubernetes node by hand (packages/testing/src/kube-node-cli.ts):
 //   node scripts/kube-node/cli.mjs up [image.tar...]   (npm run kube:up)
 //   node scripts/kube-node/cli.mjs down                (npm run kube:down)
+//   node scripts/kube-node/cli.mjs prepare             (fill the cache only)
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { alive } from "./cache.js";
-import { cleanupKubeNodeLeftovers, kubeNodeOwner, startKubeNode } from "./kube-node.js";
+import { cleanupKubeNodeLeftovers, kubeNodeOwner, prepareKubeNode, startKubeNode } from "./kube-node.js";
+import { seconds } from "./log.js";
 import { tail } from "./proc.js";
 
 /**
@@ -12,9 +13,10 @@ import { tail } from "./proc.js";
  * the kubeconfig's path on stdout; `down` stops it (and cleans up after one
  * that died).
  */
-const USAGE = `usage: kube-node up [image.tar...] | down | serve [image.tar...]
-  up     start the node in the background (importing the given docker-archive tars), print the kubeconfig path
-  down   stop it, leaving the host as it was found`;
+const USAGE = `usage: kube-node up [image.tar...] | down | prepare | serve [image.tar...]
+  up       start the node in the background (importing the given docker-archive tars), print the kubeconfig path
+  down     stop it, leaving the host as it was found
+  prepare  install the Debian packages, build the binaries, CoreDNS and the images into the cache (a CI step)`;
 
 const STATE_FILE = "/var/tmp/emailsvc-kube-node.up.json";
 const LOG_FILE = "/var/tmp/emailsvc-kube-node.out.log";
@@ -113,6 +115,14 @@ export async function main(script: string, argv: readonly string[]): Promise<num
         return await serve(rest);
       case "down":
         return await down();
+      case "prepare": {
+        const prepared = await prepareKubeNode();
+        console.log(`kubernetes binaries: ${prepared.kube.bin}`);
+        console.log(`coredns: ${prepared.coredns}`);
+        console.log(`images: ${prepared.imageTars.pause} ${prepared.imageTars.busybox}`);
+        console.log(`${prepared.built ? "built" : "already cached"} in ${seconds(prepared.ms)}`);
+        return 0;
+      }
       default:
         console.error(USAGE);
         return 2;
