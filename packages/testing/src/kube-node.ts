@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { alive, ensureCachedDir, machineLock } from "./cache.js";
 import { cleanupHost, type HostNames, type HostSnapshot, snapshotHost, tryRun } from "./kube-node-host.js";
-import { type KubeCluster, type KubePrepared, KUBE_VERSION, prepareKube, startKubeCluster } from "./kube.js";
+import { type KubeCluster, type KubePrepared, prepareKube, startKubeCluster } from "./kube.js";
 import { info, seconds } from "./log.js";
 import { freePort } from "./ports.js";
 import { type ManagedProcess, runCapture, runLogged, startProcess, waitUntilReady } from "./proc.js";
@@ -706,5 +706,3 @@ function nodeCalls(c: KubeCluster): Pick<KubeNode, "waitForPodsReady" | "waitFor
   };
   return { waitForPodsReady, waitForPodEnd, podLogs, describePods };
 }
-
-export { KUBE_VERSION };

@@ -196,8 +196,9 @@ const KUBE_CACHE_NAME = `kubernetes-${KUBE_VERSION}-${createHash("sha256")
  * packages live in one module and one `go build`, so they share the compile of
  * the ~2,000 packages they have in common. The control plane alone took about
  * 10 CPU minutes with cold Go caches (402 to 914 s of wall clock measured on 2
- * shared cores); the node's three binaries add about 6 minutes cold, 10 to 30 s
- * with a warm Go build cache. build.json in the folder records the times.
+ * shared cores); the node's three binaries add about 6 minutes cold. With a
+ * warm Go build cache the five take about a minute (63 s measured), mostly
+ * linking. build.json in the folder records the times.
  */
 async function prepareKubeBinaries(): Promise<{ bin: string; built: boolean; ms: number }> {
   const started = Date.now();
