@@ -7,7 +7,9 @@ module.exports = {
   // deploy: the Helm chart applied to a real Kubernetes API server (deploy/helm/test).
   roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/proto", "<rootDir>/embedded", "<rootDir>/deploy", "<rootDir>/dashboard"],
   testMatch: ["**/test/**/*.test.ts", "**/src/**/*.test.ts"],
-  testPathIgnorePatterns: ["/node_modules/", "/dist/"],
+  // deploy/kube: the tests on a real Kubernetes node, which need root and change
+  // the host while they run; `npm run test:kube` (jest.kube.config.js) runs them.
+  testPathIgnorePatterns: ["/node_modules/", "/dist/", "<rootDir>/deploy/kube/"],
   transform: {
     "^.+\\.ts$": ["@swc/jest", { jsc: { target: "es2022", parser: { syntax: "typescript" } }, module: { type: "commonjs" } }],
     // ESM-only dependencies (below), compiled to CommonJS for Jest's CJS mode.

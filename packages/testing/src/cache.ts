@@ -39,7 +39,12 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * the same thing. The lock is a directory (mkdir is atomic) holding the owner's
  * pid; a lock whose owner died (killed build) is taken over.
  */
-async function lock(lockDir: string, done: () => boolean): Promise<(() => Promise<void>) | undefined> {
+async function lock(
+  lockDir: string,
+  done: () => boolean,
+  staleMs = STALE_LOCK_MS,
+  what = `which is building ${basename(lockDir, ".lock")}`,
+): Promise<(() => Promise<void>) | undefined> {
   let announced = false;
   for (;;) {
     try {
@@ -56,7 +61,7 @@ async function lock(lockDir: string, done: () => boolean): Promise<(() => Promis
     // may have been restored on another machine (CI cache) where that pid is
     // an unrelated process.
     const age = Date.now() - ((await stat(lockDir).catch(() => undefined))?.mtimeMs ?? Date.now());
-    if (owner && (!alive(owner) || age > STALE_LOCK_MS)) {
+    if (owner && (!alive(owner) || age > staleMs)) {
       await rm(lockDir, { recursive: true, force: true });
       continue;
     }
@@ -68,11 +73,22 @@ async function lock(lockDir: string, done: () => boolean): Promise<(() => Promis
       continue;
     }
     if (!announced) {
-      info(`waiting for process ${owner}, which is building ${basename(lockDir, ".lock")}`);
+      info(`waiting for process ${owner}, ${what}`);
       announced = true;
     }
     await sleep(1000);
   }
+}
+
+/**
+ * Takes a lock on something the machine has only one of (e.g. the tests'
+ * Kubernetes node, with its fixed addresses and host firewall chains): a
+ * directory holding the owner's pid, waited for while that process lives,
+ * taken over when it died. Returns the release function.
+ */
+export async function machineLock(lockDir: string, what: string): Promise<() => Promise<void>> {
+  const release = await lock(lockDir, () => false, Number.POSITIVE_INFINITY, what);
+  return release!;
 }
 
 /**

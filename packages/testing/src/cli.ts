@@ -8,8 +8,9 @@ import { seconds } from "./log.js";
 import { ensureServers } from "./servers.js";
 
 const USAGE = `usage:
-  prepare            build FerretDB, download the Kafka jars, build kube-apiserver and kube-controller-manager
-                     and fetch cert-manager's CRDs into the cache, find PostgreSQL and etcd, print timings
+  prepare            build FerretDB, download the Kafka jars, build kube-apiserver, kube-controller-manager
+                     (and the node's kubelet, kube-scheduler, kube-proxy) and fetch cert-manager's CRDs into
+                     the cache, find PostgreSQL and etcd, print timings
   prepare --no-kube  the same without the Kubernetes parts
   start              start both servers, print MONGO_URL=... KAFKA_BROKERS=..., run until SIGINT/SIGTERM
   run -- <command>   start both servers, run <command> with MONGO_URL and KAFKA_BROKERS set, stop them`;

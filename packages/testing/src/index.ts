@@ -16,8 +16,17 @@ export {
   type KubeRequestOptions,
   type KubeResponse,
 } from "./kube.js";
+export {
+  COREDNS_VERSION,
+  KUBE_NODE_IMAGES,
+  prepareKubeNode,
+  startKubeNode,
+  type KubeNode,
+  type KubeNodeOptions,
+  type KubeNodePrepared,
+} from "./kube-node.js";
 export { SmtpSink, type ArrivedMessage, type SinkReply, type SmtpSinkOptions } from "./smtp-sink.js";
-export { cacheRoot, ensureCachedDir } from "./cache.js";
+export { cacheRoot, ensureCachedDir, machineLock } from "./cache.js";
 export { dockerAvailable } from "./docker.js";
 export { asCall, memoryLogger, mongoUrl, openTestStore, STORE_KINDS, testTenant, waitFor, type StoreKind, type TestStore } from "./services.js";
 export {
