@@ -18,8 +18,8 @@
 #            (cached by the manifests' and lockfile's hash), then each
 #            workspace's dist from `npm run build` here, and the checks. The
 #            second layer, /app.
-#   config   the Dockerfile's ENV, WORKDIR, USER, LABELs, EXPOSE and CMD (a test
-#            compares them: scripts/image/test/image.test.ts).
+#   config   the Dockerfile's ENV, WORKDIR, USER, LABELs, EXPOSE and CMD, read
+#            from it (scripts/image/dockerfile-runtime.js).
 # umoci writes the OCI layout, skopeo the docker-archive. Needs root (debootstrap,
 # chroot, ownership in the layers) and the Debian packages umoci, skopeo and
 # debootstrap (installed through scripts/apt-install.sh when missing).
@@ -31,10 +31,19 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/scripts/image"
 
-# The Dockerfile's NODE_IMAGE is node:24-bookworm-slim: the same major and
-# Debian release (the image test checks that they agree).
+# The Dockerfile's NODE_IMAGE (node:24-bookworm-slim) names the Node major
+# and the Debian release; the exact Node version is pinned here.
 NODE_VERSION=24.21.0
-SUITE=bookworm
+node_image=$(node -p 'require(process.argv[1]).dockerfileRuntime(require("fs").readFileSync(process.argv[2], "utf8")).nodeImage' "$HERE/dockerfile-runtime.js" "$ROOT/Dockerfile")
+if [[ ! "$node_image" =~ ^node:([0-9]+)-([a-z]+) ]]; then
+  echo "the Dockerfile's NODE_IMAGE ($node_image) is not node:<major>-<debian release>[-slim]" >&2
+  exit 1
+fi
+SUITE="${BASH_REMATCH[2]}"
+if [ "${NODE_VERSION%%.*}" != "${BASH_REMATCH[1]}" ]; then
+  echo "the Dockerfile's NODE_IMAGE is $node_image but scripts/image/build.sh pins Node $NODE_VERSION: pin a ${BASH_REMATCH[1]}.x" >&2
+  exit 1
+fi
 
 CACHE="${EMAILSVC_IMAGE_CACHE:-$HOME/.cache/emailsvc/image}"
 OUT_DIR="${EMAILSVC_IMAGE_DIR:-$HOME/.cache/emailsvc/images}"
@@ -143,27 +152,20 @@ chmod 0755 "$WORK/app"
 log "image $NAME"
 TAG="build-$EMAILSVC_IMAGE_TAG"
 umoci rm --image "$LAYOUT:$TAG" 2>/dev/null || true
-# The Dockerfile's runtime settings (ENV, WORKDIR, USER, LABEL, EXPOSE, CMD).
-config=(
+# The Dockerfile's runtime settings (ENV, LABEL, EXPOSE, USER, WORKDIR, CMD),
+# read from it; PATH and NODE_VERSION as the Node image sets them; the commit.
+mapfile -d '' config < <(node "$HERE/dockerfile-runtime.js" "$ROOT/Dockerfile" --umoci)
+config+=(
   --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   --config.env NODE_VERSION="$NODE_VERSION"
-  --config.env NODE_ENV=production
-  --config.env DATA_DIR=/data
-  --config.workingdir /app
-  --config.user 10001:10001
-  --config.label org.opencontainers.image.title=emailsvc
-  --config.label "org.opencontainers.image.description=Open-source email platform: every service of the monorepo; pick one by command."
-  --config.label org.opencontainers.image.licenses=Apache-2.0
   --config.label "org.opencontainers.image.revision=$(git -C "$ROOT" rev-parse HEAD)"
-  --config.cmd node --config.cmd services/gateway/dist/main.js
 )
-for port in 8080 8081 50051 50052 50053 50054 50055 50058 9464; do config+=(--config.exposedports "$port/tcp"); done
 umoci config --image "$LAYOUT:$BASE" --tag "$TAG" "${config[@]}" --history.created_by "scripts/image/build.sh: the Dockerfile's runtime settings"
 # The /app layer written by GNU tar and added verbatim: Debian's umoci 0.4.7
 # leaves `umoci insert`'s layer without its end (the last file cut short, no
 # end-of-archive blocks: umoci issue #436, fixed after 0.4.7), which GNU tar
 # and Python refuse.
-tar --create --file "$WORK/app.tar" --directory "$WORK" --format=posix --pax-option=delete=atime,delete=ctime \
+tar --create --file "$WORK/app.tar" --directory "$WORK" --format=gnu \
   --sort=name --numeric-owner --owner=0 --group=0 app
 umoci raw add-layer --image "$LAYOUT:$TAG" --history.created_by "scripts/image/assemble.sh: /app" "$WORK/app.tar"
 rm -f "$TAR"
@@ -171,5 +173,7 @@ skopeo copy -q "oci:$LAYOUT:$TAG" "docker-archive:$TAR:$NAME"
 umoci rm --image "$LAYOUT:$TAG"
 umoci gc --layout "$LAYOUT"
 rm -rf "$WORK"
+# The two newest tars stay (an upgrade test loads two); older ones go.
+ls -t "$OUT_DIR"/emailsvc-*.tar | tail -n +3 | xargs -r rm -f
 log "written $TAR ($(du -m "$TAR" | cut -f1) MB)"
 echo "$NAME $TAR"

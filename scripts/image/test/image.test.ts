@@ -25,7 +25,7 @@ const MAX_TAR_BYTES = 450 * 1024 * 1024;
 /** Never in the image: the dev tools and the test kits (each would also pull in more). */
 const DEV_ONLY = ["jest", "typescript", "@swc/core", "@swc/jest", "turbo", "testcontainers", "playwright", "playwright-core", "esbuild", "@emailsvc/testing", "@emailsvc/bench"];
 
-const dockerfile = dockerfileRuntime(readFileSync(join(ROOT, "Dockerfile"), "utf8"));
+const dockerfile = dockerfileRuntime();
 
 let image: UnpackedImage;
 let tarBytes = 0;

@@ -80,32 +80,10 @@ export interface DockerfileRuntime {
   cmd: string[];
 }
 
-/** Reads those from the Dockerfile (continuation lines joined, comments dropped; the forms the Dockerfile uses). */
-export function dockerfileRuntime(text: string): DockerfileRuntime {
-  const lines = text
-    .split("\n")
-    .filter((line) => !/^\s*#/.test(line))
-    .join("\n")
-    .replace(/\\\n\s*/g, " ")
-    .split("\n");
-  const nodeImage = /^ARG NODE_IMAGE=(\S+)/m.exec(lines.join("\n"))![1]!;
-  const start = lines.findIndex((line) => /^FROM \$\{NODE_IMAGE\} AS runtime\b/.test(line));
-  if (start < 0) throw new Error("no `FROM ${NODE_IMAGE} AS runtime` stage in the Dockerfile");
-  const result: DockerfileRuntime = { nodeImage, env: {}, labels: {}, exposed: [], user: "", workdir: "", cmd: [] };
-  const pairs = (rest: string, into: Record<string, string>) => {
-    for (const match of rest.matchAll(/([\w.]+)=("(?:[^"\\]|\\.)*"|\S+)/g)) into[match[1]!] = match[2]!.startsWith('"') ? (JSON.parse(match[2]!) as string) : match[2]!;
-  };
-  for (const line of lines.slice(start + 1)) {
-    const [, instruction, rest] = /^(\w+)\s+(.*)$/.exec(line.trim()) ?? [];
-    if (instruction === "ENV") pairs(rest!, result.env);
-    else if (instruction === "LABEL") pairs(rest!, result.labels);
-    else if (instruction === "EXPOSE") result.exposed.push(...rest!.split(/\s+/).map((port) => (port.includes("/") ? port : `${port}/tcp`)));
-    else if (instruction === "USER") result.user = rest!;
-    else if (instruction === "WORKDIR") result.workdir = rest!;
-    else if (instruction === "CMD") result.cmd = JSON.parse(rest!) as string[];
-    else if (instruction === "FROM") break;
-  }
-  return result;
+/** The Dockerfile's runtime settings, read as the build without Docker reads them (scripts/image/dockerfile-runtime.js). */
+export function dockerfileRuntime(): DockerfileRuntime {
+  const reader = require(join(ROOT, "scripts", "image", "dockerfile-runtime.js")) as { dockerfileRuntime(text: string): DockerfileRuntime };
+  return reader.dockerfileRuntime(readFileSync(join(ROOT, "Dockerfile"), "utf8"));
 }
 
 /** A process of the image; `output` is its stdout and stderr so far. */
