@@ -3,7 +3,7 @@
 // layer by layer into a root file system, its config, and processes run from
 // it the way the Helm chart runs them: as the image's user, in its working
 // directory, with its environment, on a read-only root file system with /tmp
-// and /data the only writable places.
+// (and /data when a folder is given) the only writable places.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
@@ -112,7 +112,7 @@ for device in null zero random urandom; do
   touch "$mnt/dev/$device"
   mount --bind "/dev/$device" "$mnt/dev/$device"
 done
-mount --bind "$data" "$mnt/data"
+[ -z "$data" ] || mount --bind "$data" "$mnt/data"
 exec chroot --userspec="$user" "$mnt" /usr/bin/env -i -C "$workdir" "$@"
 `;
 
@@ -121,16 +121,17 @@ let runs = 0;
 /**
  * Runs `command` (default: the image's CMD) in the image as described above,
  * with the image's Env and `env` on top. `data` is the host folder mounted at
- * /data (owned by the image's user).
+ * /data (owned by the image's user); without it /data is the image's, read-only
+ * like the rest, as in the Helm chart's Pods (which mount /tmp only).
  */
-export function runInImage(image: UnpackedImage, options: { command?: readonly string[]; env?: Record<string, string>; data: string }): ImageProcess {
+export function runInImage(image: UnpackedImage, options: { command?: readonly string[]; env?: Record<string, string>; data?: string }): ImageProcess {
   const mnt = join(image.work, `mnt-${++runs}`);
   mkdirSync(mnt);
   const env = [...(image.config.Env ?? []), ...Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`)];
   const command = options.command ?? image.config.Cmd ?? [];
   const child = spawn(
     "unshare",
-    ["--mount", "--", "bash", "-c", RUN_SCRIPT, "run-in-image", image.rootfs, mnt, options.data, image.config.User ?? "0:0", image.config.WorkingDir || "/", ...env, ...command],
+    ["--mount", "--", "bash", "-c", RUN_SCRIPT, "run-in-image", image.rootfs, mnt, options.data ?? "", image.config.User ?? "0:0", image.config.WorkingDir || "/", ...env, ...command],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const output: string[] = [];
@@ -149,7 +150,7 @@ export function runInImage(image: UnpackedImage, options: { command?: readonly s
 }
 
 /** Runs `command` in the image to its end; its exit code and output. */
-export async function runToEnd(image: UnpackedImage, options: { command: readonly string[]; env?: Record<string, string>; data: string }): Promise<{ code: number | null; output: string }> {
+export async function runToEnd(image: UnpackedImage, options: { command: readonly string[]; env?: Record<string, string>; data?: string }): Promise<{ code: number | null; output: string }> {
   const proc = runInImage(image, options);
   const code = await proc.exited;
   return { code, output: proc.output.join("") };
