@@ -67,6 +67,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   bash "$ROOT/scripts/apt-install.sh" "the image build's tools" "${missing[@]}"
 fi
 mkdir -p "$CACHE" "$OUT_DIR"
+# One build at a time per cache (its work folders and OCI layout are shared).
+exec 9>"$CACHE/.lock"
+flock 9
 
 # --- Debian's minimal root file system, once ---------------------------------
 debian_mirror() {
@@ -105,6 +108,7 @@ fi
 # --- The base image: Debian + Node + runtime.sh, one layer, cached -------------
 LAYOUT="$CACHE/oci"
 [ -e "$LAYOUT/index.json" ] || umoci init --layout "$LAYOUT"
+# Rebuilt when runtime.sh, the release or Node changes; bump "base-N" when the steps below do.
 base_key=$(cat "$HERE/runtime.sh" <(echo "$SUITE $NODE_VERSION base-2") | sha256sum | cut -c1-12)
 BASE="base-$base_key"
 if ! umoci ls --layout "$LAYOUT" | grep -qx "$BASE"; then
