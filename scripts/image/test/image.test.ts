@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, npmStartNodeArgs, SERVICE_PROCESSES } from "@emailsvc/testing";
-import { dataFolder, dockerfileRuntime, imageTar, ROOT, runInImage, runToEnd, sh, type ImageProcess, type UnpackedImage, unpackImage } from "./support/image";
+import { dataFolder, dockerfileRuntime, imageTar, ROOT, runInImage, runToEnd, type ImageProcess, type UnpackedImage, unpackImage } from "./support/image";
 
 // Issue 21: the project's image, built here without a Docker engine by
 // `npm run image` (scripts/image/build.sh, on the Dockerfile's own assembly
