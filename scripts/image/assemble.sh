@@ -72,6 +72,9 @@ dist() {
     # src/, which the image does not hold (read a stack trace against a build
     # of the same commit).
     find "$app/$dir/dist" \( -name '*.d.ts' -o -name '*.map' -o -name '*.tsbuildinfo' \) -delete
+    # Run by node, never executed directly: no execute bit (a checkout's npm
+    # install sets it on `bin` files such as the gateway's cli.js).
+    find "$app/$dir/dist" -type f -perm /111 -exec chmod a-x {} +
   done
   # Owned by root (the Dockerfile's COPY makes it so) and writable by nobody
   # else: /app is the services' working directory, where mjml-core looks for a

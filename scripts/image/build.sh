@@ -130,6 +130,16 @@ fi
 # --- /app: production dependencies (cached by their manifests), then dist -----
 log "npm run build"
 (cd "$ROOT" && npm run build --silent >/dev/null)
+# Outputs of sources since renamed or deleted would go in with their dist (a
+# clean build, as the Dockerfile's, has none): removed from this checkout.
+stale=$(cd "$ROOT" && node "$HERE/stale-outputs.js" proto packages/* services/* embedded)
+if [ -n "$stale" ]; then
+  log "removing build outputs whose sources are gone: $(echo "$stale" | sed "s|^$ROOT/||" | tr '\n' ' ')"
+  while IFS= read -r file; do
+    base="${file%.js}"
+    rm -f "$file" "$file.map" "$base.d.ts" "$base.d.ts.map"
+  done <<<"$stale"
+fi
 deps_key=$( (cd "$ROOT" && find . \( -name node_modules -o -name dist -o -name .git \) -prune -o -name package.json -print | sort |
   xargs cat package-lock.json; sed -n '/^deps()/,/^}/p' "$HERE/assemble.sh") | sha256sum | cut -c1-12)
 DEPS="$CACHE/prod-deps-$deps_key"
