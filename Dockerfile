@@ -16,6 +16,12 @@
 #   docker build -t emailsvc .
 #   docker run --rm -p 8080:8080 -e SUBSCRIBERS_URL=... -e MONGO_URL=... emailsvc
 #
+# Without a Docker engine, `npm run image` (scripts/image/build.sh) builds the
+# same image from Debian packages and the npm registry's Node binary: the steps
+# that put the project in and their checks are scripts both run
+# (scripts/image/assemble.sh for /app, scripts/image/runtime.sh for the user
+# and /data), so keep them there rather than in RUN lines here.
+#
 # Needs BuildKit (cache and bind mounts). Pin the base image by digest for
 # reproducible builds: --build-arg NODE_IMAGE=node:24-bookworm-slim@sha256:...
 # Node 24 is the active LTS (Node 22 is in maintenance until April 2027 and
@@ -35,9 +41,7 @@ ENV npm_config_audit=false \
 # so that the dependency layers below are rebuilt only when one of them changes.
 FROM base AS manifests
 RUN --mount=type=bind,target=/src \
-    cd /src \
-    && find . -name package.json -not -path '*/node_modules/*' -exec cp --parents {} /app/ \; \
-    && cp package-lock.json /app/
+    bash /src/scripts/image/assemble.sh manifests /src /app
 
 # All dependencies, then the TypeScript build of every workspace (turbo).
 # Install scripts stay off, as on the developers' npm 11; the native tools
@@ -58,43 +62,22 @@ RUN npm run build
 FROM base AS prod-deps
 COPY --from=manifests /app ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm install --omit=dev --ignore-scripts --no-audit --no-fund --workspace=services --workspace=embedded
+    --mount=type=bind,source=scripts/image/assemble.sh,target=/tmp/assemble.sh \
+    bash /tmp/assemble.sh deps /app
 
-# Each workspace linked into node_modules/@emailsvc gets its built dist folder
-# (proto, packages/runtime, packages/grpc, packages/storage, packages/events, packages/render, ...,
-# services/*, embedded).
-# Everything a service needs at run time must be in its dist: e.g. templates
-# starts dist/compile-worker.js by path as a worker thread (without it, it would
-# compile MJML on its event loop). Then checks: every service has its entry
-# point; no .mjmlconfig in /app, which mjml-core reads from the working directory
-# when loaded; and every service loads with the production dependencies alone, so
-# a missing package or workspace fails the build, not the pod at start-up.
+# Each workspace linked into node_modules/@emailsvc gets its built dist folder,
+# then the checks (entry points, no .mjmlconfig, no test kit or dev tool, no
+# test files, every service loads with the production dependencies alone): see
+# scripts/image/assemble.sh.
 FROM prod-deps AS assemble
 RUN --mount=type=bind,from=build,source=/app,target=/build \
-    set -e; \
-    for link in node_modules/@emailsvc/*; do \
-      dir=$(realpath --relative-to=/app "$link"); \
-      test -d "/build/$dir/dist" || { echo "no dist in $dir: did its build run?" >&2; exit 1; }; \
-      cp -a "/build/$dir/dist" "/app/$dir/dist"; \
-    done; \
-    for dir in services/* embedded; do \
-      test -f "$dir/dist/main.js" || { echo "no $dir/dist/main.js: is $dir in the install above?" >&2; exit 1; }; \
-    done; \
-    test -f services/templates/dist/compile-worker.js || { echo "no services/templates/dist/compile-worker.js" >&2; exit 1; }; \
-    for file in .mjmlconfig .mjmlconfig.js; do \
-      test ! -e "$file" || { echo "/app/$file would configure MJML" >&2; exit 1; }; \
-    done; \
-    node -e 'for (const d of require("fs").readdirSync("services")) require(require("path").resolve("services", d))'
+    --mount=type=bind,source=scripts/image/assemble.sh,target=/tmp/assemble.sh \
+    bash /tmp/assemble.sh dist /build /app
 
 FROM ${NODE_IMAGE} AS runtime
-# No package managers at run time: less to patch, nothing to install with.
-RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
-           /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
-           /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-* \
-    && groupadd --system --gid 10001 emailsvc \
-    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-               --shell /usr/sbin/nologin emailsvc \
-    && mkdir /data && chown 10001:10001 /data
+# No package managers at run time; the user and group 10001; /data, theirs.
+RUN --mount=type=bind,source=scripts/image/runtime.sh,target=/tmp/runtime.sh \
+    bash /tmp/runtime.sh
 WORKDIR /app
 # Owned by root and not writable by the service user: /app is also the working
 # directory where mjml-core looks for a .mjmlconfig (which could load code), so
