@@ -7,6 +7,8 @@
 // fromBinary, for valid bytes and for truncated and garbled ones, where both
 // must fail alike (throw) or read the same message.
 
+import { execFileSync } from "node:child_process";
+import * as path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { create, createFileRegistry, fromBinary, toBinary, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import {
@@ -335,6 +337,21 @@ describe("compiled codecs", () => {
       const message = randomMessage(desc, rnd);
       expect(codec.encode(message)).toEqual(toBinary(desc, message));
     }
+  });
+
+  it("keeps reflection in a runtime that refuses code generation", () => {
+    // The built package, in a Node started as a locked-down deployment might start it.
+    const script = [
+      `const { messageCodec } = require(${JSON.stringify(path.join(__dirname, "..", "dist", "index.js"))});`,
+      `const { events } = require("@emailsvc/proto");`,
+      `const { create, toBinary } = require("@bufbuild/protobuf");`,
+      `const codec = messageCodec(events.EmailStatusChangedSchema);`,
+      `const message = create(events.EmailStatusChangedSchema, { emailId: "eml_1", status: "sent" });`,
+      `const same = Buffer.from(codec.encode(message)).equals(Buffer.from(toBinary(events.EmailStatusChangedSchema, message)));`,
+      `console.log(JSON.stringify({ reflection: codec.reflection, same, status: codec.decode(codec.encode(message)).status }));`,
+    ].join("\n");
+    const out = execFileSync(process.execPath, ["--disallow-code-generation-from-strings", "-e", script], { cwd: path.join(__dirname, ".."), encoding: "utf8" });
+    expect(JSON.parse(out)).toEqual({ reflection: "code generation refused (EvalError)", same: true, status: "sent" });
   });
 
   it("encodes a value of the wrong kind through toBinary, which converts or rejects it", () => {
