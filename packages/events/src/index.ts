@@ -31,6 +31,7 @@ export {
 } from "./in-process.js";
 export type { FsyncPolicy } from "./log/file-partition.js";
 export { KafkaEventBus, type KafkaEventBusConfig } from "./kafka.js";
+export { messageCodec, type MessageCodec } from "./codec/index.js";
 export {
   TOPICS,
   decodeEvent,

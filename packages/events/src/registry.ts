@@ -10,7 +10,7 @@
 //     "email.send.requested": async (message, meta) => { ... message.emailId, meta.tenant ... },
 //   } });
 
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { events } from "@emailsvc/proto";
 import { isId } from "@emailsvc/ids";
@@ -28,6 +28,7 @@ import {
   TRACEPARENT,
 } from "@emailsvc/telemetry";
 import { type KeyMode } from "@emailsvc/tenancy";
+import { messageCodec } from "./codec/index.js";
 import type { EventBus, OutgoingEvent, ReceivedEvent, Subscription } from "./types.js";
 
 /** One topic: its message and the id events are keyed by (order holds per key). */
@@ -103,7 +104,9 @@ export interface EncodedEvent {
  * that caused it. Ids only, never personal data.
  */
 export function eventHeaders(topic: Topic, eventId: string, trace?: string): Record<string, string> {
-  return { "event-id": eventId, "event-type": topic, ...(trace && TRACEPARENT_FORM.test(trace) ? { [TRACEPARENT]: trace } : {}) };
+  const headers: Record<string, string> = { "event-id": eventId, "event-type": topic };
+  if (trace && TRACEPARENT_FORM.test(trace)) headers[TRACEPARENT] = trace;
+  return headers;
 }
 
 /** The event with the `traceparent` of the change that caused it (the outbox keeps it per entry). */
@@ -126,9 +129,12 @@ export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body
     mode: origin.tenant.slice(separator + 1),
     occurredAt: timestampFromMs(origin.occurredAt),
   });
-  const message = create(spec.schema, { ...(body as object), meta } as MessageInitShape<DescMessage>);
+  // The body's fields, then the meta: no spread of the body into a new init object per event.
+  const message = create(spec.schema, body as MessageInitShape<DescMessage>);
+  (message as { meta?: unknown }).meta = meta;
   const key = spec.key(message);
-  return { topic, event: { key, value: toBinary(spec.schema, message), headers: eventHeaders(topic, origin.eventId, origin.trace) } };
+  // The topic's compiled codec: the bytes toBinary writes, without its reflection (src/codec).
+  return { topic, event: { key, value: messageCodec(spec.schema).encode(message), headers: eventHeaders(topic, origin.eventId, origin.trace) } };
 }
 
 /**
@@ -404,7 +410,7 @@ export function decodeEvent(event: ReceivedEvent): DecodedEvent {
   const spec = TOPICS[event.topic] as unknown as TopicSpec;
   let message: EventMessage<Topic>;
   try {
-    message = fromBinary(spec.schema, event.value) as EventMessage<Topic>;
+    message = messageCodec(spec.schema).decode(event.value) as EventMessage<Topic>;
   } catch {
     return { ok: false, problem: "undecodable" };
   }
