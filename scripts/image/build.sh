@@ -187,7 +187,7 @@ skopeo copy -q "oci:$LAYOUT:$TAG" "docker-archive:$TAR:$NAME"
 umoci rm --image "$LAYOUT:$TAG"
 umoci gc --layout "$LAYOUT"
 rm -rf "$WORK"
-# The two newest tars stay (an upgrade test loads two); older ones go.
-ls -t "$OUT_DIR"/emailsvc-*.tar | tail -n +3 | xargs -r rm -f
+# The four newest tars stay (an upgrade test loads two; worktrees share the folder); older ones go.
+ls -t "$OUT_DIR"/emailsvc-*.tar | tail -n +5 | xargs -r rm -f
 log "written $TAR ($(du -m "$TAR" | cut -f1) MB)"
 echo "$NAME $TAR"

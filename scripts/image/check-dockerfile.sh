@@ -10,13 +10,16 @@
 #   bash scripts/image/check-dockerfile.sh
 #
 # Needs root and Debian's buildah (installed through scripts/apt-install.sh
-# when missing). Works in EMAILSVC_IMAGE_CACHE/dockerfile-check (default
-# ~/.cache/emailsvc/image/...), removed at the end.
+# when missing). Works in a temporary folder, removed at the end.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/scripts/image"
 CACHE="${EMAILSVC_IMAGE_CACHE:-$HOME/.cache/emailsvc/image}"
-WORK="$CACHE/dockerfile-check"
+# A lowercase path without dot folders (so not under ~/.cache): buildah 1.28
+# derives an image name from an oci: image's path and refuses anything else.
+WORK="/tmp/emailsvc-dockerfile-check-$$"
+rm -rf "$WORK"
+mkdir -p "$WORK"
 log() { printf '%s (%ss)\n' "$*" "$SECONDS" >&2; }
 
 command -v buildah >/dev/null || bash "$ROOT/scripts/apt-install.sh" "the Dockerfile check's buildah" buildah
@@ -26,8 +29,6 @@ read -r NAME TAR < <(bash "$HERE/build.sh" | tail -1) || true
 NODE_VERSION=$(grep -oP '^NODE_VERSION=\K\S+' "$HERE/build.sh")
 DEBIAN=$(ls -d "$CACHE"/debian-*-minbase | head -1)
 
-rm -rf "$WORK"
-mkdir -p "$WORK"
 trap 'buildah --root "$WORK/storage" --runroot "$WORK/run" --storage-driver vfs rm --all >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 buildah_() { buildah --root "$WORK/storage" --runroot "$WORK/run" --storage-driver vfs "$@"; }
 
