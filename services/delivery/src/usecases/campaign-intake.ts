@@ -10,7 +10,7 @@ import { refusal } from "../domain/eligibility.js";
 import { statusEvent } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps, type StatusSource } from "./deliver-email.js";
 import { templateVersion } from "./prepare-message.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
@@ -228,7 +228,7 @@ async function intakeChunk(
 
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
-  const report = (doc: EmailDoc, status: CampaignReport) =>
+  const report = (doc: StatusSource, status: CampaignReport) =>
     outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;

@@ -105,8 +105,11 @@ export interface CampaignSend {
    * already settled again (see campaign-intake.ts). `held`: not given to the
    * provider because the campaign is paused (the email stays queued).
    */
-  report(doc: EmailDoc, status: CampaignReport): void;
+  report(doc: StatusSource, status: CampaignReport): void;
 }
+
+/** What an email's `email.status` event is made of (messaging/outbox.ts, statusEvent). */
+export type StatusSource = Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error" | "failure_reason" | "bounce">;
 
 /** What the intake reports of a campaign's email (a bounce goes through the outbox instead, see `settle`). */
 export type CampaignReport = "sent" | "failed" | "suppressed" | "held";
@@ -214,7 +217,18 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}), provider: provider.name, error: "", last_error: "", subject, next_attempt_at: 0 },
+      $set: {
+        status: "sent",
+        sent_at: at,
+        message_id: message.messageId,
+        subject,
+        ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}),
+        // Only what differs from the record as claimed (a campaign's fresh record has these already).
+        ...(claimed.provider !== provider.name ? { provider: provider.name } : {}),
+        ...(claimed.error !== "" ? { error: "" } : {}),
+        ...(claimed.last_error !== "" ? { last_error: "" } : {}),
+        ...(claimed.next_attempt_at ? { next_attempt_at: 0 } : {}),
+      },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
@@ -411,6 +425,10 @@ async function mayBeMailed(
  * with its batch (`report`), except a bounce: it always leaves through the
  * outbox, whose effect tells the subscribers service (messaging/outbox.ts),
  * which must not be lost.
+ *
+ * The lease is not cleared: a settled email's lease is never read again (every
+ * claim, renewal, sweep and erasure asks for a status still to be sent), and
+ * two fewer fields is less for every store to check and write, per email.
  */
 async function settle(
   deps: DeliveryDeps,
@@ -423,19 +441,36 @@ async function settle(
   detail = "",
 ): Promise<void> {
   const change: StatusChange = { status, at, detail };
-  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at }, $push: { status_history: { $each: [change] } } };
-  const viaBatch = campaign !== undefined && status !== "bounced";
-  const written = await emails.updateOne(
-    { _id: doc._id, status: PENDING },
-    viaBatch ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
-  );
-  if (!written) {
-    deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
+  const $set = { ...update.$set, updated_at: at };
+  const set = { $set, $push: { status_history: { $each: [change] } } };
+  const guard = { _id: doc._id, status: PENDING };
+  if (campaign !== undefined && status !== "bounced") {
+    // updateMany of one _id: the same single-document write, answering whether
+    // it matched without a copy of the whole record (updateOne's answer), which
+    // the report does not need: it is made of what was claimed and just set.
+    if ((await emails.updateMany(guard, set)) === 0) return settledMeanwhile(deps, doc);
+    emailsByStatus.inc({ status });
+    campaign.report(
+      {
+        _id: doc._id,
+        subscriber_id: doc.subscriber_id,
+        campaign_id: doc.campaign_id,
+        error: $set.error ?? doc.error,
+        failure_reason: $set.failure_reason ?? doc.failure_reason,
+        bounce: $set.bounce ?? doc.bounce,
+      },
+      status as CampaignReport,
+    );
     return;
   }
+  const written = await emails.updateOne(guard, withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at));
+  if (!written) return settledMeanwhile(deps, doc);
   emailsByStatus.inc({ status });
-  if (viaBatch) campaign.report(written, status as CampaignReport);
-  else await deps.relay.afterWrite(written);
+  await deps.relay.afterWrite(written);
+}
+
+function settledMeanwhile(deps: DeliveryDeps, doc: EmailDoc): void {
+  deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
 }
 
 /**
