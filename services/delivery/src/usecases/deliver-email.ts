@@ -17,7 +17,7 @@ import type { Providers } from "../providers/registry.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
-import { claimEmail, Lease } from "./lease.js";
+import { claimEmail, Lease, type AttemptLease, type LeaseGroup } from "./lease.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 import { prepareMessage, prepareTemplate } from "./prepare-message.js";
 
@@ -94,10 +94,11 @@ export interface CampaignSend {
   /** Whether the email's campaign is paused: asked right before the hand-off, after `cancelled`. */
   paused(): Promise<boolean>;
   /**
-   * The email as the intake stored it, already claimed with this token (a
-   * fresh record is inserted leased): the attempt starts without a claim write.
+   * The email as the intake stored it, already claimed (a fresh record is
+   * inserted leased, with its batch's token): the attempt starts without a
+   * claim write, and its lease is renewed with the batch's.
    */
-  claimed?: { doc: EmailDoc; token: string } | undefined;
+  claimed?: { doc: EmailDoc; leases: LeaseGroup } | undefined;
   /**
    * Takes the email's outcome instead of its outbox: the consumer publishes
    * the batch's outcomes in one go. Safe without an outbox because campaigns
@@ -158,20 +159,23 @@ export async function deliverEmail(
   const { logger } = deps;
   let claimed: EmailDoc;
   let token: string;
+  let lease: AttemptLease;
   if (campaign?.claimed) {
-    ({ doc: claimed, token } = campaign.claimed);
+    claimed = campaign.claimed.doc;
+    token = claimed.lease_token;
+    lease = campaign.claimed.leases.attempt(claimed._id);
   } else {
     const claim = await claimEmail(deps, emails, emailId);
     if ("done" in claim) return; // unknown (erased) or settled: a repeated event
     if ("busy" in claim) throw new RetryLater(`email ${emailId} is leased by another attempt`);
     ({ claimed, token } = claim);
+    lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   }
   const doc = claimed;
 
   // Made on first use: a campaign email that is sent logs nothing at info.
   let child: Logger | undefined;
   const log = () => (child ??= logger.child({ email_id: doc._id, attempt: claimed.attempts }));
-  const lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
