@@ -119,7 +119,18 @@ function skeletonFor(message: OutgoingMessage): Skeleton {
 export interface UnsignedMessage {
   raw: Buffer;
   bodyStart: number;
+  /**
+   * True when no line of the message starts with "." (every part went 7bit
+   * and none of their lines does; header lines never do), so that SMTP need
+   * not look for lines to dot-stuff; false when not known.
+   */
+  noDotLines: boolean;
 }
+
+/** Whether a 7bit part written since it was reset had a line starting with "." (writeSevenBit sets it). */
+const written = { dotted: false };
+/** Whether every part written since `written` was reset went 7bit. */
+let allSevenBit = true;
 
 /**
  * The message's bytes without a signature. Header order: From, the shared
@@ -130,6 +141,8 @@ export interface UnsignedMessage {
  */
 export function writeMessage(message: OutgoingMessage, now: number = Date.now()): UnsignedMessage {
   const skeleton = skeletonFor(message);
+  written.dotted = false;
+  allSevenBit = true;
   let head = skeleton.shared;
   head += `To: ${lowerDomain(message.to)}\r\n`;
   head += headerLine("Subject", message.subject);
@@ -151,12 +164,13 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
     // A single part's headers are part of the header block: the body is its content alone.
     const opened = message.text ? skeleton.onlyText : skeleton.onlyHtml;
     const content = message.text || message.html;
-    const sevenBit = writeSevenBit(content, out, at + opened.sevenBit.length, skeleton.boundary);
+    const sevenBit = writeSevenBit(content, out, at + opened.sevenBit.length, skeleton.boundary, written);
     if (sevenBit >= 0) {
       opened.sevenBit.copy(out, at);
       bodyStart = at + opened.sevenBit.length;
       at = sevenBit;
     } else {
+      allSevenBit = false;
       at += opened.quotedPrintable.copy(out, at);
       bodyStart = at;
       at = writeBody(content, out, at, skeleton);
@@ -164,7 +178,7 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   }
   const raw = Buffer.allocUnsafe(at);
   out.copy(raw, 0, 0, at);
-  return { raw, bodyStart };
+  return { raw, bodyStart, noDotLines: allSevenBit && !written.dotted };
 }
 
 /**
@@ -172,11 +186,12 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
  * may go as it is, else quoted-printable. Returns where it ended.
  */
 function writePart(content: string, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
-  const sevenBit = writeSevenBit(content, out, start + opened.sevenBit.length, skeleton.boundary);
+  const sevenBit = writeSevenBit(content, out, start + opened.sevenBit.length, skeleton.boundary, written);
   if (sevenBit >= 0) {
     opened.sevenBit.copy(out, start);
     return sevenBit;
   }
+  allSevenBit = false;
   return writeBody(content, out, start + opened.quotedPrintable.copy(out, start), skeleton);
 }
 
@@ -236,6 +251,12 @@ export function lowerDomain(address: string): string {
  * rewrites the message after this).
  */
 export async function buildRawMessage(message: OutgoingMessage, now: number = Date.now()): Promise<Buffer> {
+  return (await buildMessage(message, now)).raw;
+}
+
+/** buildRawMessage, saying also whether no line starts with "." (UnsignedMessage.noDotLines; the signatures' lines never do). */
+export async function buildMessage(message: OutgoingMessage, now: number = Date.now()): Promise<{ raw: Buffer; noDotLines: boolean }> {
   const unsigned = writeMessage(message, now);
-  return message.dkim && message.dkim.length > 0 ? await dkimSign(unsigned, message.dkim) : unsigned.raw;
+  const raw = message.dkim && message.dkim.length > 0 ? await dkimSign(unsigned, message.dkim) : unsigned.raw;
+  return { raw, noDotLines: unsigned.noDotLines };
 }
