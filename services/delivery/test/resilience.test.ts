@@ -372,3 +372,79 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a deferred email on %s storag
     }
   });
 });
+
+describe.each<StoreKind>(["embedded", "mongodb"])("a campaign batch's leases on %s storage", (kind) => {
+  // The intake stores a batch's records claimed with one token, and their leases are renewed together (LeaseGroup).
+  const handOver = async (h: Harness, t: ReturnType<typeof tenant>, addresses: string[]) => {
+    const key = tenantKey(t.tenant);
+    const templateId = h.templates.put(t, WELCOME);
+    const campaignId = newId("cmp");
+    const ids = addresses.map(() => newId("eml"));
+    await publishEvents(
+      h.bus,
+      addresses.map((address, i) =>
+        encodeEvent(
+          "email.send.requested",
+          { eventId: newId("evt"), tenant: key, occurredAt: Date.now() },
+          { emailId: ids[i]!, campaignId, subscriberId: h.subscribers.put(t, address, { name: "R" }), templateId, templateVersion: 1 },
+        ),
+      ),
+    );
+    return ids;
+  };
+
+  it("renews them together while the relay takes its time, a recipient waiting for its turn included, and sends each once", async () => {
+    const sink = await new SmtpSink().start();
+    const h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), leaseMs: 400, sendConcurrency: 1 });
+    try {
+      const t = tenant("live");
+      sink.dataDelayMs = 1500;
+      const addresses = ["slow1@example.com", "slow2@example.com", "slow3@example.com"];
+      const dataIn = sink.nextData();
+      const ids = await handOver(h, t, addresses);
+      await dataIn;
+      // Several leases into the first hand-off: every record of the batch is still held, the ones waiting their turn too.
+      await sleep(1000);
+      const emails = h.store.collection<EmailDoc>("emails");
+      const now = Date.now();
+      const queued = (await emails.find({ _id: { $in: ids }, status: "queued" })).map((doc) => ({ id: doc._id, held: doc.lease_until > now }));
+      // One in the relay's hands, and at least one waiting for its turn.
+      expect(queued.length).toBeGreaterThanOrEqual(2);
+      expect(queued).toEqual(queued.map(({ id }) => ({ id, held: true })));
+      for (const id of ids) {
+        await waitFor(async () => ((await statusOf(h, id, t)).status === delivery.EmailStatus.SENT ? true : undefined), `${id} sent`, 20_000);
+        expect((await statusOf(h, id, t)).attempts).toBe(1);
+      }
+      for (const address of addresses) expect(sink.to(address)).toHaveLength(1);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+
+  it("cuts off the send of an email whose lease another attempt took, writes nothing for it, and the email is sent once, by a later attempt", async () => {
+    const sink = await new SmtpSink().start();
+    const h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), leaseMs: 400 });
+    try {
+      const t = tenant("live");
+      sink.dataDelayMs = 5000;
+      const dataIn = sink.nextData();
+      const [id] = await handOver(h, t, ["taken@example.com"]);
+      await dataIn;
+      // Another attempt claims the email (as one would once a lease ran out): the next renewal finds it gone.
+      const emails = h.store.collection<EmailDoc>("emails");
+      expect(await emails.updateOne({ _id: id!, status: "queued" }, { $set: { lease_token: "another-attempt", lease_until: Date.now() + 1500 }, $inc: { attempts: 1 } })).not.toBeNull();
+      sink.dataDelayMs = 0;
+      // Once that other lease has run out (it never sends), the redelivered request claims the email and sends it.
+      await waitFor(async () => ((await statusOf(h, id!, t)).status === delivery.EmailStatus.SENT ? true : undefined), "sent by a later attempt", 20_000);
+      expect((await statusOf(h, id!, t)).attempts).toBe(3);
+      const copies = sink.to("taken@example.com");
+      expect(copies.filter((m) => m.accepted)).toHaveLength(1);
+      // The first hand-off was cut off before the relay's reply: never accepted.
+      expect(copies.filter((m) => !m.accepted)).toHaveLength(1);
+    } finally {
+      await h.close();
+      await sink.close();
+    }
+  });
+});

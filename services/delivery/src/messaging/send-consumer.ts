@@ -126,6 +126,8 @@ export class SendConsumer {
           const results = await settleLimited([...emails], this.concurrency, ([emailId, { tenant, campaign }]) =>
             deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal, campaign),
           );
+          // The intake's lease groups close once their emails are done; this makes sure (idempotent).
+          for (const { campaign } of emails.values()) campaign?.claimed?.leases.close();
           if (outcomes.length > 0) await this.intake.publish(outcomes);
           const failed = results.find((result) => result.status === "rejected");
           if (failed) throw failed.reason;

@@ -55,19 +55,38 @@ function signOffThread(algorithm: string | null, data: Buffer, key: KeyObject): 
 
 /**
  * RFC 6376 3.4.4: whitespace runs one space, none at a line end, no empty
- * lines at the end, a non-empty body ending in CRLF. The message writer's
- * quoted-printable has no whitespace runs and none at line ends, so the
- * common case is the bytes as they are (checked, not assumed).
+ * lines at the end, a non-empty body ending in CRLF. A quoted-printable body
+ * of the message writer has no whitespace runs and none at line ends, so it
+ * is taken as it is (checked, not assumed); a 7bit one (an HTML part's
+ * indentation) is rewritten in one pass over its bytes.
  */
 export function relaxedBody(body: Buffer): Buffer {
   let canonical = body;
-  if (body.indexOf("\t") >= 0 || body.indexOf("  ") >= 0 || body.indexOf(" \r\n") >= 0) {
-    canonical = Buffer.from(body.toString("latin1").replace(/[ \t]+\r\n/g, "\r\n").replace(/[ \t]+/g, " ").replace(/[ \t]+$/, ""), "latin1");
-  }
+  if (body.indexOf(9) >= 0 || body.indexOf("  ") >= 0 || body.indexOf(" \r\n") >= 0) canonical = collapseWhitespace(body);
   let end = canonical.length;
   while (end >= 2 && canonical[end - 2] === 13 && canonical[end - 1] === 10) end -= 2;
   if (end === 0) return Buffer.alloc(0);
   return Buffer.concat([canonical.subarray(0, end), Buffer.from("\r\n", "latin1")]);
+}
+
+/** Runs of spaces and tabs as one space, none before a CRLF or at the end. */
+function collapseWhitespace(body: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(body.length);
+  let at = 0;
+  let space = false;
+  const length = body.length;
+  for (let i = 0; i < length; i++) {
+    const byte = body[i]!;
+    if (byte === 32 || byte === 9) {
+      space = true;
+      continue;
+    }
+    // Whitespace before a line end goes; before anything else it is one space.
+    if (space && !(byte === 13 && body[i + 1] === 10)) out[at++] = 32;
+    space = false;
+    out[at++] = byte;
+  }
+  return out.subarray(0, at);
 }
 
 /** A header field as it stands: its name (lower case) and its whole text, folded lines and all (without the final CRLF). */

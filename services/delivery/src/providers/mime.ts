@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { OutgoingMessage } from "../domain/message.js";
 import { dkimSign } from "./dkim.js";
-import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable } from "./mime-encoding.js";
+import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable, writeSevenBit } from "./mime-encoding.js";
 
 // The message as it leaves, whatever the provider: the whole MIME message
 // (HTML and text parts, every header of `message.headers`, the Message-ID we
@@ -14,25 +14,37 @@ import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrin
 // skeleton with its boundary and part headers) is written once into a
 // skeleton, cached by those values; per message only To, Subject,
 // Message-ID, Date, List-Unsubscribe and the two rendered bodies are written.
+//
+// A part that is ASCII with lines of at most 998 octets (a rendered MJML
+// newsletter is) goes as `7bit`: copied, its line ends made CRLF, not
+// encoded. Anything else goes in quoted-printable.
 
 /** Headers every message of a skeleton shares, by the name they are written with. */
 const SHARED_HEADERS = ["Reply-To", "List-Id", "List-Unsubscribe-Post", "X-Campaign-Id", "Feedback-ID"] as const;
 /** Headers written per message (or by the writer itself); any other header of `message.headers` is shared. */
 const OWN_HEADERS = new Set(["From", "To", "Subject", "Message-ID", "Date", "List-Unsubscribe", "MIME-Version", "Content-Type", "Content-Transfer-Encoding"]);
 
+/** A part's opening written once for each transfer encoding it may go in. */
+interface ByEncoding {
+  sevenBit: Buffer;
+  quotedPrintable: Buffer;
+}
+
 /** What a group of messages shares, written once. */
 interface Skeleton {
   /** From and the shared headers, each line with its CRLF. */
   shared: string;
+  /** The multipart boundary (a 7bit part must not contain it). */
+  boundary: string;
   /** `MIME-Version`, the top Content-Type and the blank line, by the parts the message has. */
   top: { both: string; html: string; text: string };
-  /** Between the header block and the text part, between the parts, and after the HTML part. */
-  openText: Buffer;
-  between: Buffer;
+  /** Between the header block and the text part (with its headers), between the parts (with the HTML part's headers), and after the HTML part. */
+  openText: ByEncoding;
+  between: ByEncoding;
   close: Buffer;
   /** The single part's headers when only one of HTML and text is given. */
-  onlyHtml: Buffer;
-  onlyText: Buffer;
+  onlyHtml: ByEncoding;
+  onlyText: ByEncoding;
   /**
    * Body lines already encoded, by their text: the lines of the first
    * messages written with this skeleton (a campaign's template: its static
@@ -47,22 +59,31 @@ const LINES_BUDGET = 32 * 1024;
 /** Shorter lines are encoded each time: a lookup would cost about as much. */
 const CACHED_LINE_MIN = 24;
 
-const PART_HEADERS = (type: string) => `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
+const PART_HEADERS = (type: string, encoding: string) => `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`;
+
+/** `before` then the part headers of `type`, in each encoding. */
+function opening(before: string, type: string): ByEncoding {
+  return {
+    sevenBit: Buffer.from(before + PART_HEADERS(type, "7bit"), "latin1"),
+    quotedPrintable: Buffer.from(before + PART_HEADERS(type, "quoted-printable"), "latin1"),
+  };
+}
 
 function compileSkeleton(shared: string): Skeleton {
   // "=_" cannot occur in quoted-printable text (an "=" there is always followed
-  // by two hex digits or a line end), so the boundary never needs checking
-  // against the bodies; the digest makes it stable for one skeleton.
+  // by two hex digits or a line end), so the boundary needs checking only
+  // against a 7bit part (writeSevenBit); the digest makes it stable for one skeleton.
   const boundary = `=_${createHash("sha256").update(shared).digest("base64url").slice(0, 24)}`;
   const multipart = `MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary="${boundary}"\r\n\r\n`;
   return {
     shared,
+    boundary,
     top: { both: multipart, html: "MIME-Version: 1.0\r\n", text: "MIME-Version: 1.0\r\n" },
-    openText: Buffer.from(`--${boundary}\r\n${PART_HEADERS("plain")}`, "latin1"),
-    between: Buffer.from(`\r\n--${boundary}\r\n${PART_HEADERS("html")}`, "latin1"),
+    openText: opening(`--${boundary}\r\n`, "plain"),
+    between: opening(`\r\n--${boundary}\r\n`, "html"),
     close: Buffer.from(`\r\n--${boundary}--\r\n`, "latin1"),
-    onlyHtml: Buffer.from(PART_HEADERS("html"), "latin1"),
-    onlyText: Buffer.from(PART_HEADERS("plain"), "latin1"),
+    onlyHtml: opening("", "html"),
+    onlyText: opening("", "plain"),
     lines: new Map(),
     linesBytes: 0,
   };
@@ -98,16 +119,30 @@ function skeletonFor(message: OutgoingMessage): Skeleton {
 export interface UnsignedMessage {
   raw: Buffer;
   bodyStart: number;
+  /**
+   * True when no line of the message starts with "." (every part went 7bit
+   * and none of their lines does; header lines never do), so that SMTP need
+   * not look for lines to dot-stuff; false when not known.
+   */
+  noDotLines: boolean;
 }
+
+/** Whether a 7bit part written since it was reset had a line starting with "." (writeSevenBit sets it). */
+const written = { dotted: false };
+/** Whether every part written since `written` was reset went 7bit. */
+let allSevenBit = true;
 
 /**
  * The message's bytes without a signature. Header order: From, the shared
  * headers, To, Subject, Message-ID, Date, List-Unsubscribe, MIME headers.
- * Both parts quoted-printable UTF-8 in a multipart/alternative; only the one
- * given when the other is empty (an empty text part is not sent).
+ * Both parts UTF-8 in a multipart/alternative, each 7bit when it can be and
+ * quoted-printable otherwise; only the one given when the other is empty (an
+ * empty text part is not sent).
  */
 export function writeMessage(message: OutgoingMessage, now: number = Date.now()): UnsignedMessage {
   const skeleton = skeletonFor(message);
+  written.dotted = false;
+  allSevenBit = true;
   let head = skeleton.shared;
   head += `To: ${lowerDomain(message.to)}\r\n`;
   head += headerLine("Subject", message.subject);
@@ -121,24 +156,43 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   const out = scratchFor(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
   let at = out.write(head, 0, "utf8");
   let bodyStart = at;
-  const put = (part: Buffer) => {
-    at += part.copy(out, at);
-  };
   if (both) {
-    put(skeleton.openText);
-    at = writeBody(message.text, out, at, skeleton);
-    put(skeleton.between);
-    at = writeBody(message.html, out, at, skeleton);
-    put(skeleton.close);
+    at = writePart(message.text, skeleton.openText, out, at, skeleton);
+    at = writePart(message.html, skeleton.between, out, at, skeleton);
+    at += skeleton.close.copy(out, at);
   } else {
     // A single part's headers are part of the header block: the body is its content alone.
-    put(message.text ? skeleton.onlyText : skeleton.onlyHtml);
-    bodyStart = at;
-    at = writeBody(message.text || message.html, out, at, skeleton);
+    const opened = message.text ? skeleton.onlyText : skeleton.onlyHtml;
+    const content = message.text || message.html;
+    const sevenBit = writeSevenBit(content, out, at + opened.sevenBit.length, skeleton.boundary, written);
+    if (sevenBit >= 0) {
+      opened.sevenBit.copy(out, at);
+      bodyStart = at + opened.sevenBit.length;
+      at = sevenBit;
+    } else {
+      allSevenBit = false;
+      at += opened.quotedPrintable.copy(out, at);
+      bodyStart = at;
+      at = writeBody(content, out, at, skeleton);
+    }
   }
   const raw = Buffer.allocUnsafe(at);
   out.copy(raw, 0, 0, at);
-  return { raw, bodyStart };
+  return { raw, bodyStart, noDotLines: allSevenBit && !written.dotted };
+}
+
+/**
+ * A part (its opening, then its content) at `start`: 7bit when the content
+ * may go as it is, else quoted-printable. Returns where it ended.
+ */
+function writePart(content: string, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
+  const sevenBit = writeSevenBit(content, out, start + opened.sevenBit.length, skeleton.boundary, written);
+  if (sevenBit >= 0) {
+    opened.sevenBit.copy(out, start);
+    return sevenBit;
+  }
+  allSevenBit = false;
+  return writeBody(content, out, start + opened.quotedPrintable.copy(out, start), skeleton);
 }
 
 /**
@@ -197,6 +251,12 @@ export function lowerDomain(address: string): string {
  * rewrites the message after this).
  */
 export async function buildRawMessage(message: OutgoingMessage, now: number = Date.now()): Promise<Buffer> {
+  return (await buildMessage(message, now)).raw;
+}
+
+/** buildRawMessage, saying also whether no line starts with "." (UnsignedMessage.noDotLines; the signatures' lines never do). */
+export async function buildMessage(message: OutgoingMessage, now: number = Date.now()): Promise<{ raw: Buffer; noDotLines: boolean }> {
   const unsigned = writeMessage(message, now);
-  return message.dkim && message.dkim.length > 0 ? await dkimSign(unsigned, message.dkim) : unsigned.raw;
+  const raw = message.dkim && message.dkim.length > 0 ? await dkimSign(unsigned, message.dkim) : unsigned.raw;
+  return { raw, noDotLines: unsigned.noDotLines };
 }

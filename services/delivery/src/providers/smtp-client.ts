@@ -359,8 +359,12 @@ export class SmtpPool {
 
   constructor(private readonly options: SmtpClientOptions) {}
 
-  /** Sends one message; resolves with the relay's reply to the data ("250 …"), rejects with an SmtpError. */
-  async send(envelope: SmtpEnvelope, body: Buffer, signal?: AbortSignal): Promise<string> {
+  /**
+   * Sends one message; resolves with the relay's reply to the data ("250 …"),
+   * rejects with an SmtpError. `noDotLines`: its writer knows that no line of
+   * the body starts with ".", so the body is not searched for lines to dot-stuff.
+   */
+  async send(envelope: SmtpEnvelope, body: Buffer, signal?: AbortSignal, noDotLines = false): Promise<string> {
     // The addresses go into command lines as they are: one holding a line break or an angle bracket would
     // be a command of its own (or another recipient) to the relay. Addresses are checked where they come
     // in; this is the last guard, before any connection is taken.
@@ -382,7 +386,7 @@ export class SmtpPool {
       };
       try {
         connection.used = true;
-        return await this.transaction(connection, envelope, body, signal, () => (wroteBody = true), handOver);
+        return await this.transaction(connection, envelope, noDotLines ? body : dotStuff(body), signal, () => (wroteBody = true), handOver);
       } catch (err) {
         const error = err as SmtpError;
         // A reused connection the relay had closed while idle (or the message before on it failed it): no reply
@@ -459,7 +463,8 @@ export class SmtpPool {
     const done = connection.expect();
     onBody();
     connection.cork();
-    connection.writeBody(dotStuff(body));
+    // Dot-stuffed already (send()).
+    connection.writeBody(body);
     // With PIPELINING, the next message waiting takes the connection now: its
     // envelope is written (in the microtasks after this) while the socket is
     // still corked, so the end of this data and that envelope leave in one

@@ -2,7 +2,7 @@ import { ConfigError, envOptional } from "@emailsvc/runtime";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
 import { SendFailure, type EmailProvider, type FailureCode, type FailureKind, type SendContext, type SendResult } from "../domain/provider.js";
 import { defineProvider } from "./definition.js";
-import { buildRawMessage, lowerDomain } from "./mime.js";
+import { buildMessage, lowerDomain } from "./mime.js";
 import { SmtpPool, type SmtpErrorFields } from "./smtp-client.js";
 
 /** Where and how to reach the relay; parsed from SMTP_URL. */
@@ -97,10 +97,10 @@ export class SmtpProvider implements EmailProvider {
 
   async send(message: OutgoingMessage, context: SendContext): Promise<SendResult> {
     try {
-      const raw = await buildRawMessage(message);
+      const { raw, noDotLines } = await buildMessage(message);
       // Domains in lower case, as in the To header (the same mailbox; the local part goes as stored).
       const envelope = { from: lowerDomain(message.returnPath ?? message.from.address), to: lowerDomain(message.to) };
-      const response = await this.pool.send(envelope, raw, context.signal);
+      const response = await this.pool.send(envelope, raw, context.signal, noDotLines);
       return { response: scrubReason(response || "accepted", message.to) };
     } catch (err) {
       throw classifySmtpError(err as SmtpErrorFields & Error, message.to, context.signal);

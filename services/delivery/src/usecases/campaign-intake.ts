@@ -10,10 +10,11 @@ import { refusal } from "../domain/eligibility.js";
 import { statusEvent } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps } from "./deliver-email.js";
+import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps, type StatusSource } from "./deliver-email.js";
 import { templateVersion } from "./prepare-message.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
+import { LeaseGroup } from "./lease.js";
 
 // Campaign recipients handed over by the campaigns service
 // (`email.send.requested` with a campaign_id): one event per recipient, ids
@@ -146,8 +147,14 @@ export async function intakeCampaignRequests(
   }
   const results: IntakeResult[] = [];
   const all = [...unique.values()];
-  for (let i = 0; i < all.length; i += RECIPIENTS_PER_CALL) {
-    results.push(...(await intakeChunk(deps, scope, all.slice(i, i + RECIPIENTS_PER_CALL), signal, outcomes)));
+  try {
+    for (let i = 0; i < all.length; i += RECIPIENTS_PER_CALL) {
+      results.push(...(await intakeChunk(deps, scope, all.slice(i, i + RECIPIENTS_PER_CALL), signal, outcomes)));
+    }
+  } catch (err) {
+    // Nothing of the batch is sent now: the records stored so far keep their leases until they run out.
+    for (const { campaign } of results) campaign.claimed?.leases.close();
+    throw err;
   }
   return results;
 }
@@ -201,6 +208,7 @@ async function intakeChunk(
         statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, status),
       ),
     );
+  const slugs = new Map<string, string>();
   for (const r of open) {
     if (existing.has(r.emailId)) continue;
     const recipient = recipients.get(r.subscriberId);
@@ -210,7 +218,13 @@ async function intakeChunk(
       if (recipient) suppressedDocs.push(suppressedDoc(deps, scope.tenant, r, recipient, refused, now));
       refuse(r, refused, "suppressed");
     } else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled", "failed");
-    else fresh.push(emailDoc(deps, scope.tenant, r, recipient!, await templateSlug(deps, scope.tenant, r, recipient!.email, signal), now, token));
+    else {
+      // One lookup per template version of the chunk (a campaign's recipients share one).
+      const version = `${r.templateId}:${r.templateVersion}`;
+      let slug = slugs.get(version);
+      if (slug === undefined) slugs.set(version, (slug = await templateSlug(deps, scope.tenant, r, recipient!.email, signal)));
+      fresh.push(emailDoc(deps, scope.tenant, r, recipient!, slug, now, token));
+    }
   }
   if (fresh.length > 0) {
     // Records are stored before anything is sent: a crash from here on finds them queued.
@@ -225,10 +239,11 @@ async function intakeChunk(
     emailsByStatus.inc({ status: "suppressed" }, suppressedDocs.length - duplicates.length);
   }
   if (refused.length > 0) await deps.publish(refused);
-
+  // The fresh records' leases, renewed together until each is sent (lease.ts).
+  const leases = fresh.length > 0 ? new LeaseGroup(deps, scope.emails, token, fresh.map((d) => d._id), now + deps.leaseMs, signal) : undefined;
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
-  const report = (doc: EmailDoc, status: CampaignReport) =>
+  const report = (doc: StatusSource, status: CampaignReport) =>
     outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
@@ -238,7 +253,7 @@ async function intakeChunk(
         recipient: recipients.get(r.subscriberId),
         cancelled: () => deps.cancelledCampaigns.isCancelled(scope, r.campaignId),
         paused: () => deps.pausedCampaigns.isPaused(scope, r.campaignId),
-        claimed: claimed && { doc: claimed, token },
+        claimed: claimed && leases && { doc: claimed, leases },
         report,
       },
     };

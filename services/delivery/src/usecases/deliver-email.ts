@@ -17,7 +17,7 @@ import type { Providers } from "../providers/registry.js";
 import type { EmailDoc, OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
-import { claimEmail, Lease } from "./lease.js";
+import { claimEmail, Lease, type AttemptLease, type LeaseGroup } from "./lease.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 import { prepareMessage, prepareTemplate } from "./prepare-message.js";
 
@@ -94,10 +94,11 @@ export interface CampaignSend {
   /** Whether the email's campaign is paused: asked right before the hand-off, after `cancelled`. */
   paused(): Promise<boolean>;
   /**
-   * The email as the intake stored it, already claimed with this token (a
-   * fresh record is inserted leased): the attempt starts without a claim write.
+   * The email as the intake stored it, already claimed (a fresh record is
+   * inserted leased, with its batch's token): the attempt starts without a
+   * claim write, and its lease is renewed with the batch's.
    */
-  claimed?: { doc: EmailDoc; token: string } | undefined;
+  claimed?: { doc: EmailDoc; leases: LeaseGroup } | undefined;
   /**
    * Takes the email's outcome instead of its outbox: the consumer publishes
    * the batch's outcomes in one go. Safe without an outbox because campaigns
@@ -105,8 +106,11 @@ export interface CampaignSend {
    * already settled again (see campaign-intake.ts). `held`: not given to the
    * provider because the campaign is paused (the email stays queued).
    */
-  report(doc: EmailDoc, status: CampaignReport): void;
+  report(doc: StatusSource, status: CampaignReport): void;
 }
+
+/** What an email's `email.status` event is made of (messaging/outbox.ts, statusEvent). */
+export type StatusSource = Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id" | "error" | "failure_reason" | "bounce">;
 
 /** What the intake reports of a campaign's email (a bounce goes through the outbox instead, see `settle`). */
 export type CampaignReport = "sent" | "failed" | "suppressed" | "held";
@@ -155,20 +159,23 @@ export async function deliverEmail(
   const { logger } = deps;
   let claimed: EmailDoc;
   let token: string;
+  let lease: AttemptLease;
   if (campaign?.claimed) {
-    ({ doc: claimed, token } = campaign.claimed);
+    claimed = campaign.claimed.doc;
+    token = claimed.lease_token;
+    lease = campaign.claimed.leases.attempt(claimed._id);
   } else {
     const claim = await claimEmail(deps, emails, emailId);
     if ("done" in claim) return; // unknown (erased) or settled: a repeated event
     if ("busy" in claim) throw new RetryLater(`email ${emailId} is leased by another attempt`);
     ({ claimed, token } = claim);
+    lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   }
   const doc = claimed;
 
   // Made on first use: a campaign email that is sent logs nothing at info.
   let child: Logger | undefined;
   const log = () => (child ??= logger.child({ email_id: doc._id, attempt: claimed.attempts }));
-  const lease = new Lease(deps, emails, claimed._id, token, claimed.lease_until, shutdown);
   const providerName = providerForTenant(doc.tenant, deps.liveProvider);
 
   let failure: SendFailure;
@@ -214,7 +221,18 @@ export async function deliverEmail(
     lease.stop();
     const at = deps.now();
     await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: { status: "sent", sent_at: at, message_id: message.messageId, ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}), provider: provider.name, error: "", last_error: "", subject, next_attempt_at: 0 },
+      $set: {
+        status: "sent",
+        sent_at: at,
+        message_id: message.messageId,
+        subject,
+        ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}),
+        // Only what differs from the record as claimed (a campaign's fresh record has these already).
+        ...(claimed.provider !== provider.name ? { provider: provider.name } : {}),
+        ...(claimed.error !== "" ? { error: "" } : {}),
+        ...(claimed.last_error !== "" ? { last_error: "" } : {}),
+        ...(claimed.next_attempt_at ? { next_attempt_at: 0 } : {}),
+      },
     });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
@@ -411,6 +429,10 @@ async function mayBeMailed(
  * with its batch (`report`), except a bounce: it always leaves through the
  * outbox, whose effect tells the subscribers service (messaging/outbox.ts),
  * which must not be lost.
+ *
+ * The lease is not cleared: a settled email's lease is never read again (every
+ * claim, renewal, sweep and erasure asks for a status still to be sent), and
+ * two fewer fields is less for every store to check and write, per email.
  */
 async function settle(
   deps: DeliveryDeps,
@@ -423,19 +445,36 @@ async function settle(
   detail = "",
 ): Promise<void> {
   const change: StatusChange = { status, at, detail };
-  const set = { $set: { ...update.$set, lease_until: 0, lease_token: "", updated_at: at }, $push: { status_history: { $each: [change] } } };
-  const viaBatch = campaign !== undefined && status !== "bounced";
-  const written = await emails.updateOne(
-    { _id: doc._id, status: PENDING },
-    viaBatch ? set : withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at),
-  );
-  if (!written) {
-    deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
+  const $set = { ...update.$set, updated_at: at };
+  const set = { $set, $push: { status_history: { $each: [change] } } };
+  const guard = { _id: doc._id, status: PENDING };
+  if (campaign !== undefined && status !== "bounced") {
+    // updateMany of one _id: the same single-document write, answering whether
+    // it matched without a copy of the whole record (updateOne's answer), which
+    // the report does not need: it is made of what was claimed and just set.
+    if ((await emails.updateMany(guard, set)) === 0) return settledMeanwhile(deps, doc);
+    emailsByStatus.inc({ status });
+    campaign.report(
+      {
+        _id: doc._id,
+        subscriber_id: doc.subscriber_id,
+        campaign_id: doc.campaign_id,
+        error: $set.error ?? doc.error,
+        failure_reason: $set.failure_reason ?? doc.failure_reason,
+        bounce: $set.bounce ?? doc.bounce,
+      },
+      status as CampaignReport,
+    );
     return;
   }
+  const written = await emails.updateOne(guard, withOutbox<EmailDoc, OutboxEntry>(set, [outboxEntry(at, "email.status", status)], at));
+  if (!written) return settledMeanwhile(deps, doc);
   emailsByStatus.inc({ status });
-  if (viaBatch) campaign.report(written, status as CampaignReport);
-  else await deps.relay.afterWrite(written);
+  await deps.relay.afterWrite(written);
+}
+
+function settledMeanwhile(deps: DeliveryDeps, doc: EmailDoc): void {
+  deps.logger.warn({ email_id: doc._id }, "email was settled by another attempt meanwhile");
 }
 
 /**

@@ -43,6 +43,16 @@ function notClaimable(doc: EmailDoc): boolean {
   return isFinal(doc.status) || (doc.status === "deferred" && doc.retry_requested !== true);
 }
 
+/** What an attempt holds while it sends: its signal, and whether the lease was lost. */
+export interface AttemptLease {
+  readonly signal: AbortSignal;
+  readonly lost: boolean;
+  /** Stops renewing (the attempt is about to write its outcome). */
+  stop(): void;
+  /** The attempt is over. */
+  end(): void;
+}
+
 /**
  * An attempt's hold on its email: renewed every third of the lease while the
  * attempt runs, so the lease can be short (a crashed attempt's email is free
@@ -51,7 +61,7 @@ function notClaimable(doc: EmailDoc): boolean {
  * lease is lost (another attempt may own the email) or could not be renewed
  * before it ran out.
  */
-export class Lease {
+export class Lease implements AttemptLease {
   readonly signal: AbortSignal;
   lost = false;
   private readonly controller = new AbortController();
@@ -122,5 +132,148 @@ export class Lease {
     this.stop();
     clearTimeout(this.deadline);
     this.shutdown.removeEventListener("abort", this.onShutdown);
+  }
+}
+
+/**
+ * The leases of a campaign batch's fresh records, which the intake stored
+ * claimed with one token (campaign-intake.ts). Each email's attempt gets the
+ * hold a Lease gives (its own signal and deadline; cut off when its lease is
+ * lost, at shutdown, or at its deadline), but the batch shares one renewal
+ * (one updateMany, every third of the lease, for every email of the batch not
+ * yet done, started or not) and one shutdown listener. Per email that saves a
+ * listener on the shutdown signal and a renewal timer; and an email that waits
+ * for its turn behind the batch's others keeps its lease meanwhile.
+ * It closes itself once every email is done; close() ends it sooner.
+ */
+export class LeaseGroup {
+  /** Emails not yet done (their leases are renewed), and the attempts among them that run. */
+  private readonly pending: Set<string>;
+  private readonly active = new Map<string, GroupAttempt>();
+  /** Emails found no longer ours before their attempt started. */
+  private readonly lostBeforeStart = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private renewing = false;
+  private closed = false;
+  private readonly onShutdown = () => {
+    for (const attempt of this.active.values()) attempt.abort(this.shutdown.reason);
+  };
+
+  constructor(
+    private readonly deps: Pick<DeliveryDeps, "leaseMs" | "attemptTimeoutMs" | "now" | "logger">,
+    private readonly emails: TenantCollection<EmailDoc>,
+    private readonly token: string,
+    emailIds: readonly string[],
+    /** Until when the batch's records are leased (as stored, then as last renewed). */
+    private until: number,
+    private readonly shutdown: AbortSignal,
+  ) {
+    this.pending = new Set(emailIds);
+    shutdown.addEventListener("abort", this.onShutdown, { once: true });
+    this.schedule();
+  }
+
+  /** The hold of one email's attempt (an email of this batch, stored with this group's token). */
+  attempt(emailId: string): AttemptLease {
+    const attempt = new GroupAttempt(this, emailId, this.deps.attemptTimeoutMs);
+    if (this.shutdown.aborted) attempt.abort(this.shutdown.reason);
+    else if (this.lostBeforeStart.has(emailId) || !this.pending.has(emailId)) attempt.lose("lease lost");
+    // Renewals failed for a whole lease: another attempt may have claimed it.
+    else if (this.deps.now() >= this.until) attempt.lose("lease could not be renewed");
+    else this.active.set(emailId, attempt);
+    return attempt;
+  }
+
+  /** An email is done with its lease (its attempt writes its outcome, or is over). */
+  release(emailId: string): void {
+    this.active.delete(emailId);
+    this.pending.delete(emailId);
+    if (this.pending.size === 0) this.close();
+  }
+
+  /** No more renewals, no more listening for the shutdown (idempotent). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.shutdown.removeEventListener("abort", this.onShutdown);
+  }
+
+  private schedule(): void {
+    if (this.timer || this.renewing || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.renew();
+    }, Math.max(1, Math.floor(this.deps.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.closed) return;
+    this.renewing = true;
+    const ids = [...this.pending];
+    const until = this.deps.now() + this.deps.leaseMs;
+    try {
+      const renewed = await this.emails.updateMany({ _id: { $in: ids }, lease_token: this.token, status: PENDING }, { $set: { lease_until: until } });
+      if (renewed < ids.length) {
+        // Some were not renewed: settled meanwhile (their attempt wrote its outcome) or taken by another attempt.
+        const held = new Set((await this.emails.find({ _id: { $in: ids }, lease_token: this.token, status: PENDING })).map((doc) => doc._id));
+        for (const id of ids) if (!held.has(id)) this.lose(id, "lease lost");
+      }
+      this.until = until;
+    } catch (err) {
+      this.deps.logger.warn({ emails: ids.length, err: err instanceof Error ? err.message : String(err) }, "lease renewal failed");
+      // Past its end another attempt may claim the emails: stop sending before then.
+      if (this.deps.now() >= this.until - this.deps.leaseMs / 3) for (const id of ids) this.lose(id, "lease could not be renewed");
+    } finally {
+      this.renewing = false;
+    }
+    this.schedule();
+  }
+
+  private lose(emailId: string, reason: string): void {
+    if (!this.pending.has(emailId)) return; // done meanwhile
+    const attempt = this.active.get(emailId);
+    if (attempt) attempt.lose(reason);
+    else {
+      this.lostBeforeStart.add(emailId);
+      this.release(emailId);
+    }
+  }
+}
+
+/** One email's attempt within a LeaseGroup. */
+class GroupAttempt implements AttemptLease {
+  readonly signal: AbortSignal;
+  lost = false;
+  private readonly controller = new AbortController();
+  private readonly deadline: NodeJS.Timeout;
+
+  constructor(
+    private readonly group: LeaseGroup,
+    private readonly emailId: string,
+    attemptTimeoutMs: number,
+  ) {
+    this.signal = this.controller.signal;
+    this.deadline = setTimeout(() => this.controller.abort(new DOMException("the attempt timed out", "TimeoutError")), attemptTimeoutMs);
+  }
+
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
+  lose(reason: string): void {
+    this.lost = true;
+    this.stop();
+    this.controller.abort(new Error(reason));
+  }
+
+  stop(): void {
+    this.group.release(this.emailId);
+  }
+
+  end(): void {
+    this.stop();
+    clearTimeout(this.deadline);
   }
 }
