@@ -4,7 +4,7 @@ import type { ServiceModule } from "@emailsvc/service";
 // Each service's code is required when first asked for, not imported here: a
 // worker thread then loads only its own service and what that service uses
 // (delivery's thread neither MJML nor the gateway's WebAuthn), where importing
-// all six cost each thread about 20 MB of heap (bench/README.md, "Memory").
+// all six cost each worker thread 14–20 MB of heap (bench/README.md, "Memory").
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use (above) */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each module has its own config type
 const LOADERS: { readonly [N in ServiceName]: () => ServiceModule<any> } = {
@@ -18,7 +18,7 @@ const LOADERS: { readonly [N in ServiceName]: () => ServiceModule<any> } = {
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /** The names of every gRPC service of the manifest (packages/manifest), in LOADERS' order. */
-export const SERVICE_MODULE_NAMES = Object.keys(LOADERS) as ServiceName[];
+const SERVICE_MODULE_NAMES = Object.keys(LOADERS) as ServiceName[];
 
 /**
  * The code of a gRPC service of the manifest: a service missing from LOADERS
