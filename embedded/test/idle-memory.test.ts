@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { THREAD_YOUNG_GENERATION_MB } from "@emailsvc/runtime";
 import { startPlatformProcess, type PlatformProcess } from "@emailsvc/testing";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
 import { eventually } from "./support/platform-client";
@@ -32,7 +33,8 @@ channel.onmessage = () => {
   global.gc();
   global.gc();
   const name = isMainThread ? "main" : workerData.name;
-  const report = { heapUsed: getHeapStatistics().used_heap_size, modules: Object.keys(require.cache) };
+  const heap = getHeapStatistics();
+  const report = { heapUsed: heap.used_heap_size, heapLimit: heap.heap_size_limit, modules: Object.keys(require.cache) };
   const file = join(process.env.IDLE_PROBE_DIR, name + ".json");
   writeFileSync(file + ".part", JSON.stringify(report));
   renameSync(file + ".part", file);
@@ -42,6 +44,7 @@ if (isMainThread) process.on("SIGUSR2", () => { const out = new BroadcastChannel
 
 interface ThreadReport {
   heapUsed: number;
+  heapLimit: number;
   modules: string[];
 }
 
@@ -117,6 +120,10 @@ describe.each([
       const unused = (servers ? UNUSED_WITH_SERVERS : UNUSED_BY_DEFAULT).filter((name) => packages.has(name));
       expect({ thread, unused }).toEqual({ thread, unused: [] });
     }
+
+    // Delivery's thread has the young generation THREAD_YOUNG_GENERATION_MB gives it, campaigns' V8's
+    // default (48 MB: 16 MB semi-spaces); the old generation's limit is the same in both.
+    expect((reports.delivery!.heapLimit - reports.campaigns!.heapLimit) / MB).toBe(THREAD_YOUNG_GENERATION_MB.delivery! - 48);
 
     // Live heap after a full collection.
     const bounds: Record<string, number> = { main: 45 * MB, delivery: 30 * MB, campaigns: 30 * MB };
