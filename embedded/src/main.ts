@@ -1,4 +1,4 @@
-import { DEFAULT_GATEWAY_PORT, EMBEDDED_METRICS_PORT, envInt, envOptional, envString } from "@emailsvc/runtime";
+import { applyHeapSettings, DEFAULT_GATEWAY_PORT, EMBEDDED_METRICS_PORT, envInt, envOptional, envString } from "@emailsvc/runtime";
 import { exitOnSignal } from "@emailsvc/service";
 import { createLogger, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/telemetry";
 import { adminTokenFromEnv } from "@emailsvc/gateway";
@@ -8,6 +8,8 @@ import { threadedServices } from "./services.js";
 // `npm start`: every service in one process, on embedded defaults unless
 // MONGO_URL / KAFKA_BROKERS say otherwise.
 async function main(): Promise<void> {
+  // Before the service threads start: the setting is the process's, every thread's.
+  applyHeapSettings();
   const logger = createLogger("embedded");
   // One process, one tracer provider and one metrics port for every service in it.
   const telemetry = initTelemetry(telemetrySettings("emailsvc"));

@@ -6,7 +6,7 @@ import { createLogger, type Logger } from "@emailsvc/telemetry";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
 import { loadKeyRing, loadPreferenceLinkSettings, type KeyRing } from "@emailsvc/tokens";
-import { SERVICE_MODULES } from "./services.js";
+import { serviceModule } from "./services.js";
 import { startServiceThread } from "./threads.js";
 
 export interface PlatformOptions {
@@ -87,7 +87,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const order = startOrder();
     const configs = new Map(
       order.map((name) => {
-        const loaded = SERVICE_MODULES[name].loadConfig(env) as never;
+        const loaded = serviceModule(name).loadConfig(env) as never;
         const override = options.configOverrides?.[name];
         if (override && options.threads?.includes(name)) throw new Error(`configOverrides of ${name}: not for a service in a thread`);
         return [name, override ? override(loaded) : (loaded as unknown)];
@@ -103,7 +103,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // port picked now, so that its caller can be given the address at start.
     const ports = new Map<ServiceName, number>();
     for (const [index, name] of order.entries()) {
-      for (const [callee, kind] of Object.entries(SERVICE_MODULES[name].calls) as Array<[ServiceName, string]>) {
+      for (const [callee, kind] of Object.entries(serviceModule(name).calls) as Array<[ServiceName, string]>) {
         if (kind === "optional" && order.indexOf(callee) > index && !ports.has(callee)) {
           const port = await unusedPort();
           ports.set(callee, port);
@@ -112,7 +112,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       }
     }
     for (const name of order) {
-      const module = SERVICE_MODULES[name];
+      const module = serviceModule(name);
       const urls = Object.fromEntries(
         Object.keys(module.calls)
           .filter((callee) => serviceUrls[callee as ServiceName] !== undefined)

@@ -9,7 +9,7 @@ import { type Env, type ServiceName } from "@emailsvc/runtime";
 import { createLogger, initTelemetry, metricsSnapshot, telemetrySettings } from "@emailsvc/telemetry";
 import { busLogger, type RunningService } from "@emailsvc/service";
 import { openStore, type DocumentStore } from "@emailsvc/storage";
-import { SERVICE_MODULES } from "./services.js";
+import { serviceModule } from "./services.js";
 import type { FromThread, ThreadData, ToThread } from "./thread-protocol.js";
 
 const data = workerData as ThreadData;
@@ -17,7 +17,7 @@ const port = parentPort!;
 const send = (message: FromThread) => port.postMessage(message);
 
 async function start(): Promise<{ service: RunningService; bus: EventBus | undefined; store: DocumentStore; shutdownTelemetry: () => Promise<void> }> {
-  const module = SERVICE_MODULES[data.name as ServiceName];
+  const module = serviceModule(data.name as ServiceName);
   const env: Env = data.env;
   const telemetry = initTelemetry(telemetrySettings("emailsvc", env));
   // As the main thread's services log: the process's name, the service as component.

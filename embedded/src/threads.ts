@@ -2,6 +2,7 @@
 import { MessageChannel, Worker } from "node:worker_threads";
 import * as path from "node:path";
 import { exposeBus, type EventBus } from "@emailsvc/events";
+import { THREAD_YOUNG_GENERATION_MB } from "@emailsvc/runtime";
 import { addMetricsSource, type MetricsSnapshot } from "@emailsvc/telemetry";
 import type { RunningService } from "@emailsvc/service";
 import type { FromThread, ThreadData, ToThread } from "./thread-protocol.js";
@@ -32,11 +33,14 @@ export async function startServiceThread(options: ThreadedServiceOptions): Promi
     urls: options.urls,
     env: options.env,
   };
+  const youngGenerationMb = THREAD_YOUNG_GENERATION_MB[options.name];
   const worker = new Worker(path.join(__dirname, "service-thread.js"), {
     workerData: data,
     transferList: channel ? [channel.port2] : [],
     // Its own name in stack traces and inspector lists.
     name: `emailsvc-${options.name}`,
+    // Overridden by a --max-semi-space-size on the command line (V8's flag wins).
+    ...(youngGenerationMb !== undefined ? { resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb } } : {}),
   });
   let closing = false;
   let nextMetrics = 1;

@@ -5,7 +5,7 @@ import { TRIGGER_EVENT_TYPE_NAMES, TRIGGER_EVENT_TYPES } from "@emailsvc/proto";
 import { COMPONENT_NAMES, optionalSecretsOf, SERVICE_NAMES, SERVICES, type ComponentName } from "@emailsvc/manifest";
 import { MongoClient } from "mongodb";
 import { GENEROUS_RATE_LIMIT_ENV } from "../../services/gateway/test/support/harness";
-import { SERVICE_MODULES } from "../src/services";
+import { serviceModule } from "../src/services";
 import { startTestPlatform } from "./support/platform-client";
 
 // The service manifest (packages/manifest) against the code it describes:
@@ -39,8 +39,8 @@ describe("the service manifest and the code", () => {
       expect(embedded.dependencies).toHaveProperty(`@emailsvc/${name}`);
     }
     for (const name of SERVICE_NAMES) {
-      expect(SERVICE_MODULES[name].name).toBe(name);
-      expect(SERVICE_MODULES[name].manifest).toBe(SERVICES[name]);
+      expect(serviceModule(name).name).toBe(name);
+      expect(serviceModule(name).manifest).toBe(SERVICES[name]);
     }
   });
 

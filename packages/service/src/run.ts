@@ -1,5 +1,6 @@
 import { openBus, type BusLogger, type EventBus } from "@emailsvc/events";
 import {
+  applyHeapSettings,
   ConfigError,
   envOptional,
   loadServiceEnv,
@@ -44,6 +45,7 @@ export function busLogger(logger: Logger): BusLogger {
  */
 export function runService<Config>(module: ServiceModule<Config>, env: Env = process.env): void {
   const main = async (): Promise<void> => {
+    applyHeapSettings();
     const logger = createLogger(module.name);
     const common = loadServiceEnv(module.name, env);
     const config = module.loadConfig(env);

@@ -2,12 +2,13 @@
 
 import * as path from "node:path";
 import { openEmbeddedStore } from "./embedded.js";
-import { openMongoStore } from "./mongo.js";
+import type * as Mongo from "./mongo.js";
 import type { DocumentStore } from "./types.js";
 
 export * from "./types.js";
 export { EmbeddedDocumentStore, openEmbeddedStore, type EmbeddedStoreOptions } from "./embedded.js";
-export { MongoDocumentStore, openMongoStore, redactUrl, type MongoStoreOptions } from "./mongo.js";
+export type { MongoDocumentStore, MongoStoreOptions } from "./mongo.js";
+export { redactUrl } from "./redact-url.js";
 export { readFileIfPresent, tenantFilePath, writeFileWhole } from "./tenant-files.js";
 
 export interface OpenStoreOptions {
@@ -17,6 +18,21 @@ export interface OpenStoreOptions {
   dataDir?: string | undefined;
   /** The service's database: a MongoDB database, or a directory under `dataDir`. */
   dbName: string;
+}
+
+/**
+ * The MongoDB adapter, loaded on first use: the driver costs every thread
+ * that loads it about 18 MB of buffers and 6 MB of heap, which the embedded
+ * store (`npm start`'s default) has no use for.
+ */
+function mongo(): typeof Mongo {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (above)
+  return require("./mongo.js") as typeof Mongo;
+}
+
+/** A store on the MongoDB server at `options.url` (mongo.ts). */
+export function openMongoStore(options: Mongo.MongoStoreOptions): Promise<Mongo.MongoDocumentStore> {
+  return mongo().openMongoStore(options);
 }
 
 /** MongoDB when a URL is given, else the embedded store under `dataDir/dbName`. */

@@ -36,6 +36,7 @@ import {
   checkUpsertScope,
   normalizeUpdate,
 } from "./checks.js";
+import { redactUrl } from "./redact-url.js";
 import {
   DuplicateKeyError,
   type Collection,
@@ -100,11 +101,6 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<MongoD
     );
   }
   return new MongoDocumentStore(client, client.db(options.dbName), serializeUpdates);
-}
-
-/** The URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/[^:@/]+):[^@/]*@/i, "$1:***@");
 }
 
 /**

@@ -12,7 +12,7 @@ import {
 } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import type * as OtlpHttp from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { envOptional, type Env } from "@emailsvc/runtime";
@@ -69,12 +69,22 @@ export interface Telemetry {
 }
 
 /**
+ * The OTLP exporter, loaded only when an endpoint is set: tracing is off by
+ * default, and the exporter's modules cost each thread that loads them a few
+ * MB of heap and code.
+ */
+function otlpHttp(): typeof OtlpHttp {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (above)
+  return require("@opentelemetry/exporter-trace-otlp-http") as typeof OtlpHttp;
+}
+
+/**
  * Sets up tracing for this process, once: the first call with an endpoint (or
  * an exporter, in tests) switches it on; without either it stays off. The
  * embedded launcher calls it before it starts any service.
  */
 export function initTelemetry(settings: TelemetrySettings, options: { exporter?: SpanExporter } = {}): Telemetry {
-  const exporter = options.exporter ?? (settings.endpoint ? new OTLPTraceExporter({ url: settings.endpoint }) : undefined);
+  const exporter = options.exporter ?? (settings.endpoint ? new (otlpHttp().OTLPTraceExporter)({ url: settings.endpoint }) : undefined);
   if (!provider && exporter) {
     manager = new AsyncLocalStorageContextManager();
     manager.enable();

@@ -63,9 +63,9 @@ export async function startNodeProcess(
 }
 
 /**
- * The Node flags of `npm start` (the root package.json's start script, e.g.
- * `--max-semi-space-size=32 --heap-growing-percent=100`), so that a platform started here runs as
- * `npm start` runs it.
+ * The Node flags of `npm start` (the root package.json's start script; none
+ * today: the heap settings are set by the process itself, packages/runtime's
+ * heap.ts), so that a platform started here runs as `npm start` runs it.
  */
 export function npmStartNodeArgs(repoRoot: string): string[] {
   const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {};

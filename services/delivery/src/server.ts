@@ -30,7 +30,8 @@ import { compileRenderer } from "@emailsvc/render";
 import { generateKeyText, mailLinkWarning, mintConfirmationLink, mintPreferenceLink, parseKeyRing, portalDomainLookup, PreferenceLinkBase, type KeyRing, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_PUBLIC_API_URL, unsubscribeLinks, type UnsubscribeUrlSource } from "./domain/unsubscribe.js";
 import type { Deps, OutboxFlusher } from "./usecases/deps.js";
-import { startBounceReceiver, type RunningBounceReceiver } from "./inbound/bounce-receiver.js";
+import type * as BounceReceiver from "./inbound/bounce-receiver.js";
+import type { RunningBounceReceiver } from "./inbound/bounce-receiver.js";
 import { applyFeedbackReport, type ApplyReportDeps } from "./usecases/apply-feedback-report.js";
 import { fetchCertificate, SnsSignatureVerifier, type CertificateFetcher } from "./domain/sns-signature.js";
 import { takeSesNotification, type ProviderNotificationDeps } from "./usecases/take-provider-notification.js";
@@ -329,6 +330,9 @@ async function startBounces(
   if (!keys) throw new Error("the bounce receiver needs tokenKeys (TOKEN_SIGNING_KEYS): return paths are signed with them");
   const emails = storage.returnPathEmails();
   const deps: ApplyReportDeps = { keys, emails, scope: (tenant) => storage.forTenant(tenant), relay, now, logger };
+  // Required here, not imported: its SMTP server (smtp-server) is loaded only by a delivery that receives bounces.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startBounceReceiver } = require("./inbound/bounce-receiver.js") as typeof BounceReceiver;
   try {
     return await startBounceReceiver({ ...options.bounceReceiver!, keys, logger, apply: (arrived) => applyFeedbackReport(deps, arrived) });
   } catch (err) {

@@ -1,5 +1,6 @@
 // The gateway alone (containers, Kubernetes): config -> store -> build ->
 // listen -> graceful shutdown. `npm start` runs it inside the embedded launcher.
+import { applyHeapSettings } from "@emailsvc/runtime";
 import { exitOnSignal } from "@emailsvc/service";
 import { createLogger, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/telemetry";
 import { openStore, redactUrl } from "@emailsvc/storage";
@@ -7,6 +8,7 @@ import { loadConfig } from "./config.js";
 import { startGateway } from "./server.js";
 
 async function main(): Promise<void> {
+  applyHeapSettings();
   const logger = createLogger("gateway");
   const config = loadConfig();
   const telemetry = initTelemetry(telemetrySettings("gateway"));

@@ -1,4 +1,4 @@
-import { SESv2Client, SendEmailCommand } from "@aws-sdk/client-sesv2";
+import type * as Sesv2 from "@aws-sdk/client-sesv2";
 import { ConfigError, envOptional, type Env } from "@emailsvc/runtime";
 import type { Logger } from "@emailsvc/telemetry";
 import { scrubReason, type OutgoingMessage } from "../domain/message.js";
@@ -125,16 +125,27 @@ export function classifySesError(err: SesErrorLike, recipient: string, signal?: 
  * configuration set when there is one. The SDK does not retry: delivery's
  * retry rules (and the attempt's lease) are the only ones.
  */
+/**
+ * The AWS SDK's SES v2 client, loaded when an SES provider is made: a few MB
+ * of heap and code that a platform sending through SMTP or the sandbox (and
+ * every thread that reads delivery's settings) need not hold.
+ */
+function sesv2(): typeof Sesv2 {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (above)
+  return require("@aws-sdk/client-sesv2") as typeof Sesv2;
+}
+
 export class SesProvider implements EmailProvider {
   readonly name = "ses" as const;
-  private readonly client: SESv2Client;
+  private readonly client: Sesv2.SESv2Client;
+  private readonly sdk = sesv2();
 
   constructor(
     private readonly settings: SesSettings,
     private readonly logger?: Logger,
     timeouts: SesTimeouts = DEFAULT_SES_TIMEOUTS,
   ) {
-    this.client = new SESv2Client({
+    this.client = new this.sdk.SESv2Client({
       region: settings.region,
       ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
       credentials: settings.credentials,
@@ -155,7 +166,7 @@ export class SesProvider implements EmailProvider {
     }
     try {
       const answer = await this.client.send(
-        new SendEmailCommand({
+        new this.sdk.SendEmailCommand({
           FromEmailAddress: message.from.address,
           Destination: { ToAddresses: [message.to] },
           Content: { Raw: { Data: raw } },

@@ -1,8 +1,10 @@
 /// <reference path="../types/mjml.d.ts" />
-import mjml2html from "mjml";
-import { components, initializeType, type MjmlNode, type TypeChecker } from "mjml-core";
-import parseMjml from "mjml-parser-xml";
-import validateMjml, { dependencies } from "mjml-validator";
+import type mjml2html from "mjml";
+import type { ComponentClass, MjmlNode, TypeChecker } from "mjml-core";
+import type * as MjmlCore from "mjml-core";
+import type parseMjml from "mjml-parser-xml";
+import type validateMjml from "mjml-validator";
+import type * as MjmlValidator from "mjml-validator";
 
 // MJML → HTML, once per template version, with strict validation that names
 // lines. Three checks, in order:
@@ -44,16 +46,54 @@ const MJML_PREVIEW_OPENING =
 export const PREVIEW_OPENING = '<div style="display:none;font-size:1px;line-height:1px;max-height:0px;max-width:0px;opacity:0;overflow:hidden;mso-hide:all;">';
 const PLACEHOLDER = /\{\{[\s\S]*?\}\}/;
 
-// Importing "mjml" (above) registers the preset components in mjml-core's
-// registry, which these are read from.
-/** Tags whose content MJML takes as raw HTML (mj-text, mj-button, mj-raw, ...). */
-const ENDING_TAGS: ReadonlySet<string> = new Set(
-  Object.values(components)
-    .filter((c) => c.endingTag)
-    .map((c) => c.getTagName()),
-);
-/** Tags whose text content MJML uses even though it parses their children. */
-const TEXT_TAGS: ReadonlySet<string> = new Set([...ENDING_TAGS, "mj-html-attribute"]);
+/** MJML's parts this file uses, and what it reads from MJML's component registry. */
+interface Mjml {
+  toHtml: typeof mjml2html;
+  parse: typeof parseMjml;
+  validate: typeof validateMjml;
+  components: Record<string, ComponentClass>;
+  dependencies: Record<string, unknown>;
+  initializeType: (typeConfig: string) => TypeChecker;
+  /** Tags whose content MJML takes as raw HTML (mj-text, mj-button, mj-raw, ...). */
+  endingTags: ReadonlySet<string>;
+  /** Tags whose text content MJML uses even though it parses their children. */
+  textTags: ReadonlySet<string>;
+}
+
+let loadedMjml: Mjml | undefined;
+
+/**
+ * MJML, loaded at the first compile: with juice, cheerio and undici it is
+ * about 600 modules and 15 MB of heap, which a platform at rest, or sending
+ * templates compiled before, does not use (bench/README.md, "Memory").
+ */
+function mjml(): Mjml {
+  if (!loadedMjml) {
+    /* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use (above) */
+    // "mjml" first: loading it registers the preset components in mjml-core's registry, read below.
+    const toHtml = require("mjml") as typeof mjml2html;
+    const core = require("mjml-core") as typeof MjmlCore;
+    const parse = require("mjml-parser-xml") as typeof parseMjml;
+    const validator = require("mjml-validator") as typeof MjmlValidator;
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    const endingTags = new Set(
+      Object.values(core.components)
+        .filter((c) => c.endingTag)
+        .map((c) => c.getTagName()),
+    );
+    loadedMjml = {
+      toHtml,
+      parse,
+      validate: validator.default,
+      components: core.components,
+      dependencies: validator.dependencies,
+      initializeType: core.initializeType,
+      endingTags,
+      textTags: new Set([...endingTags, "mj-html-attribute"]),
+    };
+  }
+  return loadedMjml;
+}
 const ROOT_CHILDREN = new Set(["mj-head", "mj-body", "mj-raw"]);
 
 const tolerantTypes = new Map<string, TypeChecker>();
@@ -62,7 +102,7 @@ const tolerantTypes = new Map<string, TypeChecker>();
 function placeholderTolerantType(typeConfig: string): TypeChecker {
   let checker = tolerantTypes.get(typeConfig);
   if (!checker) {
-    const Base = initializeType(typeConfig);
+    const Base = mjml().initializeType(typeConfig);
     checker = class extends Base {
       override isValid(): boolean {
         return PLACEHOLDER.test(String(this.value)) || super.isValid();
@@ -79,13 +119,14 @@ export async function compileMjml(source: string): Promise<MjmlResult> {
   const structural = checkStructure(source);
   if (structural.length > 0) return { ok: false, problems: structural };
 
+  const { parse, validate, toHtml, components, dependencies } = mjml();
   let tree: MjmlNode;
   try {
-    tree = parseMjml(source, { components, keepComments: true, ignoreIncludes: true, filePath: ".", actualPath: ".", preprocessors: [] });
+    tree = parse(source, { components, keepComments: true, ignoreIncludes: true, filePath: ".", actualPath: ".", preprocessors: [] });
   } catch (err) {
     return { ok: false, problems: [{ line: 0, message: errorText(err) }] };
   }
-  const errors = validateMjml(tree, { components, dependencies, initializeType: placeholderTolerantType });
+  const errors = validate(tree, { components, dependencies, initializeType: placeholderTolerantType });
   if (errors.length > 0) {
     const seen = new Set<string>();
     const problems: MjmlProblem[] = [];
@@ -98,7 +139,7 @@ export async function compileMjml(source: string): Promise<MjmlResult> {
     return { ok: false, problems };
   }
   try {
-    const { html } = await mjml2html(tree, {
+    const { html } = await toHtml(tree, {
       validationLevel: "skip",
       minify: false,
       beautify: false,
@@ -163,7 +204,7 @@ export function checkStructure(source: string): MjmlProblem[] {
     const parent = stack[stack.length - 1];
     if (!parent) {
       add(from + offset, root ? "text after </mjml>" : "text before <mjml>");
-    } else if (!TEXT_TAGS.has(parent.name) && components[parent.name]) {
+    } else if (!mjml().textTags.has(parent.name) && mjml().components[parent.name]) {
       add(from + offset, `text directly inside <${parent.name}> is dropped by MJML; put it in an <mj-text> (or <mj-raw> for {{#if}}/{{#each}} around sections)`);
     }
   };
@@ -269,7 +310,7 @@ export function checkStructure(source: string): MjmlProblem[] {
       continue;
     }
     if (selfClosing) continue;
-    if (ENDING_TAGS.has(name)) {
+    if (mjml().endingTags.has(name)) {
       // Raw content up to the matching closing tag (MJML does not parse it as MJML).
       const close = new RegExp(`</${name}\\s*>`, "ig");
       close.lastIndex = pos;

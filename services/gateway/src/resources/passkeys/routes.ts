@@ -1,12 +1,5 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type RegistrationResponseJSON,
-} from "@simplewebauthn/server";
+import type * as WebAuthn from "@simplewebauthn/server";
+import type { AuthenticationResponseJSON, AuthenticatorTransport, RegistrationResponseJSON } from "@simplewebauthn/server";
 import { sha256Hex } from "../../accounts/secrets.js";
 import { Problem } from "../../http/problem.js";
 import { rateLimited } from "../../http/rate-limit.js";
@@ -22,6 +15,16 @@ import type { PasskeyCreateBody, PasskeySignInBody } from "./schemas.js";
 // the authenticator's answers (CBOR, COSE keys, signatures, origin, RP ID,
 // counter); this file keeps the challenges (passkeys.ts: one use, 5 minutes,
 // bound to a session or a pending sign-in) and the credentials.
+
+/**
+ * @simplewebauthn/server, loaded at the first passkey ceremony: with its
+ * ASN.1 and X.509 modules it is about 900 modules and 9 MB of heap, which a
+ * gateway whose members never use passkeys need not hold.
+ */
+function webAuthn(): typeof WebAuthn {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use (above)
+  return require("@simplewebauthn/server") as typeof WebAuthn;
+}
 
 const notAccepted = (headers: Record<string, string> = {}) => new Problem("passkey_not_accepted", "The passkey was not accepted. Sign in with your password, or try again.", { headers });
 const badRegistration = () => new Problem("invalid_passkey_registration", "The passkey could not be registered: the answer does not verify, or its options expired or were used. Try again.");
@@ -44,7 +47,7 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     const { session, member } = live(ctx);
     const { id, challenge } = await passkeys.createChallenge("registration", session.id);
     const existing = await passkeys.listOf(member.id);
-    const options = await generateRegistrationOptions({
+    const options = await webAuthn().generateRegistrationOptions({
       rpName: "emailsvc dashboard",
       rpID: rp.id,
       userID: new TextEncoder().encode(member.id),
@@ -66,7 +69,7 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     if (!hash) throw badRegistration();
     let verified;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await webAuthn().verifyRegistrationResponse({
         response: body.credential as unknown as RegistrationResponseJSON,
         expectedChallenge: matches(hash),
         expectedOrigin: rp.origin,
@@ -110,7 +113,7 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     const locked = authGuard.locked(ctx);
     if (locked) throw rateLimited(locked);
     const { id, challenge } = await passkeys.createChallenge("authentication", null);
-    const options = await generateAuthenticationOptions({ rpID: rp.id, challenge: Buffer.from(challenge, "base64url"), userVerification: "preferred", allowCredentials: [] });
+    const options = await webAuthn().generateAuthenticationOptions({ rpID: rp.id, challenge: Buffer.from(challenge, "base64url"), userVerification: "preferred", allowCredentials: [] });
     ctx.set("Cache-Control", "no-store");
     ctx.body = { challenge_id: id, options };
   });
@@ -131,7 +134,7 @@ export function passkeysRoutes(kit: RouteKit, context: ResourceContext): void {
     ctx.state.auditActor = { type: "member", id: member.id, email: member.email, accountId: member.accountId };
     let newCounter: number;
     try {
-      const verified = await verifyAuthenticationResponse({
+      const verified = await webAuthn().verifyAuthenticationResponse({
         response: body.credential as unknown as AuthenticationResponseJSON,
         expectedChallenge: matches(hash),
         expectedOrigin: rp.origin,

@@ -1,0 +1,42 @@
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+
+// applyHeapSettings sets V8's heap growing factor in a running process (it is
+// read at each collection), as `--heap-growing-percent` on the command line
+// would, and leaves a command line's own value alone. Seen from outside: the
+// largest heap of a process whose old generation fills with objects that die
+// there (each lives through two scavenges) over a live set of about 30 MB.
+
+const dist = join(__dirname, "..", "dist", "index.js");
+const CHURN = `
+const { getHeapStatistics } = require("node:v8");
+if (process.env.APPLY === "1") require(${JSON.stringify(dist)}).applyHeapSettings();
+const live = [];
+for (let i = 0; i < 5e5; i++) live.push({ a: i, b: "x" + i });
+const ring = new Array(300000);
+let largest = 0;
+for (let i = 0; i < 4e6; i++) {
+  ring[i % ring.length] = { a: i, b: [i] };
+  if (i % 5000 === 0) largest = Math.max(largest, getHeapStatistics().total_heap_size);
+}
+process.stdout.write(String(Math.round(largest / 1048576)));
+`;
+
+/** The largest heap (MB) of the churn above, run with `flags`, calling applyHeapSettings first when `apply`. */
+function largestHeapMb(flags: string[], apply: boolean): number {
+  return Number(execFileSync(process.execPath, [...flags, "-e", CHURN], { env: { ...process.env, APPLY: apply ? "1" : "0" }, encoding: "utf8" }));
+}
+
+describe("applyHeapSettings", () => {
+  it("caps the old generation's growth as the command-line flag does, and a command line's own value wins", () => {
+    const flagged = largestHeapMb(["--heap-growing-percent=100"], false);
+    const applied = largestHeapMb([], true);
+    // The same factor fixed either way: the same collections, so nearly the same largest heap.
+    expect(Math.abs(applied - flagged) / flagged).toBeLessThan(0.15);
+
+    const own = largestHeapMb(["--heap-growing-percent=10"], false);
+    const ownApplied = largestHeapMb(["--heap-growing-percent=10"], true);
+    expect(own).toBeLessThan(flagged * 0.9);
+    expect(Math.abs(ownApplied - own) / own).toBeLessThan(0.15);
+  });
+});
