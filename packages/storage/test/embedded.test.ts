@@ -19,6 +19,8 @@ afterAll(async () => {
 
 describeDocumentStoreContract("embedded, memory only", () => openEmbeddedStore({}), { persistent: false });
 describeDocumentStoreContract("embedded, datafiles", () => openEmbeddedStore({ dataDir: path.join(root, "contract") }));
+// No cache: every document at rest is read from its datafile line when needed.
+describeDocumentStoreContract("embedded, datafiles, no cache", () => openEmbeddedStore({ dataDir: path.join(root, "contract-uncached"), cacheBytes: 0 }));
 
 describe("embedded datafiles", () => {
   test("one datafile per collection, created with the directory, compacted at close", async () => {
@@ -281,10 +283,20 @@ describe("embedded datafile format (NeDB's)", () => {
     await store.close().catch(() => undefined);
     await expect(readFile(path.join(dir, "many.db"), "utf8")).resolves.toBe(many);
   });
+});
+
+// Both with documents cached and with none (every document at rest read from
+// its line): a rewrite moves every line, and reads must follow.
+const cacheVariants: Array<{ variant: string; cacheBytes: number | undefined }> = [
+  { variant: "cached", cacheBytes: undefined },
+  { variant: "no cache", cacheBytes: 0 },
+];
+describe.each(cacheVariants)("embedded compaction beside writes ($variant)", ({ variant, cacheBytes }) => {
+  const dirFor = (name: string): string => path.join(root, `${name}-${variant.replace(" ", "-")}`);
 
   test("writes made while compaction runs are kept, in memory and in the file", async () => {
-    const dir = path.join(root, "busy-compaction");
-    const store = await openEmbeddedStore({ dataDir: dir });
+    const dir = dirFor("busy-compaction");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const c = store.collection("ledger");
     await c.insertMany(Array.from({ length: 5000 }, (_, i) => ({ _id: `r${String(i).padStart(5, "0")}`, state: "pending", n: 0 })));
     await c.updateMany({ state: "pending" }, { $set: { state: "queued" } });
@@ -300,20 +312,19 @@ describe("embedded datafile format (NeDB's)", () => {
     expect(expected).toHaveLength(5000 + 300 - 100);
     await expect(c.count({ state: "sent", n: 1 })).resolves.toBe(300);
     // Reopened without a close (no compaction at close): the file alone.
-    const copyDir = path.join(root, "busy-compaction-copy");
+    const copyDir = dirFor("busy-compaction-copy");
     await mkdir(copyDir, { recursive: true });
     await writeFile(path.join(copyDir, "ledger.db"), await readFile(path.join(dir, "ledger.db")));
-    const reopened = await openEmbeddedStore({ dataDir: copyDir });
+    const reopened = await openEmbeddedStore({ dataDir: copyDir, cacheBytes });
     await expect(reopened.collection("ledger").find({}, { sort: { _id: 1 } })).resolves.toEqual(expected);
     await reopened.close();
     await store.close();
   });
-});
 
-describe("embedded compaction beside writes", () => {
+
   test("writes made while a rewrite runs are acknowledged without waiting for it, and are in the new file", async () => {
-    const dir = path.join(root, "rewrite-gate");
-    const store = await openEmbeddedStore({ dataDir: dir });
+    const dir = dirFor("rewrite-gate");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const c = store.collection("ledger");
     const file = path.join(dir, "ledger.db");
     await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: `r${String(i).padStart(4, "0")}`, state: "pending", secret: "before-erasure" })));
@@ -345,7 +356,7 @@ describe("embedded compaction beside writes", () => {
     expect(lines).toHaveLength(1003);
     expect(lines.slice(1000).map((line) => (JSON.parse(line) as { _id: string })._id)).toEqual(["during", "r1500", "r1999"]);
     await store.close();
-    const reopened = await openEmbeddedStore({ dataDir: dir });
+    const reopened = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const again = reopened.collection("ledger");
     await expect(again.count({})).resolves.toBe(1000);
     await expect(again.findOne({ _id: "r1500" })).resolves.toMatchObject({ state: "sent" });
