@@ -365,6 +365,73 @@ describe.each(cacheVariants)("embedded compaction beside writes ($variant)", ({ 
   });
 });
 
+describe.each(cacheVariants.concat([{ variant: "a cache of a few documents", cacheBytes: 2_000 }]))("embedded documents at rest ($variant)", ({ variant, cacheBytes }) => {
+  test("every answer matches a model of the writes, through compactions with writes meanwhile and a reopening", async () => {
+    const dir = path.join(root, `at-rest-${variant.replace(/ /g, "-")}`);
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
+    const c = store.collection("records");
+    await c.createIndexes([
+      { name: "key", fields: { tenant: 1, key: 1 }, unique: true },
+      { name: "state", fields: { tenant: 1, state: 1 } },
+    ]);
+    const model = new Map<string, AnyDocLike>();
+    const id = (i: number): string => `m${String(i).padStart(4, "0")}`;
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const writes: Array<Promise<unknown>> = [];
+    for (let step = 0; step < 3000; step += 1) {
+      const i = random(600);
+      const doc = model.get(id(i));
+      if (doc === undefined) {
+        const fresh = { _id: id(i), tenant: "t", key: `k${i}`, state: "queued", n: 0, text: "é".repeat(random(40)) };
+        model.set(fresh._id, fresh);
+        writes.push(c.insertOne(fresh));
+      } else if (random(5) === 0) {
+        model.delete(doc._id);
+        writes.push(c.deleteOne({ _id: doc._id }));
+      } else {
+        const next = { ...doc, state: ["queued", "sent", "failed"][random(3)]!, n: doc.n + 1 };
+        model.set(doc._id, next);
+        writes.push(c.updateOne({ _id: doc._id }, { $set: { state: next.state }, $inc: { n: 1 } }));
+      }
+      if (step % 700 === 0) writes.push(c.compact());
+      if (step % 250 === 0) await Promise.all(writes.splice(0));
+    }
+    await Promise.all(writes);
+    const expected = [...model.values()].sort((a, b) => (a._id < b._id ? -1 : 1));
+    const check = async (coll: typeof c): Promise<void> => {
+      await expect(coll.find({}, { sort: { _id: 1 } })).resolves.toEqual(expected);
+      for (const state of ["queued", "sent", "failed"]) {
+        await expect(coll.count({ tenant: "t", state })).resolves.toBe(expected.filter((doc) => doc.state === state).length);
+      }
+      const some = expected[random(expected.length)]!;
+      await expect(coll.findOne({ tenant: "t", key: some.key })).resolves.toEqual(some);
+      await expect(coll.find({ n: { $gte: 3 } }, { sort: { n: -1, _id: 1 } })).resolves.toEqual(
+        expected.filter((doc) => doc.n >= 3).sort((a, b) => b.n - a.n || (a._id < b._id ? -1 : 1)),
+      );
+    };
+    await check(c);
+    await c.compact();
+    await check(c);
+    await store.close();
+    const reopened = await openEmbeddedStore({ dataDir: dir, cacheBytes });
+    await check(reopened.collection("records"));
+    await reopened.close();
+  });
+});
+
+interface AnyDocLike {
+  _id: string;
+  tenant: string;
+  key: string;
+  state: string;
+  n: number;
+  text: string;
+}
+
 describe("embedded indexes", () => {
   test("lookups through leading fields of a compound index stay right as documents move between keys", async () => {
     const store = await openEmbeddedStore({});
