@@ -400,6 +400,8 @@ interface Candidates {
   slots: () => Iterable<Slot>;
   /** Taken by `_id`: the query matched against them may leave out its `_id` condition (idLookupIsExact), so they are never walked past. */
   byId?: boolean;
+  /** Exactly the documents the filter matches (see exactLookup): a count needs not read them. */
+  exact?: boolean;
 }
 
 export interface SelectOptions {
@@ -693,7 +695,7 @@ export class MemoryTable {
       const keys = tuples.map((tuple) => map.keyOfValues(tuple));
       let size = 0;
       for (const key of keys) size += map.sizeOf(key);
-      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys) };
+      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys), exact: exactLookup(filter, map.fields) };
       if (size === 0) break;
     }
     return best;
@@ -771,6 +773,11 @@ export class MemoryTable {
     const candidates = this.candidates(filter);
     const [lower, upper] = idRange(filter._id);
     let n = 0;
+    if (candidates?.exact === true) {
+      // Each once (slotsOf), none read: documents at rest stay on disk.
+      for (const _ of candidates.slots()) n += 1;
+      return n;
+    }
     for (const slot of candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false)) {
       if (match(this.peek(slot), query)) n += 1;
     }
@@ -789,6 +796,22 @@ export class MemoryTable {
     }
     return found;
   }
+}
+
+/**
+ * Whether an index lookup on `fields` yields exactly the documents `filter`
+ * matches: the filter is equalities or `$in` lists (without null) on those
+ * fields alone, each read plainly (a top-level name). An index keys each
+ * element of an array field, and NeDB's equality on an array field holds when
+ * an element equals, so arrays keep it exact.
+ */
+function exactLookup(filter: AnyFilter, fields: readonly string[]): boolean {
+  const keys = Object.keys(filter);
+  if (keys.length !== fields.length) return false;
+  for (const field of fields) {
+    if (readingOf(field) !== "plain" || !idLookupIsExact(filter[field])) return false;
+  }
+  return true;
 }
 
 /** Documents passed by a page walk before the candidates are sorted instead (as the NeDB-based adapter did). */
