@@ -118,6 +118,8 @@ export function sharedCache(): DocCache {
 export class LineReader {
   private fd: number | undefined;
   private buffer = Buffer.allocUnsafe(64 * 1024);
+  /** Documents read (tests). */
+  reads = 0;
 
   constructor(private readonly filename: string) {}
 
@@ -147,6 +149,7 @@ export class LineReader {
 
   /** The document whose line is at `at`. */
   read(at: number, len: number): PlainObject {
+    this.reads += 1;
     return parseLine(this.bytes(at, len).toString("utf8")) as PlainObject;
   }
 }

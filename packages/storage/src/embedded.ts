@@ -616,6 +616,11 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.appender?.appends ?? 0;
   }
 
+  /** Documents read from the datafile so far, not being in memory (for tests). */
+  get reads(): number {
+    return this.reader?.reads ?? 0;
+  }
+
   /** Closes the datafile (store close, after the last compaction). */
   async closeFile(): Promise<void> {
     await this.appender?.close();

@@ -423,6 +423,38 @@ describe.each(cacheVariants.concat([{ variant: "a cache of a few documents", cac
   });
 });
 
+describe("embedded documents at rest: what reads them", () => {
+  test("a count an index answers exactly reads no document; one it cannot, reads each from its line", async () => {
+    const dir = path.join(root, "at-rest-count");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes: 0 });
+    const c = store.collection("rows");
+    await c.createIndexes([
+      { name: "by_state", fields: { tenant: 1, state: 1, _id: 1 } },
+      { name: "by_tag", fields: { tags: 1 } },
+    ]);
+    await c.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: `r${String(i).padStart(3, "0")}`, tenant: "t", state: i % 3 === 0 ? "sent" : "queued", tags: i % 2 === 0 ? ["a", "b"] : ["b"] })));
+    const read = (): number => (c as unknown as { reads: number }).reads;
+    // A non-unique index is built by the first query that uses it, reading every document once.
+    await c.count({ tenant: "t", state: "none" });
+    await c.count({ tags: "none" });
+    expect(read()).toBe(600);
+    const reads = (): number => read() - 600;
+    await expect(c.count({ tenant: "t", state: "sent" })).resolves.toBe(100);
+    await expect(c.count({ tenant: "t", state: { $in: ["sent", "queued"] } })).resolves.toBe(300);
+    // A document holding both values is counted once.
+    await expect(c.count({ tags: { $in: ["a", "b"] } })).resolves.toBe(300);
+    await expect(c.count({ tags: "a" })).resolves.toBe(150);
+    expect(reads()).toBe(0);
+    // A condition the index does not hold: every candidate is read and matched.
+    await expect(c.count({ tenant: "t", state: "sent", tags: "a" })).resolves.toBe(50);
+    expect(reads()).toBe(100);
+    // A document found is read from its line to be matched, and (no cache at all here) again to be copied out.
+    await expect(c.findOne({ _id: "r000" })).resolves.toMatchObject({ state: "sent", tags: ["a", "b"] });
+    expect(reads()).toBe(102);
+    await store.close();
+  });
+});
+
 interface AnyDocLike {
   _id: string;
   tenant: string;
