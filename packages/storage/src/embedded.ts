@@ -1,6 +1,7 @@
-// The embedded document store: every collection in memory (memory-table.ts),
-// one append-only datafile per collection under `dataDir` in NeDB's format
-// (datafile.ts), or memory only for unit tests. It serves the same port as
+// The embedded document store: every collection's indexes in memory
+// (memory-table.ts), its documents at rest in one append-only datafile per
+// collection under `dataDir` in NeDB's format (datafile.ts), read back through
+// a bounded cache (at-rest.ts); or memory only for unit tests. It serves the same port as
 // MongoDB so that `npm start` needs no server. Filters are translated into
 // NeDB's query language and matched, and updates applied, by NeDB's own pure
 // functions (@seald-io/nedb/lib/model.js); the translation below makes them
@@ -67,8 +68,8 @@ export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<E
   return EmbeddedDocumentStore.open(options);
 }
 
-// The store keeps every document in memory and rewrites its datafile on load
-// and on compaction, so two stores on one file would silently overwrite each
+// The store keeps its indexes and where each line is in memory, and rewrites
+// its datafile on load and on compaction, so two stores on one file would silently overwrite each
 // other's writes. Another process is kept out of a directory by its lock file
 // (@emailsvc/dir-lock); within this process, stores may share a directory (tests
 // reopen one while another is open) but each datafile belongs to one open store
