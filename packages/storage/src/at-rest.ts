@@ -58,6 +58,8 @@ export class DocCache {
   private head = 0;
   /** Bytes of lines of the slots queued. */
   bytes = 0;
+  /** Queue entries of slots forgotten since queued (passed over; dropped from the queue once they are many). */
+  private stale = 0;
 
   constructor(readonly budget: number) {}
 
@@ -76,6 +78,26 @@ export class DocCache {
     if (this.bytes > this.budget) this.evict();
   }
 
+  /**
+   * A removed slot: its document goes now, not when the CLOCK reaches it (a
+   * collection trimmed to a cap would otherwise fill the cache with what it
+   * deleted). Its queue entry stays, passed over.
+   */
+  forget(slot: Slot): void {
+    if ((slot.flags & IN_CACHE) !== 0) {
+      this.bytes -= slot.len;
+      this.stale += 1;
+    }
+    slot.flags &= ~(IN_CACHE | READ);
+    slot.doc = undefined;
+    // The queue holds the slot itself: without eviction (a cache under its budget) it would keep every removed one.
+    if (this.stale > 1024 && this.stale * 2 > this.queue.length - this.head) {
+      this.queue = this.queue.slice(this.head).filter((queued) => (queued.flags & IN_CACHE) !== 0);
+      this.head = 0;
+      this.stale = 0;
+    }
+  }
+
   /** A queued slot's line changed length (a new version written): counts the difference. */
   resize(slot: Slot, len: number): void {
     if ((slot.flags & IN_CACHE) !== 0) this.bytes += len - slot.len;
@@ -88,6 +110,11 @@ export class DocCache {
       const slot = queue[this.head]!;
       queue[this.head] = undefined as unknown as Slot;
       this.head += 1;
+      // Forgotten (removed) since it was queued.
+      if ((slot.flags & IN_CACHE) === 0) {
+        this.stale -= 1;
+        continue;
+      }
       // Read since queued, and still on disk and stored: once more round.
       if ((slot.flags & READ) !== 0 && slot.at >= 0 && slot.version >= 0 && this.budget > 0) {
         slot.flags &= ~READ;

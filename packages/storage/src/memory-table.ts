@@ -625,6 +625,7 @@ export class MemoryTable {
     this.ordered.remove(slot);
     for (const map of this.live) map.delete(slot, map.keysOf(doc));
     slot.version = -1;
+    this.atRest?.cache.forget(slot);
   }
 
   /**
