@@ -40,7 +40,7 @@ export const IN_CACHE = 1;
 export const READ = 2;
 
 /** Default cache budget of a thread's embedded stores, in MB of datafile lines (EMBEDDED_CACHE_MB). */
-export const DEFAULT_CACHE_MB = 16;
+export const DEFAULT_CACHE_MB = 8;
 
 /** The cache budget from EMBEDDED_CACHE_MB (MB of document lines, 0 for none), else the default. */
 export function cacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number {

@@ -57,7 +57,7 @@ export interface EmbeddedStoreOptions {
    * Bytes of datafile lines whose documents stay decoded in memory, read or
    * written lately (at-rest.ts); the others are read from the datafile when
    * needed. Default: one cache for every store of the thread, EMBEDDED_CACHE_MB
-   * (16 MB unless set). Documents not yet appended are in memory regardless.
+   * (8 MB unless set). Documents not yet appended are in memory regardless.
    */
   cacheBytes?: number;
 }
