@@ -37,8 +37,8 @@ export interface RawIndex {
 }
 
 export interface LoadedDatafile {
-  /** The live documents by `_id`. */
-  docs: Map<string, PlainObject>;
+  /** Where each live document's last line starts, by `_id` (the line is read again by loadLiveLines). */
+  live: Map<string, number>;
   /** The index definitions by fieldName. */
   indexes: Map<string, RawIndex>;
   /** Non-empty lines read, corrupt ones included. */
@@ -47,6 +47,8 @@ export interface LoadedDatafile {
   corrupt: number;
   /** Whether the file ended in an unreadable line without its newline: an append a crash cut short (dropped from the file, not counted as corrupt). */
   tornTail: boolean;
+  /** The file's size once loaded (each line, the last included, ends in a newline): where the next append starts. */
+  size: number;
 }
 
 /** One document as one datafile line (without the newline): NeDB's serialize, fast when no Date is in it. */
@@ -75,9 +77,63 @@ export function indexLine(raw: RawIndex): string {
   return JSON.stringify({ $$indexCreated: raw });
 }
 
-function parseLine(line: string): unknown {
+export function parseLine(line: string): unknown {
   // NeDB's deserialize runs a reviver on every value; only a line with a Date needs it.
   return line.includes('"$$date"') ? deserialize(line) : JSON.parse(line);
+}
+
+/**
+ * Calls `take` with each non-empty line of the file (text without its
+ * newline, byte offset, byte length, whether it is an unterminated last line)
+ * whose offset `wanted` accepts (all without it); answers the bytes up to the
+ * last newline and the file's size.
+ */
+async function scanLines(
+  filename: string,
+  take: (line: string, at: number, len: number, last: boolean) => void,
+  wanted?: (at: number) => boolean,
+): Promise<{ complete: number; total: number }> {
+  const handle = await fs.open(filename, fsConstants.O_RDONLY);
+  /** Bytes up to the last newline, and whether more follow. */
+  let complete = 0;
+  let total = 0;
+  try {
+    const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
+    // Bytes of a line begun in an earlier read, and where it began.
+    let carry: Buffer[] = [];
+    let carryAt = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      const lastNewline = buffer.subarray(0, bytesRead).lastIndexOf(10);
+      if (lastNewline !== -1) complete = total + lastNewline + 1;
+      let start = 0;
+      for (;;) {
+        const end = buffer.indexOf(10, start);
+        if (end === -1 || end >= bytesRead) break;
+        if (carry.length > 0) {
+          carry.push(buffer.subarray(start, end));
+          const bytes = Buffer.concat(carry);
+          if (bytes.length > 0 && (wanted === undefined || wanted(carryAt))) take(bytes.toString("utf8"), carryAt, bytes.length, false);
+          carry = [];
+        } else if (end > start && (wanted === undefined || wanted(total + start))) take(buffer.toString("utf8", start, end), total + start, end - start, false);
+        start = end + 1;
+      }
+      // Copied: the buffer is read into again.
+      if (start < bytesRead) {
+        if (carry.length === 0) carryAt = total + start;
+        carry.push(Buffer.from(buffer.subarray(start, bytesRead)));
+      }
+      total += bytesRead;
+    }
+    if (carry.length > 0) {
+      const bytes = Buffer.concat(carry);
+      if (wanted === undefined || wanted(carryAt)) take(bytes.toString("utf8"), carryAt, bytes.length, true);
+    }
+  } finally {
+    await handle.close();
+  }
+  return { complete, total };
 }
 
 /**
@@ -87,25 +143,25 @@ function parseLine(line: string): unknown {
  * CORRUPT_ALERT_THRESHOLD of them, when loading is refused (the file is left
  * as it is). One difference: an unreadable last line without its newline is an
  * append a crash cut short, and is cut off the file without counting as
- * corrupt, so that the next append starts a line.
+ * corrupt, so that the next append starts a line. Documents are not kept:
+ * only where each live one's last line is (loadLiveLines reads those).
  */
 export async function readDatafile(filename: string): Promise<LoadedDatafile> {
   await ensureDatafile(filename);
-  const docs = new Map<string, PlainObject>();
+  const live = new Map<string, number>();
   const indexes = new Map<string, RawIndex>();
   let lines = 0;
   let corrupt = 0;
   let tornTail = false;
-  const take = (line: string, last: boolean): void => {
-    if (line.length === 0) return;
+  const take = (line: string, at: number, _len: number, last: boolean): void => {
     lines += 1;
     let doc: PlainObject;
     try {
       doc = parseLine(line) as PlainObject;
       // As NeDB: a null line throws here and counts as corrupt.
       if (doc._id) {
-        if (doc.$$deleted === true) docs.delete(doc._id as string);
-        else docs.set(doc._id as string, doc);
+        if (doc.$$deleted === true) live.delete(doc._id as string);
+        else live.set(doc._id as string, at);
       } else if (isIndexCreated(doc.$$indexCreated)) indexes.set(doc.$$indexCreated.fieldName, doc.$$indexCreated);
       else if (typeof doc.$$indexRemoved === "string") indexes.delete(doc.$$indexRemoved);
     } catch {
@@ -115,39 +171,7 @@ export async function readDatafile(filename: string): Promise<LoadedDatafile> {
       } else corrupt += 1;
     }
   };
-
-  const handle = await fs.open(filename, fsConstants.O_RDONLY);
-  /** Bytes up to the last newline, and whether more follow. */
-  let complete = 0;
-  let total = 0;
-  try {
-    const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
-    // Bytes of a line begun in an earlier read.
-    let carry: Buffer[] = [];
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
-      if (bytesRead === 0) break;
-      const lastNewline = buffer.subarray(0, bytesRead).lastIndexOf(10);
-      if (lastNewline !== -1) complete = total + lastNewline + 1;
-      total += bytesRead;
-      let start = 0;
-      for (;;) {
-        const end = buffer.indexOf(10, start);
-        if (end === -1 || end >= bytesRead) break;
-        if (carry.length > 0) {
-          carry.push(buffer.subarray(start, end));
-          take(Buffer.concat(carry).toString("utf8"), false);
-          carry = [];
-        } else take(buffer.toString("utf8", start, end), false);
-        start = end + 1;
-      }
-      // Copied: the buffer is read into again.
-      if (start < bytesRead) carry.push(Buffer.from(buffer.subarray(start, bytesRead)));
-    }
-    if (carry.length > 0) take(Buffer.concat(carry).toString("utf8"), true);
-  } finally {
-    await handle.close();
-  }
+  const { complete, total } = await scanLines(filename, take);
   if (lines > 0 && corrupt / lines > CORRUPT_ALERT_THRESHOLD) {
     const rate = corrupt / lines;
     throw Object.assign(
@@ -160,9 +184,21 @@ export async function readDatafile(filename: string): Promise<LoadedDatafile> {
   }
   // Appends must start on a line of their own: a cut-short last line goes, a
   // whole one without its newline (a file edited by hand) gets one.
-  if (tornTail) await fs.truncate(filename, complete);
-  else if (complete < total) await fs.appendFile(filename, "\n", "utf8");
-  return { docs, indexes, lines, corrupt, tornTail };
+  let size = total;
+  if (tornTail) {
+    await fs.truncate(filename, complete);
+    size = complete;
+  } else if (complete < total) {
+    await fs.appendFile(filename, "\n", "utf8");
+    size = total + 1;
+  }
+  return { live, indexes, lines, corrupt, tornTail, size };
+}
+
+/** Calls `take` with each live document (readDatafile's `live`), in file order, with its line's position. */
+export async function loadLiveLines(filename: string, live: Map<string, number>, take: (doc: PlainObject, at: number, len: number) => void): Promise<void> {
+  const offsets = new Set(live.values());
+  await scanLines(filename, (line, at, len) => take(parseLine(line) as PlainObject, at, len), (at) => offsets.has(at));
 }
 
 function isIndexCreated(value: unknown): value is RawIndex {
@@ -200,23 +236,48 @@ async function flush(target: string, isDir: boolean): Promise<void> {
   }
 }
 
-/** Documents serialised per write of a rewrite (the event loop runs between them). */
+/** Documents serialised or copied per write of a rewrite (the event loop runs between them). */
 const REWRITE_BATCH = 1000;
 
 /**
+ * A live document as a rewrite takes it: its line in the current file
+ * (`at` ≥ 0: the bytes are copied, not decoded and encoded again), else its
+ * decoded document (a line not yet appended). The rewrite sets where the line
+ * is in the new file.
+ */
+export interface SnapshotLine {
+  doc: PlainObject | undefined;
+  at: number;
+  len: number;
+  newAt: number;
+  newLen: number;
+}
+
+/** Lines appended to the old file while a rewrite ran (GroupAppender's captured batches): each line's text and bytes. */
+export interface TailLines {
+  lines: readonly string[];
+  bytes: readonly number[];
+}
+
+/**
  * Replaces the datafile with these documents and index lines, crash safely:
- * a crash at any point leaves the old file or the new one whole. `docs` must
- * not change while this runs (the store never changes a stored document in
- * place); they are serialised in batches, so other work goes on meanwhile.
- * Once they are in the temporary file, `finish` is called with `commit`,
- * which writes the given lines after them (those the old file took since the
- * snapshot), syncs and renames; `finish` must call it once and return its promise.
+ * a crash at any point leaves the old file or the new one whole. The lines
+ * of `snapshot` are read from the current file with `copy` (which only ever
+ * grows by appends meanwhile) or serialised, in batches, so other work goes
+ * on meanwhile. Once they are in the temporary file, `finish` is called with
+ * `commit`, which writes the given lines after them (those the old file took
+ * since the snapshot), syncs and renames, and calls `renamed` at once with
+ * the new file's size and where the tail begins (positions move to the new
+ * file there, before anything else runs); `finish` must call it once and
+ * return its promise.
  */
 export async function rewriteDatafile(
   filename: string,
-  docs: readonly PlainObject[],
+  snapshot: readonly SnapshotLine[],
+  copy: (at: number, len: number) => Buffer,
   indexLines: readonly string[],
-  finish: (commit: (tail: readonly string[]) => Promise<void>) => Promise<void>,
+  finish: (commit: (tail: readonly TailLines[]) => Promise<void>) => Promise<void>,
+  renamed: (size: number, tailAt: number, tail: readonly TailLines[]) => void,
 ): Promise<void> {
   const dir = path.dirname(filename);
   const temp = `${filename}~`;
@@ -224,20 +285,55 @@ export async function rewriteDatafile(
   if (await exists(filename)) await flush(filename, false);
   const handle = await fs.open(temp, "w", FILE_MODE);
   let closed = false;
+  let size = 0;
   try {
-    for (let i = 0; i < docs.length; i += REWRITE_BATCH) {
-      let text = "";
-      const end = Math.min(docs.length, i + REWRITE_BATCH);
-      for (let k = i; k < end; k += 1) text += `${serializeDoc(docs[k]!)}\n`;
-      await handle.writeFile(text, "utf8");
+    for (let i = 0; i < snapshot.length; i += REWRITE_BATCH) {
+      const chunks: Buffer[] = [];
+      const end = Math.min(snapshot.length, i + REWRITE_BATCH);
+      for (let k = i; k < end; ) {
+        const line = snapshot[k]!;
+        if (line.at < 0) {
+          const bytes = Buffer.from(`${serializeDoc(line.doc!)}\n`, "utf8");
+          line.newAt = size;
+          line.newLen = bytes.length - 1;
+          size += bytes.length;
+          chunks.push(bytes);
+          k += 1;
+          continue;
+        }
+        // Lines next to each other in the old file (most: ids follow the order of inserts) are copied in one read.
+        const from = line.at;
+        let to = from;
+        for (; k < end; k += 1) {
+          const next = snapshot[k]!;
+          if (next.at !== to) break;
+          next.newAt = size + (next.at - from);
+          next.newLen = next.len;
+          to = next.at + next.len + 1;
+        }
+        // Copied out of the reader's buffer, which the next read reuses.
+        chunks.push(Buffer.from(copy(from, to - from)));
+        size += to - from;
+      }
+      await handle.writeFile(Buffer.concat(chunks));
     }
-    if (indexLines.length > 0) await handle.writeFile(indexLines.map((line) => `${line}\n`).join(""), "utf8");
+    if (indexLines.length > 0) {
+      const text = indexLines.map((line) => `${line}\n`).join("");
+      await handle.writeFile(text, "utf8");
+      size += Buffer.byteLength(text, "utf8");
+    }
     await finish(async (tail) => {
-      if (tail.length > 0) await handle.writeFile(tail.join(""), "utf8");
+      const tailAt = size;
+      for (const batch of tail) {
+        if (batch.lines.length === 0) continue;
+        await handle.writeFile(batch.lines.join(""), "utf8");
+        for (const bytes of batch.bytes) size += bytes;
+      }
       await handle.sync();
       closed = true;
       await handle.close();
       await fs.rename(temp, filename);
+      renamed(size, tailAt, tail);
       await flush(dir, true);
     });
   } finally {

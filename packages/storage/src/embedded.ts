@@ -1,6 +1,7 @@
-// The embedded document store: every collection in memory (memory-table.ts),
-// one append-only datafile per collection under `dataDir` in NeDB's format
-// (datafile.ts), or memory only for unit tests. It serves the same port as
+// The embedded document store: every collection's indexes in memory
+// (memory-table.ts), its documents at rest in one append-only datafile per
+// collection under `dataDir` in NeDB's format (datafile.ts), read back through
+// a bounded cache (at-rest.ts); or memory only for unit tests. It serves the same port as
 // MongoDB so that `npm start` needs no server. Filters are translated into
 // NeDB's query language and matched, and updates applied, by NeDB's own pure
 // functions (@seald-io/nedb/lib/model.js); the translation below makes them
@@ -24,8 +25,9 @@ import {
   withFastFields,
   type PlainObject,
 } from "./checks.js";
-import { deletionLine, FILE_MODE, indexLine, readDatafile, rewriteDatafile, serializeDoc, type RawIndex } from "./datafile.js";
-import { GroupAppender } from "./group-append.js";
+import { DocCache, LineReader, sharedCache } from "./at-rest.js";
+import { deletionLine, FILE_MODE, indexLine, loadLiveLines, readDatafile, rewriteDatafile, serializeDoc, type RawIndex, type TailLines } from "./datafile.js";
+import { GroupAppender, type AppendedBatch } from "./group-append.js";
 import { idLookupIsExact, indexKey, MemoryTable, type IndexDef, type Slot } from "./memory-table.js";
 import { ownPathValue, reachesInherited } from "./own-path.js";
 import {
@@ -51,6 +53,13 @@ export interface EmbeddedStoreOptions {
   compactionIntervalMs?: number;
   /** How long to wait for another process holding the directory before refusing (default 10 s; see @emailsvc/dir-lock). */
   lockWaitMs?: number;
+  /**
+   * Bytes of datafile lines whose documents stay decoded in memory, read or
+   * written lately (at-rest.ts); the others are read from the datafile when
+   * needed. Default: one cache for every store of the thread, EMBEDDED_CACHE_MB
+   * (8 MB unless set). Documents not yet appended are in memory regardless.
+   */
+  cacheBytes?: number;
 }
 
 const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60 * 1000;
@@ -59,8 +68,8 @@ export function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<E
   return EmbeddedDocumentStore.open(options);
 }
 
-// The store keeps every document in memory and rewrites its datafile on load
-// and on compaction, so two stores on one file would silently overwrite each
+// The store keeps its indexes and where each line is in memory, and rewrites
+// its datafile on load and on compaction, so two stores on one file would silently overwrite each
 // other's writes. Another process is kept out of a directory by its lock file
 // (@emailsvc/dir-lock); within this process, stores may share a directory (tests
 // reopen one while another is open) but each datafile belongs to one open store
@@ -105,6 +114,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
   private readonly collections = new Map<string, EmbeddedCollection<Doc>>();
   private readonly compactionTimer: NodeJS.Timeout | undefined;
   private readonly state: StoreState = { closed: false };
+  private readonly cache: DocCache;
 
   /** Creates and locks the directory (if any) before the first datafile is read. */
   static async open(options: EmbeddedStoreOptions = {}): Promise<EmbeddedDocumentStore> {
@@ -119,6 +129,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
     private readonly dataDir: string | undefined,
     options: EmbeddedStoreOptions,
   ) {
+    this.cache = options.cacheBytes !== undefined ? new DocCache(options.cacheBytes) : sharedCache();
     if (dataDir !== undefined) {
       // Unref'd: it must not keep the process alive.
       this.compactionTimer = setInterval(() => {
@@ -142,7 +153,7 @@ export class EmbeddedDocumentStore implements DocumentStore {
         if (openDatafiles.has(filename)) throw new Error(`${filename} is open in another store of this process`);
         openDatafiles.add(filename);
       }
-      collection = new EmbeddedCollection<Doc>(name, filename, this.state);
+      collection = new EmbeddedCollection<Doc>(name, filename, this.state, this.cache);
       this.collections.set(name, collection);
     }
     return collection as unknown as Collection<T>;
@@ -197,7 +208,9 @@ function copyDoc<T>(doc: PlainObject): T {
 type CompactMode = "always" | "dirty";
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
-  private readonly table = new MemoryTable();
+  private readonly table: MemoryTable;
+  /** Positional reads of the datafile's lines (documents at rest); undefined in memory. */
+  private readonly reader: LineReader | undefined;
   /** Resolves once the datafile is read (at once in memory); a failed load is reported by every operation. */
   private readonly ready: Promise<void>;
   private loaded = false;
@@ -218,13 +231,21 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     /** The datafile; memory only when undefined. */
     readonly filename: string | undefined,
     private readonly state: StoreState,
+    cache: DocCache,
   ) {
     if (filename !== undefined) {
-      this.appender = new GroupAppender(filename, FILE_MODE, (error) => {
-        this.fileStale = true;
-        console.error(`embedded store: appending to ${filename} failed; writes since are in memory only until the next compaction:`, error);
-      });
-    }
+      this.reader = new LineReader(filename);
+      this.table = new MemoryTable({ reader: this.reader, cache });
+      this.appender = new GroupAppender(
+        filename,
+        FILE_MODE,
+        (error) => {
+          this.fileStale = true;
+          console.error(`embedded store: appending to ${filename} failed; writes since are in memory only until the next compaction:`, error);
+        },
+        (slot, version, at, len) => this.table.placed(slot, version, at, len),
+      );
+    } else this.table = new MemoryTable();
     this.ready = this.load();
     // A failed load is reported by every operation that awaits `ready`.
     this.ready.catch(() => undefined);
@@ -235,6 +256,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       this.loaded = true;
       return;
     }
+    // Two passes: where each live document's last line is, then those lines,
+    // read into the table (indexes first) and left on disk.
     const file = await readDatafile(this.filename);
     for (const raw of file.indexes.values()) {
       const fields = Array.isArray(raw.fields) && indexKey(raw.fields) === raw.fieldName ? raw.fields : raw.fieldName.split(",");
@@ -242,7 +265,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       if (fields.length === 1 && fields[0] === "_id") continue;
       this.table.defineIndex({ name: raw.name, fields, unique: raw.unique === true, arrayField: raw.arrayField, sparse: raw.sparse === true });
     }
-    for (const doc of file.docs.values()) this.table.insert(doc);
+    this.reader!.reopen();
+    await loadLiveLines(this.filename, file.live, (doc, at, len) => this.table.insert(doc, at, len));
+    this.appender!.size = file.size;
     this.fileLines = file.lines;
     this.fileStale = file.corrupt > 0 || file.tornTail;
     if (file.corrupt > 0 || file.tornTail) {
@@ -268,11 +293,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (!this.loaded) await this.ready;
   }
 
-  /** Queues lines (each ending in a newline) for the datafile. */
-  private append(lines: string, count: number): void {
-    if (this.appender === undefined || count === 0) return;
-    this.fileLines += count;
-    this.appender.enqueue(lines);
+  /** Queues a line (ending in a newline) for the datafile. */
+  private appendLine(line: string, owner?: Slot): void {
+    if (this.appender === undefined) return;
+    this.fileLines += 1;
+    this.appender.enqueue(line, owner);
+  }
+
+  /** Queues a stored document's line: the slot learns where it went once it is appended. */
+  private appendDoc(slot: Slot, doc: PlainObject): void {
+    if (this.appender !== undefined) this.appendLine(`${serializeDoc(doc)}\n`, slot);
   }
 
   /** Waits until this collection's writes so far are in its datafile (immediate in memory). */
@@ -298,18 +328,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         for (const field of fields) this.compoundFields.set(field, spec.name);
       }
     }
-    let lines = "";
-    let count = 0;
-    try {
-      for (const def of bySet.values()) {
-        // A datafile whose index changed uniqueness is migrated rather than refused (MongoDB refuses: there it takes a migration).
-        if (this.table.defineIndex(def)) {
-          lines += `${indexLine(rawIndex(def))}\n`;
-          count += 1;
-        }
-      }
-    } finally {
-      this.append(lines, count);
+    for (const def of bySet.values()) {
+      // A datafile whose index changed uniqueness is migrated rather than refused (MongoDB refuses: there it takes a migration).
+      if (this.table.defineIndex(def)) this.appendLine(`${indexLine(rawIndex(def))}\n`);
     }
     await this.persisted();
   }
@@ -319,8 +340,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(clean, field));
     // checkDocument's copy becomes the stored document: nobody else holds it.
-    this.table.insert(clean);
-    this.append(`${serializeDoc(clean)}\n`, 1);
+    this.appendDoc(this.table.insert(clean), clean);
     await this.persisted();
   }
 
@@ -329,23 +349,17 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     for (const doc of clean) for (const [field, index] of this.compoundFields) this.refuseArray(field, index, readPath(doc, field));
     const duplicates: number[] = [];
-    let lines = "";
-    let count = 0;
-    try {
-      for (let i = 0; i < clean.length; i += 1) {
-        const doc = clean[i]!;
-        try {
-          this.table.insert(doc);
-        } catch (error) {
-          if (!(error instanceof DuplicateKeyError)) throw error;
-          duplicates.push(i);
-          continue;
-        }
-        lines += `${serializeDoc(doc)}\n`;
-        count += 1;
+    for (let i = 0; i < clean.length; i += 1) {
+      const doc = clean[i]!;
+      let slot: Slot;
+      try {
+        slot = this.table.insert(doc);
+      } catch (error) {
+        if (!(error instanceof DuplicateKeyError)) throw error;
+        duplicates.push(i);
+        continue;
       }
-    } finally {
-      this.append(lines, count);
+      this.appendDoc(slot, doc);
     }
     await this.persisted();
     return { inserted: clean.length - duplicates.length, duplicates };
@@ -355,7 +369,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     await this.open();
     const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
-    return slot === undefined ? null : copyDoc<T>(slot.doc);
+    return slot === undefined ? null : copyDoc<T>(this.table.doc(slot));
   }
 
   async find(filter: Filter<T>, options?: FindOptions): Promise<T[]> {
@@ -366,7 +380,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       sort: options?.sort !== undefined && Object.keys(options.sort).length > 0 ? options.sort : undefined,
       limit: options?.limit,
     });
-    return slots.map((slot) => copyDoc<T>(slot.doc));
+    return slots.map((slot) => copyDoc<T>(this.table.doc(slot)));
   }
 
   async count(filter: Filter<T>): Promise<number> {
@@ -380,7 +394,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     const counts = new Map<string, number>();
     for (const slot of this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter), {})) {
-      const value = (slot.doc as Record<string, unknown>)[field];
+      const value = this.table.peek(slot)[field];
       const key = typeof value === "string" ? value : "";
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
@@ -397,10 +411,11 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     // between the match and the update (single-document atomicity, guarded updates).
     const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     if (slot === undefined) return null;
-    const next = this.updated(slot, clean);
-    if (next !== slot.doc) {
+    const current = this.table.doc(slot);
+    const next = this.updated(current, clean);
+    if (next !== current) {
       this.table.replace(slot, next);
-      this.append(`${serializeDoc(next)}\n`, 1);
+      this.appendDoc(slot, next);
     }
     // Stored documents are never changed in place: `next` stays as it is after this update.
     await this.persisted();
@@ -414,19 +429,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.refuseArrayUpdates(clean);
     await this.open();
     const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter));
-    let lines = "";
-    let count = 0;
-    try {
-      for (const slot of slots) {
-        const next = this.updated(slot, clean);
-        if (next === slot.doc) continue;
-        // A DuplicateKeyError leaves the documents changed before it changed (and written).
-        this.table.replace(slot, next);
-        lines += `${serializeDoc(next)}\n`;
-        count += 1;
-      }
-    } finally {
-      this.append(lines, count);
+    for (const slot of slots) {
+      const current = this.table.doc(slot);
+      const next = this.updated(current, clean);
+      if (next === current) continue;
+      // A DuplicateKeyError leaves the documents changed before it changed (and written).
+      this.table.replace(slot, next);
+      this.appendDoc(slot, next);
     }
     await this.persisted();
     return slots.length;
@@ -437,18 +446,18 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    * document itself when the update does nothing to it. NeDB throws when
    * pulling from a missing field, MongoDB does nothing: such pulls are dropped.
    */
-  private updated(slot: Slot, update: AnyUpdate): PlainObject {
+  private updated(doc: PlainObject, update: AnyUpdate): PlainObject {
     let effective: PlainObject = update as PlainObject;
     if (update.$pull !== undefined) {
-      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(slot.doc, field) !== undefined);
+      const pulls = Object.entries(update.$pull).filter(([field]) => readPath(doc, field) !== undefined);
       if (pulls.length !== Object.keys(update.$pull).length) {
         effective = { ...update };
         if (pulls.length > 0) effective.$pull = Object.fromEntries(pulls);
         else delete effective.$pull;
-        if (Object.keys(effective).length === 0) return slot.doc;
+        if (Object.keys(effective).length === 0) return doc;
       }
     }
-    return applyUpdate(slot.doc, effective);
+    return applyUpdate(doc, effective);
   }
 
   async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {
@@ -463,33 +472,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     let inserted = 0;
     let updated = 0;
     const duplicates: number[] = [];
-    let lines = "";
-    let count = 0;
-    try {
-      for (let i = 0; i < clean.length; i += 1) {
-        const { _id, ...fields } = clean[i]!;
-        const slot = this.table.get(_id as string);
-        try {
-          if (slot !== undefined && nedbMatch(slot.doc, inScope)) {
-            const next = applyUpdate(slot.doc, { $set: { ...fields, ...fixed } });
-            this.table.replace(slot, next);
-            lines += `${serializeDoc(next)}\n`;
-            updated += 1;
-          } else {
-            // An `_id` held outside the scope clashes as the insert of MongoDB's upsert would.
-            const doc: PlainObject = { _id, ...fields, ...fixed };
-            this.table.insert(doc);
-            lines += `${serializeDoc(doc)}\n`;
-            inserted += 1;
-          }
-          count += 1;
-        } catch (error) {
-          if (!(error instanceof DuplicateKeyError)) throw error;
-          duplicates.push(i);
+    for (let i = 0; i < clean.length; i += 1) {
+      const { _id, ...fields } = clean[i]!;
+      const slot = this.table.get(_id as string);
+      try {
+        const current = slot === undefined ? undefined : this.table.doc(slot);
+        if (slot !== undefined && current !== undefined && nedbMatch(current, inScope)) {
+          const next = applyUpdate(current, { $set: { ...fields, ...fixed } });
+          this.table.replace(slot, next);
+          this.appendDoc(slot, next);
+          updated += 1;
+        } else {
+          // An `_id` held outside the scope clashes as the insert of MongoDB's upsert would.
+          const doc: PlainObject = { _id, ...fields, ...fixed };
+          this.appendDoc(this.table.insert(doc), doc);
+          inserted += 1;
         }
+      } catch (error) {
+        if (!(error instanceof DuplicateKeyError)) throw error;
+        duplicates.push(i);
       }
-    } finally {
-      this.append(lines, count);
     }
     await this.persisted();
     return { inserted, updated, duplicates };
@@ -501,7 +503,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     if (slot === undefined) return false;
     this.table.remove(slot);
-    this.append(`${deletionLine(slot.id)}\n`, 1);
+    this.appendLine(`${deletionLine(slot.id)}\n`);
     await this.persisted();
     return true;
   }
@@ -510,12 +512,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     checkFilter(filter as AnyFilter);
     await this.open();
     const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter));
-    let lines = "";
     for (const slot of slots) {
       this.table.remove(slot);
-      lines += `${deletionLine(slot.id)}\n`;
+      this.appendLine(`${deletionLine(slot.id)}\n`);
     }
-    this.append(lines, slots.length);
     await this.persisted();
     return slots.length;
   }
@@ -578,8 +578,27 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.fileLines = docs.length + indexLines.length;
     this.fileStale = false;
     this.rewrites += 1;
+    const reader = this.reader!;
+    const appender = this.appender!;
+    // Right after the rename, before anything else runs: every slot whose
+    // line moved is told where it is now, and reads go to the new file.
+    const renamed = (size: number, tailAt: number, tail: readonly TailLines[]): void => {
+      for (const entry of docs) this.table.placed(entry.slot, entry.version, entry.newAt, entry.newLen);
+      let at = tailAt;
+      for (const batch of tail as readonly AppendedBatch[]) {
+        for (let i = 0; i < batch.lines.length; i += 1) {
+          const owner = batch.owners[i];
+          if (owner !== undefined) this.table.placed(owner, batch.versions[i]!, at, batch.bytes[i]! - 1);
+          at += batch.bytes[i]!;
+        }
+      }
+      reader.reopen();
+      appender.size = size;
+    };
     try {
-      await this.appender!.rewrite((commit) => rewriteDatafile(this.filename!, docs, indexLines, commit));
+      await appender.rewrite((commit) =>
+        rewriteDatafile(this.filename!, docs, (at, len) => reader.bytes(at, len), indexLines, commit, renamed),
+      );
     } catch (error) {
       // The old file stays, with every line appended since.
       this.fileLines += before - docs.length - indexLines.length;
@@ -598,9 +617,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.appender?.appends ?? 0;
   }
 
+  /** Documents read from the datafile so far, not being in memory (for tests). */
+  get reads(): number {
+    return this.reader?.reads ?? 0;
+  }
+
   /** Closes the datafile (store close, after the last compaction). */
   async closeFile(): Promise<void> {
     await this.appender?.close();
+    this.reader?.close();
   }
 }
 

@@ -1,4 +1,6 @@
 import { promises as fs } from "node:fs";
+import type { Slot } from "./at-rest.js";
+import type { TailLines } from "./datafile.js";
 
 // Group commit for a datafile. Appending each write's lines to the file before
 // the next write of the collection (as NeDB did) costs one open/append/close
@@ -21,15 +23,30 @@ import { promises as fs } from "node:fs";
 // each one cost a campaign's delivery about a twentieth of its time. It is
 // closed when a rewrite replaces it (the next append opens the new file),
 // after a failed append, and by close().
+//
+// Each document line carries its slot and the version it holds: once the
+// append is done, the slot learns where its line is (at-rest.ts), unless a
+// later version replaced it meanwhile. The appender keeps the file's size for
+// that (it is the file's only writer).
 
-interface Batch {
+interface Batch extends TailLines {
   lines: string[];
+  /** Each line's UTF-8 bytes, its newline included. */
+  bytes: number[];
+  /** The slot whose document each line holds, and its version then (undefined, 0: not a document line). */
+  owners: Array<Slot | undefined>;
+  versions: number[];
+  /** All lines' bytes. */
+  size: number;
   /** Queued after a rewrite's snapshot: its lines go to the new file too (see rewrite). */
   captured: boolean;
   done: Promise<void>;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
+
+/** What a rewrite's `renamed` reads of a captured batch: each line's owner and version, to place it in the new file. */
+export type AppendedBatch = Pick<Batch, "lines" | "bytes" | "owners" | "versions">;
 
 function newBatch(captured: boolean): Batch {
   let resolve!: () => void;
@@ -40,7 +57,7 @@ function newBatch(captured: boolean): Batch {
   });
   // A batch nobody waits for (a write whose caller went away) must not be an unhandled rejection.
   done.catch(() => undefined);
-  return { lines: [], captured, done, resolve, reject };
+  return { lines: [], bytes: [], owners: [], versions: [], size: 0, captured, done, resolve, reject };
 }
 
 export class GroupAppender {
@@ -50,31 +67,39 @@ export class GroupAppender {
   private writing: Promise<void> | undefined;
   /** While a rewrite's last step (sync and rename) runs: lines wait in the queue. */
   private paused = false;
-  /** While a rewrite runs: the lines appended to the old file since its snapshot, for the new one. */
-  private captured: string[] | undefined;
+  /** While a rewrite runs: the batches appended to the old file since its snapshot, for the new one. */
+  private captured: Batch[] | undefined;
   private lastDone: Promise<void> = Promise.resolve();
   /** The datafile, open for appending while appends come. */
   private handle: fs.FileHandle | undefined;
   /** Appends made (one per batch written): tests read it. */
   appends = 0;
+  /** The file's size: where the next append's first line starts (set after load and by a rewrite's rename). */
+  size = 0;
 
   constructor(
     private readonly filename: string,
     private readonly mode: number,
     /** Told when an append fails: memory then holds writes the file does not. */
     private readonly onError: (error: unknown) => void,
+    /** Told where a document line went once its append is done. */
+    private readonly onPlaced: (slot: Slot, version: number, at: number, len: number) => void,
   ) {}
 
-  /** Queues lines (each ending in a newline) for the next append. */
-  enqueue(lines: string): void {
-    if (lines.length === 0) return;
+  /** Queues one line (ending in a newline) for the next append; `owner` for a document's line. */
+  enqueue(line: string, owner?: Slot): void {
     let batch = this.queue[this.queue.length - 1];
     const capturing = this.captured !== undefined;
     if (batch === undefined || batch.captured !== capturing) {
       batch = newBatch(capturing);
       this.queue.push(batch);
     }
-    batch.lines.push(lines);
+    const bytes = Buffer.byteLength(line, "utf8");
+    batch.lines.push(line);
+    batch.bytes.push(bytes);
+    batch.owners.push(owner);
+    batch.versions.push(owner === undefined ? 0 : owner.version);
+    batch.size += bytes;
     if (this.writing === undefined && !this.paused) this.writing = this.drain();
   }
 
@@ -90,11 +115,11 @@ export class GroupAppender {
    * only; lines queued after it are appended to the old file as usual (and
    * acknowledged) and kept; `write` writes the snapshot to a new file and
    * then calls `finish` with its last step, which runs with no append in
-   * flight and gets the kept lines to add before the rename. Appends queued
+   * flight and gets the kept batches to add before the rename. Appends queued
    * meanwhile wait, and go to the new file. If anything fails, the old file
    * stays, whole: it has every line.
    */
-  async rewrite(write: (finish: (last: (tail: readonly string[]) => Promise<void>) => Promise<void>) => Promise<void>): Promise<void> {
+  async rewrite(write: (finish: (last: (tail: readonly TailLines[]) => Promise<void>) => Promise<void>) => Promise<void>): Promise<void> {
     if (this.captured !== undefined) throw new Error("a rewrite is already running");
     this.captured = [];
     // Queued before the snapshot (perhaps while an earlier rewrite ran): the old file's only.
@@ -137,15 +162,24 @@ export class GroupAppender {
       const batch = this.queue.shift()!;
       this.lastDone = batch.done;
       try {
-        const bytes = encodeLines(batch.lines);
+        const bytes = encodeLines(batch);
         this.handle ??= await fs.open(this.filename, "a", this.mode);
         for (let at = 0; at < bytes.length; ) at += (await this.handle.write(bytes, at, bytes.length - at)).bytesWritten;
         this.appends += 1;
-        if (batch.captured) this.captured?.push(batch.lines.join(""));
+        let at = this.size;
+        this.size += bytes.length;
+        for (let i = 0; i < batch.owners.length; i += 1) {
+          const owner = batch.owners[i];
+          if (owner !== undefined) this.onPlaced(owner, batch.versions[i]!, at, batch.bytes[i]! - 1);
+          at += batch.bytes[i]!;
+        }
+        if (batch.captured) this.captured?.push(batch);
         batch.resolve();
       } catch (error) {
-        // Opened again for the next append, whatever became of this one.
+        // Opened again for the next append, whatever became of this one; a
+        // part of it may be in the file, so the size is the file's.
         await this.closeFile();
+        this.size = await fs.stat(this.filename).then((stat) => stat.size, () => this.size);
         this.onError(error);
         batch.reject(error);
       }
@@ -154,12 +188,10 @@ export class GroupAppender {
   }
 }
 
-/** The lines as UTF-8, written straight into one buffer (no joined copy of the text). */
-function encodeLines(lines: readonly string[]): Buffer {
-  let size = 0;
-  for (const line of lines) size += Buffer.byteLength(line, "utf8");
-  const bytes = Buffer.allocUnsafe(size);
+/** The batch's lines as UTF-8, written straight into one buffer (no joined copy of the text). */
+function encodeLines(batch: Batch): Buffer {
+  const bytes = Buffer.allocUnsafe(batch.size);
   let at = 0;
-  for (const line of lines) at += bytes.write(line, at, "utf8");
+  for (const line of batch.lines) at += bytes.write(line, at, "utf8");
   return bytes;
 }

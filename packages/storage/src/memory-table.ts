@@ -1,5 +1,7 @@
-// The embedded store's engine: one collection's documents in memory, with an
-// ordered view by `_id` and hash indexes, all changed synchronously. It
+// The embedded store's engine: one collection's documents, with an ordered
+// view by `_id` and hash indexes in memory, all changed synchronously. On
+// disk, a document at rest is only its slot here (where its datafile line is)
+// and is read back when needed, through a bounded cache (at-rest.ts). It
 // replaces NeDB's Datastore, whose index trees cost every write a remove and
 // re-insert in each index (compared value by value with compareThings) even
 // when no indexed field changed, whose every operation went through an async
@@ -11,18 +13,20 @@
 // Documents kept here are never changed in place: an update stores a new
 // object (NeDB's modify copies), so a document handed to a reader or to the
 // datafile writer stays as it was, and stored documents may share parts.
+//
+// Reads of documents: `doc` (cached: the document is about to be used, e.g.
+// updated), `peek` (not cached: a scan matching many documents it will not
+// keep). Matches found by a query are cached; the documents a scan passes
+// over are not, so a scan does not push out what a write will read next.
 
 /// <reference path="./nedb-model.d.ts" />
 import { compareThings, getDotValue, match } from "@seald-io/nedb/lib/model.js";
+import { READ, type DocCache, type LineReader, type Slot } from "./at-rest.js";
 import { isPlainObject, type PlainObject } from "./checks.js";
 import { ownPathValue, reachesInherited } from "./own-path.js";
 import { DuplicateKeyError, type AnyFilter, type SortSpec } from "./types.js";
 
-/** A stored document; indexes hold the slot, so replacing its document touches only the entries whose key changed. */
-export interface Slot {
-  readonly id: string;
-  doc: PlainObject;
-}
+export type { Slot } from "./at-rest.js";
 
 // ---------------------------------------------------------------------------
 // The ordered view by `_id`: sorted chunks of slots. Our ids are time-sortable,
@@ -244,20 +248,23 @@ class HashIndex {
       expand(value, values);
       return [...new Set(values.map(singleKey))];
     }
-    let keys: string[] = [""];
+    // Each key's parts, joined at the end: join makes one flat string, where
+    // `+=` made a chain of concatenations that a Map key kept whole (about
+    // 200 bytes per key of two fields instead of 85).
+    let keys: string[][] = [[]];
     for (let f = 0; f < fields.length; f += 1) {
       const value = valueAt(doc, fields[f]!, this.readings[f]!);
       if (!Array.isArray(value)) {
         const text = part(value);
-        for (let k = 0; k < keys.length; k += 1) keys[k] += text;
+        for (let k = 0; k < keys.length; k += 1) keys[k]!.push(text);
         continue;
       }
       const values: unknown[] = [];
       expand(value, values);
       const parts = [...new Set(values.map(part))];
-      keys = keys.flatMap((prefix) => parts.map((text) => prefix + text));
+      keys = keys.flatMap((prefix) => parts.map((text) => [...prefix, text]));
     }
-    return keys;
+    return keys.map((key) => key.join(""));
   }
 
   /** The key of given scalar values of the fields (a filter's equality). */
@@ -393,6 +400,8 @@ interface Candidates {
   slots: () => Iterable<Slot>;
   /** Taken by `_id`: the query matched against them may leave out its `_id` condition (idLookupIsExact), so they are never walked past. */
   byId?: boolean;
+  /** Exactly the documents the filter matches (see exactLookup): a count needs not read them. */
+  exact?: boolean;
 }
 
 export interface SelectOptions {
@@ -402,7 +411,27 @@ export interface SelectOptions {
 
 const byIdAscending = (a: Slot, b: Slot): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
+/** Where a collection on disk reads documents at rest from, and the cache they go through. */
+export interface AtRest {
+  reader: LineReader;
+  cache: DocCache;
+}
+
+/** A compaction's view of one live document (datafile.ts SnapshotLine, with its slot and version). */
+export interface SnapshotEntry {
+  slot: Slot;
+  version: number;
+  doc: PlainObject | undefined;
+  at: number;
+  len: number;
+  newAt: number;
+  newLen: number;
+}
+
 export class MemoryTable {
+  /** Undefined: memory only (every slot keeps its document). */
+  constructor(private readonly atRest?: AtRest) {}
+
   private readonly byId = new Map<string, Slot>();
   private readonly ordered = new OrderedSlots();
   /** Index definitions by indexKey. */
@@ -420,6 +449,45 @@ export class MemoryTable {
 
   get(id: string): Slot | undefined {
     return this.byId.get(id);
+  }
+
+  /** A slot's document, read from the datafile into the cache when not in memory. */
+  doc(slot: Slot): PlainObject {
+    const doc = slot.doc;
+    if (doc !== undefined) {
+      slot.flags |= READ;
+      return doc;
+    }
+    return this.keep(slot, this.atRest!.reader.read(slot.at, slot.len));
+  }
+
+  /** A slot's document, read from the datafile without caching it when not in memory. */
+  peek(slot: Slot): PlainObject {
+    return slot.doc ?? this.atRest!.reader.read(slot.at, slot.len);
+  }
+
+  /** Caches a document `peek` read (a match the caller will use). */
+  private keep(slot: Slot, doc: PlainObject): PlainObject {
+    if (slot.doc !== undefined) {
+      slot.flags |= READ;
+      return slot.doc;
+    }
+    slot.doc = doc;
+    this.atRest!.cache.admit(slot);
+    return doc;
+  }
+
+  /**
+   * The current version's line is in the file at `at` (an append finished, or
+   * a rewrite moved it): the document may leave memory from now on. Ignored
+   * when `version` is no longer the slot's (replaced or removed since).
+   */
+  placed(slot: Slot, version: number, at: number, len: number): void {
+    if (slot.version !== version || this.atRest === undefined) return;
+    slot.at = at;
+    const cache = this.atRest.cache;
+    cache.resize(slot, len);
+    if (slot.doc !== undefined) cache.admit(slot);
   }
 
   indexDefs(): IndexDef[] {
@@ -489,17 +557,21 @@ export class MemoryTable {
   /** Indexes every document; a unique index refuses duplicates. */
   private fill(map: HashIndex): void {
     for (const slot of this.byId.values()) {
-      const keys = map.keysOf(slot.doc);
+      const keys = map.keysOf(this.peek(slot));
       if (map.unique && map.holder(keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
       map.add(slot, keys);
     }
   }
 
-  /** Stores a new document (its own object from now on); DuplicateKeyError before any change. */
-  insert(doc: PlainObject): Slot {
+  /**
+   * Stores a new document (its own object from now on); DuplicateKeyError
+   * before any change. `at`, `len`: where its line is already (a load), else
+   * it stays in memory until placed.
+   */
+  insert(doc: PlainObject, at = -1, len = 0): Slot {
     const id = doc._id as string;
     if (this.byId.has(id)) throw new DuplicateKeyError("_id_");
-    const slot: Slot = { id, doc };
+    const slot: Slot = { id, doc, at, len, version: 0, flags: 0 };
     const live = this.live;
     const keys: Key[][] = new Array(live.length);
     for (let i = 0; i < live.length; i += 1) {
@@ -510,12 +582,13 @@ export class MemoryTable {
     this.byId.set(id, slot);
     this.ordered.insert(slot);
     for (let i = 0; i < live.length; i += 1) live[i]!.add(slot, keys[i]!);
+    if (at >= 0) this.atRest?.cache.admit(slot);
     return slot;
   }
 
   /** Replaces a document by its new version; only index entries whose key changed move. DuplicateKeyError before any change. */
   replace(slot: Slot, next: PlainObject): void {
-    const previous = slot.doc;
+    const previous = this.peek(slot);
     const changed = new Map<string, boolean>();
     const fieldChanged = (field: string): boolean => {
       let answer = changed.get(field);
@@ -540,18 +613,35 @@ export class MemoryTable {
       map.add(slot, after);
     }
     slot.doc = next;
+    // In memory until its line is appended (placed).
+    slot.version += 1;
+    slot.at = -1;
   }
 
   remove(slot: Slot): void {
     if (this.byId.get(slot.id) !== slot) return;
+    const doc = this.peek(slot);
     this.byId.delete(slot.id);
     this.ordered.remove(slot);
-    for (const map of this.live) map.delete(slot, map.keysOf(slot.doc));
+    for (const map of this.live) map.delete(slot, map.keysOf(doc));
+    slot.version = -1;
+    this.atRest?.cache.forget(slot);
   }
 
-  /** Every document in `_id` order (compaction's snapshot: the objects are never changed in place). */
-  snapshot(): PlainObject[] {
-    return this.ordered.all().map((slot) => slot.doc);
+  /**
+   * Every live document in `_id` order, for compaction: its line in the
+   * file, or (not appended yet) its document, never changed in place.
+   */
+  snapshot(): SnapshotEntry[] {
+    return this.ordered.all().map((slot) => ({
+      slot,
+      version: slot.version,
+      doc: slot.at < 0 ? slot.doc : undefined,
+      at: slot.at,
+      len: slot.len,
+      newAt: -1,
+      newLen: 0,
+    }));
   }
 
   // -------------------------------------------------------------------------
@@ -606,7 +696,7 @@ export class MemoryTable {
       const keys = tuples.map((tuple) => map.keyOfValues(tuple));
       let size = 0;
       for (const key of keys) size += map.sizeOf(key);
-      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys) };
+      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys), exact: exactLookup(filter, map.fields) };
       if (size === 0) break;
     }
     return best;
@@ -631,15 +721,20 @@ export class MemoryTable {
           const page = this.walkPage(query, lower, upper, descending, limit, Math.min(walkBudget(limit), candidates.size));
           if (page !== undefined) return page;
         }
-        const found = matching(candidates.slots(), query, undefined).sort(byIdAscending);
+        const found = this.matching(candidates.slots(), query, undefined).sort(byIdAscending);
         if (descending) found.reverse();
         return limit === undefined ? found : found.slice(0, limit);
       }
       return this.walkPage(query, lower, upper, descending, limit, undefined)!;
     }
     const source = candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false);
-    if (sortKeys.length === 0) return matching(source, query, limit);
-    const found = matching(source, query, undefined);
+    if (sortKeys.length === 0) return this.matching(source, query, limit);
+    // Sorted with the documents at hand: a small cache may have let go of them already.
+    const found: Array<{ slot: Slot; doc: PlainObject }> = [];
+    for (const slot of source) {
+      const doc = this.peek(slot);
+      if (match(doc, query)) found.push({ slot, doc });
+    }
     const criteria = sortKeys.map((key) => ({ key, direction: sort![key]!, reading: readingOf(key) }));
     found.sort((a, b) => {
       for (const { key, direction, reading } of criteria) {
@@ -648,7 +743,11 @@ export class MemoryTable {
       }
       return 0;
     });
-    return limit === undefined ? found : found.slice(0, limit);
+    const page = limit === undefined ? found : found.slice(0, limit);
+    return page.map(({ slot, doc }) => {
+      this.keep(slot, doc);
+      return slot;
+    });
   }
 
   /** Matches in `_id` order from the range's start; undefined when `budget` documents were passed first. */
@@ -657,7 +756,9 @@ export class MemoryTable {
     let walked = 0;
     for (const slot of this.ordered.walk(lower, upper, descending)) {
       if (budget !== undefined && ++walked > budget) return undefined;
-      if (!match(slot.doc, query)) continue;
+      const doc = this.peek(slot);
+      if (!match(doc, query)) continue;
+      this.keep(slot, doc);
       page.push(slot);
       if (page.length === limit) break;
     }
@@ -673,26 +774,50 @@ export class MemoryTable {
     const candidates = this.candidates(filter);
     const [lower, upper] = idRange(filter._id);
     let n = 0;
+    if (candidates?.exact === true) {
+      // Each once (slotsOf), none read: documents at rest stay on disk.
+      for (const _ of candidates.slots()) n += 1;
+      return n;
+    }
     for (const slot of candidates !== undefined ? candidates.slots() : this.ordered.walk(lower, upper, false)) {
-      if (match(slot.doc, query)) n += 1;
+      if (match(this.peek(slot), query)) n += 1;
     }
     return n;
   }
+
+  /** The candidates matching, at most `limit`; the matches are cached. */
+  private matching(source: Iterable<Slot>, query: PlainObject, limit: number | undefined): Slot[] {
+    const found: Slot[] = [];
+    for (const slot of source) {
+      const doc = this.peek(slot);
+      if (!match(doc, query)) continue;
+      this.keep(slot, doc);
+      found.push(slot);
+      if (found.length === limit) break;
+    }
+    return found;
+  }
+}
+
+/**
+ * Whether an index lookup on `fields` yields exactly the documents `filter`
+ * matches: the filter is equalities or `$in` lists (without null) on those
+ * fields alone, each read plainly (a top-level name). An index keys each
+ * element of an array field, and NeDB's equality on an array field holds when
+ * an element equals, so arrays keep it exact.
+ */
+function exactLookup(filter: AnyFilter, fields: readonly string[]): boolean {
+  const keys = Object.keys(filter);
+  if (keys.length !== fields.length) return false;
+  for (const field of fields) {
+    if (readingOf(field) !== "plain" || !idLookupIsExact(filter[field])) return false;
+  }
+  return true;
 }
 
 /** Documents passed by a page walk before the candidates are sorted instead (as the NeDB-based adapter did). */
 function walkBudget(limit: number): number {
   return Math.max(2000, limit * 20);
-}
-
-function matching(source: Iterable<Slot>, query: PlainObject, limit: number | undefined): Slot[] {
-  const found: Slot[] = [];
-  for (const slot of source) {
-    if (!match(slot.doc, query)) continue;
-    found.push(slot);
-    if (found.length === limit) break;
-  }
-  return found;
 }
 
 /** The `_id` range a condition on `_id` names ($gt/$gte, $lt/$lte); strings only (ids are strings). */

@@ -19,6 +19,8 @@ afterAll(async () => {
 
 describeDocumentStoreContract("embedded, memory only", () => openEmbeddedStore({}), { persistent: false });
 describeDocumentStoreContract("embedded, datafiles", () => openEmbeddedStore({ dataDir: path.join(root, "contract") }));
+// No cache: every document at rest is read from its datafile line when needed.
+describeDocumentStoreContract("embedded, datafiles, no cache", () => openEmbeddedStore({ dataDir: path.join(root, "contract-uncached"), cacheBytes: 0 }));
 
 describe("embedded datafiles", () => {
   test("one datafile per collection, created with the directory, compacted at close", async () => {
@@ -281,10 +283,20 @@ describe("embedded datafile format (NeDB's)", () => {
     await store.close().catch(() => undefined);
     await expect(readFile(path.join(dir, "many.db"), "utf8")).resolves.toBe(many);
   });
+});
+
+// Both with documents cached and with none (every document at rest read from
+// its line): a rewrite moves every line, and reads must follow.
+const cacheVariants: Array<{ variant: string; cacheBytes: number | undefined }> = [
+  { variant: "cached", cacheBytes: undefined },
+  { variant: "no cache", cacheBytes: 0 },
+];
+describe.each(cacheVariants)("embedded compaction beside writes ($variant)", ({ variant, cacheBytes }) => {
+  const dirFor = (name: string): string => path.join(root, `${name}-${variant.replace(" ", "-")}`);
 
   test("writes made while compaction runs are kept, in memory and in the file", async () => {
-    const dir = path.join(root, "busy-compaction");
-    const store = await openEmbeddedStore({ dataDir: dir });
+    const dir = dirFor("busy-compaction");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const c = store.collection("ledger");
     await c.insertMany(Array.from({ length: 5000 }, (_, i) => ({ _id: `r${String(i).padStart(5, "0")}`, state: "pending", n: 0 })));
     await c.updateMany({ state: "pending" }, { $set: { state: "queued" } });
@@ -300,20 +312,19 @@ describe("embedded datafile format (NeDB's)", () => {
     expect(expected).toHaveLength(5000 + 300 - 100);
     await expect(c.count({ state: "sent", n: 1 })).resolves.toBe(300);
     // Reopened without a close (no compaction at close): the file alone.
-    const copyDir = path.join(root, "busy-compaction-copy");
+    const copyDir = dirFor("busy-compaction-copy");
     await mkdir(copyDir, { recursive: true });
     await writeFile(path.join(copyDir, "ledger.db"), await readFile(path.join(dir, "ledger.db")));
-    const reopened = await openEmbeddedStore({ dataDir: copyDir });
+    const reopened = await openEmbeddedStore({ dataDir: copyDir, cacheBytes });
     await expect(reopened.collection("ledger").find({}, { sort: { _id: 1 } })).resolves.toEqual(expected);
     await reopened.close();
     await store.close();
   });
-});
 
-describe("embedded compaction beside writes", () => {
+
   test("writes made while a rewrite runs are acknowledged without waiting for it, and are in the new file", async () => {
-    const dir = path.join(root, "rewrite-gate");
-    const store = await openEmbeddedStore({ dataDir: dir });
+    const dir = dirFor("rewrite-gate");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const c = store.collection("ledger");
     const file = path.join(dir, "ledger.db");
     await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: `r${String(i).padStart(4, "0")}`, state: "pending", secret: "before-erasure" })));
@@ -345,7 +356,7 @@ describe("embedded compaction beside writes", () => {
     expect(lines).toHaveLength(1003);
     expect(lines.slice(1000).map((line) => (JSON.parse(line) as { _id: string })._id)).toEqual(["during", "r1500", "r1999"]);
     await store.close();
-    const reopened = await openEmbeddedStore({ dataDir: dir });
+    const reopened = await openEmbeddedStore({ dataDir: dir, cacheBytes });
     const again = reopened.collection("ledger");
     await expect(again.count({})).resolves.toBe(1000);
     await expect(again.findOne({ _id: "r1500" })).resolves.toMatchObject({ state: "sent" });
@@ -353,6 +364,105 @@ describe("embedded compaction beside writes", () => {
     await reopened.close();
   });
 });
+
+describe.each(cacheVariants.concat([{ variant: "a cache of a few documents", cacheBytes: 2_000 }]))("embedded documents at rest ($variant)", ({ variant, cacheBytes }) => {
+  test("every answer matches a model of the writes, through compactions with writes meanwhile and a reopening", async () => {
+    const dir = path.join(root, `at-rest-${variant.replace(/ /g, "-")}`);
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes });
+    const c = store.collection("records");
+    await c.createIndexes([
+      { name: "key", fields: { tenant: 1, key: 1 }, unique: true },
+      { name: "state", fields: { tenant: 1, state: 1 } },
+    ]);
+    const model = new Map<string, AnyDocLike>();
+    const id = (i: number): string => `m${String(i).padStart(4, "0")}`;
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const writes: Array<Promise<unknown>> = [];
+    for (let step = 0; step < 3000; step += 1) {
+      const i = random(600);
+      const doc = model.get(id(i));
+      if (doc === undefined) {
+        const fresh = { _id: id(i), tenant: "t", key: `k${i}`, state: "queued", n: 0, text: "é".repeat(random(40)) };
+        model.set(fresh._id, fresh);
+        writes.push(c.insertOne(fresh));
+      } else if (random(5) === 0) {
+        model.delete(doc._id);
+        writes.push(c.deleteOne({ _id: doc._id }));
+      } else {
+        const next = { ...doc, state: ["queued", "sent", "failed"][random(3)]!, n: doc.n + 1 };
+        model.set(doc._id, next);
+        writes.push(c.updateOne({ _id: doc._id }, { $set: { state: next.state }, $inc: { n: 1 } }));
+      }
+      if (step % 700 === 0) writes.push(c.compact());
+      if (step % 250 === 0) await Promise.all(writes.splice(0));
+    }
+    await Promise.all(writes);
+    const expected = [...model.values()].sort((a, b) => (a._id < b._id ? -1 : 1));
+    const check = async (coll: typeof c): Promise<void> => {
+      await expect(coll.find({}, { sort: { _id: 1 } })).resolves.toEqual(expected);
+      for (const state of ["queued", "sent", "failed"]) {
+        await expect(coll.count({ tenant: "t", state })).resolves.toBe(expected.filter((doc) => doc.state === state).length);
+      }
+      const some = expected[random(expected.length)]!;
+      await expect(coll.findOne({ tenant: "t", key: some.key })).resolves.toEqual(some);
+      await expect(coll.find({ n: { $gte: 3 } }, { sort: { n: -1, _id: 1 } })).resolves.toEqual(
+        expected.filter((doc) => doc.n >= 3).sort((a, b) => b.n - a.n || (a._id < b._id ? -1 : 1)),
+      );
+    };
+    await check(c);
+    await c.compact();
+    await check(c);
+    await store.close();
+    const reopened = await openEmbeddedStore({ dataDir: dir, cacheBytes });
+    await check(reopened.collection("records"));
+    await reopened.close();
+  });
+});
+
+describe("embedded documents at rest: what reads them", () => {
+  test("a count an index answers exactly reads no document; one it cannot, reads each from its line", async () => {
+    const dir = path.join(root, "at-rest-count");
+    const store = await openEmbeddedStore({ dataDir: dir, cacheBytes: 0 });
+    const c = store.collection("rows");
+    await c.createIndexes([
+      { name: "by_state", fields: { tenant: 1, state: 1, _id: 1 } },
+      { name: "by_tag", fields: { tags: 1 } },
+    ]);
+    await c.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: `r${String(i).padStart(3, "0")}`, tenant: "t", state: i % 3 === 0 ? "sent" : "queued", tags: i % 2 === 0 ? ["a", "b"] : ["b"] })));
+    const read = (): number => (c as unknown as { reads: number }).reads;
+    // A non-unique index is built by the first query that uses it, reading every document once.
+    await c.count({ tenant: "t", state: "none" });
+    await c.count({ tags: "none" });
+    expect(read()).toBe(600);
+    const reads = (): number => read() - 600;
+    await expect(c.count({ tenant: "t", state: "sent" })).resolves.toBe(100);
+    await expect(c.count({ tenant: "t", state: { $in: ["sent", "queued"] } })).resolves.toBe(300);
+    // A document holding both values is counted once.
+    await expect(c.count({ tags: { $in: ["a", "b"] } })).resolves.toBe(300);
+    await expect(c.count({ tags: "a" })).resolves.toBe(150);
+    expect(reads()).toBe(0);
+    // A condition the index does not hold: every candidate is read and matched.
+    await expect(c.count({ tenant: "t", state: "sent", tags: "a" })).resolves.toBe(50);
+    expect(reads()).toBe(100);
+    // A document found is read from its line to be matched, and (no cache at all here) again to be copied out.
+    await expect(c.findOne({ _id: "r000" })).resolves.toMatchObject({ state: "sent", tags: ["a", "b"] });
+    expect(reads()).toBe(102);
+    await store.close();
+  });
+});
+
+interface AnyDocLike {
+  _id: string;
+  tenant: string;
+  key: string;
+  state: string;
+  n: number;
+  text: string;
+}
 
 describe("embedded indexes", () => {
   test("lookups through leading fields of a compound index stay right as documents move between keys", async () => {

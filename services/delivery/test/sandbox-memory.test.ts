@@ -21,9 +21,10 @@ import type { SandboxArchive } from "../src/storage/sandbox-messages.js";
 // and the heap (after a full collection, plus what buffers hold) grows by less
 // than a fixed margin between the two, where 40,000 more bodies in memory
 // would be about 280 MB, 40,000 more rows about 15 MB, and 50 bytes more held
-// per message 2 MB. Not timed: it asserts counts and bytes only. (Delivery's
-// email records are still documents the embedded store holds in memory: see
-// packages/storage/test/memory.test.ts for what each costs.)
+// per message 2 MB. Not timed: it asserts counts and bytes only. (The embedded
+// store keeps documents at rest on disk, a bounded cache of them in memory, and
+// lets go of a deleted row's document at once: see
+// packages/storage/test/memory.test.ts for what each document costs.)
 
 const CAP = 5_000;
 /** The default size at which a body segment is rotated (sandbox-segments.ts). */
