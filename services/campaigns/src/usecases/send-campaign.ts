@@ -42,7 +42,7 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   // The request holds the dispatcher's lease while it copies the audience, so
   // the two do not copy it side by side; if the request dies, the lease runs
   // out and the dispatcher goes on from where it stopped.
-  const budgetMs = deps.settings?.snapshotBudgetMs ?? 10_000;
+  const budgetMs = deps.settings?.snapshotBudgetMs ?? 2_000;
   const owner = `request:${scope.call.requestId || newId("req")}`;
   const started = await startSending(deps, scope, current, version, "draft", { owner, until: now + budgetMs + 30_000 });
   if (!started) throw notDraft((await loadCampaign(scope, input.id)).status, "sent");
