@@ -70,18 +70,13 @@ async function buildImage(): Promise<{ name: string; tar: string }> {
 const imageName = (manifest: { RepoTags: string[] }[]): string => manifest[0]!.RepoTags[0]!;
 
 /**
- * The same image under another tag (a copy of the tar whose manifest names
- * it): what `helm upgrade` rolls the Deployments to.
+ * The same image under another tag (skopeo, which `npm run image` uses, copies
+ * the archive under the new name): what `helm upgrade` rolls the Deployments to.
  */
 async function retag(image: { name: string; tar: string }, dir: string, tag: string): Promise<{ name: string; tar: string }> {
-  const manifest = JSON.parse(await run("tar", ["-xOf", image.tar, "manifest.json"])) as { RepoTags: string[] }[];
   const name = `${image.name.split(":")[0]}:${tag}`;
-  manifest[0]!.RepoTags = [name];
   const tar = join(dir, `emailsvc-${tag}.tar`);
-  await run("cp", [image.tar, tar]);
-  await run("tar", ["--delete", "-f", tar, "manifest.json"]);
-  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest));
-  await run("tar", ["-rf", tar, "-C", dir, "manifest.json"]);
+  await run("skopeo", ["copy", "-q", `docker-archive:${image.tar}`, `docker-archive:${tar}:${name}`]);
   return { name, tar };
 }
 
@@ -137,7 +132,7 @@ describe("helm install of the chart on a real node", () => {
       config: {
         kafkaBrokers: kafka.brokers,
         // Links in mail name the portal's Service; the test opens them at its ClusterIP.
-        env: { PREFERENCES_URL: `http://${RELEASE}-portal.${NS}.svc.cluster.local:8081/preferences` },
+        env: { PREFERENCES_URL: `http://${RELEASE}-portal.${NS}.svc.cluster.local:8081` },
       },
       secrets: { adminToken: ADMIN_TOKEN, mongoUrl: mongo.url, extra: { SMTP_URL: sink.url() } },
       // One Pod each: seven Node processes on a shared two-core machine.
