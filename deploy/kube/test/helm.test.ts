@@ -9,7 +9,11 @@
 // template, one email sent over SMTP to the sink, a small campaign, and the
 // preference page of the portal through the portal's Service. The chart's
 // NetworkPolicies exist, and are not enforced here (the bridge CNI plugin
-// ignores them: node.test.ts).
+// ignores them: node.test.ts). Then `helm upgrade` to the same image under
+// another tag rolls every Deployment while a loop of REST calls fails none;
+// a delivery Pod deleted (SIGTERM and its drain) in the middle of a campaign
+// loses and repeats nothing; one killed (SIGKILL) loses nothing, and repeats
+// only what the relay had taken but delivery not yet recorded.
 //
 // Run with `npm run test:kube` (root; one node per machine at a time).
 import { execFile } from "node:child_process";
@@ -17,6 +21,7 @@ import { connect } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { MongoClient } from "mongodb";
 import { COMPONENT_NAMES } from "@emailsvc/manifest";
 import { SmtpSink, startFerretDB, startKubeNode, startLocalKafka, type KafkaServer, type KubeNode, type MongoServer } from "@emailsvc/testing";
 
@@ -342,5 +347,46 @@ describe("helm install of the chart on a real node", () => {
     expect(recipients.map((r) => sink!.recipientCounts.get(r) ?? 0)).toEqual(Array(recipients.length).fill(1));
     const pods = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
     expect(pods).not.toContain(victim);
+  }, 600_000);
+
+  it("loses nothing of a campaign when its delivery Pod is killed (SIGKILL); a second copy only of a message the relay took in the kill's window", async () => {
+    const recipients = Array.from({ length: 60 }, (_, i) => `h${i}@example.com`);
+    expect((await call("POST", "/api/v1/tags", { name: "hard" })).status).toBe(201);
+    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: ["hard"], metadata: { name: email } })).status).toBe(201);
+    const template = await call("POST", "/api/v1/templates", { name: "hard", slug: "hard", subject: "Hard", category: "marketing", mjml_content: MJML });
+    const campaign = await call("POST", "/api/v1/campaigns", { name: "Hard killed", template_id: template.body.id, tag_filter: { include_tags: ["hard"] } });
+    const arrived = () => recipients.reduce((n, r) => n + (sink!.recipientCounts.get(r) ?? 0), 0);
+    const [victim] = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
+    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(recipients.length);
+    await eventually("the campaign under way", async () => (arrived() >= 5 ? true : undefined), 120_000);
+    // gracePeriodSeconds 0: no preStop, no drain; the kubelet kills the container at once.
+    expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}?gracePeriodSeconds=0`)).status).toBe(200);
+    await eventually("the killed Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);
+    // What delivery had durably recorded `sent` when it died, and what the relay had taken by then.
+    const client = await MongoClient.connect(mongo!.url);
+    let durablySent: Set<string>;
+    try {
+      const emails = await client.db("delivery").collection("emails").find({ to: { $in: recipients }, status: "sent" }).project({ to: 1 }).toArray();
+      durablySent = new Set(emails.map((e) => e.to as string));
+    } finally {
+      await client.close();
+    }
+    const takenAtKill = new Set(recipients.filter((r) => (sink!.recipientCounts.get(r) ?? 0) > 0));
+    const done = await eventually(
+      "the campaign sent",
+      async () => {
+        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
+        return res.body.status === "sent" ? res.body : undefined;
+      },
+      300_000,
+    );
+    expect(done.counts).toMatchObject({ total: recipients.length, sent: recipients.length, failed: 0 });
+    const counts = recipients.map((r) => sink!.recipientCounts.get(r) ?? 0);
+    expect(counts.filter((n) => n === 0)).toEqual([]);
+    const twice = recipients.filter((r) => (sink!.recipientCounts.get(r) ?? 0) > 1);
+    process.stdout.write(`helm.test: delivery Pod killed after ${takenAtKill.size} of ${recipients.length} messages (${durablySent.size} durably sent): ${twice.length} sent twice\n`);
+    // RFC 5321 6.1: between the relay's 250 and delivery's own write nothing makes them one step.
+    expect(twice.filter((r) => !takenAtKill.has(r) || durablySent.has(r))).toEqual([]);
+    expect(counts.every((n) => n <= 2)).toBe(true);
   }, 600_000);
 });
