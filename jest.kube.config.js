@@ -9,7 +9,8 @@ module.exports = {
   ...base,
   roots: ["<rootDir>/deploy/kube"],
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
-  // No MongoDB or Kafka yet: nothing in these tests uses them.
+  // No shared MongoDB or Kafka: helm.test.ts starts its own at the node's
+  // address, where Pods reach them (the shared ones listen on 127.0.0.1).
   globalSetup: undefined,
   globalTeardown: undefined,
 };

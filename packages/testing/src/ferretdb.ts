@@ -100,11 +100,17 @@ async function ping(url: string): Promise<boolean> {
   }
 }
 
+export interface FerretDBOptions {
+  /** The address it listens on (default 127.0.0.1): e.g. a Kubernetes node's address, for Pods to reach it. */
+  host?: string;
+}
+
 /**
  * Starts FerretDB with its PostgreSQL backend on a private PostgreSQL cluster
- * (see postgres.ts) and a free port on 127.0.0.1; stop() stops both.
+ * (see postgres.ts) and a free port on 127.0.0.1 (or `host`); stop() stops both.
  */
-export async function startFerretDB(): Promise<MongoServer> {
+export async function startFerretDB(options: FerretDBOptions = {}): Promise<MongoServer> {
+  const host = options.host ?? "127.0.0.1";
   // PostgreSQL starts while FerretDB builds (the first time) or is found in the cache.
   const [prepared, cluster] = await Promise.allSettled([prepareFerretDB(), startPostgres()]);
   if (prepared.status === "rejected" || cluster.status === "rejected") {
@@ -117,7 +123,7 @@ export async function startFerretDB(): Promise<MongoServer> {
   let runDir: string | undefined;
   try {
     runDir = await mkdtemp(join(tmpdir(), "emailsvc-ferretdb-"));
-    const port = await freePort();
+    const port = await freePort(host);
     const logFile = join(runDir, "ferretdb.log");
 
     // FerretDB reads FERRETDB_* variables as flag defaults; keep the
@@ -129,7 +135,7 @@ export async function startFerretDB(): Promise<MongoServer> {
         "--mode=normal", // no proxying to a real MongoDB
         "--handler=postgresql",
         `--postgresql-url=${postgres.url}`,
-        `--listen-addr=127.0.0.1:${port}`,
+        `--listen-addr=${host}:${port}`,
         `--state-dir=${runDir}`, // state.json (instance UUID); default is the working directory
         "--debug-addr=-", // the metrics/pprof listener defaults to the fixed port 8088: off
         "--telemetry=disable",
@@ -141,7 +147,7 @@ export async function startFerretDB(): Promise<MongoServer> {
       cleanupDirs: [runDir],
     });
     runDir = undefined; // the process owns it now
-    const url = `mongodb://127.0.0.1:${port}/`;
+    const url = `mongodb://${host}:${port}/`;
     try {
       // ping reaches PostgreSQL too (FerretDB asks its backend for its status).
       await waitUntilReady("FerretDB", proc, () => ping(url), 60_000);

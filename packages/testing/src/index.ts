@@ -1,7 +1,7 @@
 // Real servers for the test suites: found in the environment, started in
 // containers, or started from local binaries built once into a cache.
-export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type MongoServer } from "./ferretdb.js";
-export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer } from "./kafka.js";
+export { ensureMongo, prepareFerretDB, startFerretDB, FERRETDB_VERSION, type FerretDBOptions, type MongoServer } from "./ferretdb.js";
+export { ensureKafka, prepareKafka, startLocalKafka, KAFKA_VERSION, type KafkaServer, type LocalKafkaOptions } from "./kafka.js";
 export { findPostgres, startPostgres, type PostgresServer } from "./postgres.js";
 export { freePort } from "./ports.js";
 export { startTestDnsServer, type TestDnsServer } from "./dns-server.js";

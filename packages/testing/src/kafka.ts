@@ -100,13 +100,14 @@ function clusterId(): string {
   return randomBytes(16).toString("base64url");
 }
 
-function serverProperties(port: number, controllerPort: number, logDir: string): string {
+/** The broker listens on `host` (clients are told that address); the controller stays on 127.0.0.1. */
+function serverProperties(port: number, controllerPort: number, logDir: string, host = "127.0.0.1"): string {
   return [
     "process.roles=broker,controller",
     "node.id=1",
     `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    `listeners=PLAINTEXT://${host}:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=PLAINTEXT://${host}:${port}`,
     "controller.listener.names=CONTROLLER",
     "inter.broker.listener.name=PLAINTEXT",
     "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -315,8 +316,8 @@ async function warmUpGroupCoordinator(brokers: string): Promise<void> {
 }
 
 /** Two different free ports (the kernel may hand out the same one twice in a row). */
-async function twoFreePorts(): Promise<[number, number]> {
-  const first = await freePort();
+async function twoFreePorts(host = "127.0.0.1"): Promise<[number, number]> {
+  const first = await freePort(host);
   for (;;) {
     const second = await freePort();
     if (second !== first) return [first, second];
@@ -336,17 +337,18 @@ interface Broker {
 async function launchBroker(
   kafka: Pick<PreparedKafka, "libs" | "storageTemplate">,
   extraJvmOptions: readonly string[] = [],
+  host = "127.0.0.1",
 ): Promise<Broker> {
   const runDir = await mkdtemp(join(tmpdir(), "emailsvc-kafka-"));
   const logDir = join(runDir, "data");
   const logFile = join(runDir, "kafka.log");
   const properties = join(runDir, "server.properties");
-  const [port, controllerPort] = await twoFreePorts();
+  const [port, controllerPort] = await twoFreePorts(host);
 
   try {
     if (kafka.storageTemplate) await cp(kafka.storageTemplate, logDir, { recursive: true });
     else await formatStorage(kafka.libs, logDir, runDir);
-    await writeFile(properties, serverProperties(port, controllerPort, logDir));
+    await writeFile(properties, serverProperties(port, controllerPort, logDir, host));
     await writeFile(join(runDir, "log4j.properties"), log4jProperties(logFile));
   } catch (error) {
     await rm(runDir, { recursive: true, force: true });
@@ -360,7 +362,7 @@ async function launchBroker(
     logFile,
     cleanupDirs: [runDir],
   });
-  const brokers = `127.0.0.1:${port}`;
+  const brokers = `${host}:${port}`;
   try {
     await waitUntilReady("Kafka", proc, () => answers(brokers), 120_000);
     await warmUpGroupCoordinator(brokers);
@@ -371,14 +373,22 @@ async function launchBroker(
   return { brokers, proc };
 }
 
+export interface LocalKafkaOptions {
+  /**
+   * The address the broker listens on and advertises (default 127.0.0.1):
+   * e.g. a Kubernetes node's address, for Pods to reach it.
+   */
+  host?: string;
+}
+
 /** Starts a local single-node Kafka from the cached jars (see launchBroker). */
-export async function startLocalKafka(): Promise<KafkaServer> {
+export async function startLocalKafka(options: LocalKafkaOptions = {}): Promise<KafkaServer> {
   const prepared = await prepareKafka();
   const started = Date.now();
   // EMAILSVC_KAFKA_CDS=0 starts without the archive (to compare, or if a JDK misbehaves with it).
   const useCds = prepared.cdsArchive && process.env.EMAILSVC_KAFKA_CDS !== "0";
   const cds = useCds ? [`-XX:SharedArchiveFile=${prepared.cdsArchive}`, "-Xshare:auto"] : [];
-  const { brokers, proc } = await launchBroker(prepared, cds);
+  const { brokers, proc } = await launchBroker(prepared, cds, options.host);
   info(`Kafka ready at ${brokers} in ${seconds(Date.now() - started)}`);
   return { brokers, source: "local", stop: () => proc.stop() };
 }

@@ -1,13 +1,13 @@
 import { unusedPort } from "@emailsvc/runtime";
 
 /**
- * Returns a TCP port on 127.0.0.1 that was free a moment ago, for a server
+ * Returns a TCP port on `host` (default 127.0.0.1) that was free a moment ago, for a server
  * the test starts a little later. From below the kernel's ephemeral range
  * (the runtime's unusedPort): a port the kernel picks for a listener on 0
  * comes from that range, and any outgoing connection of a suite running
  * beside this one could take it before the server binds it (CI saw
  * EADDRINUSE on such ports).
  */
-export function freePort(): Promise<number> {
-  return unusedPort("127.0.0.1");
+export function freePort(host = "127.0.0.1"): Promise<number> {
+  return unusedPort(host);
 }

@@ -49,6 +49,8 @@ export interface SmtpSinkOptions {
    * (default false; a client needs `tls_verify=false`). Kept mode only.
    */
   starttls?: boolean;
+  /** The address it listens on (default 127.0.0.1): e.g. a Kubernetes node's address, for Pods to reach it. */
+  host?: string;
 }
 
 export class SmtpSink {
@@ -58,6 +60,7 @@ export class SmtpSink {
   private readonly keep: boolean;
   private readonly pipelining: boolean;
   private readonly starttls: boolean;
+  private readonly host: string;
   /** Connections accepted since the start, in either mode (a client reusing connections opens few). */
   connections = 0;
   /**
@@ -100,6 +103,7 @@ export class SmtpSink {
     this.keep = options.keep ?? true;
     this.pipelining = options.pipelining ?? true;
     this.starttls = options.starttls ?? false;
+    this.host = options.host ?? "127.0.0.1";
     if (this.starttls && !this.keep) throw new Error("SmtpSink: starttls needs keep: true");
   }
 
@@ -113,13 +117,13 @@ export class SmtpSink {
     return this.messages.filter((m) => m.envelope.to.some((r) => r.toLowerCase() === key));
   }
 
-  /** `smtp://127.0.0.1:<port>`, with credentials if given. */
+  /** `smtp://<host>:<port>` (host default 127.0.0.1), with credentials if given. */
   url(auth?: { user: string; pass: string }): string {
     const cred = auth ? `${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.pass)}@` : "";
-    return `smtp://${cred}127.0.0.1:${this.port}`;
+    return `smtp://${cred}${this.host}:${this.port}`;
   }
 
-  /** Listens on 127.0.0.1 (port 0: any free one). */
+  /** Listens on its host, 127.0.0.1 unless given (port 0: any free one). */
   async start(port = 0): Promise<this> {
     if (!this.keep) return this.startLean(port);
     this.server = new SMTPServer({
@@ -158,7 +162,7 @@ export class SmtpSink {
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once("error", reject);
-      this.server!.listen(port, "127.0.0.1", () => resolve());
+      this.server!.listen(port, this.host, () => resolve());
     });
     // A client killed mid-session (kill -9 tests) resets its connection: a
     // relay sees that and goes on, and so does the sink (kept for a look).
@@ -266,7 +270,7 @@ export class SmtpSink {
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => resolve());
+      server.listen(port, this.host, () => resolve());
     });
     this.lean = server;
     this.port = (server.address() as AddressInfo).port;

@@ -33,6 +33,11 @@ async function main(): Promise<void> {
     preferenceLinks: config.preferenceLinks,
     rateLimit: config.rateLimit,
     auditRetentionDays: config.auditRetentionDays,
+    // Behind a Service, clients (an ingress controller, other Pods) hold
+    // keep-alive connections to this replica: during a rollout each gets one
+    // more response, with Connection: close, before its connection ends
+    // (helm upgrade under load: deploy/kube/test/helm.test.ts).
+    idleConnectionGraceMs: 2_000,
   });
   exitOnSignal(logger, async () => {
     await gateway.close();

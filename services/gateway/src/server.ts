@@ -1,4 +1,5 @@
 import * as http from "node:http";
+import * as net from "node:net";
 import Koa from "koa";
 import { Router } from "@koa/router";
 import { createClient, type Transport } from "@connectrpc/connect";
@@ -302,6 +303,16 @@ export interface StartGatewayOptions extends GatewayDeps {
   host?: string;
   /** How long close() waits for in-flight requests before cutting connections; default 20 s. */
   drainTimeoutMs?: number;
+  /**
+   * How long close() keeps idle keep-alive connections open once no request is
+   * in flight (default 0: ended at once). Ending an idle connection races a
+   * client that is writing its next request on it: the client sees the
+   * connection reset, and its request fails without having reached the
+   * server. Kept open a little, a connection in use gets its next response
+   * with `Connection: close` and the client opens a new one, which a Service
+   * sends to another replica. The separate process (Kubernetes) sets it.
+   */
+  idleConnectionGraceMs?: number;
 }
 
 export interface RunningGateway {
@@ -326,20 +337,28 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const host = options.host ?? "127.0.0.1";
   const port = await listen(server, options.port, host);
   const drainTimeoutMs = options.drainTimeoutMs ?? 20_000;
+  const idleConnectionGraceMs = options.idleConnectionGraceMs ?? 0;
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       gateway.startDraining();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // close() stops accepting and ends idle keep-alive connections; busy
-      // ones end after their response (Connection: close while draining).
+      // Stops accepting. http.Server's own close() would also end the idle
+      // keep-alive connections at once; net.Server's leaves them, and each
+      // connection in use ends after its next response (Connection: close
+      // while draining). `closed` resolves once every connection has ended.
+      const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, drainTimeoutMs);
         timer.unref();
       });
       await Promise.race([gateway.idle(), deadline]);
+      if (idleConnectionGraceMs > 0) {
+        let graceTimer: NodeJS.Timeout | undefined;
+        await Promise.race([closed, deadline, new Promise<void>((resolve) => (graceTimer = setTimeout(resolve, idleConnectionGraceMs)))]);
+        clearTimeout(graceTimer);
+      }
       server.closeIdleConnections();
       await Promise.race([closed, deadline]);
       clearTimeout(timer);

@@ -1,3 +1,4 @@
+import * as http from "node:http";
 import type { DocumentStore } from "@emailsvc/storage";
 import { openStore } from "@emailsvc/storage";
 import { startHarness, type Harness } from "./support/harness";
@@ -70,6 +71,35 @@ describe("graceful shutdown", () => {
     await closing;
     await expect(fetch(`${h.url}/healthz`)).rejects.toThrow();
     await h.close();
+  });
+
+  it("with an idle-connection grace, answers a client's next request on its kept-alive connection, with Connection: close", async () => {
+    // A rollout behind a Service: a client (an ingress controller, a Pod)
+    // calls in a loop on a keep-alive connection to this replica when it is
+    // told to stop. Ending that idle connection at once would fail the
+    // request the client is writing on it (deploy/kube/test/helm.test.ts saw it).
+    const h = await startHarness({ idleConnectionGraceMs: 2000 });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status?: number; connection?: string }>((resolve, reject) => {
+        http
+          .get(`${h.url}/healthz`, { agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+          })
+          .on("error", reject);
+      });
+    try {
+      expect((await get()).connection).toBe("keep-alive");
+      const closing = h.running.close();
+      // Sent on the idle connection just after close() began.
+      expect(await get()).toEqual({ status: 200, connection: "close" });
+      await closing;
+      await expect(get()).rejects.toThrow();
+    } finally {
+      agent.destroy();
+      await h.close();
+    }
   });
 
   it("cancels the service call when the client goes away", async () => {

@@ -1,0 +1,392 @@
+// The chart on a real node: `helm install` of deploy/helm/emailsvc with the
+// project's own image (`npm run image`, imported into the node's containerd)
+// into a namespace that enforces Pod Security "restricted", against FerretDB
+// (on PostgreSQL), Kafka and an SMTP sink that the testing kit runs on the
+// host at the node address, where Pods reach them. Then: every Deployment
+// turns Ready through its own gRPC and HTTP probes; REST calls through the
+// gateway's Service (its ClusterIP, from the host) reach every service across
+// Pods: an account and a live key from the admin API, a subscriber, a
+// template, one email sent over SMTP to the sink, a small campaign, and the
+// preference page of the portal through the portal's Service. The chart's
+// NetworkPolicies exist, and are not enforced here (the bridge CNI plugin
+// ignores them: node.test.ts). Then `helm upgrade` to the same image under
+// another tag rolls every Deployment while a loop of REST calls fails none;
+// a delivery Pod deleted (SIGTERM and its drain) in the middle of a campaign
+// loses and repeats nothing; one killed (SIGKILL) loses nothing, and repeats
+// only what the relay had taken but delivery not yet recorded.
+//
+// Run with `npm run test:kube` (root; one node per machine at a time).
+import { execFile } from "node:child_process";
+import { connect } from "node:net";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { MongoClient } from "mongodb";
+import { COMPONENT_NAMES } from "@emailsvc/manifest";
+import { SmtpSink, startFerretDB, startKubeNode, startLocalKafka, type KafkaServer, type KubeNode, type MongoServer } from "@emailsvc/testing";
+
+const ROOT = resolve(__dirname, "..", "..", "..");
+const CHART = join(ROOT, "deploy", "helm", "emailsvc");
+const RELEASE = "emailsvc";
+const NS = "email";
+const ADMIN_TOKEN = "helm-test-admin-token-0123456789abcdef";
+// Cold caches build the node (10 to 20 min), Helm (~2 min) and the image's base (minutes).
+const SETUP_TIMEOUT = 50 * 60_000;
+const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
+
+function run(command: string, args: string[], timeoutMs = 20 * 60_000): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(command, args, { cwd: ROOT, maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${command} ${args.join(" ")}: ${error.message}\n${stdout}\n${stderr}`));
+      else resolvePromise(stdout);
+    });
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
+    await sleep(250);
+  }
+}
+
+/**
+ * The image as `npm run image` builds it (its caches make a warm build short),
+ * or EMAILSVC_IMAGE_TAR when set (a tar it wrote, as `npm run test:image` takes): its name and tar.
+ */
+async function buildImage(): Promise<{ name: string; tar: string }> {
+  const given = process.env.EMAILSVC_IMAGE_TAR;
+  if (given) return { name: imageName(JSON.parse(await run("tar", ["-xOf", given, "manifest.json"]))), tar: given };
+  const last = (await run("bash", [join(ROOT, "scripts", "image", "build.sh")], 40 * 60_000)).trim().split("\n").pop()!;
+  const [name, tar] = last.split(" ");
+  return { name: name!, tar: tar! };
+}
+
+const imageName = (manifest: { RepoTags: string[] }[]): string => manifest[0]!.RepoTags[0]!;
+
+/**
+ * The same image under another tag (skopeo, which `npm run image` uses, copies
+ * the archive under the new name): what `helm upgrade` rolls the Deployments to.
+ */
+async function retag(image: { name: string; tar: string }, dir: string, tag: string): Promise<{ name: string; tar: string }> {
+  const name = `${image.name.split(":")[0]}:${tag}`;
+  const tar = join(dir, `emailsvc-${tag}.tar`);
+  await run("skopeo", ["copy", "-q", `docker-archive:${image.tar}`, `docker-archive:${tar}:${name}`]);
+  return { name, tar };
+}
+
+/** The Helm that scripts/helm/install.sh builds into the cache. */
+async function helmBinary(): Promise<string> {
+  return (await run("bash", [join(ROOT, "scripts", "helm", "install.sh")])).trim().split("\n").pop()!;
+}
+
+describe("helm install of the chart on a real node", () => {
+  const started = Date.now();
+  let node: KubeNode;
+  let mongo: MongoServer | undefined;
+  let kafka: KafkaServer | undefined;
+  let sink: SmtpSink | undefined;
+  let helm: string;
+  let image: { name: string; tar: string };
+  let next: { name: string; tar: string };
+  let work: string;
+  let kubeconfig: string;
+  let installMs = 0;
+  let gateway = "";
+  let portal = "";
+  let key = "";
+  let readerId = "";
+  /** Reads that cross to each service behind the gateway, for the loop during the upgrade. */
+  const reads: string[] = [];
+
+  /** A JSON call through the gateway's Service: as the operator (`admin`) or with the live key. */
+  const call = async (method: string, path: string, body?: unknown, admin = false): Promise<{ status: number; body: any }> => {
+    const headers: Record<string, string> = admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : { "x-api-key": key };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(`${gateway}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+
+  beforeAll(async () => {
+    [image, helm] = await Promise.all([buildImage(), helmBinary()]);
+    work = await mkdtemp(join(tmpdir(), "emailsvc-helm-"));
+    next = await retag(image, work, `${image.name.split(":")[1]}-next`);
+    node = await startKubeNode({ images: [image.tar, next.tar] });
+    // The servers listen at the node address, which exists once the node runs (its bridge holds it).
+    [mongo, kafka, sink] = await Promise.all([
+      startFerretDB({ host: node.nodeAddress }),
+      startLocalKafka({ host: node.nodeAddress }),
+      new SmtpSink({ host: node.nodeAddress }).start(),
+    ]);
+    await node.createNamespace(NS, { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" });
+    kubeconfig = await node.kubeconfigFile();
+    const [repository, tag] = image.name.split(":");
+    const values = {
+      image: { repository, tag, pullPolicy: "Never" },
+      config: {
+        kafkaBrokers: kafka.brokers,
+        // Links in mail name the portal's Service; the test opens them at its ClusterIP.
+        env: { PREFERENCES_URL: `http://${RELEASE}-portal.${NS}.svc.cluster.local:8081` },
+      },
+      secrets: { adminToken: ADMIN_TOKEN, mongoUrl: mongo.url, extra: { SMTP_URL: sink.url() } },
+      // One Pod each: seven Node processes on a shared two-core machine.
+      componentDefaults: { replicas: 1 },
+      components: {
+        // Slow enough (60 recipients: 12 s) that a delivery Pod is stopped in the middle of a campaign, after its preStop sleep of 5 s.
+        campaigns: { env: { CAMPAIGN_RATE: "5/1s" } },
+        delivery: {
+          env: { EMAIL_PROVIDER: "smtp", EMAIL_FROM: "News <news@sender.example>" },
+          secretEnv: ["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS", "SMTP_URL"],
+        },
+      },
+    };
+    const valuesFile = join(work, "values.json");
+    await writeFile(valuesFile, JSON.stringify(values, null, 2));
+    const t = Date.now();
+    try {
+      await run(helm, ["install", RELEASE, CHART, "--namespace", NS, "--kubeconfig", kubeconfig, "-f", valuesFile, "--wait", "--timeout", "15m"]);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${await node.describePods(NS)}`);
+    }
+    installMs = Date.now() - t;
+    const clusterIP = async (name: string) => (await node.request("GET", `/api/v1/namespaces/${NS}/services/${name}`)).body.spec.clusterIP as string;
+    gateway = `http://${await clusterIP(`${RELEASE}-gateway`)}:8080`;
+    portal = `http://${await clusterIP(`${RELEASE}-portal`)}:8081`;
+    process.stdout.write(`helm.test: helm install --wait (every Pod Ready) took ${(installMs / 1000).toFixed(1)} s; setup ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  }, SETUP_TIMEOUT);
+
+  afterAll(async () => {
+    try {
+      await node?.stop();
+    } finally {
+      await Promise.allSettled([mongo?.stop(), kafka?.stop(), sink?.close(), work ? rm(work, { recursive: true, force: true }) : undefined]);
+      process.stdout.write(`helm.test: the whole test took ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    }
+  }, 180_000);
+
+  it("runs every component's Deployment Ready from the project's image, in a namespace enforcing restricted", async () => {
+    const deployments = (await node.request("GET", `/apis/apps/v1/namespaces/${NS}/deployments`)).body.items as any[];
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(COMPONENT_NAMES.map((c) => `${RELEASE}-${c}`).sort());
+    for (const d of deployments) {
+      expect({ name: d.metadata.name, ready: d.status.readyReplicas }).toEqual({ name: d.metadata.name, ready: d.spec.replicas });
+      expect(d.spec.template.spec.containers[0].image).toBe(image.name);
+    }
+    const pods = (await node.request("GET", `/api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/instance%3D${RELEASE}`)).body.items as any[];
+    expect(pods).toHaveLength(COMPONENT_NAMES.length);
+    for (const pod of pods) {
+      expect(pod.status.conditions.find((c: { type: string }) => c.type === "Ready").status).toBe("True");
+      // Their probes: gRPC health for the services, HTTP for the gateway.
+      expect(pod.spec.containers[0].readinessProbe.grpc ?? pod.spec.containers[0].readinessProbe.httpGet).toBeDefined();
+    }
+    const ns = (await node.request("GET", `/api/v1/namespaces/${NS}`)).body;
+    expect(ns.metadata.labels["pod-security.kubernetes.io/enforce"]).toBe("restricted");
+  });
+
+  it("serves the REST API through the gateway's Service, and sends an email over SMTP to the sink", async () => {
+    expect((await fetch(`${gateway}/readyz`)).status).toBe(200);
+    const account = await call("POST", "/admin/v1/accounts", { name: "On a node" }, true);
+    expect(account.status).toBe(201);
+    const created = await call("POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode: "live" }, true);
+    expect(created.status).toBe(201);
+    key = created.body.key;
+    expect(key).toMatch(/^sk_live_/);
+
+    const subscriber = await call("POST", "/api/v1/subscribers", { email: "reader@example.com", metadata: { name: "Reader" } });
+    expect(subscriber.status).toBe(201);
+    readerId = subscriber.body.id;
+    const template = await call("POST", "/api/v1/templates", { name: "receipt", slug: "receipt", subject: "For {{metadata.name}}", category: "transactional", mjml_content: MJML });
+    expect(template.status).toBe(201);
+    const sent = await call("POST", "/api/v1/emails/send", { template_slug: "receipt", to: "reader@example.com" });
+    expect(sent.status).toBe(202);
+
+    const arrived = await eventually("the email at the sink", async () => (sink!.to("reader@example.com").length > 0 ? sink!.to("reader@example.com") : undefined));
+    expect(arrived).toHaveLength(1);
+    expect(arrived[0]!.accepted).toBe(true);
+    expect(arrived[0]!.parsed.subject).toBe("For Reader");
+    expect(arrived[0]!.parsed.text).toContain("Hello Reader");
+    const email = await eventually("the email recorded sent", async () => {
+      const res = await call("GET", `/api/v1/emails/${sent.body.id}`);
+      return res.body.status === "sent" ? res.body : undefined;
+    });
+    expect(email.to).toBe("reader@example.com");
+    reads.push(`/api/v1/subscribers/${readerId}`, `/api/v1/templates/${template.body.id}`, `/api/v1/emails/${sent.body.id}`);
+  }, 120_000);
+
+  it("sends a small campaign: each recipient once", async () => {
+    expect((await call("POST", "/api/v1/tags", { name: "everyone" })).status).toBe(201);
+    const template = await call("POST", "/api/v1/templates", { name: "news", slug: "news", subject: "News for {{metadata.name}}", category: "marketing", mjml_content: MJML });
+    expect(template.status).toBe(201);
+    const recipients = Array.from({ length: 5 }, (_, i) => `c${i}@example.com`);
+    for (const [i, email] of recipients.entries()) {
+      expect((await call("POST", "/api/v1/subscribers", { email, tags: ["everyone"], metadata: { name: `C${i}` } })).status).toBe(201);
+    }
+    const campaign = await call("POST", "/api/v1/campaigns", { name: "First", template_id: template.body.id, tag_filter: { include_tags: ["everyone"] } });
+    expect(campaign.status).toBe(201);
+    const send = await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`);
+    expect(send.body.total_recipients).toBe(recipients.length);
+    const done = await eventually(
+      "the campaign sent",
+      async () => {
+        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
+        return res.body.status === "sent" ? res.body : undefined;
+      },
+      120_000,
+    );
+    expect(done.counts).toMatchObject({ total: 5, sent: 5, failed: 0 });
+    reads.push(`/api/v1/campaigns/${campaign.body.id}`);
+    for (const [i, email] of recipients.entries()) {
+      const copies = sink!.to(email).filter((m) => m.accepted);
+      expect(copies.map((m) => m.parsed.subject)).toEqual([`News for C${i}`]);
+      // A marketing mail carries its one-click unsubscribe (delivery signs it with the chart's keys).
+      expect(copies[0]!.raw).toMatch(/^List-Unsubscribe: <http/im);
+    }
+  }, 180_000);
+
+  it("serves the portal's preference page through its Service, from a link the gateway minted", async () => {
+    const link = await call("POST", `/api/v1/subscribers/${readerId}/preference-token`);
+    expect(link.status).toBe(201);
+    expect(link.body.url).toMatch(new RegExp(`^http://${RELEASE}-portal\\.${NS}\\.svc\\.cluster\\.local:8081/preferences\\?token=`));
+    const first = await fetch(`${portal}${link.body.url.slice(link.body.url.indexOf("/preferences"))}`, { redirect: "manual" });
+    expect(first.status).toBe(303);
+    const page = await fetch(`${portal}${first.headers.get("location")!}`, { redirect: "manual" });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("reader@example.com");
+  }, 60_000);
+
+  it("applies the chart's NetworkPolicies (which the bridge CNI plugin does not enforce)", async () => {
+    const policies = ((await node.request("GET", `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`)).body.items as any[]).map((p) => p.metadata.name);
+    expect(policies.sort()).toEqual([`${RELEASE}-default-deny-ingress`, ...COMPONENT_NAMES.map((c) => `${RELEASE}-${c}`)].sort());
+    // Not enforced: the host opens a connection to subscribers' gRPC port, which only its callers may reach.
+    const subscribers = (await node.request("GET", `/api/v1/namespaces/${NS}/services/${RELEASE}-subscribers`)).body.spec.clusterIP as string;
+    const connected = await new Promise<boolean>((resolvePromise) => {
+      const socket = connect({ host: subscribers, port: 50051, timeout: 5000 });
+      socket.on("connect", () => (socket.destroy(), resolvePromise(true)));
+      socket.on("timeout", () => (socket.destroy(), resolvePromise(false)));
+      socket.on("error", () => resolvePromise(false));
+    });
+    expect(connected).toBe(true);
+  });
+
+  it("rolls every Deployment to a new image with helm upgrade while REST calls keep succeeding", async () => {
+    expect(reads).toHaveLength(4);
+    const failures: string[] = [];
+    let calls = 0;
+    let rolling = true;
+    const loop = (async () => {
+      while (rolling) {
+        const path = reads[calls % reads.length]!;
+        calls += 1;
+        const res = await call("GET", path).catch((error: Error) => ({ status: 0, body: `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` }));
+        if (res.status !== 200) failures.push(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+    })();
+    const pods = async () =>
+      ((await node.request("GET", `/api/v1/namespaces/${NS}/pods?labelSelector=app.kubernetes.io/instance%3D${RELEASE}`)).body.items as any[]).map((p) => ({
+        image: p.spec.containers[0].image as string,
+        terminating: Boolean(p.metadata.deletionTimestamp),
+      }));
+    try {
+      await run(helm, ["upgrade", RELEASE, CHART, "--namespace", NS, "--kubeconfig", kubeconfig, "--reuse-values", "--set", `image.tag=${next.name.split(":")[1]}`, "--wait", "--timeout", "10m"]);
+      // --wait returns once the new Pods are Ready; the old ones may still be draining.
+      await eventually(
+        "every old Pod gone",
+        async () => {
+          const now = await pods();
+          return now.length === COMPONENT_NAMES.length && now.every((p) => p.image === next.name && !p.terminating) ? now : undefined;
+        },
+        180_000,
+      );
+    } finally {
+      rolling = false;
+      await loop;
+    }
+    process.stdout.write(`helm.test: ${calls} calls during the roll, ${failures.length} failed\n`);
+    expect(failures).toEqual([]);
+    expect(calls).toBeGreaterThan(50);
+    const deployments = (await node.request("GET", `/apis/apps/v1/namespaces/${NS}/deployments`)).body.items as any[];
+    expect(deployments.map((d) => d.spec.template.spec.containers[0].image)).toEqual(Array(COMPONENT_NAMES.length).fill(next.name));
+  }, 600_000);
+
+  it("loses and repeats nothing of a campaign when its delivery Pod is deleted in the middle", async () => {
+    const recipients = Array.from({ length: 60 }, (_, i) => `k${i}@example.com`);
+    expect((await call("POST", "/api/v1/tags", { name: "kill" })).status).toBe(201);
+    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: ["kill"], metadata: { name: email } })).status).toBe(201);
+    const template = await call("POST", "/api/v1/templates", { name: "kill", slug: "kill", subject: "Kill", category: "marketing", mjml_content: MJML });
+    const campaign = await call("POST", "/api/v1/campaigns", { name: "Killed", template_id: template.body.id, tag_filter: { include_tags: ["kill"] } });
+    const arrived = () => recipients.reduce((n, r) => n + (sink!.recipientCounts.get(r) ?? 0), 0);
+    const [victim] = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
+    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(recipients.length);
+    await eventually("the campaign under way", async () => (arrived() >= 5 ? true : undefined), 120_000);
+    // As a node drain or `kubectl delete pod` does: SIGTERM after the preStop sleep, then the drain.
+    expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}`)).status).toBe(200);
+    const atDelete = arrived();
+    expect(atDelete).toBeLessThan(recipients.length);
+    await eventually("the deleted Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);
+    const atGone = arrived();
+    const done = await eventually(
+      "the campaign sent",
+      async () => {
+        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
+        return res.body.status === "sent" ? res.body : undefined;
+      },
+      300_000,
+    );
+    expect(done.counts).toMatchObject({ total: recipients.length, sent: recipients.length, failed: 0 });
+    process.stdout.write(`helm.test: delivery Pod deleted after ${atDelete} of ${recipients.length} messages, gone after ${atGone}\n`);
+    expect(recipients.map((r) => sink!.recipientCounts.get(r) ?? 0)).toEqual(Array(recipients.length).fill(1));
+    const pods = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
+    expect(pods).not.toContain(victim);
+  }, 600_000);
+
+  it("loses nothing of a campaign when its delivery Pod is killed (SIGKILL); a second copy only of a message the relay took in the kill's window", async () => {
+    const recipients = Array.from({ length: 60 }, (_, i) => `h${i}@example.com`);
+    expect((await call("POST", "/api/v1/tags", { name: "hard" })).status).toBe(201);
+    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: ["hard"], metadata: { name: email } })).status).toBe(201);
+    const template = await call("POST", "/api/v1/templates", { name: "hard", slug: "hard", subject: "Hard", category: "marketing", mjml_content: MJML });
+    const campaign = await call("POST", "/api/v1/campaigns", { name: "Hard killed", template_id: template.body.id, tag_filter: { include_tags: ["hard"] } });
+    const arrived = () => recipients.reduce((n, r) => n + (sink!.recipientCounts.get(r) ?? 0), 0);
+    const [victim] = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
+    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(recipients.length);
+    await eventually("the campaign under way", async () => (arrived() >= 5 ? true : undefined), 120_000);
+    // gracePeriodSeconds 0: no preStop, no drain; the kubelet kills the container at once.
+    expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}?gracePeriodSeconds=0`)).status).toBe(200);
+    await eventually("the killed Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);
+    // What delivery had durably recorded `sent` when it died, and what the relay had taken by then.
+    const client = await MongoClient.connect(mongo!.url);
+    let durablySent: Set<string>;
+    try {
+      const emails = await client.db("delivery").collection("emails").find({ to: { $in: recipients }, status: "sent" }).project({ to: 1 }).toArray();
+      durablySent = new Set(emails.map((e) => e.to as string));
+    } finally {
+      await client.close();
+    }
+    const takenAtKill = new Set(recipients.filter((r) => (sink!.recipientCounts.get(r) ?? 0) > 0));
+    const done = await eventually(
+      "the campaign sent",
+      async () => {
+        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
+        return res.body.status === "sent" ? res.body : undefined;
+      },
+      300_000,
+    );
+    expect(done.counts).toMatchObject({ total: recipients.length, sent: recipients.length, failed: 0 });
+    const counts = recipients.map((r) => sink!.recipientCounts.get(r) ?? 0);
+    expect(counts.filter((n) => n === 0)).toEqual([]);
+    const twice = recipients.filter((r) => (sink!.recipientCounts.get(r) ?? 0) > 1);
+    process.stdout.write(`helm.test: delivery Pod killed after ${takenAtKill.size} of ${recipients.length} messages (${durablySent.size} durably sent): ${twice.length} sent twice\n`);
+    // RFC 5321 6.1: between the relay's 250 and delivery's own write nothing makes them one step.
+    expect(twice.filter((r) => !takenAtKill.has(r) || durablySent.has(r))).toEqual([]);
+    expect(counts.every((n) => n <= 2)).toBe(true);
+  }, 600_000);
+});
