@@ -24,6 +24,7 @@ import { join, resolve } from "node:path";
 import { MongoClient } from "mongodb";
 import { COMPONENT_NAMES } from "@emailsvc/manifest";
 import { SmtpSink, startFerretDB, startKubeNode, startLocalKafka, type KafkaServer, type KubeNode, type MongoServer } from "@emailsvc/testing";
+import { eventually } from "./support/poll";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
 const CHART = join(ROOT, "deploy", "helm", "emailsvc");
@@ -43,22 +44,6 @@ function run(command: string, args: string[], timeoutMs = 20 * 60_000): Promise<
   });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
-    await sleep(250);
-  }
-}
 
 /**
  * The image as `npm run image` builds it (its caches make a warm build short),
@@ -318,16 +303,22 @@ describe("helm install of the chart on a real node", () => {
     expect(deployments.map((d) => d.spec.template.spec.containers[0].image)).toEqual(Array(COMPONENT_NAMES.length).fill(next.name));
   }, 600_000);
 
-  it("loses and repeats nothing of a campaign when its delivery Pod is deleted in the middle", async () => {
-    const recipients = Array.from({ length: 60 }, (_, i) => `k${i}@example.com`);
-    expect((await call("POST", "/api/v1/tags", { name: "kill" })).status).toBe(201);
-    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: ["kill"], metadata: { name: email } })).status).toBe(201);
-    const template = await call("POST", "/api/v1/templates", { name: "kill", slug: "kill", subject: "Kill", category: "marketing", mjml_content: MJML });
-    const campaign = await call("POST", "/api/v1/campaigns", { name: "Killed", template_id: template.body.id, tag_filter: { include_tags: ["kill"] } });
+  /** A campaign of 60 to its own tag, sent, with a few messages at the sink: the delivery Pod it runs on is `victim`. */
+  async function campaignUnderWay(prefix: string, tag: string, name: string) {
+    const recipients = Array.from({ length: 60 }, (_, i) => `${prefix}${i}@example.com`);
+    expect((await call("POST", "/api/v1/tags", { name: tag })).status).toBe(201);
+    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: [tag], metadata: { name: email } })).status).toBe(201);
+    const template = await call("POST", "/api/v1/templates", { name: tag, slug: tag, subject: name, category: "marketing", mjml_content: MJML });
+    const campaign = await call("POST", "/api/v1/campaigns", { name, template_id: template.body.id, tag_filter: { include_tags: [tag] } });
     const arrived = () => recipients.reduce((n, r) => n + (sink!.recipientCounts.get(r) ?? 0), 0);
     const [victim] = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
     expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(recipients.length);
     await eventually("the campaign under way", async () => (arrived() >= 5 ? true : undefined), 120_000);
+    return { recipients, campaign, arrived, victim: victim! };
+  }
+
+  it("loses and repeats nothing of a campaign when its delivery Pod is deleted in the middle", async () => {
+    const { recipients, campaign, arrived, victim } = await campaignUnderWay("k", "kill", "Killed");
     // As a node drain or `kubectl delete pod` does: SIGTERM after the preStop sleep, then the drain.
     expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}`)).status).toBe(200);
     const atDelete = arrived();
@@ -350,15 +341,7 @@ describe("helm install of the chart on a real node", () => {
   }, 600_000);
 
   it("loses nothing of a campaign when its delivery Pod is killed (SIGKILL); a second copy only of a message the relay took in the kill's window", async () => {
-    const recipients = Array.from({ length: 60 }, (_, i) => `h${i}@example.com`);
-    expect((await call("POST", "/api/v1/tags", { name: "hard" })).status).toBe(201);
-    for (const email of recipients) expect((await call("POST", "/api/v1/subscribers", { email, tags: ["hard"], metadata: { name: email } })).status).toBe(201);
-    const template = await call("POST", "/api/v1/templates", { name: "hard", slug: "hard", subject: "Hard", category: "marketing", mjml_content: MJML });
-    const campaign = await call("POST", "/api/v1/campaigns", { name: "Hard killed", template_id: template.body.id, tag_filter: { include_tags: ["hard"] } });
-    const arrived = () => recipients.reduce((n, r) => n + (sink!.recipientCounts.get(r) ?? 0), 0);
-    const [victim] = await node.waitForPodsReady(NS, `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=delivery`);
-    expect((await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`)).body.total_recipients).toBe(recipients.length);
-    await eventually("the campaign under way", async () => (arrived() >= 5 ? true : undefined), 120_000);
+    const { recipients, campaign, arrived, victim } = await campaignUnderWay("h", "hard", "Hard killed");
     // gracePeriodSeconds 0: no preStop, no drain; the kubelet kills the container at once.
     expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}?gracePeriodSeconds=0`)).status).toBe(200);
     await eventually("the killed Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);

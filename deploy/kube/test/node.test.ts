@@ -19,6 +19,7 @@ import { createServer, get, type Server } from "node:http";
 import { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { KUBE_NODE_IMAGES, startKubeNode, type KubeNode, type KubeObject } from "@emailsvc/testing";
+import { eventually } from "./support/poll";
 
 // A cold cache builds kubelet, kube-scheduler and kube-proxy with the control
 // plane (10 to 20 min on 2 cores) and CoreDNS (1.5 min).
@@ -61,22 +62,6 @@ function startAndKill(): Promise<void> {
 const run = (command: string, args: string[]): Promise<string> =>
   new Promise((resolve) => execFile(command, args, { maxBuffer: 16 * 1024 * 1024 }, (_error, stdout) => resolve(stdout ?? "")));
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
-    await sleep(250);
-  }
-}
 
 /**
  * The host state the node touches, limited to its own kinds of things (other
