@@ -5,6 +5,11 @@ import { events, imports } from "@emailsvc/proto";
 import { createLogger } from "@emailsvc/telemetry";
 import { tenantKey } from "@emailsvc/tenancy";
 import { startSubscribersService, type RunningSubscribersService } from "../src/server.js";
+import { SubscriberStorage } from "../src/storage/repositories.js";
+import { DocumentSpool, type ImportSpool } from "../src/storage/import-spool.js";
+import { appendImportChunk } from "../src/usecases/append-import-chunk.js";
+import type { Scope } from "../src/usecases/deps.js";
+import type { ImportDeps } from "../src/usecases/import-deps.js";
 import { as, startHarness, SUPPRESSION_KEYS, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // ImportService over real gRPC with several replicas on one store and bus:
@@ -89,6 +94,37 @@ describe.each<StoreKind>(["embedded", "mongodb"])("imports with several replicas
       return read.state === imports.ImportState.COMPLETED ? read : undefined;
     }, "the import to complete", 30_000);
     expect(done.counts).toMatchObject({ rowsRead: 2n, created: 2n });
+  });
+
+  it("leaves no chunk behind when the upload is aborted while a chunk is being stored (the client went with that call in flight)", async () => {
+    const client = createClient(imports.ImportService, createServiceTransport(replicas[0]!.url));
+    const call = tenant();
+    const id = (await client.createImport({ format: imports.ImportFormat.CSV, mode: imports.ImportMode.CREATE, columns: { email: "email" } }, as(call))).job!.id;
+    // The chunk's write is held until the abort has failed the job and dropped its chunks, as a slow write and a
+    // quick abort meet when the gateway's client hangs up.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const storing = new Promise<void>((resolve) => (entered = resolve));
+    const inner = new DocumentSpool();
+    const spool: ImportSpool = {
+      put: async (...args) => {
+        entered();
+        await held;
+        return inner.put(...args);
+      },
+      get: (...args) => inner.get(...args),
+      missing: (...args) => inner.missing(...args),
+      drop: (...args) => inner.drop(...args),
+    };
+    const scope = { call, ...new SubscriberStorage(h.store).forTenant(tenantKey(call.tenant)) } as unknown as Scope;
+    const appended = appendImportChunk({ spool, now: Date.now } as unknown as ImportDeps, scope, { jobId: id, seq: 0, data: Buffer.from("email\na@example.com\n") });
+    await storing;
+    await client.abortImport({ jobId: id }, as(call));
+    release();
+    await expect(appended).rejects.toMatchObject({ code: "import_not_uploading" });
+    expect((await client.getImport({ id }, as(call))).job).toMatchObject({ state: imports.ImportState.FAILED, failure: "upload_aborted" });
+    expect(await scope.importChunks.find({ job_id: id })).toEqual([]);
   });
 
   it("redoes a job whose writes outlived its checkpoint (a crash between them): each row counted once, its tags named, no second subscriber, the same events", async () => {

@@ -15,10 +15,15 @@ export async function appendImportChunk(deps: ImportDeps, scope: Scope, input: {
     throw new AppError("too_large", "import_too_large", `an import is at most ${IMPORT_LIMITS.fileBytes} bytes`);
   }
   const added = await deps.spool.put(scope.importChunks, job._id, input.seq, input.data);
-  if (added) {
-    await scope.imports.updateOne(
-      { _id: job._id, state: "uploading" },
-      { $inc: { size_bytes: input.data.byteLength }, $set: { updated_at: deps.now() } },
-    );
+  if (!added) return;
+  const counted = await scope.imports.updateOne(
+    { _id: job._id, state: "uploading" },
+    { $inc: { size_bytes: input.data.byteLength }, $set: { updated_at: deps.now() } },
+  );
+  if (!counted) {
+    // The upload was failed while this chunk was being stored (the client went away with this call in flight):
+    // failUpload may already have dropped the job's chunks, so this one would stay behind. Drop them again.
+    await deps.spool.drop(scope.importChunks, job._id);
+    throw new AppError("conflict", "import_not_uploading", "the import stopped taking chunks while this one was stored");
   }
 }
