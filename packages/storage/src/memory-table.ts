@@ -531,6 +531,9 @@ export class MemoryTable {
       slot.flags |= READ;
       return slot.doc;
     }
+    // The slot's own `_id` string instead of the one just parsed: a cached document would otherwise hold a
+    // second copy (80 bytes for a campaign's ledger row id).
+    doc._id = slot.id;
     slot.doc = doc;
     this.atRest!.cache.admit(slot);
     return doc;
