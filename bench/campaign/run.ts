@@ -250,7 +250,9 @@ async function main(): Promise<void> {
   // service at N, on MongoDB (FerretDB here: its cost grows with the
   // square of the audience) at CAMPAIGN_BENCH_MONGO_N, with one and with two
   // delivery and campaigns processes.
-  if (process.env.CAMPAIGN_BENCH_KAFKA !== "off") {
+  // CAMPAIGN_BENCH_KAFKA=smtp-only with CAMPAIGN_BENCH_LISTMONK=ours: the per-service row through SMTP alone (memory per process).
+  const kafkaSmtpOnly = process.env.CAMPAIGN_BENCH_KAFKA === "smtp-only" && process.env.CAMPAIGN_BENCH_LISTMONK === "ours";
+  if (process.env.CAMPAIGN_BENCH_KAFKA !== "off" && process.env.CAMPAIGN_BENCH_KAFKA !== "smtp-only") {
     rows.push(...(await runKafkaCampaigns(N, ["embedded"])));
     if (MONGO_N > 0) rows.push(...(await runKafkaCampaigns(MONGO_N, ["mongo", "replicas"])));
   }
@@ -285,8 +287,8 @@ async function main(): Promise<void> {
         // DELIVERY_SENDER_THREAD=off from the bench's own environment: the provider on delivery's thread, to compare.
         ...(process.env.DELIVERY_SENDER_THREAD ? { DELIVERY_SENDER_THREAD: process.env.DELIVERY_SENDER_THREAD } : {}),
       };
-      const ours = await smtpRun("emailsvc (embedded), SMTP", smtpEnv);
-      if (process.env.CAMPAIGN_BENCH_DKIM !== "off") {
+      const ours = kafkaSmtpOnly ? undefined : await smtpRun("emailsvc (embedded), SMTP", smtpEnv);
+      if (process.env.CAMPAIGN_BENCH_DKIM !== "off" && !kafkaSmtpOnly) {
         // Signed as a platform signs its own From: one RSA-2048 signature per message (DKIM_PLATFORM_*).
         const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
         await smtpRun("emailsvc (embedded), SMTP, DKIM-signed (RSA 2048)", {
@@ -308,7 +310,9 @@ async function main(): Promise<void> {
       // The message as our template renders it, with listmonk's variable where the name goes.
       // CAMPAIGN_BENCH_LISTMONK=ours: our side of the comparison alone (iterating on the SMTP path).
       const message = process.env.CAMPAIGN_BENCH_LISTMONK === "ours" ? undefined : await renderedForListmonk();
-      for (const build of message ? await listmonkBuilds() : []) {
+      const listmonkRuns = message !== undefined && ours !== undefined ? { message, ours, builds: await listmonkBuilds() } : undefined;
+      for (const build of listmonkRuns?.builds ?? []) {
+        const { message, ours } = listmonkRuns!;
         sink.recipientCounts.clear();
         const before = sink.acceptedCount;
         const lm = await runListmonkCampaign({

@@ -221,9 +221,42 @@ function sameValue(a: unknown, b: unknown): boolean {
   return canonical(a) === canonical(b);
 }
 
-/** One hash index: the documents by the values of `fields` (an index, or a leading part of a compound index). */
+/**
+ * A unique index's key as kept: a 32-bit hash of its text (FNV-1a, then
+ * murmur3's finalizer to spread similar texts), a small integer V8 stores in
+ * the Map's entry itself. The text (e.g. `s14:acc_…:tests35:none:eml_…`, an
+ * email's tenant and idempotency key) was a string of about 100 bytes per
+ * document, kept by the index alone once the document is at rest. Two texts
+ * may share a hash (about one pair among 100,000 keys): the index then holds
+ * both documents under it, and whoever needs the key itself compares texts
+ * (holder) or matches the documents (queries).
+ */
+export function keyHash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) | 0;
+}
+
+/** The text a unique index hashes for given values of its fields (tests: to find two that share a hash). */
+export function uniqueKeyText(values: readonly unknown[]): string {
+  let text = "";
+  for (const value of values) text += part(value);
+  return text;
+}
+
+/**
+ * One hash index: the documents by the values of `fields` (an index, or a
+ * leading part of a compound index). A unique one keeps hashes of its keys'
+ * texts (keyHash); the others keep the keys themselves, which documents share
+ * (a Map keeps the first copy only) and which a count may trust without
+ * reading a document.
+ */
 class HashIndex {
-  /** A key's documents: one slot, or a set when several share it (never in a unique index). */
+  /** A key's documents: one slot, or a set when several share it (in a unique index: only texts sharing a hash). */
   readonly buckets = new Map<Key, Slot | Set<Slot>>();
   private readonly readings: Reading[];
 
@@ -232,16 +265,32 @@ class HashIndex {
     readonly unique: boolean,
     /** For DuplicateKeyError. */
     public name: string | undefined,
-    readonly sparse = false,
+    readonly sparse: boolean,
+    /** A document of a slot (to compare key texts under a shared hash). */
+    private readonly read: (slot: Slot) => PlainObject,
   ) {
     this.readings = fields.map(readingOf);
   }
 
+  /** Keys are hashes of texts (unique indexes). */
+  get hashed(): boolean {
+    return this.unique;
+  }
+
   /** The keys of a document (usually one; none when an indexed array is empty). */
   keysOf(doc: PlainObject): Key[] {
+    if (!this.hashed) return this.textsOf(doc);
+    const texts = this.textsOf(doc) as string[];
+    const keys: Key[] = new Array(texts.length);
+    for (let k = 0; k < texts.length; k += 1) keys[k] = keyHash(texts[k]!);
+    return keys;
+  }
+
+  /** The keys of a document as the index would keep them unhashed (a unique index: always texts of parts). */
+  textsOf(doc: PlainObject): Key[] {
     const fields = this.fields;
     if (this.sparse && fields.every((field, f) => valueAt(doc, field, this.readings[f]!) === undefined)) return [];
-    if (fields.length === 1) {
+    if (fields.length === 1 && !this.hashed) {
       const value = valueAt(doc, fields[0]!, this.readings[0]!);
       if (!Array.isArray(value)) return [singleKey(value)];
       const values: unknown[] = [];
@@ -269,17 +318,24 @@ class HashIndex {
 
   /** The key of given scalar values of the fields (a filter's equality). */
   keyOfValues(values: readonly unknown[]): Key {
+    if (this.hashed) return keyHash(uniqueKeyText(values));
     if (values.length === 1) return singleKey(values[0]);
-    let key = "";
-    for (const value of values) key += part(value);
-    return key;
+    return uniqueKeyText(values);
   }
 
-  /** A document other than `self` that holds one of `keys` (unique indexes). */
-  holder(keys: readonly Key[], self: Slot | undefined): Slot | undefined {
-    for (const key of keys) {
-      const found = this.buckets.get(key);
-      if (found !== undefined && found !== self) return found as Slot;
+  /** A document other than `self` that holds one of `doc`'s keys, `keys` (unique indexes). */
+  holder(doc: PlainObject, keys: readonly Key[], self: Slot | undefined): Slot | undefined {
+    let texts: Key[] | undefined;
+    for (let k = 0; k < keys.length; k += 1) {
+      const found = this.buckets.get(keys[k]);
+      if (found === undefined) continue;
+      // Under a hash: the documents whose key has the same text, not only the same hash.
+      for (const other of found instanceof Set ? found : [found]) {
+        if (other === self) continue;
+        if (!this.hashed) return other;
+        texts ??= this.textsOf(doc);
+        if (this.textsOf(this.read(other)).includes(texts[k])) return other;
+      }
     }
     return undefined;
   }
@@ -432,6 +488,9 @@ export class MemoryTable {
   /** Undefined: memory only (every slot keeps its document). */
   constructor(private readonly atRest?: AtRest) {}
 
+  /** `peek` for the indexes (comparing key texts under a shared hash). */
+  private readonly reader = (slot: Slot): PlainObject => this.peek(slot);
+
   private readonly byId = new Map<string, Slot>();
   private readonly ordered = new OrderedSlots();
   /** Index definitions by indexKey. */
@@ -472,6 +531,9 @@ export class MemoryTable {
       slot.flags |= READ;
       return slot.doc;
     }
+    // The slot's own `_id` string instead of the one just parsed: a cached document would otherwise hold a
+    // second copy (80 bytes for a campaign's ledger row id).
+    doc._id = slot.id;
     slot.doc = doc;
     this.atRest!.cache.admit(slot);
     return doc;
@@ -543,7 +605,7 @@ export class MemoryTable {
         maps.set(id, kept);
         continue;
       }
-      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse);
+      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse, this.reader);
       if (want.unique) this.fill(map);
       maps.set(id, map);
     }
@@ -557,8 +619,9 @@ export class MemoryTable {
   /** Indexes every document; a unique index refuses duplicates. */
   private fill(map: HashIndex): void {
     for (const slot of this.byId.values()) {
-      const keys = map.keysOf(this.peek(slot));
-      if (map.unique && map.holder(keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
+      const doc = this.peek(slot);
+      const keys = map.keysOf(doc);
+      if (map.unique && map.holder(doc, keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
       map.add(slot, keys);
     }
   }
@@ -577,7 +640,7 @@ export class MemoryTable {
     for (let i = 0; i < live.length; i += 1) {
       const map = live[i]!;
       keys[i] = map.keysOf(doc);
-      if (map.unique && map.holder(keys[i]!, undefined) !== undefined) throw new DuplicateKeyError(map.name);
+      if (map.unique && map.holder(doc, keys[i]!, undefined) !== undefined) throw new DuplicateKeyError(map.name);
     }
     this.byId.set(id, slot);
     this.ordered.insert(slot);
@@ -602,10 +665,13 @@ export class MemoryTable {
     const moves: Array<[HashIndex, Key[], Key[]]> = [];
     for (const map of this.live) {
       if (!map.fields.some(fieldChanged)) continue;
-      const before = map.keysOf(previous);
-      const after = map.keysOf(next);
-      if (before.length === after.length && before.every((key, i) => key === after[i])) continue;
-      if (map.unique && map.holder(after, slot) !== undefined) throw new DuplicateKeyError(map.name);
+      // Texts, not hashes: a new text sharing the old one's hash must still be checked against its holders.
+      const beforeTexts = map.textsOf(previous);
+      const afterTexts = map.textsOf(next);
+      if (beforeTexts.length === afterTexts.length && beforeTexts.every((key, i) => key === afterTexts[i])) continue;
+      const before = map.hashed ? beforeTexts.map((text) => keyHash(text as string)) : beforeTexts;
+      const after = map.hashed ? afterTexts.map((text) => keyHash(text as string)) : afterTexts;
+      if (map.unique && map.holder(next, after, slot) !== undefined) throw new DuplicateKeyError(map.name);
       moves.push([map, before, after]);
     }
     for (const [map, before, after] of moves) {
@@ -696,7 +762,7 @@ export class MemoryTable {
       const keys = tuples.map((tuple) => map.keyOfValues(tuple));
       let size = 0;
       for (const key of keys) size += map.sizeOf(key);
-      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys), exact: exactLookup(filter, map.fields) };
+      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys), exact: !map.hashed && exactLookup(filter, map.fields) };
       if (size === 0) break;
     }
     return best;
