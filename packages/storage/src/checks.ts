@@ -197,6 +197,26 @@ export function checkBatch<T extends Doc>(docs: readonly T[], operation: string)
  * The scope of an upsertMany: equality on scalar fields only, since its
  * fields also go into each inserted document (as MongoDB's upsert does).
  */
+/**
+ * updateEach's updates, checked before any is applied: each filter checked and
+ * each update normalized (null: an update that sets nothing, which still counts
+ * its matches, as updateMany's).
+ */
+export function checkUpdates(updates: ReadonlyArray<{ filter: Filter; update: Update }>): Array<{ filter: Filter; update: Update | null }> {
+  if (!Array.isArray(updates)) throw new TypeError("updateEach takes an array of { filter, update }");
+  if (updates.length > MAX_BATCH_DOCUMENTS) throw new TypeError(`updateEach takes at most ${MAX_BATCH_DOCUMENTS} updates, got ${updates.length}`);
+  return updates.map((entry, i) => {
+    try {
+      if (!isPlainObject(entry)) throw new TypeError("not a { filter, update }");
+      const { filter, update } = entry as { filter: Filter; update: Update };
+      checkFilter(filter);
+      return { filter, update: normalizeUpdate(update) };
+    } catch (error) {
+      throw new TypeError(`updateEach: update ${i}: ${(error as Error).message}`);
+    }
+  });
+}
+
 export function checkUpsertScope(scope: Filter): Record<string, string | number | boolean> {
   checkFilter(scope, "upsertMany scope");
   for (const [field, value] of Object.entries(scope)) {
