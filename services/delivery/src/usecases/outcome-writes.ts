@@ -13,9 +13,9 @@ import type { EmailDoc } from "../storage/documents.js";
 // What a crash loses is unchanged in kind: an email whose outcome write was
 // not yet durable is sent again once its lease runs out (the duplicate window
 // of deliver-email.ts, from the relay's reply to the write). The wait added to
-// that window is at most the rest of the current turn of the event loop: the
-// store's group append waits for the same moment before it writes anyway
-// (packages/storage/src/group-append.ts).
+// that window is at most one turn of the event loop (the store's group append
+// then waits for the next one, as it did for each write before:
+// packages/storage/src/group-append.ts).
 
 interface Queued {
   filter: TenantFilter<EmailDoc>;
