@@ -41,7 +41,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("outcome writes of a campaign 
     const stored = new Map((await emails.find({})).map((d) => [d._id, d]));
     for (const id of ["e1", "e2", "e4"]) {
       expect(stored.get(id)).toMatchObject({ status: "sent", sent_at: 2, updated_at: 2 });
-      expect(stored.get(id)!.status_history.map((c) => c.status)).toEqual([id === "e4" ? "deferred" : "queued", "sent"]);
+      expect(stored.get(id)!.status_history!.map((c) => c.status)).toEqual([id === "e4" ? "deferred" : "queued", "sent"]);
     }
     expect(stored.get("e3")!.status_history).toHaveLength(1);
 
