@@ -280,6 +280,7 @@ class FlakyStore implements DocumentStore {
       updateOne: guard(real.updateOne.bind(real)),
       insertMany: guard(real.insertMany.bind(real)),
       updateMany: guard(real.updateMany.bind(real)),
+      updateEach: guard(real.updateEach.bind(real)),
       upsertMany: guard(real.upsertMany.bind(real)),
       deleteOne: guard(real.deleteOne.bind(real)),
       deleteMany: guard(real.deleteMany.bind(real)),

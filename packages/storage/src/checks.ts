@@ -127,6 +127,55 @@ function checkCondition(path: string, condition: unknown, where: string): void {
  * contract.
  */
 export function cleanValue(value: unknown, where: string): unknown {
+  try {
+    return cleanQuietly(value);
+  } catch (error) {
+    if (error !== REFUSED) throw error;
+  }
+  // Refused: again with the path of what was refused, for the message.
+  return cleanNamingPath(value, where);
+}
+
+/** What cleanQuietly throws at a value cleanNamingPath refuses. */
+const REFUSED = new Error("refused");
+
+/**
+ * cleanValue's copy without naming where each value is: every document and
+ * update goes through it, and naming each field's path (a string per field)
+ * cost as much as the copy. It refuses exactly what cleanNamingPath refuses,
+ * which then says why.
+ */
+function cleanQuietly(value: unknown): unknown {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw REFUSED;
+    return value === 0 ? 0 : value;
+  }
+  if (Array.isArray(value)) {
+    return value.map((element) => {
+      if (Array.isArray(element)) throw REFUSED;
+      return element === undefined ? null : cleanQuietly(element);
+    });
+  }
+  if (value instanceof Date) return new Date(value.getTime());
+  if (isPlainObject(value)) {
+    const copy: PlainObject = {};
+    let fields = 0;
+    const keys = Object.keys(value);
+    for (let i = 0; i < keys.length; i += 1) {
+      const key = keys[i]!;
+      const field = value[key];
+      if (field === undefined) continue;
+      if (key.startsWith("$") || key.includes(".") || key === PROTO) throw REFUSED;
+      copy[key] = cleanQuietly(field);
+      fields += 1;
+    }
+    return withFastFields(copy, fields);
+  }
+  throw REFUSED;
+}
+
+function cleanNamingPath(value: unknown, where: string): unknown {
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") {
     if (!Number.isFinite(value)) throw new TypeError(`${where}: ${value} cannot be stored`);
@@ -136,7 +185,7 @@ export function cleanValue(value: unknown, where: string): unknown {
     return value.map((element, i) => {
       // FerretDB v1 refuses arrays directly inside arrays ("nested arrays are not supported").
       if (Array.isArray(element)) throw new TypeError(`${where}[${i}]: an array may not directly contain an array`);
-      return element === undefined ? null : cleanValue(element, `${where}[${i}]`);
+      return element === undefined ? null : cleanNamingPath(element, `${where}[${i}]`);
     });
   }
   if (value instanceof Date) return new Date(value.getTime());
@@ -149,7 +198,7 @@ export function cleanValue(value: unknown, where: string): unknown {
       if (key.startsWith("$") || key.includes(".") || key === PROTO) {
         throw new TypeError(`${where}: field name ${show(key)} may not start with $, contain a dot or be __proto__`);
       }
-      copy[key] = cleanValue(field, `${where}.${key}`);
+      copy[key] = cleanNamingPath(field, `${where}.${key}`);
       fields += 1;
     }
     return withFastFields(copy, fields);
@@ -197,6 +246,26 @@ export function checkBatch<T extends Doc>(docs: readonly T[], operation: string)
  * The scope of an upsertMany: equality on scalar fields only, since its
  * fields also go into each inserted document (as MongoDB's upsert does).
  */
+/**
+ * updateEach's updates, checked before any is applied: each filter checked and
+ * each update normalized (null: an update that sets nothing, which still counts
+ * its matches, as updateMany's).
+ */
+export function checkUpdates(updates: ReadonlyArray<{ filter: Filter; update: Update }>): Array<{ filter: Filter; update: Update | null }> {
+  if (!Array.isArray(updates)) throw new TypeError("updateEach takes an array of { filter, update }");
+  if (updates.length > MAX_BATCH_DOCUMENTS) throw new TypeError(`updateEach takes at most ${MAX_BATCH_DOCUMENTS} updates, got ${updates.length}`);
+  return updates.map((entry, i) => {
+    try {
+      if (!isPlainObject(entry)) throw new TypeError("not a { filter, update }");
+      const { filter, update } = entry as { filter: Filter; update: Update };
+      checkFilter(filter);
+      return { filter, update: normalizeUpdate(update) };
+    } catch (error) {
+      throw new TypeError(`updateEach: update ${i}: ${(error as Error).message}`);
+    }
+  });
+}
+
 export function checkUpsertScope(scope: Filter): Record<string, string | number | boolean> {
   checkFilter(scope, "upsertMany scope");
   for (const [field, value] of Object.entries(scope)) {

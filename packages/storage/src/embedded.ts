@@ -19,6 +19,7 @@ import {
   checkFilter,
   checkFindOptions,
   checkIndexSpecs,
+  checkUpdates,
   checkUpsertScope,
   isPlainObject,
   normalizeUpdate,
@@ -42,6 +43,7 @@ import {
   type IndexSpec,
   type InsertManyResult,
   type AnyUpdate,
+  type FilteredUpdate,
   type Update,
   type UpsertManyResult,
 } from "./types.js";
@@ -439,6 +441,30 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
     await this.persisted();
     return slots.length;
+  }
+
+  async updateEach(updates: ReadonlyArray<FilteredUpdate<T>>): Promise<number[]> {
+    const clean = checkUpdates(updates as ReadonlyArray<{ filter: AnyFilter; update: AnyUpdate }>);
+    for (const { update } of clean) if (update !== null) this.refuseArrayUpdates(update);
+    await this.open();
+    // One pass with no await, then one wait for the append holding every line:
+    // what updateMany costs once per call (its check of the store, its wait
+    // for the append, its promise) is paid once for all.
+    const matched = clean.map(({ filter, update }) => {
+      const slots = this.table.select(filter, matchQuery(filter));
+      if (update === null) return slots.length;
+      for (const slot of slots) {
+        const current = this.table.doc(slot);
+        const next = this.updated(current, update);
+        if (next === current) continue;
+        // A DuplicateKeyError leaves the documents changed before it changed (and written).
+        this.table.replace(slot, next);
+        this.appendDoc(slot, next);
+      }
+      return slots.length;
+    });
+    await this.persisted();
+    return matched;
   }
 
   /**

@@ -33,6 +33,7 @@ import {
   checkFilter,
   checkFindOptions,
   checkIndexSpecs,
+  checkUpdates,
   checkUpsertScope,
   normalizeUpdate,
 } from "./checks.js";
@@ -49,6 +50,7 @@ import {
   type IndexSpec,
   type InsertManyResult,
   type AnyUpdate,
+  type FilteredUpdate,
   type Update,
   type UpsertManyResult,
 } from "./types.js";
@@ -226,6 +228,32 @@ class MongoCollection<T extends Doc> implements Collection<T> {
       }
     };
     return this.chain === undefined ? run() : serialized(this.chain, run);
+  }
+
+  async updateEach(updates: ReadonlyArray<FilteredUpdate<T>>): Promise<number[]> {
+    const clean = checkUpdates(updates as ReadonlyArray<{ filter: AnyFilter; update: AnyUpdate }>);
+    const one = async ({ filter, update }: { filter: AnyFilter; update: AnyUpdate | null }): Promise<number> => {
+      if (update === null) return this.coll.countDocuments(driverFilter(filter));
+      try {
+        return (await this.coll.updateMany(driverFilter(filter), update as UpdateFilter<Doc>)).matchedCount;
+      } catch (error) {
+        throw await this.mapError(error, {});
+      }
+    };
+    // Not a bulkWrite: its answer is the total matched, not each update's.
+    // Serialized collections take their turn once and run the updates one by one.
+    if (this.chain !== undefined) {
+      return serialized(this.chain, async () => {
+        const matched: number[] = [];
+        for (const entry of clean) matched.push(await one(entry));
+        return matched;
+      });
+    }
+    // Every statement answered before a failure is reported, so that the updates before it are done.
+    const settled = await Promise.allSettled(clean.map(one));
+    const failed = settled.find((result) => result.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+    return settled.map((result) => (result as PromiseFulfilledResult<number>).value);
   }
 
   async upsertMany(docs: readonly T[], scope: Filter<T> = {} as Filter<T>): Promise<UpsertManyResult> {

@@ -1,4 +1,4 @@
-import type { AnyFilter, Collection, Filter, FindOptions, InsertManyResult, TenantDoc, Update, UpsertManyResult } from "./types.js";
+import type { AnyFilter, Collection, Filter, FilteredUpdate, FindOptions, InsertManyResult, TenantDoc, Update, UpsertManyResult } from "./types.js";
 
 /** A filter of a tenant's documents: `tenant` is the collection's business, never the caller's. */
 export type TenantFilter<T extends TenantDoc> = Filter<Omit<T, "tenant">>;
@@ -56,6 +56,10 @@ export class TenantCollection<T extends TenantDoc> {
   }
   updateMany(filter: TenantFilter<T>, update: TenantUpdate<T>): Promise<number> {
     return this.collection.updateMany(this.scoped(filter), update as Update<T>);
+  }
+  /** See Collection.updateEach; every filter is scoped to the tenant. */
+  updateEach(updates: ReadonlyArray<{ filter: TenantFilter<T>; update: TenantUpdate<T> }>): Promise<number[]> {
+    return this.collection.updateEach(updates.map(({ filter, update }): FilteredUpdate<T> => ({ filter: this.scoped(filter), update: update as Update<T> })));
   }
   deleteOne(filter: TenantFilter<T>): Promise<boolean> {
     return this.collection.deleteOne(this.scoped(filter));

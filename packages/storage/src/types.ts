@@ -201,6 +201,21 @@ export interface Collection<T extends Doc = AnyDoc> {
    */
   updateMany(filter: Filter<T>, update: Update<T>): Promise<number>;
   /**
+   * Many updateMany calls in one go, answering how many documents each
+   * `{ filter, update }` matched. The updates of one call are not ordered
+   * among themselves: give each its own documents (e.g. by `_id`). Every
+   * filter and update is checked before anything changes (a bad one: nothing
+   * written). For a writer with many small guarded updates ready at once
+   * (delivery's outcomes): the embedded store applies them in one pass with
+   * one datafile append and one wait for it; MongoDB sends them as separate
+   * statements without waiting for each other (a bulkWrite answers only the
+   * total matched). Not atomic as a whole: each document changes atomically;
+   * a DuplicateKeyError comes once the updates before it are applied (the
+   * embedded store applies none after it, MongoDB the others). At most
+   * MAX_BATCH_DOCUMENTS updates.
+   */
+  updateEach(updates: ReadonlyArray<FilteredUpdate<T>>): Promise<number[]>;
+  /**
    * Per document, by `_id` and the fields of `scope`: inserts it when none
    * matches, else sets its fields (fields the given document lacks stay as they
    * are). A few round trips for all (MongoDB: find, bulk update, insert);
@@ -228,6 +243,12 @@ export interface Collection<T extends Doc = AnyDoc> {
 
 /** Most documents one insertMany or upsertMany takes (a page of a fan-out, not a whole audience). */
 export const MAX_BATCH_DOCUMENTS = 10_000;
+
+/** One update of Collection.updateEach: what updateMany takes. */
+export interface FilteredUpdate<T extends Doc = AnyDoc> {
+  filter: Filter<T>;
+  update: Update<T>;
+}
 
 export interface InsertManyResult {
   inserted: number;

@@ -888,6 +888,78 @@ export function describeDocumentStoreContract(
         await expectDuplicate(c.updateMany({ tenant: "t" }, { $set: { email: "same@x" } }), "tenant_email");
       });
 
+      test("updateEach applies each update as updateMany would, answering each one's matches", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "1", state: "pending", n: 0, history: ["queued"] },
+          { _id: "2", state: "pending", n: 5 },
+          { _id: "3", state: "sent", n: 0, tags: ["a", "b"] },
+          { _id: "4", state: "sent", n: 0 },
+          { _id: "5", state: "queued", n: 0 },
+          { _id: "6", state: "queued", n: 1 },
+        ]);
+        await expect(
+          c.updateEach([
+            // A guarded outcome: matches while the state is still to be settled.
+            { filter: { _id: "1", state: { $in: ["pending", "deferred"] } }, update: { $set: { state: "sent" }, $push: { history: { $each: ["sent"] } } } },
+            // Already settled: no match, nothing changed.
+            { filter: { _id: "3", state: "pending" }, update: { $set: { state: "failed" } } },
+            // Unknown document.
+            { filter: { _id: "9" }, update: { $set: { state: "sent" } } },
+            { filter: { _id: "2" }, update: { $set: { state: "sent", n: 7 }, $pull: { tags: "a" } } },
+            // Several documents at once.
+            { filter: { state: "queued" }, update: { $inc: { n: 1 } } },
+            // An update that sets nothing still counts its matches.
+            { filter: { _id: "4" }, update: { $set: {} } },
+          ]),
+        ).resolves.toEqual([1, 0, 0, 1, 2, 1]);
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "1", state: "sent", n: 0, history: ["queued", "sent"] },
+          { _id: "2", state: "sent", n: 7 },
+          { _id: "3", state: "sent", n: 0, tags: ["a", "b"] },
+          { _id: "4", state: "sent", n: 0 },
+          { _id: "5", state: "queued", n: 1 },
+          { _id: "6", state: "queued", n: 2 },
+        ]);
+        await expect(c.updateEach([])).resolves.toEqual([]);
+      });
+
+      test("updateEach checks every update before it changes anything", async () => {
+        const c = fresh();
+        await c.insertMany([{ _id: "1", state: "pending" }]);
+        await expect(
+          c.updateEach([
+            { filter: { _id: "1" }, update: { $set: { state: "sent" } } },
+            { filter: { _id: "1" }, update: { $set: { "bad.$field": 1 } } as never },
+          ]),
+        ).rejects.toThrow(/updateEach: update 1/);
+        await expect(c.updateEach([{ filter: { $where: "1" } as Filter, update: { $set: { state: "sent" } } }])).rejects.toThrow(/updateEach: update 0/);
+        await expect(c.updateEach(Array.from({ length: MAX_BATCH_DOCUMENTS + 1 }, () => ({ filter: { _id: "1" }, update: { $set: { state: "x" } } })))).rejects.toThrow(
+          /at most 10000 updates/,
+        );
+        expect(await c.find({})).toEqual([{ _id: "1", state: "pending" }]);
+      });
+
+      test("updateEach that would break a unique index throws DuplicateKeyError once the updates before it are applied", async () => {
+        const c = fresh();
+        await c.createIndexes(emailIndex);
+        await c.insertMany([
+          { _id: "1", tenant: "t", email: "a@x", n: 0 },
+          { _id: "2", tenant: "t", email: "b@x", n: 0 },
+        ]);
+        await expectDuplicate(
+          c.updateEach([
+            { filter: { _id: "1" }, update: { $set: { n: 1 } } },
+            { filter: { _id: "2" }, update: { $set: { email: "a@x" } } },
+          ]),
+          "tenant_email",
+        );
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "1", tenant: "t", email: "a@x", n: 1 },
+          { _id: "2", tenant: "t", email: "b@x", n: 0 },
+        ]);
+      });
+
       test("upsertMany inserts the missing, sets the fields of the present, within its scope", async () => {
         const c = fresh();
         await c.insertMany([

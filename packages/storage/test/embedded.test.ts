@@ -527,6 +527,26 @@ describe("embedded group append", () => {
     await store.close();
   });
 
+  test("updateEach writes its updates in one append, acknowledged once they are on disk", async () => {
+    const dir = path.join(root, "each");
+    const store = await openEmbeddedStore({ dataDir: dir });
+    const c = store.collection("emails");
+    const file = path.join(dir, "emails.db");
+    await c.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: `e${i}`, status: "sending" })));
+    const appends = (): number => (c as unknown as { appends: number }).appends;
+    const before = appends();
+    const matched = await c.updateEach(Array.from({ length: 50 }, (_, i) => ({ filter: { _id: `e${i}`, status: "sending" }, update: { $set: { status: "sent" } } })));
+    expect(matched).toEqual(Array.from({ length: 50 }, () => 1));
+    expect(appends() - before).toBe(1);
+    // Acknowledged: every changed document's line is in the file already.
+    const lines = (await readFile(file, "utf8")).trim().split("\n").slice(50);
+    expect(lines.map((line) => JSON.parse(line) as { _id: string; status: string })).toEqual(Array.from({ length: 50 }, (_, i) => ({ _id: `e${i}`, status: "sent" })));
+    await store.close();
+    const reopened = await openEmbeddedStore({ dataDir: dir });
+    await expect(reopened.collection("emails").count({ status: "sent" })).resolves.toBe(50);
+    await reopened.close();
+  });
+
   test("concurrent writes share appends, in order, each acknowledged once on disk", async () => {
     const dir = path.join(root, "grouped");
     const store = await openEmbeddedStore({ dataDir: dir });

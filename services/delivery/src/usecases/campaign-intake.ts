@@ -15,6 +15,7 @@ import { templateVersion } from "./prepare-message.js";
 import { emailsByStatus } from "./metrics.js";
 import { providerForTenant } from "./deps.js";
 import { LeaseGroup } from "./lease.js";
+import { OutcomeWrites } from "./outcome-writes.js";
 
 // Campaign recipients handed over by the campaigns service
 // (`email.send.requested` with a campaign_id): one event per recipient, ids
@@ -195,7 +196,7 @@ async function intakeChunk(
   const now = deps.now();
   // Fresh records are stored claimed by this attempt (its lease and token), so sending starts without a claim write.
   const token = randomBytes(9).toString("base64url");
-  const fresh: Array<Omit<EmailDoc, "tenant">> = [];
+  const fresh: EmailDoc[] = [];
   const refused: EncodedEvent[] = [];
   // A recipient who may not be mailed: an email record `suppressed` with the reason (the account sees every skip),
   // stored before campaigns is told; an erased one has no address left to keep, and a cancel is no skip of theirs.
@@ -243,6 +244,7 @@ async function intakeChunk(
   const leases = fresh.length > 0 ? new LeaseGroup(deps, scope.emails, token, fresh.map((d) => d._id), now + deps.leaseMs, signal) : undefined;
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
+  const outcomeWrites = new OutcomeWrites(scope.emails);
   const report = (doc: StatusSource, status: CampaignReport) =>
     outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
@@ -255,11 +257,13 @@ async function intakeChunk(
         paused: () => deps.pausedCampaigns.isPaused(scope, r.campaignId),
         claimed: claimed && leases && { doc: claimed, leases },
         report,
+        outcomeWrites,
       },
     };
   };
   return [
-    ...fresh.map((d) => send(d._id, { ...d, tenant: scope.tenant } as EmailDoc)),
+    // The records as built here (the store keeps its own copies): the send reads them, nothing changes them.
+    ...fresh.map((d) => send(d._id, d)),
     ...[...existing.values()].filter((d) => !isFinal(d.status)).map((d) => send(d._id)),
   ];
 }
@@ -272,9 +276,10 @@ function emailDoc(
   slug: string,
   now: number,
   token: string,
-): Omit<EmailDoc, "tenant"> {
+): EmailDoc {
   return {
     _id: r.emailId,
+    tenant,
     to: recipient.email,
     to_key: recipient.email.toLowerCase(),
     subscriber_id: r.subscriberId,

@@ -19,6 +19,7 @@ import type { TenantRepositories } from "../storage/repositories.js";
 import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 import { claimEmail, Lease, type AttemptLease, type LeaseGroup } from "./lease.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
+import type { OutcomeWrites } from "./outcome-writes.js";
 import { prepareMessage, prepareTemplate } from "./prepare-message.js";
 
 // The send consumer's use case: one queued email from claim to outcome. The
@@ -107,6 +108,8 @@ export interface CampaignSend {
    * provider because the campaign is paused (the email stays queued).
    */
   report(doc: StatusSource, status: CampaignReport): void;
+  /** Where the email's outcome is written, with the other outcomes of its batch written in the same turn (outcome-writes.ts). */
+  outcomeWrites: OutcomeWrites;
 }
 
 /** What an email's `email.status` event is made of (messaging/outbox.ts, statusEvent). */
@@ -426,7 +429,8 @@ async function mayBeMailed(
  * Records the outcome (first outcome wins: guarded by a status still to be
  * sent) with its email.status entry and its line in the history: one
  * single-document write, then the outbox flush. A campaign's outcome goes
- * with its batch (`report`), except a bounce: it always leaves through the
+ * with its batch (`report`; its write with the others of the same turn,
+ * outcome-writes.ts), except a bounce: it always leaves through the
  * outbox, whose effect tells the subscribers service (messaging/outbox.ts),
  * which must not be lost.
  *
@@ -449,10 +453,11 @@ async function settle(
   const set = { $set, $push: { status_history: { $each: [change] } } };
   const guard = { _id: doc._id, status: PENDING };
   if (campaign !== undefined && status !== "bounced") {
-    // updateMany of one _id: the same single-document write, answering whether
-    // it matched without a copy of the whole record (updateOne's answer), which
-    // the report does not need: it is made of what was claimed and just set.
-    if ((await emails.updateMany(guard, set)) === 0) return settledMeanwhile(deps, doc);
+    // With the batch's other outcomes of this turn (one store write for all),
+    // answering whether it matched without a copy of the whole record
+    // (updateOne's answer), which the report does not need: it is made of
+    // what was claimed and just set.
+    if (!(await campaign.outcomeWrites.write(guard, set))) return settledMeanwhile(deps, doc);
     emailsByStatus.inc({ status });
     campaign.report(
       {
