@@ -334,6 +334,11 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   // (http/body-deadline.ts, where an upload route may allow more); Node's own
   // requestTimeout, the same for every route, is off.
   server.requestTimeout = 0;
+  // An idle kept-alive connection stays open longer than the load balancers in front usually keep theirs (60 s on
+  // the common ones): with Node's 5 s, a balancer or a client pool reusing a connection just as the gateway closed
+  // it got a reset (a 502, or ECONNRESET in a client). Node wants the headers timeout above it.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   const host = options.host ?? "127.0.0.1";
   const port = await listen(server, options.port, host);
   const drainTimeoutMs = options.drainTimeoutMs ?? 20_000;
