@@ -1,11 +1,11 @@
-import { packEvents, unpackEvents } from "../src/port-batch.js";
+import { packEvents, unpackEvents, type PortEvent } from "../src/port-batch.js";
 import { partitionOf } from "../src/log/partition.js";
 
 // The packed form events take across the MessagePort between a worker's
 // PortEventBus and the main thread's bus (port-batch.ts).
 describe("packEvents / unpackEvents", () => {
   it("carries keys, headers and values exactly, each value a view of the one buffer", () => {
-    const events = [
+    const events: PortEvent[] = [
       { key: "sub_01", value: new Uint8Array([1, 2, 3]), headers: { "event-id": "evt_1", "event-type": "email.status" } },
       { key: "ключ-🙂", value: new Uint8Array(0), headers: { "ümlaut": "välue 🙂", empty: "" } },
       { key: "", value: Uint8Array.from({ length: 70_000 }, (_, i) => i % 251) },
