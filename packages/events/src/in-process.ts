@@ -21,6 +21,7 @@ import {
   backoffDelay,
   batchDelivery,
   errorMessage,
+  SHARED_VIEWS,
   sleep,
   stderrLogger,
 } from "./shared.js";
@@ -217,6 +218,7 @@ export class InProcessEventBus implements EventBus {
     if (!group) throw new Error("subscribe needs a group");
     if (topics.length === 0) throw new Error("subscribe needs at least one topic");
     const { deliver, max } = batchDelivery(options);
+    const sharedViews = (options as { [SHARED_VIEWS]?: boolean })[SHARED_VIEWS] === true;
     const logs = topics.map((topic) => this.topicLog(topic));
 
     const activeTopics = this.active.get(group) ?? new Set<string>();
@@ -264,6 +266,7 @@ export class InProcessEventBus implements EventBus {
             positions: positions[i]!,
             deliver,
             max,
+            sharedViews,
             signal: subscription.signal,
           }),
         );
@@ -305,6 +308,8 @@ export class InProcessEventBus implements EventBus {
     positions: number[];
     deliver: EventBatchHandler;
     max: number;
+    /** The handler takes the log's views (SHARED_VIEWS): no copy per delivery. */
+    sharedViews: boolean;
     signal: AbortSignal;
   }): Promise<void> {
     const { group, topic, partition, log, positions, signal } = c;
@@ -346,15 +351,16 @@ export class InProcessEventBus implements EventBus {
       const taken = batch.slice(next, next + c.max);
       try {
         await c.deliver(
-          taken.map(
-            (stored) =>
-              ({
-                topic,
-                key: stored.key,
-                // A fresh copy per attempt: a failed attempt may have changed the last one.
-                value: stored.value.slice(),
-                headers: { ...stored.headers },
-              }) satisfies ReceivedEvent,
+          taken.map((stored) =>
+            c.sharedViews
+              ? ({ topic, key: stored.key, value: stored.value, headers: stored.headers } satisfies ReceivedEvent)
+              : ({
+                  topic,
+                  key: stored.key,
+                  // A fresh copy per attempt: a failed attempt may have changed the last one.
+                  value: stored.value.slice(),
+                  headers: { ...stored.headers },
+                } satisfies ReceivedEvent),
           ),
         );
         positions[partition] = offset + taken.length; // committed to disk within commitIntervalMs

@@ -6,13 +6,23 @@
 // EventBus on the worker. Delivery semantics are the bus' own: a worker's
 // handler runs for every delivery and its answer (or its error, which makes
 // the bus deliver again after its backoff) travels back before the bus moves on.
+//
+// Events cross the port packed, a batch in one transferred buffer
+// (port-batch.ts), both ways: a worker's publish, and a delivery to it. The
+// main thread, which serves the bus to every worker and runs the log, then
+// neither serializes nor rebuilds an object per event, and hands a delivery
+// the log's own views of the events (packing copies them) instead of a copy
+// per group.
 import type { MessagePort } from "node:worker_threads";
-import { batchDelivery } from "./shared.js";
+import { packEvents, unpackEvents } from "./port-batch.js";
+import { batchDelivery, SHARED_VIEWS } from "./shared.js";
 import type { EventBus, ReceivedEvent, SubscribeOptions, Subscription, TopicLag, OutgoingEvent } from "./types.js";
 
 /** A call from the worker's side. */
 type Call =
   | { op: "publish"; topic: string; events: OutgoingEvent[] }
+  /** A publish whose events are packed (port-batch.ts); `publish` carries a batch packing refused, for the bus to reject. */
+  | { op: "publishPacked"; topic: string; data: ArrayBuffer }
   | { op: "ensureTopics"; topics: string[] }
   | { op: "lag"; group: string; topics: string[] }
   | { op: "subscribe"; sub: number; group: string; topics: string[]; fromBeginning?: boolean; maxBatch: number }
@@ -23,7 +33,7 @@ type Call =
 type Message =
   | { kind: "call"; id: number; call: Call }
   | { kind: "answer"; id: number; error?: string; value?: unknown }
-  | { kind: "deliver"; id: number; sub: number; events: ReceivedEvent[] };
+  | { kind: "deliver"; id: number; sub: number; topic: string; data: ArrayBuffer };
 
 /** Answers of one side's outstanding requests, by id. */
 class Pending {
@@ -76,6 +86,8 @@ export function exposeBus(bus: EventBus, port: MessagePort): { stop(): Promise<v
     switch (call.op) {
       case "publish":
         return bus.publish(call.topic, call.events);
+      case "publishPacked":
+        return bus.publish(call.topic, unpackEvents(call.data, call.topic));
       case "ensureTopics":
         return bus.ensureTopics(call.topics);
       case "lag":
@@ -83,11 +95,14 @@ export function exposeBus(bus: EventBus, port: MessagePort): { stop(): Promise<v
       case "subscribe": {
         const deliver = async (events: ReceivedEvent[]) => {
           const { id, answered } = deliveries.open();
-          port.postMessage({ kind: "deliver", id, sub: call.sub, events } satisfies Message);
+          // Packed at once, before any await: the events may be the log's own views (SHARED_VIEWS).
+          const data = packEvents(events)!;
+          port.postMessage({ kind: "deliver", id, sub: call.sub, topic: events[0]!.topic, data } satisfies Message, [data]);
           await answered;
         };
         // A per-event handler on the worker is a batch handler of one here: the same deliveries, in the same order.
-        const options: SubscribeOptions = { group: call.group, topics: call.topics, batchHandler: deliver, maxBatch: call.maxBatch };
+        const options: SubscribeOptions & { [SHARED_VIEWS]?: boolean } = { group: call.group, topics: call.topics, batchHandler: deliver, maxBatch: call.maxBatch };
+        options[SHARED_VIEWS] = true;
         if (call.fromBeginning !== undefined) options.fromBeginning = call.fromBeginning;
         subscriptions.set(call.sub, await bus.subscribe(options));
         return undefined;
@@ -135,23 +150,25 @@ export class PortEventBus implements EventBus {
     const handler = this.handlers.get(message.sub);
     try {
       if (!handler) throw new Error("no such subscription in this worker");
-      await handler(message.events);
+      await handler(unpackEvents(message.data, message.topic));
       this.port.postMessage({ kind: "answer", id: message.id } satisfies Message);
     } catch (err) {
       this.port.postMessage({ kind: "answer", id: message.id, error: errorText(err) } satisfies Message);
     }
   }
 
-  private async call(call: Call): Promise<unknown> {
+  private async call(call: Call, transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (this.closed) throw new Error("event bus is closed");
     const { id, answered } = this.calls.open();
-    this.port.postMessage({ kind: "call", id, call } satisfies Message);
+    this.port.postMessage({ kind: "call", id, call } satisfies Message, transfer);
     return answered;
   }
 
   async publish(topic: string, events: OutgoingEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.call({ op: "publish", topic, events });
+    const data = packEvents(events);
+    if (data === undefined) await this.call({ op: "publish", topic, events });
+    else await this.call({ op: "publishPacked", topic, data }, [data]);
   }
 
   async ensureTopics(topics: string[]): Promise<void> {

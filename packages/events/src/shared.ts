@@ -87,6 +87,14 @@ export function assertTopicNames(topics: string[]): void {
   }
 }
 
+/**
+ * A subscription option of the in-process bus, for its own port (port-bus.ts)
+ * only: the handler copies what it needs before its first await and changes
+ * nothing, so the bus may hand it the log's own views of each event rather
+ * than a copy of the value and headers per delivery. Other buses ignore it.
+ */
+export const SHARED_VIEWS = Symbol("events.sharedViews");
+
 /** Most events one batch handler call may take (SubscribeOptions.maxBatch). */
 export const MAX_BATCH_EVENTS = 10_000;
 

@@ -26,7 +26,7 @@ import * as path from "node:path";
 import type { BusLogEntry } from "../shared.js";
 import type { OutgoingEvent } from "../types.js";
 import { AppendWaiters, type LoggedEvent, type Partition } from "./partition.js";
-import { checkRecord, decodeRecords, decodeSealed, encodeRecord, recordTime, seal } from "./record.js";
+import { checkRecord, decodeRecords, encodeRecord, recordTime, recordView, seal } from "./record.js";
 
 /** When `publish` resolves: after the write to the OS ("interval", fsync every `fsyncIntervalMs`), or after fsync ("always"). */
 export type FsyncPolicy = "interval" | "always";
@@ -63,6 +63,8 @@ interface Segment {
 
 interface Pending {
   records: Buffer[];
+  /** Each record's event as the tail keeps it (recordView), its offset set once written. */
+  views: LoggedEvent[];
   bytes: number;
   settle: { resolve: () => void; reject: (error: unknown) => void }[];
 }
@@ -81,7 +83,7 @@ interface TailBatch {
 }
 
 export class FilePartition implements Partition {
-  private pending: Pending = { records: [], bytes: 0, settle: [] };
+  private pending: Pending = { records: [], views: [], bytes: 0, settle: [] };
   private writing: Promise<void> | undefined;
   /** Written since the last fsync. */
   private unsynced = false;
@@ -190,6 +192,7 @@ export class FilePartition implements Partition {
     for (const event of events) {
       const record = encodeRecord(event, now);
       this.pending.records.push(record);
+      this.pending.views.push(recordView(event, record));
       this.pending.bytes += record.length;
     }
     const written = new Promise<void>((resolve, reject) => this.pending.settle.push({ resolve, reject }));
@@ -207,7 +210,7 @@ export class FilePartition implements Partition {
         this.writing = undefined;
         return;
       }
-      this.pending = { records: [], bytes: 0, settle: [] };
+      this.pending = { records: [], views: [], bytes: 0, settle: [] };
       try {
         if (this.broken) throw this.broken;
         await this.withWriter(() => this.write(batch));
@@ -252,12 +255,14 @@ export class FilePartition implements Partition {
     for (const position of positions) segment.positions.push(position);
     segment.size = at;
     if (this.options.fsync !== "always") this.unsynced = true;
-    this.remember(batch.records, offset - batch.records.length, data.length);
+    const first = offset - batch.records.length;
+    batch.views.forEach((view, i) => (view.offset = first + i));
+    this.remember(batch.views, first, data.length);
   }
 
-  /** Keeps a written batch decoded in the tail, dropping the oldest batches past TAIL_BYTES. */
-  private remember(records: Buffer[], first: number, bytes: number): void {
-    this.tail.push({ first, events: records.map((record, i) => decodeSealed(record, first + i)), bytes });
+  /** Keeps a written batch's events in the tail (as they were published: nothing to decode), dropping the oldest batches past TAIL_BYTES. */
+  private remember(events: LoggedEvent[], first: number, bytes: number): void {
+    this.tail.push({ first, events, bytes });
     this.tailBytes += bytes;
     while (this.tail.length > 1 && this.tailBytes > TAIL_BYTES) this.tailBytes -= this.tail.shift()!.bytes;
   }

@@ -57,6 +57,18 @@ export class AppendWaiters {
 /** Partition of a key: FNV-1a over its UTF-8 bytes. Stable across runs and processes. */
 export function partitionOf(key: string, partitions: number): number {
   let hash = 0x811c9dc5;
+  // An ASCII key (every id is one) is its own UTF-8: no Buffer per event.
+  for (let i = 0; i < key.length; i++) {
+    const code = key.charCodeAt(i);
+    if (code >= 0x80) return partitionOfUtf8(key, partitions);
+    hash ^= code;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % partitions;
+}
+
+function partitionOfUtf8(key: string, partitions: number): number {
+  let hash = 0x811c9dc5;
   for (const byte of Buffer.from(key, "utf8")) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193);

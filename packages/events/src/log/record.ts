@@ -74,10 +74,12 @@ export function checkEvent(event: OutgoingEvent): void {
  * The result holds copies of the key, value and headers.
  */
 export function encodeRecord(event: OutgoingEvent, now: number): Buffer {
-  const key = Buffer.from(event.key, "utf8");
-  const headers = Object.entries(event.headers ?? {}).map(([name, value]) => [Buffer.from(name, "utf8"), Buffer.from(value, "utf8")] as const);
-  let size = RECORD_PREFIX_BYTES + MIN_BODY_BYTES + key.length + event.value.length;
-  for (const [name, value] of headers) size += 2 + name.length + 4 + value.length;
+  const headers = event.headers ?? {};
+  const names = Object.keys(headers);
+  const keyLength = Buffer.byteLength(event.key, "utf8");
+  let size = RECORD_PREFIX_BYTES + MIN_BODY_BYTES + keyLength + event.value.length;
+  for (const name of names) size += 2 + Buffer.byteLength(name, "utf8") + 4 + Buffer.byteLength(headers[name]!, "utf8");
+  // The strings are written straight into the record (no Buffer of their own first).
   const record = Buffer.allocUnsafe(size);
   let at = record.writeUInt32BE(size - RECORD_PREFIX_BYTES, 0);
   at = record.writeUInt32BE(0, at); // CRC, set by seal
@@ -86,18 +88,33 @@ export function encodeRecord(event: OutgoingEvent, now: number): Buffer {
   at = record.writeUInt32BE(0, at); // offset, set by seal
   at = record.writeUInt32BE(0, at);
   at = record.writeDoubleBE(now, at);
-  at = record.writeUInt32BE(key.length, at);
-  at += key.copy(record, at);
-  at = record.writeUInt16BE(headers.length, at);
-  for (const [name, value] of headers) {
-    at = record.writeUInt16BE(name.length, at);
-    at += name.copy(record, at);
-    at = record.writeUInt32BE(value.length, at);
-    at += value.copy(record, at);
+  at = record.writeUInt32BE(keyLength, at);
+  at += record.write(event.key, at, "utf8");
+  at = record.writeUInt16BE(names.length, at);
+  for (const name of names) {
+    const nameLength = record.write(name, at + 2, "utf8");
+    record.writeUInt16BE(nameLength, at);
+    at += 2 + nameLength;
+    const valueLength = record.write(headers[name]!, at + 4, "utf8");
+    record.writeUInt32BE(valueLength, at);
+    at += 4 + valueLength;
   }
   at = record.writeUInt32BE(event.value.length, at);
   record.set(event.value, at);
   return record;
+}
+
+/**
+ * The event a record encoded from `event` holds, without decoding it again: the
+ * key, a copy of the headers, and the value as a view of the record (the last
+ * field), which must not change after.
+ */
+export function recordView(event: OutgoingEvent, record: Buffer): LoggedEvent {
+  const headers: Record<string, string> = {};
+  const given = event.headers;
+  if (given !== undefined) for (const name of Object.keys(given)) headers[name] = given[name]!;
+  const length = event.value.length;
+  return { offset: 0, key: event.key, value: new Uint8Array(record.buffer, record.byteOffset + record.length - length, length), headers };
 }
 
 /** Writes the offset into an encoded record and checksums it. */
@@ -166,11 +183,6 @@ export function decodeRecords(data: Buffer, firstOffset: number): LoggedEvent[] 
     offset += 1;
   }
   return events;
-}
-
-/** The event of one sealed record (as `seal` left it, whole): a view into `record`, which must not change after. */
-export function decodeSealed(record: Buffer, offset: number): LoggedEvent {
-  return decodeBody(record, RECORD_PREFIX_BYTES, offset);
 }
 
 function decodeBody(data: Buffer, start: number, offset: number): LoggedEvent {
