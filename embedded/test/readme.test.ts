@@ -40,6 +40,7 @@ const SKIPPED: ReadonlyArray<{ first: RegExp; reason: string }> = [
     first: /^curl -s -X POST "http:\/\/localhost:8080\/api\/v1\/domains\/\$\{DOM:\?\}\/verify"/,
     reason: "verification looks the records up in the domain's DNS, which the test's network namespace cannot reach (embedded/test/sender-domains.test.ts verifies against a DNS server of its own)",
   },
+  { first: /^kubectl -n email create secret tls portal-ca /, reason: "needs a Kubernetes cluster with cert-manager and an ingress controller: deploy/kube/test/helm.test.ts runs this path" },
   { first: /^npm run image\b/, reason: "builds the image as root with debootstrap (minutes); npm run test:image (scripts/image/test/image.test.ts) runs it" },
 ];
 

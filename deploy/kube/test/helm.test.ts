@@ -14,16 +14,43 @@
 // a delivery Pod deleted (SIGTERM and its drain) in the middle of a campaign
 // loses and repeats nothing; one killed (SIGKILL) loses nothing, and repeats
 // only what the relay had taken but delivery not yet recorded.
+// Custom portal domains for real: cert-manager's controller (built from its Go
+// module, run on the host) with a CA issuer of the test's own CA; the chart
+// installed with portal.customDomains on and that issuer. A domain set through
+// the REST API, its CNAME served by a DNS server the portal asks
+// (CUSTOM_DOMAIN_DNS_SERVERS), gets its Ingress and Certificate from the
+// portal's Pod (in-cluster, with its ServiceAccount token), a certificate
+// issued by cert-manager and chaining to the CA, its Secret, and turns
+// `active`. A Pod of the project's image calls the API server in-cluster
+// with its ServiceAccount token.
 //
 // Run with `npm run test:kube` (root; one node per machine at a time).
 import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { TLSSocket } from "node:tls";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { MongoClient } from "mongodb";
 import { COMPONENT_NAMES } from "@emailsvc/manifest";
-import { SmtpSink, startFerretDB, startKubeNode, startLocalKafka, type KafkaServer, type KubeNode, type MongoServer } from "@emailsvc/testing";
+import {
+  SmtpSink,
+  startCertManager,
+  startFerretDB,
+  startKubeNode,
+  startLocalKafka,
+  startTestDnsServer,
+  startTraefik,
+  type CertManager,
+  type KafkaServer,
+  type KubeNode,
+  type MongoServer,
+  type TestDnsServer,
+  type Traefik,
+} from "@emailsvc/testing";
 import { eventually } from "./support/poll";
 
 const ROOT = resolve(__dirname, "..", "..", "..");
@@ -33,6 +60,12 @@ const NS = "email";
 const ADMIN_TOKEN = "helm-test-admin-token-0123456789abcdef";
 // Cold caches build the node (10 to 20 min), Helm (~2 min) and the image's base (minutes).
 const SETUP_TIMEOUT = 50 * 60_000;
+/** The cert-manager Issuer (kind CA) of the portal's certificates, and its CA's Secret. */
+const CA_ISSUER = "portal-ca";
+/** CUSTOM_DOMAIN_TARGET: what customers' CNAMEs point at. */
+// A public suffix each (the portal refuses others: no certificate authority would sign them); RFC 2606 names.
+const DOMAIN_TARGET = "portals.example.net";
+const CUSTOM_DOMAIN = "preferences.example.org";
 const MJML = "<mjml><mj-body><mj-section><mj-column><mj-text>Hello {{metadata.name}}</mj-text></mj-column></mj-section></mj-body></mjml>";
 
 function run(command: string, args: string[], timeoutMs = 20 * 60_000): Promise<string> {
@@ -70,6 +103,16 @@ async function retag(image: { name: string; tar: string }, dir: string, tag: str
   return { name, tar };
 }
 
+/** The test's own certificate authority: a key and a self-signed CA certificate (openssl), valid a day. */
+async function makeCa(dir: string): Promise<{ cert: string; key: string }> {
+  const [keyFile, certFile] = [join(dir, "ca.key"), join(dir, "ca.crt")];
+  await run("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", keyFile, "-out", certFile,
+    "-days", "1", "-subj", "/CN=emailsvc test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+  ]);
+  return { cert: await readFile(certFile, "utf8"), key: await readFile(keyFile, "utf8") };
+}
+
 /** The Helm that scripts/helm/install.sh builds into the cache. */
 async function helmBinary(): Promise<string> {
   return (await run("bash", [join(ROOT, "scripts", "helm", "install.sh")])).trim().split("\n").pop()!;
@@ -81,6 +124,11 @@ describe("helm install of the chart on a real node", () => {
   let mongo: MongoServer | undefined;
   let kafka: KafkaServer | undefined;
   let sink: SmtpSink | undefined;
+  let dns: TestDnsServer | undefined;
+  let certManager: CertManager | undefined;
+  let traefik: Traefik | undefined;
+  let customerAccount = "";
+  let ca: { cert: string; key: string };
   let helm: string;
   let image: { name: string; tar: string };
   let next: { name: string; tar: string };
@@ -103,6 +151,18 @@ describe("helm install of the chart on a real node", () => {
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   };
 
+  /** GET of the portal's Service at its ClusterIP, with the Host of PREFERENCES_URL. */
+  const portalGet = (path: string) =>
+    new Promise<{ status: number; location: string; text: string }>((resolvePromise, reject) => {
+      const req = httpRequest(`${portal}${path}`, { headers: { host: `${RELEASE}-portal.${NS}.svc.cluster.local:8081` } }, (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, location: res.headers.location ?? "", text }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+
   beforeAll(async () => {
     [image, helm] = await Promise.all([buildImage(), helmBinary()]);
     work = await mkdtemp(join(tmpdir(), "emailsvc-helm-"));
@@ -116,6 +176,14 @@ describe("helm install of the chart on a real node", () => {
     ]);
     await node.createNamespace(NS, { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" });
     kubeconfig = await node.kubeconfigFile();
+    // Customers' DNS as the portal sees it, and cert-manager with a CA issuer in the release's namespace.
+    dns = await startTestDnsServer(node.nodeAddress);
+    [certManager, traefik] = await Promise.all([startCertManager(node), startTraefik(node, { address: node.nodeAddress })]);
+    ca = await makeCa(work);
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const secret = { apiVersion: "v1", kind: "Secret", type: "kubernetes.io/tls", metadata: { name: CA_ISSUER, namespace: NS }, data: { "tls.crt": b64(ca.cert), "tls.key": b64(ca.key) } };
+    expect((await node.apply(secret)).status).toBeLessThan(300);
+    expect((await node.apply({ apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata: { name: CA_ISSUER, namespace: NS }, spec: { ca: { secretName: CA_ISSUER } } })).status).toBeLessThan(300);
     const [repository, tag] = image.name.split(":");
     const values = {
       image: { repository, tag, pullPolicy: "Never" },
@@ -134,6 +202,12 @@ describe("helm install of the chart on a real node", () => {
           env: { EMAIL_PROVIDER: "smtp", EMAIL_FROM: "News <news@sender.example>" },
           secretEnv: ["MONGO_URL", "TOKEN_SIGNING_KEYS", "SEALING_KEYS", "SMTP_URL"],
         },
+        // The DNS server the CNAME check asks; the first recheck soon (a fresh domain's CNAME comes after it is set).
+        portal: { env: { CUSTOM_DOMAIN_DNS_SERVERS: dns.address, CUSTOM_DOMAIN_RECHECK_BASE_MS: "1000", CUSTOM_DOMAIN_RECONCILE_INTERVAL_MS: "1000" } },
+      },
+      portal: {
+        customDomains: { enabled: true, target: DOMAIN_TARGET },
+        issuer: { create: false, kind: "Issuer", name: CA_ISSUER },
       },
     };
     const valuesFile = join(work, "values.json");
@@ -153,9 +227,10 @@ describe("helm install of the chart on a real node", () => {
 
   afterAll(async () => {
     try {
+      await Promise.allSettled([certManager?.stop(), traefik?.stop()]);
       await node?.stop();
     } finally {
-      await Promise.allSettled([mongo?.stop(), kafka?.stop(), sink?.close(), work ? rm(work, { recursive: true, force: true }) : undefined]);
+      await Promise.allSettled([mongo?.stop(), kafka?.stop(), sink?.close(), dns?.close(), work ? rm(work, { recursive: true, force: true }) : undefined]);
       process.stdout.write(`helm.test: the whole test took ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     }
   }, 180_000);
@@ -242,12 +317,155 @@ describe("helm install of the chart on a real node", () => {
     const link = await call("POST", `/api/v1/subscribers/${readerId}/preference-token`);
     expect(link.status).toBe(201);
     expect(link.body.url).toMatch(new RegExp(`^http://${RELEASE}-portal\\.${NS}\\.svc\\.cluster\\.local:8081/preferences\\?token=`));
-    const first = await fetch(`${portal}${link.body.url.slice(link.body.url.indexOf("/preferences"))}`, { redirect: "manual" });
+    // With the Host of the link: with custom domains on, the portal answers another host only if it is an active custom domain.
+    const first = await portalGet(link.body.url.slice(link.body.url.indexOf("/preferences")));
     expect(first.status).toBe(303);
-    const page = await fetch(`${portal}${first.headers.get("location")!}`, { redirect: "manual" });
+    const page = await portalGet(first.location);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain("reader@example.com");
+    expect(page.text).toContain("reader@example.com");
   }, 60_000);
+
+  it("lets a Pod call the API server in-cluster with its ServiceAccount token", async () => {
+    // The project's image (node) as any in-cluster client: KUBERNETES_SERVICE_HOST/PORT, the mounted token and CA.
+    const script = [
+      'const https = require("node:https"), fs = require("node:fs"), dir = "/var/run/secrets/kubernetes.io/serviceaccount";',
+      'const req = https.request({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: "/apis/authentication.k8s.io/v1/selfsubjectreviews", method: "POST",',
+      '  ca: fs.readFileSync(dir + "/ca.crt"), servername: "kubernetes.default.svc", headers: { authorization: "Bearer " + fs.readFileSync(dir + "/token", "utf8"), "content-type": "application/json" } },',
+      '  (res) => { let b = ""; res.on("data", (d) => (b += d)); res.on("end", () => console.log(res.statusCode + " " + b)); });',
+      'req.on("error", (e) => { console.log("error " + e.message); process.exitCode = 1; });',
+      'req.end(JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }));',
+    ].join("\n");
+    const name = "whoami";
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: NS },
+      spec: {
+        restartPolicy: "Never",
+        automountServiceAccountToken: true,
+        securityContext: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } },
+        containers: [
+          {
+            name: "c",
+            image: image.name,
+            imagePullPolicy: "Never",
+            command: ["node", "-e", script],
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true },
+          },
+        ],
+      },
+    };
+    expect((await node.apply(pod)).status).toBe(201);
+    const phase = await node.waitForPodEnd(NS, name);
+    const log = await node.podLogs(NS, name);
+    expect({ phase, log }).toMatchObject({ phase: "Succeeded" });
+    const [status, ...body] = log.trim().split(" ");
+    expect(status).toBe("201");
+    expect(JSON.parse(body.join(" ")).status.userInfo.username).toBe(`system:serviceaccount:${NS}:default`);
+  }, 120_000);
+
+  it("issues a real certificate through cert-manager's CA issuer for a custom portal domain set through the API, which turns active", async () => {
+    const issuer = await eventually("the CA Issuer Ready", async () => {
+      const res = await node.request("GET", `/apis/cert-manager.io/v1/namespaces/${NS}/issuers/${CA_ISSUER}`);
+      return res.body.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True") ? res.body : undefined;
+    });
+    expect(issuer.spec.ca.secretName).toBe(CA_ISSUER);
+    const account = await call("POST", "/admin/v1/accounts", { name: "Customer", plan: "professional" }, true);
+    expect(account.status).toBe(201);
+    customerAccount = account.body.id;
+    const path = `/admin/v1/accounts/${account.body.id}/custom-domain`;
+    const set = await call("PUT", path, { domain: CUSTOM_DOMAIN }, true);
+    expect({ status: set.status, body: set.body }).toMatchObject({ status: 200 });
+    expect(set.body).toMatchObject({ domain: CUSTOM_DOMAIN, state: "pending_dns", dns_record: { name: CUSTOM_DOMAIN, type: "CNAME", target: DOMAIN_TARGET } });
+    // The customer creates the CNAME; the portal's check sees it.
+    dns!.cnames.set(CUSTOM_DOMAIN, DOMAIN_TARGET);
+    const active = await eventually(
+      "the domain active",
+      async () => {
+        const res = await call("GET", path, undefined, true);
+        return res.body.state === "active" ? res.body : undefined;
+      },
+      180_000,
+    );
+    expect(active).toMatchObject({ domain: CUSTOM_DOMAIN, url: `https://${CUSTOM_DOMAIN}/preferences`, reason: null });
+    expect(dns!.asked).toContain(CUSTOM_DOMAIN);
+
+    // The objects the portal's Pod created through the API server, and what cert-manager made of them.
+    const selector = encodeURIComponent("app.kubernetes.io/managed-by=emailsvc-portal");
+    const certificates = (await node.request("GET", `/apis/cert-manager.io/v1/namespaces/${NS}/certificates?labelSelector=${selector}`)).body.items as any[];
+    expect(certificates).toHaveLength(1);
+    const certificate = certificates[0]!;
+    expect(certificate.spec).toMatchObject({ dnsNames: [CUSTOM_DOMAIN], issuerRef: { name: CA_ISSUER, kind: "Issuer" } });
+    expect(certificate.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True" });
+    const ingresses = (await node.request("GET", `/apis/networking.k8s.io/v1/namespaces/${NS}/ingresses?labelSelector=${selector}`)).body.items as any[];
+    expect(ingresses.map((i) => i.spec.rules[0].host)).toEqual([CUSTOM_DOMAIN]);
+    expect(ingresses[0].spec.tls).toEqual([{ hosts: [CUSTOM_DOMAIN], secretName: certificate.spec.secretName }]);
+
+    const secret = await node.request("GET", `/api/v1/namespaces/${NS}/secrets/${certificate.spec.secretName}`);
+    expect(secret.status).toBe(200);
+    expect(secret.body.type).toBe("kubernetes.io/tls");
+    // cert-manager runs with owner references on: the Secret goes with its Certificate.
+    expect(secret.body.metadata.ownerReferences.map((o: { kind: string; name: string }) => `${o.kind}/${o.name}`)).toEqual([`Certificate/${certificate.metadata.name}`]);
+    const leaf = new X509Certificate(Buffer.from(secret.body.data["tls.crt"], "base64"));
+    const caCert = new X509Certificate(ca.cert);
+    expect(leaf.subjectAltName).toBe(`DNS:${CUSTOM_DOMAIN}`);
+    expect(leaf.checkIssued(caCert)).toBe(true);
+    expect(leaf.verify(caCert.publicKey)).toBe(true);
+    expect(Buffer.from(secret.body.data["ca.crt"], "base64").toString()).toContain(ca.cert.trim().split("\n")[1]);
+  }, 240_000);
+
+  it("serves the portal on the custom domain through the ingress controller (Traefik), with the certificate cert-manager issued", async () => {
+    expect(customerAccount).not.toBe("");
+    const created = await call("POST", `/admin/v1/accounts/${customerAccount}/api-keys`, { mode: "live" }, true);
+    expect(created.status).toBe(201);
+    const customerCall = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${gateway}${path}`, {
+        method,
+        headers: { "x-api-key": created.body.key, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const subscriber = await customerCall("POST", "/api/v1/subscribers", { email: "customer-reader@example.com" });
+    expect(subscriber.status).toBe(201);
+    // Links name the custom domain once the gateway has learnt it is active.
+    const link = await eventually("a link on the custom domain", async () => {
+      const res = await customerCall("POST", `/api/v1/subscribers/${subscriber.body.id}/preference-token`);
+      return res.status === 201 && res.body.url.startsWith(`https://${CUSTOM_DOMAIN}/preferences?token=`) ? (res.body.url as string) : undefined;
+    });
+
+    // HTTPS to Traefik's port with the custom domain as SNI and Host; the certificate must verify against the test's CA for that name.
+    const [address, port] = traefik!.https.split(":");
+    const viaIngress = (path: string) =>
+      new Promise<{ status: number; location: string; text: string; peer: X509Certificate }>((resolvePromise, reject) => {
+        const req = httpsRequest(
+          { host: address, port: Number(port), path, servername: CUSTOM_DOMAIN, headers: { host: CUSTOM_DOMAIN }, ca: ca.cert, agent: false },
+          (res) => {
+            const peer = new X509Certificate((res.socket as TLSSocket).getPeerCertificate().raw);
+            let text = "";
+            res.on("data", (d: Buffer) => (text += d.toString()));
+            res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, location: res.headers.location ?? "", text, peer }));
+          },
+        );
+        req.on("error", reject);
+        req.end();
+      });
+    // Traefik learns the Ingress and its Secret from the API server: poll until it routes the host.
+    const first = await eventually("the custom domain routed by Traefik", async () => {
+      const res = await viaIngress(`${new URL(link).pathname}${new URL(link).search}`);
+      if (res.status !== 303) {
+        const log = (await readFile(traefik!.logFile, "utf8").catch(() => "")).split("\n").filter((l) => / (ERR|WRN) /.test(l));
+        throw new Error(`HTTP ${res.status} ${res.text.slice(0, 200)}; Traefik's log:\n${log.slice(-15).join("\n")}`);
+      }
+      return res;
+    });
+    const secretName = (await node.request("GET", `/apis/cert-manager.io/v1/namespaces/${NS}/certificates?labelSelector=${encodeURIComponent("app.kubernetes.io/managed-by=emailsvc-portal")}`)).body.items[0].spec.secretName;
+    const issued = new X509Certificate(Buffer.from((await node.request("GET", `/api/v1/namespaces/${NS}/secrets/${secretName}`)).body.data["tls.crt"], "base64"));
+    expect(first.peer.serialNumber).toBe(issued.serialNumber);
+    const page = await viaIngress(first.location);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("customer-reader@example.com");
+  }, 180_000);
 
   it("applies the chart's NetworkPolicies (which the bridge CNI plugin does not enforce)", async () => {
     const policies = ((await node.request("GET", `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`)).body.items as any[]).map((p) => p.metadata.name);

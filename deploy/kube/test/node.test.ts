@@ -112,7 +112,7 @@ const restrictedContainer = {
 };
 
 /** A Pod that sends one HTTP request with busybox nc and prints the answer. */
-const clientPod = (name: string, host: string, port: number, path: string): KubeObject => ({
+const clientPod = (name: string, host: string, port: number | string, path: string): KubeObject => ({
   apiVersion: "v1",
   kind: "Pod",
   metadata: { name, namespace: NS, labels: { role: "client" } },
@@ -262,6 +262,26 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  }, 120_000);
+
+  it("publishes the API server at the node address as the `kubernetes` Service, which Pods reach", async () => {
+    // The API server listens on the node address and writes it as the Service's endpoint (its --advertise-address).
+    const apiPort = Number(new URL(node.server).port);
+    expect(new URL(node.server).hostname).toBe(node.nodeAddress);
+    const slices = await node.request("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes");
+    expect(slices.body.items.map((s: any) => ({ addresses: s.endpoints.map((e: any) => e.addresses).flat(), ports: s.ports.map((p: any) => p.port) }))).toEqual([
+      { addresses: [node.nodeAddress], ports: [apiPort] },
+    ]);
+    // A Pod reaches it through the Service's ClusterIP on 443, as in-cluster clients do
+    // (KUBERNETES_SERVICE_HOST): plain HTTP there gets the answer of Go's HTTPS server. Busybox's TLS
+    // client fails the handshake with it: the call with a ServiceAccount token is in helm.test.ts,
+    // from the project's image.
+    const pod = clientPod("to-api", "$KUBERNETES_SERVICE_HOST", "$KUBERNETES_SERVICE_PORT", "/");
+    expect((await node.apply(pod)).status).toBe(201);
+    expect(await node.waitForPodEnd(NS, "to-api")).toBe("Succeeded");
+    expect(await node.podLogs(NS, "to-api")).toContain("Client sent an HTTP request to an HTTPS server");
+    const service = await node.request("GET", "/api/v1/namespaces/default/services/kubernetes");
+    expect(service.body.spec).toMatchObject({ clusterIP: "10.96.0.1", ports: [expect.objectContaining({ port: 443, targetPort: apiPort })] });
   }, 120_000);
 
   it("refuses a Pod that breaks Pod Security restricted, and creates nothing", async () => {

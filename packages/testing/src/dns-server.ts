@@ -6,7 +6,7 @@ import { createSocket, type Socket } from "node:dgram";
 // SENDER_DOMAIN_DNS_SERVERS) ask it, so the lookup path under test is the real one.
 
 export interface TestDnsServer {
-  /** `127.0.0.1:<port>`, for CUSTOM_DOMAIN_DNS_SERVERS. */
+  /** `<host>:<port>`, for CUSTOM_DOMAIN_DNS_SERVERS. */
   address: string;
   /** name -> CNAME target (lower case, no trailing dot); delete to make it NXDOMAIN. */
   cnames: Map<string, string>;
@@ -91,7 +91,8 @@ function answer(query: Buffer, cnames: Map<string, string>, txts: Map<string, st
   return Buffer.concat([header, question, ...answers]);
 }
 
-export async function startTestDnsServer(): Promise<TestDnsServer> {
+/** `host`: where it listens (default 127.0.0.1; e.g. a Kubernetes node's address, for resolvers in Pods). */
+export async function startTestDnsServer(host = "127.0.0.1"): Promise<TestDnsServer> {
   const cnames = new Map<string, string>();
   const txts = new Map<string, string[]>();
   const asked: string[] = [];
@@ -103,9 +104,9 @@ export async function startTestDnsServer(): Promise<TestDnsServer> {
       // a malformed question: no answer
     }
   });
-  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => socket.bind(0, host, resolve));
   return {
-    address: `127.0.0.1:${socket.address().port}`,
+    address: `${host}:${socket.address().port}`,
     cnames,
     txts,
     asked,

@@ -16,6 +16,8 @@ export {
   type KubeRequestOptions,
   type KubeResponse,
 } from "./kube.js";
+export { prepareCertManager, startCertManager, type CertManager } from "./cert-manager.js";
+export { prepareTraefik, startTraefik, TRAEFIK_VERSION, type Traefik } from "./traefik.js";
 export {
   COREDNS_VERSION,
   KUBE_NODE_IMAGES,

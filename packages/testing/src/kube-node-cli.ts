@@ -2,9 +2,11 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { alive } from "./cache.js";
+import { prepareCertManager } from "./cert-manager.js";
 import { cleanupKubeNodeLeftovers, kubeNodeOwner, prepareKubeNode, startKubeNode } from "./kube-node.js";
 import { seconds } from "./log.js";
 import { tail } from "./proc.js";
+import { prepareTraefik } from "./traefik.js";
 
 /**
  * `npm run kube:up` / `kube:down`: the tests' Kubernetes node for people, to
@@ -16,7 +18,8 @@ import { tail } from "./proc.js";
 const USAGE = `usage: kube-node up [image.tar...] | down | prepare | serve [image.tar...]
   up       start the node in the background (importing the given docker-archive tars), print the kubeconfig path
   down     stop it, leaving the host as it was found
-  prepare  install the Debian packages, build the binaries, CoreDNS and the images into the cache (a CI step)`;
+  prepare  install the Debian packages, build the binaries, CoreDNS, the images, cert-manager's controller
+           and Traefik into the cache (a CI step)`;
 
 const STATE_FILE = "/var/tmp/emailsvc-kube-node.up.json";
 const LOG_FILE = "/var/tmp/emailsvc-kube-node.out.log";
@@ -121,6 +124,11 @@ export async function main(script: string, argv: readonly string[]): Promise<num
         console.log(`coredns: ${prepared.coredns}`);
         console.log(`images: ${prepared.imageTars.pause} ${prepared.imageTars.busybox}`);
         console.log(`${prepared.built ? "built" : "already cached"} in ${seconds(prepared.ms)}`);
+        // What helm.test.ts runs beside the node (one after the other: on two cores, at once is no faster).
+        for (const [what, prepare] of [["cert-manager's controller", prepareCertManager], ["Traefik", prepareTraefik]] as const) {
+          const { binary, built, ms } = await prepare();
+          console.log(`${what}: ${binary} (${built ? "built" : "already cached"} in ${seconds(ms)})`);
+        }
         return 0;
       }
       default:

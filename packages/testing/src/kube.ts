@@ -1,14 +1,15 @@
 import { createHash, generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { Agent, request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { ensureCachedDir } from "./cache.js";
+import { buildGoPrograms, goModDownload } from "./go-build.js";
 import { info, seconds } from "./log.js";
 import { freePort } from "./ports.js";
-import { type ManagedProcess, runCapture, runLogged, startProcess, waitUntilReady } from "./proc.js";
+import { type ManagedProcess, runCapture, startProcess, waitUntilReady } from "./proc.js";
 
 /**
  * A real Kubernetes control plane for tests, without Docker or nodes:
@@ -31,7 +32,7 @@ const SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16";
 const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 
 export interface KubeCluster {
-  /** `https://127.0.0.1:<port>` */
+  /** `https://127.0.0.1:<port>`, or with a node `https://<node address>:<port>` */
   server: string;
   /** PEM of the CA that signed the API server's (self-signed) serving certificate. */
   caData: string;
@@ -201,61 +202,30 @@ const KUBE_CACHE_NAME = `kubernetes-${KUBE_VERSION}-${createHash("sha256")
  * linking. build.json in the folder records the times.
  */
 async function prepareKubeBinaries(): Promise<{ bin: string; built: boolean; ms: number }> {
-  const started = Date.now();
-  const { dir, built } = await ensureCachedDir(KUBE_CACHE_NAME, async (tmp) => {
-    info(`building ${Object.keys(KUBE_COMMANDS).join(", ")} ${KUBE_VERSION} into the cache (first run only; 10 to 20 min on 2 cores with cold Go caches)`);
-    const src = join(tmp, "src");
-    await mkdir(src);
-    const downloaded = JSON.parse(
-      await runCapture("go", ["mod", "download", "-json", `k8s.io/kubernetes@${KUBE_VERSION}`], {
-        cwd: tmp, // outside any Go module or workspace
-        timeoutMs: 10 * 60_000,
-      }),
-    ) as { GoMod?: string; Error?: string };
-    if (!downloaded.GoMod) throw new Error(`go mod download gave no go.mod: ${downloaded.Error ?? "unknown error"}`);
-    await writeFile(join(src, "go.mod"), wrapperGoMod(await readFile(downloaded.GoMod, "utf8")));
-    for (const [command, source] of Object.entries(KUBE_COMMANDS)) {
-      await mkdir(join(src, "cmd", command), { recursive: true });
-      await writeFile(join(src, "cmd", command, "main.go"), source);
-    }
-    const logFile = join(tmp, "build.log");
-    // The toolchain on the machine, not one that go.mod's go line might download.
-    const env = { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: `${process.env.GOFLAGS ?? ""} -buildvcs=false`.trim() };
-    await runLogged("go", ["mod", "tidy"], { cwd: src, logFile, env, timeoutMs: 15 * 60_000 });
-    const goStarted = Date.now();
-    // The version the binaries report (/version, --version): a module build
-    // has no git tree to derive it from. -X only touches the link step.
-    const version = "k8s.io/component-base/version";
-    const ldflags = [
-      `-X ${version}.gitVersion=${KUBE_VERSION}`,
-      `-X ${version}.gitMajor=1`,
-      `-X ${version}.gitMinor=${KUBE_VERSION.split(".")[1]}`,
-      `-X ${version}.gitTreeState=clean`,
-    ].join(" ");
-    await runLogged("go", ["build", "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin") + "/", "./cmd/..."], {
-      cwd: src,
-      logFile,
-      env,
-      timeoutMs: 40 * 60_000,
-    });
-    await writeFile(
-      join(tmp, "build.json"),
-      JSON.stringify(
-        {
-          version: KUBE_VERSION,
-          commands: Object.keys(KUBE_COMMANDS),
-          goBuildMs: Date.now() - goStarted,
-          totalMs: Date.now() - started,
-          builtAt: new Date(),
-        },
-        null,
-        2,
-      ),
-    );
-  });
-  const ms = Date.now() - started;
-  if (built) info(`${Object.keys(KUBE_COMMANDS).join(", ")} built in ${seconds(ms)}`);
-  return { bin: join(dir, "bin"), built, ms };
+  const version = "k8s.io/component-base/version";
+  return buildGoPrograms(
+    {
+      name: `kubernetes-${KUBE_VERSION}`,
+      what: `${Object.keys(KUBE_COMMANDS).join(", ")} ${KUBE_VERSION}`,
+      coldEstimate: "10 to 20 min",
+      files: async (work) => {
+        const { GoMod } = await goModDownload("k8s.io/kubernetes", KUBE_VERSION, work);
+        const files: Record<string, string> = { "go.mod": wrapperGoMod(await readFile(GoMod, "utf8")) };
+        for (const [command, source] of Object.entries(KUBE_COMMANDS)) files[`cmd/${command}/main.go`] = source;
+        return files;
+      },
+      packages: ["./cmd/..."],
+      // The version the binaries report (/version, --version): a module build
+      // has no git tree to derive it from. -X only touches the link step.
+      ldflags: [
+        `-X ${version}.gitVersion=${KUBE_VERSION}`,
+        `-X ${version}.gitMajor=1`,
+        `-X ${version}.gitMinor=${KUBE_VERSION.split(".")[1]}`,
+        `-X ${version}.gitTreeState=clean`,
+      ].join(" "),
+    },
+    KUBE_CACHE_NAME,
+  );
 }
 
 /**
@@ -377,7 +347,7 @@ export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<K
   let agent: Agent | undefined;
   try {
     // etcd
-    const [etcdPort, peerPort, apiPort, cmPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [etcdPort, peerPort, apiPort, cmPort] = await Promise.all([freePort(), freePort(), freePort(opts.node?.address), freePort()]);
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const etcd = startProcess({
       command: prepared.etcd,
@@ -417,19 +387,25 @@ export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<K
     await waitUntilReady("etcd", etcd, async () => (await fetch(`${etcdUrl}/health`)).ok, 60_000);
 
     const certDir = join(runDir, "certs");
+    // With a node, the API server listens on the node's address, where Pods
+    // reach it through the `kubernetes` Service (kube-proxy translates its
+    // ClusterIP to the endpoint the API server writes for its advertise
+    // address); the host reaches that address too. Without one, loopback only.
+    const bindAddress = opts.node?.address ?? "127.0.0.1";
     const apiserver = startProcess({
       command: join(prepared.bin, "kube-apiserver"),
       args: [
         `--etcd-servers=${etcdUrl}`,
-        "--bind-address=127.0.0.1",
+        `--bind-address=${bindAddress}`,
         `--secure-port=${apiPort}`,
-        // Self-signed serving certificate (a CA and a certificate for 127.0.0.1, localhost, kubernetes.default.svc...).
+        // Self-signed serving certificate: a CA, and a certificate for the
+        // advertise address, the `kubernetes` Service's ClusterIP, localhost
+        // and kubernetes.default.svc.
         `--cert-dir=${certDir}`,
-        `--advertise-address=${opts.node?.address ?? "127.0.0.1"}`,
-        // The API server listens on 127.0.0.1 only, so the `kubernetes` Service
-        // gets no endpoints (EndpointSlices refuse loopback addresses): Pods do
-        // not call the API server.
-        "--endpoint-reconciler-type=none",
+        `--advertise-address=${bindAddress}`,
+        // Without a node, no Pod calls the API server, and a loopback address
+        // is refused as an endpoint of the `kubernetes` Service: none is written.
+        ...(opts.node ? [] : ["--endpoint-reconciler-type=none"]),
         ...(opts.node ? ["--kubelet-preferred-address-types=InternalIP"] : []),
         `--token-auth-file=${join(runDir, "tokens.csv")}`,
         "--authorization-mode=Node,RBAC",
@@ -462,7 +438,7 @@ export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<K
     );
     await writeFile(join(runDir, "ca.crt"), caData);
     agent = new Agent({ ca: caData, keepAlive: true });
-    const server = `https://127.0.0.1:${apiPort}`;
+    const server = `https://${bindAddress}:${apiPort}`;
     const clientAgent = agent;
 
     const request = async <T = any>(method: string, path: string, options: KubeRequestOptions = {}): Promise<KubeResponse<T>> => {
