@@ -465,6 +465,10 @@ describe("helm install of the chart on a real node", () => {
     const page = await viaIngress(first.location);
     expect(page.status).toBe(200);
     expect(page.text).toContain("customer-reader@example.com");
+    // The rest of the portal too: a signup form's script and the double opt-in page live on the same host.
+    const script = await viaIngress("/subscribe/signup.js");
+    expect(script.status).toBe(200);
+    expect((await viaIngress("/confirm")).status).not.toBe(404);
   }, 180_000);
 
   it("applies the chart's NetworkPolicies (which the bridge CNI plugin does not enforce)", async () => {

@@ -131,7 +131,7 @@ describe("custom domains on a real Kubernetes API server", () => {
       rules: [
         {
           host: domain,
-          http: { paths: [{ path: "/preferences", pathType: "Prefix", backend: { service: { name: "emailsvc-portal", port: { number: 8081 } } } }] },
+          http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "emailsvc-portal", port: { number: 8081 } } } }] },
         },
       ],
     });

@@ -7,7 +7,8 @@ import { certificateVerdict, type CertificateStatus } from "../domain/domain-sta
 import type { DomainRouting, DomainTarget } from "../usecases/custom-domains.js";
 
 // A custom domain on Kubernetes: one networking.k8s.io/v1 Ingress (the
-// routing: Host -> the portal's Service, path /preferences) and one
+// routing: every path of the Host -> the portal's Service, which answers the
+// preference pages, the signup forms (/subscribe/…) and /confirm there) and one
 // cert-manager.io/v1 Certificate (its TLS), in CUSTOM_DOMAIN_NAMESPACE only.
 //
 // Ownership: the Certificate names the Ingress as its owner (ownerReferences),
@@ -128,7 +129,7 @@ export class KubernetesDomainRouting implements DomainRouting {
         rules: [
           {
             host: target.domain,
-            http: { paths: [{ path: "/preferences", pathType: "Prefix", backend: { service: { name: this.settings.serviceName, port } } }] },
+            http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: this.settings.serviceName, port } } }] },
           },
         ],
       },
