@@ -1,4 +1,4 @@
-import { applyHeapSettings, DEFAULT_GATEWAY_PORT, EMBEDDED_METRICS_PORT, envInt, envOptional, envString } from "@emailsvc/runtime";
+import { applyHeapSettings, DEFAULT_GATEWAY_PORT, EMBEDDED_HEAP_GROWING_PERCENT, EMBEDDED_METRICS_PORT, envInt, envOptional, envString } from "@emailsvc/runtime";
 import { exitOnSignal } from "@emailsvc/service";
 import { createLogger, initTelemetry, startMetricsServer, telemetrySettings } from "@emailsvc/telemetry";
 import { adminTokenFromEnv } from "@emailsvc/gateway";
@@ -9,7 +9,7 @@ import { threadedServices } from "./services.js";
 // MONGO_URL / KAFKA_BROKERS say otherwise.
 async function main(): Promise<void> {
   // Before the service threads start: the setting is the process's, every thread's.
-  applyHeapSettings();
+  applyHeapSettings(EMBEDDED_HEAP_GROWING_PERCENT);
   const logger = createLogger("embedded");
   // One process, one tracer provider and one metrics port for every service in it.
   const telemetry = initTelemetry(telemetrySettings("emailsvc"));
