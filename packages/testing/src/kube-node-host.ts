@@ -222,7 +222,7 @@ export async function cleanupHost(names: HostNames, snapshot: HostSnapshot | und
   for (const bridge of names.bridges) await tryRun("ip", ["link", "delete", bridge]);
 
   // 4. Firewall: the KUBE-* and CNI-* chains (kube-proxy, the kubelet, the
-  // portmap plugin) with the jumps to them, then the tables that did not exist.
+  // portmap plugin, kube-router) with the jumps to them, then the tables that did not exist.
   const ours = (chain: string): boolean => /^(KUBE|CNI)-/.test(chain);
   for (const { tool, family } of FIREWALLS) {
     const saved = await tryRun(`${tool}-save`, []);
@@ -247,6 +247,10 @@ export async function cleanupHost(names: HostNames, snapshot: HostSnapshot | und
       }
     }
   }
+
+  // kube-router's ipsets (startKubeRouter), now that no rule refers to them.
+  const sets = (await tryRun("ipset", ["list", "-n"])) ?? "";
+  for (const set of sets.split("\n").filter((name) => /^(inet6:)?KUBE-(SRC|DST)-/.test(name))) await tryRun("ipset", ["destroy", set]);
 
   // Tracked connections from and to the node's networks (they would expire in minutes).
   for (const network of names.networks) {
