@@ -93,6 +93,8 @@ async function hostState(): Promise<Record<string, unknown>> {
   }
   // kube-router's (the set names are its prefixes).
   const ipsets = (await run("ipset", ["list", "-n"])).split("\n").filter((name) => /KUBE-/.test(name));
+  // And the kit's own nft table beside kube-router (startKubeRouter).
+  const nftTables = (await run("nft", ["list", "tables"])).split("\n").filter((table) => table.includes("emailsvc-"));
   const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
     .split("\n")
     .map((l) => l.split(" ")[4] ?? "")
@@ -112,7 +114,7 @@ async function hostState(): Promise<Record<string, unknown>> {
     const cmd = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0").join(" ");
     if (cmd.includes(WORK_DIR)) processes.push(cmd.slice(0, 120));
   }
-  return { links, firewall, ipsets, mounts, cgroups, sysctls, paths, processes };
+  return { links, firewall, ipsets, nftTables, mounts, cgroups, sysctls, paths, processes };
 }
 
 /** What Pod Security "restricted" asks of a Pod and of each container. */
@@ -189,6 +191,7 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
     expect(leftBehind.cgroups).not.toEqual([]);
     expect((leftBehind.firewall as Record<string, string[]>)["iptables-save"]).toEqual(expect.arrayContaining([expect.stringMatching(/^:KUBE-ROUTER-FORWARD /)]));
     expect(leftBehind.ipsets).toEqual(expect.arrayContaining([expect.stringMatching(/^KUBE-SRC-/)]));
+    expect(leftBehind.nftTables).toEqual(["table ip emailsvc-no-endpoints"]);
     expect(cleanedUp).toEqual(before);
   });
 
@@ -371,7 +374,8 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
 /** The body of a 200 answer; rejects (with why) otherwise. */
 function httpGet(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = get(url, { timeout: 2000 }, (res) => {
+    // A fresh connection each time: a kept-alive one opened before kube-proxy knew the Service may lead elsewhere.
+    const req = get(url, { timeout: 2000, agent: false }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (text += chunk));

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildGoPrograms } from "./go-build.js";
 import type { KubeNode } from "./kube-node.js";
+import { NO_ENDPOINTS_TABLE, tryRun } from "./kube-node-host.js";
 import { info, seconds } from "./log.js";
 import { freePort } from "./ports.js";
 import { type ManagedProcess, runCapture, startProcess, waitUntilReady } from "./proc.js";
@@ -66,6 +67,14 @@ export async function startKubeRouter(node: KubeNode): Promise<KubeRouter> {
   const runDir = await mkdtemp(join(tmpdir(), "emailsvc-kube-router-"));
   const kubeconfig = await node.kubeconfigFile();
   const healthPort = await freePort();
+  // kube-router's FORWARD rules come first and accept what policy allows, so a
+  // Pod's connection to a Service without endpoints (which kube-proxy's later
+  // rule would refuse) leaves untranslated, its SYN is lost, and retries of it
+  // keep that tuple for two minutes (the gateway's first calls to a Service
+  // still starting waited that long). Refused here before them, as kube-proxy would.
+  await runCapture("nft", ["add", "table", "ip", NO_ENDPOINTS_TABLE]);
+  await runCapture("nft", ["add", "chain", "ip", NO_ENDPOINTS_TABLE, "forward", "{ type filter hook forward priority -1; policy accept; }"]);
+  await runCapture("nft", ["add", "rule", "ip", NO_ENDPOINTS_TABLE, "forward", "ip", "daddr", node.serviceSubnet, "ct", "state", "new", "reject", "with", "icmp", "type", "port-unreachable"]);
   const proc: ManagedProcess = startProcess({
     command: binary,
     args: [
@@ -93,6 +102,7 @@ export async function startKubeRouter(node: KubeNode): Promise<KubeRouter> {
     );
   } catch (error) {
     await proc.stop(5_000);
+    await tryRun("nft", ["delete", "table", "ip", NO_ENDPOINTS_TABLE]);
     throw error;
   }
   info(`kube-router ${KUBE_ROUTER_VERSION} enforcing NetworkPolicies on ${node.nodeName} in ${seconds(Date.now() - started)}`);
@@ -100,6 +110,7 @@ export async function startKubeRouter(node: KubeNode): Promise<KubeRouter> {
     logFile: proc.logFile,
     stop: async () => {
       await proc.stop(10_000);
+      await tryRun("nft", ["delete", "table", "ip", NO_ENDPOINTS_TABLE]);
       await rm(runDir, { recursive: true, force: true });
     },
   };
