@@ -5,8 +5,9 @@
 # started here, see scripts/etcd/install.sh), runc, the CNI plugins (bridge,
 # host-local, portmap), iptables (kube-proxy, the bridge plugin), conntrack
 # (kube-proxy's cleanup of UDP flows), nftables (to remove the firewall tables
-# that iptables-nft created, when stopping) and busybox-static (the tests' busybox
-# image). Used by packages/testing/src/kube-node.ts and .ci/run; needs root.
+# that iptables-nft created, when stopping), busybox-static (the tests' busybox
+# image) and ipset (kube-router's network policy controller). Used by
+# packages/testing/src/kube-node.ts and .ci/run; needs root.
 set -euo pipefail
 missing=()
 command -v containerd >/dev/null || missing+=(containerd)
@@ -16,6 +17,7 @@ command -v iptables >/dev/null || missing+=(iptables)
 command -v conntrack >/dev/null || missing+=(conntrack)
 [ -x /bin/busybox ] || missing+=(busybox-static)
 command -v nft >/dev/null || missing+=(nftables)
+command -v ipset >/dev/null || missing+=(ipset)
 if [ ${#missing[@]} -gt 0 ]; then
   bash "$(dirname "$0")/../apt-install.sh" "the tests' Kubernetes node" "${missing[@]}"
 fi

@@ -8,8 +8,12 @@
 // Pods: an account and a live key from the admin API, a subscriber, a
 // template, one email sent over SMTP to the sink, a small campaign, and the
 // preference page of the portal through the portal's Service. The chart's
-// NetworkPolicies exist, and are not enforced here (the bridge CNI plugin
-// ignores them: node.test.ts). Then `helm upgrade` to the same image under
+// NetworkPolicies are enforced from the install on, by kube-router's network
+// policy controller (built from its Go module, run on the host beside the
+// bridge CNI plugin, which alone ignores them: node.test.ts): Pods without a
+// caller's labels, in another namespace or in the release's, cannot open
+// subscribers' gRPC port, and reach the gateway's and the portal's public
+// ports; the gateway, the allowed caller, serves every call above. Then `helm upgrade` to the same image under
 // another tag rolls every Deployment while a loop of REST calls fails none;
 // a delivery Pod deleted (SIGTERM and its drain) in the middle of a campaign
 // loses and repeats nothing; one killed (SIGKILL) loses nothing, and repeats
@@ -29,7 +33,6 @@ import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { connect } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -37,16 +40,19 @@ import { join, resolve } from "node:path";
 import { MongoClient } from "mongodb";
 import { COMPONENT_NAMES } from "@emailsvc/manifest";
 import {
+  KUBE_NODE_IMAGES,
   SmtpSink,
   startCertManager,
   startFerretDB,
   startKubeNode,
+  startKubeRouter,
   startLocalKafka,
   startTestDnsServer,
   startTraefik,
   type CertManager,
   type KafkaServer,
   type KubeNode,
+  type KubeRouter,
   type MongoServer,
   type TestDnsServer,
   type Traefik,
@@ -127,6 +133,7 @@ describe("helm install of the chart on a real node", () => {
   let dns: TestDnsServer | undefined;
   let certManager: CertManager | undefined;
   let traefik: Traefik | undefined;
+  let kubeRouter: KubeRouter | undefined;
   let customerAccount = "";
   let ca: { cert: string; key: string };
   let helm: string;
@@ -178,7 +185,8 @@ describe("helm install of the chart on a real node", () => {
     kubeconfig = await node.kubeconfigFile();
     // Customers' DNS as the portal sees it, and cert-manager with a CA issuer in the release's namespace.
     dns = await startTestDnsServer(node.nodeAddress);
-    [certManager, traefik] = await Promise.all([startCertManager(node), startTraefik(node, { address: node.nodeAddress })]);
+    // NetworkPolicies enforced before the chart's Pods start, so that every call below passes through them.
+    [certManager, traefik, kubeRouter] = await Promise.all([startCertManager(node), startTraefik(node, { address: node.nodeAddress }), startKubeRouter(node)]);
     ca = await makeCa(work);
     const b64 = (text: string) => Buffer.from(text).toString("base64");
     const secret = { apiVersion: "v1", kind: "Secret", type: "kubernetes.io/tls", metadata: { name: CA_ISSUER, namespace: NS }, data: { "tls.crt": b64(ca.cert), "tls.key": b64(ca.key) } };
@@ -227,7 +235,7 @@ describe("helm install of the chart on a real node", () => {
 
   afterAll(async () => {
     try {
-      await Promise.allSettled([certManager?.stop(), traefik?.stop()]);
+      await Promise.allSettled([certManager?.stop(), traefik?.stop(), kubeRouter?.stop()]);
       await node?.stop();
     } finally {
       await Promise.allSettled([mongo?.stop(), kafka?.stop(), sink?.close(), dns?.close(), work ? rm(work, { recursive: true, force: true }) : undefined]);
@@ -471,19 +479,54 @@ describe("helm install of the chart on a real node", () => {
     expect((await viaIngress("/confirm")).status).not.toBe(404);
   }, 180_000);
 
-  it("applies the chart's NetworkPolicies (which the bridge CNI plugin does not enforce)", async () => {
+  it("enforces the chart's NetworkPolicies (kube-router): an internal port only from its callers, the public ports from any Pod", async () => {
     const policies = ((await node.request("GET", `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`)).body.items as any[]).map((p) => p.metadata.name);
     expect(policies.sort()).toEqual([`${RELEASE}-default-deny-ingress`, ...COMPONENT_NAMES.map((c) => `${RELEASE}-${c}`)].sort());
-    // Not enforced: the host opens a connection to subscribers' gRPC port, which only its callers may reach.
-    const subscribers = (await node.request("GET", `/api/v1/namespaces/${NS}/services/${RELEASE}-subscribers`)).body.spec.clusterIP as string;
-    const connected = await new Promise<boolean>((resolvePromise) => {
-      const socket = connect({ host: subscribers, port: 50051, timeout: 5000 });
-      socket.on("connect", () => (socket.destroy(), resolvePromise(true)));
-      socket.on("timeout", () => (socket.destroy(), resolvePromise(false)));
-      socket.on("error", () => resolvePromise(false));
+    // From Pods, not the host: traffic from the node itself (kubelet probes, the test's calls) passes any policy.
+    const targets = {
+      subscribers: `${RELEASE}-subscribers.${NS}.svc.cluster.local 50051`,
+      gateway: `${RELEASE}-gateway.${NS}.svc.cluster.local 8080`,
+      portal: `${RELEASE}-portal.${NS}.svc.cluster.local 8081`,
+    };
+    const probe = Object.entries(targets)
+      .map(([name, target]) => `if nc -w 3 ${target} -e true; then echo "${name} open"; else echo "${name} closed"; fi`)
+      .join("; ");
+    /** A busybox Pod (restricted, no labels of the release) that tries each port once and says which it could open. */
+    const prober = (namespace: string, name: string) => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace, labels: { role: "prober" } },
+      spec: {
+        restartPolicy: "Never",
+        securityContext: { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, seccompProfile: { type: "RuntimeDefault" } },
+        containers: [
+          {
+            name: "c",
+            image: KUBE_NODE_IMAGES.busybox,
+            imagePullPolicy: "Never",
+            command: ["sh", "-c", probe],
+            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+          },
+        ],
+      },
     });
-    expect(connected).toBe(true);
-  });
+    const OUTSIDE = "outside";
+    await node.createNamespace(OUTSIDE);
+    const probes = [
+      { namespace: OUTSIDE, name: "prober" },
+      { namespace: NS, name: "prober" },
+    ];
+    for (const p of probes) expect((await node.apply(prober(p.namespace, p.name))).status).toBe(201);
+    for (const p of probes) {
+      const phase = await node.waitForPodEnd(p.namespace, p.name);
+      const log = await node.podLogs(p.namespace, p.name);
+      expect({ ...p, phase, lines: log.split("\n").filter((l) => / (open|closed)$/.test(l)) }).toEqual({
+        ...p,
+        phase: "Succeeded",
+        lines: ["subscribers closed", "gateway open", "portal open"],
+      });
+    }
+  }, 120_000);
 
   it("rolls every Deployment to a new image with helm upgrade while REST calls keep succeeding", async () => {
     expect(reads).toHaveLength(4);

@@ -5,10 +5,12 @@
 // Service reaches it by ClusterIP (from the host) and by DNS name (from
 // another Pod), Pods reach a server on the host at the node address, a
 // non-compliant Pod is refused. What the bridge CNI plugin does with a
-// NetworkPolicy: nothing (tested as such). Last, stop() leaves the host's
-// links, firewall, mounts, cgroups and kernel settings as they were found; and
-// before all that, a node whose process was killed (SIGKILL, with a Pod
-// running) is cleaned up by the next start.
+// NetworkPolicy: nothing (tested as such); with kube-router's network policy
+// controller beside it (startKubeRouter), the policy is enforced. Last, stop() leaves the host's
+// links, firewall (kube-router's chains and ipsets too), mounts, cgroups and
+// kernel settings as they were found; and before all that, a node whose
+// process was killed (SIGKILL, with a Pod running and kube-router's rules in
+// place) is cleaned up by the next start.
 //
 // Run with `npm run test:kube` (its own Jest project, jest.kube.config.js):
 // it needs root, and changes the host while it runs.
@@ -18,7 +20,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { createServer, get, type Server } from "node:http";
 import { type AddressInfo } from "node:net";
 import { join } from "node:path";
-import { KUBE_NODE_IMAGES, startKubeNode, type KubeNode, type KubeObject } from "@emailsvc/testing";
+import { KUBE_NODE_IMAGES, startKubeNode, startKubeRouter, type KubeNode, type KubeObject, type KubeRouter } from "@emailsvc/testing";
 import { eventually } from "./support/poll";
 
 // A cold cache builds kubelet, kube-scheduler and kube-proxy with the control
@@ -29,18 +31,28 @@ const WORK_DIR = "/var/tmp/emailsvc-kube-node";
 const TESTING = join(__dirname, "..", "..", "..", "packages", "testing", "dist", "index.js");
 
 /**
- * Another process that starts a node, runs a Pod and says "ready"; the test
- * kills it with SIGKILL, as a crash or a killed Jest would end it.
+ * Another process that starts a node with kube-router, runs a Pod under a
+ * NetworkPolicy (so kube-router's chains and ipsets exist) and says "ready";
+ * the test kills it with SIGKILL, as a crash or a killed Jest would end it.
  */
 const CRASHING_RUN = `
 const t = require(${JSON.stringify(TESTING)});
 (async () => {
   const node = await t.startKubeNode();
+  await t.startKubeRouter(node);
   const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "left-behind", namespace: "default", labels: { app: "left-behind" } },
     spec: { containers: [{ name: "c", image: t.KUBE_NODE_IMAGES.busybox, imagePullPolicy: "Never", command: ["sleep", "3600"] }] } };
   const res = await node.apply(pod);
   if (res.status !== 201) throw new Error("Pod not created: " + res.status);
   await node.waitForPodsReady("default", "app=left-behind");
+  // A policy that names the Pod as its own caller: kube-router puts its address in an ipset.
+  const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "self", namespace: "default" },
+    spec: { podSelector: { matchLabels: { app: "left-behind" } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: "left-behind" } } }] }] } };
+  if ((await node.apply(policy)).status !== 201) throw new Error("NetworkPolicy not created");
+  for (let i = 0; !require("node:child_process").execFileSync("ipset", ["list", "-n"]).toString().includes("KUBE-SRC-"); i++) {
+    if (i > 100) throw new Error("kube-router made no ipset");
+    await new Promise((r) => setTimeout(r, 200));
+  }
   process.stdout.write("ready\\n");
   setInterval(() => {}, 1 << 30);
 })().catch((e) => { console.error(e); process.exit(1); });
@@ -79,6 +91,10 @@ async function hostState(): Promise<Record<string, unknown>> {
       .split("\n")
       .filter((l) => l.startsWith("*") || l.startsWith("-A ") || /^:(KUBE|CNI)-/.test(l));
   }
+  // kube-router's (the set names are its prefixes).
+  const ipsets = (await run("ipset", ["list", "-n"])).split("\n").filter((name) => /KUBE-/.test(name));
+  // And the kit's own nft table beside kube-router (startKubeRouter).
+  const nftTables = (await run("nft", ["list", "tables"])).split("\n").filter((table) => table.includes("emailsvc-"));
   const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
     .split("\n")
     .map((l) => l.split(" ")[4] ?? "")
@@ -98,7 +114,7 @@ async function hostState(): Promise<Record<string, unknown>> {
     const cmd = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0").join(" ");
     if (cmd.includes(WORK_DIR)) processes.push(cmd.slice(0, 120));
   }
-  return { links, firewall, mounts, cgroups, sysctls, paths, processes };
+  return { links, firewall, ipsets, nftTables, mounts, cgroups, sysctls, paths, processes };
 }
 
 /** What Pod Security "restricted" asks of a Pod and of each container. */
@@ -111,8 +127,8 @@ const restrictedContainer = {
   securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
 };
 
-/** A Pod that sends one HTTP request with busybox nc and prints the answer. */
-const clientPod = (name: string, host: string, port: number | string, path: string): KubeObject => ({
+/** A Pod that sends one HTTP request with busybox nc and prints the answer (`tries` times until nc succeeds, 1 s apart). */
+const clientPod = (name: string, host: string, port: number | string, path: string, tries = 1): KubeObject => ({
   apiVersion: "v1",
   kind: "Pod",
   metadata: { name, namespace: NS, labels: { role: "client" } },
@@ -123,7 +139,11 @@ const clientPod = (name: string, host: string, port: number | string, path: stri
       {
         ...restrictedContainer,
         name: "client",
-        command: ["sh", "-c", `printf 'GET ${path} HTTP/1.0\\r\\nHost: test\\r\\n\\r\\n' | nc -w 5 ${host} ${port}`],
+        command: [
+          "sh",
+          "-c",
+          `for i in $(seq ${tries}); do printf 'GET ${path} HTTP/1.0\\r\\nHost: test\\r\\n\\r\\n' | nc -w 5 ${host} ${port} && exit 0; sleep 1; done; exit 1`,
+        ],
       },
     ],
   },
@@ -131,6 +151,7 @@ const clientPod = (name: string, host: string, port: number | string, path: stri
 
 describe("a real single-node Kubernetes (startKubeNode)", () => {
   let node: KubeNode;
+  let kubeRouter: KubeRouter | undefined;
   let before: Record<string, unknown>;
 
   let leftBehind: Record<string, unknown>;
@@ -158,6 +179,7 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
   }, SETUP_TIMEOUT);
 
   afterAll(async () => {
+    await kubeRouter?.stop();
     await node?.stop();
   }, 120_000);
 
@@ -167,6 +189,9 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
     expect(leftBehind.links).toEqual(expect.arrayContaining(["esvc-node0", "esvc-cni0"]));
     expect(leftBehind.processes).toEqual(expect.arrayContaining([expect.stringContaining("containerd-shim")]));
     expect(leftBehind.cgroups).not.toEqual([]);
+    expect((leftBehind.firewall as Record<string, string[]>)["iptables-save"]).toEqual(expect.arrayContaining([expect.stringMatching(/^:KUBE-ROUTER-FORWARD /)]));
+    expect(leftBehind.ipsets).toEqual(expect.arrayContaining([expect.stringMatching(/^KUBE-SRC-/)]));
+    expect(leftBehind.nftTables).toEqual(["table ip emailsvc-no-endpoints"]);
     expect(cleanedUp).toEqual(before);
   });
 
@@ -313,12 +338,33 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
     expect(await node.podLogs(NS, "denied")).toContain("hello from a Pod");
   }, 120_000);
 
+  it("enforces the NetworkPolicy once kube-router's network policy controller runs beside the bridge plugin", async () => {
+    kubeRouter = await startKubeRouter(node);
+    // The deny-all policy above, now enforced: refused at once (kube-router rejects), so nc fails and the Pod with it.
+    expect((await node.apply(clientPod("refused", `web.${NS}.svc.cluster.local`, 80, "/index.html"))).status).toBe(201);
+    expect(await node.waitForPodEnd(NS, "refused")).toBe("Failed");
+    expect(await node.podLogs(NS, "refused")).not.toContain("hello from a Pod");
+    // A policy that lets the clients in (by their label): kube-router adds a new Pod's address to the
+    // policy's ipset once the Pod has one, so the client tries a few times.
+    const allowClients: KubeObject = {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "NetworkPolicy",
+      metadata: { name: "allow-clients", namespace: NS },
+      spec: { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress"], ingress: [{ from: [{ podSelector: { matchLabels: { role: "client" } } }] }] },
+    };
+    expect((await node.apply(allowClients)).status).toBe(201);
+    expect((await node.apply(clientPod("allowed", `web.${NS}.svc.cluster.local`, 80, "/index.html", 10))).status).toBe(201);
+    expect(await node.waitForPodEnd(NS, "allowed")).toBe("Succeeded");
+    expect(await node.podLogs(NS, "allowed")).toContain("hello from a Pod");
+  }, 120_000);
+
   it("stops: Pods deleted, processes gone, the host as it was found", async () => {
     const during = await hostState();
     // While running, the node's traces are visible to the same checks.
     expect(during.links).toEqual(expect.arrayContaining(["esvc-node0", "esvc-cni0"]));
     expect(during.processes).not.toEqual([]);
     expect(await run("conntrack", ["-L", "-s", "10.244.0.0/24"])).not.toBe("");
+    await kubeRouter?.stop();
     await node.stop();
     expect(await hostState()).toEqual(before);
     expect(await run("conntrack", ["-L", "-s", "10.244.0.0/24"])).toBe("");
@@ -328,7 +374,8 @@ describe("a real single-node Kubernetes (startKubeNode)", () => {
 /** The body of a 200 answer; rejects (with why) otherwise. */
 function httpGet(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = get(url, { timeout: 2000 }, (res) => {
+    // A fresh connection each time: a kept-alive one opened before kube-proxy knew the Service may lead elsewhere.
+    const req = get(url, { timeout: 2000, agent: false }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (text += chunk));

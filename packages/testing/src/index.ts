@@ -18,6 +18,7 @@ export {
 } from "./kube.js";
 export { prepareCertManager, startCertManager, type CertManager } from "./cert-manager.js";
 export { prepareTraefik, startTraefik, TRAEFIK_VERSION, type Traefik } from "./traefik.js";
+export { KUBE_ROUTER_VERSION, prepareKubeRouter, startKubeRouter, type KubeRouter } from "./kube-router.js";
 export {
   COREDNS_VERSION,
   KUBE_NODE_IMAGES,

@@ -4,6 +4,7 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { alive } from "./cache.js";
 import { prepareCertManager } from "./cert-manager.js";
 import { cleanupKubeNodeLeftovers, kubeNodeOwner, prepareKubeNode, startKubeNode } from "./kube-node.js";
+import { prepareKubeRouter } from "./kube-router.js";
 import { seconds } from "./log.js";
 import { tail } from "./proc.js";
 import { prepareTraefik } from "./traefik.js";
@@ -124,8 +125,8 @@ export async function main(script: string, argv: readonly string[]): Promise<num
         console.log(`coredns: ${prepared.coredns}`);
         console.log(`images: ${prepared.imageTars.pause} ${prepared.imageTars.busybox}`);
         console.log(`${prepared.built ? "built" : "already cached"} in ${seconds(prepared.ms)}`);
-        // What helm.test.ts runs beside the node (one after the other: on two cores, at once is no faster).
-        for (const [what, prepare] of [["cert-manager's controller", prepareCertManager], ["Traefik", prepareTraefik]] as const) {
+        // What the tests run beside the node (one after the other: on two cores, at once is no faster).
+        for (const [what, prepare] of [["cert-manager's controller", prepareCertManager], ["Traefik", prepareTraefik], ["kube-router", prepareKubeRouter]] as const) {
           const { binary, built, ms } = await prepare();
           console.log(`${what}: ${binary} (${built ? "built" : "already cached"} in ${seconds(ms)})`);
         }

@@ -51,6 +51,14 @@ const FIREWALLS = [
   { tool: "ip6tables", family: "ip6" },
 ] as const;
 
+/**
+ * A table of nftables' own (not iptables'), made by startKubeRouter
+ * (kube-router.ts): it refuses new connections to a ClusterIP that kube-proxy
+ * did not translate (a Service without endpoints) before kube-router's
+ * FORWARD chain accepts them.
+ */
+export const NO_ENDPOINTS_TABLE = "emailsvc-no-endpoints";
+
 export interface HostSnapshot {
   sysctls: Record<string, string>;
   paths: Record<string, boolean>;
@@ -222,7 +230,7 @@ export async function cleanupHost(names: HostNames, snapshot: HostSnapshot | und
   for (const bridge of names.bridges) await tryRun("ip", ["link", "delete", bridge]);
 
   // 4. Firewall: the KUBE-* and CNI-* chains (kube-proxy, the kubelet, the
-  // portmap plugin) with the jumps to them, then the tables that did not exist.
+  // portmap plugin, kube-router) with the jumps to them, then the tables that did not exist.
   const ours = (chain: string): boolean => /^(KUBE|CNI)-/.test(chain);
   for (const { tool, family } of FIREWALLS) {
     const saved = await tryRun(`${tool}-save`, []);
@@ -247,6 +255,11 @@ export async function cleanupHost(names: HostNames, snapshot: HostSnapshot | und
       }
     }
   }
+
+  await tryRun("nft", ["delete", "table", "ip", NO_ENDPOINTS_TABLE]);
+  // kube-router's ipsets (startKubeRouter), now that no rule refers to them.
+  const sets = (await tryRun("ipset", ["list", "-n"])) ?? "";
+  for (const set of sets.split("\n").filter((name) => /^(inet6:)?KUBE-(SRC|DST)-/.test(name))) await tryRun("ipset", ["destroy", set]);
 
   // Tracked connections from and to the node's networks (they would expire in minutes).
   for (const network of names.networks) {

@@ -74,6 +74,8 @@ export interface KubeNode extends KubeCluster {
   readonly nodeName: string;
   /** Where Pods reach the host: servers for Pods listen on this address. */
   readonly nodeAddress: string;
+  /** The Services' ClusterIP range (the API server's --service-cluster-ip-range). */
+  readonly serviceSubnet: string;
   /** The admin's kubeconfig (mode 0600), valid until stop(). */
   readonly kubeconfigPath: string;
   /** Names of the images imported (the kit's and the given tars'). */
@@ -510,6 +512,7 @@ export async function startKubeNode(opts: KubeNodeOptions = {}): Promise<KubeNod
       ...node,
       nodeName: NODE_NAME,
       nodeAddress: NODE_ADDRESS,
+      serviceSubnet: SERVICE_SUBNET,
       kubeconfigPath,
       images,
       logFiles: [...c.logFiles, ...procs.map((p) => p.logFile)],
