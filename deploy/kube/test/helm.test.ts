@@ -303,14 +303,7 @@ describe("helm install of the chart on a real node", () => {
     expect(campaign.status).toBe(201);
     const send = await call("POST", `/api/v1/campaigns/${campaign.body.id}/send`);
     expect(send.body.total_recipients).toBe(recipients.length);
-    const done = await eventually(
-      "the campaign sent",
-      async () => {
-        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
-        return res.body.status === "sent" ? res.body : undefined;
-      },
-      120_000,
-    );
+    const done = await campaignSent(campaign.body.id, 120_000);
     expect(done.counts).toMatchObject({ total: 5, sent: 5, failed: 0 });
     reads.push(`/api/v1/campaigns/${campaign.body.id}`);
     for (const [i, email] of recipients.entries()) {
@@ -568,6 +561,23 @@ describe("helm install of the chart on a real node", () => {
     expect(deployments.map((d) => d.spec.template.spec.containers[0].image)).toEqual(Array(COMPONENT_NAMES.length).fill(next.name));
   }, 600_000);
 
+  /** The campaign once it is `sent` (its REST body). */
+  async function campaignSent(id: string, timeoutMs: number) {
+    return eventually(
+      "the campaign sent",
+      async () => {
+        const res = await call("GET", `/api/v1/campaigns/${id}`);
+        return res.body.status === "sent" ? res.body : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Waits until the Pod no longer exists (the API server answers 404). */
+  async function podGone(pod: string, what: string) {
+    await eventually(what, async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${pod}`)).status === 404 ? true : undefined), 120_000);
+  }
+
   /** A campaign of 60 to its own tag, sent, with a few messages at the sink: the delivery Pod it runs on is `victim`. */
   async function campaignUnderWay(prefix: string, tag: string, name: string) {
     const recipients = Array.from({ length: 60 }, (_, i) => `${prefix}${i}@example.com`);
@@ -588,16 +598,9 @@ describe("helm install of the chart on a real node", () => {
     expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}`)).status).toBe(200);
     const atDelete = arrived();
     expect(atDelete).toBeLessThan(recipients.length);
-    await eventually("the deleted Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);
+    await podGone(victim, "the deleted Pod gone");
     const atGone = arrived();
-    const done = await eventually(
-      "the campaign sent",
-      async () => {
-        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
-        return res.body.status === "sent" ? res.body : undefined;
-      },
-      300_000,
-    );
+    const done = await campaignSent(campaign.body.id, 300_000);
     expect(done.counts).toMatchObject({ total: recipients.length, sent: recipients.length, failed: 0 });
     process.stdout.write(`helm.test: delivery Pod deleted after ${atDelete} of ${recipients.length} messages, gone after ${atGone}\n`);
     expect(recipients.map((r) => sink!.recipientCounts.get(r) ?? 0)).toEqual(Array(recipients.length).fill(1));
@@ -609,7 +612,7 @@ describe("helm install of the chart on a real node", () => {
     const { recipients, campaign, arrived, victim } = await campaignUnderWay("h", "hard", "Hard killed");
     // gracePeriodSeconds 0: no preStop, no drain; the kubelet kills the container at once.
     expect((await node.request("DELETE", `/api/v1/namespaces/${NS}/pods/${victim}?gracePeriodSeconds=0`)).status).toBe(200);
-    await eventually("the killed Pod gone", async () => ((await node.request("GET", `/api/v1/namespaces/${NS}/pods/${victim}`)).status === 404 ? true : undefined), 120_000);
+    await podGone(victim, "the killed Pod gone");
     // What delivery had durably recorded `sent` when it died, and what the relay had taken by then.
     const client = await MongoClient.connect(mongo!.url);
     let durablySent: Set<string>;
@@ -620,14 +623,7 @@ describe("helm install of the chart on a real node", () => {
       await client.close();
     }
     const takenAtKill = new Set(recipients.filter((r) => (sink!.recipientCounts.get(r) ?? 0) > 0));
-    const done = await eventually(
-      "the campaign sent",
-      async () => {
-        const res = await call("GET", `/api/v1/campaigns/${campaign.body.id}`);
-        return res.body.status === "sent" ? res.body : undefined;
-      },
-      300_000,
-    );
+    const done = await campaignSent(campaign.body.id, 300_000);
     expect(done.counts).toMatchObject({ total: recipients.length, sent: recipients.length, failed: 0 });
     const counts = recipients.map((r) => sink!.recipientCounts.get(r) ?? 0);
     expect(counts.filter((n) => n === 0)).toEqual([]);
