@@ -260,6 +260,25 @@ class SmtpConnection {
     return new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
+  /**
+   * The next `count` replies not yet claimed, in command order, each the
+   * reply or the error that ended the wait for it: a pipelined group's in
+   * one promise (one waiter shared by its places in the queue) rather than a
+   * promise and a settled wrapper each.
+   */
+  expectGroup(count: number): Promise<Array<Reply | SmtpError>> {
+    if (this.broken && this.brokenError) return Promise.resolve(new Array<Reply | SmtpError>(count).fill(this.brokenError));
+    return new Promise((done) => {
+      const outcomes: Array<Reply | SmtpError> = [];
+      const settle = (outcome: Reply | SmtpError) => {
+        if (outcomes.push(outcome) === count) done(outcomes);
+      };
+      // Waiters are rejected with SmtpErrors only (breakWith).
+      const waiter: ReplyWaiter = { resolve: settle, reject: settle as (err: Error) => void };
+      for (let i = 0; i < count; i += 1) this.waiters.push(waiter);
+    });
+  }
+
   write(data: string | Buffer): void {
     this.socket!.write(data);
   }
@@ -436,15 +455,15 @@ export class SmtpPool {
     let rcptReply: Reply;
     let dataReply: Reply;
     if (connection.pipelining) {
-      const replies = [connection.expect(), connection.expect(), connection.expect()];
+      const replies = connection.expectGroup(3);
       connection.write(mail + rcpt + "DATA\r\n");
-      const settled = await Promise.all(replies.map((r) => r.then((reply) => ({ reply }), (error: SmtpError) => ({ error }))));
+      const settled = await replies;
       // A 421 closes the connection, so the replies after it fail: the 421 is what happened.
       for (const outcome of settled) {
-        if ("reply" in outcome && outcome.reply.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome.reply);
-        if ("error" in outcome) throw outcome.error;
+        if (outcome instanceof SmtpError) throw outcome;
+        if (outcome.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome);
       }
-      [mailReply, rcptReply, dataReply] = settled.map((outcome) => (outcome as { reply: Reply }).reply) as [Reply, Reply, Reply];
+      [mailReply, rcptReply, dataReply] = settled as [Reply, Reply, Reply];
     } else {
       mailReply = await connection.command(mail.slice(0, -2));
       if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply);

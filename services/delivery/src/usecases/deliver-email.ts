@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
+import { inSpan, SpanKind, tracingEnabled, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import { PENDING, type ProviderName, type StatusChange } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
@@ -207,12 +207,16 @@ export async function deliverEmail(
       message.returnPath = returnPathFor(deps.returnPaths.keys, claimed._id, host);
     }
     const provider = deps.providers.forTenant(claimed.tenant);
-    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    // The hand-off, in a span of its own (a child of the consumer's span) when tracing is on.
     const handoffStarted = performance.now();
-    const result = await inSpan(
-      `${provider.name} send`,
-      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
-      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    const handOff = () => provider.send(message, { tenant: claimed.tenant, signal });
+    const result = await (tracingEnabled()
+      ? inSpan(
+          `${provider.name} send`,
+          { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+          handOff,
+        )
+      : handOff()
     ).catch((err: unknown) => {
       handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
       throw err;
