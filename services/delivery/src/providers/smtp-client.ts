@@ -360,6 +360,7 @@ export function dotStuff(body: Buffer): Buffer {
 }
 
 const DOT = Buffer.from(".", "latin1");
+const ONCE = { once: true } as const;
 
 /**
  * A pool of at most `maxConnections` connections to one relay. A message
@@ -419,7 +420,7 @@ export class SmtpPool {
     }
   }
 
-  private async transaction(
+  private transaction(
     connection: SmtpConnection,
     envelope: SmtpEnvelope,
     body: Buffer,
@@ -427,24 +428,28 @@ export class SmtpPool {
     onBody: () => void,
     handOver: () => boolean,
   ): Promise<string> {
-    if (signal?.aborted) throw new SmtpError("the send was aborted", { code: "EABORT" });
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      if (!signal) return;
-      onAbort = () => {
+    if (signal?.aborted) return Promise.reject(new SmtpError("the send was aborted", { code: "EABORT" }));
+    const work = this.exchange(connection, envelope, body, onBody, handOver);
+    if (!signal) return work;
+    // Settled by whichever comes first, the exchange or the abort (one promise, not a race of two).
+    return new Promise<string>((resolve, reject) => {
+      const onAbort = () => {
         // Where the transaction stands is unknown: this connection is not used again.
         connection.destroy();
         reject(new SmtpError("the send was aborted", { code: "EABORT" }));
       };
-      signal.addEventListener("abort", onAbort, { once: true });
+      signal.addEventListener("abort", onAbort, ONCE);
+      work.then(
+        (reply) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(reply);
+        },
+        (err: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(err);
+        },
+      );
     });
-    aborted.catch(() => undefined);
-    try {
-      const work = this.exchange(connection, envelope, body, onBody, handOver);
-      return await (signal ? Promise.race([work, aborted]) : work);
-    } finally {
-      if (onAbort) signal!.removeEventListener("abort", onAbort);
-    }
   }
 
   private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void, handOver: () => boolean): Promise<string> {
