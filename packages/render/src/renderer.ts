@@ -375,6 +375,8 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
   }
 
+  // Split once: every message checks every path.
+  const variablePaths = variables.map((name) => name.split("."));
   const renderer = (given: Variables = {}, builtins: Builtins = {}, options: MessageOptions = {}): RenderedMessage => {
     const context = mergeVariables(builtinVariables(builtins), given);
     let renderedHtml: string;
@@ -397,7 +399,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
       html: needsLanguage && slotted === undefined ? withLanguage(renderedHtml, languageOf(options.language)) : renderedHtml,
       // The text part compiled with the version when it could be; else derived from this message's HTML.
       text: text ? text(context) : htmlToText(renderedHtml),
-      missing: variables.filter((name) => isMissing(context, name)),
+      missing: missingOf(context, variables, variablePaths),
     };
   };
   return Object.assign(renderer, { variables });
@@ -437,10 +439,17 @@ export function mergeVariables(base: Variables, over: Variables): Variables {
   return out;
 }
 
+/** The variables (`names`, split into `paths`) that `context` lacks. */
+function missingOf(context: Variables, names: readonly string[], paths: readonly (readonly string[])[]): string[] {
+  const missing: string[] = [];
+  for (let i = 0; i < names.length; i += 1) if (isMissing(context, paths[i]!)) missing.push(names[i]!);
+  return missing;
+}
+
 /** A variable is missing when its path does not resolve, or resolves to null. */
-function isMissing(context: Variables, path: string): boolean {
+function isMissing(context: Variables, path: readonly string[]): boolean {
   let value: unknown = context;
-  for (const part of path.split(".")) {
+  for (const part of path) {
     if (value === null || typeof value !== "object" || !Object.prototype.hasOwnProperty.call(value, part)) return true;
     value = (value as Record<string, unknown>)[part];
   }

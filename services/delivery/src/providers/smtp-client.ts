@@ -361,6 +361,9 @@ export function dotStuff(body: Buffer): Buffer {
 
 const DOT = Buffer.from(".", "latin1");
 const ONCE = { once: true } as const;
+// Module-level: a regular expression literal is a new object each time it is evaluated.
+const UNSAFE_IN_COMMAND = /[\r\n<>\u0000]/;
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * A pool of at most `maxConnections` connections to one relay. A message
@@ -388,8 +391,8 @@ export class SmtpPool {
     // The addresses go into command lines as they are: one holding a line break or an angle bracket would
     // be a command of its own (or another recipient) to the relay. Addresses are checked where they come
     // in; this is the last guard, before any connection is taken.
-    for (const address of [envelope.from, envelope.to]) {
-      if (/[\r\n<>\u0000]/.test(address)) throw new SmtpError("an envelope address holds a line break or an angle bracket", { code: "EENVELOPE" });
+    if (UNSAFE_IN_COMMAND.test(envelope.from) || UNSAFE_IN_COMMAND.test(envelope.to)) {
+      throw new SmtpError("an envelope address holds a line break or an angle bracket", { code: "EENVELOPE" });
     }
     for (let attempt = 0; ; attempt++) {
       const connection = await this.acquire(signal);
@@ -453,7 +456,7 @@ export class SmtpPool {
   }
 
   private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void, handOver: () => boolean): Promise<string> {
-    const utf8 = connection.smtputf8 && /[^\x00-\x7f]/.test(envelope.from + envelope.to) ? " SMTPUTF8" : "";
+    const utf8 = connection.smtputf8 && (NON_ASCII.test(envelope.from) || NON_ASCII.test(envelope.to)) ? " SMTPUTF8" : "";
     const mail = `MAIL FROM:<${envelope.from}>${utf8}\r\n`;
     const rcpt = `RCPT TO:<${envelope.to}>\r\n`;
     let mailReply: Reply;
@@ -464,11 +467,15 @@ export class SmtpPool {
       connection.write(mail + rcpt + "DATA\r\n");
       const settled = await replies;
       // A 421 closes the connection, so the replies after it fail: the 421 is what happened.
-      for (const outcome of settled) {
+      for (let i = 0; i < settled.length; i += 1) {
+        const outcome = settled[i]!;
         if (outcome instanceof SmtpError) throw outcome;
         if (outcome.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome);
       }
-      [mailReply, rcptReply, dataReply] = settled as [Reply, Reply, Reply];
+      // By index: destructuring an array goes through its iterator.
+      mailReply = settled[0] as Reply;
+      rcptReply = settled[1] as Reply;
+      dataReply = settled[2] as Reply;
     } else {
       mailReply = await connection.command(mail.slice(0, -2));
       if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply);
