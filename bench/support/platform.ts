@@ -12,7 +12,14 @@ export const ADMIN = "bench-admin-token-0123456789abcdef";
 /** The platform as `npm start` runs it; BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles it. */
 export function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  return startPlatformProcess(REPO, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env }, { nodeArgs });
+  return startPlatformProcess(REPO, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...heapProfileEnv(), ...env }, { nodeArgs });
+}
+
+/** The settings of the heap profile preload (./heap-profile.ts), when given: the kit passes the platform only what it is told. */
+function heapProfileEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ["BENCH_HEAP_PROFILE_THREADS", "BENCH_HEAP_PROFILE_DIR"]) if (process.env[name]) out[name] = process.env[name]!;
+  return out;
 }
 
 /** One JSON call to the gateway with an API key (or the admin token); the answer's status and parsed body. */
@@ -72,7 +79,7 @@ export interface PerServiceOptions {
 export async function processPerService(dataDir: string, env: Record<string, string>, options: PerServiceOptions = {}): Promise<Running> {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
   const own = (service: ServiceName) => ({ ...options.own?.(service), ...(service === "gateway" ? { ADMIN_TOKEN: ADMIN, RATE_LIMIT: "off" } : {}) });
-  const { url, processes, stop, kill } = await startServiceProcesses(REPO, { DATA_DIR: dataDir, ...env }, { own, nodeArgs, ...(options.replicas ? { replicas: options.replicas } : {}) });
+  const { url, processes, stop, kill } = await startServiceProcesses(REPO, { DATA_DIR: dataDir, ...heapProfileEnv(), ...env }, { own, nodeArgs, ...(options.replicas ? { replicas: options.replicas } : {}) });
   const pids = processes.map(({ proc }) => proc.child.pid!);
   return {
     url,

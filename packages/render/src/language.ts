@@ -25,6 +25,25 @@ export function languageOf(given: string | undefined): string {
   return given !== undefined && LANGUAGE_TAG.test(given) ? given : DEFAULT_LANGUAGE;
 }
 
+/** The Handlebars data variable (`@…`) a version's <html> tag reads its language from (languageSlot). */
+export const LANGUAGE_DATA = "emailsvcLanguage";
+
+/**
+ * A version's HTML with its <html> tag's `lang="und"` made a placeholder of
+ * the language (`{{@emailsvcLanguage}}`, escaped like any value), so that a
+ * message gets its language as it is rendered rather than by a search and a
+ * copy of the whole rendered HTML (withLanguage). Only when nothing up to the
+ * end of that tag is Handlebars: then the tag is the first <html> tag of every
+ * message, the one withLanguage would change. Otherwise undefined.
+ */
+export function languageSlot(html: string): string | undefined {
+  const tag = HTML_TAG.exec(html);
+  if (!tag || html.slice(0, tag.index + tag[0].length).includes("{{")) return undefined;
+  const named = tag[0].replace(UNDETERMINED, (_, attribute: string, quote: string) => `${attribute}${quote}{{@${LANGUAGE_DATA}}}${quote}`);
+  if (named === tag[0]) return undefined;
+  return html.slice(0, tag.index) + named + html.slice(tag.index + tag[0].length);
+}
+
 /** The rendered HTML with its <html> tag's `lang="und"` replaced by `language` (checked by languageOf). */
 export function withLanguage(html: string, language: string): string {
   const tag = HTML_TAG.exec(html);

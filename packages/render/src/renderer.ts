@@ -3,7 +3,7 @@ import { handlebarsBounds, htmlBounds, type TemplateProblem } from "./bounds.js"
 import { RENDER_LIMITS, type RenderLimit } from "./limits.js";
 import { scanMarkup } from "./scan.js";
 import { analyzeTemplate } from "./syntax.js";
-import { languageOf, languageUndetermined, withLanguage } from "./language.js";
+import { LANGUAGE_DATA, languageOf, languageSlot, languageUndetermined, withLanguage } from "./language.js";
 import { compileTextTemplate, htmlToText } from "./text.js";
 import { guardUrlAttributes, URL_GUARD_HELPER, urlGuard } from "./urls.js";
 
@@ -218,11 +218,48 @@ function countedEscape(value: unknown): string {
 handlebars.template = (spec: TemplateSpecification) => {
   internals.Utils.escapeExpression = countedEscape;
   try {
-    return internals.VM.template(spec, handlebars);
+    return setUpOnce(internals.VM.template(spec, handlebars));
   } finally {
     internals.Utils.escapeExpression = baseEscape;
   }
 };
+
+/** A template's set-up step, which Handlebars' runtime runs at the start of every call. */
+interface TemplateSetup {
+  _setup(options: Record<string, unknown>): void;
+}
+
+/**
+ * Handlebars sets a template up again on every call: a copy of the
+ * environment's helpers, each wrapped in a closure, and a new policy of
+ * prototype access (about 4 KB of garbage a message, its three parts
+ * together). What it builds depends only on the environment's helpers (this
+ * module registers them once, at load) and on the call's options; calls with
+ * no options but `data` (ours) share the set-up of the first such call. A
+ * call with any other option (a partial's, a caller's helpers) is set up as
+ * Handlebars does it.
+ */
+function setUpOnce(template: HandlebarsTemplateDelegate): HandlebarsTemplateDelegate {
+  const target = template as unknown as TemplateSetup;
+  const setup = target._setup.bind(template);
+  let shared = false;
+  target._setup = (options) => {
+    if (!onlyData(options)) {
+      // Whatever this call set up is its own: the next plain call sets up again.
+      shared = false;
+      setup(options);
+    } else if (!shared) {
+      setup(options);
+      shared = true;
+    }
+  };
+  return template;
+}
+
+function onlyData(options: Record<string, unknown>): boolean {
+  for (const key in options) if (key !== "data") return false;
+  return true;
+}
 
 // if and unless as built in, each run counted.
 for (const name of ["if", "unless"] as const) {
@@ -304,6 +341,8 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
   const guarded = guardUrlAttributes(compiled.html);
   if (guarded.problems.length > 0) throw new TemplateRejectedError(guarded.problems.map((p) => ({ ...p, part: "html" as const })));
   const needsLanguage = languageUndetermined(compiled.html);
+  // The usual case (MJML's output): the language goes in as the HTML is rendered.
+  const slotted = needsLanguage ? languageSlot(guarded.html) : undefined;
   try {
     variables =
       compiled.variables ??
@@ -315,7 +354,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
       ].sort();
     // Parsed once, for the block weights and the compile.
     const subjectAst = Handlebars.parseWithoutProcessing(compiled.subject);
-    const htmlAst = Handlebars.parseWithoutProcessing(guarded.html);
+    const htmlAst = Handlebars.parseWithoutProcessing(slotted ?? guarded.html);
     subjectWeights = blockWeights(subjectAst);
     htmlWeights = blockWeights(htmlAst);
     // HTML of text and {{x}} alone (no blocks): values are HTML-escaped, so no
@@ -336,6 +375,8 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
   }
 
+  // Split once: every message checks every path.
+  const variablePaths = variables.map((name) => name.split("."));
   const renderer = (given: Variables = {}, builtins: Builtins = {}, options: MessageOptions = {}): RenderedMessage => {
     const context = mergeVariables(builtinVariables(builtins), given);
     let renderedHtml: string;
@@ -343,7 +384,7 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     const budget: Budget = { iterations: RENDER_LIMITS.eachIterations, evaluations: RENDER_LIMITS.evaluations, weights: htmlWeights, escaped: 0, done: 0, frames: [] };
     current = budget;
     try {
-      renderedHtml = html(context);
+      renderedHtml = slotted === undefined ? html(context) : html(context, { data: { root: context, [LANGUAGE_DATA]: languageOf(options.language) } });
       budget.weights = subjectWeights;
       rawSubject = subject(context);
     } finally {
@@ -355,10 +396,10 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     if (!staticMarkup && scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
     return {
       subject: renderedSubject,
-      html: needsLanguage ? withLanguage(renderedHtml, languageOf(options.language)) : renderedHtml,
+      html: needsLanguage && slotted === undefined ? withLanguage(renderedHtml, languageOf(options.language)) : renderedHtml,
       // The text part compiled with the version when it could be; else derived from this message's HTML.
       text: text ? text(context) : htmlToText(renderedHtml),
-      missing: variables.filter((name) => isMissing(context, name)),
+      missing: missingOf(context, variables, variablePaths),
     };
   };
   return Object.assign(renderer, { variables });
@@ -398,10 +439,17 @@ export function mergeVariables(base: Variables, over: Variables): Variables {
   return out;
 }
 
+/** The variables (`names`, split into `paths`) that `context` lacks. */
+function missingOf(context: Variables, names: readonly string[], paths: readonly (readonly string[])[]): string[] {
+  const missing: string[] = [];
+  for (let i = 0; i < names.length; i += 1) if (isMissing(context, paths[i]!)) missing.push(names[i]!);
+  return missing;
+}
+
 /** A variable is missing when its path does not resolve, or resolves to null. */
-function isMissing(context: Variables, path: string): boolean {
+function isMissing(context: Variables, path: readonly string[]): boolean {
   let value: unknown = context;
-  for (const part of path.split(".")) {
+  for (const part of path) {
     if (value === null || typeof value !== "object" || !Object.prototype.hasOwnProperty.call(value, part)) return true;
     value = (value as Record<string, unknown>)[part];
   }

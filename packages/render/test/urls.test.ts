@@ -1,4 +1,5 @@
 import { compileRenderer, TemplateRejectedError } from "../src/renderer.js";
+import { languageSlot } from "../src/language.js";
 import { htmlToText } from "../src/text.js";
 import { guardUrlAttributes, isSafeUrl } from "../src/urls.js";
 
@@ -121,6 +122,25 @@ describe("the <html> lang", () => {
     expect(undetermined({}, {}, { language: '"><script>' }).html).toContain('<html lang="en">');
     const german = compileRenderer({ subject: "s", html: '<!doctype html><html lang="de" dir="auto"><body><p>Hallo</p></body></html>' });
     expect(german({}, {}, { language: "fr" }).html).toContain('<html lang="de" dir="auto">');
+  });
+
+  it("is written as the HTML renders when nothing before the tag is Handlebars, and into the rendered HTML otherwise, with the same output", () => {
+    const body = "<p>{{#each items}}{{@index}}:{{this}} {{/each}}{{@root.name}}</p>";
+    const slotted = compileRenderer({ subject: "s", html: html(body) });
+    const searched = compileRenderer({ subject: "s", html: `{{!-- a comment first --}}${html(body)}` });
+    const variables = { items: ["a", "b"], name: "N" };
+    for (const language of [undefined, "de", '"><script>']) {
+      const one = slotted(variables, {}, language === undefined ? {} : { language });
+      const other = searched(variables, {}, language === undefined ? {} : { language });
+      expect(one.html).toBe(other.html);
+      expect(one.text).toBe(other.text);
+      expect(one.html).toContain(`<html lang="${language === "de" ? "de" : "en"}"><head>`);
+      expect(one.html).toContain("<p>0:a 1:b N</p>");
+    }
+    expect(languageSlot(html(body))).toContain('<html lang="{{@emailsvcLanguage}}">');
+    expect(languageSlot(`{{!-- a comment first --}}${html(body)}`)).toBeUndefined();
+    // A version whose own text reads the placeholder's name gets nothing from it.
+    expect(compileRenderer({ subject: "s", html: html("<p>[{{emailsvcLanguage}}]</p>") })({}, {}, { language: "de" }).html).toContain("<p>[]</p>");
   });
 });
 

@@ -211,6 +211,35 @@ describe("MIME writer", () => {
     }
   });
 
+  it("writes each message's own From and shared headers when consecutive messages differ in one of them, or in their order", async () => {
+    const base = generate(3000, { ascii: true });
+    const shared = { "List-Id": "<acc_1.live.acme.example>", "X-Campaign-Id": "cmp_a", "Feedback-ID": "cmp_a:acc_1:emailsvc" };
+    const variants: OutgoingMessage[] = [
+      { ...base, headers: { ...base.headers, ...shared } },
+      { ...base, headers: { ...base.headers, ...shared, "X-Campaign-Id": "cmp_b" } },
+      { ...base, from: { ...base.from, name: "Other Name" }, headers: { ...base.headers, ...shared } },
+      { ...base, from: { ...base.from, address: "other@acme.example" }, headers: { ...base.headers, ...shared } },
+      { ...base, headers: { ...base.headers, ...shared, "Reply-To": "help@acme.example" }, replyTo: "help@acme.example" },
+      // The same headers in another order, and one fewer.
+      { ...base, headers: { "Feedback-ID": shared["Feedback-ID"], ...base.headers, "List-Id": shared["List-Id"], "X-Campaign-Id": shared["X-Campaign-Id"] } },
+      { ...base, headers: { ...base.headers, "List-Id": shared["List-Id"], "X-Campaign-Id": shared["X-Campaign-Id"] } },
+    ];
+    const alone = await Promise.all(variants.map(async (message) => (await buildRawMessage({ ...message, dkim: undefined }, 0)).toString("latin1")));
+    const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n"));
+    // Each after each other one, twice over: the same bytes as written after itself.
+    for (const i of variants.keys()) {
+      for (const j of variants.keys()) {
+        await buildRawMessage({ ...variants[j]!, dkim: undefined }, 0);
+        const raw = (await buildRawMessage({ ...variants[i]!, dkim: undefined }, 0)).toString("latin1");
+        expect({ i, j, headers: headerBlock(raw) }).toEqual({ i, j, headers: headerBlock(alone[i]!) });
+      }
+      const parsed = await simpleParser(Buffer.from(alone[i]!, "latin1"));
+      expectSaysWhatWasGiven(parsed, variants[i]!);
+      expect(alone[i]).toContain("\r\nList-Id: <acc_1.live.acme.example>\r\n");
+      expect(parsed.headers.has("feedback-id")).toBe(variants[i]!.headers["Feedback-ID"] !== undefined);
+    }
+  });
+
   it("a changed header or body breaks both signatures", async () => {
     const raw = (await buildRawMessage(generate(7))).toString("latin1");
     for (const tampered of [raw.replace(/^To: .*$/m, "To: someone@else.example"), raw.replace(/--\r\n$/, "--\r\nextra\r\n")]) {

@@ -132,16 +132,15 @@ export function writeSevenBit(text: string, out: Buffer, start: number, boundary
   // As UTF-8, one byte a UTF-16 unit only when every unit is ASCII: the check and the copy in one pass.
   if (out.write(text, source, "utf8") !== length) return -1;
   if (lines && dotted) lines.dotted = true;
-  const stop = source + length;
-  // Searched up to the text's end only: past it lies whatever the buffer held before.
-  const written = out.subarray(0, stop);
   let at = start;
-  for (let from = source; ; ) {
-    let end = written.indexOf(10, from);
-    if (end < 0) end = stop;
-    out.copyWithin(at, from, end);
-    at += end - from;
-    if (end === stop) return at;
+  // The line ends are found in the text, whose indexes are the bytes' offsets from `source` (ASCII):
+  // a string search is a builtin, where a Buffer's indexOf is a call into the runtime for each line.
+  for (let from = 0; ; ) {
+    const end = text.indexOf("\n", from);
+    const lineEnd = end < 0 ? length : end;
+    out.copyWithin(at, source + from, source + lineEnd);
+    at += lineEnd - from;
+    if (end < 0) return at;
     out[at++] = 13;
     out[at++] = 10;
     from = end + 1;

@@ -260,6 +260,25 @@ class SmtpConnection {
     return new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
+  /**
+   * The next `count` replies not yet claimed, in command order, each the
+   * reply or the error that ended the wait for it: a pipelined group's in
+   * one promise (one waiter shared by its places in the queue) rather than a
+   * promise and a settled wrapper each.
+   */
+  expectGroup(count: number): Promise<Array<Reply | SmtpError>> {
+    if (this.broken && this.brokenError) return Promise.resolve(new Array<Reply | SmtpError>(count).fill(this.brokenError));
+    return new Promise((done) => {
+      const outcomes: Array<Reply | SmtpError> = [];
+      const settle = (outcome: Reply | SmtpError) => {
+        if (outcomes.push(outcome) === count) done(outcomes);
+      };
+      // Waiters are rejected with SmtpErrors only (breakWith).
+      const waiter: ReplyWaiter = { resolve: settle, reject: settle as (err: Error) => void };
+      for (let i = 0; i < count; i += 1) this.waiters.push(waiter);
+    });
+  }
+
   write(data: string | Buffer): void {
     this.socket!.write(data);
   }
@@ -341,6 +360,10 @@ export function dotStuff(body: Buffer): Buffer {
 }
 
 const DOT = Buffer.from(".", "latin1");
+const ONCE = { once: true } as const;
+// Module-level: a regular expression literal is a new object each time it is evaluated.
+const UNSAFE_IN_COMMAND = /[\r\n<>\u0000]/;
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * A pool of at most `maxConnections` connections to one relay. A message
@@ -368,8 +391,8 @@ export class SmtpPool {
     // The addresses go into command lines as they are: one holding a line break or an angle bracket would
     // be a command of its own (or another recipient) to the relay. Addresses are checked where they come
     // in; this is the last guard, before any connection is taken.
-    for (const address of [envelope.from, envelope.to]) {
-      if (/[\r\n<>\u0000]/.test(address)) throw new SmtpError("an envelope address holds a line break or an angle bracket", { code: "EENVELOPE" });
+    if (UNSAFE_IN_COMMAND.test(envelope.from) || UNSAFE_IN_COMMAND.test(envelope.to)) {
+      throw new SmtpError("an envelope address holds a line break or an angle bracket", { code: "EENVELOPE" });
     }
     for (let attempt = 0; ; attempt++) {
       const connection = await this.acquire(signal);
@@ -400,7 +423,7 @@ export class SmtpPool {
     }
   }
 
-  private async transaction(
+  private transaction(
     connection: SmtpConnection,
     envelope: SmtpEnvelope,
     body: Buffer,
@@ -408,43 +431,51 @@ export class SmtpPool {
     onBody: () => void,
     handOver: () => boolean,
   ): Promise<string> {
-    if (signal?.aborted) throw new SmtpError("the send was aborted", { code: "EABORT" });
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      if (!signal) return;
-      onAbort = () => {
+    if (signal?.aborted) return Promise.reject(new SmtpError("the send was aborted", { code: "EABORT" }));
+    const work = this.exchange(connection, envelope, body, onBody, handOver);
+    if (!signal) return work;
+    // Settled by whichever comes first, the exchange or the abort (one promise, not a race of two).
+    return new Promise<string>((resolve, reject) => {
+      const onAbort = () => {
         // Where the transaction stands is unknown: this connection is not used again.
         connection.destroy();
         reject(new SmtpError("the send was aborted", { code: "EABORT" }));
       };
-      signal.addEventListener("abort", onAbort, { once: true });
+      signal.addEventListener("abort", onAbort, ONCE);
+      work.then(
+        (reply) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(reply);
+        },
+        (err: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(err);
+        },
+      );
     });
-    aborted.catch(() => undefined);
-    try {
-      const work = this.exchange(connection, envelope, body, onBody, handOver);
-      return await (signal ? Promise.race([work, aborted]) : work);
-    } finally {
-      if (onAbort) signal!.removeEventListener("abort", onAbort);
-    }
   }
 
   private async exchange(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, onBody: () => void, handOver: () => boolean): Promise<string> {
-    const utf8 = connection.smtputf8 && /[^\x00-\x7f]/.test(envelope.from + envelope.to) ? " SMTPUTF8" : "";
+    const utf8 = connection.smtputf8 && (NON_ASCII.test(envelope.from) || NON_ASCII.test(envelope.to)) ? " SMTPUTF8" : "";
     const mail = `MAIL FROM:<${envelope.from}>${utf8}\r\n`;
     const rcpt = `RCPT TO:<${envelope.to}>\r\n`;
     let mailReply: Reply;
     let rcptReply: Reply;
     let dataReply: Reply;
     if (connection.pipelining) {
-      const replies = [connection.expect(), connection.expect(), connection.expect()];
+      const replies = connection.expectGroup(3);
       connection.write(mail + rcpt + "DATA\r\n");
-      const settled = await Promise.all(replies.map((r) => r.then((reply) => ({ reply }), (error: SmtpError) => ({ error }))));
+      const settled = await replies;
       // A 421 closes the connection, so the replies after it fail: the 421 is what happened.
-      for (const outcome of settled) {
-        if ("reply" in outcome && outcome.reply.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome.reply);
-        if ("error" in outcome) throw outcome.error;
+      for (let i = 0; i < settled.length; i += 1) {
+        const outcome = settled[i]!;
+        if (outcome instanceof SmtpError) throw outcome;
+        if (outcome.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome);
       }
-      [mailReply, rcptReply, dataReply] = settled.map((outcome) => (outcome as { reply: Reply }).reply) as [Reply, Reply, Reply];
+      // By index: destructuring an array goes through its iterator.
+      mailReply = settled[0] as Reply;
+      rcptReply = settled[1] as Reply;
+      dataReply = settled[2] as Reply;
     } else {
       mailReply = await connection.command(mail.slice(0, -2));
       if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply);

@@ -1,5 +1,5 @@
 import { withOutbox } from "@emailsvc/outbox";
-import { inSpan, SpanKind, type Logger } from "@emailsvc/telemetry";
+import { inSpan, SpanKind, tracingEnabled, type Logger } from "@emailsvc/telemetry";
 import type { TenantCollection, TenantUpdate } from "@emailsvc/storage";
 import { PENDING, type ProviderName, type StatusChange } from "../domain/email.js";
 import { mailCategory, refusal, type MailCategory } from "../domain/eligibility.js";
@@ -118,6 +118,11 @@ export type StatusSource = Pick<EmailDoc, "_id" | "subscriber_id" | "campaign_id
 /** What the intake reports of a campaign's email (a bounce goes through the outbox instead, see `settle`). */
 export type CampaignReport = "sent" | "failed" | "suppressed" | "held";
 
+/** The fields an update of an email sets. */
+type EmailSet = NonNullable<TenantUpdate<EmailDoc>["$set"]>;
+
+const NONE_IGNORED: readonly IgnorableSuppression[] = [];
+
 /** Thrown to have the bus deliver the event again after a backoff. The message holds no personal data. */
 export class RetryLater extends Error {
   constructor(message: string) {
@@ -186,7 +191,7 @@ export async function deliverEmail(
     const signal = lease.signal;
     const prepared = await prepareTemplate(deps, claimed, signal);
     const category = mailCategory(prepared.template.category, campaign !== undefined);
-    const recipient = await mayBeMailed(deps, emails, claimed, token, category, prepared.template.ignoreSuppressions ?? [], campaign, signal);
+    const recipient = await mayBeMailed(deps, emails, claimed, token, category, prepared.template.ignoreSuppressions ?? NONE_IGNORED, campaign, signal);
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
@@ -207,12 +212,16 @@ export async function deliverEmail(
       message.returnPath = returnPathFor(deps.returnPaths.keys, claimed._id, host);
     }
     const provider = deps.providers.forTenant(claimed.tenant);
-    // The hand-off, in a span of its own (a child of the consumer's span when tracing is on).
+    // The hand-off, in a span of its own (a child of the consumer's span) when tracing is on.
     const handoffStarted = performance.now();
-    const result = await inSpan(
-      `${provider.name} send`,
-      { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
-      () => provider.send(message, { tenant: claimed.tenant, signal }),
+    const handOff = () => provider.send(message, { tenant: claimed.tenant, signal });
+    const result = await (tracingEnabled()
+      ? inSpan(
+          `${provider.name} send`,
+          { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+          handOff,
+        )
+      : handOff()
     ).catch((err: unknown) => {
       handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
       throw err;
@@ -223,20 +232,14 @@ export async function deliverEmail(
     const repliedAt = performance.now();
     lease.stop();
     const at = deps.now();
-    await settle(deps, emails, claimed, "sent", at, campaign, {
-      $set: {
-        status: "sent",
-        sent_at: at,
-        message_id: message.messageId,
-        subject,
-        ...(result.providerMessageId ? { provider_message_id: result.providerMessageId } : {}),
-        // Only what differs from the record as claimed (a campaign's fresh record has these already).
-        ...(claimed.provider !== provider.name ? { provider: provider.name } : {}),
-        ...(claimed.error !== "" ? { error: "" } : {}),
-        ...(claimed.last_error !== "" ? { last_error: "" } : {}),
-        ...(claimed.next_attempt_at ? { next_attempt_at: 0 } : {}),
-      },
-    });
+    const $set: EmailSet = { status: "sent", sent_at: at, message_id: message.messageId, subject };
+    if (result.providerMessageId) $set.provider_message_id = result.providerMessageId;
+    // Only what differs from the record as claimed (a campaign's fresh record has these already).
+    if (claimed.provider !== provider.name) $set.provider = provider.name;
+    if (claimed.error !== "") $set.error = "";
+    if (claimed.last_error !== "") $set.last_error = "";
+    if (claimed.next_attempt_at) $set.next_attempt_at = 0;
+    await settle(deps, emails, claimed, "sent", at, campaign, { $set });
     const statusWriteMs = performance.now() - repliedAt;
     handoffDuration.observe({ provider: provider.name, outcome: "accepted" }, (repliedAt - handoffStarted) / 1000);
     // A campaign's sent emails are debug lines: its counts and each email's record

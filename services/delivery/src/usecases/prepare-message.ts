@@ -108,13 +108,12 @@ export async function prepareMessage(
     recipient?.subscriberId && readsVariable(prepared.render.variables, "confirmation_url")
       ? await deps.confirmationUrl?.({ tenant: email.tenant, subscriberId: recipient.subscriberId })
       : undefined;
-  const rendered = render(prepared, variables, {
-    email: email.to,
-    ...(recipient ? { metadata: recipient.metadata } : {}),
-    ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}),
-    ...(preferenceUrl ? { preference_center_url: preferenceUrl } : {}),
-    ...(confirmationUrl ? { confirmation_url: confirmationUrl } : {}),
-  }, { language: recipient?.locale });
+  const builtins: Builtins = { email: email.to };
+  if (recipient) builtins.metadata = recipient.metadata;
+  if (unsubscribeUrl) builtins.unsubscribe_url = unsubscribeUrl;
+  if (preferenceUrl) builtins.preference_center_url = preferenceUrl;
+  if (confirmationUrl) builtins.confirmation_url = confirmationUrl;
+  const rendered = render(prepared, variables, builtins, { language: recipient?.locale });
   const message = buildMessage({
     emailId: email._id,
     from: senderFor(
