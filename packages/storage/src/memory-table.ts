@@ -567,6 +567,11 @@ export class MemoryTable {
     return undefined;
   }
 
+  /** Slot numbers used so far, free ones included (tests: removals' numbers are reused). */
+  get slotNumbers(): number {
+    return this.slots.limit;
+  }
+
   /** A slot's `_id`. */
   idOf(slot: Slot): string {
     return this.slots.ids[slot]!;

@@ -216,6 +216,11 @@ export class Posting {
     this.add(b, 0);
   }
 
+  /** Held as a bitmap (tests). */
+  get isBitmap(): boolean {
+    return this.bits !== undefined;
+  }
+
   /** Adds a slot (`limit`: slot numbers in use, to size a bitmap); false when already there. */
   add(slot: Slot, limit: number): boolean {
     if (this.bits !== undefined) {
