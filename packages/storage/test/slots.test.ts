@@ -9,8 +9,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { openEmbeddedStore, type AnyDoc } from "../src/index.js";
+import { DocCache } from "../src/at-rest.js";
 import { MemoryTable } from "../src/memory-table.js";
-import { HashSlots, Posting } from "../src/slots.js";
+import { HashSlots, IN_CACHE, Posting, QUEUED, SlotArrays } from "../src/slots.js";
 
 /** A repeatable pseudo-random source (xorshift32). */
 function randomSource(seed: number): (n: number) => number {
@@ -119,6 +120,70 @@ test("a removed document's slot number serves the next insert: a collection trim
   // Found by id, not by a number's earlier document.
   expect(table.get(id(18_999))).toBeUndefined();
   expect(table.doc(table.get(id(19_999))!)).toEqual({ _id: id(19_999), n: 19_999 });
+});
+
+test("the cache counts exactly the bytes of the slots it holds, and queues each number once, while removed numbers serve new documents", () => {
+  const random = randomSource(3);
+  const slots = new SlotArrays();
+  const cache = new DocCache(3_000);
+  const live = new Set<number>();
+  for (let step = 0; step < 30_000; step += 1) {
+    const pick = random(4);
+    if (pick === 0 || live.size === 0) {
+      // A new document whose line is in the file (a load, or an append done): cached.
+      const slot = slots.allocate(`d${step}`, { n: step }, step * 100, 50 + random(100));
+      live.add(slot);
+      cache.admit(slots, slot);
+    } else {
+      const slot = [...live][random(live.size)]!;
+      if (pick === 1) {
+        cache.forget(slots, slot);
+        slots.release(slot);
+        live.delete(slot);
+      } else if (pick === 2) {
+        // Read again (from its line when evicted): cached again.
+        if (slots.docs[slot] === undefined) slots.docs[slot] = { n: step };
+        cache.admit(slots, slot);
+      } else {
+        // A new version of another length.
+        cache.resize(slots, slot, 50 + random(100));
+      }
+    }
+    if (step % 1000 === 999) {
+      let bytes = 0;
+      let held = 0;
+      for (let slot = 0; slot < slots.limit; slot += 1) {
+        const flags = slots.flags[slot]!;
+        if ((flags & IN_CACHE) === 0) continue;
+        expect(flags & QUEUED).toBe(QUEUED);
+        expect(slots.docs[slot]).toBeDefined();
+        bytes += slots.len[slot]!;
+        held += 1;
+      }
+      expect(cache.bytes).toBe(bytes);
+      expect(cache.entries).toBe(held);
+      // Within its budget once an admission evicted (a resize alone evicts nothing).
+      cache.admit(slots, [...live][0]!);
+      expect(cache.bytes).toBeLessThanOrEqual(3_000);
+    }
+  }
+  // Removed numbers were reused: far fewer numbers than documents made.
+  expect(slots.limit).toBeLessThan(live.size * 2 + 100);
+
+  // A cache under its budget drops its removed slots' entries once they are most of its queue; numbers reused after still count once.
+  const roomy = new DocCache(10_000_000);
+  const many = new SlotArrays();
+  for (let i = 0; i < 3000; i += 1) roomy.admit(many, many.allocate(`e${i}`, { i }, i * 10, 10));
+  for (let slot = 0; slot < 2500; slot += 1) {
+    roomy.forget(many, slot);
+    many.release(slot);
+  }
+  expect(roomy.entries).toBe(500);
+  expect(roomy.bytes).toBe(5000);
+  for (let i = 0; i < 2500; i += 1) roomy.admit(many, many.allocate(`f${i}`, { i }, i * 10, 20));
+  expect(many.limit).toBe(3000);
+  expect(roomy.entries).toBe(3000);
+  expect(roomy.bytes).toBe(500 * 10 + 2500 * 20);
 });
 
 describe.each([
