@@ -142,9 +142,16 @@ export class HashSlots {
       if (this.slots[i] === slot) {
         this.slots[i] = DELETED;
         this.size -= 1;
+        // A collection emptied (a capped one trimmed, a tenant erased) gives its room back.
+        if (this.slots.length > 64 && this.size * 8 < this.slots.length) this.resize();
         return;
       }
     }
+  }
+
+  /** Entries the table has room for (tests). */
+  get capacity(): number {
+    return this.slots.length;
   }
 
   /** The slot of a position `first`/`next` answered. */

@@ -62,6 +62,13 @@ test("HashSlots holds every (hash, slot) added and not deleted, many slots under
   expect(slotsUnder(table, 123_456_789)).toEqual([]);
   table.delete(123_456_789, 1);
   expect(table.size).toBe(total);
+  // Emptied but for one hash's slots: the table shrinks, and still holds them.
+  const grown = table.capacity;
+  const kept = hashes[0]!;
+  for (const hash of hashes.slice(1)) for (const slot of model.get(hash) ?? []) table.delete(hash, slot);
+  expect(table.size).toBe(model.get(kept)?.size ?? 0);
+  expect(table.capacity).toBeLessThan(grown / 4);
+  expect(slotsUnder(table, kept)).toEqual([...(model.get(kept) ?? [])].sort((a, b) => a - b));
 });
 
 test("a Posting answers its slots in ascending order as a list, as a bitmap once most slots share its key, and as a list again", () => {
