@@ -18,26 +18,9 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import type { PlainObject } from "./checks.js";
 import { parseLine } from "./datafile.js";
+import { IN_CACHE, QUEUED, READ, type Slot, type SlotArrays } from "./slots.js";
 
-/** A stored document; indexes hold the slot, so replacing its document touches only the entries whose key changed. */
-export interface Slot {
-  readonly id: string;
-  /** The document, decoded: always in a memory-only collection; else while cached or while its line is not in the file. */
-  doc: PlainObject | undefined;
-  /** Byte offset of the current version's line in the datafile; -1 while that line is not in the file yet. */
-  at: number;
-  /** Bytes of that line without its newline (what the cache counts while the slot is queued in it). */
-  len: number;
-  /** Bumped by every replacement, -1 once removed: which queued or rewritten line is still the current version. */
-  version: number;
-  /** IN_CACHE and READ bits. */
-  flags: number;
-}
-
-/** The slot is queued in the cache (counted by its `len`). */
-export const IN_CACHE = 1;
-/** Read since queued: spared once by eviction. */
-export const READ = 2;
+export { IN_CACHE, READ, type Slot } from "./slots.js";
 
 /** Default cache budget of a thread's embedded stores, in MB of datafile lines (EMBEDDED_CACHE_MB). */
 export const DEFAULT_CACHE_MB = 8;
@@ -53,8 +36,9 @@ export function cacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number 
 
 /** Decoded documents of slots whose line is in the file, at most `budget` bytes of lines. */
 export class DocCache {
-  /** The CLOCK's queue: slots from `head` on (a slot appears once, while IN_CACHE). */
-  private queue: Slot[] = [];
+  /** The CLOCK's queue from `head` on: a slot of `owners[i]` numbered `numbers[i]` (a number appears once per owner, while QUEUED). */
+  private owners: SlotArrays[] = [];
+  private numbers: number[] = [];
   private head = 0;
   /** Bytes of lines of the slots queued. */
   bytes = 0;
@@ -65,15 +49,21 @@ export class DocCache {
 
   /** Slots queued (tests). */
   get entries(): number {
-    return this.queue.length - this.head;
+    return this.numbers.length - this.head - this.stale;
   }
 
   /** Takes a slot whose decoded document is set and whose line is in the file; evicts past the budget. */
-  admit(slot: Slot): void {
-    if ((slot.flags & IN_CACHE) === 0) {
-      slot.flags |= IN_CACHE;
-      this.queue.push(slot);
-      this.bytes += slot.len;
+  admit(owner: SlotArrays, slot: Slot): void {
+    const flags = owner.flags[slot]!;
+    if ((flags & IN_CACHE) === 0) {
+      owner.flags[slot] = flags | IN_CACHE | QUEUED;
+      this.bytes += owner.len[slot]!;
+      // A removed document's entry still queued serves the number's new one.
+      if ((flags & QUEUED) !== 0) this.stale -= 1;
+      else {
+        this.owners.push(owner);
+        this.numbers.push(slot);
+      }
     }
     if (this.bytes > this.budget) this.evict();
   }
@@ -83,51 +73,69 @@ export class DocCache {
    * collection trimmed to a cap would otherwise fill the cache with what it
    * deleted). Its queue entry stays, passed over.
    */
-  forget(slot: Slot): void {
-    if ((slot.flags & IN_CACHE) !== 0) {
-      this.bytes -= slot.len;
+  forget(owner: SlotArrays, slot: Slot): void {
+    const flags = owner.flags[slot]!;
+    if ((flags & IN_CACHE) !== 0) {
+      this.bytes -= owner.len[slot]!;
       this.stale += 1;
     }
-    slot.flags &= ~(IN_CACHE | READ);
-    slot.doc = undefined;
-    // The queue holds the slot itself: without eviction (a cache under its budget) it would keep every removed one.
-    if (this.stale > 1024 && this.stale * 2 > this.queue.length - this.head) {
-      this.queue = this.queue.slice(this.head).filter((queued) => (queued.flags & IN_CACHE) !== 0);
+    owner.flags[slot] = flags & ~(IN_CACHE | READ);
+    owner.docs[slot] = undefined;
+    // Without eviction (a cache under its budget) the queue would keep an entry for every removed one.
+    if (this.stale > 1024 && this.stale * 2 > this.numbers.length - this.head) {
+      const owners: SlotArrays[] = [];
+      const numbers: number[] = [];
+      for (let i = this.head; i < this.numbers.length; i += 1) {
+        const from = this.owners[i]!;
+        const at = this.numbers[i]!;
+        if ((from.flags[at]! & IN_CACHE) !== 0) {
+          owners.push(from);
+          numbers.push(at);
+        } else from.flags[at] = from.flags[at]! & ~QUEUED;
+      }
+      this.owners = owners;
+      this.numbers = numbers;
       this.head = 0;
       this.stale = 0;
     }
   }
 
-  /** A queued slot's line changed length (a new version written): counts the difference. */
-  resize(slot: Slot, len: number): void {
-    if ((slot.flags & IN_CACHE) !== 0) this.bytes += len - slot.len;
-    slot.len = len;
+  /** A slot's line changed length (a new version written): counts the difference while it is queued. */
+  resize(owner: SlotArrays, slot: Slot, len: number): void {
+    if ((owner.flags[slot]! & IN_CACHE) !== 0) this.bytes += len - owner.len[slot]!;
+    owner.len[slot] = len;
   }
 
   private evict(): void {
-    const queue = this.queue;
-    while (this.bytes > this.budget && this.head < queue.length) {
-      const slot = queue[this.head]!;
-      queue[this.head] = undefined as unknown as Slot;
+    const owners = this.owners;
+    const numbers = this.numbers;
+    while (this.bytes > this.budget && this.head < numbers.length) {
+      const owner = owners[this.head]!;
+      const slot = numbers[this.head]!;
+      owners[this.head] = undefined as unknown as SlotArrays;
       this.head += 1;
+      const flags = owner.flags[slot]!;
       // Forgotten (removed) since it was queued.
-      if ((slot.flags & IN_CACHE) === 0) {
+      if ((flags & IN_CACHE) === 0) {
+        owner.flags[slot] = flags & ~QUEUED;
         this.stale -= 1;
         continue;
       }
-      // Read since queued, and still on disk and stored: once more round.
-      if ((slot.flags & READ) !== 0 && slot.at >= 0 && slot.version >= 0 && this.budget > 0) {
-        slot.flags &= ~READ;
-        queue.push(slot);
+      // Read since queued, and still on disk: once more round.
+      if ((flags & READ) !== 0 && owner.at[slot]! >= 0 && this.budget > 0) {
+        owner.flags[slot] = flags & ~READ;
+        owners.push(owner);
+        numbers.push(slot);
         continue;
       }
-      slot.flags &= ~(IN_CACHE | READ);
-      this.bytes -= slot.len;
+      owner.flags[slot] = flags & ~(IN_CACHE | READ | QUEUED);
+      this.bytes -= owner.len[slot]!;
       // A document whose current line is not in the file yet stays: the append's end queues it again.
-      if (slot.at >= 0) slot.doc = undefined;
+      if (owner.at[slot]! >= 0) owner.docs[slot] = undefined;
     }
-    if (this.head > 1024 && this.head * 2 > queue.length) {
-      this.queue = queue.slice(this.head);
+    if (this.head > 1024 && this.head * 2 > numbers.length) {
+      this.owners = owners.slice(this.head);
+      this.numbers = numbers.slice(this.head);
       this.head = 0;
     }
   }

@@ -299,7 +299,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private appendLine(line: string, owner?: Slot): void {
     if (this.appender === undefined) return;
     this.fileLines += 1;
-    this.appender.enqueue(line, owner);
+    this.appender.enqueue(line, owner, owner === undefined ? 0 : this.table.versionOf(owner));
   }
 
   /** Queues a stored document's line: the slot learns where it went once it is appended. */
@@ -528,8 +528,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     const slot = this.table.first(filter as AnyFilter, matchQuery(filter as AnyFilter));
     if (slot === undefined) return false;
+    // Its id before the slot is freed (its number may serve the next insert).
+    const id = this.table.idOf(slot);
     this.table.remove(slot);
-    this.appendLine(`${deletionLine(slot.id)}\n`);
+    this.appendLine(`${deletionLine(id)}\n`);
     await this.persisted();
     return true;
   }
@@ -539,8 +541,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     await this.open();
     const slots = this.table.select(filter as AnyFilter, matchQuery(filter as AnyFilter));
     for (const slot of slots) {
+      // Its id before the slot is freed (its number may serve the next insert).
+      const id = this.table.idOf(slot);
       this.table.remove(slot);
-      this.appendLine(`${deletionLine(slot.id)}\n`);
+      this.appendLine(`${deletionLine(id)}\n`);
     }
     await this.persisted();
     return slots.length;

@@ -1,5 +1,5 @@
 import { promises as fs } from "node:fs";
-import type { Slot } from "./at-rest.js";
+import type { Slot } from "./slots.js";
 import type { TailLines } from "./datafile.js";
 
 // Group commit for a datafile. Appending each write's lines to the file before
@@ -86,8 +86,8 @@ export class GroupAppender {
     private readonly onPlaced: (slot: Slot, version: number, at: number, len: number) => void,
   ) {}
 
-  /** Queues one line (ending in a newline) for the next append; `owner` for a document's line. */
-  enqueue(line: string, owner?: Slot): void {
+  /** Queues one line (ending in a newline) for the next append; `owner` and its `version` for a document's line. */
+  enqueue(line: string, owner?: Slot, version = 0): void {
     let batch = this.queue[this.queue.length - 1];
     const capturing = this.captured !== undefined;
     if (batch === undefined || batch.captured !== capturing) {
@@ -98,7 +98,7 @@ export class GroupAppender {
     batch.lines.push(line);
     batch.bytes.push(bytes);
     batch.owners.push(owner);
-    batch.versions.push(owner === undefined ? 0 : owner.version);
+    batch.versions.push(version);
     batch.size += bytes;
     if (this.writing === undefined && !this.paused) this.writing = this.drain();
   }

@@ -21,12 +21,13 @@
 
 /// <reference path="./nedb-model.d.ts" />
 import { compareThings, getDotValue, match } from "@seald-io/nedb/lib/model.js";
-import { READ, type DocCache, type LineReader, type Slot } from "./at-rest.js";
+import type { DocCache, LineReader } from "./at-rest.js";
 import { isPlainObject, type PlainObject } from "./checks.js";
 import { ownPathValue, reachesInherited } from "./own-path.js";
+import { HashSlots, Posting, READ, SlotArrays, type Slot } from "./slots.js";
 import { DuplicateKeyError, type AnyFilter, type SortSpec } from "./types.js";
 
-export type { Slot } from "./at-rest.js";
+export type { Slot } from "./slots.js";
 
 // ---------------------------------------------------------------------------
 // The ordered view by `_id`: sorted chunks of slots. Our ids are time-sortable,
@@ -44,7 +45,10 @@ export interface IdBound {
 }
 
 export class OrderedSlots {
+  /** Slot numbers (small integers: an array of them holds no pointers). */
   private chunks: Slot[][] = [];
+
+  constructor(private readonly ids: readonly string[]) {}
 
   /** First position whose id is > `id` (`strict`) or >= `id`; [chunks.length, 0] past the end. */
   private seek(id: string, strict: boolean): [number, number] {
@@ -54,7 +58,7 @@ export class OrderedSlots {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const chunk = chunks[mid]!;
-      const last = chunk[chunk.length - 1]!.id;
+      const last = this.ids[chunk[chunk.length - 1]!]!;
       if (strict ? last <= id : last < id) lo = mid + 1;
       else hi = mid;
     }
@@ -64,7 +68,7 @@ export class OrderedSlots {
     let b = chunk.length;
     while (a < b) {
       const mid = (a + b) >>> 1;
-      const at = chunk[mid]!.id;
+      const at = this.ids[chunk[mid]!]!;
       if (strict ? at <= id : at < id) a = mid + 1;
       else b = mid;
     }
@@ -73,20 +77,21 @@ export class OrderedSlots {
 
   insert(slot: Slot): void {
     const chunks = this.chunks;
+    const id = this.ids[slot]!;
     const last = chunks[chunks.length - 1];
-    if (last === undefined || last[last.length - 1]!.id < slot.id) {
+    if (last === undefined || this.ids[last[last.length - 1]!]! < id) {
       if (last === undefined || last.length >= CHUNK) chunks.push([slot]);
       else last.push(slot);
       return;
     }
-    const [c, i] = this.seek(slot.id, false);
+    const [c, i] = this.seek(id, false);
     const chunk = chunks[c]!;
     chunk.splice(i, 0, slot);
     if (chunk.length > 2 * CHUNK) chunks.splice(c + 1, 0, chunk.splice(CHUNK));
   }
 
   remove(slot: Slot): void {
-    const [c, i] = this.seek(slot.id, false);
+    const [c, i] = this.seek(this.ids[slot]!, false);
     const chunk = this.chunks[c];
     if (chunk === undefined || chunk[i] !== slot) return;
     chunk.splice(i, 1);
@@ -102,7 +107,8 @@ export class OrderedSlots {
         const chunk = chunks[c]!;
         for (; i < chunk.length; i += 1) {
           const slot = chunk[i]!;
-          if (upper !== undefined && (upper.inclusive ? slot.id > upper.id : slot.id >= upper.id)) return;
+          const id = this.ids[slot]!;
+          if (upper !== undefined && (upper.inclusive ? id > upper.id : id >= upper.id)) return;
           yield slot;
         }
       }
@@ -118,7 +124,8 @@ export class OrderedSlots {
         i = chunks[c]!.length - 1;
       }
       const slot = chunks[c]![i]!;
-      if (lower !== undefined && (lower.inclusive ? slot.id < lower.id : slot.id <= lower.id)) return;
+      const id = this.ids[slot]!;
+      if (lower !== undefined && (lower.inclusive ? id < lower.id : id <= lower.id)) return;
       yield slot;
       i -= 1;
     }
@@ -251,13 +258,16 @@ export function uniqueKeyText(values: readonly unknown[]): string {
 /**
  * One hash index: the documents by the values of `fields` (an index, or a
  * leading part of a compound index). A unique one keeps hashes of its keys'
- * texts (keyHash); the others keep the keys themselves, which documents share
- * (a Map keeps the first copy only) and which a count may trust without
- * reading a document.
+ * texts (keyHash) with their slot numbers in a HashSlots table, no object per
+ * document; the others keep the keys themselves in a Map, which documents
+ * share (a Map keeps the first copy only) and which a count may trust without
+ * reading a document, each with its slot or, shared, a Posting of slots.
  */
 class HashIndex {
-  /** A key's documents: one slot, or a set when several share it (in a unique index: only texts sharing a hash). */
-  readonly buckets = new Map<Key, Slot | Set<Slot>>();
+  /** Unique indexes: hashes of key texts and their slots (several under a hash: only texts sharing it). */
+  private readonly hashes: HashSlots | undefined;
+  /** The other indexes: a key's documents, one slot or a posting when several share it. */
+  private readonly buckets: Map<Key, Slot | Posting> | undefined;
   private readonly readings: Reading[];
 
   constructor(
@@ -268,8 +278,12 @@ class HashIndex {
     readonly sparse: boolean,
     /** A document of a slot (to compare key texts under a shared hash). */
     private readonly read: (slot: Slot) => PlainObject,
+    /** The collection's slots (how many numbers, to size a posting's bitmap). */
+    private readonly slots: SlotArrays,
   ) {
     this.readings = fields.map(readingOf);
+    if (unique) this.hashes = new HashSlots();
+    else this.buckets = new Map();
   }
 
   /** Keys are hashes of texts (unique indexes). */
@@ -327,10 +341,8 @@ class HashIndex {
   holder(doc: PlainObject, keys: readonly Key[], self: Slot | undefined): Slot | undefined {
     let texts: Key[] | undefined;
     for (let k = 0; k < keys.length; k += 1) {
-      const found = this.buckets.get(keys[k]);
-      if (found === undefined) continue;
       // Under a hash: the documents whose key has the same text, not only the same hash.
-      for (const other of found instanceof Set ? found : [found]) {
+      for (const other of this.slotsOfKey(keys[k])) {
         if (other === self) continue;
         if (!this.hashed) return other;
         texts ??= this.textsOf(doc);
@@ -341,37 +353,71 @@ class HashIndex {
   }
 
   add(slot: Slot, keys: readonly Key[]): void {
+    const hashes = this.hashes;
+    if (hashes !== undefined) {
+      for (const key of keys) {
+        // A document whose keys share a hash (two array elements): one entry.
+        if (!this.holds(key as number, slot)) hashes.add(key as number, slot);
+      }
+      return;
+    }
+    const buckets = this.buckets!;
     for (const key of keys) {
-      const found = this.buckets.get(key);
-      if (found === undefined) this.buckets.set(key, slot);
-      else if (found instanceof Set) found.add(slot);
-      else if (found !== slot) this.buckets.set(key, new Set([found, slot]));
+      const found = buckets.get(key);
+      if (found === undefined) buckets.set(key, slot);
+      else if (typeof found !== "number") found.add(slot, this.slots.limit);
+      else if (found !== slot) buckets.set(key, new Posting(found, slot));
     }
   }
 
   delete(slot: Slot, keys: readonly Key[]): void {
+    const hashes = this.hashes;
+    if (hashes !== undefined) {
+      for (const key of keys) hashes.delete(key as number, slot);
+      return;
+    }
+    const buckets = this.buckets!;
     for (const key of keys) {
-      const found = this.buckets.get(key);
-      if (found === slot) this.buckets.delete(key);
-      else if (found instanceof Set) {
+      const found = buckets.get(key);
+      if (found === slot) buckets.delete(key);
+      else if (found !== undefined && typeof found !== "number") {
         found.delete(slot);
-        if (found.size === 1) this.buckets.set(key, found.values().next().value as Slot);
+        if (found.size === 1) buckets.set(key, found.only());
       }
     }
   }
 
+  private holds(hash: number, slot: Slot): boolean {
+    const hashes = this.hashes!;
+    for (let at = hashes.first(hash); at >= 0; at = hashes.next(hash, at)) if (hashes.slotAt(at) === slot) return true;
+    return false;
+  }
+
   sizeOf(key: Key): number {
-    const found = this.buckets.get(key);
-    return found === undefined ? 0 : found instanceof Set ? found.size : 1;
+    if (this.hashes !== undefined) return this.hashes.count(key as number);
+    const found = this.buckets!.get(key);
+    return found === undefined ? 0 : typeof found === "number" ? 1 : found.size;
+  }
+
+  /** The documents under one key (a unique index: under its hash). */
+  private *slotsOfKey(key: Key): Generator<Slot> {
+    const hashes = this.hashes;
+    if (hashes !== undefined) {
+      const hash = key as number;
+      for (let at = hashes.first(hash); at >= 0; at = hashes.next(hash, at)) yield hashes.slotAt(at);
+      return;
+    }
+    const found = this.buckets!.get(key);
+    if (found === undefined) return;
+    if (typeof found === "number") yield found;
+    else yield* found.slots();
   }
 
   /** Documents of `keys`, each once. */
   *slotsOf(keys: readonly Key[]): Generator<Slot> {
     const seen = keys.length > 1 ? new Set<Slot>() : undefined;
     for (const key of keys) {
-      const found = this.buckets.get(key);
-      if (found === undefined) continue;
-      for (const slot of found instanceof Set ? found : [found]) {
+      for (const slot of this.slotsOfKey(key)) {
         if (seen !== undefined) {
           if (seen.has(slot)) continue;
           seen.add(slot);
@@ -465,8 +511,6 @@ export interface SelectOptions {
   limit?: number | undefined;
 }
 
-const byIdAscending = (a: Slot, b: Slot): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
 /** Where a collection on disk reads documents at rest from, and the cache they go through. */
 export interface AtRest {
   reader: LineReader;
@@ -491,8 +535,14 @@ export class MemoryTable {
   /** `peek` for the indexes (comparing key texts under a shared hash). */
   private readonly reader = (slot: Slot): PlainObject => this.peek(slot);
 
-  private readonly byId = new Map<string, Slot>();
-  private readonly ordered = new OrderedSlots();
+  private readonly slots = new SlotArrays();
+  /** Slots by a hash of their `_id` (keyHash), told apart by the id itself. */
+  private readonly byId = new HashSlots();
+  private readonly ordered = new OrderedSlots(this.slots.ids);
+  private readonly byIdAscending = (a: Slot, b: Slot): number => {
+    const ids = this.slots.ids;
+    return ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0;
+  };
   /** Index definitions by indexKey. */
   private readonly defs = new Map<string, IndexDef>();
   /** Hash indexes by their fields (NUL-joined, in order). */
@@ -507,35 +557,61 @@ export class MemoryTable {
   }
 
   get(id: string): Slot | undefined {
-    return this.byId.get(id);
+    const hash = keyHash(id);
+    const byId = this.byId;
+    const ids = this.slots.ids;
+    for (let at = byId.first(hash); at >= 0; at = byId.next(hash, at)) {
+      const slot = byId.slotAt(at);
+      if (ids[slot] === id) return slot;
+    }
+    return undefined;
+  }
+
+  /** Slot numbers used so far, free ones included (tests: removals' numbers are reused). */
+  get slotNumbers(): number {
+    return this.slots.limit;
+  }
+
+  /** A slot's `_id`. */
+  idOf(slot: Slot): string {
+    return this.slots.ids[slot]!;
+  }
+
+  /** A slot's version now (which of its lines is current: see placed). */
+  versionOf(slot: Slot): number {
+    return this.slots.version[slot]!;
   }
 
   /** A slot's document, read from the datafile into the cache when not in memory. */
   doc(slot: Slot): PlainObject {
-    const doc = slot.doc;
+    const slots = this.slots;
+    const doc = slots.docs[slot];
     if (doc !== undefined) {
-      slot.flags |= READ;
+      slots.flags[slot] = slots.flags[slot]! | READ;
       return doc;
     }
-    return this.keep(slot, this.atRest!.reader.read(slot.at, slot.len));
+    return this.keep(slot, this.atRest!.reader.read(slots.at[slot]!, slots.len[slot]!));
   }
 
   /** A slot's document, read from the datafile without caching it when not in memory. */
   peek(slot: Slot): PlainObject {
-    return slot.doc ?? this.atRest!.reader.read(slot.at, slot.len);
+    const slots = this.slots;
+    return slots.docs[slot] ?? this.atRest!.reader.read(slots.at[slot]!, slots.len[slot]!);
   }
 
   /** Caches a document `peek` read (a match the caller will use). */
   private keep(slot: Slot, doc: PlainObject): PlainObject {
-    if (slot.doc !== undefined) {
-      slot.flags |= READ;
-      return slot.doc;
+    const slots = this.slots;
+    const cached = slots.docs[slot];
+    if (cached !== undefined) {
+      slots.flags[slot] = slots.flags[slot]! | READ;
+      return cached;
     }
     // The slot's own `_id` string instead of the one just parsed: a cached document would otherwise hold a
     // second copy (80 bytes for a campaign's ledger row id).
-    doc._id = slot.id;
-    slot.doc = doc;
-    this.atRest!.cache.admit(slot);
+    doc._id = slots.ids[slot];
+    slots.docs[slot] = doc;
+    this.atRest!.cache.admit(slots, slot);
     return doc;
   }
 
@@ -545,11 +621,12 @@ export class MemoryTable {
    * when `version` is no longer the slot's (replaced or removed since).
    */
   placed(slot: Slot, version: number, at: number, len: number): void {
-    if (slot.version !== version || this.atRest === undefined) return;
-    slot.at = at;
+    const slots = this.slots;
+    if (slots.version[slot] !== version || this.atRest === undefined) return;
+    slots.at[slot] = at;
     const cache = this.atRest.cache;
-    cache.resize(slot, len);
-    if (slot.doc !== undefined) cache.admit(slot);
+    cache.resize(slots, slot, len);
+    if (slots.docs[slot] !== undefined) cache.admit(slots, slot);
   }
 
   indexDefs(): IndexDef[] {
@@ -605,7 +682,7 @@ export class MemoryTable {
         maps.set(id, kept);
         continue;
       }
-      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse, this.reader);
+      const map = new HashIndex(want.fields, want.unique, want.name, want.sparse, this.reader, this.slots);
       if (want.unique) this.fill(map);
       maps.set(id, map);
     }
@@ -618,7 +695,7 @@ export class MemoryTable {
 
   /** Indexes every document; a unique index refuses duplicates. */
   private fill(map: HashIndex): void {
-    for (const slot of this.byId.values()) {
+    for (const slot of this.ordered.walk(undefined, undefined, false)) {
       const doc = this.peek(slot);
       const keys = map.keysOf(doc);
       if (map.unique && map.holder(doc, keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
@@ -633,8 +710,7 @@ export class MemoryTable {
    */
   insert(doc: PlainObject, at = -1, len = 0): Slot {
     const id = doc._id as string;
-    if (this.byId.has(id)) throw new DuplicateKeyError("_id_");
-    const slot: Slot = { id, doc, at, len, version: 0, flags: 0 };
+    if (this.get(id) !== undefined) throw new DuplicateKeyError("_id_");
     const live = this.live;
     const keys: Key[][] = new Array(live.length);
     for (let i = 0; i < live.length; i += 1) {
@@ -642,10 +718,11 @@ export class MemoryTable {
       keys[i] = map.keysOf(doc);
       if (map.unique && map.holder(doc, keys[i]!, undefined) !== undefined) throw new DuplicateKeyError(map.name);
     }
-    this.byId.set(id, slot);
+    const slot = this.slots.allocate(id, doc, at, len);
+    this.byId.add(keyHash(id), slot);
     this.ordered.insert(slot);
     for (let i = 0; i < live.length; i += 1) live[i]!.add(slot, keys[i]!);
-    if (at >= 0) this.atRest?.cache.admit(slot);
+    if (at >= 0) this.atRest?.cache.admit(this.slots, slot);
     return slot;
   }
 
@@ -678,20 +755,24 @@ export class MemoryTable {
       map.delete(slot, before);
       map.add(slot, after);
     }
-    slot.doc = next;
+    const slots = this.slots;
+    slots.docs[slot] = next;
     // In memory until its line is appended (placed).
-    slot.version += 1;
-    slot.at = -1;
+    slots.version[slot] = (slots.version[slot]! + 1) >>> 0;
+    slots.at[slot] = -1;
   }
 
   remove(slot: Slot): void {
-    if (this.byId.get(slot.id) !== slot) return;
+    const slots = this.slots;
+    if (!slots.isLive(slot)) return;
     const doc = this.peek(slot);
-    this.byId.delete(slot.id);
+    const id = slots.ids[slot]!;
+    this.byId.delete(keyHash(id), slot);
     this.ordered.remove(slot);
     for (const map of this.live) map.delete(slot, map.keysOf(doc));
-    slot.version = -1;
-    this.atRest?.cache.forget(slot);
+    this.atRest?.cache.forget(slots, slot);
+    // Its number may serve the next insert: a line of it queued or rewritten meanwhile is told apart by its version.
+    slots.release(slot);
   }
 
   /**
@@ -699,12 +780,13 @@ export class MemoryTable {
    * file, or (not appended yet) its document, never changed in place.
    */
   snapshot(): SnapshotEntry[] {
+    const slots = this.slots;
     return this.ordered.all().map((slot) => ({
       slot,
-      version: slot.version,
-      doc: slot.at < 0 ? slot.doc : undefined,
-      at: slot.at,
-      len: slot.len,
+      version: slots.version[slot]!,
+      doc: slots.at[slot]! < 0 ? slots.docs[slot] : undefined,
+      at: slots.at[slot]!,
+      len: slots.len[slot]!,
       newAt: -1,
       newLen: 0,
     }));
@@ -724,7 +806,7 @@ export class MemoryTable {
     if (ids !== undefined) {
       const slots: Slot[] = [];
       for (const id of ids) {
-        const slot = typeof id === "string" ? this.byId.get(id) : undefined;
+        const slot = typeof id === "string" ? this.get(id) : undefined;
         if (slot !== undefined) slots.push(slot);
       }
       return { size: slots.length, slots: () => slots, byId: true };
@@ -787,7 +869,7 @@ export class MemoryTable {
           const page = this.walkPage(query, lower, upper, descending, limit, Math.min(walkBudget(limit), candidates.size));
           if (page !== undefined) return page;
         }
-        const found = this.matching(candidates.slots(), query, undefined).sort(byIdAscending);
+        const found = this.matching(candidates.slots(), query, undefined).sort(this.byIdAscending);
         if (descending) found.reverse();
         return limit === undefined ? found : found.slice(0, limit);
       }

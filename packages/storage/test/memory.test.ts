@@ -8,9 +8,9 @@
 // not timed.
 //
 // On disk, documents at rest stay in the datafile (at-rest.ts): the heap then
-// holds per document only what finds it (its slot, the `_id` map and order,
-// the unique index's entry, a hash of its key) and a bounded cache of decoded
-// documents.
+// holds per document only what finds it (its `_id` string, its slot's entries
+// in typed arrays, the `_id` table's, the order's and the unique index's
+// entries: slots.ts) and a bounded cache of decoded documents.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,11 +22,12 @@ import { openEmbeddedStore, type AnyDoc, type Collection } from "../src/index.js
 const N = 20_000;
 /**
  * Heap bytes a stored 30-field document may take, its strings and the store's
- * bookkeeping (id map, order, one unique index) included: 640 once inserted
- * and 810 after the updates below, where fields in a hash table took 2,080 and
+ * bookkeeping (id table, order, one unique index) included: 506 once inserted
+ * and 707 after the updates below (640 and 810 with a slot object, a Map entry
+ * per id and per unique key), where fields in a hash table took 2,080 and
  * 2,190 (and 2,170 after the updates when a `$set` adding fields left them so).
  */
-const MAX_BYTES_PER_DOCUMENT = 900;
+const MAX_BYTES_PER_DOCUMENT = 760;
 
 function collect(): void {
   setFlagsFromString("--expose-gc");
@@ -88,13 +89,15 @@ describe("a stored document's heap cost (embedded store, in memory)", () => {
 const N_AT_REST = 100_000;
 /**
  * Heap bytes a document at rest may take, with the cache's share (about 20 B
- * here): its slot (72 B), its `_id` string (32 B), the `_id` map's entry and
- * the ordered view's (45 B), the unique index's entry (about 35 B: a hash of
- * the key's text, where the text itself took 50 B more here, and 100 B for an
- * email's real idempotency key). Measured 205-210 (250-260 with the texts);
- * the same document decoded takes 640 (above).
+ * here): its `_id` string (32 B), its entries in the slots' arrays (2 × 8 B
+ * for the id and the decoded document, 17 B of typed arrays: offset, length,
+ * version, flags), the `_id` table's and the unique index's (8 B each, tables
+ * half to three quarters full), the ordered view's (8 B). Measured 77-82;
+ * 205-210 with a slot object (72 B) and Map entries for the `_id` and the
+ * unique key's hash (about 35 B each); the same document decoded takes 506
+ * (above).
  */
-const MAX_BYTES_PER_DOCUMENT_AT_REST = 235;
+const MAX_BYTES_PER_DOCUMENT_AT_REST = 100;
 /** The cache's budget here: 2 MB of lines, about 2,600 of these documents. */
 const CACHE_BYTES = 2 * 1024 * 1024;
 
