@@ -50,12 +50,16 @@ export interface DispatcherOptions {
  *    have come between the ledger write and the publish, or delivery's
  *    `held` answer may have been lost; delivery's records make a repeat a
  *    no-op).
- * 2. It finishes the audience snapshot if the send request did not.
- * 3. It walks the pending rows in id order, a batch at a time within the
+ * 2. It walks the pending rows in id order, a batch at a time within the
  *    tenant's sending rate and the in-flight bound: rows pending -> queued
  *    (guarded), then one publish of their `email.send.requested` events,
- *    keyed by subscriber.
- * 4. When nothing is pending or queued any more, the campaign is `sent`.
+ *    keyed by subscriber. While the audience snapshot is not complete (the
+ *    send request copies only its first page by default) it copies a page
+ *    whenever nothing copied is left to walk or the in-flight bound leaves
+ *    nothing to hand over: the pages come in id order, after every row
+ *    walked so far.
+ * 3. When the snapshot is complete and nothing is pending or queued any
+ *    more, the campaign is `sent`.
  *
  * A pause or cancel is seen at the next step (the campaign is read at each);
  * a scheduled campaign is started when due.
@@ -187,12 +191,15 @@ export class CampaignDispatcher {
         if (this.stopped) return true;
         const doc = await this.step(repos, taken);
         if (!doc) return true; // paused, cancelled, or the lease lost
-        if (!doc.snapshot_complete) {
-          await snapshotAudience(this.deps, repos, doc, this.deps.now() + 2000);
-          continue;
-        }
         const inFlight = doc.counts?.queued ?? 0;
         const room = (this.deps.settings?.maxInFlight ?? 5000) - inFlight;
+        // The snapshot and the hand-over interleave: a page is copied when nothing copied is left to hand
+        // over, or nothing may be handed over now (the in-flight bound is reached: the wait for room is
+        // spent copying), so that delivery gets the first recipients as soon as the first page is in.
+        if (!doc.snapshot_complete && ((doc.counts?.pending ?? 0) === 0 || room <= 0)) {
+          await snapshotAudience(this.deps, repos, doc, this.deps.now()); // one page
+          continue;
+        }
         if (room <= 0) {
           await sleep(20);
           continue;
@@ -203,7 +210,7 @@ export class CampaignDispatcher {
         );
         if (rows.length === 0) {
           const counts = doc.counts;
-          if (counts && counts.pending + counts.queued === 0) {
+          if (doc.snapshot_complete && counts && counts.pending + counts.queued === 0) {
             // The counts say done; the ledger has the last word (a crash may have left the counts behind).
             const recounted = await reconcile(repos, id);
             if (recounted.pending + recounted.queued === 0) {
