@@ -94,6 +94,7 @@ export async function startSending(
       counts: emptyCounts(),
       snapshot_complete: false,
       snapshot_after: "",
+      handed_up_to: "",
       failure_reason: "",
       lease_owner: lease.owner,
       lease_until: lease.until,
