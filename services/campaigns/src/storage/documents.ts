@@ -91,8 +91,8 @@ export interface RecipientDoc {
   state: RecipientState | "held";
   /** skipped: why; failed: delivery's code; absent (or "") otherwise. */
   reason?: SkipReason | string;
-  /** Its last move (ms); absent on a row not moved since the snapshot (the campaign's `started_at` then). */
-  updated_at?: number;
+  /** When it was copied or last moved (ms). */
+  updated_at: number;
 }
 
 export const RECIPIENT_INDEXES: readonly IndexSpec[] = [

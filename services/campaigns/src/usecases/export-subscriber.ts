@@ -66,7 +66,7 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
         // What the counts call it: with delivery (queued) at or before the hand-over's position.
         state: bucketOf(r, positionOf(campaigns.get(r.campaign_id))).split(".")[0] as RecipientState,
         reason: r.reason || null,
-        updated_at: time(r.updated_at ?? campaigns.get(r.campaign_id)?.started_at ?? 0),
+        updated_at: time(r.updated_at),
       })),
     trigger_sends: fires.map((f) => ({
       trigger_id: f.trigger_id,
