@@ -151,6 +151,8 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     await moveRows(repos, doc._id, undefined, "pending", "skipped.cancelled", clock);
     await moveRows(repos, doc._id, undefined, "queued", "skipped.cancelled", clock);
     await recordOutcomes(repos, [outcome(f!, "sent")], clock);
+    // Sent after all: no reason left from the cancel.
+    expect(await repos.recipients.findOne({ _id: f! })).toMatchObject({ state: "sent", reason: "" });
     const counts = await counted();
     expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 3, failed: 0, skipped: { unsubscribed: 0, erased: 0, suppressed: 0, cancelled: 9 } });
     expect(await countLedger(repos, doc._id)).toEqual(counts);

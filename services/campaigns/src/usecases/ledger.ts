@@ -122,7 +122,10 @@ export async function moveRows(
     if (ids && moved >= ids.length) break;
     const filter = filterOf(campaignId, form, ids);
     if (!filter) continue;
-    const set = state === "pending" ? { state: "held" as const, updated_at: now } : { state, ...(reason ? { reason } : {}), updated_at: now };
+    // A reason only where one is given, or cleared where the row had one (a late sent after a cancel):
+    // rows without one never get the field (an outcome adding a field costs the embedded store more).
+    const why = reason ? { reason } : from.startsWith("skipped.") ? { reason: "" } : {};
+    const set = state === "pending" ? { state: "held" as const, updated_at: now } : { state, ...why, updated_at: now };
     moved += await repos.recipients.updateMany(filter, { $set: set });
   }
   await moveCounts(repos.campaigns, campaignId, from, to, moved);
