@@ -28,7 +28,8 @@ export function loadConfig(env: Env = process.env): CampaignsConfig {
     dailyLimit: daily === undefined || daily === "off" ? null : envInt("CAMPAIGN_DAILY_LIMIT", 0, { min: 1, max: 100_000_000 }, env),
     scheduleMaxAgeMs: envInt("CAMPAIGN_SCHEDULE_MAX_AGE_SECONDS", 3600, { min: 0, max: 30 * 24 * 3600 }, env) * 1000,
     maxInFlight: envInt("CAMPAIGN_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, { min: 1, max: 1_000_000 }, env),
-    snapshotBudgetMs: envInt("CAMPAIGN_SNAPSHOT_BUDGET_MS", 2_000, { min: 0, max: 300_000 }, env),
+    // 0: the send request copies the audience's first page only and the dispatcher the rest, while it sends.
+    snapshotBudgetMs: envInt("CAMPAIGN_SNAPSHOT_BUDGET_MS", 0, { min: 0, max: 300_000 }, env),
     // Test mode's recipients per account in any 24 hours, charged as they are handed to delivery (delivery
     // counts its own sends against the same number).
     testModeDailyLimit,

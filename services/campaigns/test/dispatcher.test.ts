@@ -1,4 +1,4 @@
-import { InProcessEventBus, TOPICS } from "@emailsvc/events";
+import { decodeEvent, InProcessEventBus, TOPICS, type Subscription } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
 import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
@@ -7,7 +7,8 @@ import { CampaignDispatcher } from "../src/messaging/dispatcher.js";
 import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
-import { moveRows } from "../src/usecases/ledger.js";
+import { handOver, rowId } from "../src/usecases/ledger.js";
+import { recordOutcomes } from "../src/usecases/record-outcomes.js";
 import { snapshotAudience } from "../src/usecases/snapshot-audience.js";
 
 // The dispatcher finishes a campaign whose counts fell behind its ledger (a
@@ -81,7 +82,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     await repos.campaigns.insertOne(doc);
     await snapshotAudience(deps, repos, { ...doc, tenant } as CampaignDoc, now + 60_000);
     // Every recipient handed to delivery: the run waits for their outcomes.
-    expect(await moveRows(repos, doc._id, {}, "pending", "queued", now)).toBe(audience.length);
+    expect(await handOver(repos.campaigns, doc._id, rowId(doc._id, audience.at(-1)!), audience.length)).not.toBeNull();
     dispatcher = new CampaignDispatcher(deps, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
     dispatcher.start();
     const current = () => repos.campaigns.findOne({ _id: doc._id });
@@ -93,7 +94,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     expect((await current())?.status).toBe("sending");
 
     // The outcomes reach the ledger's rows but not the counts.
-    expect(await repos.recipients.updateMany({ campaign_id: doc._id, state: "queued" }, { $set: { state: "sent" } })).toBe(audience.length);
+    expect(await repos.recipients.updateMany({ campaign_id: doc._id, state: "pending" }, { $set: { state: "sent" } })).toBe(audience.length);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await current())?.status).toBe("sending");
 
@@ -106,5 +107,140 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     }
     expect(finished?.status).toBe("sent");
     expect(finished?.counts).toMatchObject({ total: audience.length, pending: 0, queued: 0, sent: audience.length });
+  });
+
+  it("hands the first snapshot page over before the next is copied, and sends every recipient of a snapshot in pages once", async () => {
+    const now = deps.now();
+    const many = Array.from({ length: 14 }, () => newId("sub")).sort();
+    const requested: Array<{ subscriberId: string; emailId: string }> = [];
+    const seen = () => requested.length > 0;
+    let pages = 0;
+    // AudienceService answering 4 ids a page; every page past the first waits for the first send request:
+    // a dispatcher that copied the whole snapshot before handing anything over would wait for ever.
+    const paged: Deps = {
+      ...deps,
+      audiences: {
+        count: async () => many.length,
+        page: async (_call, _filter, after) => {
+          pages++;
+          for (let i = 0; after !== "" && !seen() && i < 1000; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+          if (after !== "" && !seen()) throw new Error("the second page was asked for before anything was handed over");
+          const ids = many.filter((id) => id > after).slice(0, 4);
+          return { ids, nextAfter: ids.length === 4 && ids.at(-1) !== many.at(-1) ? ids.at(-1)! : "" };
+        },
+      },
+    };
+    const doc = {
+      _id: newId("cmp"),
+      name: "Paged",
+      template_id: newId("tpl"),
+      tag_filter: {},
+      status: "sending" as const,
+      created_at: now,
+      updated_at: now,
+      counts: emptyCounts(),
+      snapshot_complete: false,
+      snapshot_after: "",
+      lease_until: 0,
+      version: 1,
+      outbox: [],
+      outbox_pending: false,
+    };
+    await repos.campaigns.insertOne(doc);
+    // Delivery's part: every send request answered sent.
+    const observer: Subscription = await bus.subscribe({
+      group: "test-delivery",
+      topics: ["email.send.requested"],
+      handler: async (event) => {
+        const decoded = decodeEvent(event);
+        if (!decoded.ok) throw new Error(decoded.problem);
+        const { subscriberId, emailId, campaignId } = decoded.message as unknown as { subscriberId: string; emailId: string; campaignId: string };
+        requested.push({ subscriberId, emailId });
+        await recordOutcomes(repos, [{ campaignId, subscriberId, status: "sent", failureReason: 0 }], deps.now());
+      },
+    });
+    try {
+      dispatcher = new CampaignDispatcher(paged, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
+      dispatcher.start();
+      let finished = await repos.campaigns.findOne({ _id: doc._id });
+      for (let i = 0; i < 600 && finished?.status !== "sent"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        finished = await repos.campaigns.findOne({ _id: doc._id });
+      }
+      expect(finished?.status).toBe("sent");
+      expect(finished?.snapshot_complete).toBe(true);
+      expect(pages).toBe(4);
+      expect(finished?.counts).toMatchObject({ total: many.length, pending: 0, queued: 0, sent: many.length, failed: 0 });
+      expect(requested.map((r) => r.subscriberId).sort()).toEqual(many);
+      expect(new Set(requested.map((r) => r.emailId)).size).toBe(many.length);
+    } finally {
+      await observer.stop();
+    }
+  });
+
+  it("hands over again, after a minute without an answer, what it handed over (no time is kept on the rows)", async () => {
+    const now = deps.now();
+    const doc = {
+      _id: newId("cmp"),
+      name: "Unanswered",
+      template_id: newId("tpl"),
+      tag_filter: {},
+      status: "sending" as const,
+      created_at: now,
+      updated_at: now,
+      counts: emptyCounts(),
+      snapshot_complete: false,
+      snapshot_after: "",
+      lease_until: 0,
+      version: 1,
+      outbox: [],
+      outbox_pending: false,
+    };
+    await repos.campaigns.insertOne(doc);
+    const requests = new Map<string, number>();
+    const total = () => [...requests.values()].reduce((sum, n) => sum + n, 0);
+    const observer = await bus.subscribe({
+      group: "test-delivery",
+      topics: ["email.send.requested"],
+      handler: async (event) => {
+        const decoded = decodeEvent(event);
+        if (!decoded.ok) throw new Error(decoded.problem);
+        const { emailId } = decoded.message as unknown as { emailId: string };
+        requests.set(emailId, (requests.get(emailId) ?? 0) + 1);
+      },
+    });
+    const wait = async (done: () => boolean | Promise<boolean>) => {
+      for (let i = 0; i < 200 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    };
+    try {
+      dispatcher = new CampaignDispatcher(deps, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
+      dispatcher.start();
+      await wait(() => total() === audience.length);
+      expect(requests.size).toBe(audience.length);
+      const stored = (await repos.campaigns.findOne({ _id: doc._id }))!;
+      expect(stored.counts).toMatchObject({ pending: 0, queued: audience.length });
+      expect(stored.handed_up_to).toBe(rowId(doc._id, audience.at(-1)!));
+      // No answer: half a minute later nothing more; past the minute, every one once more.
+      offsetMs = 30_000;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(total()).toBe(audience.length);
+      offsetMs = 61_000;
+      await wait(() => total() === 2 * audience.length);
+      expect([...requests.values()]).toEqual(audience.map(() => 2));
+      // Answered now: sent, once each.
+      await recordOutcomes(
+        repos,
+        audience.map((subscriberId) => ({ campaignId: doc._id, subscriberId, status: "sent", failureReason: 0 })),
+        deps.now(),
+      );
+      await wait(async () => (await repos.campaigns.findOne({ _id: doc._id }))?.status === "sent");
+      const finished = (await repos.campaigns.findOne({ _id: doc._id }))!;
+      expect(finished.status).toBe("sent");
+      expect(finished.counts).toMatchObject({ total: audience.length, pending: 0, queued: 0, sent: audience.length });
+      // A finished campaign keeps no position (it names a subscriber).
+      expect(finished.handed_up_to).toBe("");
+    } finally {
+      await observer.stop();
+    }
   });
 });

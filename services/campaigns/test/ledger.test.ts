@@ -7,7 +7,7 @@ import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
 import { eraseSubscriberRows } from "../src/usecases/erase-subscriber.js";
-import { countLedger, moveRows, reconcile, rowId } from "../src/usecases/ledger.js";
+import { countLedger, handOver, handOverHeld, moveRows, reconcile, rowId } from "../src/usecases/ledger.js";
 import { recordOutcomes } from "../src/usecases/record-outcomes.js";
 import { snapshotAudience } from "../src/usecases/snapshot-audience.js";
 import { startDueCampaign } from "../src/usecases/start-due-campaign.js";
@@ -96,9 +96,12 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     await snapshotAudience(deps, repos, { ...doc, snapshot_complete: false }, clock + 60_000);
     const [a, b, c, d, e] = audience;
     const ids = [a, b, c, d].map((s) => rowId(doc._id, s!));
-    expect(await moveRows(repos, doc._id, { _id: { $in: ids } }, "pending", "queued", clock)).toBe(4);
-    // Moving again from pending matches nothing: guarded by the state left.
-    expect(await moveRows(repos, doc._id, { _id: { $in: ids } }, "pending", "queued", clock)).toBe(0);
+    // Handed over: the position moves past them, in one write of the campaign's.
+    await handOver(repos.campaigns, doc._id, ids.at(-1)!, ids.length);
+    expect((await repos.campaigns.findOne({ _id: doc._id }))!.counts).toMatchObject({ pending: 8, queued: 4 });
+    expect(await countLedger(repos, doc._id)).toMatchObject({ pending: 8, queued: 4 });
+    // Moving them from pending matches nothing: guarded by the bucket left (the position).
+    expect(await moveRows(repos, doc._id, ids, "pending", "skipped.unsubscribed", clock)).toBe(0);
     await recordOutcomes(
       repos,
       [
@@ -110,14 +113,50 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
       ],
       clock,
     );
-    expect(await moveRows(repos, doc._id, { _id: rowId(doc._id, e!) }, "pending", "skipped.unsubscribed", clock)).toBe(1);
+    expect(await moveRows(repos, doc._id, [rowId(doc._id, e!)], "pending", "skipped.unsubscribed", clock)).toBe(1);
     // A cancel skips the rest; d's email was already with the provider and is sent after all.
-    await moveRows(repos, doc._id, {}, "pending", "skipped.cancelled", clock);
-    await moveRows(repos, doc._id, {}, "queued", "skipped.cancelled", clock);
+    await moveRows(repos, doc._id, undefined, "pending", "skipped.cancelled", clock);
+    await moveRows(repos, doc._id, undefined, "queued", "skipped.cancelled", clock);
     await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: d!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED }], clock);
     const counts = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
     expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 2, failed: 1, skipped: { unsubscribed: 2, erased: 0, suppressed: 0, cancelled: 7 } });
     expect(await countLedger(repos, doc._id)).toEqual(counts);
+  });
+
+  it("a hand-over is a position: held rows go back to pending and are handed over again; a cancel skips pending, held and in-flight rows", async () => {
+    const doc = await campaign({});
+    await snapshotAudience(deps, repos, doc, clock + 60_000);
+    const [a, b, c, d, e, f] = audience.map((s) => rowId(doc._id, s));
+    await handOver(repos.campaigns, doc._id, d!, 4);
+    // Nothing was written on the rows: handed over is where they lie against the position.
+    expect(await repos.recipients.count({ campaign_id: doc._id, state: "pending" })).toBe(12);
+    const outcome = (row: string, status: string) => ({ campaignId: doc._id, subscriberId: row.split(":")[1]!, status, failureReason: delivery.FailureReason.UNSPECIFIED });
+    // Paused: delivery holds c and d.
+    await recordOutcomes(repos, [outcome(a!, "sent"), outcome(c!, "held"), outcome(d!, "held")], clock);
+    const counted = async () => (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
+    expect(await counted()).toMatchObject({ pending: 10, queued: 1, sent: 1 });
+    expect(await countLedger(repos, doc._id)).toEqual(await counted());
+    // A held row's late outcome does not move it (it is not with delivery); handed over again, it is.
+    await recordOutcomes(repos, [outcome(c!, "sent")], clock);
+    expect(await counted()).toMatchObject({ pending: 10, queued: 1, sent: 1 });
+    expect(await handOverHeld(repos, doc._id, [c!, d!, e!], clock)).toBe(2);
+    expect(await counted()).toMatchObject({ pending: 8, queued: 3, sent: 1 });
+    expect(await countLedger(repos, doc._id)).toEqual(await counted());
+    await recordOutcomes(repos, [outcome(c!, "sent")], clock);
+    // The next hand-over moves the position on: e and f.
+    await handOver(repos.campaigns, doc._id, f!, 2);
+    expect(await counted()).toMatchObject({ pending: 6, queued: 4, sent: 2 });
+    await recordOutcomes(repos, [outcome(e!, "held")], clock);
+    // Cancelled: every row not done is skipped, whichever bucket; one sent in the same instant counts sent.
+    await moveRows(repos, doc._id, undefined, "pending", "skipped.cancelled", clock);
+    await moveRows(repos, doc._id, undefined, "queued", "skipped.cancelled", clock);
+    await recordOutcomes(repos, [outcome(f!, "sent")], clock);
+    // Sent after all: no reason left from the cancel.
+    expect(await repos.recipients.findOne({ _id: f! })).toMatchObject({ state: "sent", reason: "" });
+    const counts = await counted();
+    expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 3, failed: 0, skipped: { unsubscribed: 0, erased: 0, suppressed: 0, cancelled: 9 } });
+    expect(await countLedger(repos, doc._id)).toEqual(counts);
+    expect(await repos.recipients.count({ campaign_id: doc._id, state: { $in: ["pending", "held"] } })).toBe(0);
   });
 
   it("erasure removes a subscriber's rows from every campaign; the counts keep them anonymously and add up, also after a crash mid-way", async () => {
@@ -128,7 +167,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     const [a, b, c, d] = audience;
     // a: sent in both; b: queued (in flight); c: pending; d: erased while a crash is mid-way.
     for (const id of [doc._id, other._id]) {
-      await moveRows(repos, id, { _id: { $in: [rowId(id, a!), rowId(id, b!)] } }, "pending", "queued", clock);
+      await handOver(repos.campaigns, id, rowId(id, b!), 2);
       await recordOutcomes(repos, [{ campaignId: id, subscriberId: a!, status: "sent", failureReason: delivery.FailureReason.UNSPECIFIED }], clock);
     }
     const before = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
@@ -137,7 +176,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     for (const s of [a!, b!, c!]) expect(await eraseSubscriberRows(repos, s, clock)).toBe(2);
     // A crash after d's row was counted and before it was deleted: a recount takes it once.
     const row = (await repos.recipients.findOne({ _id: rowId(doc._id, d!) }))!;
-    await moveRows(repos, doc._id, { _id: row._id }, "pending", "skipped.erased", clock);
+    await moveRows(repos, doc._id, [row._id], "pending", "skipped.erased", clock);
     await repos.campaigns.updateOne({ _id: doc._id }, { $inc: { "erased_rows.skipped.erased": 1 }, $addToSet: { erasing: { $each: [row.email_id] } } } as never);
     expect(await countLedger(repos, doc._id)).toEqual((await repos.campaigns.findOne({ _id: doc._id }))!.counts);
     // The redelivered event finishes the job, and a repeat changes nothing.
@@ -159,7 +198,7 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     const doc = await campaign({ name: "Autumn news" });
     await snapshotAudience(deps, repos, doc, clock + 60_000);
     const [a, b] = audience;
-    await moveRows(repos, doc._id, { _id: { $in: [rowId(doc._id, a!), rowId(doc._id, b!)] } }, "pending", "queued", clock);
+    await handOver(repos.campaigns, doc._id, rowId(doc._id, b!), 2);
     await recordOutcomes(repos, [{ campaignId: doc._id, subscriberId: a!, status: "failed", failureReason: delivery.FailureReason.RECIPIENT_REJECTED }], clock);
     const fire = { _id: `${newId("evt")}:trg_1`, trigger_id: "trg_1", event_id: "evt_1", subscriber_id: a!, template_id: "tpl_1", event_type: "subscriber.created" as const, reason: "", email_id: newId("eml"), due_at: clock, lease_until: 0, attempts: 1, created_at: clock, updated_at: clock };
     await repos.fires.insertMany([

@@ -9,7 +9,7 @@ import type { CampaignDoc, RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import type { Deps } from "../usecases/deps.js";
 import { finishCampaign } from "../usecases/finish-campaign.js";
-import { countLedger, moveRows, reconcile, rowRange } from "../usecases/ledger.js";
+import { countLedger, handOver, handOverHeld, inFlight, positionOf, reconcile, rowRange } from "../usecases/ledger.js";
 import { snapshotAudience } from "../usecases/snapshot-audience.js";
 import { startDueCampaign } from "../usecases/start-due-campaign.js";
 
@@ -47,15 +47,21 @@ export interface DispatcherOptions {
  *    it recounts the counts from the ledger (not when it takes up again its
  *    own run that ended cleanly, a resume: see run), and hands over again
  *    every recipient already handed over and not yet answered (a crash may
- *    have come between the ledger write and the publish, or delivery's
+ *    have come between the position's write and the publish, or delivery's
  *    `held` answer may have been lost; delivery's records make a repeat a
  *    no-op).
- * 2. It finishes the audience snapshot if the send request did not.
- * 3. It walks the pending rows in id order, a batch at a time within the
- *    tenant's sending rate and the in-flight bound: rows pending -> queued
- *    (guarded), then one publish of their `email.send.requested` events,
- *    keyed by subscriber.
- * 4. When nothing is pending or queued any more, the campaign is `sent`.
+ * 2. It walks the pending rows in id order, a batch at a time within the
+ *    tenant's sending rate and the in-flight bound: the campaign's hand-over
+ *    position and its counts move (pending -> queued, one guarded write; no
+ *    row is written: usecases/ledger.ts), then one publish of their
+ *    `email.send.requested` events, keyed by subscriber. Rows delivery held
+ *    for a pause are handed over again once nothing after the position is left. While the audience snapshot is not complete (the
+ *    send request copies only its first page by default) it copies a page
+ *    whenever nothing copied is left to walk or the in-flight bound leaves
+ *    nothing to hand over: the pages come in id order, after every row
+ *    walked so far.
+ * 3. When the snapshot is complete and nothing is pending or queued any
+ *    more, the campaign is `sent`.
  *
  * A pause or cancel is seen at the next step (the campaign is read at each);
  * a scheduled campaign is started when due.
@@ -179,31 +185,42 @@ export class CampaignDispatcher {
     try {
       // Recounted before the queued rows are handed over again, so that the answers to that do not race it.
       if (recount) await reconcile(repos, id);
-      await this.handOverAgain(repos, taken, 0);
-      let cursor = "";
+      const position = positionOf(await repos.campaigns.findOne({ _id: id }));
+      await this.handOverAgain(repos, taken, "", position);
+      // When each stretch of rows up to `upTo` was last handed over (in id order): a stretch with no answer
+      // after STALE_QUEUED_MS is handed over again. Everything handed over before this run was, just now.
+      const handed: Array<{ upTo: string; at: number }> = position !== "" ? [{ upTo: position, at: this.deps.now() }] : [];
       let lastRecheck = this.deps.now();
       let stalled = { counts: "", since: this.deps.now(), waitMs: STALLED_COUNTS_MS };
       for (;;) {
         if (this.stopped) return true;
         const doc = await this.step(repos, taken);
         if (!doc) return true; // paused, cancelled, or the lease lost
-        if (!doc.snapshot_complete) {
-          await snapshotAudience(this.deps, repos, doc, this.deps.now() + 2000);
-          continue;
-        }
         const inFlight = doc.counts?.queued ?? 0;
         const room = (this.deps.settings?.maxInFlight ?? 5000) - inFlight;
+        // The snapshot and the hand-over interleave: a page is copied when nothing copied is left to hand
+        // over, or nothing may be handed over now (the in-flight bound is reached: the wait for room is
+        // spent copying), so that delivery gets the first recipients as soon as the first page is in.
+        if (!doc.snapshot_complete && ((doc.counts?.pending ?? 0) === 0 || room <= 0)) {
+          await snapshotAudience(this.deps, repos, doc, this.deps.now()); // one page
+          continue;
+        }
         if (room <= 0) {
           await sleep(20);
           continue;
         }
-        const rows = await repos.recipients.find(
-          { campaign_id: id, state: "pending", _id: rowRange(id, cursor) } as TenantFilter<RecipientDoc>,
-          { sort: { _id: 1 }, limit: Math.min(HANDOFF_BATCH, room) },
+        const after = positionOf(doc);
+        const limit = Math.min(HANDOFF_BATCH, room);
+        let rows = await repos.recipients.find(
+          { campaign_id: id, state: "pending", _id: rowRange(id, after) } as TenantFilter<RecipientDoc>,
+          { sort: { _id: 1 }, limit },
         );
+        // Past the position, nothing: rows delivery held for a pause are handed over again.
+        const held = rows.length === 0 && (doc.counts?.pending ?? 0) > 0;
+        if (held) rows = await repos.recipients.find({ campaign_id: id, state: "held" } as TenantFilter<RecipientDoc>, { limit });
         if (rows.length === 0) {
           const counts = doc.counts;
-          if (counts && counts.pending + counts.queued === 0) {
+          if (doc.snapshot_complete && counts && counts.pending + counts.queued === 0) {
             // The counts say done; the ledger has the last word (a crash may have left the counts behind).
             const recounted = await reconcile(repos, id);
             if (recounted.pending + recounted.queued === 0) {
@@ -213,8 +230,6 @@ export class CampaignDispatcher {
             }
           }
           const now = this.deps.now();
-          // Rows still pending behind the walk (a hand-off the rate refused part of): walk again from the start.
-          if (cursor !== "" && (counts?.pending ?? 0) > 0) cursor = "";
           const open = `${counts?.pending ?? 0}/${counts?.queued ?? 0}`;
           if (open !== stalled.counts) stalled = { counts: open, since: now, waitMs: STALLED_COUNTS_MS };
           const recheck = now - lastRecheck > STALE_QUEUED_MS;
@@ -222,7 +237,7 @@ export class CampaignDispatcher {
             stalled = { ...stalled, since: now, waitMs: Math.min(STALE_QUEUED_MS, stalled.waitMs * 2) };
             if (recheck) {
               lastRecheck = now;
-              await this.handOverAgain(repos, doc, STALE_QUEUED_MS);
+              await this.handOverStale(repos, doc, handed, now - STALE_QUEUED_MS);
             }
             // Counts left behind the ledger must not keep a finished campaign sending: when the ledger
             // has nothing left to wait for (no outcome can move a row and its count any more), it has
@@ -239,9 +254,19 @@ export class CampaignDispatcher {
         const allowed = await this.budget(doc.tenant, rows.length);
         if (allowed === 0) continue;
         const batch = rows.slice(0, allowed);
-        cursor = batch[batch.length - 1]!._id;
         const now = this.deps.now();
-        await moveRows(repos, id, { _id: { $in: batch.map((r) => r._id) } }, "pending", "queued", now);
+        if (held) {
+          // Held rows lie at or before the position: stored pending again, they are with delivery.
+          await handOverHeld(repos, id, batch.map((r) => r._id), now);
+        } else {
+          // One write for the batch: the position and the counts (guarded: after a pause, a cancel or
+          // another dispatcher's takeover since this step's read, nothing is handed over). Only the
+          // lease's holder moves the position forward.
+          const upTo = batch[batch.length - 1]!._id;
+          const moved = await handOver(repos.campaigns, id, upTo, batch.length, { status: "sending", lease_owner: this.options.owner });
+          if (!moved) continue;
+          handed.push({ upTo, at: now });
+        }
         await this.publish(doc, batch, now);
       }
     } catch (err) {
@@ -275,21 +300,43 @@ export class CampaignDispatcher {
     );
   }
 
-  /** Hands over again the rows queued at least `olderThanMs` ago (all of them with 0). */
-  private async handOverAgain(repos: TenantRepositories, doc: CampaignDoc, olderThanMs: number): Promise<void> {
-    const before = this.deps.now() - olderThanMs;
-    let after = "";
-    for (;;) {
-      const rows = await repos.recipients.find(
-        { campaign_id: doc._id, state: "queued", _id: rowRange(doc._id, after) } as TenantFilter<RecipientDoc>,
-        { sort: { _id: 1 }, limit: HANDOFF_BATCH },
-      );
-      if (rows.length === 0) return;
-      const stale = olderThanMs > 0 ? rows.filter((r) => r.updated_at <= before) : rows;
-      await this.publish(doc, stale, this.deps.now());
-      if (stale.length > 0) this.deps.logger.info({ campaign_id: doc._id, recipients: stale.length }, "recipients handed to delivery again");
-      after = rows[rows.length - 1]!._id;
+  /** Hands over again every row with delivery within (`after`, `upTo`] (the hand-over's position at most). */
+  private async handOverAgain(repos: TenantRepositories, doc: CampaignDoc, after: string, upTo: string): Promise<void> {
+    const position = positionOf(await repos.campaigns.findOne({ _id: doc._id }));
+    for (const filter of inFlight(doc._id, position, after, upTo)) {
+      let from = after;
+      for (;;) {
+        const rows = await repos.recipients.find({ ...filter, _id: { ...(filter._id as object), $gt: from || `${doc._id}:` } } as TenantFilter<RecipientDoc>, {
+          sort: { _id: 1 },
+          limit: HANDOFF_BATCH,
+        });
+        if (rows.length === 0) break;
+        await this.publish(doc, rows, this.deps.now());
+        this.deps.logger.info({ campaign_id: doc._id, recipients: rows.length }, "recipients handed to delivery again");
+        from = rows[rows.length - 1]!._id;
+      }
     }
+  }
+
+  /**
+   * Hands over again the stretches of rows (`handed`, in id order) last
+   * handed over at or before `before` and still with delivery: they count as
+   * handed over now.
+   */
+  private async handOverStale(repos: TenantRepositories, doc: CampaignDoc, handed: Array<{ upTo: string; at: number }>, before: number): Promise<void> {
+    const now = this.deps.now();
+    let after = "";
+    const kept: Array<{ upTo: string; at: number }> = [];
+    for (const stretch of handed) {
+      if (stretch.at <= before) {
+        await this.handOverAgain(repos, doc, after, stretch.upTo);
+        // Merged with a stretch handed over again just before it.
+        if (kept.at(-1)?.at === now) kept.at(-1)!.upTo = stretch.upTo;
+        else kept.push({ upTo: stretch.upTo, at: now });
+      } else kept.push(stretch);
+      after = stretch.upTo;
+    }
+    handed.splice(0, handed.length, ...kept);
   }
 
   /**

@@ -39,6 +39,12 @@ export interface CampaignDoc extends OutboxDoc<CampaignOutboxEntry> {
   /** The audience snapshot: complete, or the last subscriber id copied into the ledger (to resume after a crash). */
   snapshot_complete?: boolean;
   snapshot_after?: string;
+  /**
+   * The hand-over: the id of the last ledger row handed to delivery ("" or
+   * absent before the first). Rows stored `pending` at or before it are with
+   * delivery (counted queued); after it, still to be handed over.
+   */
+  handed_up_to?: string;
   /** Which dispatcher works on the campaign, until when (ms): renewed while it works; a crashed one's runs out. */
   lease_owner?: string;
   lease_until?: number;
@@ -69,8 +75,11 @@ export const CAMPAIGN_INDEXES: readonly IndexSpec[] = [
  * One recipient of one campaign: the ledger. `_id` is
  * `<campaign id>:<subscriber id>`, so the snapshot can be taken again after a
  * crash without a second row, and the rows of a campaign lie together in id
- * order. Moved pending -> queued (handed to delivery) -> sent | failed, or
- * to skipped with a reason; every move is guarded by the state it leaves.
+ * order. Stored `pending` from the snapshot until its outcome: handed to
+ * delivery is a position on the campaign (`handed_up_to`), not a write here;
+ * then sent | failed, or skipped with a reason, in one write guarded by the
+ * state it leaves. `held`: delivery held it for a pause, to be handed over
+ * again. `queued` is what earlier versions stored for a row with delivery.
  */
 export interface RecipientDoc {
   _id: string;
@@ -79,9 +88,10 @@ export interface RecipientDoc {
   subscriber_id: string;
   /** Minted when the row is made and never changed: a recipient handed over twice is one email. */
   email_id: string;
-  state: RecipientState;
-  /** skipped: why; failed: delivery's code; else "". */
-  reason: SkipReason | string;
+  state: RecipientState | "held";
+  /** skipped: why; failed: delivery's code; absent (or "") otherwise. */
+  reason?: SkipReason | string;
+  /** When it was copied or last moved (ms). */
   updated_at: number;
 }
 

@@ -27,8 +27,11 @@ export async function changeCampaignState(deps: Deps, scope: Scope, input: { id:
     // above) and sends none it has not given to the provider yet; one it had
     // is recorded as sent when its status arrives. Cancelled is final, so the
     // campaign read again after these moves is still this write's.
-    await moveRows(scope, doc._id, {}, "pending", "skipped.cancelled", now);
-    await moveRows(scope, doc._id, {}, "queued", "skipped.cancelled", now);
+    // The position is read after the status write, which no hand-over passes (it is guarded by the
+    // status), and goes once every row it bounds is skipped: it would name a subscriber for ever.
+    await moveRows(scope, doc._id, undefined, "pending", "skipped.cancelled", now);
+    await moveRows(scope, doc._id, undefined, "queued", "skipped.cancelled", now);
+    await scope.campaigns.updateOne({ _id: input.id, status: "cancelled" }, { $set: { handed_up_to: "" } });
     return campaignView((await scope.campaigns.findOne({ _id: input.id })) ?? doc);
   }
   if (to === "sending") deps.wake?.();

@@ -1,7 +1,7 @@
 import type { TenantFilter } from "@emailsvc/storage";
 import type { RecipientDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { eraseRows, moveRows, rowId, type Bucket } from "./ledger.js";
+import { eraseRows, rowId, skipOpenRow } from "./ledger.js";
 
 // Erasure (`subscriber.deleted`, GDPR Art. 17): nothing of the subscriber
 // stays in this service. Their trigger fires go (sent or not: a pending one
@@ -24,8 +24,22 @@ export async function eraseSubscriber(repos: TenantRepositories, subscriberId: s
  */
 export async function eraseSubscriberRows(repos: TenantRepositories, subscriberId: string, now: number): Promise<number> {
   // Rows not yet done, pending or handed to delivery, are skipped as erased first (delivery finds nobody to send to).
-  for (const row of await repos.recipients.find({ subscriber_id: subscriberId, state: { $in: ["pending", "queued"] } })) {
-    await moveRows(repos, row.campaign_id, { _id: row._id }, row.state as Bucket, "skipped.erased", now);
+  for (const row of await repos.recipients.find({ subscriber_id: subscriberId, state: { $in: ["pending", "held", "queued"] } })) {
+    await skipOpenRow(repos, row, "skipped.erased", now);
+  }
+  // The hand-over's position, in a campaign the subscriber is a recipient of, moves to the row before,
+  // now that their rows are final (no row lies between the two, so none changes bucket), and before the
+  // rows go: a crash in between is finished by the event redelivered.
+  const campaignIds = new Set((await repos.recipients.find({ subscriber_id: subscriberId })).map((row) => row.campaign_id));
+  for (const campaignId of campaignIds) {
+    const campaign = await repos.campaigns.findOne({ _id: campaignId });
+    const position = rowId(campaignId, subscriberId);
+    if (!campaign || campaign.handed_up_to !== position) continue;
+    const [before] = await repos.recipients.find(
+      { campaign_id: campaignId, _id: { $gt: `${campaignId}:`, $lt: position } } as TenantFilter<RecipientDoc>,
+      { sort: { _id: -1 }, limit: 1 },
+    );
+    await repos.campaigns.updateOne({ _id: campaignId, handed_up_to: position }, { $set: { handed_up_to: before?._id ?? "" } });
   }
   let erased = 0;
   for (;;) {

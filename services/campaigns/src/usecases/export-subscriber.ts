@@ -1,7 +1,9 @@
 import type { CampaignsExportPart } from "@emailsvc/proto";
 import { AppError } from "@emailsvc/errors";
 import type { TenantCollection, TenantFilter } from "@emailsvc/storage";
-import type { FireDoc, RecipientDoc } from "../storage/documents.js";
+import type { RecipientState } from "../domain/campaign.js";
+import type { CampaignDoc, FireDoc, RecipientDoc } from "../storage/documents.js";
+import { bucketOf, positionOf } from "./ledger.js";
 import type { Scope } from "./deps.js";
 
 // Campaigns' part of a subscriber's data export (GDPR Art. 15): the campaigns
@@ -41,9 +43,13 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
           all(scope.fires, { subscriber_id: subscriberId }, "trigger sends"),
         ]);
   const names = new Map<string, string>();
+  const campaigns = new Map<string, CampaignDoc>();
   const campaignIds = [...new Set(rows.map((r) => r.campaign_id))];
   for (let i = 0; i < campaignIds.length; i += PAGE) {
-    for (const c of await scope.campaigns.find({ _id: { $in: campaignIds.slice(i, i + PAGE) } })) names.set(c._id, c.name);
+    for (const c of await scope.campaigns.find({ _id: { $in: campaignIds.slice(i, i + PAGE) } })) {
+      names.set(c._id, c.name);
+      campaigns.set(c._id, c);
+    }
   }
   // Fires recorded before they kept their event type: the trigger's, if it still exists.
   const eventTypes = new Map<string, string>();
@@ -57,7 +63,8 @@ export async function exportSubscriberCampaigns(scope: Scope, subscriberId: stri
       .map((r) => ({
         campaign_id: r.campaign_id,
         campaign_name: names.get(r.campaign_id) ?? null,
-        state: r.state,
+        // What the counts call it: with delivery (queued) at or before the hand-over's position.
+        state: bucketOf(r, positionOf(campaigns.get(r.campaign_id))).split(".")[0] as RecipientState,
         reason: r.reason || null,
         updated_at: time(r.updated_at),
       })),

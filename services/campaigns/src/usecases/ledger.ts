@@ -15,9 +15,21 @@ import type { TenantRepositories } from "../storage/repositories.js";
 // is a count of the rows then a write of the counts, so a move between the two
 // (a row written, its count not yet) is lost or counted twice: it runs when no
 // moves are expected, never at a plain resume.
+//
+// The hand-over is a position, not a state written on each row: the campaign's
+// `handed_up_to` is the id of the last row the dispatcher handed to delivery,
+// moved with the counts (pending -> queued) in one write per batch. A row
+// stored `pending` at or before it is with delivery (the `queued` bucket),
+// after it still to be handed over; `held` (delivery held it for a pause) is
+// back in the pending bucket until it is handed over again. So each recipient
+// costs one row write, its outcome (queued -> sent | failed | skipped). Rows
+// stored `queued` by earlier versions count as queued.
 
 /** A bucket of the counts: a state, or skipped with its reason. */
 export type Bucket = Exclude<RecipientState, "skipped"> | `skipped.${SkipReason}`;
+
+/** A bucket rows can be moved to (to queued is the hand-over's position: handOver). */
+export type Target = Exclude<Bucket, "queued">;
 
 /** The row id of a campaign's recipient. */
 export function rowId(campaignId: string, subscriberId: string): string {
@@ -29,6 +41,58 @@ export function rowRange(campaignId: string, after = ""): { $gt: string; $lt: st
   return { $gt: after || `${campaignId}:`, $lt: `${campaignId};` };
 }
 
+/** Where the hand-over of a campaign stands: the last row id handed to delivery ("" before the first). */
+export function positionOf(doc: Pick<CampaignDoc, "handed_up_to"> | null | undefined): string {
+  return doc?.handed_up_to ?? "";
+}
+
+/** The bucket a row is in, given its campaign's hand-over position. */
+export function bucketOf(row: Pick<RecipientDoc, "_id" | "state" | "reason">, position: string): Bucket {
+  switch (row.state) {
+    case "skipped":
+      return `skipped.${row.reason as SkipReason}` as Bucket;
+    case "pending":
+      return position !== "" && row._id <= position ? "queued" : "pending";
+    case "held":
+      return "pending";
+    default:
+      return row.state;
+  }
+}
+
+/** What a row of a bucket is stored as: its state, and the ids it may have (given, and the position). */
+interface RowsOf {
+  state: RecipientDoc["state"];
+  reason?: string;
+  /** Only rows at or before the position (`upTo`), or after it (`after`). */
+  upTo?: string;
+  after?: string;
+}
+
+/** The stored forms of a bucket's rows. */
+function rowsOf(bucket: Bucket, position: string): RowsOf[] {
+  const [state, reason] = bucket.split(".") as [RecipientState, string?];
+  if (state === "pending") return [{ state: "pending", after: position }, { state: "held" }];
+  if (state === "queued") return [...(position !== "" ? [{ state: "pending" as const, upTo: position }] : []), { state: "queued" }];
+  return [{ state, ...(reason ? { reason } : {}) }];
+}
+
+/** A filter of the rows of one stored form, among `ids` (all of the campaign's when undefined); null when none can match. */
+function filterOf(campaignId: string, form: RowsOf, ids: readonly string[] | undefined): TenantFilter<RecipientDoc> | null {
+  const within = (id: string) => (form.upTo === undefined || id <= form.upTo) && (form.after === undefined || form.after === "" || id > form.after);
+  const base = { campaign_id: campaignId, state: form.state, ...(form.reason ? { reason: form.reason } : {}) };
+  if (ids) {
+    const some = ids.filter(within);
+    return some.length === 0 ? null : ({ ...base, _id: some.length === 1 ? some[0] : { $in: some } } as TenantFilter<RecipientDoc>);
+  }
+  const range: Record<string, string> = { ...rowRange(campaignId, form.after) };
+  if (form.upTo !== undefined) {
+    delete range.$lt;
+    range.$lte = form.upTo;
+  }
+  return { ...base, _id: range } as TenantFilter<RecipientDoc>;
+}
+
 /** Moves `n` recipients of a campaign from one bucket of its counts to another. */
 export async function moveCounts(campaigns: TenantCollection<CampaignDoc>, campaignId: string, from: Bucket, to: Bucket, n: number): Promise<void> {
   if (n <= 0 || from === to) return;
@@ -37,33 +101,94 @@ export async function moveCounts(campaigns: TenantCollection<CampaignDoc>, campa
 
 /**
  * Moves rows of a campaign from one bucket to another (guarded by the state
- * they leave), counts included; resolves how many moved.
+ * they leave, and for pending and queued by the hand-over position), counts
+ * included; `ids` the rows (undefined: every row of the bucket). To
+ * `pending` is a row delivery held (stored `held`); to `queued` is not a move
+ * of rows but of the position (handOver). Resolves how many moved.
  */
 export async function moveRows(
   repos: Pick<TenantRepositories, "campaigns" | "recipients">,
   campaignId: string,
-  filter: TenantFilter<RecipientDoc>,
+  ids: readonly string[] | undefined,
   from: Bucket,
-  to: Bucket,
+  to: Target,
   now: number,
 ): Promise<number> {
-  const [state, reason = ""] = to.split(".") as [RecipientState, string?];
-  const [fromState, fromReason] = from.split(".") as [RecipientState, string?];
-  const guard: TenantFilter<RecipientDoc> = { ...filter, campaign_id: campaignId, state: fromState, ...(fromReason ? { reason: fromReason } : {}) };
-  const moved = await repos.recipients.updateMany(guard, { $set: { state, reason, updated_at: now } });
+  if (from === to) return 0;
+  const [state, reason] = to.split(".") as [RecipientState, string?];
+  const position = from === "pending" || from === "queued" ? positionOf(await repos.campaigns.findOne({ _id: campaignId })) : "";
+  let moved = 0;
+  for (const form of rowsOf(from, position)) {
+    if (ids && moved >= ids.length) break;
+    const filter = filterOf(campaignId, form, ids);
+    if (!filter) continue;
+    // A reason only where one is given, or cleared where the row had one (a late sent after a cancel):
+    // rows without one never get the field (an outcome adding a field costs the embedded store more).
+    const why = reason ? { reason } : from.startsWith("skipped.") ? { reason: "" } : {};
+    const set = state === "pending" ? { state: "held" as const, updated_at: now } : { state, ...why, updated_at: now };
+    moved += await repos.recipients.updateMany(filter, { $set: set });
+  }
   await moveCounts(repos.campaigns, campaignId, from, to, moved);
   return moved;
 }
 
-/** The rows of a campaign by bucket, as the ledger holds them. */
-async function countRows(recipients: TenantCollection<RecipientDoc>, campaignId: string): Promise<RecipientCounts> {
-  const count = (state: RecipientState, reason?: string) => recipients.count({ campaign_id: campaignId, state, ...(reason ? { reason } : {}) });
+/**
+ * Hands `n` rows over to delivery: the campaign's position moves to `upTo`
+ * (the last of them, every pending row up to it being handed over) and `n`
+ * from pending to queued, in one write guarded by `guard` (the dispatcher's
+ * lease and the status). Null when the guard no longer holds: nothing was
+ * handed over.
+ */
+export async function handOver(
+  campaigns: TenantCollection<CampaignDoc>,
+  campaignId: string,
+  upTo: string,
+  n: number,
+  guard: TenantFilter<CampaignDoc> = {},
+): Promise<CampaignDoc | null> {
+  return campaigns.updateOne({ ...guard, _id: campaignId }, {
+    $set: { handed_up_to: upTo },
+    $inc: { "counts.pending": -n, "counts.queued": n },
+  } as unknown as TenantUpdate<CampaignDoc>);
+}
+
+/**
+ * Hands over again rows delivery held (they lie at or before the position:
+ * stored `pending` again they are with delivery): held -> queued, counts
+ * included. Resolves how many moved.
+ */
+export async function handOverHeld(repos: Pick<TenantRepositories, "campaigns" | "recipients">, campaignId: string, ids: readonly string[], now: number): Promise<number> {
+  if (ids.length === 0) return 0;
+  const moved = await repos.recipients.updateMany({ campaign_id: campaignId, state: "held", _id: { $in: [...ids] } } as TenantFilter<RecipientDoc>, {
+    $set: { state: "pending", updated_at: now },
+  });
+  await moveCounts(repos.campaigns, campaignId, "pending", "queued", moved);
+  return moved;
+}
+
+/** The filters of a campaign's rows with delivery (the queued bucket) within (`after`, `upTo`]. */
+export function inFlight(campaignId: string, position: string, after = "", upTo = position): Array<TenantFilter<RecipientDoc>> {
+  const bound = upTo < position ? upTo : position;
+  return [
+    ...(bound !== "" ? [{ campaign_id: campaignId, state: "pending", _id: { $gt: after || `${campaignId}:`, $lte: bound } } as TenantFilter<RecipientDoc>] : []),
+    // Rows stored queued by earlier versions, wherever they lie (all of them up to the position itself).
+    { campaign_id: campaignId, state: "queued", _id: { $gt: after || `${campaignId}:`, ...(upTo !== "" && upTo < position ? { $lte: upTo } : { $lt: `${campaignId};` }) } } as TenantFilter<RecipientDoc>,
+  ];
+}
+
+/** The rows of a campaign by bucket, as the ledger holds them (`position`: the hand-over's). */
+async function countRows(recipients: TenantCollection<RecipientDoc>, campaignId: string, position: string): Promise<RecipientCounts> {
+  const count = async (bucket: Bucket) => {
+    let n = 0;
+    for (const form of rowsOf(bucket, position)) n += await recipients.count(filterOf(campaignId, form, undefined)!);
+    return n;
+  };
   const [pending, queued, sent, failed, ...skipped] = await Promise.all([
     count("pending"),
     count("queued"),
     count("sent"),
     count("failed"),
-    ...SKIP_REASONS.map((reason) => count("skipped", reason)),
+    ...SKIP_REASONS.map((reason) => count(`skipped.${reason}`)),
   ]);
   const bySkip = Object.fromEntries(SKIP_REASONS.map((reason, i) => [reason, skipped[i] ?? 0])) as Record<SkipReason, number>;
   return { total: 0, pending: pending!, queued: queued!, sent: sent!, failed: failed!, skipped: bySkip };
@@ -76,11 +201,6 @@ function addTo(counts: RecipientCounts, bucket: Bucket, n: number): void {
   else counts[state] += n;
 }
 
-/** The bucket a row is in. */
-export function bucketOf(row: Pick<RecipientDoc, "state" | "reason">): Bucket {
-  return row.state === "skipped" ? (`skipped.${row.reason as SkipReason}` as Bucket) : (row.state as Bucket);
-}
-
 /**
  * The counts of a campaign recounted from its ledger (one count per bucket),
  * with the rows erasures removed (`erased_rows`; rows counted there and not
@@ -89,17 +209,17 @@ export function bucketOf(row: Pick<RecipientDoc, "state" | "reason">): Bucket {
 export async function countLedger(repos: Pick<TenantRepositories, "campaigns" | "recipients">, campaignId: string): Promise<RecipientCounts> {
   for (let attempt = 0; ; attempt++) {
     const before = await repos.campaigns.findOne({ _id: campaignId });
-    const counts = await countRows(repos.recipients, campaignId);
+    const counts = await countRows(repos.recipients, campaignId, positionOf(before));
     const after = await repos.campaigns.findOne({ _id: campaignId });
     const erasures = (doc: CampaignDoc | null) => JSON.stringify([doc?.erased_rows ?? {}, doc?.erasing ?? []]);
-    if (erasures(before) !== erasures(after) && attempt < 5) continue;
+    if ((erasures(before) !== erasures(after) || positionOf(before) !== positionOf(after)) && attempt < 5) continue;
     const erased = after?.erased_rows ?? {};
     counts.sent += erased.sent ?? 0;
     counts.failed += erased.failed ?? 0;
     for (const reason of SKIP_REASONS) counts.skipped[reason] += erased.skipped?.[reason] ?? 0;
     const erasing = after?.erasing ?? [];
     if (erasing.length > 0) {
-      for (const row of await repos.recipients.find({ campaign_id: campaignId, email_id: { $in: erasing } })) addTo(counts, bucketOf(row), -1);
+      for (const row of await repos.recipients.find({ campaign_id: campaignId, email_id: { $in: erasing } })) addTo(counts, bucketOf(row, positionOf(after)), -1);
     }
     counts.total = counts.pending + counts.queued + counts.sent + counts.failed + SKIP_REASONS.reduce((sum, r) => sum + counts.skipped[r], 0);
     return counts;
@@ -114,30 +234,46 @@ export async function reconcile(repos: Pick<TenantRepositories, "campaigns" | "r
 }
 
 /**
+ * Skips a row still open (pending, held or with delivery) as `to`, whatever
+ * bucket it is in when the write comes (the hand-over may move it from
+ * pending to queued meanwhile). Resolves the row as it is then (null: gone).
+ */
+export async function skipOpenRow(
+  repos: Pick<TenantRepositories, "campaigns" | "recipients">,
+  found: RecipientDoc,
+  to: `skipped.${SkipReason}`,
+  now: number,
+): Promise<RecipientDoc | null> {
+  let row: RecipientDoc | null = found;
+  while (row && (row.state === "pending" || row.state === "held" || row.state === "queued")) {
+    const position = positionOf(await repos.campaigns.findOne({ _id: row.campaign_id }));
+    await moveRows(repos, row.campaign_id, [row._id], bucketOf(row, position), to, now);
+    row = await repos.recipients.findOne({ _id: found._id });
+  }
+  return row;
+}
+
+/**
  * Removes rows from the ledger, keeping their campaigns' counts: a row still
- * pending or queued is first skipped as `erased` (a row in flight would
- * otherwise be counted as queued for ever); then, per row, its bucket is
- * counted in the campaign's `erased_rows` with its email id in `erasing` (one
- * write, guarded by that id not being there yet), the row deleted, and the id
- * pulled. A crash anywhere in between is finished by the next pass, and a
- * recount (countLedger) takes a row counted and not yet deleted once.
+ * open (pending, held or with delivery) is first skipped as `erased` (a row
+ * in flight would otherwise be counted as queued for ever); then, per row,
+ * its bucket is counted in the campaign's `erased_rows` with its email id in
+ * `erasing` (one write, guarded by that id not being there yet), the row
+ * deleted, and the id pulled. A crash anywhere in between is finished by the
+ * next pass, and a recount (countLedger) takes a row counted and not yet
+ * deleted once.
  */
 export async function eraseRows(repos: Pick<TenantRepositories, "campaigns" | "recipients">, rows: readonly RecipientDoc[], now: number): Promise<number> {
   let erased = 0;
   for (const found of rows) {
-    let row: RecipientDoc | null = found;
-    while (row && (row.state === "pending" || row.state === "queued")) {
-      await moveRows(repos, row.campaign_id, { _id: row._id }, row.state, "skipped.erased", now);
-      row = await repos.recipients.findOne({ _id: found._id });
-    }
+    const row = await skipOpenRow(repos, found, "skipped.erased", now);
     if (!row) continue;
     await repos.campaigns.updateOne(
       { _id: row.campaign_id, erasing: { $ne: row.email_id } },
-      { $inc: { [`erased_rows.${bucketOf(row)}`]: 1 }, $addToSet: { erasing: { $each: [row.email_id] } } } as unknown as TenantUpdate<CampaignDoc>,
+      { $inc: { [`erased_rows.${bucketOf(row, "")}`]: 1 }, $addToSet: { erasing: { $each: [row.email_id] } } } as unknown as TenantUpdate<CampaignDoc>,
     );
     if (await repos.recipients.deleteOne({ _id: row._id })) erased++;
     await repos.campaigns.updateOne({ _id: row.campaign_id }, { $pull: { erasing: row.email_id } });
   }
   return erased;
 }
-

@@ -1,6 +1,6 @@
 import { delivery } from "@emailsvc/proto";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { eraseRows, moveRows, rowId, type Bucket } from "./ledger.js";
+import { eraseRows, moveRows, rowId, type Target } from "./ledger.js";
 
 // Delivery's answers about campaign emails (email.status) move the ledger.
 
@@ -19,7 +19,7 @@ export interface EmailOutcome {
  * decision on the subscribers service's answer) or the campaign was
  * cancelled; failed when the mail could not be sent.
  */
-function bucketOfFailure(reason: delivery.FailureReason): Bucket {
+function bucketOfFailure(reason: delivery.FailureReason): Target {
   switch (reason) {
     case delivery.FailureReason.RECIPIENT_UNSUBSCRIBED:
       return "skipped.unsubscribed";
@@ -45,29 +45,30 @@ const SETTLED = new Set(["sent", "failed", "bounced", "suppressed", "held"]);
 
 /**
  * Records delivery's outcomes of a batch (sent, failed, bounced, suppressed, held) on the ledger:
- * queued rows move to sent, failed or skipped, a batch per campaign and
- * outcome; `held` (delivery did not give the email to the provider because the
- * campaign is paused) moves them back to pending, so that the dispatcher hands
- * them over again once the campaign is resumed (delivery's record makes that
+ * rows with delivery (queued: at or before the campaign's hand-over position)
+ * move to sent, failed or skipped, a batch per campaign and outcome, one
+ * write per row; `held` (delivery did not give the email to the provider
+ * because the campaign is paused) moves them back to pending (stored `held`),
+ * so that the dispatcher hands them over again once the campaign is resumed (delivery's record makes that
  * the same email). Other statuses (queued, deferred, delivered, complained) change no row.
  * A row a cancel skipped while its email was already on its way, and that was
  * sent after all, is counted as sent: the ledger says what happened.
  */
 export async function recordOutcomes(repos: TenantRepositories, outcomes: readonly EmailOutcome[], now: number): Promise<void> {
-  const groups = new Map<string, { campaignId: string; to: Bucket; ids: string[] }>();
+  const groups = new Map<string, { campaignId: string; to: Target; ids: string[] }>();
   for (const o of outcomes) {
     if (!o.campaignId || !o.subscriberId) continue;
     if (!SETTLED.has(o.status)) continue;
-    const to: Bucket = o.status === "sent" ? "sent" : o.status === "held" ? "pending" : bucketOfFailure(o.failureReason);
+    const to: Target = o.status === "sent" ? "sent" : o.status === "held" ? "pending" : bucketOfFailure(o.failureReason);
     const key = `${o.campaignId}|${to}`;
     const group = groups.get(key) ?? { campaignId: o.campaignId, to, ids: [] };
     group.ids.push(rowId(o.campaignId, o.subscriberId));
     groups.set(key, group);
   }
   for (const { campaignId, to, ids } of groups.values()) {
-    const moved = await moveRows(repos, campaignId, { _id: { $in: ids } }, "queued", to, now);
+    const moved = await moveRows(repos, campaignId, ids, "queued", to, now);
     if (moved < ids.length && to === "sent") {
-      await moveRows(repos, campaignId, { _id: { $in: ids } }, "skipped.cancelled", "sent", now);
+      await moveRows(repos, campaignId, ids, "skipped.cancelled", "sent", now);
     }
     // Delivery found the recipient erased (an erasure this service had not seen
     // yet, or a row the snapshot took just before it): the row goes as the erasure's.

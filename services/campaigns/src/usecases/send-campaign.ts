@@ -17,9 +17,10 @@ import { campaignView } from "./views.js";
 /**
  * Starts a draft. With a `sendAt` in the future it is `scheduled` (the
  * dispatcher starts it then); otherwise it is `sending` at once: the template
- * version is pinned, the audience is copied into the ledger for up to the
- * snapshot budget, and the answer carries the total (final once
- * `snapshotComplete`; a larger audience is finished by the dispatcher).
+ * version is pinned, the audience's first page is copied into the ledger
+ * (and more for up to the snapshot budget), and the answer carries the total
+ * (final once `snapshotComplete`; a larger audience is finished by the
+ * dispatcher, which hands over what is copied meanwhile).
  */
 export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string; sendAt: number | undefined }): Promise<CampaignView> {
   const current = await loadCampaign(scope, input.id);
@@ -42,7 +43,8 @@ export async function sendCampaign(deps: Deps, scope: Scope, input: { id: string
   // The request holds the dispatcher's lease while it copies the audience, so
   // the two do not copy it side by side; if the request dies, the lease runs
   // out and the dispatcher goes on from where it stopped.
-  const budgetMs = deps.settings?.snapshotBudgetMs ?? 2_000;
+  // Past the first page only within the budget (0 by default: the dispatcher copies the rest while it sends).
+  const budgetMs = deps.settings?.snapshotBudgetMs ?? 0;
   const owner = `request:${scope.call.requestId || newId("req")}`;
   const started = await startSending(deps, scope, current, version, "draft", { owner, until: now + budgetMs + 30_000 });
   if (!started) throw notDraft((await loadCampaign(scope, input.id)).status, "sent");
@@ -92,6 +94,7 @@ export async function startSending(
       counts: emptyCounts(),
       snapshot_complete: false,
       snapshot_after: "",
+      handed_up_to: "",
       failure_reason: "",
       lease_owner: lease.owner,
       lease_until: lease.until,
