@@ -17,6 +17,26 @@ import { snapshotAudience } from "../src/usecases/snapshot-audience.js";
 // counts have not moved for a few seconds, not at its one-minute recheck of
 // queued rows. The clock (frozen) is moved past the few seconds, well short of the minute.
 
+/** A campaign as a send leaves it: sending, its snapshot not begun, no dispatcher holding it yet. */
+function sendingCampaign(name: string, now: number) {
+  return {
+    _id: newId("cmp"),
+    name,
+    template_id: newId("tpl"),
+    tag_filter: {},
+    status: "sending" as const,
+    created_at: now,
+    updated_at: now,
+    counts: emptyCounts(),
+    snapshot_complete: false,
+    snapshot_after: "",
+    lease_until: 0,
+    version: 1,
+    outbox: [],
+    outbox_pending: false,
+  };
+}
+
 describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
   let test: TestStore;
   let storage: CampaignStorage;
@@ -62,23 +82,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
 
   it("finishes a campaign whose counts still say queued while its ledger says sent, within seconds", async () => {
     const now = deps.now();
-    const doc = {
-      _id: newId("cmp"),
-      name: "Behind",
-      template_id: newId("tpl"),
-      tag_filter: {},
-      status: "sending" as const,
-      created_at: now,
-      updated_at: now,
-      counts: emptyCounts(),
-      snapshot_complete: false,
-      snapshot_after: "",
-      // As a send leaves it: no dispatcher holds it yet.
-      lease_until: 0,
-      version: 1,
-      outbox: [],
-      outbox_pending: false,
-    };
+    const doc = sendingCampaign("Behind", now);
     await repos.campaigns.insertOne(doc);
     await snapshotAudience(deps, repos, { ...doc, tenant } as CampaignDoc, now + 60_000);
     // Every recipient handed to delivery: the run waits for their outcomes.
@@ -130,22 +134,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
         },
       },
     };
-    const doc = {
-      _id: newId("cmp"),
-      name: "Paged",
-      template_id: newId("tpl"),
-      tag_filter: {},
-      status: "sending" as const,
-      created_at: now,
-      updated_at: now,
-      counts: emptyCounts(),
-      snapshot_complete: false,
-      snapshot_after: "",
-      lease_until: 0,
-      version: 1,
-      outbox: [],
-      outbox_pending: false,
-    };
+    const doc = sendingCampaign("Paged", now);
     await repos.campaigns.insertOne(doc);
     // Delivery's part: every send request answered sent.
     const observer: Subscription = await bus.subscribe({
@@ -180,22 +169,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
 
   it("hands over again, after a minute without an answer, what it handed over (no time is kept on the rows)", async () => {
     const now = deps.now();
-    const doc = {
-      _id: newId("cmp"),
-      name: "Unanswered",
-      template_id: newId("tpl"),
-      tag_filter: {},
-      status: "sending" as const,
-      created_at: now,
-      updated_at: now,
-      counts: emptyCounts(),
-      snapshot_complete: false,
-      snapshot_after: "",
-      lease_until: 0,
-      version: 1,
-      outbox: [],
-      outbox_pending: false,
-    };
+    const doc = sendingCampaign("Unanswered", now);
     await repos.campaigns.insertOne(doc);
     const requests = new Map<string, number>();
     const total = () => [...requests.values()].reduce((sum, n) => sum + n, 0);
