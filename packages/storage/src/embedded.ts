@@ -558,17 +558,27 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   private refuseArrayUpdates(update: AnyUpdate): void {
-    if (this.compoundFields.size === 0) return;
-    const set = update.$set as PlainObject | undefined;
-    for (const [field, index] of this.compoundFields) {
-      if (update.$addToSet?.[field] !== undefined || update.$push?.[field] !== undefined) this.refuseArray(field, index, []);
-      for (const path in set) {
-        const value = set[path];
-        if (path === field) this.refuseArray(field, index, value);
-        else if (field.length > path.length && field.charCodeAt(path.length) === 46 && field.startsWith(path) && isPlainObject(value)) {
-          this.refuseArray(field, index, readPath(value, field.slice(path.length + 1)));
-        }
+    const compound = this.compoundFields;
+    if (compound.size === 0) return;
+    // Looked up by each path of the update (not each compound field against every path: an entry and an array each).
+    for (const op of ARRAY_OPERATORS) {
+      const operand = update[op] as PlainObject | undefined;
+      for (const path in operand) {
+        const index = compound.get(path);
+        if (index !== undefined) this.refuseArray(path, index, []);
       }
+    }
+    const set = update.$set as PlainObject | undefined;
+    for (const path in set) {
+      const value = set[path];
+      const index = compound.get(path);
+      if (index !== undefined) this.refuseArray(path, index, value);
+      if (!isPlainObject(value)) continue;
+      compound.forEach((inner, field) => {
+        if (field.length > path.length && field.charCodeAt(path.length) === 46 && field.startsWith(path)) {
+          this.refuseArray(field, inner, readPath(value, field.slice(path.length + 1)));
+        }
+      });
     }
   }
 
@@ -673,6 +683,9 @@ function rawIndex(def: IndexDef): RawIndex {
     ...(def.arrayField !== undefined ? { arrayField: def.arrayField } : {}),
   };
 }
+
+/** The update operators that add to an array. */
+const ARRAY_OPERATORS = ["$addToSet", "$push"] as const;
 
 /** Whether a `$pull` names a field the document lacks (updated() then drops it). */
 function pullsMissing(doc: PlainObject, pull: PlainObject): boolean {

@@ -852,7 +852,17 @@ export class MemoryTable {
   }
 
   /** The documents matching, in `_id` order unless sorted otherwise (index candidates: in index order), at most `limit`. */
-  select(filter: AnyFilter, query: PlainObject, options: SelectOptions = {}): Slot[] {
+  select(filter: AnyFilter, query: PlainObject, options: SelectOptions = NO_OPTIONS): Slot[] {
+    const id = filter._id;
+    if (typeof id === "string") {
+      // One `_id` (most writes' filters): at most one document, so no plan, sort or page to make.
+      const slot = this.get(id);
+      if (slot === undefined) return [];
+      const doc = this.peek(slot);
+      if (!match(doc, query)) return [];
+      this.keep(slot, doc);
+      return [slot];
+    }
     const { sort, limit } = options;
     const sortKeys = sort === undefined ? [] : Object.keys(sort);
     const candidates = this.candidates(filter);
@@ -970,8 +980,11 @@ function walkBudget(limit: number): number {
 }
 
 /** The `_id` range a condition on `_id` names ($gt/$gte, $lt/$lte); strings only (ids are strings). */
+const NO_OPTIONS: SelectOptions = {};
+const NO_RANGE: [undefined, undefined] = [undefined, undefined];
+
 function idRange(condition: unknown): [IdBound | undefined, IdBound | undefined] {
-  if (!isPlainObject(condition)) return [undefined, undefined];
+  if (!isPlainObject(condition)) return NO_RANGE;
   let lower: IdBound | undefined;
   let upper: IdBound | undefined;
   if (typeof condition.$gt === "string") lower = { id: condition.$gt, inclusive: false };
