@@ -807,9 +807,7 @@ function matchQuery(filter: AnyFilter): NedbQuery {
   // writes' filters, which need no copy then. The caller's filter object is
   // only read, and only before the operation returns to its caller.
   if (onlyPlainEqualities(filter)) return filter as NedbQuery;
-  if (!idLookupIsExact(filter._id)) return translateFilter(filter);
-  const { _id, ...rest } = filter;
-  return translateFilter(rest);
+  return translate(filter, idLookupIsExact(filter._id));
 }
 
 /** Whether every condition of a (checked) filter is equality to a string, number or boolean on a field read plainly: what translateFilter would answer is the filter itself. */
@@ -823,25 +821,40 @@ function onlyPlainEqualities(filter: AnyFilter): boolean {
 }
 
 export function translateFilter(filter: AnyFilter): NedbQuery {
+  return translate(filter, false);
+}
+
+/** translateFilter, without the filter's `_id` when `skipId` (matchQuery: the candidates are those ids already). */
+function translate(filter: AnyFilter, skipId: boolean): NedbQuery {
   const query: NedbQuery = {};
-  const and: NedbQuery[] = [];
-  const add = (clause: NedbQuery): void => {
-    const [key] = Object.keys(clause);
-    if (key !== undefined && !key.startsWith("$") && !(key in query)) Object.assign(query, clause);
-    else and.push(clause);
-  };
-  for (const [field, condition] of Object.entries(filter)) {
+  let and: NedbQuery[] | undefined;
+  for (const field in filter) {
+    if (skipId && field === "_id") continue;
+    const condition = filter[field];
     if (field === "$or") {
-      and.push({ $or: (condition as AnyFilter[]).map(translateFilter) });
+      (and ??= []).push({ $or: (condition as AnyFilter[]).map(translateFilter) });
       continue;
     }
     if (reachesInherited(field)) {
-      and.push(ownFieldCondition(field, condition));
+      (and ??= []).push(ownFieldCondition(field, condition));
       continue;
     }
-    for (const clause of translateCondition(field, condition)) add(clause);
+    // Equality to a value other than null: the clause `{ [field]: value }` (equals), kept at the top when it can be.
+    if (condition !== null && !isPlainObject(condition) && !(field in query)) {
+      query[field] = condition;
+      continue;
+    }
+    for (const clause of translateCondition(field, condition)) {
+      let key: string | undefined;
+      for (const first in clause) {
+        key = first;
+        break;
+      }
+      if (key !== undefined && !key.startsWith("$") && !(key in query)) Object.assign(query, clause);
+      else (and ??= []).push(clause);
+    }
   }
-  if (and.length > 0) query.$and = and;
+  if (and !== undefined) query.$and = and;
   return query;
 }
 
