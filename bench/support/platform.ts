@@ -15,10 +15,10 @@ export function startPlatform(dataDir: string, env: Record<string, string>): Pro
   return startPlatformProcess(REPO, { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...heapProfileEnv(), ...env }, { nodeArgs });
 }
 
-/** The settings of the heap profile preload (./heap-profile.ts), when given: the kit passes the platform only what it is told. */
+/** The settings of the heap profile and GC count preloads (./heap-profile.ts, ./gc-count.ts), when given: the kit passes the platform only what it is told. */
 function heapProfileEnv(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of ["BENCH_HEAP_PROFILE_THREADS", "BENCH_HEAP_PROFILE_DIR"]) if (process.env[name]) out[name] = process.env[name]!;
+  for (const name of ["BENCH_HEAP_PROFILE_THREADS", "BENCH_HEAP_PROFILE_DIR", "BENCH_GC_THREADS", "BENCH_GC_DIR"]) if (process.env[name]) out[name] = process.env[name]!;
   return out;
 }
 

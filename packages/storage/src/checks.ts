@@ -55,9 +55,28 @@ const PROTO = "__proto__";
 
 /** A field path: dotted segments, none empty, none an operator, none `__proto__`. */
 function checkPath(path: string, where: string): void {
-  if (path.length === 0 || path.split(".").some((part) => part.length === 0 || part.startsWith("$") || part === PROTO)) {
+  if (!isFieldPath(path)) {
     throw new TypeError(`invalid field path ${show(path)} in ${where}${path.split(".").includes(PROTO) ? " (__proto__ cannot be a field name)" : ""}`);
   }
+}
+
+/** checkPath's test, segment by segment in the string itself: every update's paths go through it, and splitting each made an array and a string per segment. */
+function isFieldPath(path: string): boolean {
+  if (path.length === 0) return false;
+  let start = 0;
+  for (;;) {
+    const dot = path.indexOf(".", start);
+    const end = dot === -1 ? path.length : dot;
+    if (end === start || path.charCodeAt(start) === 36 /* $ */) return false;
+    if (end - start === PROTO.length && path.startsWith(PROTO, start)) return false;
+    if (dot === -1) return true;
+    start = dot + 1;
+  }
+}
+
+/** Whether `inner` is a field inside `outer` (`a.b` inside `a`), without making `${outer}.`. */
+function isInside(inner: string, outer: string): boolean {
+  return inner.length > outer.length && inner.charCodeAt(outer.length) === 46 /* . */ && inner.startsWith(outer);
 }
 
 const CONDITION_OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$all", "$gt", "$gte", "$lt", "$lte", "$exists"]);
@@ -136,6 +155,28 @@ export function cleanValue(value: unknown, where: string): unknown {
   return cleanNamingPath(value, where);
 }
 
+/**
+ * Whether a Date was ever stored in this process (cleaned, or read from a
+ * datafile): until one is, no stored document holds one, and the embedded
+ * store writes a document as plain JSON without first walking it for Dates
+ * (serializeDoc). Stored documents are never changed in place, so every Date
+ * in one came through cleanValue or a datafile.
+ */
+let datesSeen = false;
+
+export function dateSeen(): void {
+  datesSeen = true;
+}
+
+export function mayHoldDates(): boolean {
+  return datesSeen;
+}
+
+function copyDate(value: Date): Date {
+  datesSeen = true;
+  return new Date(value.getTime());
+}
+
 /** What cleanQuietly throws at a value cleanNamingPath refuses. */
 const REFUSED = new Error("refused");
 
@@ -157,7 +198,7 @@ function cleanQuietly(value: unknown): unknown {
       return element === undefined ? null : cleanQuietly(element);
     });
   }
-  if (value instanceof Date) return new Date(value.getTime());
+  if (value instanceof Date) return copyDate(value);
   if (isPlainObject(value)) {
     const copy: PlainObject = {};
     let fields = 0;
@@ -188,7 +229,7 @@ function cleanNamingPath(value: unknown, where: string): unknown {
       return element === undefined ? null : cleanNamingPath(element, `${where}[${i}]`);
     });
   }
-  if (value instanceof Date) return new Date(value.getTime());
+  if (value instanceof Date) return copyDate(value);
   if (isPlainObject(value)) {
     const copy: PlainObject = {};
     let fields = 0;
@@ -286,62 +327,111 @@ const UPDATE_OPERATORS = new Set(["$set", "$unset", "$inc", "$addToSet", "$pull"
  */
 export function normalizeUpdate(update: Update): Update | null {
   if (!isPlainObject(update)) throw new TypeError("update must be a plain object");
-  const out: Record<string, PlainObject> = {};
+  // One pass over the operators and their paths (every write of the store
+  // comes here): for-in rather than entries, a path's `where` text only for an
+  // error, and the paths kept for the check of overlaps below.
+  let out: Record<string, PlainObject> | undefined;
   const paths: string[] = [];
-  for (const [op, operand] of Object.entries(update)) {
+  for (const op in update) {
     if (!UPDATE_OPERATORS.has(op)) throw new TypeError(`unsupported update operator ${show(op)}`);
+    const operand = (update as PlainObject)[op];
     if (operand === undefined) continue;
     if (!isPlainObject(operand)) throw new TypeError(`${op} takes an object of field paths`);
-    const kept: PlainObject = {};
-    for (const [path, value] of Object.entries(operand)) {
-      const where = `${op}.${path}`;
+    let kept: PlainObject | undefined;
+    for (const path in operand) {
+      const value = operand[path];
       checkPath(path, "update");
-      if (path === "_id" || path.startsWith("_id.")) throw new TypeError("an update cannot change _id");
+      if (path === "_id" || isInside(path, "_id")) throw new TypeError("an update cannot change _id");
+      let stored: unknown;
       switch (op) {
         case "$set":
           if (value === undefined) continue;
-          kept[path] = cleanValue(value, where);
+          stored = cleanOperand(value, op, path, "");
           break;
         case "$unset":
-          if (value !== "" && value !== true && value !== 1) throw new TypeError(`${where} takes "", true or 1`);
-          kept[path] = "";
+          if (value !== "" && value !== true && value !== 1) throw new TypeError(`${op}.${path} takes "", true or 1`);
+          stored = "";
           break;
         case "$inc":
-          if (typeof value !== "number" || !Number.isFinite(value))
-            throw new TypeError(`${where} takes a finite number`);
-          kept[path] = value;
+          if (typeof value !== "number" || !Number.isFinite(value)) throw new TypeError(`${op}.${path} takes a finite number`);
+          stored = value;
           break;
         case "$pull":
           if (!isScalar(value)) {
-            throw new TypeError(`${where} takes a string, finite number, boolean or null (exact value)`);
+            throw new TypeError(`${op}.${path} takes a string, finite number, boolean or null (exact value)`);
           }
-          kept[path] = value;
+          stored = value;
           break;
         default: {
           // $addToSet and $push: only the `$each` form, so a value that is itself
           // an array is never mistaken for a list of values.
-          if (!isPlainObject(value) || Object.keys(value).length !== 1 || !Array.isArray(value.$each)) {
-            throw new TypeError(`${where} takes { $each: [...] }`);
-          }
-          if (value.$each.length === 0) continue;
-          kept[path] = { $each: cleanValue(value.$each, `${where}.$each`) };
+          if (!isPlainObject(value) || !onlyEach(value)) throw new TypeError(`${op}.${path} takes { $each: [...] }`);
+          const each = value.$each as unknown[];
+          if (each.length === 0) continue;
+          stored = { $each: cleanOperand(each, op, path, ".$each") };
         }
       }
+      kept ??= {};
+      kept[path] = stored;
       paths.push(path);
     }
-    if (Object.keys(kept).length > 0) out[op] = kept;
+    if (kept !== undefined) (out ??= {})[op] = kept;
   }
-  // MongoDB rejects two operators on one path (or on a path and its parent),
-  // NeDB would apply them in turn: refuse it everywhere.
-  const sorted = [...paths].sort();
-  for (let i = 1; i < sorted.length; i += 1) {
-    const previous = sorted[i - 1] as string;
-    const current = sorted[i] as string;
-    if (current === previous || current.startsWith(`${previous}.`)) {
-      throw new TypeError(`update touches ${previous} and ${current} in one operation`);
+  refuseOverlaps(paths);
+  return out === undefined ? null : (out as Update);
+}
+
+/** An update's value cleaned (cleanValue), its path named only when it is refused. */
+function cleanOperand(value: unknown, op: string, path: string, suffix: string): unknown {
+  try {
+    return cleanQuietly(value);
+  } catch (error) {
+    if (error !== REFUSED) throw error;
+  }
+  return cleanNamingPath(value, `${op}.${path}${suffix}`);
+}
+
+/** Whether an object's only own field is an array `$each`. */
+function onlyEach(value: PlainObject): boolean {
+  let fields = 0;
+  for (const key in value) if (Object.prototype.hasOwnProperty.call(value, key)) fields += 1;
+  return fields === 1 && Array.isArray(value.$each);
+}
+
+/** Paths of one update past which the overlap check sorts them rather than comparing each pair. */
+const PAIRWISE_PATHS = 16;
+
+/**
+ * MongoDB rejects two operators on one path (or on a path and its parent),
+ * NeDB would apply them in turn: refuse it everywhere. An update has a few
+ * paths, compared pair by pair without a copy; many are looked up: each path,
+ * and each of its parents, among the others.
+ */
+function refuseOverlaps(paths: string[]): void {
+  if (paths.length <= PAIRWISE_PATHS) {
+    for (let i = 1; i < paths.length; i += 1) {
+      const current = paths[i]!;
+      for (let j = 0; j < i; j += 1) {
+        const previous = paths[j]!;
+        if (current === previous || isInside(current, previous) || isInside(previous, current)) {
+          const [low, high] = previous < current ? [previous, current] : [current, previous];
+          throw new TypeError(`update touches ${low} and ${high} in one operation`);
+        }
+      }
+    }
+    return;
+  }
+  const seen = new Set<string>();
+  for (const path of paths) {
+    if (seen.has(path)) throw new TypeError(`update touches ${path} and ${path} in one operation`);
+    seen.add(path);
+  }
+  for (const path of paths) {
+    for (let dot = path.indexOf("."); dot !== -1; dot = path.indexOf(".", dot + 1)) {
+      const parent = path.slice(0, dot);
+      if (seen.has(parent)) throw new TypeError(`update touches ${parent} and ${path} in one operation`);
     }
   }
-  return Object.keys(out).length > 0 ? (out as Update) : null;
 }
 
 export function checkFindOptions(options: FindOptions | undefined): void {

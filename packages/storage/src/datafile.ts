@@ -11,7 +11,7 @@
 import { constants as fsConstants, promises as fs } from "node:fs";
 import * as path from "node:path";
 import { deserialize, serialize } from "@seald-io/nedb/lib/model.js";
-import type { PlainObject } from "./checks.js";
+import { dateSeen, mayHoldDates, type PlainObject } from "./checks.js";
 
 /** NeDB's default mode for datafiles. */
 export const FILE_MODE = 0o644;
@@ -54,8 +54,9 @@ export interface LoadedDatafile {
 /** One document as one datafile line (without the newline): NeDB's serialize, fast when no Date is in it. */
 export function serializeDoc(doc: PlainObject): string {
   // NeDB's serialize runs a replacer on every value (Dates to {$$date}); plain
-  // JSON is the same text without Dates, which the port does not promise anyway.
-  return hasDate(doc) ? serialize(doc) : JSON.stringify(doc);
+  // JSON is the same text without Dates, which the port does not promise anyway
+  // (and which no document holds until one was stored: mayHoldDates).
+  return mayHoldDates() && hasDate(doc) ? serialize(doc) : JSON.stringify(doc);
 }
 
 function hasDate(value: unknown): boolean {
@@ -79,7 +80,9 @@ export function indexLine(raw: RawIndex): string {
 
 export function parseLine(line: string): unknown {
   // NeDB's deserialize runs a reviver on every value; only a line with a Date needs it.
-  return line.includes('"$$date"') ? deserialize(line) : JSON.parse(line);
+  if (!line.includes('"$$date"')) return JSON.parse(line);
+  dateSeen();
+  return deserialize(line);
 }
 
 /**
@@ -255,7 +258,9 @@ export interface SnapshotLine {
 
 /** Lines appended to the old file while a rewrite ran (GroupAppender's captured batches): each line's text and bytes. */
 export interface TailLines {
+  /** Lines without their newlines. */
   lines: readonly string[];
+  /** Each line's UTF-8 bytes, its newline included. */
   bytes: readonly number[];
 }
 
@@ -326,7 +331,7 @@ export async function rewriteDatafile(
       const tailAt = size;
       for (const batch of tail) {
         if (batch.lines.length === 0) continue;
-        await handle.writeFile(batch.lines.join(""), "utf8");
+        await handle.writeFile(`${batch.lines.join("\n")}\n`, "utf8");
         for (const bytes of batch.bytes) size += bytes;
       }
       await handle.sync();

@@ -295,7 +295,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (!this.loaded) await this.ready;
   }
 
-  /** Queues a line (ending in a newline) for the datafile. */
+  /** Queues a line (without its newline) for the datafile. */
   private appendLine(line: string, owner?: Slot): void {
     if (this.appender === undefined) return;
     this.fileLines += 1;
@@ -304,7 +304,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Queues a stored document's line: the slot learns where it went once it is appended. */
   private appendDoc(slot: Slot, doc: PlainObject): void {
-    if (this.appender !== undefined) this.appendLine(`${serializeDoc(doc)}\n`, slot);
+    if (this.appender !== undefined) this.appendLine(serializeDoc(doc), slot);
   }
 
   /** Waits until this collection's writes so far are in its datafile (immediate in memory). */
@@ -332,7 +332,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
     for (const def of bySet.values()) {
       // A datafile whose index changed uniqueness is migrated rather than refused (MongoDB refuses: there it takes a migration).
-      if (this.table.defineIndex(def)) this.appendLine(`${indexLine(rawIndex(def))}\n`);
+      if (this.table.defineIndex(def)) this.appendLine(indexLine(rawIndex(def)));
     }
     await this.persisted();
   }
@@ -474,14 +474,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    */
   private updated(doc: PlainObject, update: AnyUpdate): PlainObject {
     let effective: PlainObject = update as PlainObject;
-    if (update.$pull !== undefined) {
+    if (update.$pull !== undefined && pullsMissing(doc, update.$pull as PlainObject)) {
       const pulls = Object.entries(update.$pull).filter(([field]) => readPath(doc, field) !== undefined);
-      if (pulls.length !== Object.keys(update.$pull).length) {
-        effective = { ...update };
-        if (pulls.length > 0) effective.$pull = Object.fromEntries(pulls);
-        else delete effective.$pull;
-        if (Object.keys(effective).length === 0) return doc;
-      }
+      effective = { ...update };
+      if (pulls.length > 0) effective.$pull = Object.fromEntries(pulls);
+      else delete effective.$pull;
+      if (Object.keys(effective).length === 0) return doc;
     }
     return applyUpdate(doc, effective);
   }
@@ -531,7 +529,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     // Its id before the slot is freed (its number may serve the next insert).
     const id = this.table.idOf(slot);
     this.table.remove(slot);
-    this.appendLine(`${deletionLine(id)}\n`);
+    this.appendLine(deletionLine(id));
     await this.persisted();
     return true;
   }
@@ -544,7 +542,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       // Its id before the slot is freed (its number may serve the next insert).
       const id = this.table.idOf(slot);
       this.table.remove(slot);
-      this.appendLine(`${deletionLine(id)}\n`);
+      this.appendLine(deletionLine(id));
     }
     await this.persisted();
     return slots.length;
@@ -560,12 +558,27 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   private refuseArrayUpdates(update: AnyUpdate): void {
-    for (const [field, index] of this.compoundFields) {
-      if (update.$addToSet?.[field] !== undefined || update.$push?.[field] !== undefined) this.refuseArray(field, index, []);
-      for (const [path, value] of Object.entries(update.$set ?? {})) {
-        if (path === field) this.refuseArray(field, index, value);
-        else if (field.startsWith(`${path}.`) && isPlainObject(value)) this.refuseArray(field, index, readPath(value, field.slice(path.length + 1)));
+    const compound = this.compoundFields;
+    if (compound.size === 0) return;
+    // Looked up by each path of the update (not each compound field against every path: an entry and an array each).
+    for (const op of ARRAY_OPERATORS) {
+      const operand = update[op] as PlainObject | undefined;
+      for (const path in operand) {
+        const index = compound.get(path);
+        if (index !== undefined) this.refuseArray(path, index, []);
       }
+    }
+    const set = update.$set as PlainObject | undefined;
+    for (const path in set) {
+      const value = set[path];
+      const index = compound.get(path);
+      if (index !== undefined) this.refuseArray(path, index, value);
+      if (!isPlainObject(value)) continue;
+      compound.forEach((inner, field) => {
+        if (field.length > path.length && field.charCodeAt(path.length) === 46 && field.startsWith(path)) {
+          this.refuseArray(field, inner, readPath(value, field.slice(path.length + 1)));
+        }
+      });
     }
   }
 
@@ -671,6 +684,15 @@ function rawIndex(def: IndexDef): RawIndex {
   };
 }
 
+/** The update operators that add to an array. */
+const ARRAY_OPERATORS = ["$addToSet", "$push"] as const;
+
+/** Whether a `$pull` names a field the document lacks (updated() then drops it). */
+function pullsMissing(doc: PlainObject, pull: PlainObject): boolean {
+  for (const field in pull) if (readPath(doc, field) === undefined) return true;
+  return false;
+}
+
 /** Value at a dotted path through nested objects' own fields; undefined if any step is missing. */
 function readPath(doc: PlainObject, fieldPath: string): unknown {
   let current: unknown = doc;
@@ -733,7 +755,8 @@ function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefi
   if (set !== undefined) ops += 1;
   if (inc !== undefined) ops += 1;
   if (push !== undefined) ops += 1;
-  if (ops === 0 || ops !== Object.keys(update).length) return undefined;
+  if (ops === 0) return undefined;
+  for (const op in update) if (op !== "$set" && op !== "$inc" && op !== "$push") return undefined;
   for (const field in set) if (field.includes(".")) return undefined;
   for (const field in inc) {
     if (field.includes(".")) return undefined;
@@ -745,14 +768,21 @@ function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefi
     const current = doc[field];
     if (!Array.isArray(current) && (current !== undefined || Object.prototype.hasOwnProperty.call(doc, field))) return undefined;
   }
-  const next: PlainObject = { ...doc };
-  // A field the document lacked, assigned by a computed key, turns the copy into a hash table of its
-  // fields (about 1.5 KB more for an email record: delivery's cached records after their send's $set).
-  let added = false;
+  // A field the document lacked, assigned by a computed key, may turn the copy into a hash table of its
+  // fields (about 1.5 KB more for an email record: delivery's cached records after their send's $set),
+  // which a second spread laid out inline again. `$set`'s new fields are spread in with the document's
+  // instead: one copy, inline (V8 keeps a literal of two spreads fast).
+  let setAdds = false;
   for (const field in set) {
-    if (!added && !Object.prototype.hasOwnProperty.call(next, field)) added = true;
-    next[field] = set[field];
+    if (!Object.prototype.hasOwnProperty.call(doc, field)) {
+      setAdds = true;
+      break;
+    }
   }
+  const next: PlainObject = setAdds ? { ...doc, ...set } : { ...doc };
+  if (!setAdds) for (const field in set) next[field] = set[field];
+  // `$inc` or `$push` of a missing field: assigned, then spread again below.
+  let added = false;
   for (const field in inc) {
     const current = next[field];
     if (current === undefined) added = true;
@@ -772,31 +802,59 @@ function shallowSet(doc: PlainObject, update: PlainObject): PlainObject | undefi
  * except an `_id` condition the candidates already are (idLookupIsExact).
  */
 function matchQuery(filter: AnyFilter): NedbQuery {
-  if (!idLookupIsExact(filter._id)) return translateFilter(filter);
-  const { _id, ...rest } = filter;
-  return translateFilter(rest);
+  // Equalities to strings, numbers and booleans on plain fields are their own
+  // translation (an exact `_id` among them matched again, harmlessly): most
+  // writes' filters, which need no copy then. The caller's filter object is
+  // only read, and only before the operation returns to its caller.
+  if (onlyPlainEqualities(filter)) return filter as NedbQuery;
+  return translate(filter, idLookupIsExact(filter._id));
+}
+
+/** Whether every condition of a (checked) filter is equality to a string, number or boolean on a field read plainly: what translateFilter would answer is the filter itself. */
+function onlyPlainEqualities(filter: AnyFilter): boolean {
+  for (const field in filter) {
+    const condition = filter[field];
+    if (typeof condition !== "string" && typeof condition !== "number" && typeof condition !== "boolean") return false;
+    if (reachesInherited(field)) return false;
+  }
+  return true;
 }
 
 export function translateFilter(filter: AnyFilter): NedbQuery {
+  return translate(filter, false);
+}
+
+/** translateFilter, without the filter's `_id` when `skipId` (matchQuery: the candidates are those ids already). */
+function translate(filter: AnyFilter, skipId: boolean): NedbQuery {
   const query: NedbQuery = {};
-  const and: NedbQuery[] = [];
-  const add = (clause: NedbQuery): void => {
-    const [key] = Object.keys(clause);
-    if (key !== undefined && !key.startsWith("$") && !(key in query)) Object.assign(query, clause);
-    else and.push(clause);
-  };
-  for (const [field, condition] of Object.entries(filter)) {
+  let and: NedbQuery[] | undefined;
+  for (const field in filter) {
+    if (skipId && field === "_id") continue;
+    const condition = filter[field];
     if (field === "$or") {
-      and.push({ $or: (condition as AnyFilter[]).map(translateFilter) });
+      (and ??= []).push({ $or: (condition as AnyFilter[]).map(translateFilter) });
       continue;
     }
     if (reachesInherited(field)) {
-      and.push(ownFieldCondition(field, condition));
+      (and ??= []).push(ownFieldCondition(field, condition));
       continue;
     }
-    for (const clause of translateCondition(field, condition)) add(clause);
+    // Equality to a value other than null: the clause `{ [field]: value }` (equals), kept at the top when it can be.
+    if (condition !== null && !isPlainObject(condition) && !(field in query)) {
+      query[field] = condition;
+      continue;
+    }
+    for (const clause of translateCondition(field, condition)) {
+      let key: string | undefined;
+      for (const first in clause) {
+        key = first;
+        break;
+      }
+      if (key !== undefined && !key.startsWith("$") && !(key in query)) Object.assign(query, clause);
+      else (and ??= []).push(clause);
+    }
   }
-  if (and.length > 0) query.$and = and;
+  if (and !== undefined) query.$and = and;
   return query;
 }
 

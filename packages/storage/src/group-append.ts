@@ -30,6 +30,7 @@ import type { TailLines } from "./datafile.js";
 // that (it is the file's only writer).
 
 interface Batch extends TailLines {
+  /** The lines, without their newlines (see enqueue). */
   lines: string[];
   /** Each line's UTF-8 bytes, its newline included. */
   bytes: number[];
@@ -86,7 +87,11 @@ export class GroupAppender {
     private readonly onPlaced: (slot: Slot, version: number, at: number, len: number) => void,
   ) {}
 
-  /** Queues one line (ending in a newline) for the next append; `owner` and its `version` for a document's line. */
+  /**
+   * Queues one line (without its newline, which the append writes: a line
+   * and a newline joined would be a second string, copied whole when written)
+   * for the next append; `owner` and its `version` for a document's line.
+   */
   enqueue(line: string, owner?: Slot, version = 0): void {
     let batch = this.queue[this.queue.length - 1];
     const capturing = this.captured !== undefined;
@@ -94,7 +99,7 @@ export class GroupAppender {
       batch = newBatch(capturing);
       this.queue.push(batch);
     }
-    const bytes = Buffer.byteLength(line, "utf8");
+    const bytes = Buffer.byteLength(line, "utf8") + 1;
     batch.lines.push(line);
     batch.bytes.push(bytes);
     batch.owners.push(owner);
@@ -188,10 +193,14 @@ export class GroupAppender {
   }
 }
 
-/** The batch's lines as UTF-8, written straight into one buffer (no joined copy of the text). */
+/** The batch's lines as UTF-8, each followed by its newline, written straight into one buffer (no joined copy of the text). */
 function encodeLines(batch: Batch): Buffer {
   const bytes = Buffer.allocUnsafe(batch.size);
   let at = 0;
-  for (const line of batch.lines) at += bytes.write(line, at, "utf8");
+  for (const line of batch.lines) {
+    at += bytes.write(line, at, "utf8");
+    bytes[at] = 0x0a;
+    at += 1;
+  }
   return bytes;
 }

@@ -300,6 +300,16 @@ class HashIndex {
     return keys;
   }
 
+  /** Whether any of the index's fields holds a different value in `after` than in `before`. */
+  differs(before: PlainObject, after: PlainObject): boolean {
+    const fields = this.fields;
+    for (let f = 0; f < fields.length; f += 1) {
+      const reading = this.readings[f]!;
+      if (!sameValue(valueAt(before, fields[f]!, reading), valueAt(after, fields[f]!, reading))) return true;
+    }
+    return false;
+  }
+
   /** The keys of a document as the index would keep them unhashed (a unique index: always texts of parts). */
   textsOf(doc: PlainObject): Key[] {
     const fields = this.fields;
@@ -729,19 +739,10 @@ export class MemoryTable {
   /** Replaces a document by its new version; only index entries whose key changed move. DuplicateKeyError before any change. */
   replace(slot: Slot, next: PlainObject): void {
     const previous = this.peek(slot);
-    const changed = new Map<string, boolean>();
-    const fieldChanged = (field: string): boolean => {
-      let answer = changed.get(field);
-      if (answer === undefined) {
-        const reading = readingOf(field);
-        answer = !sameValue(valueAt(previous, field, reading), valueAt(next, field, reading));
-        changed.set(field, answer);
-      }
-      return answer;
-    };
-    const moves: Array<[HashIndex, Key[], Key[]]> = [];
+    // Each index's fields compared afresh (a field in two indexes twice): cheaper than a Map and a closure per write.
+    let moves: Array<[HashIndex, Key[], Key[]]> | undefined;
     for (const map of this.live) {
-      if (!map.fields.some(fieldChanged)) continue;
+      if (!map.differs(previous, next)) continue;
       // Texts, not hashes: a new text sharing the old one's hash must still be checked against its holders.
       const beforeTexts = map.textsOf(previous);
       const afterTexts = map.textsOf(next);
@@ -749,9 +750,9 @@ export class MemoryTable {
       const before = map.hashed ? beforeTexts.map((text) => keyHash(text as string)) : beforeTexts;
       const after = map.hashed ? afterTexts.map((text) => keyHash(text as string)) : afterTexts;
       if (map.unique && map.holder(next, after, slot) !== undefined) throw new DuplicateKeyError(map.name);
-      moves.push([map, before, after]);
+      (moves ??= []).push([map, before, after]);
     }
-    for (const [map, before, after] of moves) {
+    for (const [map, before, after] of moves ?? []) {
       map.delete(slot, before);
       map.add(slot, after);
     }
@@ -851,7 +852,17 @@ export class MemoryTable {
   }
 
   /** The documents matching, in `_id` order unless sorted otherwise (index candidates: in index order), at most `limit`. */
-  select(filter: AnyFilter, query: PlainObject, options: SelectOptions = {}): Slot[] {
+  select(filter: AnyFilter, query: PlainObject, options: SelectOptions = NO_OPTIONS): Slot[] {
+    const id = filter._id;
+    if (typeof id === "string") {
+      // One `_id` (most writes' filters): at most one document, so no plan, sort or page to make.
+      const slot = this.get(id);
+      if (slot === undefined) return [];
+      const doc = this.peek(slot);
+      if (!match(doc, query)) return [];
+      this.keep(slot, doc);
+      return [slot];
+    }
     const { sort, limit } = options;
     const sortKeys = sort === undefined ? [] : Object.keys(sort);
     const candidates = this.candidates(filter);
@@ -969,8 +980,11 @@ function walkBudget(limit: number): number {
 }
 
 /** The `_id` range a condition on `_id` names ($gt/$gte, $lt/$lte); strings only (ids are strings). */
+const NO_OPTIONS: SelectOptions = {};
+const NO_RANGE: [undefined, undefined] = [undefined, undefined];
+
 function idRange(condition: unknown): [IdBound | undefined, IdBound | undefined] {
-  if (!isPlainObject(condition)) return [undefined, undefined];
+  if (!isPlainObject(condition)) return NO_RANGE;
   let lower: IdBound | undefined;
   let upper: IdBound | undefined;
   if (typeof condition.$gt === "string") lower = { id: condition.$gt, inclusive: false };

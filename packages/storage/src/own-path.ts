@@ -29,6 +29,8 @@ const NUMERIC = /^\d+$/;
  * number (a string's character).
  */
 export function reachesInherited(path: string): boolean {
+  // Most paths are one field name: no split (an array and a string) for it.
+  if (!path.includes(".")) return INHERITED.has(path) || NUMERIC.test(path);
   for (const segment of path.split(".")) if (INHERITED.has(segment) || NUMERIC.test(segment)) return true;
   return false;
 }

@@ -163,6 +163,25 @@ export function describeDocumentStoreContract(
         expect(() => store.collection("../escape")).toThrow(/collection name/);
         await expect(c.findOne({ _id: "x" })).resolves.toStrictEqual({ _id: "x", a: 1 });
       });
+
+      test("an update touching a path twice, or a path and a field inside it, is refused and changes nothing", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "x", a: { b: 1 }, n: 1 });
+        // A sibling that sorts between a path and its field (`a-b` between `a` and `a.b`) hides nothing.
+        await expect(c.updateOne({ _id: "x" }, { $set: { a: { b: 2 }, "a-b": 1 }, $inc: { "a.b": 1 } })).rejects.toThrow(
+          "update touches a and a.b in one operation",
+        );
+        await expect(c.updateOne({ _id: "x" }, { $set: { "a.b": 2 }, $unset: { a: "" } })).rejects.toThrow("update touches a and a.b in one operation");
+        // Many paths (compared another way than a few).
+        const many: Record<string, number> = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`f${i}`, i]));
+        await expect(c.updateOne({ _id: "x" }, { $set: { ...many, "a-b": 1, "a.b": 3 }, $unset: { a: "" } })).rejects.toThrow(
+          "update touches a and a.b in one operation",
+        );
+        await expect(c.updateOne({ _id: "x" }, { $set: many, $inc: { f7: 1 } })).rejects.toThrow("update touches f7 and f7 in one operation");
+        await expect(c.findOne({ _id: "x" })).resolves.toStrictEqual({ _id: "x", a: { b: 1 }, n: 1 });
+        // Paths sharing a prefix without one inside the other are fine.
+        await expect(c.updateOne({ _id: "x" }, { $set: { ...many, "a.bc": 1, "n-1": 2 }, $inc: { n: 1 } })).resolves.toMatchObject({ a: { b: 1, bc: 1 }, n: 2, f29: 29 });
+      });
     });
 
     describe("indexes", () => {

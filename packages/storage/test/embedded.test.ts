@@ -130,7 +130,13 @@ describe("embedded datafiles", () => {
     await c.insertOne({ _id: "1", tenant: "t", tags: "a" });
     await expect(c.updateOne({ _id: "1" }, { $set: { tags: ["a"] } })).rejects.toThrow(/by_tags/);
     await expect(c.updateOne({ _id: "1" }, { $addToSet: { tags: { $each: ["b"] } } })).rejects.toThrow(/by_tags/);
+    await expect(c.updateOne({ _id: "1" }, { $push: { tags: { $each: ["b"] } } })).rejects.toThrow(/by_tags/);
     await expect(c.findOne({ _id: "1" })).resolves.toEqual({ _id: "1", tenant: "t", tags: "a" });
+    // A field of the index inside an object that an update sets whole.
+    await c.createIndexes([{ name: "by_meta_tags", fields: { tenant: 1, "meta.tags": 1 } }]);
+    await expect(c.updateOne({ _id: "1" }, { $set: { note: "n", meta: { tags: ["a"] } } })).rejects.toThrow(/meta\.tags holds an array but is a field of compound index by_meta_tags/);
+    await c.updateOne({ _id: "1" }, { $set: { note: "n", meta: { tags: "a" } } });
+    await expect(c.findOne({ _id: "1" })).resolves.toEqual({ _id: "1", tenant: "t", tags: "a", note: "n", meta: { tags: "a" } });
     await store.close();
   });
 

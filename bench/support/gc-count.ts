@@ -1,0 +1,59 @@
+// Bytes a thread allocated, its collections and its CPU, without slowing it
+// down as the heap profile does (./heap-profile.ts says where the bytes go;
+// this says how many, run after run).
+//
+// A preload: `BENCH_NODE_ARGS="--require <repo>/bench/dist/support/gc-count.js"`.
+// The threads named in BENCH_GC_THREADS (default `delivery,campaigns`; `main`
+// for a process's own thread) write `<thread>-<pid>.json` every 2 s to
+// BENCH_GC_DIR (default `<tmp>/emailsvc-gc-count`): `allocated` bytes (the used
+// heap before each collection less after the one before, as
+// `--trace-gc-nvp`'s `allocated`, from v8.GCProfiler), `scavenges`,
+// `markCompacts`, and `cpuSeconds` of the thread (/proc/thread-self/stat,
+// Linux). Only for measuring.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GCProfiler, getHeapStatistics } from "node:v8";
+import { isMainThread, threadId, workerData } from "node:worker_threads";
+
+function threadCpuSeconds(): number | undefined {
+  try {
+    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime, in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+function startCounting(): void {
+  const name = isMainThread ? "main" : ((workerData as { name?: string } | null)?.name ?? `thread-${threadId}`);
+  if (!(process.env.BENCH_GC_THREADS ?? "delivery,campaigns").split(",").includes(name)) return;
+  const dir = process.env.BENCH_GC_DIR ?? join(tmpdir(), "emailsvc-gc-count");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}-${process.pid}.json`);
+  let allocated = 0;
+  let scavenges = 0;
+  let markCompacts = 0;
+  let lastAfter = getHeapStatistics().used_heap_size;
+  let profiler = new GCProfiler();
+  profiler.start();
+  // GCProfiler answers only when stopped: stopped and started again at each write.
+  const write = () => {
+    const { statistics } = profiler.stop();
+    profiler = new GCProfiler();
+    profiler.start();
+    for (const gc of statistics) {
+      allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - lastAfter);
+      lastAfter = gc.afterGC.heapStatistics.usedHeapSize;
+      if (gc.gcType === "MarkSweepCompact") markCompacts += 1;
+      else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
+    }
+    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, cpuSeconds: threadCpuSeconds() }));
+  };
+  setInterval(write, 2000).unref();
+  process.on("exit", write);
+}
+
+startCounting();
