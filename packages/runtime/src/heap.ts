@@ -16,14 +16,16 @@ export const HEAP_GROWING_PERCENT = 100;
 
 /**
  * The same for `npm start`, whose three isolates each keep a store's slots and
- * index keys in their old generation: 75 (1.75 ×). 50 took its peak at
+ * index keys in their old generation: 60 (1.6 ×). 50 took its peak at
  * 100,000 recipients from about 630 MB to about 530 while slots were objects;
- * with slots in typed arrays the live old generations are smaller, and 75
- * peaks at 490–495 MB with about 10 % less CPU than 50, whose tighter limits
- * made delivery mark its heap 40 times a run instead of 30 (bench/README.md,
- * "Slots in typed arrays").
+ * with slots in typed arrays the live old generations are smaller and a
+ * higher percent buys fewer mark-compacts (delivery marked its heap about 40
+ * times a run at 50, 30 at 75). 75 peaked at 502–515 MB once sending
+ * overlapped the audience's snapshot, at the 512 MB goal's edge; 60 at
+ * 494–499 for CPU within the runs' spread (bench/README.md, "Slots in typed
+ * arrays").
  */
-export const EMBEDDED_HEAP_GROWING_PERCENT = 75;
+export const EMBEDDED_HEAP_GROWING_PERCENT = 60;
 
 /**
  * Applies a growing percent (HEAP_GROWING_PERCENT unless told) to this
