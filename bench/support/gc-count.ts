@@ -10,11 +10,9 @@
 // `--trace-gc-nvp`'s `allocated`, from v8.GCProfiler), `scavenges`,
 // `markCompacts`, and `cpuSeconds` of the thread (/proc/thread-self/stat,
 // Linux). Only for measuring.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
 import { GCProfiler, getHeapStatistics } from "node:v8";
-import { isMainThread, threadId, workerData } from "node:worker_threads";
+import { threadOutputFile } from "./thread-output.js";
 
 function threadCpuSeconds(): number | undefined {
   try {
@@ -28,11 +26,8 @@ function threadCpuSeconds(): number | undefined {
 }
 
 function startCounting(): void {
-  const name = isMainThread ? "main" : ((workerData as { name?: string } | null)?.name ?? `thread-${threadId}`);
-  if (!(process.env.BENCH_GC_THREADS ?? "delivery,campaigns").split(",").includes(name)) return;
-  const dir = process.env.BENCH_GC_DIR ?? join(tmpdir(), "emailsvc-gc-count");
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${name}-${process.pid}.json`);
+  const file = threadOutputFile("BENCH_GC_THREADS", "delivery,campaigns", "BENCH_GC_DIR", "emailsvc-gc-count", ".json");
+  if (!file) return;
   let allocated = 0;
   let scavenges = 0;
   let markCompacts = 0;

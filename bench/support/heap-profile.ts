@@ -15,11 +15,9 @@
 // one: bytes (per recipient) by function, and by the nearest function of our
 // own code (services/, packages/, embedded/), which names the caller of a
 // builtin such as `Object.entries`.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { isMainThread, threadId, workerData } from "node:worker_threads";
+import { threadOutputFile } from "./thread-output.js";
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -28,12 +26,8 @@ interface ProfileNode {
 }
 
 function startProfiling(): void {
-  const name = isMainThread ? "main" : ((workerData as { name?: string } | null)?.name ?? `thread-${threadId}`);
-  const wanted = (process.env.BENCH_HEAP_PROFILE_THREADS ?? "delivery").split(",");
-  if (!wanted.includes(name)) return;
-  const dir = process.env.BENCH_HEAP_PROFILE_DIR ?? join(tmpdir(), "emailsvc-heap-profile");
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${name}-${process.pid}.heapprofile`);
+  const file = threadOutputFile("BENCH_HEAP_PROFILE_THREADS", "delivery", "BENCH_HEAP_PROFILE_DIR", "emailsvc-heap-profile", ".heapprofile");
+  if (!file) return;
   const session = new Session();
   session.connect();
   // One sample per 4 KiB allocated on average (V8's default is 32 KiB): enough for functions allocating a few hundred bytes a message.
