@@ -20,8 +20,6 @@ import type { PlainObject } from "./checks.js";
 import { parseLine } from "./datafile.js";
 import { IN_CACHE, QUEUED, READ, type Slot, type SlotArrays } from "./slots.js";
 
-export { IN_CACHE, READ, type Slot } from "./slots.js";
-
 /** Default cache budget of a thread's embedded stores, in MB of datafile lines (EMBEDDED_CACHE_MB). */
 export const DEFAULT_CACHE_MB = 8;
 

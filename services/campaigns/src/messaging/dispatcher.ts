@@ -186,7 +186,7 @@ export class CampaignDispatcher {
       // Recounted before the queued rows are handed over again, so that the answers to that do not race it.
       if (recount) await reconcile(repos, id);
       const position = positionOf(await repos.campaigns.findOne({ _id: id }));
-      await this.handOverAgain(repos, taken, "", position);
+      await this.handOverAgain(repos, taken, position, "", position);
       // When each stretch of rows up to `upTo` was last handed over (in id order): a stretch with no answer
       // after STALE_QUEUED_MS is handed over again. Everything handed over before this run was, just now.
       const handed: Array<{ upTo: string; at: number }> = position !== "" ? [{ upTo: position, at: this.deps.now() }] : [];
@@ -300,9 +300,8 @@ export class CampaignDispatcher {
     );
   }
 
-  /** Hands over again every row with delivery within (`after`, `upTo`] (the hand-over's position at most). */
-  private async handOverAgain(repos: TenantRepositories, doc: CampaignDoc, after: string, upTo: string): Promise<void> {
-    const position = positionOf(await repos.campaigns.findOne({ _id: doc._id }));
+  /** Hands over again every row with delivery within (`after`, `upTo`] (`position`, the hand-over's as just read, at most). */
+  private async handOverAgain(repos: TenantRepositories, doc: CampaignDoc, position: string, after: string, upTo: string): Promise<void> {
     for (const filter of inFlight(doc._id, position, after, upTo)) {
       let from = after;
       for (;;) {
@@ -325,11 +324,14 @@ export class CampaignDispatcher {
    */
   private async handOverStale(repos: TenantRepositories, doc: CampaignDoc, handed: Array<{ upTo: string; at: number }>, before: number): Promise<void> {
     const now = this.deps.now();
+    // Read once for every stretch: only this run moves it forward, and an erasure meanwhile moves it back past
+    // a row already final (skipped), which no filter of the hand-over again matches.
+    const position = positionOf(await repos.campaigns.findOne({ _id: doc._id }));
     let after = "";
     const kept: Array<{ upTo: string; at: number }> = [];
     for (const stretch of handed) {
       if (stretch.at <= before) {
-        await this.handOverAgain(repos, doc, after, stretch.upTo);
+        await this.handOverAgain(repos, doc, position, after, stretch.upTo);
         // Merged with a stretch handed over again just before it.
         if (kept.at(-1)?.at === now) kept.at(-1)!.upTo = stretch.upTo;
         else kept.push({ upTo: stretch.upTo, at: now });

@@ -35,10 +35,7 @@ export async function eraseSubscriberRows(repos: TenantRepositories, subscriberI
     const campaign = await repos.campaigns.findOne({ _id: campaignId });
     const position = rowId(campaignId, subscriberId);
     if (!campaign || campaign.handed_up_to !== position) continue;
-    const [before] = await repos.recipients.find(
-      { campaign_id: campaignId, _id: { $gt: `${campaignId}:`, $lt: position } } as TenantFilter<RecipientDoc>,
-      { sort: { _id: -1 }, limit: 1 },
-    );
+    const before = await rowBefore(repos, campaignId, subscriberId);
     await repos.campaigns.updateOne({ _id: campaignId, handed_up_to: position }, { $set: { handed_up_to: before?._id ?? "" } });
   }
   let erased = 0;
@@ -50,12 +47,17 @@ export async function eraseSubscriberRows(repos: TenantRepositories, subscriberI
   // The resume point of a snapshot still being taken: the id of the row before (an id that
   // no longer exists resumes as well; this one names nobody erased).
   for (const campaign of await repos.campaigns.find({ snapshot_after: subscriberId })) {
-    const [before] = await repos.recipients.find(
-      { campaign_id: campaign._id, _id: { $gt: `${campaign._id}:`, $lt: rowId(campaign._id, subscriberId) } } as TenantFilter<RecipientDoc>,
-      { sort: { _id: -1 }, limit: 1 },
-    );
+    const before = await rowBefore(repos, campaign._id, subscriberId);
     await repos.campaigns.updateOne({ _id: campaign._id, snapshot_after: subscriberId }, { $set: { snapshot_after: before?.subscriber_id ?? "" } });
   }
   return erased;
 }
 
+/** The campaign's ledger row just before the subscriber's, in id order (undefined: none). */
+async function rowBefore(repos: TenantRepositories, campaignId: string, subscriberId: string): Promise<RecipientDoc | undefined> {
+  const [before] = await repos.recipients.find(
+    { campaign_id: campaignId, _id: { $gt: `${campaignId}:`, $lt: rowId(campaignId, subscriberId) } } as TenantFilter<RecipientDoc>,
+    { sort: { _id: -1 }, limit: 1 },
+  );
+  return before;
+}
