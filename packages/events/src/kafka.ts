@@ -1,14 +1,15 @@
 // The production event bus: Apache Kafka through kafkajs.
 //
 // Producer: acks=all, idempotent, one `send` per `publish` (batched sends are
-// some 25 times faster here, see the README), no automatic topic creation.
+// some 25 times faster here, see the README), no automatic topic creation;
+// a publish's events of one partition go as one packed record (kafka-pack.ts).
 // Consumers: one kafkajs consumer per subscription, its group id the
 // subscription's group, fed by kafkajs' eachBatch: each fetched batch of a
-// partition goes to the handler one event at a time, or in pieces of up to
-// maxBatch events for a batch handler. A throwing handler gets the same
-// events again after a backoff (100 ms doubling to 5 s), in place, and nothing
-// after them in their partition goes first; an offset is committed only once
-// its handler returned.
+// partition, its packs unpacked, goes to the handler one event at a time, or
+// in pieces of up to maxBatch events for a batch handler. A throwing handler
+// gets the same events again after a backoff (100 ms doubling to 5 s), in
+// place, and nothing after them in their partition goes first; a record's
+// offset is committed only once the handler returned on its last event.
 
 import {
   type Admin,
@@ -17,6 +18,7 @@ import {
   type IHeaders,
   type KafkaMessage,
   type LogEntry,
+  type Message,
   type Producer,
   type RetryOptions,
   Kafka,
@@ -35,6 +37,7 @@ import {
   sleep,
   stderrLogger,
 } from "./shared.js";
+import { PACK_HEADER, PACK_VERSION, packEvents, unpackEvents } from "./kafka-pack.js";
 import type {
   EventBatchHandler,
   EventBus,
@@ -113,6 +116,10 @@ export class KafkaEventBus implements EventBus {
   private admin: Promise<Admin> | undefined;
   /** Topics known to exist; publish and subscribe check against it. */
   private readonly knownTopics = new Set<string>();
+  /** Partitions per topic, read once from the broker: publish picks each event's partition itself to pack them. */
+  private readonly partitionCounts = new Map<string, Promise<number>>();
+  /** The partitioner kafkajs would use (murmur2 of the key, as Java clients), called by publish. */
+  private readonly partitioner = Partitioners.DefaultPartitioner();
   private readonly subscriptions = new Set<KafkaSubscription>();
   private closing: Promise<void> | undefined;
   private readonly log: BusLogger;
@@ -167,20 +174,38 @@ export class KafkaEventBus implements EventBus {
     this.assertOpen();
     if (events.length === 0) return;
     await this.assertTopicsExist([topic]);
-    const producer = await this.connectedProducer();
+    const [producer, partitions] = await Promise.all([this.connectedProducer(), this.partitionCount(topic)]);
+    // The events of each partition, in order, packed into as few records as
+    // fit (kafka-pack.ts): the partition is the one kafkajs' default
+    // partitioner gives the key, so an event lands where it would alone.
+    const byPartition = new Map<number, OutgoingEvent[]>();
+    const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [], isr: [] }));
+    for (const event of events) {
+      const partition = this.partitioner({ topic, partitionMetadata, message: { key: event.key, value: null } });
+      const list = byPartition.get(partition);
+      if (list) list.push(event);
+      else byPartition.set(partition, [event]);
+    }
+    const messages: Message[] = [];
+    for (const [partition, list] of byPartition) {
+      for (const record of packEvents(list)) {
+        messages.push(
+          record.packed
+            ? { partition, key: null, value: record.value, headers: { [PACK_HEADER]: PACK_VERSION } }
+            : {
+                partition,
+                key: record.event.key,
+                // A view on the same bytes, no copy.
+                value: Buffer.from(record.event.value.buffer, record.event.value.byteOffset, record.event.value.byteLength),
+                headers: record.event.headers ? { ...record.event.headers } : {},
+              },
+        );
+      }
+    }
     // One request for the whole batch. The idempotent producer retries a
     // failed send without end (capped backoff): this waits out a broker restart
     // or outage instead of failing, and its retries never duplicate an event.
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: events.map((event) => ({
-        key: event.key,
-        // A view on the same bytes, no copy.
-        value: Buffer.from(event.value.buffer, event.value.byteOffset, event.value.byteLength),
-        headers: event.headers ? { ...event.headers } : {},
-      })),
-    });
+    await producer.send({ topic, acks: -1, messages });
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -257,10 +282,10 @@ export class KafkaEventBus implements EventBus {
     signal: AbortSignal,
   ): Promise<void> {
     const { topic, partition, messages } = batch;
-    for (let from = 0; from < messages.length; from += max) {
+    const events = unpackBatch(messages);
+    for (let from = 0; from < events.length; from += max) {
       if (!isRunning() || isStale()) return;
-      const piece = messages.slice(from, from + max);
-      const last = piece[piece.length - 1]!;
+      const piece = events.slice(from, from + max);
       for (let attempt = 0; ; attempt++) {
         if (signal.aborted) throw new SubscriptionStoppingError();
         let failure: unknown;
@@ -269,7 +294,7 @@ export class KafkaEventBus implements EventBus {
         const beating = setInterval(() => heartbeat().catch(() => undefined), HEARTBEAT_INTERVAL_MS);
         try {
           // A fresh copy per attempt: a failed attempt may have changed the last one.
-          await deliver(piece.map((message) => toReceivedEvent(topic, message)));
+          await deliver(piece.map((event) => toReceivedEvent(topic, event)));
           break;
         } catch (error) {
           failure = error;
@@ -295,7 +320,15 @@ export class KafkaEventBus implements EventBus {
         await sleep(delay, signal);
         if (!signal.aborted) await heartbeat();
       }
-      resolveOffset(last.offset);
+      // The last record whose events are all handled now: a pack cut by
+      // `max` is committed once its last event is, so a crash or stop before
+      // that delivers its earlier events again (at least once).
+      for (let i = piece.length - 1; i >= 0; i--) {
+        if (piece[i]!.endsRecord) {
+          resolveOffset(piece[i]!.offset);
+          break;
+        }
+      }
       await heartbeat();
     }
   }
@@ -316,6 +349,23 @@ export class KafkaEventBus implements EventBus {
         return { topic, lag };
       }),
     );
+  }
+
+  /** How many partitions `topic` has (asked once; a topic's partitions are fixed here, see ensureTopics). */
+  private partitionCount(topic: string): Promise<number> {
+    let count = this.partitionCounts.get(topic);
+    if (!count) {
+      count = this.connectedAdmin()
+        .then((admin) => admin.fetchTopicMetadata({ topics: [topic] }))
+        .then(({ topics }) => {
+          const partitions = topics.find((t) => t.name === topic)?.partitions.length ?? 0;
+          if (partitions < 1) throw new Error(`no partitions known for topic ${topic}`);
+          return partitions;
+        });
+      count.catch(() => this.partitionCounts.delete(topic)); // asked again on the next publish
+      this.partitionCounts.set(topic, count);
+    }
+    return count;
   }
 
   /** Rejects when one of `topics` does not exist; refreshes the list once before deciding. */
@@ -480,13 +530,47 @@ function untilConsuming(consumer: Consumer): { promise: Promise<void>; cancel: (
   return { promise, cancel };
 }
 
-function toReceivedEvent(topic: string, message: KafkaMessage): ReceivedEvent {
+/** One event of a fetched batch: its record's offset, and whether it is the last event of that record. */
+interface FetchedEvent {
+  offset: string;
+  endsRecord: boolean;
+  key: string;
+  /** A view on the fetch response's bytes: copied for each attempt (toReceivedEvent). */
+  value: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/**
+ * The events of a fetched batch's records, in order: a pack's events one by
+ * one (kafka-pack.ts), any other record as one event. A record marked as a
+ * pack that does not unpack is handed over whole as one event, which the
+ * registry then finds undecodable and skips with a log line (a pack blocking
+ * its partition for ever would be worse).
+ */
+function unpackBatch(messages: readonly KafkaMessage[]): FetchedEvent[] {
+  const events: FetchedEvent[] = [];
+  for (const message of messages) {
+    const headers = decodeHeaders(message.headers);
+    const value = message.value ?? Buffer.alloc(0);
+    if (headers[PACK_HEADER] !== undefined) {
+      const unpacked = headers[PACK_HEADER] === PACK_VERSION ? unpackEvents(value) : undefined;
+      if (unpacked) {
+        unpacked.forEach((event, i) => events.push({ offset: message.offset, endsRecord: i === unpacked.length - 1, ...event }));
+        continue;
+      }
+    }
+    events.push({ offset: message.offset, endsRecord: true, key: message.key ? message.key.toString("utf8") : "", value, headers });
+  }
+  return events;
+}
+
+function toReceivedEvent(topic: string, event: FetchedEvent): ReceivedEvent {
   return {
     topic,
-    key: message.key ? message.key.toString("utf8") : "",
+    key: event.key,
     // A copy: kafkajs' Buffer is a slice of the whole fetch response.
-    value: message.value ? new Uint8Array(message.value) : new Uint8Array(0),
-    headers: decodeHeaders(message.headers),
+    value: new Uint8Array(event.value),
+    headers: { ...event.headers },
   };
 }
 
