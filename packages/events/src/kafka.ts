@@ -38,6 +38,7 @@ import {
   stderrLogger,
 } from "./shared.js";
 import { PACK_HEADER, PACK_VERSION, packEvents, unpackEvents } from "./kafka-pack.js";
+import { partitionOfKey } from "./kafka-partitioner.js";
 import type {
   EventBatchHandler,
   EventBus,
@@ -118,8 +119,6 @@ export class KafkaEventBus implements EventBus {
   private readonly knownTopics = new Set<string>();
   /** Partitions per topic, read once from the broker: publish picks each event's partition itself to pack them. */
   private readonly partitionCounts = new Map<string, Promise<number>>();
-  /** The partitioner kafkajs would use (murmur2 of the key, as Java clients), called by publish. */
-  private readonly partitioner = Partitioners.DefaultPartitioner();
   private readonly subscriptions = new Set<KafkaSubscription>();
   private closing: Promise<void> | undefined;
   private readonly log: BusLogger;
@@ -177,11 +176,10 @@ export class KafkaEventBus implements EventBus {
     const [producer, partitions] = await Promise.all([this.connectedProducer(), this.partitionCount(topic)]);
     // The events of each partition, in order, packed into as few records as
     // fit (kafka-pack.ts): the partition is the one kafkajs' default
-    // partitioner gives the key, so an event lands where it would alone.
+    // partitioner gives the key (kafka-partitioner.ts), so an event lands where it would alone.
     const byPartition = new Map<number, OutgoingEvent[]>();
-    const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [], isr: [] }));
     for (const event of events) {
-      const partition = this.partitioner({ topic, partitionMetadata, message: { key: event.key, value: null } });
+      const partition = partitionOfKey(event.key, partitions);
       const list = byPartition.get(partition);
       if (list) list.push(event);
       else byPartition.set(partition, [event]);
