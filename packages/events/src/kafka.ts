@@ -9,7 +9,9 @@
 // in pieces of up to maxBatch events for a batch handler. A throwing handler
 // gets the same events again after a backoff (100 ms doubling to 5 s), in
 // place, and nothing after them in their partition goes first; a record's
-// offset is committed only once the handler returned on its last event.
+// offset is committed only once the handler returned on its last event, at
+// most once a second per subscription (and at once on stop and before a
+// rebalance), not after every fetched batch.
 
 import {
   type Admin,
@@ -68,6 +70,13 @@ export interface KafkaEventBusConfig {
   topicRetentionMs?: number;
   /** Where kafkajs' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
+  /**
+   * Whether `publish` packs the events of a partition into one record
+   * (kafka-pack.ts; default true). Consumers read packs and plain records
+   * alike; a consumer of a version before packs skips a pack as undecodable, so
+   * a rolling upgrade sets this false until every service is upgraded.
+   */
+  packEvents?: boolean;
 }
 
 // Timeouts for a broker close by (same host or cluster). kafkajs' defaults
@@ -88,6 +97,13 @@ const HEARTBEAT_INTERVAL_MS = 1_000;
 const REBALANCE_TIMEOUT_MS = 30_000;
 /** Longest a fetch waits for new data; also bounds how long `stop()` waits for an idle consumer. */
 const FETCH_MAX_WAIT_MS = 500;
+/**
+ * Handled offsets are committed at most this often (and at once when the
+ * subscription stops, or before a rebalance): a commit after every fetched
+ * batch was a request to the broker, and a write to its offsets topic, per
+ * batch of each group. A crash repeats at most this much handled work.
+ */
+const COMMIT_INTERVAL_MS = 1_000;
 /** `subscribe` gives up when the consumer has not joined its group and fetched by then. */
 const SUBSCRIBE_TIMEOUT_MS = 60_000;
 
@@ -113,6 +129,7 @@ export class KafkaEventBus implements EventBus {
   private readonly topicPartitions: number;
   private readonly replicationFactor: number;
   private readonly topicRetentionMs: number | undefined;
+  private readonly packEvents: boolean;
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   /** Topics known to exist; publish and subscribe check against it. */
@@ -128,6 +145,7 @@ export class KafkaEventBus implements EventBus {
     this.topicPartitions = config.topicPartitions ?? 3;
     this.replicationFactor = config.replicationFactor ?? 1;
     this.topicRetentionMs = config.topicRetentionMs;
+    this.packEvents = config.packEvents ?? true;
     this.log = config.logger ?? stderrLogger;
     this.kafka = new Kafka({
       clientId: config.clientId,
@@ -186,7 +204,7 @@ export class KafkaEventBus implements EventBus {
     }
     const messages: Message[] = [];
     for (const [partition, list] of byPartition) {
-      for (const record of packEvents(list)) {
+      for (const record of this.packEvents ? packEvents(list) : list.map((event) => ({ packed: false as const, event }))) {
         messages.push(
           record.packed
             ? { partition, key: null, value: record.value, headers: { [PACK_HEADER]: PACK_VERSION } }
@@ -234,11 +252,12 @@ export class KafkaEventBus implements EventBus {
       await consumer.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
       await consumer.run({
         // Offsets are resolved here, after the handler returned on them, and
-        // auto-commit commits resolved offsets only (after each fetched batch
-        // and on stop). An event whose handler never succeeded stays uncommitted.
-        autoCommit: true,
+        // committed by the subscription (OffsetCommits): resolved offsets only,
+        // at most every COMMIT_INTERVAL_MS, and on stop. An event whose handler
+        // never succeeded stays uncommitted.
+        autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: (payload) => this.deliverBatch(group, deliver, max, payload, subscription.signal),
+        eachBatch: (payload) => this.deliverBatch(group, deliver, max, payload, subscription),
       });
       await started.promise;
     } catch (error) {
@@ -276,9 +295,17 @@ export class KafkaEventBus implements EventBus {
     group: string,
     deliver: EventBatchHandler,
     max: number,
-    { batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload,
-    signal: AbortSignal,
+    payload: EachBatchPayload,
+    subscription: KafkaSubscription,
   ): Promise<void> {
+    const { batch, resolveOffset, isRunning, isStale } = payload;
+    const { signal, commits } = subscription;
+    commits.batchStarted(payload);
+    // Before a rebalance (the heartbeat fails), what was handled is committed, as kafkajs' auto-commit does.
+    const heartbeat = () => payload.heartbeat().catch(async (error: unknown) => {
+      await commits.commitNow().catch(() => undefined);
+      throw error;
+    });
     const { topic, partition, messages } = batch;
     const events = unpackBatch(messages);
     for (let from = 0; from < events.length; from += max) {
@@ -324,6 +351,7 @@ export class KafkaEventBus implements EventBus {
       for (let i = piece.length - 1; i >= 0; i--) {
         if (piece[i]!.endsRecord) {
           resolveOffset(piece[i]!.offset);
+          await commits.resolved();
           break;
         }
       }
@@ -416,6 +444,7 @@ export class KafkaEventBus implements EventBus {
 class KafkaSubscription implements Subscription {
   private readonly abort = new AbortController();
   private stopping: Promise<void> | undefined;
+  readonly commits = new OffsetCommits();
 
   constructor(
     private readonly consumer: Consumer,
@@ -429,10 +458,59 @@ class KafkaSubscription implements Subscription {
 
   stop(): Promise<void> {
     this.abort.abort();
-    // kafkajs' disconnect stops fetching, waits for the in-flight eachBatch,
-    // commits resolved offsets and leaves the group (so a successor joins at once).
-    this.stopping ??= this.consumer.disconnect().finally(this.onStopped);
+    this.stopping ??= (async () => {
+      // What was handled is committed before the consumer leaves (kafkajs'
+      // disconnect stops fetching, waits for the in-flight eachBatch, which
+      // commits at once from now on, and leaves the group, so that a
+      // successor joins at once).
+      this.commits.stopping = true;
+      await this.commits.commitNow().catch(() => undefined);
+      await this.consumer.disconnect();
+    })().finally(this.onStopped);
     return this.stopping;
+  }
+}
+
+/**
+ * Commits a subscription's resolved offsets at most every
+ * COMMIT_INTERVAL_MS: after a batch when the interval has passed, else by a
+ * timer, so that an idle consumer does not keep handled events uncommitted;
+ * at once when stopping. It commits through the latest eachBatch payload
+ * (kafkajs' consumer group of the current generation; its `commitOffsets`
+ * does nothing once the consumer is stopping). A failed commit is left to
+ * the next one (commits are cumulative per partition): at worst the events
+ * are delivered again.
+ */
+class OffsetCommits {
+  stopping = false;
+  private payload: EachBatchPayload | undefined;
+  /** 0: the first handled batch is committed at once. */
+  private lastCommit = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  batchStarted(payload: EachBatchPayload): void {
+    this.payload = payload;
+  }
+
+  /** After an offset was resolved: commits now if due (or stopping), else makes sure the timer will. */
+  async resolved(): Promise<void> {
+    const wait = this.lastCommit + COMMIT_INTERVAL_MS - Date.now();
+    if (this.stopping || wait <= 0) return this.commitNow();
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      if (!this.stopping) this.commitNow().catch(() => undefined);
+    }, wait);
+  }
+
+  /** Commits every resolved, uncommitted offset of the consumer (one request; none when there are none). */
+  async commitNow(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const payload = this.payload;
+    if (!payload) return;
+    this.lastCommit = Date.now();
+    const uncommitted = payload.uncommittedOffsets();
+    if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
   }
 }
 

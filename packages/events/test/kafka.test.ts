@@ -64,8 +64,9 @@ if (brokers.length > 0) {
     }
   });
 
-  // Issue 20: a publish's events of a partition travel as one record (src/kafka-pack.ts).
-  describe("packed records", () => {
+  // Issue 20: a publish's events of a partition travel as one record (src/kafka-pack.ts),
+  // and handled offsets are committed at most once a second.
+  describe("packed records and commits", () => {
     let bus: KafkaEventBus;
     const kafka = new Kafka({ clientId: "events-pack-check", brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
@@ -131,6 +132,18 @@ if (brokers.length > 0) {
       expect(received.every((e) => e.headers["event-id"] === `evt_${valueText(e).slice("event-".length)}` && !(PACK_HEADER in e.headers))).toBe(true);
     });
 
+    it("writes every event as a record of its own with packEvents off (KAFKA_PACK_EVENTS=off, for a rolling upgrade)", async () => {
+      const topic = await freshTopic("unpacked");
+      const plain = new KafkaEventBus({ brokers, clientId: "events-unpacked-test", packEvents: false, logger: () => {} });
+      try {
+        await plain.publish(topic, Array.from({ length: 20 }, (_, i) => ({ key: `k${i % 3}`, value: text(`${i}`) })));
+      } finally {
+        await plain.close();
+      }
+      const offsets = await admin.fetchTopicOffsets(topic);
+      expect(offsets.reduce((sum, p) => sum + Number(p.high), 0)).toBe(20);
+    });
+
     it("reads a plain record (as earlier versions wrote every event), and hands a marked record that does not unpack over as one event", async () => {
       const topic = await freshTopic("plain");
       const producer = kafka.producer();
@@ -189,6 +202,33 @@ if (brokers.length > 0) {
         await resumed.stop();
       }
       expect(next).toEqual(["0", "1", "2", "3", "4", "5"]);
+    });
+
+    // Offsets are committed at most once a second (src/kafka.ts, OffsetCommits), not after every batch:
+    // an idle consumer must still commit what it handled, without waiting for its stop.
+    it("commits handled events while the subscription runs, also when no batch follows them", async () => {
+      const topic = await freshTopic("commit");
+      const group = unique("group");
+      const received: ReceivedEvent[] = [];
+      const subscription = await bus.subscribe({ group, topics: [topic], handler: async (event) => void received.push(event) });
+      try {
+        // The first is committed at once (no commit for a second before it); the second,
+        // handled right after, within the second: only the timer commits it.
+        await bus.publish(topic, [{ key: "k", value: text("first") }]);
+        await until(() => received.length >= 1, "the first event arrived");
+        await bus.publish(topic, [{ key: "k", value: text("second") }]);
+        await until(() => received.length >= 2, "the second event arrived");
+        const committed = async () => {
+          const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+          return offsets!.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+        };
+        let total = 0;
+        const deadline = Date.now() + 30_000;
+        while ((total = await committed()) < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(total).toBe(2);
+      } finally {
+        await subscription.stop();
+      }
     });
   });
 } else if (process.env.CI) {
