@@ -104,6 +104,10 @@ const FETCH_MAX_WAIT_MS = 500;
  * batch of each group. A crash repeats at most this much handled work.
  */
 const COMMIT_INTERVAL_MS = 1_000;
+/** A subscription's `gatherMs`: a fetch waits (at most that long) for this many bytes. */
+const GATHER_MIN_BYTES = 64 * 1024;
+/** Largest `gatherMs`. */
+const GATHER_MAX_MS = 1_000;
 /** `subscribe` gives up when the consumer has not joined its group and fetched by then. */
 const SUBSCRIBE_TIMEOUT_MS = 60_000;
 
@@ -231,6 +235,10 @@ export class KafkaEventBus implements EventBus {
     if (!group) throw new Error("subscribe needs a group");
     if (topics.length === 0) throw new Error("subscribe needs at least one topic");
     const { deliver, max } = batchDelivery(options);
+    const gatherMs = options.gatherMs ?? 0;
+    if (!Number.isInteger(gatherMs) || gatherMs < 0 || gatherMs > GATHER_MAX_MS) {
+      throw new RangeError(`gatherMs must be an integer from 0 to ${GATHER_MAX_MS}, got ${String(options.gatherMs)}`);
+    }
     await this.assertTopicsExist(topics);
 
     const consumer = this.kafka.consumer({
@@ -238,7 +246,9 @@ export class KafkaEventBus implements EventBus {
       sessionTimeout: SESSION_TIMEOUT_MS,
       heartbeatInterval: HEARTBEAT_INTERVAL_MS,
       rebalanceTimeout: REBALANCE_TIMEOUT_MS,
-      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      // With gatherMs the broker holds a fetch until GATHER_MIN_BYTES are there
+      // or gatherMs passed; else it answers as soon as there is anything.
+      ...(gatherMs > 0 ? { minBytes: GATHER_MIN_BYTES, maxWaitTimeInMs: gatherMs } : { maxWaitTimeInMs: FETCH_MAX_WAIT_MS }),
       allowAutoTopicCreation: false,
       retry: CONSUMER_RETRY,
     });

@@ -144,6 +144,22 @@ if (brokers.length > 0) {
       expect(offsets.reduce((sum, p) => sum + Number(p.high), 0)).toBe(20);
     });
 
+    it("with gatherMs, still hands over a lone event (after the wait), and refuses a gatherMs out of range", async () => {
+      const topic = await freshTopic("gather");
+      const received: ReceivedEvent[] = [];
+      const subscription = await bus.subscribe({ group: unique("group"), topics: [topic], gatherMs: 1_000, maxBatch: 10, batchHandler: async (batch) => void received.push(...batch) });
+      try {
+        await bus.publish(topic, [{ key: "k", value: text("lone") }]); // far below the 64 KiB a fetch waits for
+        await until(() => received.length >= 1, "the lone event arrived");
+        expect(received.map(valueText)).toEqual(["lone"]);
+      } finally {
+        await subscription.stop();
+      }
+      for (const gatherMs of [-1, 1.5, 1_001]) {
+        await expect(bus.subscribe({ group: unique("group"), topics: [topic], gatherMs, handler: async () => {} })).rejects.toThrow(/gatherMs must be an integer from 0 to 1000/);
+      }
+    });
+
     it("reads a plain record (as earlier versions wrote every event), and hands a marked record that does not unpack over as one event", async () => {
       const topic = await freshTopic("plain");
       const producer = kafka.producer();
