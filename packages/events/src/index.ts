@@ -99,6 +99,17 @@ export interface OpenBusOptions {
   replicationFactor?: number | undefined;
   /** Prefix of topics and consumer groups on the cluster (`KAFKA_NAMESPACE`; see NamespacedEventBus). Unset: none. */
   namespace?: string | undefined;
+  /** Kafka: pack a publish's events of a partition into one record (`KAFKA_PACK_EVENTS`, default on; see KafkaEventBusConfig.packEvents). */
+  packEvents?: boolean | undefined;
+}
+
+/** An on/off setting from the environment; unset or blank: undefined. */
+function switchFromEnv(name: string, env: Record<string, string | undefined> = process.env): boolean | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new Error(`environment variable ${name} must be "on" or "off", got "${raw}"`);
 }
 
 function positiveIntFromEnv(name: string, env: Record<string, string | undefined> = process.env): number | undefined {
@@ -140,12 +151,14 @@ export async function openBus(options: OpenBusOptions): Promise<EventBus> {
   if (brokers.length > 0) {
     const topicPartitions = options.topicPartitions ?? positiveIntFromEnv("KAFKA_TOPIC_PARTITIONS");
     const replicationFactor = options.replicationFactor ?? positiveIntFromEnv("KAFKA_REPLICATION_FACTOR");
+    const packEvents = options.packEvents ?? switchFromEnv("KAFKA_PACK_EVENTS");
     const kafka = new KafkaEventBus({
       brokers,
       clientId: options.clientId,
       ...logger,
       ...(topicPartitions !== undefined ? { topicPartitions } : {}),
       ...(replicationFactor !== undefined ? { replicationFactor } : {}),
+      ...(packEvents !== undefined ? { packEvents } : {}),
       // The same default as the in-process bus: topics the services create keep events 7 days, not the broker's default.
       topicRetentionMs: retentionMs ?? DURABLE_DEFAULTS.retentionMs,
     });

@@ -1,14 +1,17 @@
 // The production event bus: Apache Kafka through kafkajs.
 //
 // Producer: acks=all, idempotent, one `send` per `publish` (batched sends are
-// some 25 times faster here, see the README), no automatic topic creation.
+// some 25 times faster here, see the README), no automatic topic creation;
+// a publish's events of one partition go as one packed record (kafka-pack.ts).
 // Consumers: one kafkajs consumer per subscription, its group id the
 // subscription's group, fed by kafkajs' eachBatch: each fetched batch of a
-// partition goes to the handler one event at a time, or in pieces of up to
-// maxBatch events for a batch handler. A throwing handler gets the same
-// events again after a backoff (100 ms doubling to 5 s), in place, and nothing
-// after them in their partition goes first; an offset is committed only once
-// its handler returned.
+// partition, its packs unpacked, goes to the handler one event at a time, or
+// in pieces of up to maxBatch events for a batch handler. A throwing handler
+// gets the same events again after a backoff (100 ms doubling to 5 s), in
+// place, and nothing after them in their partition goes first; a record's
+// offset is committed only once the handler returned on its last event, at
+// most once a second per subscription (and at once on stop and before a
+// rebalance), not after every fetched batch.
 
 import {
   type Admin,
@@ -17,6 +20,7 @@ import {
   type IHeaders,
   type KafkaMessage,
   type LogEntry,
+  type Message,
   type Producer,
   type RetryOptions,
   Kafka,
@@ -35,6 +39,8 @@ import {
   sleep,
   stderrLogger,
 } from "./shared.js";
+import { PACK_HEADER, PACK_VERSION, packEvents, unpackEvents } from "./kafka-pack.js";
+import { partitionOfKey } from "./kafka-partitioner.js";
 import type {
   EventBatchHandler,
   EventBus,
@@ -64,6 +70,13 @@ export interface KafkaEventBusConfig {
   topicRetentionMs?: number;
   /** Where kafkajs' warnings and errors go; default JSON lines on stderr. */
   logger?: BusLogger;
+  /**
+   * Whether `publish` packs the events of a partition into one record
+   * (kafka-pack.ts; default true). Consumers read packs and plain records
+   * alike; a consumer of a version before packs skips a pack as undecodable, so
+   * a rolling upgrade sets this false until every service is upgraded.
+   */
+  packEvents?: boolean;
 }
 
 // Timeouts for a broker close by (same host or cluster). kafkajs' defaults
@@ -84,6 +97,17 @@ const HEARTBEAT_INTERVAL_MS = 1_000;
 const REBALANCE_TIMEOUT_MS = 30_000;
 /** Longest a fetch waits for new data; also bounds how long `stop()` waits for an idle consumer. */
 const FETCH_MAX_WAIT_MS = 500;
+/**
+ * Handled offsets are committed at most this often (and at once when the
+ * subscription stops, or before a rebalance): a commit after every fetched
+ * batch was a request to the broker, and a write to its offsets topic, per
+ * batch of each group. A crash repeats at most this much handled work.
+ */
+const COMMIT_INTERVAL_MS = 1_000;
+/** A subscription's `gatherMs`: a fetch waits (at most that long) for this many bytes. */
+const GATHER_MIN_BYTES = 64 * 1024;
+/** Largest `gatherMs`. */
+const GATHER_MAX_MS = 1_000;
 /** `subscribe` gives up when the consumer has not joined its group and fetched by then. */
 const SUBSCRIBE_TIMEOUT_MS = 60_000;
 
@@ -109,10 +133,13 @@ export class KafkaEventBus implements EventBus {
   private readonly topicPartitions: number;
   private readonly replicationFactor: number;
   private readonly topicRetentionMs: number | undefined;
+  private readonly packEvents: boolean;
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   /** Topics known to exist; publish and subscribe check against it. */
   private readonly knownTopics = new Set<string>();
+  /** Partitions per topic, read once from the broker: publish picks each event's partition itself to pack them. */
+  private readonly partitionCounts = new Map<string, Promise<number>>();
   private readonly subscriptions = new Set<KafkaSubscription>();
   private closing: Promise<void> | undefined;
   private readonly log: BusLogger;
@@ -122,6 +149,7 @@ export class KafkaEventBus implements EventBus {
     this.topicPartitions = config.topicPartitions ?? 3;
     this.replicationFactor = config.replicationFactor ?? 1;
     this.topicRetentionMs = config.topicRetentionMs;
+    this.packEvents = config.packEvents ?? true;
     this.log = config.logger ?? stderrLogger;
     this.kafka = new Kafka({
       clientId: config.clientId,
@@ -167,20 +195,37 @@ export class KafkaEventBus implements EventBus {
     this.assertOpen();
     if (events.length === 0) return;
     await this.assertTopicsExist([topic]);
-    const producer = await this.connectedProducer();
+    const [producer, partitions] = await Promise.all([this.connectedProducer(), this.partitionCount(topic)]);
+    // The events of each partition, in order, packed into as few records as
+    // fit (kafka-pack.ts): the partition is the one kafkajs' default
+    // partitioner gives the key (kafka-partitioner.ts), so an event lands where it would alone.
+    const byPartition = new Map<number, OutgoingEvent[]>();
+    for (const event of events) {
+      const partition = partitionOfKey(event.key, partitions);
+      const list = byPartition.get(partition);
+      if (list) list.push(event);
+      else byPartition.set(partition, [event]);
+    }
+    const messages: Message[] = [];
+    for (const [partition, list] of byPartition) {
+      for (const record of this.packEvents ? packEvents(list) : list.map((event) => ({ packed: false as const, event }))) {
+        messages.push(
+          record.packed
+            ? { partition, key: null, value: record.value, headers: { [PACK_HEADER]: PACK_VERSION } }
+            : {
+                partition,
+                key: record.event.key,
+                // A view on the same bytes, no copy.
+                value: Buffer.from(record.event.value.buffer, record.event.value.byteOffset, record.event.value.byteLength),
+                headers: record.event.headers ? { ...record.event.headers } : {},
+              },
+        );
+      }
+    }
     // One request for the whole batch. The idempotent producer retries a
     // failed send without end (capped backoff): this waits out a broker restart
     // or outage instead of failing, and its retries never duplicate an event.
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: events.map((event) => ({
-        key: event.key,
-        // A view on the same bytes, no copy.
-        value: Buffer.from(event.value.buffer, event.value.byteOffset, event.value.byteLength),
-        headers: event.headers ? { ...event.headers } : {},
-      })),
-    });
+    await producer.send({ topic, acks: -1, messages });
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -190,6 +235,10 @@ export class KafkaEventBus implements EventBus {
     if (!group) throw new Error("subscribe needs a group");
     if (topics.length === 0) throw new Error("subscribe needs at least one topic");
     const { deliver, max } = batchDelivery(options);
+    const gatherMs = options.gatherMs ?? 0;
+    if (!Number.isInteger(gatherMs) || gatherMs < 0 || gatherMs > GATHER_MAX_MS) {
+      throw new RangeError(`gatherMs must be an integer from 0 to ${GATHER_MAX_MS}, got ${String(options.gatherMs)}`);
+    }
     await this.assertTopicsExist(topics);
 
     const consumer = this.kafka.consumer({
@@ -197,7 +246,9 @@ export class KafkaEventBus implements EventBus {
       sessionTimeout: SESSION_TIMEOUT_MS,
       heartbeatInterval: HEARTBEAT_INTERVAL_MS,
       rebalanceTimeout: REBALANCE_TIMEOUT_MS,
-      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      // With gatherMs the broker holds a fetch until GATHER_MIN_BYTES are there
+      // or gatherMs passed; else it answers as soon as there is anything.
+      ...(gatherMs > 0 ? { minBytes: GATHER_MIN_BYTES, maxWaitTimeInMs: gatherMs } : { maxWaitTimeInMs: FETCH_MAX_WAIT_MS }),
       allowAutoTopicCreation: false,
       retry: CONSUMER_RETRY,
     });
@@ -211,11 +262,12 @@ export class KafkaEventBus implements EventBus {
       await consumer.subscribe({ topics, fromBeginning: options.fromBeginning ?? true });
       await consumer.run({
         // Offsets are resolved here, after the handler returned on them, and
-        // auto-commit commits resolved offsets only (after each fetched batch
-        // and on stop). An event whose handler never succeeded stays uncommitted.
-        autoCommit: true,
+        // committed by the subscription (OffsetCommits): resolved offsets only,
+        // at most every COMMIT_INTERVAL_MS, and on stop. An event whose handler
+        // never succeeded stays uncommitted.
+        autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: (payload) => this.deliverBatch(group, deliver, max, payload, subscription.signal),
+        eachBatch: (payload) => this.deliverBatch(group, deliver, max, payload, subscription),
       });
       await started.promise;
     } catch (error) {
@@ -253,14 +305,22 @@ export class KafkaEventBus implements EventBus {
     group: string,
     deliver: EventBatchHandler,
     max: number,
-    { batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload,
-    signal: AbortSignal,
+    payload: EachBatchPayload,
+    subscription: KafkaSubscription,
   ): Promise<void> {
+    const { batch, resolveOffset, isRunning, isStale } = payload;
+    const { signal, commits } = subscription;
+    commits.batchStarted(payload);
+    // Before a rebalance (the heartbeat fails), what was handled is committed, as kafkajs' auto-commit does.
+    const heartbeat = () => payload.heartbeat().catch(async (error: unknown) => {
+      await commits.commitNow().catch(() => undefined);
+      throw error;
+    });
     const { topic, partition, messages } = batch;
-    for (let from = 0; from < messages.length; from += max) {
+    const events = unpackBatch(messages);
+    for (let from = 0; from < events.length; from += max) {
       if (!isRunning() || isStale()) return;
-      const piece = messages.slice(from, from + max);
-      const last = piece[piece.length - 1]!;
+      const piece = events.slice(from, from + max);
       for (let attempt = 0; ; attempt++) {
         if (signal.aborted) throw new SubscriptionStoppingError();
         let failure: unknown;
@@ -269,7 +329,7 @@ export class KafkaEventBus implements EventBus {
         const beating = setInterval(() => heartbeat().catch(() => undefined), HEARTBEAT_INTERVAL_MS);
         try {
           // A fresh copy per attempt: a failed attempt may have changed the last one.
-          await deliver(piece.map((message) => toReceivedEvent(topic, message)));
+          await deliver(piece.map((event) => toReceivedEvent(topic, event)));
           break;
         } catch (error) {
           failure = error;
@@ -295,7 +355,16 @@ export class KafkaEventBus implements EventBus {
         await sleep(delay, signal);
         if (!signal.aborted) await heartbeat();
       }
-      resolveOffset(last.offset);
+      // The last record whose events are all handled now: a pack cut by
+      // `max` is committed once its last event is, so a crash or stop before
+      // that delivers its earlier events again (at least once).
+      for (let i = piece.length - 1; i >= 0; i--) {
+        if (piece[i]!.endsRecord) {
+          resolveOffset(piece[i]!.offset);
+          await commits.resolved();
+          break;
+        }
+      }
       await heartbeat();
     }
   }
@@ -316,6 +385,23 @@ export class KafkaEventBus implements EventBus {
         return { topic, lag };
       }),
     );
+  }
+
+  /** How many partitions `topic` has (asked once; a topic's partitions are fixed here, see ensureTopics). */
+  private partitionCount(topic: string): Promise<number> {
+    let count = this.partitionCounts.get(topic);
+    if (!count) {
+      count = this.connectedAdmin()
+        .then((admin) => admin.fetchTopicMetadata({ topics: [topic] }))
+        .then(({ topics }) => {
+          const partitions = topics.find((t) => t.name === topic)?.partitions.length ?? 0;
+          if (partitions < 1) throw new Error(`no partitions known for topic ${topic}`);
+          return partitions;
+        });
+      count.catch(() => this.partitionCounts.delete(topic)); // asked again on the next publish
+      this.partitionCounts.set(topic, count);
+    }
+    return count;
   }
 
   /** Rejects when one of `topics` does not exist; refreshes the list once before deciding. */
@@ -368,6 +454,7 @@ export class KafkaEventBus implements EventBus {
 class KafkaSubscription implements Subscription {
   private readonly abort = new AbortController();
   private stopping: Promise<void> | undefined;
+  readonly commits = new OffsetCommits();
 
   constructor(
     private readonly consumer: Consumer,
@@ -381,10 +468,59 @@ class KafkaSubscription implements Subscription {
 
   stop(): Promise<void> {
     this.abort.abort();
-    // kafkajs' disconnect stops fetching, waits for the in-flight eachBatch,
-    // commits resolved offsets and leaves the group (so a successor joins at once).
-    this.stopping ??= this.consumer.disconnect().finally(this.onStopped);
+    this.stopping ??= (async () => {
+      // What was handled is committed before the consumer leaves (kafkajs'
+      // disconnect stops fetching, waits for the in-flight eachBatch, which
+      // commits at once from now on, and leaves the group, so that a
+      // successor joins at once).
+      this.commits.stopping = true;
+      await this.commits.commitNow().catch(() => undefined);
+      await this.consumer.disconnect();
+    })().finally(this.onStopped);
     return this.stopping;
+  }
+}
+
+/**
+ * Commits a subscription's resolved offsets at most every
+ * COMMIT_INTERVAL_MS: after a batch when the interval has passed, else by a
+ * timer, so that an idle consumer does not keep handled events uncommitted;
+ * at once when stopping. It commits through the latest eachBatch payload
+ * (kafkajs' consumer group of the current generation; its `commitOffsets`
+ * does nothing once the consumer is stopping). A failed commit is left to
+ * the next one (commits are cumulative per partition): at worst the events
+ * are delivered again.
+ */
+class OffsetCommits {
+  stopping = false;
+  private payload: EachBatchPayload | undefined;
+  /** 0: the first handled batch is committed at once. */
+  private lastCommit = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  batchStarted(payload: EachBatchPayload): void {
+    this.payload = payload;
+  }
+
+  /** After an offset was resolved: commits now if due (or stopping), else makes sure the timer will. */
+  async resolved(): Promise<void> {
+    const wait = this.lastCommit + COMMIT_INTERVAL_MS - Date.now();
+    if (this.stopping || wait <= 0) return this.commitNow();
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      if (!this.stopping) this.commitNow().catch(() => undefined);
+    }, wait);
+  }
+
+  /** Commits every resolved, uncommitted offset of the consumer (one request; none when there are none). */
+  async commitNow(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const payload = this.payload;
+    if (!payload) return;
+    this.lastCommit = Date.now();
+    const uncommitted = payload.uncommittedOffsets();
+    if (uncommitted.topics.length > 0) await payload.commitOffsetsIfNecessary(uncommitted);
   }
 }
 
@@ -480,13 +616,47 @@ function untilConsuming(consumer: Consumer): { promise: Promise<void>; cancel: (
   return { promise, cancel };
 }
 
-function toReceivedEvent(topic: string, message: KafkaMessage): ReceivedEvent {
+/** One event of a fetched batch: its record's offset, and whether it is the last event of that record. */
+interface FetchedEvent {
+  offset: string;
+  endsRecord: boolean;
+  key: string;
+  /** A view on the fetch response's bytes: copied for each attempt (toReceivedEvent). */
+  value: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/**
+ * The events of a fetched batch's records, in order: a pack's events one by
+ * one (kafka-pack.ts), any other record as one event. A record marked as a
+ * pack that does not unpack is handed over whole as one event, which the
+ * registry then finds undecodable and skips with a log line (a pack blocking
+ * its partition for ever would be worse).
+ */
+function unpackBatch(messages: readonly KafkaMessage[]): FetchedEvent[] {
+  const events: FetchedEvent[] = [];
+  for (const message of messages) {
+    const headers = decodeHeaders(message.headers);
+    const value = message.value ?? Buffer.alloc(0);
+    if (headers[PACK_HEADER] !== undefined) {
+      const unpacked = headers[PACK_HEADER] === PACK_VERSION ? unpackEvents(value) : undefined;
+      if (unpacked) {
+        unpacked.forEach((event, i) => events.push({ offset: message.offset, endsRecord: i === unpacked.length - 1, ...event }));
+        continue;
+      }
+    }
+    events.push({ offset: message.offset, endsRecord: true, key: message.key ? message.key.toString("utf8") : "", value, headers });
+  }
+  return events;
+}
+
+function toReceivedEvent(topic: string, event: FetchedEvent): ReceivedEvent {
   return {
     topic,
-    key: message.key ? message.key.toString("utf8") : "",
+    key: event.key,
     // A copy: kafkajs' Buffer is a slice of the whole fetch response.
-    value: message.value ? new Uint8Array(message.value) : new Uint8Array(0),
-    headers: decodeHeaders(message.headers),
+    value: new Uint8Array(event.value),
+    headers: { ...event.headers },
   };
 }
 

@@ -28,6 +28,7 @@ export class NamespacedEventBus implements EventBus {
       group: this.prefix + options.group,
       topics: options.topics.map((t) => this.prefix + t),
       ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
+      ...(options.gatherMs !== undefined ? { gatherMs: options.gatherMs } : {}),
     };
     if (options.batchHandler) {
       const batchHandler = options.batchHandler;

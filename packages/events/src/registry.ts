@@ -245,6 +245,8 @@ export interface SubscribeEventBatchesOptions {
   handlers: TopicBatchHandlers;
   logger: EventLogger;
   fromBeginning?: boolean;
+  /** See SubscribeOptions.gatherMs (Kafka: fewer, larger batches for a short delay). */
+  gatherMs?: number;
 }
 
 /**
@@ -263,6 +265,7 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
     topics,
     maxBatch: options.maxBatch,
     ...(options.fromBeginning !== undefined ? { fromBeginning: options.fromBeginning } : {}),
+    ...(options.gatherMs !== undefined ? { gatherMs: options.gatherMs } : {}),
     batchHandler: async (received) => {
       // A batch is of one topic (one partition of it), whichever the bus.
       const topic = received[0]?.topic;

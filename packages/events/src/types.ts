@@ -60,6 +60,14 @@ interface SubscribeOptionsBase {
    * that already consumed the topic resumes after its last handled event.
    */
   fromBeginning?: boolean;
+  /**
+   * Kafka: how long a fetch may wait for more events (up to 64 KiB) before
+   * handing over what it has, in ms, at most 1,000 (default 0: at once). For
+   * a consumer whose cost is per batch more than per event (a write per
+   * batch) and that can take a short delay; fewer, larger batches. The
+   * in-process bus hands events over at once whatever this says.
+   */
+  gatherMs?: number;
 }
 
 export interface Subscription {

@@ -8,6 +8,8 @@ import type { TriggerWorker } from "./triggers.js";
 
 /** Consumer group of the campaigns service (one name everywhere). */
 export const CAMPAIGNS_GROUP = "campaigns";
+/** How long a fetch of the group may wait for more events on Kafka (SubscribeOptions.gatherMs). */
+const CAMPAIGNS_GATHER_MS = 100;
 
 /**
  * The service's one subscription (group `campaigns`): kafkajs hands a group's
@@ -35,6 +37,11 @@ export function subscribeCampaignEvents(
     group: options.group ?? CAMPAIGNS_GROUP,
     logger: options.logger,
     maxBatch: 500,
+    // On Kafka, wait up to 100 ms for more outcomes per fetch: the ledger's
+    // writes and the counts' update are per batch, and delivery publishes its
+    // outcomes in small batches (about 40 a partition); a trigger fires that
+    // much later at most.
+    gatherMs: CAMPAIGNS_GATHER_MS,
     handlers: {
       ...triggers.handlers,
       "subscriber.deleted": async (batch) => {

@@ -48,6 +48,9 @@ export function subscribeWebhookEvents(
     group: options.group ?? WEBHOOKS_GROUP,
     logger: options.logger,
     maxBatch: 500,
+    // On Kafka, wait up to 100 ms for more events per fetch (SubscribeOptions.gatherMs):
+    // most events match no endpoint, and the lookup and the fetch cost per batch.
+    gatherMs: 100,
     handlers: {
       "email.status": handler("email.status"),
       "subscriber.created": handler("subscriber.created"),
