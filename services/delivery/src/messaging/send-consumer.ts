@@ -54,16 +54,18 @@ const INTAKE_WINDOWS = 3;
  * batch asks to be retried, the batch comes again after the bus' backoff:
  * the ones already sent are then skipped (final), the others tried again.
  *
- * A campaign's recipients arrive as send requests naming the campaign, the
- * subscriber and the template version (see usecases/campaign-intake.ts): the
- * batch's records are made first (one lookup, one insert per tenant), then
- * sent like the others. `campaign.status_changed` (a subscription of its
+ * A campaign's recipients arrive as send requests naming the campaign and
+ * the template version once and up to a hundred recipients (or, from before
+ * batches, one): see usecases/campaign-intake.ts and `send` below. Their
+ * records are made a window at a time (one lookup, one insert per tenant),
+ * then sent like the others. `campaign.status_changed` (a subscription of its
  * own, see campaignStatesGroup) keeps the cancelled campaigns, whose
  * recipients not yet given to the provider are not sent, and the paused ones,
  * whose recipients are held until campaigns hands them over again.
  *
- * Stopping drains: no new events, the sends in flight may finish within the
- * grace; past it they are aborted and left to their leases (as a crash would).
+ * Stopping drains: no new events, no more recipients taken in, the sends in
+ * flight may finish within the grace; past it they are aborted and left to
+ * their leases (as a crash would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
