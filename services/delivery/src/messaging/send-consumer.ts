@@ -5,6 +5,7 @@ import type { TenantRepositories } from "../storage/repositories.js";
 import { campaignRequestsOf, CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
 import { deliverEmail, RetryLater, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
+import type { LeaseGroup } from "../usecases/lease.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
@@ -174,7 +175,8 @@ export class SendConsumer {
     const queue: Array<{ emailId: string; tenant: string; campaign?: CampaignSend }> = [...stored];
     let next = 0; // the next window to take in
     const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published a window at a time
-    const taken: CampaignSend[] = [];
+    // The windows' lease groups (one a window), not their emails: what was sent is let go as it goes.
+    const leaseGroups = new Set<LeaseGroup>();
     let failure: unknown;
     let intakeFailure: unknown;
     let intake: Promise<void> | undefined;
@@ -183,7 +185,7 @@ export class SendConsumer {
       if (outcomes.length > 0) await this.intake.publish(outcomes.splice(0));
       for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
         queue.push({ emailId, tenant, campaign });
-        taken.push(campaign);
+        if (campaign.claimed) leaseGroups.add(campaign.claimed.leases);
       }
     };
     const takeInSoon = (): void => {
@@ -210,7 +212,7 @@ export class SendConsumer {
     };
     await Promise.all(Array.from({ length: this.concurrency }, worker));
     // The intake's lease groups close once their emails are done; this makes sure (idempotent).
-    for (const campaign of taken) campaign.claimed?.leases.close();
+    for (const leases of leaseGroups) leases.close();
     if (outcomes.length > 0) await this.intake.publish(outcomes.splice(0));
     if (intakeFailure !== undefined) throw intakeFailure;
     if (failure !== undefined) throw failure;
