@@ -38,6 +38,16 @@ export const DEFAULT_SEND_CONCURRENCY = 32;
 const INTAKE_WINDOWS = 3;
 
 /**
+ * Outcomes (email.status) of a batch's campaign emails published together,
+ * in multiples of the concurrency: gathered while the next windows are taken
+ * in, so that a batch of thousands makes no more publishes (a produce
+ * request each on Kafka) than its bus batches of four times `concurrency`
+ * recipients did before batches, and campaigns still hears of them long
+ * before its in-flight bound (5,000) fills.
+ */
+const OUTCOMES_PER_PUBLISH = 8;
+
+/**
  * Consumes `email.send.requested` (sends each email) and `subscriber.deleted`
  * (erases the subscriber's emails) in group `delivery`, through the topic
  * registry of @emailsvc/events (which decodes, checks and skips malformed
@@ -160,8 +170,8 @@ export class SendConsumer {
    * wait, so that the sends never wait for it, and no record waits leased
    * behind more than four times `concurrency` others (one bus batch of a
    * recipient per event, before batches). A batch of thousands is thus never
-   * stored, leased and sent at once. The emails' outcomes are published after
-   * each window's intake and at the end (one publish each). Throws (the batch
+   * stored, leased and sent at once. The emails' outcomes are published
+   * OUTCOMES_PER_PUBLISH times `concurrency` at a time and at the end. Throws (the batch
    * comes again, its settled emails skipped by their records) when a send or
    * an intake asked for it, after the others are done; when stopping, the
    * windows not yet taken in are left for the redelivery.
@@ -174,7 +184,7 @@ export class SendConsumer {
     }
     const queue: Array<{ emailId: string; tenant: string; campaign?: CampaignSend }> = [...stored];
     let next = 0; // the next window to take in
-    const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published a window at a time
+    const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published OUTCOMES_PER_PUBLISH × concurrency at a time
     // The windows' lease groups (one a window), not their emails: what was sent is let go as it goes.
     const leaseGroups = new Set<LeaseGroup>();
     let failure: unknown;
@@ -182,7 +192,7 @@ export class SendConsumer {
     let intake: Promise<void> | undefined;
     const takeIn = async (): Promise<void> => {
       const { tenant, requests } = windows[next++]!;
-      if (outcomes.length > 0) await this.intake.publish(outcomes.splice(0));
+      if (outcomes.length >= this.concurrency * OUTCOMES_PER_PUBLISH) await this.intake.publish(outcomes.splice(0));
       for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
         queue.push({ emailId, tenant, campaign });
         if (campaign.claimed) leaseGroups.add(campaign.claimed.leases);
