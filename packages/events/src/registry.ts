@@ -55,11 +55,12 @@ export const TOPICS = {
   "subscriber.tag_added": topic(events.SubscriberTagAddedSchema, "sub", (m) => m.subscriberId),
   "subscriber.tag_removed": topic(events.SubscriberTagRemovedSchema, "sub", (m) => m.subscriberId),
   "subscriber.deleted": topic(events.SubscriberDeletedSchema, "sub", (m) => m.subscriberId),
-  // A campaign's recipient is keyed by subscriber (their mail stays in order), an email delivery stored by its id.
+  // A campaign's batch of recipients is keyed by its first email id (batches spread over the partitions), an
+  // email delivery stored by its id, a campaign's lone recipient (the form before batches) by subscriber.
   "email.send.requested": topic(
     events.EmailSendRequestedSchema,
-    (m) => (m.campaignId ? "sub" : "eml"),
-    (m) => (m.campaignId ? m.subscriberId : m.emailId),
+    (m) => (m.recipients.length > 0 || !m.campaignId ? "eml" : "sub"),
+    (m) => (m.recipients.length > 0 ? m.recipients[0]!.emailId : m.campaignId ? m.subscriberId : m.emailId),
   ),
   "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
   "campaign.status_changed": topic(events.CampaignStatusChangedSchema, "cmp", (m) => m.campaignId),

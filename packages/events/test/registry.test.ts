@@ -54,11 +54,23 @@ describe("the topic registry", () => {
     void typeErrors;
     expect(() => encodeEvent("email.nope" as "email.status", origin, { emailId: newId("eml") })).toThrow(/unknown topic email.nope/);
     expect(encodeEvent("subscriber.created", origin, { subscriberId: newId("sub"), tagIds: ["tag_a"] }).event.key).toMatch(/^sub_/);
-    // A campaign's recipient is keyed by subscriber, an email delivery stored by its id.
+    // A campaign's lone recipient (the form before batches) is keyed by subscriber, an email delivery stored by its id.
     const emailId = newId("eml");
     const subscriberId = newId("sub");
     expect(encodeEvent("email.send.requested", origin, { emailId }).event.key).toBe(emailId);
     expect(encodeEvent("email.send.requested", origin, { emailId, campaignId: newId("cmp"), subscriberId, templateId: newId("tpl"), templateVersion: 1 }).event.key).toBe(subscriberId);
+    // A campaign's batch, by its first recipient's email id; a batch whose first id is no email id is malformed.
+    const batch = { campaignId: newId("cmp"), templateId: newId("tpl"), templateVersion: 1 };
+    const recipients = [
+      { emailId, subscriberId },
+      { emailId: newId("eml"), subscriberId: newId("sub") },
+    ];
+    const { event } = encodeEvent("email.send.requested", origin, { ...batch, recipients });
+    expect(event.key).toBe(emailId);
+    const decoded = decodeEvent({ topic: "email.send.requested", key: event.key, value: event.value, headers: event.headers! });
+    expect(decoded.ok && (decoded.message as { recipients: unknown[] }).recipients).toEqual(recipients.map((r) => expect.objectContaining(r)));
+    const wrong = encodeEvent("email.send.requested", origin, { ...batch, recipients: [{ emailId: subscriberId, subscriberId }] }).event;
+    expect(decodeEvent({ topic: "email.send.requested", key: wrong.key, value: wrong.value, headers: wrong.headers! })).toEqual({ ok: false, problem: "malformed" });
   });
 
   it("refuses what does not decode, lacks a well-formed meta, or is keyed by another kind of id", () => {

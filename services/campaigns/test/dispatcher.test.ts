@@ -1,9 +1,9 @@
-import { decodeEvent, InProcessEventBus, TOPICS, type Subscription } from "@emailsvc/events";
+import { decodeEvent, InProcessEventBus, TOPICS, type EventMessage, type Subscription } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
 import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
 import { emptyCounts } from "../src/domain/campaign.js";
-import { CampaignDispatcher } from "../src/messaging/dispatcher.js";
+import { CampaignDispatcher, RECIPIENTS_PER_EVENT } from "../src/messaging/dispatcher.js";
 import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
@@ -143,9 +143,13 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
       handler: async (event) => {
         const decoded = decodeEvent(event);
         if (!decoded.ok) throw new Error(decoded.problem);
-        const { subscriberId, emailId, campaignId } = decoded.message as unknown as { subscriberId: string; emailId: string; campaignId: string };
-        requested.push({ subscriberId, emailId });
-        await recordOutcomes(repos, [{ campaignId, subscriberId, status: "sent", failureReason: 0 }], deps.now());
+        const { recipients, campaignId } = decoded.message as EventMessage<"email.send.requested">;
+        requested.push(...recipients.map(({ subscriberId, emailId }) => ({ subscriberId, emailId })));
+        await recordOutcomes(
+          repos,
+          recipients.map(({ subscriberId }) => ({ campaignId, subscriberId, status: "sent", failureReason: 0 })),
+          deps.now(),
+        );
       },
     });
     try {
@@ -167,6 +171,47 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     }
   });
 
+  it("hands recipients over as events of up to RECIPIENTS_PER_EVENT each: the campaign and template once, keyed by the first email id", async () => {
+    const now = deps.now();
+    const many = Array.from({ length: 2 * RECIPIENTS_PER_EVENT + 50 }, () => newId("sub")).sort();
+    const wide: Deps = {
+      ...deps,
+      audiences: { count: async () => many.length, page: async () => ({ ids: many, nextAfter: "" }) },
+      settings: { ...deps.settings!, maxInFlight: 1000 },
+    };
+    const doc = { ...sendingCampaign("Batches", now), template_version: 3 };
+    await repos.campaigns.insertOne(doc);
+    const received: Array<{ key: string; message: EventMessage<"email.send.requested"> }> = [];
+    const observer = await bus.subscribe({
+      group: "test-delivery",
+      topics: ["email.send.requested"],
+      handler: async (event) => {
+        const decoded = decodeEvent(event);
+        if (!decoded.ok) throw new Error(decoded.problem);
+        received.push({ key: event.key, message: decoded.message as EventMessage<"email.send.requested"> });
+      },
+    });
+    try {
+      dispatcher = new CampaignDispatcher(wide, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
+      dispatcher.start();
+      const total = () => received.reduce((sum, { message }) => sum + message.recipients.length, 0);
+      for (let i = 0; i < 200 && total() < many.length; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      // In the order of their partitions: the batches' keys spread them.
+      expect(received.map(({ message }) => message.recipients.length).sort()).toEqual([RECIPIENTS_PER_EVENT, RECIPIENTS_PER_EVENT, 50].sort());
+      for (const { key, message } of received) {
+        expect(message).toMatchObject({ campaignId: doc._id, templateId: doc.template_id, templateVersion: 3, emailId: "", subscriberId: "" });
+        expect(key).toBe(message.recipients[0]!.emailId);
+      }
+      const recipients = received.flatMap(({ message }) => message.recipients);
+      expect(recipients.map((r) => r.subscriberId).sort()).toEqual(many);
+      const rows = await repos.recipients.find({ campaign_id: doc._id });
+      expect(new Map(recipients.map((r) => [r.subscriberId, r.emailId]))).toEqual(new Map(rows.map((row) => [row.subscriber_id, row.email_id])));
+      expect((await repos.campaigns.findOne({ _id: doc._id }))?.counts).toMatchObject({ pending: 0, queued: many.length });
+    } finally {
+      await observer.stop();
+    }
+  });
+
   it("hands over again, after a minute without an answer, what it handed over (no time is kept on the rows)", async () => {
     const now = deps.now();
     const doc = sendingCampaign("Unanswered", now);
@@ -179,8 +224,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
       handler: async (event) => {
         const decoded = decodeEvent(event);
         if (!decoded.ok) throw new Error(decoded.problem);
-        const { emailId } = decoded.message as unknown as { emailId: string };
-        requests.set(emailId, (requests.get(emailId) ?? 0) + 1);
+        for (const { emailId } of (decoded.message as EventMessage<"email.send.requested">).recipients) requests.set(emailId, (requests.get(emailId) ?? 0) + 1);
       },
     });
     const wait = async (done: () => boolean | Promise<boolean>) => {

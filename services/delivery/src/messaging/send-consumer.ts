@@ -1,11 +1,11 @@
 import { setMaxListeners } from "node:events";
 import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
-import { settleLimited } from "@emailsvc/async";
 import { type Logger } from "@emailsvc/telemetry";
 import type { TenantRepositories } from "../storage/repositories.js";
-import { CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
-import { deliverEmail, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
+import { campaignRequestsOf, CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
+import { deliverEmail, RetryLater, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
+import type { LeaseGroup } from "../usecases/lease.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
@@ -29,6 +29,25 @@ export function campaignStatesGroup(group: string): string {
 export const DEFAULT_SEND_CONCURRENCY = 32;
 
 /**
+ * A campaign's recipients taken in at a time, in multiples of the
+ * concurrency (see SendConsumer.send): with the fewer than `concurrency`
+ * left waiting when a window is taken in, a record waits behind at most four
+ * times `concurrency` others, as when each recipient was an event of its own
+ * and a bus batch held four times `concurrency` of them.
+ */
+const INTAKE_WINDOWS = 3;
+
+/**
+ * Outcomes (email.status) of a batch's campaign emails published together,
+ * in multiples of the concurrency: gathered while the next windows are taken
+ * in, so that a batch of thousands makes no more publishes (a produce
+ * request each on Kafka) than its bus batches of four times `concurrency`
+ * recipients did before batches, and campaigns still hears of them long
+ * before its in-flight bound (5,000) fills.
+ */
+const OUTCOMES_PER_PUBLISH = 8;
+
+/**
  * Consumes `email.send.requested` (sends each email) and `subscriber.deleted`
  * (erases the subscriber's emails) in group `delivery`, through the topic
  * registry of @emailsvc/events (which decodes, checks and skips malformed
@@ -46,22 +65,26 @@ export const DEFAULT_SEND_CONCURRENCY = 32;
  * batch asks to be retried, the batch comes again after the bus' backoff:
  * the ones already sent are then skipped (final), the others tried again.
  *
- * A campaign's recipients arrive as send requests naming the campaign, the
- * subscriber and the template version (see usecases/campaign-intake.ts): the
- * batch's records are made first (one lookup, one insert per tenant), then
- * sent like the others. `campaign.status_changed` (a subscription of its
+ * A campaign's recipients arrive as send requests naming the campaign and
+ * the template version once and up to a hundred recipients (or, from before
+ * batches, one): see usecases/campaign-intake.ts and `send` below. Their
+ * records are made a window at a time (one lookup, one insert per tenant),
+ * then sent like the others. `campaign.status_changed` (a subscription of its
  * own, see campaignStatesGroup) keeps the cancelled campaigns, whose
  * recipients not yet given to the provider are not sent, and the paused ones,
  * whose recipients are held until campaigns hands them over again.
  *
- * Stopping drains: no new events, the sends in flight may finish within the
- * grace; past it they are aborted and left to their leases (as a crash would).
+ * Stopping drains: no new events, no more recipients taken in, the sends in
+ * flight may finish within the grace; past it they are aborted and left to
+ * their leases (as a crash would).
  */
 export class SendConsumer {
   private subscription: Subscription | undefined;
   private statesSubscription: Subscription | undefined;
   private readonly shutdown = new AbortController();
   private readonly intake: IntakeDeps;
+  /** Set by stop(): the batch in hand takes in no more recipients. */
+  private stopping = false;
 
   constructor(
     private readonly bus: EventBus,
@@ -105,32 +128,26 @@ export class SendConsumer {
       maxBatch: this.concurrency * 4,
       handlers: {
         "email.send.requested": async (batch) => {
-          // email id -> its tenant (and what the campaign intake learnt), each once
-          const emails = new Map<string, { tenant: string; campaign?: CampaignSend }>();
-          const campaignRequests = new Map<string, CampaignRequest[]>(); // tenant -> requests
+          const stored: Array<{ emailId: string; tenant: string }> = []; // emails delivery stored itself (SendEmail)
+          const campaignRequests = new Map<string, CampaignRequest[]>(); // tenant -> a campaign's recipients, in order
+          // Each email once: a recipient handed over again may come twice in one batch (in two windows, its second
+          // turn would find its own lease and ask for the whole batch again).
+          const named = new Set<string>();
           for (const { message, meta } of batch) {
             if (!message.campaignId) {
-              emails.set(message.emailId, { tenant: meta.tenant });
+              if (!named.has(message.emailId)) stored.push({ emailId: message.emailId, tenant: meta.tenant });
+              named.add(message.emailId);
               continue;
             }
-            const list = campaignRequests.get(meta.tenant) ?? [];
-            list.push(message);
-            campaignRequests.set(meta.tenant, list);
-          }
-          const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published once for the batch
-          for (const [tenant, requests] of campaignRequests) {
-            for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
-              emails.set(emailId, { tenant, campaign });
+            let list = campaignRequests.get(meta.tenant);
+            if (!list) campaignRequests.set(meta.tenant, (list = []));
+            for (const request of campaignRequestsOf(message)) {
+              if (named.has(request.emailId)) continue;
+              named.add(request.emailId);
+              list.push(request);
             }
           }
-          const results = await settleLimited([...emails], this.concurrency, ([emailId, { tenant, campaign }]) =>
-            deliverEmail(this.deps, this.tenants.forTenant(tenant), emailId, this.shutdown.signal, campaign),
-          );
-          // The intake's lease groups close once their emails are done; this makes sure (idempotent).
-          for (const { campaign } of emails.values()) campaign?.claimed?.leases.close();
-          if (outcomes.length > 0) await this.intake.publish(outcomes);
-          const failed = results.find((result) => result.status === "rejected");
-          if (failed) throw failed.reason;
+          await this.send(stored, campaignRequests);
         },
         "subscriber.deleted": async (batch) => {
           // In order: erasures of one subscriber are idempotent, and few.
@@ -145,8 +162,76 @@ export class SendConsumer {
     });
   }
 
+  /**
+   * Sends a batch's emails, up to `concurrency` at once: those delivery stored
+   * first, then a campaign's recipients, taken in (records stored, leased)
+   * a window of INTAKE_WINDOWS times `concurrency` at a time as the sends
+   * make room: the next window's intake runs while fewer than `concurrency`
+   * wait, so that the sends never wait for it, and no record waits leased
+   * behind more than four times `concurrency` others (one bus batch of a
+   * recipient per event, before batches). A batch of thousands is thus never
+   * stored, leased and sent at once. The emails' outcomes are published
+   * OUTCOMES_PER_PUBLISH times `concurrency` at a time and at the end. Throws (the batch
+   * comes again, its settled emails skipped by their records) when a send or
+   * an intake asked for it, after the others are done; when stopping, the
+   * windows not yet taken in are left for the redelivery.
+   */
+  private async send(stored: ReadonlyArray<{ emailId: string; tenant: string }>, campaignRequests: ReadonlyMap<string, CampaignRequest[]>): Promise<void> {
+    const windowSize = this.concurrency * INTAKE_WINDOWS;
+    const windows: Array<{ tenant: string; requests: CampaignRequest[] }> = [];
+    for (const [tenant, requests] of campaignRequests) {
+      for (let i = 0; i < requests.length; i += windowSize) windows.push({ tenant, requests: requests.slice(i, i + windowSize) });
+    }
+    const queue: Array<{ emailId: string; tenant: string; campaign?: CampaignSend }> = [...stored];
+    let next = 0; // the next window to take in
+    const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published OUTCOMES_PER_PUBLISH × concurrency at a time
+    // The windows' lease groups (one a window), not their emails: what was sent is let go as it goes.
+    const leaseGroups = new Set<LeaseGroup>();
+    let failure: unknown;
+    let intakeFailure: unknown;
+    let intake: Promise<void> | undefined;
+    const takeIn = async (): Promise<void> => {
+      const { tenant, requests } = windows[next++]!;
+      if (outcomes.length >= this.concurrency * OUTCOMES_PER_PUBLISH) await this.intake.publish(outcomes.splice(0));
+      for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
+        queue.push({ emailId, tenant, campaign });
+        if (campaign.claimed) leaseGroups.add(campaign.claimed.leases);
+      }
+    };
+    const takeInSoon = (): void => {
+      if (intake || intakeFailure !== undefined || next >= windows.length || queue.length >= this.concurrency || this.stopping) return;
+      intake = takeIn()
+        .catch((err: unknown) => void (intakeFailure = err))
+        .finally(() => (intake = undefined));
+    };
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        takeInSoon();
+        const item = queue.shift();
+        if (item) {
+          try {
+            await deliverEmail(this.deps, this.tenants.forTenant(item.tenant), item.emailId, this.shutdown.signal, item.campaign);
+          } catch (err) {
+            failure ??= err;
+          }
+          continue;
+        }
+        if (!intake) return; // nothing waiting, nothing coming
+        await intake;
+      }
+    };
+    await Promise.all(Array.from({ length: this.concurrency }, worker));
+    // The intake's lease groups close once their emails are done; this makes sure (idempotent).
+    for (const leases of leaseGroups) leases.close();
+    if (outcomes.length > 0) await this.intake.publish(outcomes.splice(0));
+    if (intakeFailure !== undefined) throw intakeFailure;
+    if (failure !== undefined) throw failure;
+    if (next < windows.length) throw new RetryLater("stopping: recipients not taken in are left for the redelivered batch");
+  }
+
   /** Stops consuming; a send still running after `graceMs` is aborted. */
   async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
     await this.statesSubscription?.stop();
     if (!this.subscription) return;
     const timer = setTimeout(() => this.shutdown.abort(), graceMs);

@@ -1,4 +1,4 @@
-import { encodeEvent, type EncodedEvent } from "@emailsvc/events";
+import { encodeEvent, type EncodedEvent, type EventMessage } from "@emailsvc/events";
 import { newOutbox } from "@emailsvc/outbox";
 import { randomBytes } from "node:crypto";
 import { isId, newId } from "@emailsvc/ids";
@@ -18,8 +18,9 @@ import { LeaseGroup } from "./lease.js";
 import { OutcomeWrites } from "./outcome-writes.js";
 
 // Campaign recipients handed over by the campaigns service
-// (`email.send.requested` with a campaign_id): one event per recipient, ids
-// only. A batch of them becomes email records with one recipient lookup, one
+// (`email.send.requested` with a campaign_id): one event per batch of
+// recipients (or, from before batches, per recipient), ids only. A window of
+// them becomes email records with one recipient lookup, one
 // cancelled-campaign query and one insertMany; the records are then sent one
 // by one like any email (claim, render, hand-off, `sent`). An email of a
 // paused campaign is held before the hand-off (deliver-email.ts): unclaimed,
@@ -32,6 +33,19 @@ export interface CampaignRequest {
   subscriberId: string;
   templateId: string;
   templateVersion: number;
+}
+
+/**
+ * The campaign recipients a send request names: each of a batch's (the
+ * campaign and template version once, then each recipient's ids), or the one
+ * recipient of the form from before batches. None for an email delivery
+ * stored itself (no campaign_id).
+ */
+export function campaignRequestsOf(message: EventMessage<"email.send.requested">): CampaignRequest[] {
+  const { campaignId, templateId, templateVersion } = message;
+  if (!campaignId) return [];
+  if (message.recipients.length === 0) return [{ emailId: message.emailId, campaignId, subscriberId: message.subscriberId, templateId, templateVersion }];
+  return message.recipients.map(({ emailId, subscriberId }) => ({ emailId, campaignId, subscriberId, templateId, templateVersion }));
 }
 
 /** An email of the batch to send now, with what the intake learnt about it. */

@@ -14,18 +14,24 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/email_events.proto.
  */
 export const file_emailsvc_events_v1_email_events: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEirgEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUi8QEKEkVtYWlsU3RhdHVzQ2hhbmdlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFQoNc3Vic2NyaWJlcl9pZBgEIAEoCRITCgtjYW1wYWlnbl9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkSOwoOZmFpbHVyZV9yZWFzb24YByABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEhMKC2JvdW5jZV90eXBlGAggASgJYgZwcm90bzM", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
+  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEi6QEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUSOQoKcmVjaXBpZW50cxgHIAMoCzIlLmVtYWlsc3ZjLmV2ZW50cy52MS5DYW1wYWlnblJlY2lwaWVudCI8ChFDYW1wYWlnblJlY2lwaWVudBIQCghlbWFpbF9pZBgBIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJIvEBChJFbWFpbFN0YXR1c0NoYW5nZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESEAoIZW1haWxfaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhUKDXN1YnNjcmliZXJfaWQYBCABKAkSEwoLY2FtcGFpZ25faWQYBSABKAkSDgoGcmVhc29uGAYgASgJEjsKDmZhaWx1cmVfcmVhc29uGAcgASgOMiMuZW1haWxzdmMuZGVsaXZlcnkudjEuRmFpbHVyZVJlYXNvbhITCgtib3VuY2VfdHlwZRgIIAEoCWIGcHJvdG8z", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
 
 /**
  * Topic email.send.requested. Two producers:
  * - delivery itself, for an email it has stored (SendEmail): only email_id is
  *   set, key email_id; the recipient, variables and content stay in
  *   delivery's database.
- * - campaigns, handing one recipient of a campaign to delivery: every field
- *   is set, key subscriber_id (a subscriber's mail stays in order). email_id
- *   is minted by campaigns when the recipient is snapshotted and never
- *   changes, so a recipient handed over again is the same email (a no-op once
- *   delivery has it). Ids only: delivery looks the address up itself.
+ * - campaigns, handing a batch of a campaign's recipients to delivery:
+ *   campaign_id, template_id and template_version once, and each recipient's
+ *   email and subscriber ids in `recipients`; email_id and subscriber_id
+ *   empty; key the first recipient's email id (batches spread over the
+ *   partitions, so delivery replicas share a campaign). email_id is minted by
+ *   campaigns when the recipient is snapshotted and never changes, so a
+ *   recipient handed over again is the same email (a no-op once delivery has
+ *   it). Ids only: delivery looks the address up itself.
+ * - campaigns before batches (events still in a log after an upgrade are
+ *   sent): one recipient, email_id, campaign_id, subscriber_id, template_id
+ *   and template_version set, `recipients` empty, key subscriber_id.
  *
  * @generated from message emailsvc.events.v1.EmailSendRequested
  */
@@ -61,6 +67,13 @@ export type EmailSendRequested = Message<"emailsvc.events.v1.EmailSendRequested"
    * @generated from field: int32 template_version = 6;
    */
   templateVersion: number;
+
+  /**
+   * A campaign's batch of recipients (see above); empty in the other forms.
+   *
+   * @generated from field: repeated emailsvc.events.v1.CampaignRecipient recipients = 7;
+   */
+  recipients: CampaignRecipient[];
 };
 
 /**
@@ -69,6 +82,30 @@ export type EmailSendRequested = Message<"emailsvc.events.v1.EmailSendRequested"
  */
 export const EmailSendRequestedSchema: GenMessage<EmailSendRequested> = /*@__PURE__*/
   messageDesc(file_emailsvc_events_v1_email_events, 0);
+
+/**
+ * One recipient of a campaign's batch on email.send.requested.
+ *
+ * @generated from message emailsvc.events.v1.CampaignRecipient
+ */
+export type CampaignRecipient = Message<"emailsvc.events.v1.CampaignRecipient"> & {
+  /**
+   * @generated from field: string email_id = 1;
+   */
+  emailId: string;
+
+  /**
+   * @generated from field: string subscriber_id = 2;
+   */
+  subscriberId: string;
+};
+
+/**
+ * Describes the message emailsvc.events.v1.CampaignRecipient.
+ * Use `create(CampaignRecipientSchema)` to create a new message.
+ */
+export const CampaignRecipientSchema: GenMessage<CampaignRecipient> = /*@__PURE__*/
+  messageDesc(file_emailsvc_events_v1_email_events, 1);
 
 /**
  * Topic email.status, key email_id.
@@ -138,5 +175,5 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
  * Use `create(EmailStatusChangedSchema)` to create a new message.
  */
 export const EmailStatusChangedSchema: GenMessage<EmailStatusChanged> = /*@__PURE__*/
-  messageDesc(file_emailsvc_events_v1_email_events, 1);
+  messageDesc(file_emailsvc_events_v1_email_events, 2);
 

@@ -1,0 +1,134 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeEvent, publishEvents } from "@emailsvc/events";
+import { newId } from "@emailsvc/ids";
+import { delivery, events } from "@emailsvc/proto";
+import { SmtpSink } from "@emailsvc/testing";
+import { tenantKey } from "@emailsvc/tenancy";
+import type { EmailDoc } from "../src/storage/documents.js";
+import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+
+// A campaign hands its recipients over as one email.send.requested per batch
+// (services/campaigns, dispatcher.ts): delivery's consumer takes a batch in
+// windows (messaging/send-consumer.ts), sends at most its concurrency at once,
+// and a retried batch skips what is already settled.
+
+const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
+
+/** A campaign's recipients handed over as events of `perEvent` each (the last may be the form from before batches). */
+async function handOver(h: Harness, t: ReturnType<typeof tenant>, addresses: string[], perEvent: number, lastAlone = false) {
+  const templateId = h.templates.put(t, WELCOME);
+  const campaignId = newId("cmp");
+  const recipients = addresses.map((address) => ({ emailId: newId("eml"), subscriberId: h.subscribers.put(t, address, { name: "R" }), address }));
+  const origin = () => ({ eventId: newId("evt"), tenant: tenantKey(t.tenant), occurredAt: Date.now() });
+  const batched = lastAlone ? recipients.slice(0, -1) : recipients;
+  const requests = [];
+  for (let i = 0; i < batched.length; i += perEvent) {
+    const slice = batched.slice(i, i + perEvent).map(({ emailId, subscriberId }) => ({ emailId, subscriberId }));
+    requests.push(encodeEvent("email.send.requested", origin(), { campaignId, templateId, templateVersion: 1, recipients: slice }));
+  }
+  if (lastAlone) {
+    const { emailId, subscriberId } = recipients.at(-1)!;
+    requests.push(encodeEvent("email.send.requested", origin(), { emailId, campaignId, subscriberId, templateId, templateVersion: 1 }));
+  }
+  await publishEvents(h.bus, requests);
+  return { campaignId, recipients };
+}
+
+/** The statuses delivery announced for an email, in order. */
+function statuses(h: Harness, emailId: string): string[] {
+  return h.received.filter((e) => e.topic === "email.status" && e.key === emailId).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+}
+
+describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipients on %s storage", (kind) => {
+  let sink: SmtpSink;
+  let h: Harness | undefined;
+  beforeEach(async () => {
+    sink = await new SmtpSink().start();
+  });
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    await sink.close();
+  });
+
+  it("sends every recipient of one event once, no more than the concurrency at the relay at once, and takes in no more than a window ahead of the sends", async () => {
+    const concurrency = 2;
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), sendConcurrency: concurrency });
+    const t = tenant("live");
+    const addresses = Array.from({ length: 30 }, (_, i) => `batch${i}@example.com`);
+    // The relay holds every DATA until told: what is in its hands is what is sent at once.
+    sink.dataDelayMs = 60_000;
+    // One event (one partition: the concurrency bounds the sends of a partition's batch).
+    const { campaignId, recipients } = await handOver(h, t, addresses, 100);
+    const arrived = () => addresses.reduce((sum, address) => sum + sink.to(address).length, 0);
+    await waitFor(() => (arrived() >= concurrency ? true : undefined), "the first sends at the relay");
+    await sleep(500);
+    expect(arrived()).toBe(concurrency);
+    // Records are stored (and leased) a window at a time, not for the whole event: 3 × concurrency, at most
+    // 4 × concurrency (one window and what waits from the last) while the first sends are held.
+    const stored = await h.store.collection<EmailDoc>("emails").find({ campaign_id: campaignId });
+    expect(stored.length).toBeGreaterThanOrEqual(concurrency);
+    expect(stored.length).toBeLessThanOrEqual(4 * concurrency);
+
+    sink.dataDelayMs = 0;
+    sink.releaseHeld();
+    for (const { emailId } of recipients) {
+      await waitFor(async () => ((await h!.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined), `${emailId} sent`, 20_000);
+    }
+    for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
+    // Each answered to campaigns once.
+    await waitFor(() => (recipients.every(({ emailId }) => statuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
+    for (const { emailId } of recipients) expect(statuses(h, emailId)).toEqual(["sent"]);
+  });
+
+  it("retries the event when one recipient's send is cut off, sending only that one again: the settled ones are skipped by their records", async () => {
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), leaseMs: 400 });
+    const t = tenant("live");
+    const addresses = Array.from({ length: 8 }, (_, i) => `retry${i}@example.com`);
+    sink.dataDelayMs = 3000;
+    // An event of 7, and one recipient in the form from before batches (events in a log when an operator upgrades).
+    const { recipients } = await handOver(h, t, addresses, 100, true);
+    // One email in the relay's hands (its reply held): another attempt takes its lease (as one would once a lease
+    // ran out); its send is cut off, and the event retried.
+    const taken = await waitFor(() => recipients.slice(0, -1).find(({ address }) => sink.to(address).some((m) => !m.accepted)), "a send of the batch at the relay");
+    const emails = h.store.collection<EmailDoc>("emails");
+    expect(await emails.updateOne({ _id: taken.emailId, status: "queued" }, { $set: { lease_token: "another-attempt", lease_until: Date.now() + 1500 }, $inc: { attempts: 1 } })).not.toBeNull();
+    sink.dataDelayMs = 0;
+    await waitFor(async () => ((await h!.client.getEmail({ id: taken.emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined), "sent by a later attempt", 20_000);
+    // The others: sent at their first attempt, and never tried again by the retried event.
+    for (const { emailId } of recipients) {
+      const email = await waitFor(async () => {
+        const found = (await h!.client.getEmail({ id: emailId }, as(t))).email!;
+        return found.status === delivery.EmailStatus.SENT ? found : undefined;
+      }, `${emailId} sent`);
+      expect(email.attempts).toBe(emailId === taken.emailId ? 3 : 1);
+    }
+    for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
+    // The cut-off hand-off never got the relay's reply on its connection.
+    expect(sink.to(taken.address).filter((m) => !m.accepted)).toHaveLength(1);
+    // The retried event said the settled ones' outcome again (campaigns may have handed them over again).
+    expect(recipients.filter(({ emailId }) => statuses(h!, emailId).length > 1).length).toBeGreaterThan(0);
+  });
+
+  it("stopped mid-event, takes in nothing more, and the next instance sends the rest: each recipient once", async () => {
+    const settings = { providers: smtpProviders(sink.url()), sendConcurrency: 2, leaseMs: 1000 };
+    h = await startHarness({ store: kind, ...settings });
+    const t = tenant("live");
+    const addresses = Array.from({ length: 24 }, (_, i) => `stop${i}@example.com`);
+    sink.dataDelayMs = 400;
+    const { campaignId, recipients } = await handOver(h, t, addresses, 100);
+    await sink.whenAccepted(2);
+    await h.service.close({ graceMs: 5000 });
+    // What was taken in was sent within the grace; nothing after it was stored.
+    const sentBefore = sink.accepted.length;
+    expect(sentBefore).toBeLessThan(addresses.length);
+    const stored = await h.store.collection<EmailDoc>("emails").find({ campaign_id: campaignId });
+    expect(stored.length).toBeLessThan(addresses.length);
+    sink.dataDelayMs = 0;
+    await h.restart(settings);
+    for (const { emailId } of recipients) {
+      await waitFor(async () => ((await h!.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined), `${emailId} sent`, 20_000);
+    }
+    for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
+  });
+});
