@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import type { Rendered, TemplateCategory } from "./renderer.js";
+import type { HtmlParts, Rendered, TemplateCategory } from "./renderer.js";
 
 // Building the message that leaves: headers, parts, Message-ID. Pure.
 
@@ -107,6 +107,14 @@ export interface OutgoingMessage {
   dkim?: DkimSigningKey[] | undefined;
   subject: string;
   html: string;
+  /**
+   * `html` as its template version's fixed text and this message's values
+   * (the renderer's, when it gives them): the MIME writer copies the fixed
+   * text as it encoded it for the version's first message and writes only
+   * the values (providers/mime.ts). Not posted to a sender thread, which
+   * writes `html` instead (providers/threaded.ts).
+   */
+  htmlParts?: HtmlParts | undefined;
   text: string;
   /** `<id@domain>`, also in `headers["Message-ID"]`. */
   messageId: string;
@@ -180,6 +188,7 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
     ...(input.replyTo ? { replyTo: input.replyTo } : {}),
     subject,
     html: input.rendered.html,
+    ...(input.rendered.htmlParts ? { htmlParts: input.rendered.htmlParts } : {}),
     text: input.rendered.text,
     messageId,
     headers,

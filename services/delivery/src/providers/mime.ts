@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { OutgoingMessage } from "../domain/message.js";
 import { dkimSign } from "./dkim.js";
-import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable, writeSevenBit } from "./mime-encoding.js";
+import type { HtmlParts } from "../domain/renderer.js";
+import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable, writeSevenBit, writeSevenBitParts } from "./mime-encoding.js";
 
 // The message as it leaves, whatever the provider: the whole MIME message
 // (HTML and text parts, every header of `message.headers`, the Message-ID we
@@ -17,7 +18,12 @@ import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrin
 //
 // A part that is ASCII with lines of at most 998 octets (a rendered MJML
 // newsletter is) goes as `7bit`: copied, its line ends made CRLF, not
-// encoded. Anything else goes in quoted-printable.
+// encoded. Anything else goes in quoted-printable. An HTML part the renderer
+// gives as its version's fixed text and this message's values (HtmlParts)
+// is written from those: the fixed text checked and made CRLF once per
+// version, only the values per message (writeSevenBitParts), and the
+// rendered string is never read (nor flattened: Handlebars builds it of
+// hundreds of pieces).
 
 /** Headers every message of a skeleton shares, by the name they are written with. */
 const SHARED_HEADERS = ["Reply-To", "List-Id", "List-Unsubscribe-Post", "X-Campaign-Id", "Feedback-ID"] as const;
@@ -188,14 +194,14 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   let at = out.write(head, 0, "utf8");
   let bodyStart = at;
   if (both) {
-    at = writePart(message.text, skeleton.openText, out, at, skeleton);
-    at = writePart(message.html, skeleton.between, out, at, skeleton);
+    at = writePart(message.text, undefined, skeleton.openText, out, at, skeleton);
+    at = writePart(message.html, message.htmlParts, skeleton.between, out, at, skeleton);
     at += skeleton.close.copy(out, at);
   } else {
     // A single part's headers are part of the header block: the body is its content alone.
     const opened = message.text ? skeleton.onlyText : skeleton.onlyHtml;
     const content = message.text || message.html;
-    const sevenBit = writeSevenBit(content, out, at + opened.sevenBit.length, skeleton.boundary, written);
+    const sevenBit = sevenBitOf(content, message.text ? undefined : message.htmlParts, out, at + opened.sevenBit.length, skeleton.boundary);
     if (sevenBit >= 0) {
       opened.sevenBit.copy(out, at);
       bodyStart = at + opened.sevenBit.length;
@@ -216,14 +222,23 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
  * A part (its opening, then its content) at `start`: 7bit when the content
  * may go as it is, else quoted-printable. Returns where it ended.
  */
-function writePart(content: string, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
-  const sevenBit = writeSevenBit(content, out, start + opened.sevenBit.length, skeleton.boundary, written);
+function writePart(content: string, parts: HtmlParts | undefined, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
+  const sevenBit = sevenBitOf(content, parts, out, start + opened.sevenBit.length, skeleton.boundary);
   if (sevenBit >= 0) {
     opened.sevenBit.copy(out, start);
     return sevenBit;
   }
   allSevenBit = false;
   return writeBody(content, out, start + opened.quotedPrintable.copy(out, start), skeleton);
+}
+
+/** `content` as 7bit at `start` (from its parts when given and they tell), or -1 (see writeSevenBit). */
+function sevenBitOf(content: string, parts: HtmlParts | undefined, out: Buffer, start: number, boundary: string): number {
+  if (parts) {
+    const end = writeSevenBitParts(parts.statics, parts.values, out, start, boundary, written);
+    if (end >= 0) return end;
+  }
+  return writeSevenBit(content, out, start, boundary, written);
 }
 
 /**
