@@ -240,6 +240,18 @@ describe("MIME writer", () => {
     }
   });
 
+  it("keeps each message's bytes as written while later messages are written (large ones among them)", async () => {
+    const kept: Array<{ raw: Buffer; copy: Buffer }> = [];
+    for (let seed = 5000; seed < 5300; seed++) {
+      const generated = generate(seed, { ascii: seed % 2 === 0 });
+      // Now and then a body far beyond a slab's room.
+      const message = { ...generated, dkim: seed % 5 === 0 ? keys : undefined, html: seed % 50 === 0 ? generated.html.repeat(400) : generated.html };
+      const raw = await buildRawMessage(message, 0);
+      kept.push({ raw, copy: Buffer.from(raw) });
+    }
+    for (const [i, { raw, copy }] of kept.entries()) expect({ i, same: raw.equals(copy) }).toEqual({ i, same: true });
+  });
+
   it("a changed header or body breaks both signatures", async () => {
     const raw = (await buildRawMessage(generate(7))).toString("latin1");
     for (const tampered of [raw.replace(/^To: .*$/m, "To: someone@else.example"), raw.replace(/--\r\n$/, "--\r\nextra\r\n")]) {

@@ -189,9 +189,10 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   if (unsubscribe !== undefined) head += `List-Unsubscribe: ${unsubscribe}\r\n`;
   const both = message.text !== "" && message.html !== "";
   head += both ? skeleton.top.both : message.text ? skeleton.top.text : skeleton.top.html;
-  // Written in place into one scratch buffer (the writer is synchronous, so one serves every message), then copied out once.
-  const out = scratchFor(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
-  let at = out.write(head, 0, "utf8");
+  // Written in place into the slab, with room for the most it can take; the message is the view of what it took.
+  const out = slabWithRoom(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
+  const start = slabUsed;
+  let at = start + out.write(head, start, "utf8");
   let bodyStart = at;
   if (both) {
     at = writePart(message.text, undefined, skeleton.openText, out, at, skeleton);
@@ -213,9 +214,9 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
       at = writeBody(content, out, at, skeleton);
     }
   }
-  const raw = Buffer.allocUnsafe(at);
-  out.copy(raw, 0, 0, at);
-  return { raw, bodyStart, noDotLines: allSevenBit && !written.dotted };
+  // Never written again: the next message starts past it (8-byte aligned), or in a new slab.
+  slabUsed = (at + 7) & ~7;
+  return { raw: out.subarray(start, at), bodyStart: bodyStart - start, noDotLines: allSevenBit && !written.dotted };
 }
 
 /**
@@ -277,11 +278,23 @@ function writeBody(text: string, out: Buffer, start: number, skeleton: Skeleton)
   }
 }
 
-let scratch = Buffer.allocUnsafe(256 * 1024);
+// Messages are written into slabs, one after the other, each message's bytes
+// a view of its slab: no copy out of a scratch buffer, and no memory of its
+// own per message (a 6 KB Buffer is a backing store of its own, outside
+// Node's pool, which garbage collection counts and frees one by one). A slab
+// is freed once no message written into it is held any more (the SMTP
+// client holds one until its socket has written it; the slab's tail left
+// over is at most one message's bound).
+const SLAB_BYTES = 512 * 1024;
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+let slabUsed = 0;
 
-function scratchFor(bytes: number): Buffer {
-  if (scratch.length < bytes) scratch = Buffer.allocUnsafe(Math.max(bytes, scratch.length * 2));
-  return scratch;
+function slabWithRoom(bytes: number): Buffer {
+  if (slab.length - slabUsed < bytes) {
+    slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, bytes));
+    slabUsed = 0;
+  }
+  return slab;
 }
 
 /** The address with its domain in lower case (domains compare case-insensitively; the local part is the recipient's own). */
