@@ -207,11 +207,17 @@ export function listUnsubscribeHeaders(url: string): Record<string, string> {
   return headers;
 }
 
+const AT_OR_BREAK = /[@\r\n]/;
+/** Printable ASCII other than a space: what trim() leaves at either end. */
+const printable = (code: number) => code > 32 && code < 127;
+
 /**
  * A provider's reason as it may be stored and shown: the server's reply text
  * without the recipient's address (or any other address), single line, bounded.
  */
 export function scrubReason(reason: string, recipient: string): string {
+  // The usual reply ("250 2.0.0 Ok: queued as …") names no address (the recipient's holds an "@" too): as it is.
+  if (reason.length <= 500 && !AT_OR_BREAK.test(reason) && printable(reason.charCodeAt(0)) && printable(reason.charCodeAt(reason.length - 1))) return reason;
   let text = reason.replace(/[\r\n]+/g, " ").trim();
   text = text.replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, "<recipient>");
   if (recipient) text = text.split(recipient).join("<recipient>");

@@ -8,7 +8,7 @@ import { bounceHostFor, returnPathFor } from "../domain/return-path.js";
 import type { KeyRing } from "@emailsvc/tokens";
 import { tenantOfKey } from "@emailsvc/tenancy";
 import type { SigningKeyCache } from "./sender-domains.js";
-import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
+import { afterFailure, SendFailure, type RetryPolicy, type SendResult } from "../domain/provider.js";
 import type { IgnorableSuppression, RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type Mailability, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
@@ -214,18 +214,20 @@ export async function deliverEmail(
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span) when tracing is on.
     const handoffStarted = performance.now();
-    const handOff = () => provider.send(message, { tenant: claimed.tenant, signal });
-    const result = await (tracingEnabled()
-      ? inSpan(
-          `${provider.name} send`,
-          { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
-          handOff,
-        )
-      : handOff()
-    ).catch((err: unknown) => {
+    const context = { tenant: claimed.tenant, signal };
+    let result: SendResult;
+    try {
+      result = await (tracingEnabled()
+        ? inSpan(
+            `${provider.name} send`,
+            { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+            () => provider.send(message, context),
+          )
+        : provider.send(message, context));
+    } catch (err) {
       handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
       throw err;
-    });
+    }
     // The relay has the message (SMTP: it answered 250). From here to the end
     // of the write below, a crash sends it again: nothing else happens in
     // between (the renewal timer stops, the log line comes after).
