@@ -206,7 +206,7 @@ export async function deliverEmail(
       campaign.report(claimed, "held");
       return;
     }
-    const links = mintsLinks(prepared, recipient) ? await mintLinks(deps, claimed, prepared, recipient!) : NO_LINKS;
+    const links = mintsLinks(prepared, recipient) ? await mintLinks(deps, claimed, prepared, recipient) : NO_LINKS;
     const { message, subject } = prepareMessage(deps, claimed, prepared, recipient, category, links);
     const domain = message.from.address === deps.sender.address ? platformDomain(deps) : await sendingDomainOf(deps, scope, claimed.tenant, message.from);
     message.dkim = domain?.dkim;

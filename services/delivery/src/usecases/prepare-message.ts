@@ -103,9 +103,9 @@ export async function mintLinks(
   deps: Pick<DeliveryDeps, "preferenceUrl" | "confirmationUrl">,
   email: EmailDoc,
   prepared: Renderable,
-  recipient: Recipient,
+  recipient: Recipient | undefined,
 ): Promise<MintedLinks> {
-  const subscriberId = recipient.subscriberId;
+  const subscriberId = recipient?.subscriberId;
   if (!subscriberId) return NO_LINKS;
   const variables = prepared.render.variables;
   return {
