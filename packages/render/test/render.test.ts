@@ -224,6 +224,23 @@ describe("render", () => {
     expect(second.htmlParts!.statics).toBe(first.htmlParts!.statics);
   });
 
+  it("gives parts that join to the HTML for any values: strings of every kind, numbers, booleans, null, lists, objects, missing", () => {
+    const body = '<html lang="und"><body><p title="x">{{a}}|{{b.c}}|{{this.a}}</p><a href="{{link}}">{{a}}</a><img src="https://i.example/{{b.c}}.png"></body></html>';
+    const render = compileRenderer({ subject: "{{a}}", html: body });
+    const kinds: unknown[] = ["", "plain", "a&b<c>\"d'e`f=g", "two\nlines\r\n", "caf\u00e9 \u{1F600}", "x".repeat(5000), "javascript:alert(1)", "https://ok.example/?q=1&r=2", 0, 42.5, true, false, null, [1, "two"], { nested: true }];
+    let parted = 0;
+    for (let i = 0; i < 300; i++) {
+      const pick = (k: number) => kinds[(i * 7 + k * 13) % kinds.length];
+      const variables: Record<string, unknown> = { a: pick(1), b: i % 5 === 0 ? pick(2) : { c: pick(3) }, link: pick(4) };
+      if (i % 11 === 0) delete variables.a;
+      const out = render(variables, {}, { language: i % 2 === 0 ? "de" : undefined });
+      if (!out.htmlParts) continue;
+      parted++;
+      expect({ i, html: joinParts(out.htmlParts.statics, out.htmlParts.values) }).toEqual({ i, html: out.html });
+    }
+    expect(parted).toBe(300);
+  });
+
   it("gives no parts for a body with blocks, whose fixed text differs from message to message", () => {
     const render = compileRenderer({ subject: "Hi", html: html("{{#if vip}}<p>VIP {{name}}</p>{{/if}}<p>{{name}}</p>") });
     expect(render({ vip: true, name: "Ada" }).htmlParts).toBeUndefined();
