@@ -7,6 +7,7 @@ export { scanHandlebars, scanMarkup, type HandlebarsShape, type MustacheKind, ty
 export { analyzeTemplate, VARIABLE_NAME, type AnalyzeOptions, type SyntaxAnalysis, type SyntaxProblem } from "./syntax.js";
 export {
   compileRenderer,
+  joinParts,
   readsVariable,
   mergeVariables,
   sanitizeSubject,
@@ -16,6 +17,7 @@ export {
   type MessageOptions,
   type CompiledContent,
   type CompileRenderer,
+  type HtmlParts,
   type RenderedMessage,
   type Renderer,
   type Variables,

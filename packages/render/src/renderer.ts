@@ -4,7 +4,7 @@ import { RENDER_LIMITS, type RenderLimit } from "./limits.js";
 import { scanMarkup } from "./scan.js";
 import { analyzeTemplate } from "./syntax.js";
 import { LANGUAGE_DATA, languageOf, languageSlot, languageUndetermined, withLanguage } from "./language.js";
-import { compileTextTemplate, htmlToText } from "./text.js";
+import { compileTextTemplate, contextOf, htmlToText } from "./text.js";
 import { guardUrlAttributes, URL_GUARD_HELPER, urlGuard } from "./urls.js";
 
 // Per-message rendering of a compiled template version: Handlebars fills the
@@ -56,10 +56,30 @@ export interface RenderedMessage {
   /** One line: CR, LF and other control characters become spaces. */
   subject: string;
   html: string;
+  /**
+   * `html` as the version's fixed text and this message's values, when the
+   * version's body has no blocks (see HtmlParts): a MIME writer encodes the
+   * fixed text once per version and only the values per message.
+   */
+  htmlParts?: HtmlParts | undefined;
   /** Plain-text part derived from `html`. */
   text: string;
   /** Variables the template uses that were neither given nor built in (rendered empty), sorted. */
   missing: string[];
+}
+
+/**
+ * A rendered body as its pieces: `html` is `statics[0] + values[0] +
+ * statics[1] + … + statics[n]`. `statics` is the same array (the same strings)
+ * for every message of a template version; `values` are this message's, each
+ * what one `{{x}}` wrote (HTML-escaped) or what one URL guard let through
+ * (urls.ts). Given only when the body is text and such values alone (no
+ * `{{#if}}` or `{{#each}}`), checked when the version is compiled and again
+ * for each message (their lengths add up to the HTML's).
+ */
+export interface HtmlParts {
+  readonly statics: readonly string[];
+  readonly values: readonly string[];
 }
 
 /** Renders one message. Throws RenderLimitError when these variables make it exceed RENDER_LIMITS. */
@@ -148,9 +168,20 @@ interface Budget {
   escaped: number;
   done: number;
   frames: number[];
+  /** What each `{{x}}` and URL guard of the body wrote, in order, when the message's HtmlParts are taken (see compileParts). */
+  values?: string[] | undefined;
 }
 
 let current: Budget | undefined;
+
+/**
+ * While a version's fixed text is found (compileParts): every value written
+ * is a marker of its own instead, counted here.
+ */
+let marking: { next: number } | undefined;
+const MARK_START = "\uE000";
+const MARK_END = "\uE001";
+const MARK = /\uE000\d+\uE001/g;
 
 /**
  * What running a block's content once costs: one, plus the expressions
@@ -207,11 +238,13 @@ interface HandlebarsInternals {
 const internals = handlebars as unknown as HandlebarsInternals;
 const baseEscape = internals.Utils.escapeExpression;
 function countedEscape(value: unknown): string {
+  if (marking) return `${MARK_START}${marking.next++}${MARK_END}`;
   const out = baseEscape(value);
   const budget = current;
   if (budget) {
     budget.escaped += out.length;
     if (budget.escaped > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
+    budget.values?.push(out);
   }
   return out;
 }
@@ -301,8 +334,18 @@ handlebars.registerHelper("each", function (this: unknown, context: unknown, opt
 
 // The guard of a URL attribute value: renders it and lets it through only if
 // it is a safe URL. Its output is what the escaped value was, or a constant.
+// What it writes is one value of the message's HtmlParts (the values written
+// inside it are not).
 handlebars.registerHelper(URL_GUARD_HELPER, function (this: unknown, replacement: unknown, attribute: unknown, options: Handlebars.HelperOptions) {
-  return urlGuard(options.fn(this), String(replacement), attribute === "srcset" || attribute === "script" ? attribute : "url");
+  const values = current?.values;
+  const before = values?.length ?? 0;
+  const out = urlGuard(options.fn(this), String(replacement), attribute === "srcset" || attribute === "script" ? attribute : "url");
+  if (marking) return `${MARK_START}${marking.next++}${MARK_END}`;
+  if (values) {
+    values.length = before;
+    values.push(out);
+  }
+  return out;
 });
 
 const BODY_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: BODY_HELPERS, strict: false, noEscape: false };
@@ -375,17 +418,24 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     throw new TemplateRejectedError([{ part: "html", line: 0, message: `does not compile: ${message}` }]);
   }
 
+  // The body as fixed text and values, when it is text and values alone and
+  // renders as such (not when the language is put in after the render).
+  const statics = staticMarkup && !(needsLanguage && slotted === undefined) ? compileParts(html, variables, slotted !== undefined) : undefined;
+  const staticChars = statics?.reduce((sum, piece) => sum + piece.length, 0) ?? 0;
   // Split once: every message checks every path.
   const variablePaths = variables.map((name) => name.split("."));
   const renderer = (given: Variables = {}, builtins: Builtins = {}, options: MessageOptions = {}): RenderedMessage => {
     const context = mergeVariables(builtinVariables(builtins), given);
     let renderedHtml: string;
     let rawSubject: string;
-    const budget: Budget = { iterations: RENDER_LIMITS.eachIterations, evaluations: RENDER_LIMITS.evaluations, weights: htmlWeights, escaped: 0, done: 0, frames: [] };
+    const budget = newBudget(htmlWeights);
+    const written: string[] | undefined = statics ? [] : undefined;
+    budget.values = written;
     current = budget;
     try {
       renderedHtml = slotted === undefined ? html(context) : html(context, { data: { root: context, [LANGUAGE_DATA]: languageOf(options.language) } });
       budget.weights = subjectWeights;
+      budget.values = undefined;
       rawSubject = subject(context);
     } finally {
       current = undefined;
@@ -393,16 +443,88 @@ export function compileRenderer(compiled: CompiledContent): Renderer {
     // Checked before anything reads the text: its length is known without flattening it.
     if (renderedHtml.length + rawSubject.length > RENDER_LIMITS.outputChars) throw new RenderLimitError("outputChars");
     const renderedSubject = sanitizeSubject(rawSubject);
+    const values = statics ? valuesOf(statics, staticChars, written!, renderedHtml.length) : undefined;
     if (!staticMarkup && scanMarkup(renderedHtml).depth.value > RENDER_LIMITS.markupDepth) throw new RenderLimitError("markupDepth");
     return {
       subject: renderedSubject,
       html: needsLanguage && slotted === undefined ? withLanguage(renderedHtml, languageOf(options.language)) : renderedHtml,
+      htmlParts: values ? { statics: statics!, values } : undefined,
       // The text part compiled with the version when it could be; else derived from this message's HTML.
       text: text ? text(context) : htmlToText(renderedHtml),
       missing: missingOf(context, variables, variablePaths),
     };
   };
   return Object.assign(renderer, { variables });
+}
+
+function newBudget(weights: BlockWeights): Budget {
+  return { iterations: RENDER_LIMITS.eachIterations, evaluations: RENDER_LIMITS.evaluations, weights, escaped: 0, done: 0, frames: [] };
+}
+
+/** Values that check a version's HtmlParts: short, empty, every character Handlebars escapes, a line break, a URL (through a guard as it is). */
+const PART_PROBES = ["Ab", "", "a&b<c>\"d'e`f=g", "two\nlines", "https://example.com/a?b=1&c=2"];
+
+/**
+ * The fixed text of a version's body, which has no blocks but URL guards:
+ * rendered once with every value a marker, and split at them. Kept only
+ * when, rendered with each of PART_PROBES for every variable, the pieces
+ * and the values recorded make exactly the HTML Handlebars wrote. Undefined
+ * otherwise (the body's own text holds a marker's character, say).
+ */
+function compileParts(html: HandlebarsTemplateDelegate, variables: readonly string[], languageData: boolean): readonly string[] | undefined {
+  const render = (context: Record<string, unknown>, budget: Budget): string => {
+    current = budget;
+    try {
+      return languageData ? html(context, { data: { root: context, [LANGUAGE_DATA]: "en" } }) : html(context);
+    } finally {
+      current = undefined;
+    }
+  };
+  let marked: string;
+  marking = { next: 0 };
+  try {
+    marked = render({}, newBudget(EMPTY_WEIGHTS));
+  } catch {
+    return undefined;
+  } finally {
+    marking = undefined;
+  }
+  const statics = marked.split(MARK);
+  if (statics.some((piece) => piece.includes(MARK_START) || piece.includes(MARK_END))) return undefined;
+  const staticChars = statics.reduce((sum, piece) => sum + piece.length, 0);
+  for (const probe of PART_PROBES) {
+    const context = contextOf(variables, probe);
+    if (context === undefined) return undefined;
+    const budget = newBudget(EMPTY_WEIGHTS);
+    const written: string[] = [];
+    budget.values = written;
+    let out: string;
+    try {
+      out = render(context, budget);
+    } catch {
+      return undefined;
+    }
+    const values = valuesOf(statics, staticChars, written, out.length);
+    if (!values || joinParts(statics, values) !== out) return undefined;
+  }
+  return statics;
+}
+
+const EMPTY_WEIGHTS: BlockWeights = { byLocation: new Map(), max: 1 };
+
+/** The values recorded, when they are as many as the gaps between the fixed pieces and fill exactly the rest of the HTML. */
+function valuesOf(statics: readonly string[], staticChars: number, values: string[], htmlLength: number): string[] | undefined {
+  if (values.length !== statics.length - 1) return undefined;
+  let chars = staticChars;
+  for (const value of values) chars += value.length;
+  return chars === htmlLength ? values : undefined;
+}
+
+/** statics[0] + values[0] + statics[1] + … (for the checks: a writer of the parts never needs the whole string). */
+export function joinParts(statics: readonly string[], values: readonly string[]): string {
+  let out = statics[0] ?? "";
+  for (let i = 0; i < values.length; i += 1) out += values[i]! + statics[i + 1]!;
+  return out;
 }
 
 const isStaticNode = (node: hbs.AST.Node) => node.type === "ContentStatement" || node.type === "MustacheStatement" || node.type === "CommentStatement";

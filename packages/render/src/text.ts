@@ -190,7 +190,7 @@ function joinAtValue(out: string, piece: string, afterValue: boolean, isValue: b
 }
 
 /** A context giving every path `value`; undefined when one path is a prefix of another (`a` and `a.b`). */
-function contextOf(paths: readonly string[], value: string): Record<string, unknown> | undefined {
+export function contextOf(paths: readonly string[], value: string): Record<string, unknown> | undefined {
   const context: Record<string, unknown> = {};
   for (const path of paths) {
     const parts = path.split(".");

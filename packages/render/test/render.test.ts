@@ -1,6 +1,6 @@
 import { RendererCache } from "../src/cache.js";
 import { RENDER_LIMITS, TEMPLATE_LIMITS } from "../src/limits.js";
-import { compileRenderer, mergeVariables, readsVariable, RenderLimitError, sanitizeSubject, TemplateRejectedError } from "../src/renderer.js";
+import { compileRenderer, joinParts, mergeVariables, readsVariable, RenderLimitError, sanitizeSubject, TemplateRejectedError } from "../src/renderer.js";
 import { htmlToText } from "../src/text.js";
 
 const html = (body: string) => `<!doctype html><html><head><title>{{title}}</title></head><body><div>${body}</div></body></html>`;
@@ -207,5 +207,43 @@ describe("render", () => {
     });
     expect(() => flaky.prepare("k", deep, undefined)).toThrow("out of memory");
     expect(flaky.size).toBe(0);
+  });
+  it("gives a body without blocks as its version's fixed text and the message's values, which join to the HTML, the fixed text one array for every message", () => {
+    // MJML's undetermined language (filled per message), an escaped value, a URL guard, a comment.
+    const body = '<!doctype html><html lang="und"><body><p>Hi {{metadata.name}}</p>{{!-- a note --}}<a href="{{unsubscribe_url}}">Leave</a>\n<p>{{missing}}</p></body></html>';
+    const render = compileRenderer({ subject: "Hi", html: body });
+    const first = render({}, { metadata: { name: "Ada & <Bob>" }, unsubscribe_url: "https://u.example/x?t=1&y=2" }, { language: "de" });
+    const second = render({}, { metadata: { name: "two\nlines" }, unsubscribe_url: "javascript:alert(1)" });
+    for (const out of [first, second]) {
+      expect(out.htmlParts).toBeDefined();
+      expect(joinParts(out.htmlParts!.statics, out.htmlParts!.values)).toBe(out.html);
+    }
+    expect(first.htmlParts!.values).toEqual(["de", "Ada &amp; &lt;Bob&gt;", "https://u.example/x?t&#x3D;1&amp;y&#x3D;2", ""]);
+    // The guard let the unsafe link through as its replacement, one value.
+    expect(second.htmlParts!.values).toEqual(["en", "two\nlines", "#", ""]);
+    expect(second.htmlParts!.statics).toBe(first.htmlParts!.statics);
+  });
+
+  it("gives parts that join to the HTML for any values: strings of every kind, numbers, booleans, null, lists, objects, missing", () => {
+    const body = '<html lang="und"><body><p title="x">{{a}}|{{b.c}}|{{this.a}}</p><a href="{{link}}">{{a}}</a><img src="https://i.example/{{b.c}}.png"></body></html>';
+    const render = compileRenderer({ subject: "{{a}}", html: body });
+    const kinds: unknown[] = ["", "plain", "a&b<c>\"d'e`f=g", "two\nlines\r\n", "caf\u00e9 \u{1F600}", "x".repeat(5000), "javascript:alert(1)", "https://ok.example/?q=1&r=2", 0, 42.5, true, false, null, [1, "two"], { nested: true }];
+    let parted = 0;
+    for (let i = 0; i < 300; i++) {
+      const pick = (k: number) => kinds[(i * 7 + k * 13) % kinds.length];
+      const variables: Record<string, unknown> = { a: pick(1), b: i % 5 === 0 ? pick(2) : { c: pick(3) }, link: pick(4) };
+      if (i % 11 === 0) delete variables.a;
+      const out = render(variables, {}, { language: i % 2 === 0 ? "de" : undefined });
+      if (!out.htmlParts) continue;
+      parted++;
+      expect({ i, html: joinParts(out.htmlParts.statics, out.htmlParts.values) }).toEqual({ i, html: out.html });
+    }
+    expect(parted).toBe(300);
+  });
+
+  it("gives no parts for a body with blocks, whose fixed text differs from message to message", () => {
+    const render = compileRenderer({ subject: "Hi", html: html("{{#if vip}}<p>VIP {{name}}</p>{{/if}}<p>{{name}}</p>") });
+    expect(render({ vip: true, name: "Ada" }).htmlParts).toBeUndefined();
+    expect(render({ vip: false, name: "Ada" }).html).toContain("<p>Ada</p>");
   });
 });

@@ -66,6 +66,38 @@ describe("signToken / verifyToken", () => {
     expect(Object.keys(payload).sort()).toEqual(["acc", "aud", "eml", "exp", "iat", "iss", "mode", "sub"]);
   });
 
+  it("writes the claims as JSON.stringify of the claims object, signed with HMAC-SHA256 over header and claims, with or without each optional id", () => {
+    const ids = { subscriberId: `sub_${"1".repeat(26)}`, emailId: `eml_${"2".repeat(26)}`, campaignId: `cmp_${"3".repeat(26)}` };
+    for (const purpose of ["unsubscribe", "preferences", "portal_session", "confirm"] as const) {
+      for (const [sub, eml, cmp] of [[true, true, true], [true, false, false], [false, true, false], [true, true, false], [false, true, true]]) {
+        const given: TokenSubject = {
+          purpose,
+          accountId: subject.accountId,
+          mode: purpose === "confirm" ? "test" : "live",
+          ...(sub ? { subscriberId: ids.subscriberId } : {}),
+          ...(eml ? { emailId: ids.emailId } : {}),
+          ...(cmp ? { campaignId: ids.campaignId } : {}),
+        };
+        const token = signToken(ring, given, { ttlSeconds: 90, now: NOW + 999 });
+        const [header, claims, signature] = token.split(".") as [string, string, string];
+        const expected = {
+          iss: "emailsvc",
+          aud: purpose,
+          acc: given.accountId,
+          mode: given.mode,
+          ...(sub ? { sub: ids.subscriberId } : {}),
+          ...(eml ? { eml: ids.emailId } : {}),
+          ...(cmp ? { cmp: ids.campaignId } : {}),
+          iat: NOW / 1000,
+          exp: NOW / 1000 + 90,
+        };
+        expect(Buffer.from(claims, "base64url").toString()).toBe(JSON.stringify(expected));
+        expect(signature).toBe(createHmac("sha256", secret(2)).update(`${header}.${claims}`).digest("base64url"));
+        expect(verifyToken(ring, token, { purpose, now: NOW })).toMatchObject(given);
+      }
+    }
+  });
+
   it("keeps verifying tokens of an older key while it is listed, and stops once it is removed", () => {
     const oldRing = new KeyRing([{ id: "k1", secret: secret(1) }]);
     const token = signToken(oldRing, subject, { ttlSeconds: 60, now: NOW });

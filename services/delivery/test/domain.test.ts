@@ -147,6 +147,8 @@ describe("the message", () => {
     expect(scrubReason("550 5.1.1 <Bob@Example.com>: Recipient address rejected", "Bob@Example.com")).toBe("550 5.1.1 <recipient>: Recipient address rejected");
     expect(scrubReason("550 user bob@example.com unknown\r\nmore", "x@y.example")).toBe("550 user <recipient> unknown more");
     expect(scrubReason("x".repeat(600), "").length).toBe(500);
+    expect(scrubReason("250 2.0.0 Ok: queued as 4F1A2", "bob@example.com")).toBe("250 2.0.0 Ok: queued as 4F1A2");
+    expect(scrubReason(" 250 ok\u00a0", "bob@example.com")).toBe("250 ok");
   });
 });
 

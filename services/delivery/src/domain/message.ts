@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import type { Rendered, TemplateCategory } from "./renderer.js";
+import type { HtmlParts, Rendered, TemplateCategory } from "./renderer.js";
 
 // Building the message that leaves: headers, parts, Message-ID. Pure.
 
@@ -107,6 +107,14 @@ export interface OutgoingMessage {
   dkim?: DkimSigningKey[] | undefined;
   subject: string;
   html: string;
+  /**
+   * `html` as its template version's fixed text and this message's values
+   * (the renderer's, when it gives them): the MIME writer copies the fixed
+   * text as it encoded it for the version's first message and writes only
+   * the values (providers/mime.ts). Not posted to a sender thread, which
+   * writes `html` instead (providers/threaded.ts).
+   */
+  htmlParts?: HtmlParts | undefined;
   text: string;
   /** `<id@domain>`, also in `headers["Message-ID"]`. */
   messageId: string;
@@ -180,6 +188,7 @@ export function buildMessage(input: MessageInput): OutgoingMessage {
     ...(input.replyTo ? { replyTo: input.replyTo } : {}),
     subject,
     html: input.rendered.html,
+    ...(input.rendered.htmlParts ? { htmlParts: input.rendered.htmlParts } : {}),
     text: input.rendered.text,
     messageId,
     headers,
@@ -198,11 +207,17 @@ export function listUnsubscribeHeaders(url: string): Record<string, string> {
   return headers;
 }
 
+const AT_OR_BREAK = /[@\r\n]/;
+/** Printable ASCII other than a space: what trim() leaves at either end. */
+const printable = (code: number) => code > 32 && code < 127;
+
 /**
  * A provider's reason as it may be stored and shown: the server's reply text
  * without the recipient's address (or any other address), single line, bounded.
  */
 export function scrubReason(reason: string, recipient: string): string {
+  // The usual reply ("250 2.0.0 Ok: queued as …") names no address (the recipient's holds an "@" too): as it is.
+  if (reason.length <= 500 && !AT_OR_BREAK.test(reason) && printable(reason.charCodeAt(0)) && printable(reason.charCodeAt(reason.length - 1))) return reason;
   let text = reason.replace(/[\r\n]+/g, " ").trim();
   text = text.replace(/<?[^\s<>@"]+@[^\s<>"]+>?/g, "<recipient>");
   if (recipient) text = text.split(recipient).join("<recipient>");

@@ -3,6 +3,7 @@ import {
   type Builtins,
   type MessageOptions,
   type CompileRenderer,
+  type HtmlParts,
   type RenderedMessage,
   type Renderer,
   type TemplateRejectedError,
@@ -15,7 +16,7 @@ import {
 // RENDER_LIMITS per message). Its contract, errors included, is that package's
 // README; this file names what delivery uses of it.
 
-export type { Builtins, CompileRenderer, MessageOptions };
+export type { Builtins, CompileRenderer, HtmlParts, MessageOptions };
 export type Rendered = RenderedMessage;
 export type RenderFn = Renderer;
 

@@ -29,11 +29,13 @@ export const DEFAULT_UNSUBSCRIBE_TTL_DAYS = 365;
 export function unsubscribeLinks(options: { keys: KeyRing; publicApiUrl: string; ttlDays?: number; now?: () => number }): UnsubscribeUrlSource {
   const base = `${options.publicApiUrl.replace(/\/+$/, "")}/unsubscribe?token=`;
   const ttlSeconds = (options.ttlDays ?? DEFAULT_UNSUBSCRIBE_TTL_DAYS) * 24 * 60 * 60;
+  const noClock = { ttlSeconds };
   return ({ tenant, emailId, subscriberId, campaignId }) => {
+    const { accountId, mode } = tenantOfKey(tenant);
     const token = signToken(
       options.keys,
-      { purpose: "unsubscribe", ...tenantOfKey(tenant), emailId, subscriberId, ...(campaignId ? { campaignId } : {}) },
-      { ttlSeconds, ...(options.now ? { now: options.now() } : {}) },
+      { purpose: "unsubscribe", accountId, mode, emailId, subscriberId, campaignId: campaignId || undefined },
+      options.now ? { ttlSeconds, now: options.now() } : noClock,
     );
     return base + token;
   };

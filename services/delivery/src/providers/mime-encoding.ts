@@ -147,6 +147,153 @@ export function writeSevenBit(text: string, out: Buffer, start: number, boundary
   }
 }
 
+/** One fixed piece of a body given as parts, encoded for 7bit once, with what a message's writer needs to know of its lines. */
+interface SevenBitPiece {
+  /** Its bytes, line ends CRLF. */
+  bytes: Buffer;
+  chars: number;
+  /** Characters before its first LF, and after its last (both `chars` without one). */
+  firstLine: number;
+  lastLine: number;
+  newline: boolean;
+  startsWithDot: boolean;
+}
+
+/** A version's fixed pieces as 7bit, or why they cannot go so (then every message's part is written from its text). */
+interface SevenBitStatics {
+  pieces: SevenBitPiece[] | undefined;
+  /** Whether a line inside a piece starts with "." (after one of its LFs). */
+  innerDot: boolean;
+  /** Per multipart boundary: whether no piece holds it and none but the last ends with the start of it (a value could complete it). */
+  boundaries: Map<string, boolean>;
+}
+
+/** Fixed pieces by the renderer's array of them (one per template version, kept while the version is). */
+const sevenBitStatics = new WeakMap<readonly string[], SevenBitStatics>();
+/** Characters a 7bit piece may not hold: NUL, CR, anything beyond ASCII. */
+// eslint-disable-next-line no-control-regex
+const NOT_SEVEN_BIT = /[\u0000\r\u0080-\uffff]/;
+/** In a value: those and LF (a value with one is written character by character). */
+// eslint-disable-next-line no-control-regex
+const NOT_PLAIN_VALUE = /[\u0000\n\r\u0080-\uffff]/;
+
+function sevenBitStaticsOf(statics: readonly string[]): SevenBitStatics {
+  let known = sevenBitStatics.get(statics);
+  if (known) return known;
+  known = { pieces: [], innerDot: false, boundaries: new Map() };
+  for (const text of statics) {
+    const first = text.indexOf("\n");
+    const last = text.lastIndexOf("\n");
+    let longLine = false;
+    // The lines between its first LF and its last: those of every message.
+    for (let from = first + 1; first >= 0 && from <= last; ) {
+      const end = text.indexOf("\n", from);
+      if (end - from > MAX_LINE) longLine = true;
+      from = end + 1;
+    }
+    if (NOT_SEVEN_BIT.test(text) || longLine || first > MAX_LINE || text.length - last - 1 > MAX_LINE) {
+      known.pieces = undefined;
+      break;
+    }
+    if (text.includes("\n.")) known.innerDot = true;
+    known.pieces!.push({
+      bytes: Buffer.from(text.replaceAll("\n", "\r\n"), "latin1"),
+      chars: text.length,
+      firstLine: first < 0 ? text.length : first,
+      lastLine: text.length - last - 1,
+      newline: first >= 0,
+      startsWithDot: text.charCodeAt(0) === 46,
+    });
+  }
+  sevenBitStatics.set(statics, known);
+  return known;
+}
+
+/** Whether `boundary` can never occur in a body of these fixed pieces, given values without "=_" that do not end with "=". */
+function boundaryClear(known: SevenBitStatics, statics: readonly string[], boundary: string): boolean {
+  let clear = known.boundaries.get(boundary);
+  if (clear !== undefined) return clear;
+  clear = true;
+  for (let i = 0; i < statics.length && clear; i += 1) {
+    const text = statics[i]!;
+    if (text.includes(boundary)) clear = false;
+    // Ending with the boundary's first characters, a value or the pieces after could complete it.
+    else if (i < statics.length - 1) for (let k = Math.min(boundary.length - 1, text.length); k > 0 && clear; k -= 1) if (text.endsWith(boundary.slice(0, k))) clear = false;
+  }
+  if (known.boundaries.size >= 8) known.boundaries.clear();
+  known.boundaries.set(boundary, clear);
+  return clear;
+}
+
+/**
+ * writeSevenBit of `statics[0] + values[0] + statics[1] + … + statics[n]`
+ * without that string: the fixed pieces are checked and encoded once (per
+ * array of them, which a renderer gives for all the messages of a template
+ * version), and per message only the values are checked and written. The
+ * same bytes as writeSevenBit of the joined text (a test compares them),
+ * and the same `lines.dotted`; -1 when the joined text could not go 7bit,
+ * or when telling would need the joined text (a value holding "=_" or
+ * ending with "=", which could be part of the boundary): then the caller
+ * writes it from its text.
+ */
+export function writeSevenBitParts(statics: readonly string[], values: readonly string[], out: Buffer, start: number, boundary: string, lines?: { dotted: boolean }): number {
+  if (values.length !== statics.length - 1) return -1;
+  const known = sevenBitStaticsOf(statics);
+  const pieces = known.pieces;
+  if (!pieces || !boundaryClear(known, statics, boundary)) return -1;
+  let at = start;
+  /** Characters of the line being written so far, and whether nothing of it is written yet. */
+  let line = 0;
+  let lineStart = true;
+  let dotted = known.innerDot;
+  for (let i = 0; ; i += 1) {
+    const piece = pieces[i]!;
+    if (piece.chars > 0) {
+      if (lineStart && piece.startsWithDot) dotted = true;
+      if (piece.newline) {
+        if (line + piece.firstLine > MAX_LINE) return -1;
+        line = piece.lastLine;
+        lineStart = line === 0;
+      } else {
+        line += piece.chars;
+        if (line > MAX_LINE) return -1;
+        lineStart = false;
+      }
+      at += piece.bytes.copy(out, at);
+    }
+    if (i === values.length) break;
+    const value = values[i]!;
+    const length = value.length;
+    if (length === 0) continue;
+    if (value.includes("=_") || value.charCodeAt(length - 1) === EQUALS) return -1;
+    if (!NOT_PLAIN_VALUE.test(value)) {
+      if (lineStart && value.charCodeAt(0) === 46) dotted = true;
+      line += length;
+      if (line > MAX_LINE) return -1;
+      lineStart = false;
+      at += out.write(value, at, "latin1");
+      continue;
+    }
+    for (let k = 0; k < length; k += 1) {
+      const code = value.charCodeAt(k);
+      if (code === LF) {
+        out[at++] = CR;
+        out[at++] = LF;
+        line = 0;
+        lineStart = true;
+        continue;
+      }
+      if (code === 0 || code === CR || code > 127) return -1;
+      if (lineStart && code === 46) dotted = true;
+      lineStart = false;
+      if (++line > MAX_LINE) return -1;
+      out[at++] = code;
+    }
+  }
+  if (lines && dotted) lines.dotted = true;
+  return at;
+}
+
 /** `text` in quoted-printable, in a buffer of its own (see writeQuotedPrintable). */
 export function quotedPrintable(text: string): Buffer {
   const out = Buffer.allocUnsafe(quotedPrintableBound(text));

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { OutgoingMessage } from "../domain/message.js";
 import { dkimSign } from "./dkim.js";
-import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable, writeSevenBit } from "./mime-encoding.js";
+import type { HtmlParts } from "../domain/renderer.js";
+import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrintable, writeSevenBit, writeSevenBitParts } from "./mime-encoding.js";
 
 // The message as it leaves, whatever the provider: the whole MIME message
 // (HTML and text parts, every header of `message.headers`, the Message-ID we
@@ -17,7 +18,12 @@ import { headerLine, mailbox, quotedPrintableBound, rfc5322Date, writeQuotedPrin
 //
 // A part that is ASCII with lines of at most 998 octets (a rendered MJML
 // newsletter is) goes as `7bit`: copied, its line ends made CRLF, not
-// encoded. Anything else goes in quoted-printable.
+// encoded. Anything else goes in quoted-printable. An HTML part the renderer
+// gives as its version's fixed text and this message's values (HtmlParts)
+// is written from those: the fixed text checked and made CRLF once per
+// version, only the values per message (writeSevenBitParts), and the
+// rendered string is never read (nor flattened: Handlebars builds it of
+// hundreds of pieces).
 
 /** Headers every message of a skeleton shares, by the name they are written with. */
 const SHARED_HEADERS = ["Reply-To", "List-Id", "List-Unsubscribe-Post", "X-Campaign-Id", "Feedback-ID"] as const;
@@ -183,19 +189,20 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
   if (unsubscribe !== undefined) head += `List-Unsubscribe: ${unsubscribe}\r\n`;
   const both = message.text !== "" && message.html !== "";
   head += both ? skeleton.top.both : message.text ? skeleton.top.text : skeleton.top.html;
-  // Written in place into one scratch buffer (the writer is synchronous, so one serves every message), then copied out once.
-  const out = scratchFor(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
-  let at = out.write(head, 0, "utf8");
+  // Written in place into the slab, with room for the most it can take; the message is the view of what it took.
+  const out = slabWithRoom(head.length * 3 + quotedPrintableBound(message.text) + quotedPrintableBound(message.html) + 1024);
+  const start = slabUsed;
+  let at = start + out.write(head, start, "utf8");
   let bodyStart = at;
   if (both) {
-    at = writePart(message.text, skeleton.openText, out, at, skeleton);
-    at = writePart(message.html, skeleton.between, out, at, skeleton);
+    at = writePart(message.text, undefined, skeleton.openText, out, at, skeleton);
+    at = writePart(message.html, message.htmlParts, skeleton.between, out, at, skeleton);
     at += skeleton.close.copy(out, at);
   } else {
     // A single part's headers are part of the header block: the body is its content alone.
     const opened = message.text ? skeleton.onlyText : skeleton.onlyHtml;
     const content = message.text || message.html;
-    const sevenBit = writeSevenBit(content, out, at + opened.sevenBit.length, skeleton.boundary, written);
+    const sevenBit = sevenBitOf(content, message.text ? undefined : message.htmlParts, out, at + opened.sevenBit.length, skeleton.boundary);
     if (sevenBit >= 0) {
       opened.sevenBit.copy(out, at);
       bodyStart = at + opened.sevenBit.length;
@@ -207,23 +214,32 @@ export function writeMessage(message: OutgoingMessage, now: number = Date.now())
       at = writeBody(content, out, at, skeleton);
     }
   }
-  const raw = Buffer.allocUnsafe(at);
-  out.copy(raw, 0, 0, at);
-  return { raw, bodyStart, noDotLines: allSevenBit && !written.dotted };
+  // Never written again: the next message starts past it (8-byte aligned), or in a new slab.
+  slabUsed = (at + 7) & ~7;
+  return { raw: out.subarray(start, at), bodyStart: bodyStart - start, noDotLines: allSevenBit && !written.dotted };
 }
 
 /**
  * A part (its opening, then its content) at `start`: 7bit when the content
  * may go as it is, else quoted-printable. Returns where it ended.
  */
-function writePart(content: string, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
-  const sevenBit = writeSevenBit(content, out, start + opened.sevenBit.length, skeleton.boundary, written);
+function writePart(content: string, parts: HtmlParts | undefined, opened: ByEncoding, out: Buffer, start: number, skeleton: Skeleton): number {
+  const sevenBit = sevenBitOf(content, parts, out, start + opened.sevenBit.length, skeleton.boundary);
   if (sevenBit >= 0) {
     opened.sevenBit.copy(out, start);
     return sevenBit;
   }
   allSevenBit = false;
   return writeBody(content, out, start + opened.quotedPrintable.copy(out, start), skeleton);
+}
+
+/** `content` as 7bit at `start` (from its parts when given and they tell), or -1 (see writeSevenBit). */
+function sevenBitOf(content: string, parts: HtmlParts | undefined, out: Buffer, start: number, boundary: string): number {
+  if (parts) {
+    const end = writeSevenBitParts(parts.statics, parts.values, out, start, boundary, written);
+    if (end >= 0) return end;
+  }
+  return writeSevenBit(content, out, start, boundary, written);
 }
 
 /**
@@ -262,11 +278,23 @@ function writeBody(text: string, out: Buffer, start: number, skeleton: Skeleton)
   }
 }
 
-let scratch = Buffer.allocUnsafe(256 * 1024);
+// Messages are written into slabs, one after the other, each message's bytes
+// a view of its slab: no copy out of a scratch buffer, and no memory of its
+// own per message (a 6 KB Buffer is a backing store of its own, outside
+// Node's pool, which garbage collection counts and frees one by one). A slab
+// is freed once no message written into it is held any more (the SMTP
+// client holds one until its socket has written it; the slab's tail left
+// over is at most one message's bound).
+const SLAB_BYTES = 512 * 1024;
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+let slabUsed = 0;
 
-function scratchFor(bytes: number): Buffer {
-  if (scratch.length < bytes) scratch = Buffer.allocUnsafe(Math.max(bytes, scratch.length * 2));
-  return scratch;
+function slabWithRoom(bytes: number): Buffer {
+  if (slab.length - slabUsed < bytes) {
+    slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, bytes));
+    slabUsed = 0;
+  }
+  return slab;
 }
 
 /** The address with its domain in lower case (domains compare case-insensitively; the local part is the recipient's own). */

@@ -72,7 +72,8 @@ export class ThreadedProvider implements EmailProvider {
       context.signal.addEventListener("abort", onAbort, { once: true });
       this.pending.set(id, { resolve, reject, unlisten: () => context.signal.removeEventListener("abort", onAbort) });
       if (this.pending.size === 1) worker.ref();
-      this.queued.push({ id, tenant: context.tenant, message });
+      // Without its HtmlParts: their fixed pieces, cloned per message, would be encoded again for each (mime.ts keeps them by identity).
+      this.queued.push({ id, tenant: context.tenant, message: message.htmlParts ? { ...message, htmlParts: undefined } : message });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());

@@ -8,7 +8,7 @@ import { bounceHostFor, returnPathFor } from "../domain/return-path.js";
 import type { KeyRing } from "@emailsvc/tokens";
 import { tenantOfKey } from "@emailsvc/tenancy";
 import type { SigningKeyCache } from "./sender-domains.js";
-import { afterFailure, SendFailure, type RetryPolicy } from "../domain/provider.js";
+import { afterFailure, SendFailure, type RetryPolicy, type SendResult } from "../domain/provider.js";
 import type { IgnorableSuppression, RendererCache } from "../domain/renderer.js";
 import { TemplatesUnavailableError, type TemplateSource } from "../domain/templates.js";
 import { RecipientsUnavailableError, type Mailability, type Recipient, type RecipientDirectory } from "../domain/recipients.js";
@@ -20,7 +20,7 @@ import { outboxEntry, providerForTenant, type OutboxFlusher } from "./deps.js";
 import { claimEmail, Lease, type AttemptLease, type LeaseGroup } from "./lease.js";
 import { emailsByStatus, handoffDuration } from "./metrics.js";
 import type { OutcomeWrites } from "./outcome-writes.js";
-import { prepareMessage, prepareTemplate } from "./prepare-message.js";
+import { cachedTemplate, mintLinks, mintsLinks, NO_LINKS, prepareMessage, prepareTemplate } from "./prepare-message.js";
 
 // The send consumer's use case: one queued email from claim to outcome. The
 // lease (lease.ts) keeps one attempt at a time on it; message preparation
@@ -189,9 +189,12 @@ export async function deliverEmail(
   let failure: SendFailure;
   try {
     const signal = lease.signal;
-    const prepared = await prepareTemplate(deps, claimed, signal);
+    // What is at hand (a cached version, a campaign's recipient, no link to mint, the platform's From) is
+    // taken without awaiting a promise: a campaign's email awaits only its campaign's state, the hand-off and its outcome.
+    const prepared = cachedTemplate(deps, claimed) ?? (await prepareTemplate(deps, claimed, signal));
     const category = mailCategory(prepared.template.category, campaign !== undefined);
-    const recipient = await mayBeMailed(deps, emails, claimed, token, category, prepared.template.ignoreSuppressions ?? NONE_IGNORED, campaign, signal);
+    const ignored = prepared.template.ignoreSuppressions ?? NONE_IGNORED;
+    const recipient = campaign ? campaignRecipient(campaign, category, ignored) : await mayBeMailed(deps, emails, claimed, token, category, ignored, signal);
     // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
     if (campaign && (await campaign.cancelled())) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
@@ -203,8 +206,9 @@ export async function deliverEmail(
       campaign.report(claimed, "held");
       return;
     }
-    const { message, subject } = await prepareMessage(deps, claimed, prepared, recipient, category);
-    const domain = await sendingDomainOf(deps, scope, claimed.tenant, message.from);
+    const links = mintsLinks(prepared, recipient) ? await mintLinks(deps, claimed, prepared, recipient) : NO_LINKS;
+    const { message, subject } = prepareMessage(deps, claimed, prepared, recipient, category, links);
+    const domain = message.from.address === deps.sender.address ? platformDomain(deps) : await sendingDomainOf(deps, scope, claimed.tenant, message.from);
     message.dkim = domain?.dkim;
     // VERP, where the bounce receiver runs: what comes back names this email (domain/return-path.ts).
     if (deps.returnPaths) {
@@ -214,18 +218,20 @@ export async function deliverEmail(
     const provider = deps.providers.forTenant(claimed.tenant);
     // The hand-off, in a span of its own (a child of the consumer's span) when tracing is on.
     const handoffStarted = performance.now();
-    const handOff = () => provider.send(message, { tenant: claimed.tenant, signal });
-    const result = await (tracingEnabled()
-      ? inSpan(
-          `${provider.name} send`,
-          { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
-          handOff,
-        )
-      : handOff()
-    ).catch((err: unknown) => {
+    const context = { tenant: claimed.tenant, signal };
+    let result: SendResult;
+    try {
+      result = await (tracingEnabled()
+        ? inSpan(
+            `${provider.name} send`,
+            { kind: SpanKind.CLIENT, attributes: { "emailsvc.email_id": claimed._id, "emailsvc.provider": provider.name, "emailsvc.attempt": claimed.attempts } },
+            () => provider.send(message, context),
+          )
+        : provider.send(message, context));
+    } catch (err) {
       handoffDuration.observe({ provider: provider.name, outcome: err instanceof SendFailure ? err.kind : "error" }, (performance.now() - handoffStarted) / 1000);
       throw err;
-    });
+    }
     // The relay has the message (SMTP: it answered 250). From here to the end
     // of the write below, a crash sends it again: nothing else happens in
     // between (the renewal timer stops, the log line comes after).
@@ -363,8 +369,7 @@ async function sendingDomainOf(
   tenant: string,
   from: Sender,
 ): Promise<{ dkim: DkimSigningKey[]; returnPathVerified: boolean } | undefined> {
-  const platform = from.address === deps.sender.address;
-  if (platform) return deps.platformDkim ? { dkim: [deps.platformDkim], returnPathVerified: false } : undefined;
+  if (from.address === deps.sender.address) return platformDomain(deps);
   if (!deps.signingKeys) return undefined;
   const cache = deps.signingKeys;
   const live = tenantOfKey(tenant).mode === "live";
@@ -393,12 +398,29 @@ async function sendingDomainOf(
   };
 }
 
+/** Mail From EMAIL_FROM's address: signed with the platform's key when the operator gave one (DKIM_PLATFORM_*), else not. */
+function platformDomain(deps: DeliveryDeps): { dkim: DkimSigningKey[]; returnPathVerified: boolean } | undefined {
+  return deps.platformDkim ? { dkim: [deps.platformDkim], returnPathVerified: false } : undefined;
+}
+
+/** A campaign's recipient (looked up with its batch) when they may get this category of mail; else as mayBeMailed refuses. */
+function campaignRecipient(campaign: CampaignSend, category: MailCategory, ignored: readonly IgnorableSuppression[]): Recipient | undefined {
+  const recipient = campaign.recipient;
+  refuseUnless(category, recipient ? recipient.mailability : "erased", ignored);
+  return recipient;
+}
+
+function refuseUnless(category: MailCategory, answer: Mailability | "erased" | "unknown", ignored: readonly IgnorableSuppression[]): void {
+  const refused = refusal(category, answer, ignored);
+  if (refused) throw new SendFailure("permanent", refused, { detail: `the recipient may not get ${category} mail (${refused})` });
+}
+
 /**
  * The recipient, once the subscribers service's answer says they may get this
  * category of mail (asked now: it may have changed since the email was
- * queued); otherwise a permanent SendFailure with the reason. A campaign's
- * recipient comes with its batch; anyone else's is looked up by address, and
- * an email queued before its subscriber could be told is linked to them here.
+ * queued); otherwise a permanent SendFailure with the reason. Looked up by
+ * address (a campaign's recipient comes with its batch: campaignRecipient),
+ * and an email queued before its subscriber could be told is linked to them here.
  */
 async function mayBeMailed(
   deps: DeliveryDeps,
@@ -407,15 +429,11 @@ async function mayBeMailed(
   token: string,
   category: MailCategory,
   ignored: readonly IgnorableSuppression[],
-  campaign: CampaignSend | undefined,
   signal: AbortSignal,
 ): Promise<Recipient | undefined> {
   let recipient: Recipient | undefined;
   let answer: Mailability | "erased" | "unknown";
-  if (campaign) {
-    recipient = campaign.recipient;
-    answer = recipient ? recipient.mailability : "erased";
-  } else if (deps.recipients) {
+  if (deps.recipients) {
     const found = await deps.recipients.lookup(email.tenant, email.to, signal);
     recipient = found.recipient;
     answer = found.mailability;
@@ -423,8 +441,7 @@ async function mayBeMailed(
   } else {
     answer = "unknown";
   }
-  const refused = refusal(category, answer, ignored);
-  if (refused) throw new SendFailure("permanent", refused, { detail: `the recipient may not get ${category} mail (${refused})` });
+  refuseUnless(category, answer, ignored);
   return recipient;
 }
 

@@ -71,19 +71,64 @@ export async function templateVersion(
   }
 }
 
+/** The email's template version when the cache has it and it renders: what prepareTemplate answers, without a promise. */
+export function cachedTemplate(deps: Pick<DeliveryDeps, "renderers">, doc: Pick<EmailDoc, "tenant" | "template_id" | "template_version">): Renderable | undefined {
+  const cached = deps.renderers.get(RendererCache.key(doc.tenant, doc.template_id, doc.template_version));
+  return cached && !cached.rejected ? cached : undefined;
+}
+
+/** The signed links of a subscriber recipient that the version shows, minted by other parts of the platform. */
+export interface MintedLinks {
+  preferenceUrl?: string | undefined;
+  confirmationUrl?: string | undefined;
+}
+
+export const NO_LINKS: MintedLinks = {};
+
+/** Whether the message needs a link minted (mintLinks): a subscriber recipient, and a version that shows one. */
+export function mintsLinks(prepared: Renderable, recipient: Recipient | undefined): boolean {
+  const variables = prepared.render.variables;
+  return !!recipient?.subscriberId && (readsVariable(variables, "preference_center_url") || readsVariable(variables, "confirmation_url"));
+}
+
+/**
+ * Every mail to a subscriber may link their preference page (a template
+ * footer's {{preference_center_url}}); the signed link is minted only for a
+ * version that shows it. A double opt-in confirmation mail's button (the
+ * subscribers service sends it with a template that reads
+ * {{confirmation_url}}): minted the same way, for the recipient subscriber
+ * only, never from a variable the caller gives.
+ */
+export async function mintLinks(
+  deps: Pick<DeliveryDeps, "preferenceUrl" | "confirmationUrl">,
+  email: EmailDoc,
+  prepared: Renderable,
+  recipient: Recipient | undefined,
+): Promise<MintedLinks> {
+  const subscriberId = recipient?.subscriberId;
+  if (!subscriberId) return NO_LINKS;
+  const variables = prepared.render.variables;
+  return {
+    preferenceUrl: readsVariable(variables, "preference_center_url") ? await deps.preferenceUrl?.({ tenant: email.tenant, subscriberId }) : undefined,
+    confirmationUrl: readsVariable(variables, "confirmation_url") ? await deps.confirmationUrl?.({ tenant: email.tenant, subscriberId }) : undefined,
+  };
+}
+
 /**
  * The message of one email to its recipient: the built-ins filled (the
- * caller's variables win over them, as Handlebars is given them), rendered
+ * caller's variables win over them, as Handlebars is given them; the links
+ * minted by mintLinks when mintsLinks says so, else NO_LINKS), rendered
  * with the email's variables, and built with its headers (List-Unsubscribe
  * for marketing mail).
  */
-export async function prepareMessage(
-  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "preferenceUrl" | "confirmationUrl" | "sender" | "feedbackTag">,
+export function prepareMessage(
+  deps: Pick<DeliveryDeps, "unsubscribeUrl" | "sender" | "feedbackTag">,
   email: EmailDoc,
   prepared: Renderable,
   recipient: Recipient | undefined,
   category: MailCategory,
-): Promise<PreparedMessage> {
+  links: MintedLinks,
+): PreparedMessage {
   const variables = JSON.parse(email.variables_json) as Record<string, unknown>;
   const unsubscribeUrl =
     category === "marketing"
@@ -94,20 +139,7 @@ export async function prepareMessage(
           campaignId: email.campaign_id || undefined,
         })
       : undefined;
-  // Every mail to a subscriber may link their preference page (a template
-  // footer's {{preference_center_url}}); the signed link is minted only for
-  // a version that shows it.
-  const preferenceUrl =
-    recipient?.subscriberId && readsVariable(prepared.render.variables, "preference_center_url")
-      ? await deps.preferenceUrl?.({ tenant: email.tenant, subscriberId: recipient.subscriberId })
-      : undefined;
-  // A double opt-in confirmation mail's button (the subscribers service sends
-  // it with a template that reads {{confirmation_url}}): minted the same way,
-  // for the recipient subscriber only, never from a variable the caller gives.
-  const confirmationUrl =
-    recipient?.subscriberId && readsVariable(prepared.render.variables, "confirmation_url")
-      ? await deps.confirmationUrl?.({ tenant: email.tenant, subscriberId: recipient.subscriberId })
-      : undefined;
+  const { preferenceUrl, confirmationUrl } = links;
   const builtins: Builtins = { email: email.to };
   if (recipient) builtins.metadata = recipient.metadata;
   if (unsubscribeUrl) builtins.unsubscribe_url = unsubscribeUrl;
