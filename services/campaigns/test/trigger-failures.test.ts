@@ -114,6 +114,8 @@ describe.each(STORE_KINDS)("trigger fires that cannot be sent (%s)", (kind) => {
 
     // A turned-off trigger fires no more; turning it on again (its template is back) clears the reason.
     await subscriberCreated(newId("sub"));
+    // Handled while the trigger is off (else, on a busy machine, it could come after the turn-on below and fire).
+    await waitFor(async () => ((await bus.lag("campaigns", ["subscriber.created"]))[0]?.lag === 0 ? true : undefined), "the event to be handled");
     firing.templateGone = false;
     const on = await client().updateTrigger({ id, isActive: true }, asCall(call));
     expect(on.trigger).toMatchObject({ isActive: true, disabledReason: "", lastFailureReason: "template_not_found" });
