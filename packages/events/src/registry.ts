@@ -248,6 +248,19 @@ export interface SubscribeEventBatchesOptions {
   fromBeginning?: boolean;
   /** See SubscribeOptions.gatherMs (Kafka: fewer, larger batches for a short delay). */
   gatherMs?: number;
+  /**
+   * Which tenants' events the handlers want, asked once per batch with the
+   * distinct tenants of its events (read from each event's bytes by
+   * `eventTenant`, without decoding it). Events of the tenants left out are
+   * neither decoded nor checked nor handed over, and count as `passed`; the
+   * bus moves past them with the batch. For a consumer that most events
+   * concern no one at (webhooks: a tenant without an endpoint). Answered
+   * at handling time, as a handler's own lookup would be: an event handled
+   * after the answer changes is treated by the new one. An event whose
+   * tenant cannot be read that way is decoded as usual (and skipped as
+   * malformed when it is).
+   */
+  tenants?: (topic: Topic, tenants: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -271,11 +284,21 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
       // A batch is of one topic (one partition of it), whichever the bus.
       const topic = received[0]?.topic;
       const handler = topic !== undefined && isTopic(topic) ? (options.handlers[topic] as TopicBatchHandler<Topic> | undefined) : undefined;
+      const wanted = handler && options.tenants ? await wantedTenants(received, topic as Topic, options.tenants) : undefined;
       const batch: Array<DecodedBatchEvent<Topic>> = [];
+      let passed = 0;
       for (const event of received) {
+        if (wanted !== undefined) {
+          const tenant = eventTenant(event.value);
+          if (tenant !== undefined && !wanted.has(tenant)) {
+            passed++;
+            continue;
+          }
+        }
         const decoded = decodeOrSkip(event, group, options.logger, metrics);
         if (decoded) batch.push(decoded);
       }
+      if (passed > 0) metrics.handled.inc({ topic: topic!, group, outcome: "passed" }, passed);
       if (!handler || batch.length === 0) return;
       const started = process.hrtime.bigint();
       let outcome = "handled";
@@ -291,6 +314,112 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
     },
   });
   return observingLag(bus, group, topics, metrics, subscription);
+}
+
+/** The tenants of a batch the consumer wants (SubscribeEventBatchesOptions.tenants), asked once per batch. */
+async function wantedTenants(
+  received: readonly ReceivedEvent[],
+  topic: Topic,
+  ask: (topic: Topic, tenants: readonly string[]) => Promise<ReadonlySet<string>>,
+): Promise<ReadonlySet<string>> {
+  const tenants = new Set<string>();
+  for (const event of received) {
+    const tenant = eventTenant(event.value);
+    if (tenant !== undefined) tenants.add(tenant);
+  }
+  return tenants.size === 0 ? tenants : ask(topic, [...tenants]);
+}
+
+/**
+ * The tenant (`<account id>:<mode>`) of an encoded event, read from its meta
+ * (field 1 of every event message: account id, field 2, and mode, field 3)
+ * without decoding the rest; undefined unless both are there and well formed
+ * and the bytes are plainly well formed up to them. A consumer can so pass
+ * over events of tenants it has nothing for at a fraction of a decode. Where
+ * this answers, decodeEvent's meta names the same tenant (a field repeated:
+ * the last one, as decoding merges).
+ */
+export function eventTenant(value: Uint8Array): string | undefined {
+  let accountId: string | undefined;
+  let mode: string | undefined;
+  const end = value.length;
+  let pos = 0;
+  while (pos < end) {
+    const tag = value[pos++]!;
+    // Tags of one byte only (fields 1 to 15), read past by their wire type; anything else gives up, as does
+    // the meta's number under another wire type (decoding would read it as a message all the same).
+    if (tag >= 0x80 || tag < 8) return undefined;
+    const wireType = tag & 7;
+    if (tag >>> 3 === 1 && wireType !== 2) return undefined;
+    if (wireType === 0) {
+      while (pos < end && value[pos]! >= 0x80) pos++;
+      pos++;
+    } else if (wireType === 1) pos += 8;
+    else if (wireType === 5) pos += 4;
+    else if (wireType === 2) {
+      const length = readLength(value, pos);
+      if (length === undefined) return undefined;
+      pos = length.start;
+      const stop = pos + length.n;
+      if (stop > end) return undefined;
+      if (tag >>> 3 === 1) {
+        // The meta: its account id and mode, both ASCII ids when well formed.
+        while (pos < stop) {
+          const metaTag = value[pos++]!;
+          if (metaTag >= 0x80 || metaTag < 8) return undefined;
+          const metaWire = metaTag & 7;
+          if ((metaTag >>> 3 === 2 || metaTag >>> 3 === 3) && metaWire !== 2) return undefined;
+          if (metaWire !== 2) {
+            if (metaWire === 0) {
+              while (pos < stop && value[pos]! >= 0x80) pos++;
+              pos++;
+            } else if (metaWire === 1) pos += 8;
+            else if (metaWire === 5) pos += 4;
+            else return undefined;
+            continue;
+          }
+          const field = readLength(value, pos);
+          if (field === undefined || field.start + field.n > stop) return undefined;
+          const number = metaTag >>> 3;
+          if (number === 2 || number === 3) {
+            const text = asciiOf(value, field.start, field.start + field.n);
+            if (text === undefined) return undefined;
+            if (number === 2) accountId = text;
+            else mode = text;
+          }
+          pos = field.start + field.n;
+        }
+        if (pos !== stop) return undefined;
+      }
+      pos = stop;
+    } else return undefined;
+  }
+  if (pos !== end || accountId === undefined || (mode !== "live" && mode !== "test") || !isId("acc", accountId)) return undefined;
+  return `${accountId}:${mode}`;
+}
+
+/** A length prefix (a varint of up to 4 bytes: 256 MiB) at `pos`: the length and where the bytes start. */
+function readLength(value: Uint8Array, pos: number): { n: number; start: number } | undefined {
+  let n = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= value.length) return undefined;
+    const byte = value[pos++]!;
+    n |= (byte & 0x7f) << shift;
+    if (byte < 0x80) return { n, start: pos };
+  }
+  return undefined;
+}
+
+/** The bytes as a string when all are printable ASCII (ids are), else undefined. */
+function asciiOf(value: Uint8Array, start: number, stop: number): string | undefined {
+  if (stop - start > 100) return undefined;
+  let text = "";
+  for (let i = start; i < stop; i++) {
+    const byte = value[i]!;
+    if (byte < 0x21 || byte > 0x7e) return undefined;
+    text += String.fromCharCode(byte);
+  }
+  return text;
 }
 
 /** The subscription, with the group's lag read when Prometheus scrapes, until it stops. */
