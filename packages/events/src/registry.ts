@@ -284,12 +284,14 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
       // A batch is of one topic (one partition of it), whichever the bus.
       const topic = received[0]?.topic;
       const handler = topic !== undefined && isTopic(topic) ? (options.handlers[topic] as TopicBatchHandler<Topic> | undefined) : undefined;
-      const wanted = handler && options.tenants ? await wantedTenants(received, topic as Topic, options.tenants) : undefined;
+      const tenantsOf = handler && options.tenants ? received.map((event) => eventTenant(event.value)) : undefined;
+      const wanted = tenantsOf ? await wantedTenants(tenantsOf, topic as Topic, options.tenants!) : undefined;
       const batch: Array<DecodedBatchEvent<Topic>> = [];
       let passed = 0;
-      for (const event of received) {
+      for (let i = 0; i < received.length; i++) {
+        const event = received[i]!;
         if (wanted !== undefined) {
-          const tenant = eventTenant(event.value);
+          const tenant = tenantsOf![i];
           if (tenant !== undefined && !wanted.has(tenant)) {
             passed++;
             continue;
@@ -318,15 +320,12 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
 
 /** The tenants of a batch the consumer wants (SubscribeEventBatchesOptions.tenants), asked once per batch. */
 async function wantedTenants(
-  received: readonly ReceivedEvent[],
+  tenantsOf: ReadonlyArray<string | undefined>,
   topic: Topic,
   ask: (topic: Topic, tenants: readonly string[]) => Promise<ReadonlySet<string>>,
 ): Promise<ReadonlySet<string>> {
   const tenants = new Set<string>();
-  for (const event of received) {
-    const tenant = eventTenant(event.value);
-    if (tenant !== undefined) tenants.add(tenant);
-  }
+  for (const tenant of tenantsOf) if (tenant !== undefined) tenants.add(tenant);
   return tenants.size === 0 ? tenants : ask(topic, [...tenants]);
 }
 
@@ -336,12 +335,15 @@ async function wantedTenants(
  * without decoding the rest; undefined unless both are there and well formed
  * and the bytes are plainly well formed up to them. A consumer can so pass
  * over events of tenants it has nothing for at a fraction of a decode. Where
- * this answers, decodeEvent's meta names the same tenant (a field repeated:
- * the last one, as decoding merges).
+ * this answers and decoding reads a message, its meta names the same tenant
+ * (a field repeated: the last one, as decoding merges).
  */
 export function eventTenant(value: Uint8Array): string | undefined {
-  let accountId: string | undefined;
-  let mode: string | undefined;
+  // Where the account id and the mode lie (start, end); no string is built unless the tenant is new.
+  let accountStart = -1;
+  let accountEnd = -1;
+  let modeStart = -1;
+  let modeEnd = -1;
   const end = value.length;
   let pos = 0;
   while (pos < end) {
@@ -358,68 +360,81 @@ export function eventTenant(value: Uint8Array): string | undefined {
     else if (wireType === 5) pos += 4;
     else if (wireType === 2) {
       const length = readLength(value, pos);
-      if (length === undefined) return undefined;
-      pos = length.start;
-      const stop = pos + length.n;
+      if (length < 0) return undefined;
+      pos = lengthEnd;
+      const stop = pos + length;
       if (stop > end) return undefined;
       if (tag >>> 3 === 1) {
-        // The meta: its account id and mode, both ASCII ids when well formed.
+        // The meta: its account id and mode.
         while (pos < stop) {
           const metaTag = value[pos++]!;
           if (metaTag >= 0x80 || metaTag < 8) return undefined;
           const metaWire = metaTag & 7;
-          if ((metaTag >>> 3 === 2 || metaTag >>> 3 === 3) && metaWire !== 2) return undefined;
-          if (metaWire !== 2) {
-            if (metaWire === 0) {
-              while (pos < stop && value[pos]! >= 0x80) pos++;
-              pos++;
-            } else if (metaWire === 1) pos += 8;
-            else if (metaWire === 5) pos += 4;
-            else return undefined;
-            continue;
-          }
-          const field = readLength(value, pos);
-          if (field === undefined || field.start + field.n > stop) return undefined;
           const number = metaTag >>> 3;
-          if (number === 2 || number === 3) {
-            const text = asciiOf(value, field.start, field.start + field.n);
-            if (text === undefined) return undefined;
-            if (number === 2) accountId = text;
-            else mode = text;
-          }
-          pos = field.start + field.n;
+          if ((number === 2 || number === 3) && metaWire !== 2) return undefined;
+          if (metaWire === 0) {
+            while (pos < stop && value[pos]! >= 0x80) pos++;
+            pos++;
+          } else if (metaWire === 1) pos += 8;
+          else if (metaWire === 5) pos += 4;
+          else if (metaWire === 2) {
+            const fieldLength = readLength(value, pos);
+            if (fieldLength < 0 || lengthEnd + fieldLength > stop) return undefined;
+            if (number === 2) {
+              accountStart = lengthEnd;
+              accountEnd = lengthEnd + fieldLength;
+            } else if (number === 3) {
+              modeStart = lengthEnd;
+              modeEnd = lengthEnd + fieldLength;
+            }
+            pos = lengthEnd + fieldLength;
+          } else return undefined;
         }
         if (pos !== stop) return undefined;
       }
       pos = stop;
     } else return undefined;
   }
-  if (pos !== end || accountId === undefined || (mode !== "live" && mode !== "test") || !isId("acc", accountId)) return undefined;
-  return `${accountId}:${mode}`;
+  if (pos !== end || accountStart < 0 || modeEnd - modeStart !== 4) return undefined;
+  const live = bytesAre(value, modeStart, LIVE);
+  if (!live && !bytesAre(value, modeStart, TEST)) return undefined;
+  // Events come in runs of one tenant: the last one found is kept, and compared byte for byte.
+  const last = live ? lastLive : lastTest;
+  if (last.account.length === accountEnd - accountStart && bytesAre(value, accountStart, last.account)) return last.tenant;
+  let accountId = "";
+  for (let i = accountStart; i < accountEnd; i++) accountId += String.fromCharCode(value[i]!);
+  if (!isId("acc", accountId)) return undefined;
+  last.account = value.slice(accountStart, accountEnd);
+  last.tenant = `${accountId}:${live ? "live" : "test"}`;
+  return last.tenant;
 }
 
-/** A length prefix (a varint of up to 4 bytes: 256 MiB) at `pos`: the length and where the bytes start. */
-function readLength(value: Uint8Array, pos: number): { n: number; start: number } | undefined {
+const LIVE = Uint8Array.from("live", (c) => c.charCodeAt(0));
+const TEST = Uint8Array.from("test", (c) => c.charCodeAt(0));
+const lastLive = { account: new Uint8Array(0), tenant: "" };
+const lastTest = { account: new Uint8Array(0), tenant: "" };
+
+function bytesAre(value: Uint8Array, at: number, expected: Uint8Array): boolean {
+  for (let i = 0; i < expected.length; i++) if (value[at + i] !== expected[i]) return false;
+  return true;
+}
+
+/** Where the bytes after the last length read start (readLength's second answer, without an object per call). */
+let lengthEnd = 0;
+
+/** A length prefix (a varint of up to 4 bytes: 256 MiB) at `pos`, or -1; sets lengthEnd. */
+function readLength(value: Uint8Array, pos: number): number {
   let n = 0;
   for (let shift = 0; shift < 28; shift += 7) {
-    if (pos >= value.length) return undefined;
+    if (pos >= value.length) return -1;
     const byte = value[pos++]!;
     n |= (byte & 0x7f) << shift;
-    if (byte < 0x80) return { n, start: pos };
+    if (byte < 0x80) {
+      lengthEnd = pos;
+      return n;
+    }
   }
-  return undefined;
-}
-
-/** The bytes as a string when all are printable ASCII (ids are), else undefined. */
-function asciiOf(value: Uint8Array, start: number, stop: number): string | undefined {
-  if (stop - start > 100) return undefined;
-  let text = "";
-  for (let i = start; i < stop; i++) {
-    const byte = value[i]!;
-    if (byte < 0x21 || byte > 0x7e) return undefined;
-    text += String.fromCharCode(byte);
-  }
-  return text;
+  return -1;
 }
 
 /** The subscription, with the group's lag read when Prometheus scrapes, until it stops. */

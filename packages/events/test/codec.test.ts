@@ -425,6 +425,11 @@ describe("the registry on compiled codecs", () => {
     const t = `${newId("acc")}:test`;
     const { event } = encodeEvent("email.status", { eventId: newId("evt"), tenant: t, occurredAt: 1_795_773_416_096 }, { emailId: newId("eml"), status: "sent", campaignId: newId("cmp") });
     expect(eventTenant(event.value)).toBe(t);
+    // Runs of one tenant, another between, the first again, the same account in the other mode.
+    const statusOf = (tenant: string) => encodeEvent("email.status", { eventId: newId("evt"), tenant, occurredAt: 1 }, { emailId: newId("eml"), status: "sent" }).event.value;
+    const u = `${newId("acc")}:live`;
+    const sameAccountLive = `${t.split(":")[0]}:live`;
+    for (const tenant of [t, t, u, t, sameAccountLive, t, u]) expect(eventTenant(statusOf(tenant))).toBe(tenant);
     expect(eventTenant(new Uint8Array(0))).toBeUndefined();
     expect(eventTenant(Uint8Array.from([0xff, 0xff]))).toBeUndefined();
     const noMode = toBinary(proto.events.EmailStatusChangedSchema, create(proto.events.EmailStatusChangedSchema, { meta: { eventId: "evt_1", accountId: newId("acc") } }));
