@@ -11,7 +11,7 @@
 //   } });
 
 import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { events } from "@emailsvc/proto";
 import { isId } from "@emailsvc/ids";
 import {
@@ -124,12 +124,17 @@ export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body
   if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
   const spec = TOPICS[topic] as unknown as TopicSpec;
   const separator = origin.tenant.indexOf(":");
-  const meta = create(events.EventMetaSchema, {
+  // The meta as create() would make it, written out: every field is given, and create() walking the
+  // descriptor for it and its Timestamp was most of encodeEvent's cost besides the encoding itself.
+  const seconds = Math.floor(origin.occurredAt / 1000);
+  const meta: MessageShape<typeof events.EventMetaSchema> = {
+    $typeName: "emailsvc.events.v1.EventMeta",
     eventId: origin.eventId,
     accountId: origin.tenant.slice(0, separator),
     mode: origin.tenant.slice(separator + 1),
-    occurredAt: timestampFromMs(origin.occurredAt),
-  });
+    // timestampFromMs's arithmetic.
+    occurredAt: { $typeName: "google.protobuf.Timestamp", seconds: BigInt(seconds), nanos: (origin.occurredAt - seconds * 1000) * 1_000_000 },
+  };
   // The body's fields, then the meta: no spread of the body into a new init object per event.
   const message = create(spec.schema, body as MessageInitShape<DescMessage>);
   (message as { meta?: unknown }).meta = meta;

@@ -15,6 +15,7 @@ import {
   FieldDescriptorProto_Label as Label,
   FieldDescriptorProto_Type as Type,
   FileDescriptorProtoSchema,
+  timestampFromMs,
   type FieldDescriptorProto,
 } from "@bufbuild/protobuf/wkt";
 import { newId } from "@emailsvc/ids";
@@ -383,6 +384,19 @@ describe("the registry on compiled codecs", () => {
     if (!decoded.ok) throw new Error(decoded.problem);
     expect(decoded.message).toStrictEqual(message);
     expect(decoded.meta.occurredAt).toBe(origin.occurredAt);
+  });
+
+  it("encodeEvent's meta is the one create() and timestampFromMs make, for any time", () => {
+    for (const occurredAt of [0, 1, 999, 1000, -1, -1001, 1.5, 1_795_773_416_096, 253_402_300_799_999]) {
+      const origin = { eventId: newId("evt"), tenant: `${newId("acc")}:test`, occurredAt };
+      const body = { emailId: newId("eml"), status: "bounced", subscriberId: newId("sub"), campaignId: newId("cmp"), reason: "x", failureReason: 3, bounceType: "hard" };
+      const expected = create(proto.events.EmailStatusChangedSchema, {
+        ...body,
+        meta: create(proto.events.EventMetaSchema, { eventId: origin.eventId, accountId: origin.tenant.split(":")[0], mode: "test", occurredAt: timestampFromMs(occurredAt) }),
+      });
+      const { event } = encodeEvent("email.status", origin, body);
+      expect([occurredAt, Buffer.from(event.value).toString("hex")]).toEqual([occurredAt, Buffer.from(toBinary(proto.events.EmailStatusChangedSchema, expected)).toString("hex")]);
+    }
   });
 
   it("eventTenant reads the tenant decoding would read, of every topic's messages, valid or garbled, and never another", () => {
