@@ -35,6 +35,7 @@ export { messageCodec, type MessageCodec } from "./codec/index.js";
 export {
   TOPICS,
   decodeEvent,
+  eventTenant,
   encodeEvent,
   eventHeaders,
   isTopic,

@@ -11,7 +11,7 @@
 //   } });
 
 import { create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { events } from "@emailsvc/proto";
 import { isId } from "@emailsvc/ids";
 import {
@@ -124,12 +124,17 @@ export function encodeEvent<T extends Topic>(topic: T, origin: EventOrigin, body
   if (!isTopic(topic)) throw new TypeError(`unknown topic ${String(topic)}`);
   const spec = TOPICS[topic] as unknown as TopicSpec;
   const separator = origin.tenant.indexOf(":");
-  const meta = create(events.EventMetaSchema, {
+  // The meta as create() would make it, written out: every field is given, and create() walking the
+  // descriptor for it and its Timestamp was most of encodeEvent's cost besides the encoding itself.
+  const seconds = Math.floor(origin.occurredAt / 1000);
+  const meta: MessageShape<typeof events.EventMetaSchema> = {
+    $typeName: "emailsvc.events.v1.EventMeta",
     eventId: origin.eventId,
     accountId: origin.tenant.slice(0, separator),
     mode: origin.tenant.slice(separator + 1),
-    occurredAt: timestampFromMs(origin.occurredAt),
-  });
+    // timestampFromMs's arithmetic.
+    occurredAt: { $typeName: "google.protobuf.Timestamp", seconds: BigInt(seconds), nanos: (origin.occurredAt - seconds * 1000) * 1_000_000 },
+  };
   // The body's fields, then the meta: no spread of the body into a new init object per event.
   const message = create(spec.schema, body as MessageInitShape<DescMessage>);
   (message as { meta?: unknown }).meta = meta;
@@ -248,6 +253,19 @@ export interface SubscribeEventBatchesOptions {
   fromBeginning?: boolean;
   /** See SubscribeOptions.gatherMs (Kafka: fewer, larger batches for a short delay). */
   gatherMs?: number;
+  /**
+   * Which tenants' events the handlers want, asked once per batch with the
+   * distinct tenants of its events (read from each event's bytes by
+   * `eventTenant`, without decoding it). Events of the tenants left out are
+   * neither decoded nor checked nor handed over, and count as `passed`; the
+   * bus moves past them with the batch. For a consumer that most events
+   * concern no one at (webhooks: a tenant without an endpoint). Answered
+   * at handling time, as a handler's own lookup would be: an event handled
+   * after the answer changes is treated by the new one. An event whose
+   * tenant cannot be read that way is decoded as usual (and skipped as
+   * malformed when it is).
+   */
+  tenants?: (topic: Topic, tenants: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -271,11 +289,23 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
       // A batch is of one topic (one partition of it), whichever the bus.
       const topic = received[0]?.topic;
       const handler = topic !== undefined && isTopic(topic) ? (options.handlers[topic] as TopicBatchHandler<Topic> | undefined) : undefined;
+      const tenantsOf = handler && options.tenants ? received.map((event) => eventTenant(event.value)) : undefined;
+      const wanted = tenantsOf ? await wantedTenants(tenantsOf, topic as Topic, options.tenants!) : undefined;
       const batch: Array<DecodedBatchEvent<Topic>> = [];
-      for (const event of received) {
+      let passed = 0;
+      for (let i = 0; i < received.length; i++) {
+        const event = received[i]!;
+        if (wanted !== undefined) {
+          const tenant = tenantsOf![i];
+          if (tenant !== undefined && !wanted.has(tenant)) {
+            passed++;
+            continue;
+          }
+        }
         const decoded = decodeOrSkip(event, group, options.logger, metrics);
         if (decoded) batch.push(decoded);
       }
+      if (passed > 0) metrics.handled.inc({ topic: topic!, group, outcome: "passed" }, passed);
       if (!handler || batch.length === 0) return;
       const started = process.hrtime.bigint();
       let outcome = "handled";
@@ -291,6 +321,125 @@ export async function subscribeEventBatches(bus: EventBus, options: SubscribeEve
     },
   });
   return observingLag(bus, group, topics, metrics, subscription);
+}
+
+/** The tenants of a batch the consumer wants (SubscribeEventBatchesOptions.tenants), asked once per batch. */
+async function wantedTenants(
+  tenantsOf: ReadonlyArray<string | undefined>,
+  topic: Topic,
+  ask: (topic: Topic, tenants: readonly string[]) => Promise<ReadonlySet<string>>,
+): Promise<ReadonlySet<string>> {
+  const tenants = new Set<string>();
+  for (const tenant of tenantsOf) if (tenant !== undefined) tenants.add(tenant);
+  return tenants.size === 0 ? tenants : ask(topic, [...tenants]);
+}
+
+/**
+ * The tenant (`<account id>:<mode>`) of an encoded event, read from its meta
+ * (field 1 of every event message: account id, field 2, and mode, field 3)
+ * without decoding the rest; undefined unless both are there and well formed
+ * and the bytes are plainly well formed up to them. A consumer can so pass
+ * over events of tenants it has nothing for at a fraction of a decode. Where
+ * this answers and decoding reads a message, its meta names the same tenant
+ * (a field repeated: the last one, as decoding merges).
+ */
+export function eventTenant(value: Uint8Array): string | undefined {
+  // Where the account id and the mode lie (start, end); no string is built unless the tenant is new.
+  let accountStart = -1;
+  let accountEnd = -1;
+  let modeStart = -1;
+  let modeEnd = -1;
+  const end = value.length;
+  let pos = 0;
+  while (pos < end) {
+    const tag = value[pos++]!;
+    // Tags of one byte only (fields 1 to 15), read past by their wire type; anything else gives up, as does
+    // the meta's number under another wire type (decoding would read it as a message all the same).
+    if (tag >= 0x80 || tag < 8) return undefined;
+    const wireType = tag & 7;
+    if (tag >>> 3 === 1 && wireType !== 2) return undefined;
+    if (wireType === 0) {
+      while (pos < end && value[pos]! >= 0x80) pos++;
+      pos++;
+    } else if (wireType === 1) pos += 8;
+    else if (wireType === 5) pos += 4;
+    else if (wireType === 2) {
+      const length = readLength(value, pos);
+      if (length < 0) return undefined;
+      pos = lengthEnd;
+      const stop = pos + length;
+      if (stop > end) return undefined;
+      if (tag >>> 3 === 1) {
+        // The meta: its account id and mode.
+        while (pos < stop) {
+          const metaTag = value[pos++]!;
+          if (metaTag >= 0x80 || metaTag < 8) return undefined;
+          const metaWire = metaTag & 7;
+          const number = metaTag >>> 3;
+          if ((number === 2 || number === 3) && metaWire !== 2) return undefined;
+          if (metaWire === 0) {
+            while (pos < stop && value[pos]! >= 0x80) pos++;
+            pos++;
+          } else if (metaWire === 1) pos += 8;
+          else if (metaWire === 5) pos += 4;
+          else if (metaWire === 2) {
+            const fieldLength = readLength(value, pos);
+            if (fieldLength < 0 || lengthEnd + fieldLength > stop) return undefined;
+            if (number === 2) {
+              accountStart = lengthEnd;
+              accountEnd = lengthEnd + fieldLength;
+            } else if (number === 3) {
+              modeStart = lengthEnd;
+              modeEnd = lengthEnd + fieldLength;
+            }
+            pos = lengthEnd + fieldLength;
+          } else return undefined;
+        }
+        if (pos !== stop) return undefined;
+      }
+      pos = stop;
+    } else return undefined;
+  }
+  if (pos !== end || accountStart < 0 || modeEnd - modeStart !== 4) return undefined;
+  const live = bytesAre(value, modeStart, LIVE);
+  if (!live && !bytesAre(value, modeStart, TEST)) return undefined;
+  // Events come in runs of one tenant: the last one found is kept, and compared byte for byte.
+  const last = live ? lastLive : lastTest;
+  if (last.account.length === accountEnd - accountStart && bytesAre(value, accountStart, last.account)) return last.tenant;
+  let accountId = "";
+  for (let i = accountStart; i < accountEnd; i++) accountId += String.fromCharCode(value[i]!);
+  if (!isId("acc", accountId)) return undefined;
+  last.account = value.slice(accountStart, accountEnd);
+  last.tenant = `${accountId}:${live ? "live" : "test"}`;
+  return last.tenant;
+}
+
+const LIVE = Uint8Array.from("live", (c) => c.charCodeAt(0));
+const TEST = Uint8Array.from("test", (c) => c.charCodeAt(0));
+const lastLive = { account: new Uint8Array(0), tenant: "" };
+const lastTest = { account: new Uint8Array(0), tenant: "" };
+
+function bytesAre(value: Uint8Array, at: number, expected: Uint8Array): boolean {
+  for (let i = 0; i < expected.length; i++) if (value[at + i] !== expected[i]) return false;
+  return true;
+}
+
+/** Where the bytes after the last length read start (readLength's second answer, without an object per call). */
+let lengthEnd = 0;
+
+/** A length prefix (a varint of up to 4 bytes: 256 MiB) at `pos`, or -1; sets lengthEnd. */
+function readLength(value: Uint8Array, pos: number): number {
+  let n = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (pos >= value.length) return -1;
+    const byte = value[pos++]!;
+    n |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      lengthEnd = pos;
+      return n;
+    }
+  }
+  return -1;
 }
 
 /** The subscription, with the group's lag read when Prometheus scrapes, until it stops. */

@@ -15,11 +15,12 @@ import {
   FieldDescriptorProto_Label as Label,
   FieldDescriptorProto_Type as Type,
   FileDescriptorProtoSchema,
+  timestampFromMs,
   type FieldDescriptorProto,
 } from "@bufbuild/protobuf/wkt";
 import { newId } from "@emailsvc/ids";
 import * as proto from "@emailsvc/proto";
-import { TOPICS, decodeEvent, encodeEvent, type Topic } from "../src/index.js";
+import { TOPICS, decodeEvent, encodeEvent, eventTenant, type Topic } from "../src/index.js";
 import { messageCodec } from "../src/codec/index.js";
 
 /** A seeded generator (mulberry32): a failure names its seed and is reproduced by it. */
@@ -383,5 +384,71 @@ describe("the registry on compiled codecs", () => {
     if (!decoded.ok) throw new Error(decoded.problem);
     expect(decoded.message).toStrictEqual(message);
     expect(decoded.meta.occurredAt).toBe(origin.occurredAt);
+  });
+
+  it("encodeEvent's meta is the one create() and timestampFromMs make, for any time", () => {
+    for (const occurredAt of [0, 1, 999, 1000, -1, -1001, 1.5, 1_795_773_416_096, 253_402_300_799_999]) {
+      const origin = { eventId: newId("evt"), tenant: `${newId("acc")}:test`, occurredAt };
+      const body = { emailId: newId("eml"), status: "bounced", subscriberId: newId("sub"), campaignId: newId("cmp"), reason: "x", failureReason: 3, bounceType: "hard" };
+      const expected = create(proto.events.EmailStatusChangedSchema, {
+        ...body,
+        meta: create(proto.events.EventMetaSchema, { eventId: origin.eventId, accountId: origin.tenant.split(":")[0], mode: "test", occurredAt: timestampFromMs(occurredAt) }),
+      });
+      const { event } = encodeEvent("email.status", origin, body);
+      expect([occurredAt, Buffer.from(event.value).toString("hex")]).toEqual([occurredAt, Buffer.from(toBinary(proto.events.EmailStatusChangedSchema, expected)).toString("hex")]);
+    }
+  });
+
+  it("eventTenant reads the tenant decoding would read, of every topic's messages, valid or garbled, and never another", () => {
+    const rnd = random(2026);
+    let answered = 0;
+    let declined = 0;
+    for (const [topic, spec] of Object.entries(TOPICS)) {
+      for (let i = 0; i < 40; i++) {
+        const message = randomMessage(spec.schema, rnd) as { meta?: { accountId: string; mode: string } };
+        // Mostly a well-formed tenant (as producers write), else whatever the generator made.
+        if (rnd.chance(0.8)) message.meta = create(proto.events.EventMetaSchema, { eventId: newId("evt"), accountId: newId("acc"), mode: rnd.pick(["live", "test"]) });
+        const valid = toBinary(spec.schema, message as never);
+        const tenantOf = (bytes: Uint8Array): string | undefined => {
+          const meta = (fromBinary(spec.schema, bytes) as { meta?: { accountId: string; mode: string } }).meta;
+          return meta && /^acc_/.test(meta.accountId) && (meta.mode === "live" || meta.mode === "test") ? `${meta.accountId}:${meta.mode}` : undefined;
+        };
+        const expected = tenantOf(valid);
+        const read = eventTenant(valid);
+        // A message with fields of a later version (numbers past 15) is left to decoding: that is allowed.
+        if (read !== undefined || (message as { $unknown?: unknown }).$unknown === undefined) expect([topic, read]).toEqual([topic, expected]);
+        for (const bytes of [valid, ...garbled(valid, rnd)]) {
+          const peeked = eventTenant(bytes);
+          if (peeked === undefined) {
+            declined++;
+            continue;
+          }
+          answered++;
+          // Bytes spoilt after the meta (a bad UTF-8 string further on) may still fail to decode: eventTenant
+          // reads only what it needs. Where decoding reads a message, it names the same tenant.
+          const decoded = outcome(() => tenantOf(bytes));
+          if ("message" in decoded) expect([topic, Buffer.from(bytes).toString("hex"), decoded.message]).toEqual([topic, Buffer.from(bytes).toString("hex"), peeked]);
+        }
+      }
+    }
+    expect(answered).toBeGreaterThan(1000);
+    expect(declined).toBeGreaterThan(1000);
+  });
+
+  it("eventTenant of what encodeEvent writes, and of bytes that are no event", () => {
+    const t = `${newId("acc")}:test`;
+    const { event } = encodeEvent("email.status", { eventId: newId("evt"), tenant: t, occurredAt: 1_795_773_416_096 }, { emailId: newId("eml"), status: "sent", campaignId: newId("cmp") });
+    expect(eventTenant(event.value)).toBe(t);
+    // Runs of one tenant, another between, the first again, the same account in the other mode.
+    const statusOf = (tenant: string) => encodeEvent("email.status", { eventId: newId("evt"), tenant, occurredAt: 1 }, { emailId: newId("eml"), status: "sent" }).event.value;
+    const u = `${newId("acc")}:live`;
+    const sameAccountLive = `${t.split(":")[0]}:live`;
+    for (const tenant of [t, t, u, t, sameAccountLive, t, u]) expect(eventTenant(statusOf(tenant))).toBe(tenant);
+    expect(eventTenant(new Uint8Array(0))).toBeUndefined();
+    expect(eventTenant(Uint8Array.from([0xff, 0xff]))).toBeUndefined();
+    const noMode = toBinary(proto.events.EmailStatusChangedSchema, create(proto.events.EmailStatusChangedSchema, { meta: { eventId: "evt_1", accountId: newId("acc") } }));
+    expect(eventTenant(noMode)).toBeUndefined();
+    const badAccount = toBinary(proto.events.EmailStatusChangedSchema, create(proto.events.EmailStatusChangedSchema, { meta: { eventId: "evt_1", accountId: "acc_short", mode: "live" } }));
+    expect(eventTenant(badAccount)).toBeUndefined();
   });
 });

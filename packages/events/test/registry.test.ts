@@ -212,6 +212,55 @@ describe("the topic registry", () => {
       await bus.close();
     }
   });
+
+  it("passes over, undecoded, the events of tenants a batch subscription does not want, asking once per batch", async () => {
+    const bus = new InProcessEventBus({ logger: () => {} });
+    await bus.ensureTopics(["email.status"]);
+    const wanted = tenant();
+    const other = tenant();
+    const emailId = newId("eml");
+    const status = (t: string, i: number) => encodeEvent("email.status", { eventId: `evt_${i}`, tenant: t, occurredAt: i }, { emailId, status: "sent" });
+    // One key, so one partition and one order: the other tenant's events, a malformed one of the other
+    // tenant (an email id that is no id: decoding would log it), and the wanted tenant's.
+    const otherMeta = { eventId: "evt_odd", accountId: other.split(":")[0], mode: "live" };
+    const malformed = toBinary(events.EmailStatusChangedSchema, create(events.EmailStatusChangedSchema, { meta: otherMeta, emailId: "not an id", status: "sent" }));
+    await publishEvents(bus, [status(other, 0), status(wanted, 1), status(other, 2)]);
+    await bus.publish("email.status", [{ key: emailId, value: malformed, headers: { "event-id": "evt_odd" } }]);
+    // Bytes whose tenant cannot be read are decoded, and skipped as ever.
+    await bus.publish("email.status", [{ key: emailId, value: Uint8Array.from([0xff]), headers: { "event-id": "evt_bad" } }]);
+    await publishEvents(bus, [status(wanted, 3), status(other, 4)]);
+    const asked: string[][] = [];
+    const got: string[] = [];
+    const logged: string[] = [];
+    const subscription = await subscribeEventBatches(bus, {
+      group: "registry-tenants-test",
+      maxBatch: 100,
+      logger: { error: (_fields, message) => logged.push(message) },
+      tenants: async (topic, tenants) => {
+        expect(topic).toBe("email.status");
+        asked.push([...tenants].sort());
+        return new Set(tenants.filter((t) => t === wanted));
+      },
+      handlers: {
+        "email.status": async (batch) => {
+          got.push(...batch.map(({ meta }) => `${meta.tenant} ${meta.eventId}`));
+        },
+      },
+    });
+    try {
+      await until(() => got.length === 2 && logged.length === 1);
+      expect(got).toEqual([`${wanted} evt_1`, `${wanted} evt_3`]);
+      // The malformed event of the passed-over tenant was never decoded, so never logged; the unreadable one was.
+      expect(logged).toEqual(["undecodable event skipped"]);
+      // Each batch asked once, with its distinct tenants.
+      expect(asked.length).toBeGreaterThanOrEqual(1);
+      for (const tenants of asked) expect(new Set(tenants).size).toBe(tenants.length);
+      expect(new Set(asked.flat())).toEqual(new Set([wanted, other]));
+    } finally {
+      await subscription.stop();
+      await bus.close();
+    }
+  });
 });
 
 async function until(condition: () => boolean): Promise<void> {

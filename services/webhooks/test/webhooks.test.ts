@@ -162,6 +162,26 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     expect(h.receiver.to("/mine")).toHaveLength(0);
   });
 
+  it("passes over the events of a tenant without an endpoint; one created while events flow gets every event after it", async () => {
+    const other = tenant("live");
+    await create("/witness", ["subscriber.deleted"], other);
+    // One key, so one partition in order: once the other tenant's webhook is out, the first event was handled.
+    const subscriberId = newId("sub");
+    const before = await h.publish("subscriber.deleted", call, { subscriberId });
+    await h.publish("subscriber.deleted", other, { subscriberId });
+    await waitFor(() => (h.receiver.to("/witness").length === 1 ? true : undefined), "the witness's webhook");
+    const late = await create("/late", ["subscriber.deleted"]);
+    const after = await h.publish("subscriber.deleted", call, { subscriberId });
+    await h.publish("subscriber.deleted", other, { subscriberId });
+    await waitFor(() => (h.receiver.to("/witness").length === 2 ? true : undefined), "the witness's second webhook");
+    await waitFor(() => (h.receiver.to("/late").length > 0 ? true : undefined), "the late endpoint's webhook");
+    // Recorded before the bus moved past them: the second witness came after both events of this tenant.
+    const log = await h.client.listWebhookDeliveries({ webhookId: late.webhook!.id, limit: 10 }, as(call));
+    expect(log.deliveries.map((d) => d.id)).toEqual([deliveryId(after, late.webhook!.id)]);
+    expect(h.receiver.to("/late").map((r) => r.headers["webhook-id"])).toEqual([deliveryId(after, late.webhook!.id)]);
+    expect(deliveryId(before, late.webhook!.id)).not.toBe(deliveryId(after, late.webhook!.id));
+  });
+
   it("refuses bad input with a clear error and stores nothing", async () => {
     const bad = async (input: { url: string; events: string[]; description?: string }) =>
       failure(h.client.createWebhook({ description: "", ...input }, as(call)));

@@ -4,7 +4,7 @@ import type { Logger } from "@emailsvc/telemetry";
 import { READERS, type WebhookEvent } from "../domain/event-types.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
-import { recordDeliveries } from "../usecases/record-deliveries.js";
+import { hasActiveEndpoint, recordDeliveries } from "../usecases/record-deliveries.js";
 
 /** Consumer group of the webhooks service (one name everywhere). */
 export const WEBHOOKS_GROUP = "webhooks";
@@ -51,6 +51,15 @@ export function subscribeWebhookEvents(
     // On Kafka, wait up to 100 ms for more events per fetch (SubscribeOptions.gatherMs):
     // most events match no endpoint, and the lookup and the fetch cost per batch.
     gatherMs: 100,
+    // Most events concern a tenant without an active endpoint (every email.status of a campaign of an
+    // account that set none up): those are passed over undecoded. Asked per batch, at handling time,
+    // as recordDeliveries' own lookup is, so an endpoint created while events flow gets every event
+    // handled after it.
+    tenants: async (_topic, tenants) => {
+      const wanted = new Set<string>();
+      for (const tenant of tenants) if (await hasActiveEndpoint(options.tenants.forTenant(tenant))) wanted.add(tenant);
+      return wanted;
+    },
     handlers: {
       "email.status": handler("email.status"),
       "subscriber.created": handler("subscriber.created"),

@@ -5,6 +5,11 @@ import type { TenantRepositories } from "../storage/repositories.js";
 import { deliveryId } from "./deliveries.js";
 import type { Deps } from "./deps.js";
 
+/** Whether the tenant has an active endpoint: events of a tenant without one need not even be decoded. */
+export async function hasActiveEndpoint(repos: TenantRepositories): Promise<boolean> {
+  return (await repos.endpoints.findOne({ is_active: true })) !== null;
+}
+
 /**
  * Records one delivery per event of a tenant and active endpoint that asks
  * for its type, due now. Ids derive from the event and the endpoint, and
