@@ -356,49 +356,33 @@ export function eventTenant(value: Uint8Array): string | undefined {
     // Tags of one byte only (fields 1 to 15), read past by their wire type; anything else gives up, as does
     // the meta's number under another wire type (decoding would read it as a message all the same).
     if (tag >= 0x80 || tag < 8) return undefined;
-    const wireType = tag & 7;
-    if (tag >>> 3 === 1 && wireType !== 2) return undefined;
-    if (wireType === 0) {
-      while (pos < end && value[pos]! >= 0x80) pos++;
-      pos++;
-    } else if (wireType === 1) pos += 8;
-    else if (wireType === 5) pos += 4;
-    else if (wireType === 2) {
-      const length = readLength(value, pos);
-      if (length < 0) return undefined;
-      pos = lengthEnd;
-      const stop = pos + length;
-      if (stop > end) return undefined;
-      if (tag >>> 3 === 1) {
-        // The meta: its account id and mode.
-        while (pos < stop) {
-          const metaTag = value[pos++]!;
-          if (metaTag >= 0x80 || metaTag < 8) return undefined;
-          const metaWire = metaTag & 7;
-          const number = metaTag >>> 3;
-          if ((number === 2 || number === 3) && metaWire !== 2) return undefined;
-          if (metaWire === 0) {
-            while (pos < stop && value[pos]! >= 0x80) pos++;
-            pos++;
-          } else if (metaWire === 1) pos += 8;
-          else if (metaWire === 5) pos += 4;
-          else if (metaWire === 2) {
-            const fieldLength = readLength(value, pos);
-            if (fieldLength < 0 || lengthEnd + fieldLength > stop) return undefined;
-            if (number === 2) {
-              accountStart = lengthEnd;
-              accountEnd = lengthEnd + fieldLength;
-            } else if (number === 3) {
-              modeStart = lengthEnd;
-              modeEnd = lengthEnd + fieldLength;
-            }
-            pos = lengthEnd + fieldLength;
-          } else return undefined;
+    const next = fieldEnd(value, pos, end, tag & 7);
+    if (next < 0) return undefined;
+    if (tag >>> 3 === 1) {
+      if ((tag & 7) !== 2) return undefined;
+      // The meta (from lengthEnd, as fieldEnd left it): its account id and mode.
+      let at = lengthEnd;
+      while (at < next) {
+        const metaTag = value[at++]!;
+        if (metaTag >= 0x80 || metaTag < 8) return undefined;
+        const number = metaTag >>> 3;
+        const after = fieldEnd(value, at, next, metaTag & 7);
+        if (after < 0) return undefined;
+        if (number === 2 || number === 3) {
+          if ((metaTag & 7) !== 2) return undefined;
+          if (number === 2) {
+            accountStart = lengthEnd;
+            accountEnd = after;
+          } else {
+            modeStart = lengthEnd;
+            modeEnd = after;
+          }
         }
-        if (pos !== stop) return undefined;
+        at = after;
       }
-      pos = stop;
-    } else return undefined;
+      if (at !== next) return undefined;
+    }
+    pos = next;
   }
   if (pos !== end || accountStart < 0 || modeEnd - modeStart !== 4) return undefined;
   const live = bytesAre(value, modeStart, LIVE);
@@ -426,6 +410,25 @@ function bytesAre(value: Uint8Array, at: number, expected: Uint8Array): boolean 
 
 /** Where the bytes after the last length read start (readLength's second answer, without an object per call). */
 let lengthEnd = 0;
+
+/**
+ * Where the field whose tag ended at `pos` ends, read past by its wire type
+ * (a varint, 8 or 4 bytes, or a length-delimited field, whose content starts
+ * at lengthEnd), or -1 if another wire type or a length running past `stop`.
+ * A varint or fixed field may end past `stop`: the caller's check that its
+ * fields end exactly at `stop` refuses that.
+ */
+function fieldEnd(value: Uint8Array, pos: number, stop: number, wireType: number): number {
+  if (wireType === 0) {
+    while (pos < stop && value[pos]! >= 0x80) pos++;
+    return pos + 1;
+  }
+  if (wireType === 1) return pos + 8;
+  if (wireType === 5) return pos + 4;
+  if (wireType !== 2) return -1;
+  const length = readLength(value, pos);
+  return length < 0 || lengthEnd + length > stop ? -1 : lengthEnd + length;
+}
 
 /** A length prefix (a varint of up to 4 bytes: 256 MiB) at `pos`, or -1; sets lengthEnd. */
 function readLength(value: Uint8Array, pos: number): number {

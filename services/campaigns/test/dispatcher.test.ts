@@ -1,4 +1,4 @@
-import { decodeEvent, InProcessEventBus, TOPICS, type EventMessage, type Subscription } from "@emailsvc/events";
+import { decodeEvent, InProcessEventBus, TOPICS, type EventBus, type EventMessage, type Subscription } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
 import { createLogger } from "@emailsvc/telemetry";
 import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
@@ -35,6 +35,19 @@ function sendingCampaign(name: string, now: number) {
     outbox: [],
     outbox_pending: false,
   };
+}
+
+/** Delivery's side as a test sees it: each send request, decoded (a malformed one fails the test), with its key. */
+function observeSendRequests(bus: EventBus, onRequest: (message: EventMessage<"email.send.requested">, key: string) => void | Promise<void>): Promise<Subscription> {
+  return bus.subscribe({
+    group: "test-delivery",
+    topics: ["email.send.requested"],
+    handler: async (event) => {
+      const decoded = decodeEvent(event);
+      if (!decoded.ok) throw new Error(decoded.problem);
+      await onRequest(decoded.message as EventMessage<"email.send.requested">, event.key);
+    },
+  });
 }
 
 describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
@@ -137,20 +150,13 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     const doc = sendingCampaign("Paged", now);
     await repos.campaigns.insertOne(doc);
     // Delivery's part: every send request answered sent.
-    const observer: Subscription = await bus.subscribe({
-      group: "test-delivery",
-      topics: ["email.send.requested"],
-      handler: async (event) => {
-        const decoded = decodeEvent(event);
-        if (!decoded.ok) throw new Error(decoded.problem);
-        const { recipients, campaignId } = decoded.message as EventMessage<"email.send.requested">;
-        requested.push(...recipients.map(({ subscriberId, emailId }) => ({ subscriberId, emailId })));
-        await recordOutcomes(
-          repos,
-          recipients.map(({ subscriberId }) => ({ campaignId, subscriberId, status: "sent", failureReason: 0 })),
-          deps.now(),
-        );
-      },
+    const observer = await observeSendRequests(bus, async ({ recipients, campaignId }) => {
+      requested.push(...recipients.map(({ subscriberId, emailId }) => ({ subscriberId, emailId })));
+      await recordOutcomes(
+        repos,
+        recipients.map(({ subscriberId }) => ({ campaignId, subscriberId, status: "sent", failureReason: 0 })),
+        deps.now(),
+      );
     });
     try {
       dispatcher = new CampaignDispatcher(paged, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
@@ -182,15 +188,7 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     const doc = { ...sendingCampaign("Batches", now), template_version: 3 };
     await repos.campaigns.insertOne(doc);
     const received: Array<{ key: string; message: EventMessage<"email.send.requested"> }> = [];
-    const observer = await bus.subscribe({
-      group: "test-delivery",
-      topics: ["email.send.requested"],
-      handler: async (event) => {
-        const decoded = decodeEvent(event);
-        if (!decoded.ok) throw new Error(decoded.problem);
-        received.push({ key: event.key, message: decoded.message as EventMessage<"email.send.requested"> });
-      },
-    });
+    const observer = await observeSendRequests(bus, (message, key) => void received.push({ key, message }));
     try {
       dispatcher = new CampaignDispatcher(wide, storage.campaignsToDispatch(), storage.eventTenants(), bus, undefined, { owner: "test", intervalMs: 50 });
       dispatcher.start();
@@ -218,14 +216,8 @@ describe.each(STORE_KINDS)("campaign dispatcher (%s)", (kind) => {
     await repos.campaigns.insertOne(doc);
     const requests = new Map<string, number>();
     const total = () => [...requests.values()].reduce((sum, n) => sum + n, 0);
-    const observer = await bus.subscribe({
-      group: "test-delivery",
-      topics: ["email.send.requested"],
-      handler: async (event) => {
-        const decoded = decodeEvent(event);
-        if (!decoded.ok) throw new Error(decoded.problem);
-        for (const { emailId } of (decoded.message as EventMessage<"email.send.requested">).recipients) requests.set(emailId, (requests.get(emailId) ?? 0) + 1);
-      },
+    const observer = await observeSendRequests(bus, ({ recipients }) => {
+      for (const { emailId } of recipients) requests.set(emailId, (requests.get(emailId) ?? 0) + 1);
     });
     const wait = async (done: () => boolean | Promise<boolean>) => {
       for (let i = 0; i < 200 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
