@@ -112,6 +112,64 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
 }
 
 /**
+ * The fields an email record leaves out while they hold these values (every
+ * campaign email until its outcome, and most of them after: a campaign has no
+ * variables, idempotency key or request hash; nothing failed; nothing in the
+ * outbox). Each was written at intake and again at the outcome, in every
+ * record; readers get them back from `withEmailDefaults` (storage/email-records.ts
+ * applies it to everything read), so every reader sees the record whole, as
+ * before. Records stored before (with every field) read the same. No query
+ * asks for one of these values: a filter `{ field: "" }` would not match a
+ * record that left the field out (`null` would, on both stores; `""` does not).
+ */
+export const EMAIL_DEFAULTS = {
+  variables_json: "{}",
+  idempotency_key: "",
+  request_hash: "",
+  message_id: "",
+  error: "",
+  last_error: "",
+  transient_failures: 0,
+  sent_at: null,
+  failed_at: null,
+  outbox: [],
+  outbox_pending: false,
+} as const satisfies Partial<EmailDoc>;
+
+/** The fields EMAIL_DEFAULTS covers. */
+export type DefaultedEmailField = keyof typeof EMAIL_DEFAULTS;
+
+/** An email record as stored: the defaulted fields may be absent. */
+export type StoredEmailDoc = Omit<EmailDoc, DefaultedEmailField> & Partial<Pick<EmailDoc, DefaultedEmailField>>;
+
+const DEFAULTED = Object.keys(EMAIL_DEFAULTS) as DefaultedEmailField[];
+
+/** The record whole: each defaulted field it left out, with its value (a new object; the record itself when it lacks none). */
+export function withEmailDefaults(doc: StoredEmailDoc): EmailDoc {
+  for (const field of DEFAULTED) {
+    if (doc[field] === undefined) {
+      // Every defaulted value is a scalar but `outbox`, a new array each time: no two records share one.
+      return { ...EMAIL_DEFAULTS, outbox: [], ...doc } as EmailDoc;
+    }
+  }
+  return doc as EmailDoc;
+}
+
+/** The record as stored: without the defaulted fields that hold their default (a new object). */
+export function withoutEmailDefaults(doc: EmailDoc): StoredEmailDoc {
+  const stored: Record<string, unknown> = {};
+  for (const field in doc) {
+    const value = (doc as unknown as Record<string, unknown>)[field];
+    if (Object.hasOwn(EMAIL_DEFAULTS, field)) {
+      const fallback = EMAIL_DEFAULTS[field as DefaultedEmailField];
+      if (value === fallback || (Array.isArray(value) && value.length === 0 && Array.isArray(fallback))) continue;
+    }
+    stored[field] = value;
+  }
+  return stored as StoredEmailDoc;
+}
+
+/**
  * Why a failed, suppressed or bounced email was not sent: its `failure_reason`. An email failed before
  * that field was written has only its `error` text, whose leading code is the
  * same vocabulary; it is read from there, here alone, each time such an email
