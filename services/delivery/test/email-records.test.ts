@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openEmbeddedStore } from "@emailsvc/storage";
-import { EMAIL_DEFAULTS, type EmailDoc } from "../src/storage/documents.js";
+import { EMAIL_DEFAULTS, historyOf, type EmailDoc } from "../src/storage/documents.js";
 import { DeliveryStorage } from "../src/storage/repositories.js";
 import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
@@ -222,5 +222,24 @@ describe("a datafile the previous version wrote", () => {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("an email's history", () => {
+  // The send's write pushes no `sent` change: sent_at is it.
+  const q = { status: "queued" as const, at: 1, detail: "" };
+  const d = { status: "deferred" as const, at: 2, detail: "451" };
+  const sentAt = (at: number) => ({ status: "sent" as const, at, detail: "" });
+  it("shows the sent change after the changes before sending and before those after", () => {
+    expect(historyOf({ status: "sent", sent_at: 3, updated_at: 3, status_history: [q] })).toEqual([q, sentAt(3)]);
+    expect(historyOf({ status: "sent", sent_at: 3, updated_at: 3, status_history: [q, d] })).toEqual([q, d, sentAt(3)]);
+    // A late bounce in the same millisecond as the send still follows it.
+    const bounced = { status: "bounced" as const, at: 3, detail: "550" };
+    expect(historyOf({ status: "bounced", sent_at: 3, updated_at: 3, status_history: [q, bounced] })).toEqual([q, sentAt(3), bounced]);
+  });
+  it("shows a history stored with its sent change, an unsent email's, and one from before histories as they are", () => {
+    expect(historyOf({ status: "sent", sent_at: 3, updated_at: 3, status_history: [q, sentAt(3)] })).toEqual([q, sentAt(3)]);
+    expect(historyOf({ status: "deferred", sent_at: null, updated_at: 2, status_history: [q, d] })).toEqual([q, d]);
+    expect(historyOf({ status: "sent", sent_at: 3, updated_at: 4 })).toEqual([{ status: "sent", at: 4, detail: "" }]);
   });
 });

@@ -101,7 +101,12 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
-  /** Every status change with its time (pushed by the write that makes it); absent on emails stored before it existed. */
+  /**
+   * Every status change with its time (pushed by the write that makes it), but
+   * `sent`: its change is `sent_at` (historyOf puts it back in its place), so
+   * the send's write, once per email, carries no history. Absent on emails
+   * stored before it existed.
+   */
   status_history?: StatusChange[];
   /** Set when the email bounced: hard or soft, and the relay's reply (addresses removed). */
   bounce?: Bounce;
@@ -181,6 +186,26 @@ export function failureReasonOf(doc: Pick<EmailDoc, "status" | "error" | "failur
   if (doc.failure_reason) return doc.failure_reason;
   const code = doc.error.split(":", 1)[0]!;
   return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
+}
+
+/** Statuses an email may have before it is sent: its `sent` change follows the last of them in its history. */
+const BEFORE_SENT: ReadonlySet<EmailStatus> = new Set<EmailStatus>(["queued", "deferred"]);
+
+/**
+ * An email's status changes, as the API shows them. The `sent` change is
+ * stored as `sent_at` only (settle's write pushes none since records of this
+ * version; records from before hold it in their history, and nothing is
+ * added then): it goes right after the changes made before sending (queued,
+ * deferred) and before those after (delivered, bounced, complained). Emails
+ * stored before the history existed: their latest status, at their latest change.
+ */
+export function historyOf(doc: Pick<EmailDoc, "status" | "status_history" | "sent_at" | "updated_at">): StatusChange[] {
+  const stored = doc.status_history;
+  if (stored === undefined) return [{ status: doc.status, at: doc.updated_at, detail: "" }];
+  if (doc.sent_at === null || stored.some((change) => change.status === "sent")) return stored;
+  let at = 0;
+  while (at < stored.length && BEFORE_SENT.has(stored[at]!.status)) at += 1;
+  return [...stored.slice(0, at), { status: "sent", at: doc.sent_at, detail: "" }, ...stored.slice(at)];
 }
 
 /** The parts of a kept message too large for a row held in memory. */
