@@ -104,6 +104,10 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign email's record on 
     expect(typeof stored.message_id).toBe("string");
     expect(typeof stored.sent_at).toBe("number");
     expect(DEFAULTED.filter((field) => field in stored).sort()).toEqual(["message_id", "sent_at"]);
+    // The address was given in lower case: it is kept once, as the lookup key.
+    expect(stored.to).toBeUndefined();
+    expect(stored.to_key).toBe("compact@example.com");
+    expect((await h.client.getEmail({ id: emailId }, as(t))).email!.to).toBe("compact@example.com");
 
     // The same email stored with every field (as the previous version wrote it) shows the same.
     const twinId = newId("eml");

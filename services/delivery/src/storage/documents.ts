@@ -144,27 +144,31 @@ export const EMAIL_DEFAULTS = {
 /** The fields EMAIL_DEFAULTS covers. */
 export type DefaultedEmailField = keyof typeof EMAIL_DEFAULTS;
 
-/** An email record as stored: the defaulted fields may be absent. */
-export type StoredEmailDoc = Omit<EmailDoc, DefaultedEmailField> & Partial<Pick<EmailDoc, DefaultedEmailField>>;
+/** An email record as stored: the defaulted fields may be absent, and `to` when it is `to_key`. */
+export type StoredEmailDoc = Omit<EmailDoc, DefaultedEmailField | "to"> & Partial<Pick<EmailDoc, DefaultedEmailField | "to">>;
 
 const DEFAULTED = Object.keys(EMAIL_DEFAULTS) as DefaultedEmailField[];
 
 /** The record whole: each defaulted field it left out, with its value (a new object; the record itself when it lacks none). */
 export function withEmailDefaults(doc: StoredEmailDoc): EmailDoc {
-  for (const field of DEFAULTED) {
-    if (doc[field] === undefined) {
-      // Every defaulted value is a scalar but `outbox`, a new array each time: no two records share one.
-      return { ...EMAIL_DEFAULTS, outbox: [], ...doc } as EmailDoc;
-    }
-  }
-  return doc as EmailDoc;
+  let lacks = doc.to === undefined;
+  for (let i = 0; !lacks && i < DEFAULTED.length; i += 1) lacks = doc[DEFAULTED[i]!] === undefined;
+  if (!lacks) return doc as EmailDoc;
+  // Every defaulted value is a scalar but `outbox`, a new array each time: no two records share one.
+  // `to` left out: the address as given was its lower-cased key (see withoutEmailDefaults).
+  return { ...EMAIL_DEFAULTS, outbox: [], ...doc, to: doc.to ?? doc.to_key } as EmailDoc;
 }
 
-/** The record as stored: without the defaulted fields that hold their default (a new object). */
+/**
+ * The record as stored: without the defaulted fields that hold their default,
+ * and without `to` when it is its `to_key` (an address given in lower case, as
+ * a campaign's mostly are: no query asks for `to`) (a new object).
+ */
 export function withoutEmailDefaults(doc: EmailDoc): StoredEmailDoc {
   const stored: Record<string, unknown> = {};
   for (const field in doc) {
     const value = (doc as unknown as Record<string, unknown>)[field];
+    if (field === "to" && value === doc.to_key) continue;
     if (Object.hasOwn(EMAIL_DEFAULTS, field)) {
       const fallback = EMAIL_DEFAULTS[field as DefaultedEmailField];
       if (value === fallback || (Array.isArray(value) && value.length === 0 && Array.isArray(fallback))) continue;
