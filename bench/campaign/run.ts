@@ -219,7 +219,11 @@ export async function sandboxCount(audience: Audience, n: number, open: OpenServ
   try {
     const emails = await store.collection("emails").find({ status: "sent" });
     const perRecipient = new Map<string, number>();
-    for (const e of emails) perRecipient.set(e.to as string, (perRecipient.get(e.to as string) ?? 0) + 1);
+    // A record whose address was given in lower case keeps it as `to_key` only (delivery's storage/documents.ts).
+    for (const e of emails) {
+      const to = (e.to ?? e.to_key) as string;
+      perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    }
     const kept = await store.collection("sandbox_messages").count({});
     let lost = 0;
     for (let i = 0; i < n; i++) if (!perRecipient.has(audience.addresses(i))) lost++;

@@ -695,6 +695,8 @@ function pullsMissing(doc: PlainObject, pull: PlainObject): boolean {
 
 /** Value at a dotted path through nested objects' own fields; undefined if any step is missing. */
 function readPath(doc: PlainObject, fieldPath: string): unknown {
+  // A top-level field (each compound index's field, for each inserted document): no split.
+  if (!fieldPath.includes(".")) return Object.prototype.hasOwnProperty.call(doc, fieldPath) ? doc[fieldPath] : undefined;
   let current: unknown = doc;
   for (const part of fieldPath.split(".")) {
     if (current === undefined || current === null) return undefined;

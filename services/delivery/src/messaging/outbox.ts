@@ -156,9 +156,10 @@ export async function requeueStalled(
   for (const doc of stalled) {
     if (doc.outbox_pending || doc.lease_until > now) continue;
     const entry: OutboxEntry = { id: newId("evt"), topic: "email.send.requested", at: now };
+    // `$ne: true`, not `false`: a record whose outbox never held an entry leaves the field out (storage/documents.ts, EMAIL_DEFAULTS).
     const updated = await emails
       .forTenant(doc.tenant)
-      .updateOne({ _id: doc._id, version: doc.version, status: "queued", outbox_pending: false }, withOutbox<EmailDoc, OutboxEntry>({}, [entry], now));
+      .updateOne({ _id: doc._id, version: doc.version, status: "queued", outbox_pending: { $ne: true } }, withOutbox<EmailDoc, OutboxEntry>({}, [entry], now));
     if (!updated) continue;
     requeued++;
     options.logger.warn({ email_id: doc._id }, "stalled email: send requested again");
@@ -190,8 +191,9 @@ export async function requestDueRetries(
   for (const doc of due) {
     if (doc.outbox_pending || doc.lease_until > now) continue;
     const entry: OutboxEntry = { id: newId("evt"), topic: "email.send.requested", at: now };
+    // `$ne: true` as in requeueStalled: a deferred campaign email's outbox never held an entry.
     const updated = await emails.forTenant(doc.tenant).updateOne(
-      { _id: doc._id, version: doc.version, status: "deferred", outbox_pending: false },
+      { _id: doc._id, version: doc.version, status: "deferred", outbox_pending: { $ne: true } },
       withOutbox<EmailDoc, OutboxEntry>({ $set: { retry_requested: true, next_attempt_at: now + (options.stalledAfterMs ?? 10 * 60_000) } }, [entry], now),
     );
     if (!updated) continue;

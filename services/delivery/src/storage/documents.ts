@@ -101,7 +101,12 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   queued_at: number;
   sent_at: number | null;
   failed_at: number | null;
-  /** Every status change with its time (pushed by the write that makes it); absent on emails stored before it existed. */
+  /**
+   * Every status change with its time (pushed by the write that makes it), but
+   * `sent`: its change is `sent_at` (historyOf puts it back in its place), so
+   * the send's write, once per email, carries no history. Absent on emails
+   * stored before it existed.
+   */
   status_history?: StatusChange[];
   /** Set when the email bounced: hard or soft, and the relay's reply (addresses removed). */
   bounce?: Bounce;
@@ -109,6 +114,68 @@ export interface EmailDoc extends OutboxDoc<OutboxEntry> {
   next_attempt_at?: number;
   /** A deferred email the retry sweep asked to be sent again (cleared by its next deferral): only then may an attempt claim it. */
   retry_requested?: boolean;
+}
+
+/**
+ * The fields an email record leaves out while they hold these values (every
+ * campaign email until its outcome, and most of them after: a campaign has no
+ * variables, idempotency key or request hash; nothing failed; nothing in the
+ * outbox). Each was written at intake and again at the outcome, in every
+ * record; readers get them back from `withEmailDefaults` (storage/email-records.ts
+ * applies it to everything read), so every reader sees the record whole, as
+ * before. Records stored before (with every field) read the same. No query
+ * asks for one of these values: a filter `{ field: "" }` would not match a
+ * record that left the field out (`null` would, on both stores; `""` does not).
+ */
+export const EMAIL_DEFAULTS = {
+  variables_json: "{}",
+  idempotency_key: "",
+  request_hash: "",
+  message_id: "",
+  error: "",
+  last_error: "",
+  transient_failures: 0,
+  sent_at: null,
+  failed_at: null,
+  outbox: [],
+  outbox_pending: false,
+} as const satisfies Partial<EmailDoc>;
+
+/** The fields EMAIL_DEFAULTS covers. */
+export type DefaultedEmailField = keyof typeof EMAIL_DEFAULTS;
+
+/** An email record as stored: the defaulted fields may be absent, and `to` when it is `to_key`. */
+export type StoredEmailDoc = Omit<EmailDoc, DefaultedEmailField | "to"> & Partial<Pick<EmailDoc, DefaultedEmailField | "to">>;
+
+const DEFAULTED = Object.keys(EMAIL_DEFAULTS) as DefaultedEmailField[];
+
+/** The record whole: each defaulted field it left out, with its value (a new object; the record itself when it lacks none). */
+export function withEmailDefaults(doc: StoredEmailDoc): EmailDoc {
+  let lacks = doc.to === undefined;
+  for (let i = 0; !lacks && i < DEFAULTED.length; i += 1) lacks = doc[DEFAULTED[i]!] === undefined;
+  if (!lacks) return doc as EmailDoc;
+  // Every defaulted value is a scalar but `outbox`, a new array each time: no two records share one.
+  // `to` left out: the address as given was its lower-cased key (see withoutEmailDefaults).
+  return { ...EMAIL_DEFAULTS, outbox: [], ...doc, to: doc.to ?? doc.to_key } as EmailDoc;
+}
+
+/**
+ * The record as stored: without the defaulted fields that hold their default,
+ * and without `to` when it is its `to_key` (an address given in lower case, as
+ * a campaign's mostly are: no query asks for `to`) (a new object).
+ */
+export function withoutEmailDefaults(doc: EmailDoc): StoredEmailDoc {
+  const stored: Record<string, unknown> = {};
+  for (const field in doc) {
+    const value = (doc as unknown as Record<string, unknown>)[field];
+    if (field === "to" && value === doc.to_key) continue;
+    if (Object.hasOwn(EMAIL_DEFAULTS, field)) {
+      const fallback = EMAIL_DEFAULTS[field as DefaultedEmailField];
+      if (value === fallback || (Array.isArray(value) && value.length === 0 && Array.isArray(fallback))) continue;
+    }
+    stored[field] = value;
+  }
+  return stored as StoredEmailDoc;
 }
 
 /**
@@ -123,6 +190,26 @@ export function failureReasonOf(doc: Pick<EmailDoc, "status" | "error" | "failur
   if (doc.failure_reason) return doc.failure_reason;
   const code = doc.error.split(":", 1)[0]!;
   return Object.hasOwn(PUBLIC_ERRORS, code) ? (code as PublicErrorCode) : undefined;
+}
+
+/** Statuses an email may have before it is sent: its `sent` change follows the last of them in its history. */
+const BEFORE_SENT: ReadonlySet<EmailStatus> = new Set<EmailStatus>(["queued", "deferred"]);
+
+/**
+ * An email's status changes, as the API shows them. The `sent` change is
+ * stored as `sent_at` only (settle's write pushes none since records of this
+ * version; records from before hold it in their history, and nothing is
+ * added then): it goes right after the changes made before sending (queued,
+ * deferred) and before those after (delivered, bounced, complained). Emails
+ * stored before the history existed: their latest status, at their latest change.
+ */
+export function historyOf(doc: Pick<EmailDoc, "status" | "status_history" | "sent_at" | "updated_at">): StatusChange[] {
+  const stored = doc.status_history;
+  if (stored === undefined) return [{ status: doc.status, at: doc.updated_at, detail: "" }];
+  if (doc.sent_at === null || stored.some((change) => change.status === "sent")) return stored;
+  let at = 0;
+  while (at < stored.length && BEFORE_SENT.has(stored[at]!.status)) at += 1;
+  return [...stored.slice(0, at), { status: "sent", at: doc.sent_at, detail: "" }, ...stored.slice(at)];
 }
 
 /** The parts of a kept message too large for a row held in memory. */

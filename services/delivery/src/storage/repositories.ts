@@ -11,7 +11,9 @@ import {
   type PausedCampaignDoc,
   type SandboxMessageDoc,
   type SenderDomainDoc,
+  type StoredEmailDoc,
 } from "./documents.js";
+import { EmailRecords } from "./email-records.js";
 
 /** One tenant's collections: all a use case ever gets to read or write. */
 export interface TenantRepositories {
@@ -41,7 +43,8 @@ export class DeliveryStorage {
   private readonly archive: SandboxArchive;
 
   constructor(store: DocumentStore, sandbox: SandboxSettings = {}, onError?: (what: string, err: unknown) => void) {
-    this.emails = store.collection<EmailDoc>("emails");
+    // Stored without the fields holding their defaults, read whole (email-records.ts).
+    this.emails = new EmailRecords(store.collection<StoredEmailDoc>("emails"));
     this.sandbox = store.collection<SandboxMessageDoc>("sandbox_messages");
     this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
     this.paused = store.collection<PausedCampaignDoc>("paused_campaigns");

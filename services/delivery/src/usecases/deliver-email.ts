@@ -447,7 +447,7 @@ async function mayBeMailed(
 
 /**
  * Records the outcome (first outcome wins: guarded by a status still to be
- * sent) with its email.status entry and its line in the history: one
+ * sent) with its email.status entry and its line in the history (`sent`: its sent_at): one
  * single-document write, then the outbox flush. A campaign's outcome goes
  * with its batch (`report`; its write with the others of the same turn,
  * outcome-writes.ts), except a bounce: it always leaves through the
@@ -468,9 +468,10 @@ async function settle(
   update: TenantUpdate<EmailDoc>,
   detail = "",
 ): Promise<void> {
-  const change: StatusChange = { status, at, detail };
   const $set = { ...update.$set, updated_at: at };
-  const set = { $set, $push: { status_history: { $each: [change] } } };
+  // `sent` is not pushed: its change is sent_at, set here (storage/documents.ts, historyOf). The write
+  // made once per email sent is then a $set alone: less to copy, check and store.
+  const set: TenantUpdate<EmailDoc> = status === "sent" ? { $set } : { $set, $push: { status_history: { $each: [{ status, at, detail } satisfies StatusChange] } } };
   const guard = { _id: doc._id, status: PENDING };
   if (campaign !== undefined && status !== "bounced") {
     // With the batch's other outcomes of this turn (one store write for all),

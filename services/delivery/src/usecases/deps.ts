@@ -7,7 +7,7 @@ import { newId } from "@emailsvc/ids";
 import type { EmailView, ProviderName } from "../domain/email.js";
 import type { RecipientDirectory } from "../domain/recipients.js";
 import type { TemplateSource } from "../domain/templates.js";
-import { failureReasonOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
+import { failureReasonOf, historyOf, type EmailDoc, type OutboxEntry } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 
 /** Carries out an email's outbox right after the write that filled it (@emailsvc/outbox). */
@@ -68,8 +68,7 @@ export function emailView(doc: EmailDoc): EmailView {
     failedAt: doc.failed_at,
     updatedAt: doc.updated_at,
     bounce: doc.bounce,
-    // Emails stored before the history existed: their latest status, at their latest change.
-    history: doc.status_history ?? [{ status: doc.status, at: doc.updated_at, detail: "" }],
+    history: historyOf(doc),
     nextAttemptAt: doc.status === "deferred" && doc.next_attempt_at ? doc.next_attempt_at : null,
   };
 }
