@@ -12,60 +12,50 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { EMAIL_INDEXES, withoutEmailDefaults, type EmailDoc } from "@emailsvc/delivery";
 import { newId } from "@emailsvc/ids";
 import { openEmbeddedStore, type AnyDoc } from "@emailsvc/storage";
 
 type Shape = "before" | "now";
 
-/** The defaulted fields delivery leaves out now (documents.ts, EMAIL_DEFAULTS). */
-const DEFAULTS: AnyDoc = {
-  _id: "",
-  variables_json: "{}",
-  idempotency_key: "",
-  request_hash: "",
-  message_id: "",
-  error: "",
-  last_error: "",
-  transient_failures: 0,
-  sent_at: null,
-  failed_at: null,
-  outbox: [],
-  outbox_pending: false,
-};
-
 /** A campaign email's record at its intake, as campaign-intake.ts builds it (claimed by `token`). */
 function intakeRecord(shape: Shape, ids: { tenant: string; campaign: string; template: string }, i: number, token: string, now: number): AnyDoc {
   const id = newId("eml");
   const to = `subscriber${i}@example.com`;
-  const record: AnyDoc = {
+  const record: EmailDoc = {
     _id: id,
     tenant: ids.tenant,
-    // Now: an address given in lower case is kept once, as `to_key`.
-    ...(shape === "before" ? { to } : {}),
+    to,
     to_key: to,
     subscriber_id: newId("sub"),
     campaign_id: ids.campaign,
     template_id: ids.template,
     template_slug: "bench-newsletter",
     template_version: 1,
-    ...(shape === "before" ? { variables_json: "{}", idempotency_key: "" } : {}),
+    variables_json: "{}",
+    idempotency_key: "",
     idem_key: `none:${id}`,
-    ...(shape === "before" ? { request_hash: "" } : {}),
+    request_hash: "",
     status: "queued",
     provider: "smtp",
-    ...(shape === "before" ? { message_id: "", error: "", last_error: "" } : {}),
+    message_id: "",
+    error: "",
+    last_error: "",
     attempts: 1,
-    ...(shape === "before" ? { transient_failures: 0 } : {}),
+    transient_failures: 0,
     lease_until: now + 30_000,
     lease_token: token,
     queued_at: now,
-    ...(shape === "before" ? { sent_at: null, failed_at: null } : {}),
+    sent_at: null,
+    failed_at: null,
     updated_at: now,
     status_history: [{ status: "queued", at: now, detail: "" }],
     version: 1,
-    ...(shape === "before" ? { outbox: [], outbox_pending: false } : {}),
+    outbox: [],
+    outbox_pending: false,
   };
-  return record;
+  // Now: what delivery's storage stores of it (no defaulted fields; an address given in lower case once, as `to_key`).
+  return (shape === "before" ? record : withoutEmailDefaults(record)) as unknown as AnyDoc;
 }
 
 /** The outcome's update of one sent email, as deliver-email.ts's settle makes it. */
@@ -83,14 +73,7 @@ export async function recordWrites(shape: Shape, n: number): Promise<{ cpuS: num
   const store = await openEmbeddedStore({ dataDir });
   try {
     const emails = store.collection("emails");
-    await emails.createIndexes([
-      { name: "idem_per_tenant", fields: { tenant: 1, idem_key: 1 }, unique: true },
-      { name: "list_by_campaign", fields: { tenant: 1, campaign_id: 1, _id: 1 } },
-      { name: "by_recipient", fields: { tenant: 1, to_key: 1 } },
-      { name: "erase_by_subscriber", fields: { tenant: 1, subscriber_id: 1, _id: 1 } },
-      { name: "outbox_pending", fields: { outbox_pending: 1, updated_at: 1 } },
-      { name: "stalled", fields: { status: 1, updated_at: 1 } },
-    ]);
+    await emails.createIndexes(EMAIL_INDEXES);
     const ids = { tenant: `${newId("acc")}:live`, campaign: newId("cmp"), template: newId("tpl") };
     const started = process.cpuUsage();
     for (let first = 0; first < n; first += 100) {

@@ -10,3 +10,4 @@ export { defineProvider, type ProviderContext, type ProviderDefinition } from ".
 export { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 export { PUBLIC_ERRORS, type PublicErrorCode, type RetryPolicy } from "./domain/provider.js";
 export { deliveryService } from "./service.js";
+export { EMAIL_INDEXES, withoutEmailDefaults, type EmailDoc } from "./storage/documents.js";

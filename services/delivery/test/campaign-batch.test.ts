@@ -1,11 +1,10 @@
-import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
-import { delivery, events } from "@emailsvc/proto";
+import { delivery } from "@emailsvc/proto";
 import { SmtpSink } from "@emailsvc/testing";
 import { tenantKey } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../src/storage/documents.js";
-import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { announcedStatuses, as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // A campaign hands its recipients over as one email.send.requested per batch
 // (services/campaigns, dispatcher.ts): delivery's consumer takes a batch in
@@ -32,11 +31,6 @@ async function handOver(h: Harness, t: ReturnType<typeof tenant>, addresses: str
   }
   await publishEvents(h.bus, requests);
   return { campaignId, recipients };
-}
-
-/** The statuses delivery announced for an email, in order. */
-function statuses(h: Harness, emailId: string): string[] {
-  return h.received.filter((e) => e.topic === "email.status" && e.key === emailId).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
 }
 
 describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipients on %s storage", (kind) => {
@@ -77,8 +71,8 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
     }
     for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
     // Each answered to campaigns once.
-    await waitFor(() => (recipients.every(({ emailId }) => statuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
-    for (const { emailId } of recipients) expect(statuses(h, emailId)).toEqual(["sent"]);
+    await waitFor(() => (recipients.every(({ emailId }) => announcedStatuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
+    for (const { emailId } of recipients) expect(announcedStatuses(h, emailId)).toEqual(["sent"]);
   });
 
   it("retries the event when one recipient's send is cut off, sending only that one again: the settled ones are skipped by their records", async () => {
@@ -107,7 +101,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
     // The cut-off hand-off never got the relay's reply on its connection.
     expect(sink.to(taken.address).filter((m) => !m.accepted)).toHaveLength(1);
     // The retried event said the settled ones' outcome again (campaigns may have handed them over again).
-    expect(recipients.filter(({ emailId }) => statuses(h!, emailId).length > 1).length).toBeGreaterThan(0);
+    expect(recipients.filter(({ emailId }) => announcedStatuses(h!, emailId).length > 1).length).toBeGreaterThan(0);
   });
 
   it("stopped mid-event, takes in nothing more, and the next instance sends the rest: each recipient once", async () => {

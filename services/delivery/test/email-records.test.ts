@@ -1,7 +1,6 @@
-import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
-import { delivery, events } from "@emailsvc/proto";
+import { delivery } from "@emailsvc/proto";
 import { SmtpSink } from "@emailsvc/testing";
 import { tenantKey } from "@emailsvc/tenancy";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -10,7 +9,7 @@ import { join } from "node:path";
 import { openEmbeddedStore } from "@emailsvc/storage";
 import { EMAIL_DEFAULTS, historyOf, type EmailDoc } from "../src/storage/documents.js";
 import { DeliveryStorage } from "../src/storage/repositories.js";
-import { as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { announcedStatuses, as, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // An email record is stored without the fields that hold their defaults
 // (storage/documents.ts, EMAIL_DEFAULTS): a campaign email's record at its
@@ -28,8 +27,9 @@ async function handOver(h: Harness, t: ReturnType<typeof tenant>, templateId: st
   await publishEvents(h.bus, [encodeEvent("email.send.requested", meta, { campaignId, templateId, templateVersion: 1, recipients: [{ emailId, subscriberId }] })]);
 }
 
-function statuses(h: Harness, emailId: string): string[] {
-  return h.received.filter((e) => e.topic === "email.status" && e.key === emailId).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+/** A campaign's recipient to hand over: the template, campaign and email ids, and the subscriber at `address`. */
+function campaignRecipient(h: Harness, t: ReturnType<typeof tenant>, address: string) {
+  return { templateId: h.templates.put(t, WELCOME), campaignId: newId("cmp"), emailId: newId("eml"), subscriberId: h.subscribers.put(t, address, { name: "R" }) };
 }
 
 /** What the API shows of an email, less what tells two emails apart (id, address, Message-ID). */
@@ -90,12 +90,9 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign email's record on 
   it("is stored without its defaulted fields, and the API shows it as it showed a record holding every field", async () => {
     h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), stalledAfterMs: 600_000 });
     const t = tenant("live");
-    const templateId = h.templates.put(t, WELCOME);
-    const campaignId = newId("cmp");
-    const emailId = newId("eml");
-    const subscriberId = h.subscribers.put(t, "compact@example.com", { name: "C" });
+    const { templateId, campaignId, emailId, subscriberId } = campaignRecipient(h, t, "compact@example.com");
     await handOver(h, t, templateId, campaignId, emailId, subscriberId);
-    await waitFor(() => (statuses(h!, emailId).includes("sent") ? true : undefined), "the email sent");
+    await waitFor(() => (announcedStatuses(h!, emailId).includes("sent") ? true : undefined), "the email sent");
 
     const raw = h.store.collection("emails");
     const stored = (await raw.findOne({ _id: emailId }))!;
@@ -133,14 +130,11 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign email's record on 
   it("sends a record the previous version stored with every field, and shows it as before", async () => {
     h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), stalledAfterMs: 600_000 });
     const t = tenant("live");
-    const templateId = h.templates.put(t, WELCOME);
-    const campaignId = newId("cmp");
-    const emailId = newId("eml");
-    const subscriberId = h.subscribers.put(t, "previous@example.com", { name: "P" });
+    const { templateId, campaignId, emailId, subscriberId } = campaignRecipient(h, t, "previous@example.com");
     // Written as the previous version wrote it (the embedded store's datafile line is that record's JSON).
     await h.store.collection<EmailDoc>("emails").insertOne(previousRecord(tenantKey(t.tenant), emailId, campaignId, subscriberId, templateId, "previous@example.com", Date.now()));
     await handOver(h, t, templateId, campaignId, emailId, subscriberId);
-    await waitFor(() => (statuses(h!, emailId).includes("sent") ? true : undefined), "the email sent");
+    await waitFor(() => (announcedStatuses(h!, emailId).includes("sent") ? true : undefined), "the email sent");
     const view = await shown(h, t, emailId);
     expect(view).toMatchObject({ status: delivery.EmailStatus.SENT, error: "", idempotencyKey: "", hasMessageId: true, attempts: 1 });
     expect(view.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.SENT]);
@@ -153,14 +147,11 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign email's record on 
   it("retries a deferred campaign email whose record never had an outbox (the retry sweep's guard)", async () => {
     h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), stalledAfterMs: 600_000 });
     const t = tenant("live");
-    const templateId = h.templates.put(t, WELCOME);
-    const campaignId = newId("cmp");
-    const emailId = newId("eml");
-    const subscriberId = h.subscribers.put(t, "later@example.com", { name: "L" });
+    const { templateId, campaignId, emailId, subscriberId } = campaignRecipient(h, t, "later@example.com");
     // The relay says "not now" once: the email is deferred, and only the retry sweep asks for it again.
     sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try again later" }]);
     await handOver(h, t, templateId, campaignId, emailId, subscriberId);
-    await waitFor(() => (statuses(h!, emailId).includes("sent") ? true : undefined), "the deferred email sent");
+    await waitFor(() => (announcedStatuses(h!, emailId).includes("sent") ? true : undefined), "the deferred email sent");
     const stored = (await h.store.collection("emails").findOne({ _id: emailId }))!;
     expect(stored).toMatchObject({ status: "sent", attempts: 2, transient_failures: 1 });
     expect(sink.recipientCounts.get("later@example.com")).toBe(1);
@@ -172,10 +163,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("the stalled-mail sweep on %s 
     const h = await startHarness({ store: kind, stalledAfterMs: 300 });
     try {
       const t = tenant("test");
-      const templateId = h.templates.put(t, WELCOME);
-      const campaignId = newId("cmp");
-      const emailId = newId("eml");
-      const subscriberId = h.subscribers.put(t, "stalled@example.com", { name: "S" });
+      const { templateId, campaignId, emailId, subscriberId } = campaignRecipient(h, t, "stalled@example.com");
       // As the intake stores it, its send request lost and its lease long run out.
       const longAgo = Date.now() - 60_000;
       const { variables_json, idempotency_key, request_hash, message_id, error, last_error, transient_failures, sent_at, failed_at, outbox, outbox_pending, ...compact } = previousRecord(

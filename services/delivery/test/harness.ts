@@ -1,6 +1,7 @@
 import { createClient, type Client } from "@connectrpc/connect";
+import { fromBinary } from "@bufbuild/protobuf";
 import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
-import { delivery } from "@emailsvc/proto";
+import { delivery, events } from "@emailsvc/proto";
 import { createServiceTransport } from "@emailsvc/grpc";
 import { newId } from "@emailsvc/ids";
 import { createLogger } from "@emailsvc/telemetry";
@@ -116,3 +117,8 @@ export function smtpProviders(url: string): ProviderSetup {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The statuses delivery announced for an email on `email.status` so far, in order. */
+export function announcedStatuses(h: Pick<Harness, "received">, emailId: string): string[] {
+  return h.received.filter((e) => e.topic === "email.status" && e.key === emailId).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+}

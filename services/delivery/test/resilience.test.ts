@@ -6,7 +6,7 @@ import { delivery, events } from "@emailsvc/proto";
 import { tenantKey } from "@emailsvc/tenancy";
 import { newId } from "@emailsvc/ids";
 import type { EmailDoc } from "../src/storage/documents.js";
-import { as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { announcedStatuses, as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 import { SmtpSink } from "@emailsvc/testing";
 
 const WELCOME = { slug: "welcome", subject: "Hi {{name}}", html: "<p>Hello {{name}}</p>" };
@@ -229,9 +229,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("the stalled-mail sweep and a 
       // A recipient handed over meanwhile is held: not sent, still queued.
       const heldId = newId("eml");
       await publishEvents(h.bus, [encodeEvent("email.send.requested", meta(), { emailId: heldId, campaignId, subscriberId, templateId, templateVersion: 1 })]);
-      const statuses = (id: string) =>
-        h.received.filter((e) => e.topic === "email.status" && e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
-      await waitFor(() => (statuses(heldId).includes("held") ? true : undefined), "the email held");
+      await waitFor(() => (announcedStatuses(h, heldId).includes("held") ? true : undefined), "the email held");
       const held = (await emails.findOne({ _id: heldId }))!;
       expect(held).toMatchObject({ status: "queued", lease_until: 0 });
 
@@ -256,7 +254,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("the stalled-mail sweep and a 
       expect(await emails.findOne({ _id: heldId })).toMatchObject({ status: "queued", version: held.version, updated_at: held.updated_at });
       const requests = h.received.filter((e) => e.topic === "email.send.requested" && fromBinary(events.EmailSendRequestedSchema, e.value).emailId === heldId);
       expect(requests).toHaveLength(1);
-      expect(statuses(heldId)).toEqual(["held"]);
+      expect(announcedStatuses(h, heldId)).toEqual(["held"]);
     } finally {
       await h.close();
     }

@@ -1,11 +1,10 @@
-import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { DeliveryProblem, delivery, events } from "@emailsvc/proto";
+import { DeliveryProblem, delivery } from "@emailsvc/proto";
 import { readError } from "@emailsvc/errors";
 import { tenantKey, type CallContext } from "@emailsvc/tenancy";
 import { snsTestSigner, startSesEmulator, type SesEmulator, type SnsTestSigner } from "@emailsvc/testing";
 import { loadProviders } from "../src/providers/registry.js";
-import { as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { announcedStatuses, as, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // SES's notifications taken in over gRPC (TakeProviderNotification, as the
 // gateway forwards SNS's post): live mail sent through a local SES
@@ -70,8 +69,6 @@ describe.each<StoreKind>(["embedded", "mongodb"])("SES notifications over gRPC o
 
   const take = (message: object) => h.client.takeProviderNotification({ provider: "ses", body: new TextEncoder().encode(JSON.stringify(message)) });
   const getEmail = async (t: CallContext, id: string) => (await h.client.getEmail({ id }, as(t))).email!;
-  const statusEvents = (id: string) =>
-    h.received.filter((e) => e.topic === "email.status" && e.key === id).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
 
   async function sent(t: CallContext, to: string) {
     const { email } = await h.client.sendEmail({ templateSlug: "welcome", to }, as(t));
@@ -93,7 +90,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("SES notifications over gRPC o
     const afterDelivery = await getEmail(t, email.id);
     expect(afterDelivery.status).toBe(delivery.EmailStatus.DELIVERED);
     expect(afterDelivery.history.map((c) => c.status)).toEqual([delivery.EmailStatus.QUEUED, delivery.EmailStatus.SENT, delivery.EmailStatus.DELIVERED]);
-    await waitFor(() => statusEvents(email.id).includes("delivered") || undefined, "email.status delivered");
+    await waitFor(() => announcedStatuses(h, email.id).includes("delivered") || undefined, "email.status delivered");
 
     const complaint = sns.notification(TOPIC, complaintOf(email.providerMessageId, "reader@example.com"));
     expect((await take(complaint)).outcome).toBe(delivery.ProviderNotificationOutcome.APPLIED);
