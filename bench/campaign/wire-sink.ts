@@ -3,16 +3,18 @@ import { SmtpSink } from "@emailsvc/testing";
 
 // The SMTP server of the wire benchmark (./wire.ts), in a process of its own
 // so that the sender's CPU and the server's are measured apart. `lean`: the
-// tests' SmtpSink in its counting mode (a plain socket server); `smtp-server`:
+// tests' SmtpSink in its counting mode (a plain socket server, offering
+// CHUNKING as Postfix does); `lean-data`: the same without CHUNKING (a client
+// sends with DATA); `smtp-server`:
 // npm smtp-server reading and dropping the data, as the counting mode did
 // before. Asked over IPC for its accepted count and CPU seconds.
 
 async function main(): Promise<void> {
-  const mode = process.argv[2] === "smtp-server" ? "smtp-server" : "lean";
+  const mode = process.argv[2] === "smtp-server" ? "smtp-server" : process.argv[2] === "lean-data" ? "lean-data" : "lean";
   let accepted = () => 0;
   let port: number;
-  if (mode === "lean") {
-    const sink = await new SmtpSink({ keep: false }).start();
+  if (mode !== "smtp-server") {
+    const sink = await new SmtpSink({ keep: false, chunking: mode === "lean" }).start();
     accepted = () => sink.acceptedCount;
     port = sink.port;
   } else {

@@ -12,7 +12,8 @@ import { describeMachine } from "../support/machine.js";
 // The wire alone: the SMTP provider sending built messages (a ~6 KB
 // newsletter, HTML and text, per-recipient To, Subject, Message-ID and
 // List-Unsubscribe) to one SMTP server, at 1, 5, 20 and 50 connections, with
-// and without DKIM (an RSA-2048 and an Ed25519 signature per message). The
+// BDAT (the lean sink offers CHUNKING) and with DATA (the lean sink without
+// it), and without and with DKIM (an RSA-2048 and an Ed25519 signature per message). The
 // server runs in a process of its own (./wire-sink.ts), so the sender's CPU
 // (process.cpuUsage of this process: writing, signing and the SMTP dialogue)
 // and the server's are counted apart. "before" rows are the path this
@@ -26,7 +27,8 @@ import { describeMachine } from "../support/machine.js";
 
 export interface WireRow {
   client: "emailsvc" | "nodemailer (before)";
-  server: "lean sink" | "smtp-server";
+  /** "lean sink" offers CHUNKING (ours sends with BDAT), "lean sink, DATA" does not; smtp-server has none. */
+  server: "lean sink" | "lean sink, DATA" | "smtp-server";
   connections: number;
   dkim: boolean;
   messages: number;
@@ -125,7 +127,7 @@ interface SinkProcess {
 }
 
 async function startSink(server: WireRow["server"]): Promise<SinkProcess> {
-  const child: ChildProcess = fork(join(__dirname, "wire-sink.js"), [server === "smtp-server" ? "smtp-server" : "lean"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child: ChildProcess = fork(join(__dirname, "wire-sink.js"), [server === "smtp-server" ? "smtp-server" : server === "lean sink, DATA" ? "lean-data" : "lean"], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once("message", (message: { type: string; port: number }) => resolve(message.port));
     child.once("exit", (code) => reject(new Error(`the sink exited with ${code}`)));
@@ -175,7 +177,8 @@ async function oneRun(sink: SinkProcess, row: Pick<WireRow, "client" | "server" 
 }
 
 /**
- * The rows: ours at 1, 5, 20 and 50 connections without and with DKIM, the
+ * The rows: ours at 1, 5, 20 and 50 connections without and with DKIM (with
+ * BDAT), and without DKIM against the sink without CHUNKING (DATA), the
  * path before at 20 (the campaign bench's pool), and both against npm
  * smtp-server at 20 (the counting sink before it had its own lean server).
  */
@@ -191,6 +194,7 @@ export async function runWireBench(options: { messages?: number; log?: (line: st
   const plan: Array<Pick<WireRow, "client" | "server" | "connections" | "dkim" | "messages">> = [];
   for (const dkim of [false, true]) {
     for (const connections of [1, 5, 20, 50]) plan.push({ client: "emailsvc", server: "lean sink", connections, dkim, messages: dkim ? n / 4 : n });
+    if (!dkim) for (const connections of [1, 5, 20, 50]) plan.push({ client: "emailsvc", server: "lean sink, DATA", connections, dkim, messages: n });
     plan.push({ client: "nodemailer (before)", server: "lean sink", connections: 20, dkim, messages: dkim ? n / 4 : n });
   }
   plan.push({ client: "emailsvc", server: "smtp-server", connections: 20, dkim: false, messages: n });

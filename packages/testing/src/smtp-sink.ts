@@ -7,11 +7,13 @@ import { SMTPServer, type SMTPServerSession } from "smtp-server";
 // `{ keep: false }` (benchmarks: 100,000 messages and more) nothing is parsed
 // or kept and only the counts are, which is enough to tell lost and duplicate
 // messages apart. Counting runs on a lean server of its own (below): a plain
-// socket that speaks enough SMTP (EHLO with PIPELINING, AUTH PLAIN, MAIL,
-// RCPT, DATA, RSET, NOOP, QUIT), so that a benchmark measures the client and
-// not smtp-server's stream parsing. Behaviours a relay can have are switched
-// on per test: temporary (4xx) or permanent (5xx) replies, a slow reply to
-// DATA (kept mode only), no PIPELINING, STARTTLS.
+// socket that speaks enough SMTP (EHLO with PIPELINING and CHUNKING, AUTH
+// PLAIN, MAIL, RCPT, DATA, BDAT, RSET, NOOP, QUIT), so that a benchmark
+// measures the client and not smtp-server's stream parsing. smtp-server has
+// no CHUNKING: the lean server's `capture` keeps the raw bytes of what
+// arrives there instead. Behaviours a relay can have are switched on per
+// test: temporary (4xx) or permanent (5xx) replies, a slow reply to DATA
+// (kept mode only), no PIPELINING, no CHUNKING, STARTTLS.
 
 export interface ArrivedMessage {
   raw: string;
@@ -30,6 +32,17 @@ export interface ArrivedMessage {
   secure: boolean;
 }
 
+/** A message as the lean server received it (`capture`): its bytes, unparsed. */
+export interface CapturedMessage {
+  /** The message's bytes: the BDAT chunks joined, or the data with its dot-stuffing undone and without the final "." line. */
+  raw: Buffer;
+  envelope: { from: string; to: string[] };
+  /** How it came: BDAT chunks or DATA. */
+  command: "BDAT" | "DATA";
+  /** Answered 250 (else refused by a dataReplies reply, or by no recipient). */
+  accepted: boolean;
+}
+
 export interface SinkReply {
   code: number;
   text: string;
@@ -45,6 +58,17 @@ export interface SmtpSinkOptions {
   /** Offer PIPELINING in the EHLO reply (default true; RFC 2920). */
   pipelining?: boolean;
   /**
+   * Offer CHUNKING (BDAT, RFC 3030) in the EHLO reply, as Postfix does
+   * (default true). Lean server only (`keep: false`): smtp-server has none.
+   */
+  chunking?: boolean;
+  /**
+   * Keep the raw bytes of every message in `captured` (default false),
+   * parsed by nobody: the lean server's counterpart of `keep` (which it
+   * needs to be off), for a test of what a client sends with BDAT.
+   */
+  capture?: boolean;
+  /**
    * Offer STARTTLS with smtp-server's built-in self-signed certificate
    * (default false; a client needs `tls_verify=false`). Kept mode only.
    */
@@ -59,6 +83,8 @@ export class SmtpSink {
   private readonly leanSockets = new Set<Socket>();
   private readonly keep: boolean;
   private readonly pipelining: boolean;
+  private readonly chunking: boolean;
+  private readonly capture: boolean;
   private readonly starttls: boolean;
   private readonly host: string;
   /** Connections accepted since the start, in either mode (a client reusing connections opens few). */
@@ -68,6 +94,10 @@ export class SmtpSink {
    * answered: the client pipelined them (counting mode only).
    */
   pipelinedTransactions = 0;
+  /** Messages that came with BDAT (counting mode only). */
+  chunkedMessages = 0;
+  /** The lean server's messages, raw, with `capture` (in the order their ends arrived). */
+  readonly captured: CapturedMessage[] = [];
   /**
    * Transactions whose MAIL FROM came in the same read as the end of the
    * message before (the client wrote them together; counting mode only).
@@ -102,9 +132,12 @@ export class SmtpSink {
   constructor(options: SmtpSinkOptions = {}) {
     this.keep = options.keep ?? true;
     this.pipelining = options.pipelining ?? true;
+    this.chunking = options.chunking ?? true;
+    this.capture = options.capture ?? false;
     this.starttls = options.starttls ?? false;
     this.host = options.host ?? "127.0.0.1";
     if (this.starttls && !this.keep) throw new Error("SmtpSink: starttls needs keep: true");
+    if (this.capture && this.keep) throw new Error("SmtpSink: capture is the lean server's (keep: false)");
   }
 
   get accepted(): ArrivedMessage[] {
@@ -266,7 +299,7 @@ export class SmtpSink {
       this.leanSockets.add(socket);
       socket.on("close", () => this.leanSockets.delete(socket));
       socket.on("error", (err) => this.connectionErrors.push(err.message));
-      new LeanSession(this, socket, this.pipelining);
+      new LeanSession(this, socket, this.pipelining, this.chunking, this.capture);
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -277,7 +310,7 @@ export class SmtpSink {
     return this;
   }
 
-  /** The lean server's end of DATA: the reply (a dataReplies one, or 250 and counted). */
+  /** The lean server's end of a message (DATA or BDAT LAST): the reply (a dataReplies one, or 250 and counted). */
   leanData(recipients: string[]): string {
     const reply = recipients.map((r) => this.dataReplies.get(r.toLowerCase())?.shift()).find((r) => r !== undefined);
     if (reply && reply.code >= 400) return `${reply.code} ${reply.text}`;
@@ -303,23 +336,29 @@ export class SmtpSink {
 
 /**
  * One client of the counting server: commands read line by line, the data
- * skipped up to its end ("." alone on a line), the replies to everything
- * that arrived in one chunk written in one go (so a pipelining client gets
- * its three replies together). About 2 µs of work per message beside the
- * socket's own.
+ * skipped up to its end ("." alone on a line) or a BDAT chunk's bytes
+ * counted off, the replies to everything that arrived in one chunk written
+ * in one go (so a pipelining client gets its three replies together). About
+ * 2 µs of work per message beside the socket's own.
  */
 class LeanSession {
   private buffered = "";
   private inData = false;
   /** Nothing of the data read yet (so a "." line here ends an empty message). */
   private dataStart = false;
+  /** The BDAT chunk being read: its bytes still to come, its size, and whether it is the message's last. */
+  private chunk: { left: number; size: number; last: boolean } | undefined;
   private from: string | undefined;
   private recipients: string[] = [];
+  /** The message's bytes so far (with `capture`), latin1: one character a byte. */
+  private content = "";
 
   constructor(
     private readonly sink: SmtpSink,
     private readonly socket: Socket,
     private readonly pipelining: boolean,
+    private readonly chunking: boolean,
+    private readonly capture: boolean,
   ) {
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -332,6 +371,36 @@ class LeanSession {
     let at = 0;
     let dataEnded = false;
     for (;;) {
+      if (this.chunk) {
+        const taken = Math.min(this.chunk.left, this.buffered.length - at);
+        if (this.capture) this.content += this.buffered.slice(at, at + taken);
+        at += taken;
+        this.chunk.left -= taken;
+        if (this.chunk.left > 0) {
+          this.buffered = "";
+          at = 0;
+          break;
+        }
+        const { size, last } = this.chunk;
+        this.chunk = undefined;
+        // A transaction without a recipient (its MAIL or RCPT refused): its chunks read and dropped, refused (RFC 3030 2).
+        if (this.recipients.length === 0) {
+          replies += "554 5.5.1 no valid recipients\r\n";
+          if (last) {
+            this.endMessage();
+            dataEnded = true;
+          }
+          continue;
+        }
+        if (!last) {
+          replies += `250 2.0.0 ${size} octets received\r\n`;
+          continue;
+        }
+        this.sink.chunkedMessages += 1;
+        replies += `${this.finish("BDAT")}\r\n`;
+        dataEnded = true;
+        continue;
+      }
       if (this.inData) {
         // The data ends with CRLF "." CRLF; a message of nothing but the end starts with ".".
         let after = -1;
@@ -341,18 +410,20 @@ class LeanSession {
           if (end >= 0) after = end + 5;
         }
         if (after < 0) {
-          // Not there yet: keep only what could be the start of the end.
+          // Not there yet: keep only what could be the start of the end (and, with `capture`, what came before it).
           if (this.buffered.length - at >= 3) this.dataStart = false;
-          this.buffered = this.buffered.slice(this.dataStart ? at : Math.max(at, this.buffered.length - 4));
+          const kept = this.dataStart ? at : Math.max(at, this.buffered.length - 4);
+          if (this.capture) this.content += this.buffered.slice(at, kept);
+          this.buffered = this.buffered.slice(kept);
           at = 0;
           break;
         }
+        // The CRLF before the "." ends the message's last line: it is the message's.
+        if (this.capture) this.content += this.buffered.slice(at, after - 3);
         at = after;
         dataEnded = true;
         this.inData = false;
-        replies += `${this.sink.leanData(this.recipients)}\r\n`;
-        this.from = undefined;
-        this.recipients = [];
+        replies += `${this.finish("DATA")}\r\n`;
         continue;
       }
       const end = this.buffered.indexOf("\r\n", at);
@@ -373,16 +444,34 @@ class LeanSession {
     if (replies) this.socket.write(replies);
   }
 
+  /** The reply to a message's end (DATA's "." or BDAT LAST), the message captured with `capture`; the transaction ends. */
+  private finish(command: "BDAT" | "DATA"): string {
+    const reply = this.sink.leanData(this.recipients);
+    if (this.capture) {
+      // DATA's dot-stuffing undone: a line starting with "." came with one more (RFC 5321 4.5.2).
+      const raw = command === "DATA" ? this.content.replace(/(^|\r\n)\./g, "$1") : this.content;
+      this.sink.captured.push({ raw: Buffer.from(raw, "latin1"), envelope: { from: this.from ?? "", to: this.recipients }, command, accepted: reply.startsWith("250") });
+    }
+    this.endMessage();
+    return reply;
+  }
+
+  private endMessage(): void {
+    this.from = undefined;
+    this.recipients = [];
+    this.content = "";
+  }
+
   /**
-   * The reply (with CRLF) to one command line; undefined for QUIT. `more`: the
-   * client sent more before this reply; `afterData`: a message's data ended
-   * earlier in the same read.
+   * The reply (with CRLF) to one command line; undefined for QUIT, and ""
+   * for BDAT (answered once its chunk is read). `more`: the client sent more
+   * before this reply; `afterData`: a message's data ended earlier in the same read.
    */
   private command(line: string, more: boolean, afterData: boolean): string | undefined {
     const verb = line.slice(0, 4).toUpperCase();
     switch (verb) {
       case "EHLO":
-        return `250-sink\r\n${this.pipelining ? "250-PIPELINING\r\n" : ""}250-8BITMIME\r\n250-SMTPUTF8\r\n250 AUTH PLAIN\r\n`;
+        return `250-sink\r\n${this.pipelining ? "250-PIPELINING\r\n" : ""}${this.chunking ? "250-CHUNKING\r\n" : ""}250-8BITMIME\r\n250-SMTPUTF8\r\n250 AUTH PLAIN\r\n`;
       case "HELO":
         return "250 sink\r\n";
       case "AUTH":
@@ -393,6 +482,7 @@ class LeanSession {
         const address = /<([^>]*)>/.exec(line);
         this.from = address ? address[1]! : "";
         this.recipients = [];
+        this.content = "";
         return "250 sender ok\r\n";
       }
       case "RCPT": {
@@ -408,9 +498,16 @@ class LeanSession {
         this.inData = true;
         this.dataStart = true;
         return "354 go ahead\r\n";
+      case "BDAT": {
+        if (!this.chunking) return "502 not implemented\r\n";
+        const chunk = /^BDAT (\d+)( LAST)?$/i.exec(line);
+        if (!chunk) return "501 5.5.4 BDAT needs a size\r\n";
+        const size = Number(chunk[1]);
+        this.chunk = { left: size, size, last: chunk[2] !== undefined };
+        return "";
+      }
       case "RSET":
-        this.from = undefined;
-        this.recipients = [];
+        this.endMessage();
         return "250 reset\r\n";
       case "NOOP":
         return "250 ok\r\n";

@@ -95,4 +95,64 @@ describe("SmtpSink", () => {
       await sink.close();
     }
   });
+
+  it.each([true, false])("offers CHUNKING by default (or not: %s), and reads BDAT chunks, captured as sent, pipelined", async (offer) => {
+    const sink = await new SmtpSink({ keep: false, capture: true, ...(offer ? {} : { chunking: false }) }).start();
+    try {
+      sink.rcptReplies.set("gone@example.com", { code: 550, text: "no such user" });
+      const socket: Socket = connect(sink.port, "127.0.0.1");
+      let received = "";
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+      const repliesSoFar = (count: number) =>
+        new Promise<string[]>((resolve) => {
+          const check = () => {
+            const lines = received.split("\r\n").filter((line) => /^\d{3} /.test(line));
+            if (lines.length >= count) resolve(lines);
+            else socket.once("data", check);
+          };
+          check();
+        });
+      await repliesSoFar(1);
+      socket.write("EHLO test.local\r\n");
+      const [, ehlo] = await repliesSoFar(2);
+      expect(received.includes("250-CHUNKING")).toBe(offer);
+      expect(ehlo).toBe("250 AUTH PLAIN");
+      if (!offer) {
+        socket.write("BDAT 3 LAST\r\n");
+        expect((await repliesSoFar(3))[2]).toMatch(/^502 /);
+        socket.destroy();
+        return;
+      }
+      // Three transactions in one write: two chunks (".." stays as it is), a refused recipient, one chunk.
+      const first = "Subject: one\r\n\r\n..dots\r\n";
+      const second = "Subject: two\r\n\r\nx\r\n";
+      socket.write(
+        `MAIL FROM:<s@test.local>\r\nRCPT TO:<a@example.com>\r\nBDAT 10\r\n${first.slice(0, 10)}BDAT ${first.length - 10} LAST\r\n${first.slice(10)}` +
+          `MAIL FROM:<s@test.local>\r\nRCPT TO:<gone@example.com>\r\nBDAT 4 LAST\r\nnope` +
+          `MAIL FROM:<s@test.local>\r\nRCPT TO:<b@example.com>\r\nBDAT ${second.length} LAST\r\n${second}QUIT\r\n`,
+      );
+      const replies = await repliesSoFar(13);
+      expect(replies.slice(2).map((line) => line.slice(0, 3))).toEqual(["250", "250", "250", "250", "250", "550", "554", "250", "250", "250", "221"]);
+      expect(sink.chunkedMessages).toBe(2);
+      expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "a@example.com": 1, "b@example.com": 1 });
+      expect(sink.captured.map((m) => ({ raw: m.raw.toString("latin1"), to: m.envelope.to, command: m.command, accepted: m.accepted }))).toEqual([
+        { raw: first, to: ["a@example.com"], command: "BDAT", accepted: true },
+        { raw: second, to: ["b@example.com"], command: "BDAT", accepted: true },
+      ]);
+      socket.destroy();
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it("captures a message that came with DATA with its dot-stuffing undone", async () => {
+    const sink = await new SmtpSink({ keep: false, capture: true, chunking: false }).start();
+    try {
+      await sendAll(sink.port, [["a@example.com"]]);
+      expect(sink.captured.map((m) => m.raw.toString("latin1"))).toEqual(["From: sender@test.local\r\nTo: a@example.com\r\nSubject: message 0\r\n\r\nBody 0\r\n"]);
+      expect(sink.captured[0]!.command).toBe("DATA");
+    } finally {
+      await sink.close();
+    }
+  });
 });

@@ -251,12 +251,14 @@ describe("SMTP errors and settings", () => {
 
   it("parses SMTP_URL", () => {
     expect(parseSmtpUrl("smtp://user%40x:p%3Ass@relay.example:2525")).toEqual({
-      host: "relay.example", port: 2525, secure: false, user: "user@x", pass: "p:ss", requireTls: false, tlsVerify: true, maxConnections: 5,
+      host: "relay.example", port: 2525, secure: false, user: "user@x", pass: "p:ss", requireTls: false, tlsVerify: true, maxConnections: 5, chunking: true,
     });
     expect(parseSmtpUrl("smtp://relay.example")).toMatchObject({ port: 587, secure: false, user: undefined });
     expect(parseSmtpUrl("smtps://u:p@relay.example")).toMatchObject({ port: 465, secure: true });
     expect(parseSmtpUrl("smtp://relay.example?require_tls=true&tls_verify=false&pool=2")).toMatchObject({ requireTls: true, tlsVerify: false, maxConnections: 2 });
-    for (const bad of ["http://relay.example", "relay.example:25", "smtp://relay.example?pool=0", "smtp://relay.example?verbose=1", "smtp://relay.example?require_tls=maybe"]) {
+    expect(parseSmtpUrl("smtp://relay.example?chunking=off")).toMatchObject({ chunking: false });
+    expect(parseSmtpUrl("smtp://relay.example?chunking=on&pool=3")).toMatchObject({ chunking: true, maxConnections: 3 });
+    for (const bad of ["http://relay.example", "relay.example:25", "smtp://relay.example?pool=0", "smtp://relay.example?verbose=1", "smtp://relay.example?require_tls=maybe", "smtp://relay.example?chunking=bdat"]) {
       expect(() => parseSmtpUrl(bad)).toThrow(/SMTP_URL/);
     }
     // The password never shows in an error.

@@ -3,6 +3,9 @@ import { simpleParser, type AddressObject, type ParsedMail } from "mailparser";
 import MailComposer from "nodemailer/lib/mail-composer";
 import type { DkimSigningKey, OutgoingMessage } from "../src/domain/message.js";
 import { buildMessage, buildRawMessage } from "../src/providers/mime.js";
+import { SmtpPool } from "../src/providers/smtp-client.js";
+import { DEFAULT_SMTP_TIMEOUTS } from "../src/providers/smtp.js";
+import { SmtpSink } from "@emailsvc/testing";
 import { quotedPrintable, writeSevenBit, writeSevenBitParts } from "../src/providers/mime-encoding.js";
 
 // Proof that the message writer's output is correct: for many generated
@@ -295,6 +298,52 @@ describe("MIME writer", () => {
         headers: [...parsed.headers.keys()].filter((k) => !["content-transfer-encoding", "date"].includes(k)).sort(),
       });
       expect(what(now)).toEqual(what(old));
+    }
+  });
+});
+
+describe("the message through SMTP", () => {
+  it("arrives with BDAT (CHUNKING) byte for byte as a DATA reader reassembles it, parses to what was given, and its signatures verify", async () => {
+    // The BDAT side: the sink's lean server capturing raw bytes (smtp-server has no CHUNKING); the DATA side: smtp-server itself.
+    const chunked = await new SmtpSink({ keep: false, capture: true }).start();
+    const data = await new SmtpSink().start();
+    const poolTo = (sink: SmtpSink) => new SmtpPool({ host: "127.0.0.1", port: sink.port, secure: false, requireTls: false, tlsVerify: true, maxConnections: 2, chunking: true, ...DEFAULT_SMTP_TIMEOUTS });
+    const [bdat, dot] = [poolTo(chunked), poolTo(data)];
+    try {
+      const sent = new Map<string, { message: OutgoingMessage; raw: Buffer }>();
+      const sends: Array<Promise<string>> = [];
+      for (let seed = 1; seed <= 200; seed++) {
+        const message = generate(seed, { ascii: seed % 2 === 0 });
+        // Some messages of a single part, which need not end with a line end.
+        if (seed % 10 === 0) message.text = "";
+        const { raw, noDotLines } = await buildMessage(message, 1_700_000_000_000);
+        const envelope = { from: "bounces@acme.example", to: `seed${seed}@example.com` };
+        sent.set(envelope.to, { message, raw });
+        // All at once: several transactions in flight per connection.
+        sends.push(bdat.send(envelope, raw, undefined, noDotLines), dot.send(envelope, raw, undefined, noDotLines));
+      }
+      await Promise.all(sends);
+      expect(chunked.chunkedMessages).toBe(200);
+      expect(chunked.captured).toHaveLength(200);
+      const endsWithoutLineEnd = [...sent.values()].filter(({ raw }) => !raw.subarray(-2).equals(Buffer.from("\r\n"))).length;
+      expect(endsWithoutLineEnd).toBeGreaterThan(0);
+      for (const arrived of chunked.captured) {
+        const to = arrived.envelope.to[0]!;
+        const { message, raw } = sent.get(to)!;
+        const [read] = data.to(to);
+        expect({ to, command: arrived.command, same: arrived.raw.equals(Buffer.from(read!.raw, "utf8")) }).toEqual({ to, command: "BDAT", same: true });
+        // The writer's bytes, with the line end a DATA reader keeps when the message has none.
+        const lineEnded = raw.subarray(-2).equals(Buffer.from("\r\n")) ? raw : Buffer.concat([raw, Buffer.from("\r\n")]);
+        expect({ to, same: arrived.raw.equals(lineEnded) }).toEqual({ to, same: true });
+        // A single part without a line end gains the one SMTP gives it (through DATA as well).
+        const given = lineEnded === raw ? message : { ...message, html: message.html && `${message.html}\n`, text: message.text && `${message.text}\n` };
+        expectSaysWhatWasGiven(await simpleParser(arrived.raw), given);
+        const verdict = await dkimVerify(arrived.raw, { resolver });
+        expect({ to, results: verdict.results.map((r) => `${r.selector}:${r.status.result}`).sort() }).toEqual({ to, results: ["ed1:pass", "rsa1:pass"] });
+      }
+    } finally {
+      await Promise.all([bdat.close(), dot.close()]);
+      await Promise.all([chunked.close(), data.close()]);
     }
   });
 });

@@ -43,7 +43,7 @@ describe("SMTP client", () => {
   };
 
   it.each([true, false])("sends many messages over one connection, pipelined when the relay offers PIPELINING (%s)", async (pipelining) => {
-    const sink = await sinkWith({ keep: false, pipelining });
+    const sink = await sinkWith({ keep: false, pipelining, chunking: false });
     const provider = providerFor(`${sink.url()}?pool=1`);
     for (let i = 0; i < 5; i++) {
       const result = await provider.send(message(`r${i}@example.com`, i), context());
@@ -55,8 +55,37 @@ describe("SMTP client", () => {
     expect(sink.pipelinedTransactions).toBe(pipelining ? 5 : 0);
   });
 
-  it("fails only the message whose recipient is refused mid-pipeline; the connection goes on", async () => {
-    const sink = await sinkWith({ keep: false });
+  it.each([
+    ["CHUNKING and PIPELINING", { pipelining: true, chunking: true }, "", 40],
+    ["CHUNKING without PIPELINING", { pipelining: false, chunking: true }, "", 0],
+    ["CHUNKING, turned off by ?chunking=off", { pipelining: true, chunking: true }, "&chunking=off", 0],
+    ["no CHUNKING", { pipelining: true, chunking: false }, "", 0],
+  ])("a relay offering %s: BDAT with whole transactions in flight only with both and not turned off", async (_name, offers, option, chunked) => {
+    const sink = await sinkWith({ keep: false, ...offers });
+    const provider = providerFor(`${sink.url()}?pool=1${option}`);
+    const count = 40;
+    await Promise.all(Array.from({ length: count }, (_, i) => provider.send(message(`c${i}@example.com`, i), context())));
+    expect(sink.acceptedCount).toBe(count);
+    expect([...sink.recipientCounts.values()].every((n) => n === 1)).toBe(true);
+    expect(sink.chunkedMessages).toBe(chunked);
+    expect(sink.connections).toBe(1);
+  });
+
+  it("with BDAT, writes several transactions before their replies; their bytes arrive as written", async () => {
+    const sink = await sinkWith({ keep: false, capture: true });
+    const provider = providerFor(`${sink.url()}?pool=2`);
+    const count = 100;
+    await Promise.all(Array.from({ length: count }, (_, i) => provider.send(message(`d${i}@example.com`, i), context())));
+    expect(sink.chunkedMessages).toBe(count);
+    expect(sink.connections).toBe(2);
+    // A transaction's MAIL came in the same read as the message before: written together, not after its reply.
+    expect(sink.envelopesAfterData).toBeGreaterThan(0);
+    // Lines starting with "." go as they are (no dot-stuffing with BDAT).
+    for (const arrived of sink.captured) expect(arrived.raw.toString("latin1")).toContain("\r\n.a line starting with a dot");
+  });
+
+  it.each([false, true])("fails only the message whose recipient is refused mid-pipeline; the connection goes on (CHUNKING %s)", async (chunking) => {
+    const sink = await sinkWith({ keep: false, chunking });
     sink.rcptReplies.set("gone@example.com", { code: 550, text: "5.1.1 <gone@example.com>: no such user" });
     const provider = providerFor(`${sink.url()}?pool=1`);
     await provider.send(message("first@example.com", 1), context());
@@ -79,8 +108,8 @@ describe("SMTP client", () => {
     expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "fine@example.com": 1 });
   });
 
-  it("a 5xx to the data fails that message (message_rejected), a 4xx defers it, and the connection stays in use", async () => {
-    const sink = await sinkWith({ keep: false });
+  it.each([false, true])("a 5xx to the data fails that message (message_rejected), a 4xx defers it, and the connection stays in use (CHUNKING %s)", async (chunking) => {
+    const sink = await sinkWith({ keep: false, chunking });
     sink.dataReplies.set("spam@example.com", [{ code: 554, text: "5.7.1 looks like spam" }]);
     sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
     const provider = providerFor(`${sink.url()}?pool=1`);
@@ -91,8 +120,8 @@ describe("SMTP client", () => {
     expect(sink.connections).toBe(1);
   });
 
-  it("keeps at most the pool's connections open and reuses them, with no message lost or sent twice", async () => {
-    const sink = await sinkWith({ keep: false });
+  it.each([false, true])("keeps at most the pool's connections open and reuses them, with no message lost or sent twice (CHUNKING %s)", async (chunking) => {
+    const sink = await sinkWith({ keep: false, chunking });
     const provider = providerFor(`${sink.url()}?pool=3`);
     const count = 300;
     await Promise.all(Array.from({ length: count }, (_, i) => provider.send(message(`m${i}@example.com`, i), context())));
@@ -104,7 +133,7 @@ describe("SMTP client", () => {
   });
 
   it("writes the next waiting message's envelope with the end of the data before it; one sent at a time waits for its reply", async () => {
-    const sink = await sinkWith({ keep: false });
+    const sink = await sinkWith({ keep: false, chunking: false });
     const provider = providerFor(`${sink.url()}?pool=1`);
     for (let i = 0; i < 3; i++) await provider.send(message(`alone${i}@example.com`, i), context());
     // Nobody waited for the connection: each envelope went out after the reply to the data before it.
@@ -118,14 +147,16 @@ describe("SMTP client", () => {
     expect(sink.envelopesAfterData).toBeGreaterThan(0);
   });
 
-  it("a refused data with the next message's envelope already written fails that message only (no RSET in the middle of the next)", async () => {
-    const sink = await sinkWith({ keep: false });
+  it.each([false, true])("a refused data (or recipient) with the next message's envelope already written fails that message only (no RSET in the middle of the next; CHUNKING %s)", async (chunking) => {
+    const sink = await sinkWith({ keep: false, chunking });
     sink.dataReplies.set("spam@example.com", [{ code: 554, text: "5.7.1 looks like spam" }]);
     sink.dataReplies.set("later@example.com", [{ code: 451, text: "4.3.0 try later" }]);
+    sink.rcptReplies.set("gone@example.com", { code: 550, text: "5.1.1 no such user" });
     const provider = providerFor(`${sink.url()}?pool=1`);
-    const addresses = ["a@example.com", "spam@example.com", "b@example.com", "later@example.com", "c@example.com", "d@example.com"];
+    const addresses = ["a@example.com", "spam@example.com", "b@example.com", "gone@example.com", "later@example.com", "c@example.com", "d@example.com"];
     const outcomes = await Promise.all(addresses.map((to, i) => provider.send(message(to, i), context()).then(() => "sent", (err: SendFailure) => err.code)));
-    expect(outcomes).toEqual(["sent", "message_rejected", "sent", "relay_deferred", "sent", "sent"]);
+    expect(outcomes).toEqual(["sent", "message_rejected", "sent", "recipient_rejected", "relay_deferred", "sent", "sent"]);
+    expect(sink.chunkedMessages).toBe(chunking ? 6 : 0);
     expect(Object.fromEntries(sink.recipientCounts)).toEqual({ "a@example.com": 1, "b@example.com": 1, "c@example.com": 1, "d@example.com": 1 });
     expect(sink.connections).toBe(1);
     expect(sink.envelopesAfterData).toBeGreaterThan(0);
@@ -252,6 +283,53 @@ describe("SMTP client", () => {
     }
   });
 
+  it("with BDAT, a connection lost with transactions in flight fails each of them as retryable, none sent again by the client; the next message gets a new connection", async () => {
+    // On its first connection, reads three whole messages, answering nothing, and drops the connection.
+    const relay = await chunkingRelay({
+      onMessage: (connection, messages, socket) => {
+        if (connection !== 1) return false;
+        if (messages === 3) socket.destroy();
+        return true;
+      },
+      onLine: (line, connection) => connection === 1 && /^(MAIL|RCPT)/.test(line),
+    });
+    try {
+      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${relay.port}?pool=1`));
+      const failures = await Promise.all([1, 2, 3].map((i) => failureOf(provider.send(message(`lost${i}@example.com`, i), context()))));
+      // Delivery retries them (the relay may or may not have taken them: the Message-ID lets receivers drop a copy).
+      expect(failures.map((failure) => failure.kind)).toEqual(["unreachable", "unreachable", "unreachable"]);
+      expect(relay.bodies).toBe(3);
+      await provider.send(message("next@example.com", 4), context());
+      expect({ bodies: relay.bodies, connections: relay.connections, opened: provider.connectionsOpened }).toEqual({ bodies: 4, connections: 2, opened: 2 });
+      await provider.close();
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("with BDAT, a reused connection the relay dropped before anything of the message was answered is replaced once", async () => {
+    // On its first connection, the second MAIL FROM is met by a dropped connection (a relay's idle timeout, racing the client).
+    let mails = 0;
+    const relay = await chunkingRelay({
+      onLine: (line, connection, socket) => {
+        if (line.startsWith("MAIL") && connection === 1 && ++mails === 2) {
+          socket.destroy();
+          return true;
+        }
+        return false;
+      },
+    });
+    try {
+      const provider = new SmtpProvider(parseSmtpUrl(`smtp://127.0.0.1:${relay.port}?pool=1`));
+      await provider.send(message("first@example.com", 1), context());
+      await provider.send(message("second@example.com", 2), context());
+      expect({ bodies: relay.bodies, connections: relay.connections, opened: provider.connectionsOpened }).toEqual({ bodies: 2, connections: 2, opened: 2 });
+      await provider.close();
+    } finally {
+      await relay.close();
+    }
+  });
+
   describe("a relay that drops the connection", () => {
     let server: LockStepRelay;
     let port = 0;
@@ -352,6 +430,67 @@ async function lockStepRelay(
         } else if (line.startsWith("QUIT")) socket.end("221 bye\r\n");
         else socket.write("250 ok\r\n");
       }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return state.connections;
+    },
+    get bodies() {
+      return state.bodies;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A bare relay of the tests' own offering PIPELINING and CHUNKING (BDAT n LAST only), with hooks to misbehave;
+ * replies to what arrived in one read go out together.
+ */
+async function chunkingRelay(hooks: {
+  /** Sees each command line (upper case) first; true when it dealt with it (no reply). */
+  onLine?: (line: string, connection: number, socket: Socket) => boolean;
+  /** Sees each message in full (the count over all connections) before its reply; true when it dealt with it. */
+  onMessage?: (connection: number, messages: number, socket: Socket) => boolean;
+}): Promise<LockStepRelay> {
+  const state = { connections: 0, bodies: 0 };
+  const server: Server = createServer((socket: Socket) => {
+    const connection = ++state.connections;
+    let buffered = Buffer.alloc(0);
+    socket.on("error", () => undefined);
+    socket.write("220 chunky ESMTP\r\n");
+    socket.on("data", (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      let replies = "";
+      for (;;) {
+        const end = buffered.indexOf("\r\n");
+        if (end < 0) break;
+        const line = buffered.subarray(0, end).toString("latin1").toUpperCase();
+        const size = /^BDAT (\d+) LAST$/.exec(line);
+        if (size && buffered.length < end + 2 + Number(size[1])) break;
+        buffered = buffered.subarray(end + 2 + (size ? Number(size[1]) : 0));
+        if (size) {
+          state.bodies += 1;
+          if (hooks.onMessage?.(connection, state.bodies, socket)) {
+            if (socket.destroyed) return;
+            continue;
+          }
+          replies += "250 2.0.0 queued\r\n";
+          continue;
+        }
+        if (hooks.onLine?.(line, connection, socket)) {
+          if (socket.destroyed) return;
+          continue;
+        }
+        if (line.startsWith("EHLO")) replies += "250-chunky\r\n250-PIPELINING\r\n250 CHUNKING\r\n";
+        else if (line.startsWith("QUIT")) {
+          socket.end(`${replies}221 bye\r\n`);
+          return;
+        } else replies += "250 ok\r\n";
+      }
+      if (replies) socket.write(replies);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));

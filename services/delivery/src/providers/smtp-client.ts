@@ -10,8 +10,13 @@ import type { SmtpSettings, SmtpTimeouts } from "./smtp.js";
 // order, so a message costs two round trips instead of four; and when
 // another message waits for a connection, its envelope goes out in the same
 // write as the end of this one's data (RFC 2920 allows commands after the
-// data in one group), which halves the writes of a busy pool. Failures are
-// SmtpError, shaped as classifySmtpError (smtp.ts) reads them.
+// data in one group), which halves the writes of a busy pool. When the relay
+// offers CHUNKING (RFC 3030) beside PIPELINING, a message goes as BDAT with
+// its size instead of DATA: nothing then waits for a 354, so a whole
+// transaction (MAIL, RCPT, BDAT <size> LAST and the message) is written at
+// once, and a connection carries up to CHUNKED_IN_FLIGHT of them before their
+// replies, the transactions written in one loop turn leaving in one write.
+// Failures are SmtpError, shaped as classifySmtpError (smtp.ts) reads them.
 
 /** Where the relay is and how long to wait for it: SMTP_URL's settings and the timeouts. */
 export type SmtpClientOptions = SmtpSettings & SmtpTimeouts;
@@ -68,6 +73,12 @@ class SmtpConnection {
   broken = false;
   /** Set once the connection has been used for a transaction: a failure before any reply may then be retried on a fresh one. */
   used = false;
+  /** BDAT transactions written and not yet answered in full. */
+  inFlight = 0;
+  /** Out of the pool with CHUNKED_IN_FLIGHT transactions in flight: the one answered first gives it back. */
+  full = false;
+  /** The socket is corked until the next loop turn, for the transactions written until then to leave in one write. */
+  private flushScheduled = false;
   private capabilities = new Set<string>();
   private authMechanisms: string[] = [];
   private brokenError: SmtpError | undefined;
@@ -77,6 +88,11 @@ class SmtpConnection {
 
   get pipelining(): boolean {
     return this.capabilities.has("PIPELINING");
+  }
+
+  /** BDAT with whole transactions pipelined: the relay offers CHUNKING and PIPELINING, and `?chunking=off` did not turn it off. */
+  get chunking(): boolean {
+    return this.options.chunking && this.capabilities.has("CHUNKING") && this.capabilities.has("PIPELINING");
   }
 
   get smtputf8(): boolean {
@@ -301,6 +317,28 @@ class SmtpConnection {
     socket.uncork();
   }
 
+  /**
+   * A whole BDAT transaction: its commands, then the message with its end of
+   * line when it has none (the bytes a DATA reader would have kept: the CRLF
+   * before the "." is the message's). Held back with every other written in
+   * this loop turn, to leave in one write at the next.
+   */
+  writeTransaction(commands: string, body: Buffer): void {
+    const socket = this.socket!;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      socket.cork();
+      setImmediate(() => {
+        this.flushScheduled = false;
+        socket.uncork();
+      });
+    }
+    const ended = body.length === 0 || (body[body.length - 2] === 13 && body[body.length - 1] === 10);
+    socket.write(`${commands}BDAT ${ended ? body.length : body.length + 2} LAST\r\n`);
+    socket.write(body);
+    if (!ended) socket.write(CRLF);
+  }
+
   command(line: string): Promise<Reply> {
     const reply = this.expect();
     this.write(`${line}\r\n`);
@@ -360,6 +398,13 @@ export function dotStuff(body: Buffer): Buffer {
 }
 
 const DOT = Buffer.from(".", "latin1");
+const CRLF = Buffer.from("\r\n", "latin1");
+/**
+ * BDAT transactions in flight on one connection at most: enough for a busy
+ * pool to write several per syscall, few enough that a slow message (a
+ * relay's content filter) holds up only a handful behind it.
+ */
+const CHUNKED_IN_FLIGHT = 8;
 const ONCE = { once: true } as const;
 // Module-level: a regular expression literal is a new object each time it is evaluated.
 const UNSAFE_IN_COMMAND = /[\r\n<>\u0000]/;
@@ -396,6 +441,21 @@ export class SmtpPool {
     }
     for (let attempt = 0; ; attempt++) {
       const connection = await this.acquire(signal);
+      if (connection.chunking) {
+        const reused = connection.used;
+        // Alone on the connection: nothing written before it is waiting for a reply (so none can be lost with it).
+        const alone = connection.inFlight === 0;
+        const unanswered = { yet: true };
+        try {
+          return await this.chunked(connection, envelope, body, signal, unanswered);
+        } catch (err) {
+          const error = err as SmtpError;
+          // A reused connection the relay had closed while idle: not one reply came, so the relay took nothing
+          // (it was gone before the message arrived); once more on a new one.
+          if (reused && alone && unanswered.yet && attempt === 0 && (error.code === "ECONNECTION" || error.code === "ESOCKET") && error.responseCode === undefined) continue;
+          throw error;
+        }
+      }
       const reused = connection.used;
       let wroteBody = false;
       let handedOver = false;
@@ -432,7 +492,65 @@ export class SmtpPool {
     handOver: () => boolean,
   ): Promise<string> {
     if (signal?.aborted) return Promise.reject(new SmtpError("the send was aborted", { code: "EABORT" }));
-    const work = this.exchange(connection, envelope, body, onBody, handOver);
+    return this.abortable(connection, this.exchange(connection, envelope, body, onBody, handOver), signal);
+  }
+
+  /**
+   * One message as a BDAT transaction pipelined behind those already in
+   * flight on the connection. The connection goes back to the pool as soon as
+   * the transaction is written, unless it is full (CHUNKED_IN_FLIGHT): then
+   * when the first of its transactions is answered. `unanswered.yet` stays
+   * true while no reply to this transaction has come.
+   */
+  private chunked(connection: SmtpConnection, envelope: SmtpEnvelope, body: Buffer, signal: AbortSignal | undefined, unanswered: { yet: boolean }): Promise<string> {
+    connection.used = true;
+    if (signal?.aborted) {
+      this.release(connection);
+      return Promise.reject(new SmtpError("the send was aborted", { code: "EABORT" }));
+    }
+    const utf8 = connection.smtputf8 && (NON_ASCII.test(envelope.from) || NON_ASCII.test(envelope.to)) ? " SMTPUTF8" : "";
+    const replies = connection.expectGroup(3);
+    if (!connection.broken) connection.writeTransaction(`MAIL FROM:<${envelope.from}>${utf8}\r\nRCPT TO:<${envelope.to}>\r\n`, body);
+    connection.inFlight += 1;
+    if (connection.inFlight < CHUNKED_IN_FLIGHT) this.release(connection);
+    else connection.full = true;
+    const work = replies.then((settled) => {
+      connection.inFlight -= 1;
+      if (connection.full) {
+        connection.full = false;
+        this.release(connection);
+      }
+      unanswered.yet = settled[0] instanceof SmtpError;
+      return this.chunkedOutcome(connection, settled);
+    });
+    return this.abortable(connection, work, signal);
+  }
+
+  /**
+   * What the replies to MAIL, RCPT and BDAT LAST say. The reply to BDAT LAST
+   * ends the transaction whatever came before (a refused MAIL or RCPT gets a
+   * 5xx to it, the relay having read and dropped the message: RFC 3030 2),
+   * so the next one starts with its own MAIL and no RSET, which would land in
+   * the middle of the transactions already written after this one.
+   */
+  private chunkedOutcome(connection: SmtpConnection, settled: Array<Reply | SmtpError>): Promise<string> {
+    // A 421 closes the connection, so the replies after it fail: the 421 is what happened.
+    for (let i = 0; i < settled.length; i += 1) {
+      const outcome = settled[i]!;
+      if (outcome instanceof SmtpError) throw outcome;
+      if (outcome.code === 421) return this.refused(connection, "MAIL FROM", "EENVELOPE", outcome, false);
+    }
+    const mailReply = settled[0] as Reply;
+    const rcptReply = settled[1] as Reply;
+    const final = settled[2] as Reply;
+    if (mailReply.code !== 250) return this.refused(connection, "MAIL FROM", "EENVELOPE", mailReply, false);
+    if (rcptReply.code !== 250 && rcptReply.code !== 251) return this.refused(connection, "RCPT TO", "EENVELOPE", rcptReply, false);
+    if (final.code !== 250) return this.refused(connection, "BDAT", "EMESSAGE", final, false);
+    return Promise.resolve(final.lines[final.lines.length - 1]!);
+  }
+
+  /** `work`, or an EABORT as soon as `signal` aborts (the connection then closed: where its transactions stand is unknown). */
+  private abortable(connection: SmtpConnection, work: Promise<string>, signal: AbortSignal | undefined): Promise<string> {
     if (!signal) return work;
     // Settled by whichever comes first, the exchange or the abort (one promise, not a race of two).
     return new Promise<string>((resolve, reject) => {

@@ -19,6 +19,12 @@ export interface SmtpSettings {
   tlsVerify: boolean;
   /** Pooled connections kept open to the relay (`?pool=N`, default 5). */
   maxConnections: number;
+  /**
+   * Send with BDAT, whole transactions pipelined, when the relay offers
+   * CHUNKING and PIPELINING (default on; `?chunking=off` keeps to DATA, for a
+   * relay whose CHUNKING misbehaves).
+   */
+  chunking: boolean;
 }
 
 /** Timeouts in ms; a dead relay must fail fast, a slow one may take its time to accept DATA. */
@@ -37,10 +43,18 @@ const bool = (value: string | null, fallback: boolean, name: string): boolean =>
   throw new Error(`SMTP_URL: ${name} must be true or false`);
 };
 
+/** A switch written on/off (as true/false too). */
+const onOff = (value: string | null, fallback: boolean, name: string): boolean => {
+  if (value === null) return fallback;
+  if (value === "on" || value === "true" || value === "1") return true;
+  if (value === "off" || value === "false" || value === "0") return false;
+  throw new Error(`SMTP_URL: ${name} must be on or off`);
+};
+
 /**
  * `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://user:pass@host:465`
  * (implicit TLS). User and password are percent-decoded. Query options:
- * `require_tls`, `tls_verify`, `pool`. Errors never repeat the URL (it holds the password).
+ * `require_tls`, `tls_verify`, `pool`, `chunking`. Errors never repeat the URL (it holds the password).
  */
 export function parseSmtpUrl(raw: string): SmtpSettings {
   let url: URL;
@@ -52,7 +66,7 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
   if (url.protocol !== "smtp:" && url.protocol !== "smtps:") throw new Error("SMTP_URL must start with smtp:// or smtps://");
   if (!url.hostname) throw new Error("SMTP_URL names no host");
   const secure = url.protocol === "smtps:";
-  const known = new Set(["require_tls", "tls_verify", "pool"]);
+  const known = new Set(["require_tls", "tls_verify", "pool", "chunking"]);
   for (const key of url.searchParams.keys()) if (!known.has(key)) throw new Error(`SMTP_URL: unknown option ${key}`);
   const pool = url.searchParams.get("pool");
   const maxConnections = pool === null ? 5 : Number(pool);
@@ -66,6 +80,7 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
     requireTls: bool(url.searchParams.get("require_tls"), false, "require_tls"),
     tlsVerify: bool(url.searchParams.get("tls_verify"), true, "tls_verify"),
     maxConnections,
+    chunking: onOff(url.searchParams.get("chunking"), true, "chunking"),
   };
 }
 
@@ -77,7 +92,7 @@ export function describeSmtp(settings: SmtpSettings): string {
 /**
  * Sends through any SMTP relay with our own client (./smtp-client.ts): a pool
  * of connections reused for many messages, pipelined when the relay offers
- * it; the Message-ID we give (so a resend carries the same one), the message
+ * it (whole transactions, with BDAT, when it offers CHUNKING too); the Message-ID we give (so a resend carries the same one), the message
  * written and signed by ./mime.ts. Failures become SendFailure: 5xx
  * permanent, 4xx transient, no relay to talk to unreachable, our abort
  * aborted.
