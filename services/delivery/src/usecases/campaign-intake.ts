@@ -7,7 +7,7 @@ import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipien
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import { publicError, SendFailure, type PublicErrorCode } from "../domain/provider.js";
 import { refusal } from "../domain/eligibility.js";
-import { CampaignOutcomes } from "../messaging/outbox.js";
+import type { CampaignOutcomes } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps, type StatusSource } from "./deliver-email.js";
