@@ -35,6 +35,8 @@ export { messageCodec, type MessageCodec } from "./codec/index.js";
 export {
   TOPICS,
   decodeEvent,
+  emailOutcomeId,
+  emailOutcomesOf,
   eventTenant,
   encodeEvent,
   eventHeaders,
@@ -45,6 +47,7 @@ export {
   withTraceparent,
   type DecodedBatchEvent,
   type DecodedEvent,
+  type EmailOutcome,
   type EncodedEvent,
   type EventBody,
   type EventLogger,

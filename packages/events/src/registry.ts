@@ -62,7 +62,9 @@ export const TOPICS = {
     (m) => (m.recipients.length > 0 || !m.campaignId ? "eml" : "sub"),
     (m) => (m.recipients.length > 0 ? m.recipients[0]!.emailId : m.campaignId ? m.subscriberId : m.emailId),
   ),
-  "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => m.emailId),
+  // A batch of a campaign's outcomes is keyed by its first email id (batches spread over the partitions),
+  // an email's own status by its id.
+  "email.status": topic(events.EmailStatusChangedSchema, "eml", (m) => (m.outcomes.length > 0 ? m.outcomes[0]!.emailId : m.emailId)),
   "campaign.status_changed": topic(events.CampaignStatusChangedSchema, "cmp", (m) => m.campaignId),
 } as const;
 
@@ -75,6 +77,35 @@ export type EventBody<T extends Topic> = Omit<MessageInitShape<SchemaOf<T>>, "me
 
 export function isTopic(name: string): name is Topic {
   return Object.prototype.hasOwnProperty.call(TOPICS, name);
+}
+
+/** One email's outcome on `email.status`: a batch's item, or the one-email form's own fields. */
+export type EmailOutcome = Omit<MessageShape<typeof events.EmailOutcomeSchema>, "$typeName">;
+
+/**
+ * The outcomes an `email.status` event carries: each of a batch's, or the
+ * one-email form's (the message itself, whose fields are an outcome's, with
+ * `afterMs` 0). Consumers read both forms through this, so that events of a
+ * delivery from before batches still count (proto/emailsvc/events, email_events.proto).
+ */
+export function emailOutcomesOf(message: EventMessage<"email.status">): readonly EmailOutcome[] {
+  return message.outcomes.length > 0 ? message.outcomes : [oneEmailOutcome(message)];
+}
+
+function oneEmailOutcome(message: EventMessage<"email.status">): EmailOutcome {
+  const { emailId, status, subscriberId, campaignId, reason, failureReason, bounceType } = message;
+  return { emailId, status, subscriberId, campaignId, reason, failureReason, bounceType, afterMs: 0 };
+}
+
+/**
+ * The id of one email's outcome on `email.status`, for a consumer that tells
+ * outcomes apart by id (webhooks' deduplication): the event id of the
+ * one-email form; of a batch's item, the batch's event id and the email id,
+ * so that a redelivered batch gives each outcome the same id again. Starts
+ * with the event id, so its time part (`evt_<time>`) is the event's.
+ */
+export function emailOutcomeId(message: EventMessage<"email.status">, eventId: string, outcome: EmailOutcome): string {
+  return message.outcomes.length > 0 ? `${eventId}/${outcome.emailId}` : eventId;
 }
 
 /** The meta of an event a producer writes. */

@@ -5,6 +5,8 @@ import {
   InProcessEventBus,
   TOPICS,
   decodeEvent,
+  emailOutcomeId,
+  emailOutcomesOf,
   encodeEvent,
   publishEvents,
   subscribeEventBatches,
@@ -71,6 +73,37 @@ describe("the topic registry", () => {
     expect(decoded.ok && (decoded.message as { recipients: unknown[] }).recipients).toEqual(recipients.map((r) => expect.objectContaining(r)));
     const wrong = encodeEvent("email.send.requested", origin, { ...batch, recipients: [{ emailId: subscriberId, subscriberId }] }).event;
     expect(decodeEvent({ topic: "email.send.requested", key: wrong.key, value: wrong.value, headers: wrong.headers! })).toEqual({ ok: false, problem: "malformed" });
+ 
+  });
+
+  it("keys a batch of outcomes on email.status by its first email id, and reads both forms as outcomes with ids of their own", () => {
+    const origin = { eventId: newId("evt"), tenant: tenant(), occurredAt: 1_795_773_416_096 };
+    const campaignId = newId("cmp");
+    const outcomes = [
+      { emailId: newId("eml"), status: "sent", subscriberId: newId("sub"), campaignId, afterMs: 0 },
+      { emailId: newId("eml"), status: "suppressed", subscriberId: newId("sub"), campaignId, reason: "recipient_unsubscribed", failureReason: 8, afterMs: 40 },
+    ];
+    const { event } = encodeEvent("email.status", origin, { outcomes });
+    expect(event.key).toBe(outcomes[0]!.emailId);
+    const decoded = decodeEvent({ topic: "email.status", key: event.key, value: event.value, headers: event.headers! });
+    if (!decoded.ok) throw new Error(decoded.problem);
+    const message = decoded.message as EventMessage<"email.status">;
+    expect(emailOutcomesOf(message)).toEqual(outcomes.map((o) => expect.objectContaining(o)));
+    expect(emailOutcomesOf(message).map((o) => emailOutcomeId(message, origin.eventId, o))).toEqual(outcomes.map((o) => `${origin.eventId}/${o.emailId}`));
+    // The one-email form: its own fields as the one outcome, the event id as its id.
+    const one = { emailId: newId("eml"), status: "bounced", subscriberId: newId("sub"), campaignId: "", reason: "recipient_rejected", failureReason: 3, bounceType: "hard" };
+    const single = encodeEvent("email.status", origin, one).event;
+    expect(single.key).toBe(one.emailId);
+    const alone = decodeEvent({ topic: "email.status", key: single.key, value: single.value, headers: single.headers! });
+    if (!alone.ok) throw new Error(alone.problem);
+    const aloneMessage = alone.message as EventMessage<"email.status">;
+    expect(emailOutcomesOf(aloneMessage)).toEqual([{ ...one, afterMs: 0 }]);
+    expect(emailOutcomeId(aloneMessage, origin.eventId, emailOutcomesOf(aloneMessage)[0]!)).toBe(origin.eventId);
+    // A batch whose first id is no email id is malformed, as is an event with neither form's id.
+    const wrong = encodeEvent("email.status", origin, { outcomes: [{ ...outcomes[0]!, emailId: campaignId }, outcomes[1]!] }).event;
+    expect(decodeEvent({ topic: "email.status", key: wrong.key, value: wrong.value, headers: wrong.headers! })).toEqual({ ok: false, problem: "malformed" });
+    const empty = encodeEvent("email.status", origin, { status: "sent" }).event;
+    expect(decodeEvent({ topic: "email.status", key: empty.key, value: empty.value, headers: empty.headers! })).toEqual({ ok: false, problem: "malformed" });
   });
 
   it("refuses what does not decode, lacks a well-formed meta, or is keyed by another kind of id", () => {

@@ -1,8 +1,12 @@
 import { delivery } from "@emailsvc/proto";
 import { newId } from "@emailsvc/ids";
 import { createLogger } from "@emailsvc/telemetry";
-import { openTestStore, STORE_KINDS, type TestStore } from "@emailsvc/testing";
+import { encodeEvent, InProcessEventBus, publishEvents } from "@emailsvc/events";
+import { topicsOf } from "@emailsvc/manifest";
+import { openTestStore, STORE_KINDS, waitFor, type TestStore } from "@emailsvc/testing";
 import { emptyCounts } from "../src/domain/campaign.js";
+import { subscribeCampaignEvents } from "../src/messaging/consumer.js";
+import type { TriggerWorker } from "../src/messaging/triggers.js";
 import type { CampaignDoc } from "../src/storage/documents.js";
 import { CampaignStorage, type TenantRepositories } from "../src/storage/repositories.js";
 import type { Deps } from "../src/usecases/deps.js";
@@ -136,12 +140,14 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     const counted = async () => (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
     expect(await counted()).toMatchObject({ pending: 10, queued: 1, sent: 1 });
     expect(await countLedger(repos, doc._id)).toEqual(await counted());
-    // A held row's late outcome does not move it (it is not with delivery); handed over again, it is.
+    // A held row's email settled by another attempt (a redelivered batch; its outcome handled after the held):
+    // the row is settled at once, and not handed over again.
     await recordOutcomes(repos, [outcome(c!, "sent")], clock);
-    expect(await counted()).toMatchObject({ pending: 10, queued: 1, sent: 1 });
-    expect(await handOverHeld(repos, doc._id, [c!, d!, e!], clock)).toBe(2);
-    expect(await counted()).toMatchObject({ pending: 8, queued: 3, sent: 1 });
+    expect(await counted()).toMatchObject({ pending: 9, queued: 1, sent: 2 });
+    expect(await handOverHeld(repos, doc._id, [c!, d!, e!], clock)).toBe(1);
+    expect(await counted()).toMatchObject({ pending: 8, queued: 2, sent: 2 });
     expect(await countLedger(repos, doc._id)).toEqual(await counted());
+    // Said again (delivery answers a settled email handed over again): nothing more moves.
     await recordOutcomes(repos, [outcome(c!, "sent")], clock);
     // The next hand-over moves the position on: e and f.
     await handOver(repos.campaigns, doc._id, f!, 2);
@@ -157,6 +163,86 @@ describe.each(STORE_KINDS)("campaign ledger (%s)", (kind) => {
     expect(counts).toEqual({ total: 12, pending: 0, queued: 0, sent: 3, failed: 0, skipped: { unsubscribed: 0, erased: 0, suppressed: 0, cancelled: 9 } });
     expect(await countLedger(repos, doc._id)).toEqual(counts);
     expect(await repos.recipients.count({ campaign_id: doc._id, state: { $in: ["pending", "held"] } })).toBe(0);
+  });
+
+  it("a held and a settled outcome of one email end settled in whichever order they are handled, in one batch or two", async () => {
+    const doc = await campaign({});
+    await snapshotAudience(deps, repos, doc, clock + 60_000);
+    const rows = audience.slice(0, 8).map((s) => rowId(doc._id, s));
+    await handOver(repos.campaigns, doc._id, rows.at(-1)!, rows.length);
+    const outcome = (row: string, status: string, failureReason = delivery.FailureReason.UNSPECIFIED) => ({
+      campaignId: doc._id,
+      subscriberId: row.split(":")[1]!,
+      status,
+      failureReason,
+    });
+    const [a, b, c, d, e, f, g, h] = rows;
+    // held, then the outcome (two batches); the outcome, then held; both in one batch, either order.
+    await recordOutcomes(repos, [outcome(a!, "held"), outcome(b!, "held")], clock);
+    await recordOutcomes(repos, [outcome(a!, "sent"), outcome(b!, "failed", delivery.FailureReason.RECIPIENT_REJECTED)], clock);
+    await recordOutcomes(repos, [outcome(c!, "sent"), outcome(d!, "failed", delivery.FailureReason.RECIPIENT_UNSUBSCRIBED)], clock);
+    await recordOutcomes(repos, [outcome(c!, "held"), outcome(d!, "held")], clock);
+    await recordOutcomes(repos, [outcome(e!, "held"), outcome(e!, "sent"), outcome(f!, "sent"), outcome(f!, "held")], clock);
+    // Held alone: back in pending until handed over again.
+    await recordOutcomes(repos, [outcome(g!, "held")], clock);
+    const state = async (row: string) => {
+      const found = await repos.recipients.findOne({ _id: row });
+      return [found!.state, found!.reason ?? ""];
+    };
+    expect(await Promise.all([a, b, c, d, e, f, g, h].map((row) => state(row!)))).toEqual([
+      ["sent", ""],
+      ["failed", ""],
+      ["sent", ""],
+      ["skipped", "unsubscribed"],
+      ["sent", ""],
+      ["sent", ""],
+      ["held", ""],
+      ["pending", ""],
+    ]);
+    const counts = (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
+    expect(counts).toMatchObject({ pending: audience.length - 7, queued: 1, sent: 4, failed: 1, skipped: { unsubscribed: 1 } });
+    expect(await countLedger(repos, doc._id)).toEqual(counts);
+  });
+
+  it("takes delivery's outcomes from email.status in both forms: a batch's items and the one email's", async () => {
+    const doc = await campaign({});
+    await snapshotAudience(deps, repos, doc, clock + 60_000);
+    const rows = audience.slice(0, 6);
+    await handOver(repos.campaigns, doc._id, rowId(doc._id, rows.at(-1)!), rows.length);
+    const bus = new InProcessEventBus({ logger: () => {} });
+    await bus.ensureTopics(topicsOf("campaigns"));
+    const triggers = { handlers: {} } as unknown as TriggerWorker;
+    const subscription = await subscribeCampaignEvents(bus, { logger: createLogger("ledger-test", "silent"), triggers, tenants: { forTenant: () => repos }, now: () => clock });
+    try {
+      const origin = () => ({ eventId: newId("evt"), tenant, occurredAt: clock });
+      const item = (subscriberId: string, status: string, failureReason = delivery.FailureReason.UNSPECIFIED) => ({
+        emailId: newId("eml"),
+        subscriberId,
+        campaignId: doc._id,
+        status,
+        failureReason,
+      });
+      const [a, b, c, d, e] = rows;
+      await publishEvents(bus, [
+        // A batch (delivery now): sent, failed, skipped; an email outside campaigns in it is passed over.
+        encodeEvent("email.status", origin(), {
+          outcomes: [item(a!, "sent"), item(b!, "failed", delivery.FailureReason.RECIPIENT_REJECTED), item(c!, "suppressed", delivery.FailureReason.RECIPIENT_UNSUBSCRIBED), { ...item(newId("sub"), "sent"), campaignId: "" }],
+        }),
+        // The one-email form (a delivery from before batches, a bounce).
+        encodeEvent("email.status", origin(), item(d!, "sent")),
+        encodeEvent("email.status", origin(), item(e!, "bounced", delivery.FailureReason.RECIPIENT_REJECTED)),
+      ]);
+      const counted = async () => (await repos.campaigns.findOne({ _id: doc._id }))!.counts!;
+      const counts = await waitFor(async () => {
+        const now = await counted();
+        return now.queued === 1 ? now : undefined;
+      }, "the outcomes recorded");
+      expect(counts).toMatchObject({ pending: audience.length - 6, queued: 1, sent: 2, failed: 2, skipped: { unsubscribed: 1 } });
+      expect(await countLedger(repos, doc._id)).toEqual(counts);
+    } finally {
+      await subscription.stop();
+      await bus.close();
+    }
   });
 
   it("erasure removes a subscriber's rows from every campaign; the counts keep them anonymously and add up, also after a crash mid-way", async () => {

@@ -67,6 +67,13 @@ export interface DeliveryConfig {
   sesCertificateFetcher?: CertificateFetcher;
   /** DELIVERY_RETRY_HOURS, DELIVERY_RETRY_BACKOFF_SECONDS, DELIVERY_RETRY_MAX_BACKOFF_SECONDS: how a deferred email is retried. */
   retry: RetryPolicy;
+  /**
+   * EMAIL_STATUS_BATCHES (on, off; default on): a campaign's outcomes go to
+   * email.status as batch events; off: one event an email, as before batches,
+   * for a rolling upgrade while a campaigns or webhooks service from before
+   * batches runs (CHANGELOG.md).
+   */
+  outcomeBatches: boolean;
 }
 
 /** Reads the environment once; a bad value stops the start with a message naming the variable. */
@@ -105,7 +112,16 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
       backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
       maxBackoffMs: envInt("DELIVERY_RETRY_MAX_BACKOFF_SECONDS", DEFAULT_RETRY.maxBackoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
     },
+    outcomeBatches: onOff("EMAIL_STATUS_BATCHES", true, env),
   };
+}
+
+/** An on/off setting. */
+function onOff(name: string, fallback: boolean, env: Env): boolean {
+  const value = envOptional(name, env);
+  if (value === undefined) return fallback;
+  if (value !== "on" && value !== "off") throw new ConfigError(`${name} must be "on" or "off", got "${value}"`);
+  return value === "on";
 }
 
 const HOST = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -116,6 +116,8 @@ export interface DeliveryServiceOptions {
   consumerGroup?: string;
   /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 32). */
   sendConcurrency?: number;
+  /** EMAIL_STATUS_BATCHES: a campaign's outcomes as batch events on email.status (default true); false: one an email. */
+  outcomeBatches?: boolean;
   /** Compiled templates kept (default 500 versions). */
   rendererCacheSize?: number;
   /**
@@ -246,6 +248,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       leaseMs: options.leaseMs ?? 10_000,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 60_000,
       compactAfterErasure: () => storage.compactAfterErasure(),
+      outcomeBatches: options.outcomeBatches ?? true,
       logger,
       now,
     },

@@ -47,6 +47,7 @@ export const deliveryService = defineService("delivery", {
       feedbackTag: config.feedbackTag,
       ...(config.platformDkim ? { platformDkim: config.platformDkim } : {}),
       retry: config.retry,
+      outcomeBatches: config.outcomeBatches,
       ...(config.bounceReceiver ? { bounceReceiver: config.bounceReceiver } : {}),
       sesNotifications: { topics: config.sesNotificationTopics, ...(config.sesCertificateFetcher ? { fetchCertificate: config.sesCertificateFetcher } : {}) },
       sandbox: {

@@ -1,10 +1,11 @@
+import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
-import { delivery } from "@emailsvc/proto";
+import { delivery, events, MailingBlock } from "@emailsvc/proto";
 import { SmtpSink } from "@emailsvc/testing";
 import { tenantKey } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../src/storage/documents.js";
-import { announcedStatuses, as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
+import { announcedOutcomes, announcedStatuses, as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
 // A campaign hands its recipients over as one email.send.requested per batch
 // (services/campaigns, dispatcher.ts): delivery's consumer takes a batch in
@@ -73,6 +74,68 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
     // Each answered to campaigns once.
     await waitFor(() => (recipients.every(({ emailId }) => announcedStatuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
     for (const { emailId } of recipients) expect(announcedStatuses(h, emailId)).toEqual(["sent"]);
+    // As items of batch events (OUTCOMES_PER_PUBLISH × concurrency, 16, to a publish: 30 outcomes in at least
+    // two), each event keyed by its first email id, each item with its own time.
+    const outcomes = recipients.map(({ emailId }) => announcedOutcomes(h!, emailId)[0]!);
+    const batches = new Set(outcomes.map((o) => o.event));
+    expect(batches.size).toBeGreaterThanOrEqual(2);
+    expect(batches.size).toBeLessThanOrEqual(recipients.length / 2);
+    for (const event of batches) {
+      const message = fromBinary(events.EmailStatusChangedSchema, event.value);
+      expect(message).toMatchObject({ emailId: "", status: "", campaignId: "" });
+      expect(message.outcomes.length).toBeGreaterThan(1);
+      expect(event.key).toBe(message.outcomes[0]!.emailId);
+      expect(message.outcomes[0]!.afterMs).toBe(0);
+    }
+    for (const o of outcomes) expect(o).toMatchObject({ status: "sent", campaignId, reason: "", bounceType: "" });
+  });
+
+  it("answers the intake's refusals together, and those handed over again together, as batch events", async () => {
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()) });
+    const t = tenant("live");
+    const templateId = h.templates.put(t, WELCOME);
+    const campaignId = newId("cmp");
+    // Mailed; unsubscribed (refused at the intake, stored suppressed); erased (no subscriber: refused, not stored).
+    const sent = { emailId: newId("eml"), subscriberId: h.subscribers.put(t, "ok@example.com", { name: "R" }) };
+    const left = { emailId: newId("eml"), subscriberId: h.subscribers.put(t, "left@example.com", {}, undefined, { marketing: MailingBlock.UNSUBSCRIBED }) };
+    const erased = { emailId: newId("eml"), subscriberId: newId("sub") };
+    const handOverAll = () =>
+      publishEvents(h!.bus, [
+        encodeEvent("email.send.requested", { eventId: newId("evt"), tenant: tenantKey(t.tenant), occurredAt: Date.now() }, { campaignId, templateId, templateVersion: 1, recipients: [sent, left, erased] }),
+      ]);
+    const all = [sent, left, erased];
+    await handOverAll();
+    await waitFor(() => (all.every(({ emailId }) => announcedStatuses(h!, emailId).length === 1) ? true : undefined), "every outcome announced");
+    const [first, refusedLeft, refusedErased] = all.map(({ emailId }) => announcedOutcomes(h!, emailId)[0]!);
+    expect(first).toMatchObject({ status: "sent", subscriberId: sent.subscriberId, campaignId });
+    expect(refusedLeft).toMatchObject({ status: "suppressed", reason: "recipient_unsubscribed", failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED, subscriberId: left.subscriberId });
+    expect(refusedErased).toMatchObject({ status: "suppressed", reason: "recipient_erased", failureReason: delivery.FailureReason.RECIPIENT_ERASED, subscriberId: erased.subscriberId });
+    // The refusals of one intake in one event, the send's outcome in another.
+    expect(refusedLeft!.event).toBe(refusedErased!.event);
+    expect(first!.event).not.toBe(refusedLeft!.event);
+
+    // Handed over again (campaigns heard nothing yet): the stored ones said again together, the erased one refused again.
+    await handOverAll();
+    await waitFor(() => (all.every(({ emailId }) => announcedStatuses(h!, emailId).length === 2) ? true : undefined), "every outcome said again");
+    const [again, againLeft, againErased] = all.map(({ emailId }) => announcedOutcomes(h!, emailId)[1]!);
+    expect(again).toMatchObject({ status: "sent", campaignId });
+    expect(againLeft).toMatchObject({ status: "suppressed", failureReason: delivery.FailureReason.RECIPIENT_UNSUBSCRIBED });
+    expect(againErased).toMatchObject({ status: "suppressed", failureReason: delivery.FailureReason.RECIPIENT_ERASED });
+    expect(again!.event).toBe(againLeft!.event);
+    expect(fromBinary(events.EmailStatusChangedSchema, again!.event.value).outcomes).toHaveLength(2);
+    expect(sink.to("ok@example.com").filter((m) => m.accepted)).toHaveLength(1);
+  });
+
+  it("with EMAIL_STATUS_BATCHES off, answers each campaign email with an event of its own, keyed by it", async () => {
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), outcomeBatches: false });
+    const t = tenant("live");
+    const { campaignId, recipients } = await handOver(h, t, ["one@example.com", "two@example.com", "three@example.com"], 100);
+    await waitFor(() => (recipients.every(({ emailId }) => announcedStatuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
+    for (const { emailId, subscriberId } of recipients) {
+      const [outcome] = announcedOutcomes(h, emailId);
+      expect(outcome!.event.key).toBe(emailId);
+      expect(fromBinary(events.EmailStatusChangedSchema, outcome!.event.value)).toMatchObject({ emailId, subscriberId, campaignId, status: "sent", outcomes: [] });
+    }
   });
 
   it("retries the event when one recipient's send is cut off, sending only that one again: the settled ones are skipped by their records", async () => {

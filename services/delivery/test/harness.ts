@@ -1,6 +1,6 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { fromBinary } from "@bufbuild/protobuf";
-import { InProcessEventBus, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
+import { emailOutcomesOf, InProcessEventBus, type EmailOutcome, type EventBus, type ReceivedEvent, type Subscription } from "@emailsvc/events";
 import { delivery, events } from "@emailsvc/proto";
 import { createServiceTransport } from "@emailsvc/grpc";
 import { newId } from "@emailsvc/ids";
@@ -118,7 +118,23 @@ export function smtpProviders(url: string): ProviderSetup {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The statuses delivery announced for an email on `email.status` so far, in order. */
+/**
+ * What delivery announced for an email on `email.status` so far, in order:
+ * its own events and its items of batches (a campaign's outcomes), each with
+ * its event.
+ */
+export function announcedOutcomes(h: Pick<Harness, "received">, emailId: string): Array<EmailOutcome & { event: ReceivedEvent }> {
+  const found: Array<EmailOutcome & { event: ReceivedEvent }> = [];
+  for (const event of h.received) {
+    if (event.topic !== "email.status") continue;
+    for (const outcome of emailOutcomesOf(fromBinary(events.EmailStatusChangedSchema, event.value))) {
+      if (outcome.emailId === emailId) found.push({ ...outcome, event });
+    }
+  }
+  return found;
+}
+
+/** The statuses delivery announced for an email on `email.status` so far, in order (announcedOutcomes). */
 export function announcedStatuses(h: Pick<Harness, "received">, emailId: string): string[] {
-  return h.received.filter((e) => e.topic === "email.status" && e.key === emailId).map((e) => fromBinary(events.EmailStatusChangedSchema, e.value).status);
+  return announcedOutcomes(h, emailId).map((outcome) => outcome.status);
 }

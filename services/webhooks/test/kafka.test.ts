@@ -43,5 +43,29 @@ if (brokers.length === 0) {
       expect(log).toHaveLength(2);
       expect(new Set(arrived.map((r) => r.headers["webhook-id"]))).toEqual(new Set(log.map((d) => d.id)));
     });
+
+    it("expands a batch of a campaign's outcomes the bus delivers twice into one webhook per email", async () => {
+      const call = tenant("live");
+      const created = await h!.client.createWebhook({ url: h!.url("/batch"), events: ["email.sent", "email.failed"], description: "" }, as(call));
+      const eventId = newId("evt");
+      const campaignId = newId("cmp");
+      const outcomes = ["sent", "failed", "held"].map((status) => ({ emailId: newId("eml"), subscriberId: newId("sub"), campaignId, status }));
+      await h!.publish("email.status", call, { outcomes }, eventId);
+      await h!.publish("email.status", call, { outcomes }, eventId);
+      // Then one of the same key (the same partition, handled after both).
+      await h!.publish("email.status", call, { emailId: outcomes[0]!.emailId, status: "failed" });
+      const arrived = await waitFor(() => (h!.receiver.to("/batch").length >= 3 ? h!.receiver.to("/batch") : undefined), "the webhooks", 45_000);
+      const bodies = arrived.map((r) => new Webhook(created.secret).verify(r.body, r.headers) as { type: string; data: { email_id: string } });
+      expect(bodies.map((b) => [b.type, b.data.email_id]).sort()).toEqual(
+        [
+          ["email.sent", outcomes[0]!.emailId],
+          ["email.failed", outcomes[1]!.emailId],
+          ["email.failed", outcomes[0]!.emailId],
+        ].sort(),
+      );
+      const log = (await h!.client.listWebhookDeliveries({ webhookId: created.webhook!.id }, as(call))).deliveries;
+      expect(log).toHaveLength(3);
+      expect(new Set(arrived.map((r) => r.headers["webhook-id"]))).toEqual(new Set(log.map((d) => d.id)));
+    });
   });
 }

@@ -1,5 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { encodeEvent, publishEvents } from "@emailsvc/events";
 import { newId } from "@emailsvc/ids";
+import { tenantKey } from "@emailsvc/tenancy";
 import { SubscriberStatus } from "@emailsvc/proto";
 import { freePort, memoryLogger, openTestStore, STORE_KINDS } from "@emailsvc/testing";
 import { generateKeyText, parseKeyRing, seal } from "@emailsvc/tokens";
@@ -94,6 +96,48 @@ describe.each(STORE_KINDS)("webhooks (%s)", (kind) => {
     // Redelivered: still one message per endpoint (the webhook-id is derived from event and endpoint).
     const ids = h.receiver.to("/all").map((r) => r.headers["webhook-id"]);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("makes a batch of a campaign's outcomes one webhook per email, with ids of the batch and the email: a redelivered batch sends none twice", async () => {
+    const emails = await create("/emails", ["email.sent", "email.suppressed"]);
+    const campaignId = newId("cmp");
+    const outcome = (status: string, extra: object = {}) => ({ emailId: newId("eml"), subscriberId: newId("sub"), campaignId, status, ...extra });
+    const sent = outcome("sent");
+    const refused = outcome("suppressed", { reason: "recipient_unsubscribed", afterMs: 1500 });
+    const held = outcome("held", { afterMs: 2000 });
+    const eventId = newId("evt");
+    const occurredAt = Date.parse("2026-11-27T20:00:00.000Z");
+    const batch = encodeEvent("email.status", { eventId, tenant: tenantKey(call.tenant), occurredAt }, { outcomes: [sent, refused, held] });
+    await publishEvents(h.bus, [batch]);
+    // The one-email form of a delivery from before batches, beside it.
+    const alone = outcome("sent");
+    await h.publish("email.status", call, { emailId: alone.emailId, subscriberId: alone.subscriberId, campaignId, status: "sent" });
+    await waitFor(() => (h.receiver.to("/emails").length >= 3 ? true : undefined), "the webhooks");
+    // Redelivered (the bus' at-least-once): the same ids, recorded once. Then an event of the same key (so of
+    // the same partition, handled after it) for another endpoint, to know the redelivery was handled.
+    await create("/marker", ["email.delivered"]);
+    await publishEvents(h.bus, [batch]);
+    await h.publish("email.status", call, { emailId: sent.emailId, status: "delivered" });
+    await waitFor(() => (h.receiver.to("/marker").length > 0 ? true : undefined), "the event after the redelivery");
+    const bodies = h.receiver.to("/emails").map((r) => ({ id: r.headers["webhook-id"], body: JSON.parse(r.body) as Record<string, any> }));
+    expect(bodies).toHaveLength(3);
+    const of = (emailId: string) => bodies.find((b) => b.body.data.email_id === emailId)!;
+    expect(of(sent.emailId).body).toEqual({
+      type: "email.sent",
+      timestamp: "2026-11-27T20:00:00.000Z",
+      data: { email_id: sent.emailId, to: null, subscriber_id: sent.subscriberId, campaign_id: campaignId, status: "sent", reason: null },
+    });
+    // Each at its own time: the batch's and its item's offset.
+    expect(of(refused.emailId).body).toMatchObject({ type: "email.suppressed", timestamp: "2026-11-27T20:00:01.500Z", data: { reason: "recipient_unsubscribed" } });
+    expect(of(alone.emailId).body).toMatchObject({ type: "email.sent", data: { email_id: alone.emailId, campaign_id: campaignId } });
+    // The webhook-id: of the batch's event id and the email id, with the endpoint's.
+    const endpointId = emails.webhook!.id;
+    expect(of(sent.emailId).id).toBe(deliveryId(`${eventId}/${sent.emailId}`, endpointId));
+    expect(of(refused.emailId).id).toBe(deliveryId(`${eventId}/${refused.emailId}`, endpointId));
+    expect(new Set(bodies.map((b) => b.id)).size).toBe(3);
+    // Held is not an event for integrators.
+    expect(bodies.some((b) => b.body.data.email_id === held.emailId)).toBe(false);
+    expect(await h.store.collection("webhook_deliveries").count({ endpoint_id: endpointId })).toBe(3);
   });
 
   it("retries a failed attempt and logs every attempt; a replay sends the same webhook-id again", async () => {

@@ -1,4 +1,4 @@
-import { subscribeEventBatches, type EventBus, type Subscription, type TopicBatchHandlers } from "@emailsvc/events";
+import { emailOutcomesOf, subscribeEventBatches, type EventBus, type Subscription, type TopicBatchHandlers } from "@emailsvc/events";
 import type { ConsumedTopic } from "@emailsvc/manifest";
 import type { Logger } from "@emailsvc/telemetry";
 import type { TenantRepositories } from "../storage/repositories.js";
@@ -52,12 +52,17 @@ export function subscribeCampaignEvents(
         await options.compactAfterErasure?.();
       },
       "email.status": async (batch) => {
+        // Each event's outcomes: a batch's (delivery's campaign emails), or the one email's (a bounce, an email
+        // outside campaigns, a delivery from before batches).
         const byTenant = new Map<string, EmailOutcome[]>();
         for (const { message, meta } of batch) {
-          if (!message.campaignId) continue;
-          const list = byTenant.get(meta.tenant) ?? [];
-          list.push({ campaignId: message.campaignId, subscriberId: message.subscriberId, status: message.status, failureReason: message.failureReason });
-          byTenant.set(meta.tenant, list);
+          let list: EmailOutcome[] | undefined;
+          for (const outcome of emailOutcomesOf(message)) {
+            if (!outcome.campaignId) continue;
+            list ??= byTenant.get(meta.tenant);
+            if (!list) byTenant.set(meta.tenant, (list = []));
+            list.push(outcome);
+          }
         }
         for (const [tenant, outcomes] of byTenant) await recordOutcomes(tenants.forTenant(tenant), outcomes, now());
       },

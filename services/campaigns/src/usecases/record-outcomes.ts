@@ -52,7 +52,9 @@ const SETTLED = new Set(["sent", "failed", "bounced", "suppressed", "held"]);
  * so that the dispatcher hands them over again once the campaign is resumed (delivery's record makes that
  * the same email). Other statuses (queued, deferred, delivered, complained) change no row.
  * A row a cancel skipped while its email was already on its way, and that was
- * sent after all, is counted as sent: the ledger says what happened.
+ * sent after all, is counted as sent: the ledger says what happened. So is a
+ * row held by one attempt and settled by another (a redelivered batch), in
+ * whichever order the two outcomes are handled.
  */
 export async function recordOutcomes(repos: TenantRepositories, outcomes: readonly EmailOutcome[], now: number): Promise<void> {
   const groups = new Map<string, { campaignId: string; to: Target; ids: string[] }>();
@@ -66,10 +68,15 @@ export async function recordOutcomes(repos: TenantRepositories, outcomes: readon
     groups.set(key, group);
   }
   for (const { campaignId, to, ids } of groups.values()) {
-    const moved = await moveRows(repos, campaignId, ids, "queued", to, now);
+    let moved = await moveRows(repos, campaignId, ids, "queued", to, now);
     if (moved < ids.length && to === "sent") {
-      await moveRows(repos, campaignId, ids, "skipped.cancelled", "sent", now);
+      moved += await moveRows(repos, campaignId, ids, "skipped.cancelled", "sent", now);
     }
+    // An outcome after a `held` of the same email handled first: both attempts answered (the held one's
+    // batch and this one's come in different events, maybe on different partitions, in either order), and
+    // this one settled the email, so the row leaves the held rows rather than wait to be handed over again
+    // only to be answered the same. The other order needs nothing: a `held` after it finds no queued row.
+    if (moved < ids.length && to !== "pending") await moveRows(repos, campaignId, ids, "pending", to, now);
     // Delivery found the recipient erased (an erasure this service had not seen
     // yet, or a row the snapshot took just before it): the row goes as the erasure's.
     if (to === "skipped.erased") await eraseRows(repos, await repos.recipients.find({ _id: { $in: ids }, state: "skipped", reason: "erased" }), now);

@@ -1,4 +1,4 @@
-import { encodeEvent, type EventBus, type Topic } from "@emailsvc/events";
+import { encodeEvent, type EncodedEvent, type EventBus, type Topic } from "@emailsvc/events";
 import { OutboxRelay, withOutbox, type RelayPass } from "@emailsvc/outbox";
 import { newId } from "@emailsvc/ids";
 import { type Logger } from "@emailsvc/telemetry";
@@ -114,6 +114,68 @@ export function statusEvent(
     failureReason: delivery.failureReasonOfCode(reason),
     bounceType: status === "bounced" ? (doc.bounce?.type ?? "") : "",
   };
+}
+
+/** A campaign email's outcome as a batch on `email.status` holds it: statusEvent's body and when (ms after its tenant's first). */
+type GatheredOutcome = ReturnType<typeof statusEvent> & { afterMs: number };
+
+/**
+ * Outcomes of one batch's email.status event at most: with 256 to a publish
+ * (the send consumer's, at the default concurrency), one event a tenant per
+ * publish; about 30 KB, far below a Kafka record's or a pack's bound.
+ */
+export const OUTCOMES_PER_EVENT = 256;
+
+/**
+ * Campaign emails' outcomes gathered for email.status (sent, failed,
+ * suppressed, held, and those the intake says again): taken as one event of
+ * up to OUTCOMES_PER_EVENT outcomes per tenant (`outcomes` of
+ * EmailStatusChanged, keyed by the first email id), or, with `batches` off
+ * (EMAIL_STATUS_BATCHES=off, for a rolling upgrade whose consumers still
+ * read the one-email form only), one event each as before batches. Bounces and
+ * every email outside campaigns keep their own event from the outbox.
+ */
+export class CampaignOutcomes {
+  private readonly byTenant = new Map<string, { at: number; outcomes: GatheredOutcome[] }>();
+  /** Outcomes gathered and not yet taken. */
+  size = 0;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly batches = true,
+  ) {}
+
+  add(tenant: string, doc: Parameters<typeof statusEvent>[0], status: string): void {
+    const at = this.now();
+    let gathered = this.byTenant.get(tenant);
+    if (!gathered) this.byTenant.set(tenant, (gathered = { at, outcomes: [] }));
+    const outcome = statusEvent(doc, status) as GatheredOutcome;
+    // Whole ms (a uint32); the clock may step back: an outcome is never before its batch's time.
+    outcome.afterMs = Math.max(0, Math.round(at - gathered.at));
+    gathered.outcomes.push(outcome);
+    this.size++;
+  }
+
+  /** The events of the outcomes gathered, which are then forgotten. */
+  take(): EncodedEvent[] {
+    const events: EncodedEvent[] = [];
+    for (const [tenant, { at, outcomes }] of this.byTenant) {
+      if (!this.batches) {
+        for (const { afterMs, ...body } of outcomes) events.push(encodeEvent("email.status", { eventId: newId("evt"), tenant, occurredAt: at + afterMs }, body));
+        continue;
+      }
+      for (let i = 0; i < outcomes.length; i += OUTCOMES_PER_EVENT) {
+        const chunk = outcomes.slice(i, i + OUTCOMES_PER_EVENT);
+        // A later event's time is its first outcome's, as the first event's is.
+        const start = chunk[0]!.afterMs;
+        if (start > 0) for (const outcome of chunk) outcome.afterMs = Math.max(0, outcome.afterMs - start);
+        events.push(encodeEvent("email.status", { eventId: newId("evt"), tenant, occurredAt: at + start }, { outcomes: chunk }));
+      }
+    }
+    this.byTenant.clear();
+    this.size = 0;
+    return events;
+  }
 }
 
 /** Paused campaigns the stalled sweep reads at most per pass (beyond, their emails are asked for again, as before). */

@@ -1,11 +1,12 @@
 import { setMaxListeners } from "node:events";
-import { publishEvents, subscribeEventBatches, type EncodedEvent, type EventBus, type Subscription } from "@emailsvc/events";
+import { publishEvents, subscribeEventBatches, type EventBus, type Subscription } from "@emailsvc/events";
 import { type Logger } from "@emailsvc/telemetry";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { campaignRequestsOf, CancelledCampaigns, intakeCampaignRequests, PausedCampaigns, type CampaignRequest, type IntakeDeps } from "../usecases/campaign-intake.js";
 import { deliverEmail, RetryLater, type CampaignSend, type DeliveryDeps } from "../usecases/deliver-email.js";
 import { eraseSubscriber } from "../usecases/erase-subscriber.js";
 import type { LeaseGroup } from "../usecases/lease.js";
+import { CampaignOutcomes } from "./outbox.js";
 
 /** Consumer group of the delivery service (one name everywhere). */
 export const DELIVERY_GROUP = "delivery";
@@ -43,7 +44,8 @@ const INTAKE_WINDOWS = 3;
  * in, so that a batch of thousands makes no more publishes (a produce
  * request each on Kafka) than its bus batches of four times `concurrency`
  * recipients did before batches, and campaigns still hears of them long
- * before its in-flight bound (5,000) fills.
+ * before its in-flight bound (5,000) fills. Each publish is one event a
+ * tenant (up to OUTCOMES_PER_EVENT outcomes, messaging/outbox.ts).
  */
 const OUTCOMES_PER_PUBLISH = 8;
 
@@ -103,6 +105,7 @@ export class SendConsumer {
       cancelledCampaigns: new CancelledCampaigns(deps.now),
       pausedCampaigns: new PausedCampaigns(deps.now),
       publish: (events) => publishEvents(bus, events),
+      campaignOutcomes: () => new CampaignOutcomes(deps.now, deps.outcomeBatches ?? true),
     };
   }
 
@@ -184,7 +187,7 @@ export class SendConsumer {
     }
     const queue: Array<{ emailId: string; tenant: string; campaign?: CampaignSend }> = [...stored];
     let next = 0; // the next window to take in
-    const outcomes: EncodedEvent[] = []; // campaign emails' email.status, published OUTCOMES_PER_PUBLISH × concurrency at a time
+    const outcomes = this.intake.campaignOutcomes(); // campaign emails' email.status, published OUTCOMES_PER_PUBLISH × concurrency at a time
     // The windows' lease groups (one a window), not their emails: what was sent is let go as it goes.
     const leaseGroups = new Set<LeaseGroup>();
     let failure: unknown;
@@ -192,7 +195,7 @@ export class SendConsumer {
     let intake: Promise<void> | undefined;
     const takeIn = async (): Promise<void> => {
       const { tenant, requests } = windows[next++]!;
-      if (outcomes.length >= this.concurrency * OUTCOMES_PER_PUBLISH) await this.intake.publish(outcomes.splice(0));
+      if (outcomes.size >= this.concurrency * OUTCOMES_PER_PUBLISH) await this.intake.publish(outcomes.take());
       for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
         queue.push({ emailId, tenant, campaign });
         if (campaign.claimed) leaseGroups.add(campaign.claimed.leases);
@@ -223,7 +226,7 @@ export class SendConsumer {
     await Promise.all(Array.from({ length: this.concurrency }, worker));
     // The intake's lease groups close once their emails are done; this makes sure (idempotent).
     for (const leases of leaseGroups) leases.close();
-    if (outcomes.length > 0) await this.intake.publish(outcomes.splice(0));
+    if (outcomes.size > 0) await this.intake.publish(outcomes.take());
     if (intakeFailure !== undefined) throw intakeFailure;
     if (failure !== undefined) throw failure;
     if (next < windows.length) throw new RetryLater("stopping: recipients not taken in are left for the redelivered batch");

@@ -1,13 +1,13 @@
-import { encodeEvent, type EncodedEvent, type EventMessage } from "@emailsvc/events";
+import type { EncodedEvent, EventMessage } from "@emailsvc/events";
 import { newOutbox } from "@emailsvc/outbox";
 import { randomBytes } from "node:crypto";
-import { isId, newId } from "@emailsvc/ids";
+import { isId } from "@emailsvc/ids";
 import { isFinal, type EmailStatus } from "../domain/email.js";
 import { RECIPIENTS_PER_CALL, RecipientsUnavailableError, type AddressedRecipient } from "../domain/recipients.js";
 import { TemplatesUnavailableError } from "../domain/templates.js";
 import { publicError, SendFailure, type PublicErrorCode } from "../domain/provider.js";
 import { refusal } from "../domain/eligibility.js";
-import { statusEvent } from "../messaging/outbox.js";
+import type { CampaignOutcomes } from "../messaging/outbox.js";
 import type { EmailDoc } from "../storage/documents.js";
 import type { TenantRepositories } from "../storage/repositories.js";
 import { RetryLater, type CampaignReport, type CampaignSend, type DeliveryDeps, type StatusSource } from "./deliver-email.js";
@@ -134,6 +134,8 @@ export interface IntakeDeps extends DeliveryDeps {
   pausedCampaigns: PausedCampaigns;
   /** Publishes events that no record carries (recipients not stored): lost with a crash, they come again with the redelivered request. */
   publish(events: EncodedEvent[]): Promise<void>;
+  /** A new gathering of campaign outcomes, in the form this delivery publishes (EMAIL_STATUS_BATCHES). */
+  campaignOutcomes(): CampaignOutcomes;
 }
 
 /**
@@ -152,8 +154,8 @@ export async function intakeCampaignRequests(
   scope: TenantRepositories,
   requests: readonly CampaignRequest[],
   signal: AbortSignal,
-  /** Where the emails' outcomes go (email.status events), for the caller to publish once the batch is sent. */
-  outcomes: EncodedEvent[],
+  /** Where the emails' outcomes go (email.status), for the caller to publish with the batch's others. */
+  outcomes: CampaignOutcomes,
 ): Promise<IntakeResult[]> {
   const unique = new Map<string, CampaignRequest>();
   for (const r of requests) {
@@ -179,7 +181,7 @@ async function intakeChunk(
   scope: TenantRepositories,
   requests: CampaignRequest[],
   signal: AbortSignal,
-  outcomes: EncodedEvent[],
+  outcomes: CampaignOutcomes,
 ): Promise<IntakeResult[]> {
   const existing = new Map((await scope.emails.find({ _id: { $in: requests.map((r) => r.emailId) } })).map((d) => [d._id, d]));
   const open = requests.filter((r) => {
@@ -190,12 +192,9 @@ async function intakeChunk(
   // so that a campaign never waits for an answer that was already given.
   const answered = [...existing.values()].filter((d) => isFinal(d.status));
   if (answered.length > 0) {
-    const at = deps.now();
-    await deps.publish(
-      answered.map((d) =>
-        encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: at }, statusEvent(d, settledAs(d.status))),
-      ),
-    );
+    const again = deps.campaignOutcomes();
+    for (const d of answered) again.add(scope.tenant, d, settledAs(d.status));
+    await deps.publish(again.take());
   }
   if (open.length === 0) return [];
   if (!deps.recipients) throw new RetryLater("campaign recipients need the subscribers service (SUBSCRIBERS_URL)");
@@ -211,18 +210,12 @@ async function intakeChunk(
   // Fresh records are stored claimed by this attempt (its lease and token), so sending starts without a claim write.
   const token = randomBytes(9).toString("base64url");
   const fresh: EmailDoc[] = [];
-  const refused: EncodedEvent[] = [];
+  const refused = deps.campaignOutcomes();
   // A recipient who may not be mailed: an email record `suppressed` with the reason (the account sees every skip),
   // stored before campaigns is told; an erased one has no address left to keep, and a cancel is no skip of theirs.
   const suppressedDocs: Array<Omit<EmailDoc, "tenant">> = [];
   const refuse = (r: CampaignRequest, reason: PublicErrorCode, status: "suppressed" | "failed") =>
-    refused.push(
-      encodeEvent(
-        "email.status",
-        { eventId: newId("evt"), tenant: scope.tenant, occurredAt: now },
-        statusEvent({ _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, status),
-      ),
-    );
+    refused.add(scope.tenant, { _id: r.emailId, subscriber_id: r.subscriberId, campaign_id: r.campaignId, error: reason, failure_reason: reason }, status);
   const slugs = new Map<string, string>();
   for (const r of open) {
     if (existing.has(r.emailId)) continue;
@@ -253,14 +246,13 @@ async function intakeChunk(
     const { duplicates } = await scope.emails.insertMany(suppressedDocs);
     emailsByStatus.inc({ status: "suppressed" }, suppressedDocs.length - duplicates.length);
   }
-  if (refused.length > 0) await deps.publish(refused);
+  if (refused.size > 0) await deps.publish(refused.take());
   // The fresh records' leases, renewed together until each is sent (lease.ts).
   const leases = fresh.length > 0 ? new LeaseGroup(deps, scope.emails, token, fresh.map((d) => d._id), now + deps.leaseMs, signal) : undefined;
 
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
   const outcomeWrites = new OutcomeWrites(scope.emails);
-  const report = (doc: StatusSource, status: CampaignReport) =>
-    outcomes.push(encodeEvent("email.status", { eventId: newId("evt"), tenant: scope.tenant, occurredAt: deps.now() }, statusEvent(doc, status)));
+  const report = (doc: StatusSource, status: CampaignReport) => outcomes.add(scope.tenant, doc, status);
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
     return {

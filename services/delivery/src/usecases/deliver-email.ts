@@ -79,6 +79,8 @@ export interface DeliveryDeps {
   attemptTimeoutMs: number;
   /** Rewrites the datafiles an erasure deleted from (the embedded store; nothing on MongoDB). */
   compactAfterErasure?: () => Promise<void>;
+  /** EMAIL_STATUS_BATCHES: a campaign's outcomes as batch events (default), or off: one event an email (messaging/outbox.ts, CampaignOutcomes). */
+  outcomeBatches?: boolean | undefined;
   logger: Logger;
   now: () => number;
 }

@@ -1,4 +1,4 @@
-import type { DecodedBatchEvent } from "@emailsvc/events";
+import { emailOutcomeId, emailOutcomesOf, type DecodedBatchEvent } from "@emailsvc/events";
 import type { ConsumedTopic } from "@emailsvc/manifest";
 import { SubscriberStatus, type WebhookEventType } from "@emailsvc/proto";
 
@@ -50,23 +50,36 @@ function base(e: { meta: { tenant: string; eventId: string; occurredAt: number }
 const orNull = (value: string) => (value === "" ? null : value);
 
 /**
- * How an event of each consumed topic reads as a webhook event (undefined:
- * nothing integrators are told about). A topic of the manifest's `consumes`
- * without its reader does not compile.
+ * How an event of each consumed topic reads as webhook events (none: nothing
+ * integrators are told about). A topic of the manifest's `consumes` without
+ * its reader does not compile.
  */
-export const READERS: { readonly [T in Consumed]: (e: SourceEvent<T>) => WebhookEvent | undefined } = {
+export const READERS: { readonly [T in Consumed]: (e: SourceEvent<T>) => WebhookEvent | readonly WebhookEvent[] | undefined } = {
+  // One webhook event per email of the event: a batch of a campaign's outcomes is as many as the events each
+  // would have been, each with its own id (the batch's and the email's: a redelivered batch gives the same)
+  // and time.
   "email.status": (e) => {
-    const type = EMAIL_STATUS_EVENTS[e.message.status];
-    if (!type) return undefined;
-    return base(e, type, {
-      email_id: e.message.emailId,
-      // The recipient's address: filled in when the message is sent (withRecipient), never stored here.
-      to: null,
-      subscriber_id: orNull(e.message.subscriberId),
-      campaign_id: orNull(e.message.campaignId),
-      status: e.message.status,
-      reason: orNull(e.message.reason),
-    });
+    const out: WebhookEvent[] = [];
+    for (const outcome of emailOutcomesOf(e.message)) {
+      const type = EMAIL_STATUS_EVENTS[outcome.status];
+      if (!type) continue;
+      out.push({
+        tenant: e.meta.tenant,
+        eventId: emailOutcomeId(e.message, e.meta.eventId, outcome),
+        type,
+        occurredAt: e.meta.occurredAt + outcome.afterMs,
+        data: {
+          email_id: outcome.emailId,
+          // The recipient's address: filled in when the message is sent (withRecipient), never stored here.
+          to: null,
+          subscriber_id: orNull(outcome.subscriberId),
+          campaign_id: orNull(outcome.campaignId),
+          status: outcome.status,
+          reason: orNull(outcome.reason),
+        },
+      });
+    }
+    return out;
   },
   "subscriber.created": (e) =>
     base(e, "subscriber.created", { subscriber_id: e.message.subscriberId, status: STATUS_NAMES[e.message.status] ?? null, tag_ids: [...e.message.tagIds] }),

@@ -41,8 +41,16 @@ export function subscribeWebhookEvents(
   const handler =
     <T extends Consumed>(topic: T) =>
     async (batch: Array<DecodedBatchEvent<T>>) => {
-      const read = READERS[topic] as (e: DecodedBatchEvent<T>) => WebhookEvent | undefined;
-      await record(batch.map(read).filter((e): e is WebhookEvent => e !== undefined));
+      const read = READERS[topic] as (e: DecodedBatchEvent<T>) => WebhookEvent | readonly WebhookEvent[] | undefined;
+      const events: WebhookEvent[] = [];
+      for (const source of batch) {
+        const webhookEvents = read(source);
+        if (webhookEvents === undefined) continue;
+        // email.status reads as one webhook event per email it carries (a batch of a campaign's outcomes: many).
+        if (Array.isArray(webhookEvents)) events.push(...(webhookEvents as readonly WebhookEvent[]));
+        else events.push(webhookEvents as WebhookEvent);
+      }
+      await record(events);
     };
   return subscribeEventBatches(bus, {
     group: options.group ?? WEBHOOKS_GROUP,

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file emailsvc/events/v1/email_events.proto.
  */
 export const file_emailsvc_events_v1_email_events: GenFile = /*@__PURE__*/
-  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEi6QEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUSOQoKcmVjaXBpZW50cxgHIAMoCzIlLmVtYWlsc3ZjLmV2ZW50cy52MS5DYW1wYWlnblJlY2lwaWVudCI8ChFDYW1wYWlnblJlY2lwaWVudBIQCghlbWFpbF9pZBgBIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJIvEBChJFbWFpbFN0YXR1c0NoYW5nZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESEAoIZW1haWxfaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhUKDXN1YnNjcmliZXJfaWQYBCABKAkSEwoLY2FtcGFpZ25faWQYBSABKAkSDgoGcmVhc29uGAYgASgJEjsKDmZhaWx1cmVfcmVhc29uGAcgASgOMiMuZW1haWxzdmMuZGVsaXZlcnkudjEuRmFpbHVyZVJlYXNvbhITCgtib3VuY2VfdHlwZRgIIAEoCWIGcHJvdG8z", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
+  fileDesc("CiVlbWFpbHN2Yy9ldmVudHMvdjEvZW1haWxfZXZlbnRzLnByb3RvEhJlbWFpbHN2Yy5ldmVudHMudjEi6QEKEkVtYWlsU2VuZFJlcXVlc3RlZBIrCgRtZXRhGAEgASgLMh0uZW1haWxzdmMuZXZlbnRzLnYxLkV2ZW50TWV0YRIQCghlbWFpbF9pZBgCIAEoCRITCgtjYW1wYWlnbl9pZBgDIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAQgASgJEhMKC3RlbXBsYXRlX2lkGAUgASgJEhgKEHRlbXBsYXRlX3ZlcnNpb24YBiABKAUSOQoKcmVjaXBpZW50cxgHIAMoCzIlLmVtYWlsc3ZjLmV2ZW50cy52MS5DYW1wYWlnblJlY2lwaWVudCI8ChFDYW1wYWlnblJlY2lwaWVudBIQCghlbWFpbF9pZBgBIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAIgASgJIqUCChJFbWFpbFN0YXR1c0NoYW5nZWQSKwoEbWV0YRgBIAEoCzIdLmVtYWlsc3ZjLmV2ZW50cy52MS5FdmVudE1ldGESEAoIZW1haWxfaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhUKDXN1YnNjcmliZXJfaWQYBCABKAkSEwoLY2FtcGFpZ25faWQYBSABKAkSDgoGcmVhc29uGAYgASgJEjsKDmZhaWx1cmVfcmVhc29uGAcgASgOMiMuZW1haWxzdmMuZGVsaXZlcnkudjEuRmFpbHVyZVJlYXNvbhITCgtib3VuY2VfdHlwZRgIIAEoCRIyCghvdXRjb21lcxgJIAMoCzIgLmVtYWlsc3ZjLmV2ZW50cy52MS5FbWFpbE91dGNvbWUi0AEKDEVtYWlsT3V0Y29tZRIQCghlbWFpbF9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSFQoNc3Vic2NyaWJlcl9pZBgDIAEoCRITCgtjYW1wYWlnbl9pZBgEIAEoCRIOCgZyZWFzb24YBSABKAkSOwoOZmFpbHVyZV9yZWFzb24YBiABKA4yIy5lbWFpbHN2Yy5kZWxpdmVyeS52MS5GYWlsdXJlUmVhc29uEhMKC2JvdW5jZV90eXBlGAcgASgJEhAKCGFmdGVyX21zGAggASgNYgZwcm90bzM", [file_emailsvc_delivery_v1_failure_reason, file_emailsvc_events_v1_subscriber_events]);
 
 /**
  * Topic email.send.requested. Two producers:
@@ -108,7 +108,21 @@ export const CampaignRecipientSchema: GenMessage<CampaignRecipient> = /*@__PURE_
   messageDesc(file_emailsvc_events_v1_email_events, 1);
 
 /**
- * Topic email.status, key email_id.
+ * Topic email.status. Two forms:
+ * - one email (every email outside campaigns, a bounce, anything leaving
+ *   delivery's outbox; and every campaign email from deliveries before
+ *   batches): the fields below `meta` set, `outcomes` empty, key email_id.
+ * - a batch of a campaign's outcomes (delivery's answers about the campaign
+ *   emails of one send batch: sent, failed, suppressed, held, and those the
+ *   intake answers again): each in `outcomes`, the fields 2 to 8 empty, key
+ *   the first outcome's email id (batches spread over the partitions). All of
+ *   one tenant (the meta's). Repeated items on this topic rather than a topic
+ *   of their own: the same consumers, partitions and retention serve both
+ *   forms, and nothing new is to be created on a Kafka deployment. A consumer
+ *   from before batches reads a batch as an event without an email id and
+ *   skips it as malformed: consumers are upgraded first (CHANGELOG.md). A
+ *   consumer that tells each outcome apart by an id (webhooks) takes the
+ *   event id and the email id together: a redelivered batch is the same ids.
  *
  * @generated from message emailsvc.events.v1.EmailStatusChanged
  */
@@ -168,6 +182,13 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
    * @generated from field: string bounce_type = 8;
    */
   bounceType: string;
+
+  /**
+   * A batch of a campaign's outcomes (see above); empty in the one-email form.
+   *
+   * @generated from field: repeated emailsvc.events.v1.EmailOutcome outcomes = 9;
+   */
+  outcomes: EmailOutcome[];
 };
 
 /**
@@ -176,4 +197,62 @@ export type EmailStatusChanged = Message<"emailsvc.events.v1.EmailStatusChanged"
  */
 export const EmailStatusChangedSchema: GenMessage<EmailStatusChanged> = /*@__PURE__*/
   messageDesc(file_emailsvc_events_v1_email_events, 2);
+
+/**
+ * One email's outcome in a batch on email.status: the fields of the
+ * one-email form, with the same meaning, and when it happened.
+ *
+ * @generated from message emailsvc.events.v1.EmailOutcome
+ */
+export type EmailOutcome = Message<"emailsvc.events.v1.EmailOutcome"> & {
+  /**
+   * @generated from field: string email_id = 1;
+   */
+  emailId: string;
+
+  /**
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string subscriber_id = 3;
+   */
+  subscriberId: string;
+
+  /**
+   * @generated from field: string campaign_id = 4;
+   */
+  campaignId: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: emailsvc.delivery.v1.FailureReason failure_reason = 6;
+   */
+  failureReason: FailureReason;
+
+  /**
+   * @generated from field: string bounce_type = 7;
+   */
+  bounceType: string;
+
+  /**
+   * When it happened: milliseconds after the batch's meta.occurred_at (the
+   * first outcome's time), so that each keeps its own time at a varint's cost.
+   *
+   * @generated from field: uint32 after_ms = 8;
+   */
+  afterMs: number;
+};
+
+/**
+ * Describes the message emailsvc.events.v1.EmailOutcome.
+ * Use `create(EmailOutcomeSchema)` to create a new message.
+ */
+export const EmailOutcomeSchema: GenMessage<EmailOutcome> = /*@__PURE__*/
+  messageDesc(file_emailsvc_events_v1_email_events, 3);
 
