@@ -167,6 +167,29 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
     expect(recipients.filter(({ emailId }) => announcedStatuses(h!, emailId).length > 1).length).toBeGreaterThan(0);
   });
 
+  it("cuts a recipient's hand-off off at its deadline (the batch's sweep), defers it, and sends it once the relay answers", async () => {
+    h = await startHarness({ store: kind, providers: smtpProviders(sink.url()), leaseMs: 5000, attemptTimeoutMs: 400 });
+    const t = tenant("live");
+    sink.dataDelayMs = 5000;
+    const dataIn = sink.nextData();
+    const { recipients } = await handOver(h, t, ["late@example.com"], 100);
+    await dataIn;
+    const [{ emailId }] = recipients as [(typeof recipients)[number]];
+    // The deadline, not the lease (5 s) or the relay (5 s), ended the attempt: deferred as a transient failure.
+    const released = await waitFor(async () => {
+      const doc = await h!.store.collection<EmailDoc>("emails").findOne({ _id: emailId });
+      return doc && doc.transient_failures > 0 ? doc : undefined;
+    }, "the attempt cut off at its deadline");
+    expect(released.status).toBe("deferred");
+    expect(released.last_error).toMatch(/^send timed out/);
+    sink.dataDelayMs = 0;
+    await waitFor(async () => ((await h!.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined), "sent on a later attempt", 20_000);
+    expect(sink.to("late@example.com").filter((m) => m.accepted)).toHaveLength(1);
+    // Answered to campaigns once, with the batch that sent it (a deferral says nothing to campaigns).
+    await waitFor(() => (announcedStatuses(h!, emailId).length > 0 ? true : undefined), "the outcome announced");
+    expect(announcedStatuses(h, emailId)).toEqual(["sent"]);
+  });
+
   it("stopped mid-event, takes in nothing more, and the next instance sends the rest: each recipient once", async () => {
     const settings = { providers: smtpProviders(sink.url()), sendConcurrency: 2, leaseMs: 1000 };
     h = await startHarness({ store: kind, ...settings });

@@ -186,6 +186,13 @@ export class SendConsumer {
       for (let i = 0; i < requests.length; i += windowSize) windows.push({ tenant, requests: requests.slice(i, i + windowSize) });
     }
     const queue: Array<{ emailId: string; tenant: string; campaign?: CampaignSend }> = [...stored];
+    // Each tenant's collections made once for the batch, not for each of its emails (six holders and a sandbox's closures each).
+    const scopes = new Map<string, TenantRepositories>();
+    const scopeOf = (tenant: string): TenantRepositories => {
+      let scope = scopes.get(tenant);
+      if (!scope) scopes.set(tenant, (scope = this.tenants.forTenant(tenant)));
+      return scope;
+    };
     let next = 0; // the next window to take in
     const outcomes = this.intake.campaignOutcomes(); // campaign emails' email.status, published OUTCOMES_PER_PUBLISH × concurrency at a time
     // The windows' lease groups (one a window), not their emails: what was sent is let go as it goes.
@@ -196,7 +203,7 @@ export class SendConsumer {
     const takeIn = async (): Promise<void> => {
       const { tenant, requests } = windows[next++]!;
       if (outcomes.size >= this.concurrency * OUTCOMES_PER_PUBLISH) await this.intake.publish(outcomes.take());
-      for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, this.tenants.forTenant(tenant), requests, this.shutdown.signal, outcomes)) {
+      for (const { emailId, campaign } of await intakeCampaignRequests(this.intake, scopeOf(tenant), requests, this.shutdown.signal, outcomes)) {
         queue.push({ emailId, tenant, campaign });
         if (campaign.claimed) leaseGroups.add(campaign.claimed.leases);
       }
@@ -213,7 +220,7 @@ export class SendConsumer {
         const item = queue.shift();
         if (item) {
           try {
-            await deliverEmail(this.deps, this.tenants.forTenant(item.tenant), item.emailId, this.shutdown.signal, item.campaign);
+            await deliverEmail(this.deps, scopeOf(item.tenant), item.emailId, this.shutdown.signal, item.campaign);
           } catch (err) {
             failure ??= err;
           }

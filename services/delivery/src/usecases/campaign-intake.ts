@@ -69,12 +69,17 @@ export class CancelledCampaigns {
 
   constructor(private readonly now: () => number) {}
 
-  async isCancelled(scope: TenantRepositories, campaignId: string): Promise<boolean> {
+  /** The answer itself while it is known (a cancellation, or a "no" younger than CANCEL_CHECK_MS), else a promise of it from the store. */
+  isCancelled(scope: TenantRepositories, campaignId: string): boolean | Promise<boolean> {
     const key = `${scope.tenant}/${campaignId}`;
     if (this.cancelled.has(key)) return true;
     const at = this.checkedAt.get(key);
     const now = this.now();
     if (at !== undefined && now - at < CANCEL_CHECK_MS) return false;
+    return this.ask(scope, campaignId, key, now);
+  }
+
+  private async ask(scope: TenantRepositories, campaignId: string, key: string, now: number): Promise<boolean> {
     const found = await scope.cancelledCampaigns.findOne({ _id: campaignId });
     if (found) {
       this.cancelled.add(key);
@@ -105,11 +110,16 @@ export class PausedCampaigns {
 
   constructor(private readonly now: () => number) {}
 
-  async isPaused(scope: TenantRepositories, campaignId: string): Promise<boolean> {
+  /** The answer itself while it is younger than CANCEL_CHECK_MS, else a promise of it from the store. */
+  isPaused(scope: TenantRepositories, campaignId: string): boolean | Promise<boolean> {
     const key = `${scope.tenant}/${campaignId}`;
     const now = this.now();
     const known = this.known.get(key);
     if (known && now - known.at < CANCEL_CHECK_MS) return known.paused;
+    return this.ask(scope, campaignId, key, now);
+  }
+
+  private async ask(scope: TenantRepositories, campaignId: string, key: string, now: number): Promise<boolean> {
     const paused = (await scope.pausedCampaigns.findOne({ _id: campaignId })) !== null;
     if (this.known.size > 10_000) this.known.clear();
     this.known.set(key, { paused, at: now });
@@ -222,10 +232,12 @@ async function intakeChunk(
     const recipient = recipients.get(r.subscriberId);
     // Campaign mail is marketing mail (domain/eligibility.ts).
     const refused = refusal("marketing", recipient ? recipient.mailability : "erased");
+    // Awaited only when the campaign's state is not cached (most records of a chunk go on without an await).
+    const cancelled = refused ? false : deps.cancelledCampaigns.isCancelled(scope, r.campaignId);
     if (refused) {
       if (recipient) suppressedDocs.push(suppressedDoc(deps, scope.tenant, r, recipient, refused, now));
       refuse(r, refused, "suppressed");
-    } else if (await deps.cancelledCampaigns.isCancelled(scope, r.campaignId)) refuse(r, "campaign_cancelled", "failed");
+    } else if (cancelled === true || (cancelled instanceof Promise && (await cancelled))) refuse(r, "campaign_cancelled", "failed");
     else {
       // One lookup per template version of the chunk (a campaign's recipients share one).
       const version = `${r.templateId}:${r.templateVersion}`;
@@ -253,14 +265,25 @@ async function intakeChunk(
   const byEmail = new Map(open.map((r) => [r.emailId, r]));
   const outcomeWrites = new OutcomeWrites(scope.emails);
   const report = (doc: StatusSource, status: CampaignReport) => outcomes.add(scope.tenant, doc, status);
+  // The questions on a campaign's state, made once per campaign of the chunk rather than for each of its emails.
+  const states = new Map<string, Pick<CampaignSend, "cancelled" | "paused">>();
+  const stateOf = (campaignId: string) => {
+    let state = states.get(campaignId);
+    if (!state) {
+      state = { cancelled: () => deps.cancelledCampaigns.isCancelled(scope, campaignId), paused: () => deps.pausedCampaigns.isPaused(scope, campaignId) };
+      states.set(campaignId, state);
+    }
+    return state;
+  };
   const send = (emailId: string, claimed?: EmailDoc): IntakeResult => {
     const r = byEmail.get(emailId)!;
+    const { cancelled, paused } = stateOf(r.campaignId);
     return {
       emailId,
       campaign: {
         recipient: recipients.get(r.subscriberId),
-        cancelled: () => deps.cancelledCampaigns.isCancelled(scope, r.campaignId),
-        paused: () => deps.pausedCampaigns.isPaused(scope, r.campaignId),
+        cancelled,
+        paused,
         claimed: claimed && leases && { doc: claimed, leases },
         report,
         outcomeWrites,

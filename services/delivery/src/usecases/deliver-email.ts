@@ -92,10 +92,14 @@ export interface DeliveryDeps {
 export interface CampaignSend {
   /** The recipient's subscriber as looked up with the batch (with whether they may be mailed); undefined when erased. */
   recipient: Recipient | undefined;
-  /** Whether the email's campaign has been cancelled: asked right before the hand-off. */
-  cancelled(): Promise<boolean>;
-  /** Whether the email's campaign is paused: asked right before the hand-off, after `cancelled`. */
-  paused(): Promise<boolean>;
+  /**
+   * Whether the email's campaign has been cancelled: asked right before the
+   * hand-off. The answer itself while it is cached (campaign-intake.ts), else
+   * a promise of it: most emails go on without an await.
+   */
+  cancelled(): boolean | Promise<boolean>;
+  /** Whether the email's campaign is paused: asked right before the hand-off, after `cancelled`; as `cancelled`. */
+  paused(): boolean | Promise<boolean>;
   /**
    * The email as the intake stored it, already claimed (a fresh record is
    * inserted leased, with its batch's token): the attempt starts without a
@@ -197,12 +201,14 @@ export async function deliverEmail(
     const category = mailCategory(prepared.template.category, campaign !== undefined);
     const ignored = prepared.template.ignoreSuppressions ?? NONE_IGNORED;
     const recipient = campaign ? campaignRecipient(campaign, category, ignored) : await mayBeMailed(deps, emails, claimed, token, category, ignored, signal);
-    // Last before the hand-off: a campaign cancelled meanwhile sends nothing more.
-    if (campaign && (await campaign.cancelled())) {
+    // Last before the hand-off: a campaign cancelled meanwhile sends nothing more. Awaited only when not cached.
+    const cancelled = campaign?.cancelled();
+    if (cancelled === true || (cancelled instanceof Promise && (await cancelled))) {
       throw new SendFailure("permanent", "campaign_cancelled", { detail: "the campaign was cancelled" });
     }
     // A paused campaign's email is held: not given to the provider, not failed.
-    if (campaign && (await campaign.paused())) {
+    const paused = campaign?.paused();
+    if (campaign && (paused === true || (paused instanceof Promise && (await paused)))) {
       lease.stop();
       await hold(deps, emails, claimed, token);
       campaign.report(claimed, "held");
