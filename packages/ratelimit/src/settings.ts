@@ -16,13 +16,6 @@ export function budgetSetting(env: Env, name: string, fallback: string): Policy 
   }
 }
 
-/** An "on"/"off" switch (RATE_LIMIT), default on. */
-export function switchSetting(env: Env, name: string, fallback: "on" | "off" = "on"): boolean {
-  const value = (envOptional(name, env) ?? fallback).toLowerCase();
-  if (value !== "on" && value !== "off") throw new ConfigError(`environment variable ${name} must be "on" or "off", got "${env[name]}"`);
-  return value === "on";
-}
-
 /**
  * The preference-center budgets (a subscriber's own requests, through the
  * gateway's API or the portal page): per subscriber, and per account and

@@ -20,6 +20,13 @@ export function envOptional(name: string, env: Env = process.env): string | unde
   return value === undefined || value === "" ? undefined : value;
 }
 
+/** An "on"/"off" switch (RATE_LIMIT, EMAIL_STATUS_BATCHES, …), case-insensitive; unset or empty: `fallback`. */
+export function switchSetting(env: Env, name: string, fallback: "on" | "off" = "on"): boolean {
+  const value = (envOptional(name, env) ?? fallback).toLowerCase();
+  if (value !== "on" && value !== "off") throw new ConfigError(`environment variable ${name} must be "on" or "off", got "${env[name]}"`);
+  return value === "on";
+}
+
 export function envInt(
   name: string,
   fallback: number,

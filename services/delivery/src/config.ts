@@ -1,5 +1,5 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { ConfigError, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import { ConfigError, envInt, envOptional, envString, switchSetting, type Env } from "@emailsvc/runtime";
 import { DEFAULT_TEST_MODE_DAILY_LIMIT, parseTestModeDailyLimit } from "@emailsvc/ratelimit";
 import { loadPreferenceLinkSettings, type PreferenceLinkSettings } from "@emailsvc/tokens";
 import { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
@@ -112,16 +112,8 @@ export function loadConfig(env: Env = process.env): DeliveryConfig {
       backoffMs: envInt("DELIVERY_RETRY_BACKOFF_SECONDS", DEFAULT_RETRY.backoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
       maxBackoffMs: envInt("DELIVERY_RETRY_MAX_BACKOFF_SECONDS", DEFAULT_RETRY.maxBackoffMs / 1000, { min: 1, max: 86_400 }, env) * 1000,
     },
-    outcomeBatches: onOff("EMAIL_STATUS_BATCHES", true, env),
+    outcomeBatches: switchSetting(env, "EMAIL_STATUS_BATCHES", "on"),
   };
-}
-
-/** An on/off setting. */
-function onOff(name: string, fallback: boolean, env: Env): boolean {
-  const value = envOptional(name, env);
-  if (value === undefined) return fallback;
-  if (value !== "on" && value !== "off") throw new ConfigError(`${name} must be "on" or "off", got "${value}"`);
-  return value === "on";
 }
 
 const HOST = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -367,6 +367,21 @@ interface LockStepRelay {
   close(): Promise<void>;
 }
 
+/** A test relay's server listening on a free port, its counts read live. */
+async function listening(server: Server, state: { connections: number; bodies: number }): Promise<LockStepRelay> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return state.connections;
+    },
+    get bodies() {
+      return state.bodies;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 async function lockStepRelay(
   name: string,
   hooks: {
@@ -410,17 +425,7 @@ async function lockStepRelay(
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  return {
-    port: (server.address() as AddressInfo).port,
-    get connections() {
-      return state.connections;
-    },
-    get bodies() {
-      return state.bodies;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return listening(server, state);
 }
 
 /**
@@ -471,15 +476,5 @@ async function chunkingRelay(hooks: {
       if (replies) socket.write(replies);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  return {
-    port: (server.address() as AddressInfo).port,
-    get connections() {
-      return state.connections;
-    },
-    get bodies() {
-      return state.bodies;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return listening(server, state);
 }

@@ -1,6 +1,6 @@
-import { budgetSetting, DEFAULT_MAX_KEYS, parsePolicy, PREFERENCE_BUDGET_PREFIX, PREFERENCE_RATE_CLASSES, switchSetting, type Policy, type PreferenceRateClass } from "@emailsvc/ratelimit";
+import { budgetSetting, DEFAULT_MAX_KEYS, parsePolicy, PREFERENCE_BUDGET_PREFIX, PREFERENCE_RATE_CLASSES, type Policy, type PreferenceRateClass } from "@emailsvc/ratelimit";
 import type { PreferenceBudgetConfig } from "./usecases/budgets.js";
-import { ConfigError, DEFAULT_PORTAL_PORT, envInt, envOptional, envString, type Env } from "@emailsvc/runtime";
+import { ConfigError, DEFAULT_PORTAL_PORT, envInt, envOptional, envString, switchSetting, type Env } from "@emailsvc/runtime";
 import { frameAncestorsProblem } from "./domain/frame-ancestors.js";
 import { hostOf } from "./domain/custom-domain.js";
 import { DEFAULT_TIMING, type Timing } from "./domain/domain-states.js";

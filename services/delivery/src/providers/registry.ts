@@ -1,6 +1,5 @@
 import { SERVICES, type MailProviderName } from "@emailsvc/manifest";
-import { switchSetting } from "@emailsvc/ratelimit";
-import { ConfigError, envString, type Env } from "@emailsvc/runtime";
+import { ConfigError, envString, switchSetting, type Env } from "@emailsvc/runtime";
 import { providerForTenant, SANDBOX_PROVIDER, type ProviderName } from "../domain/email.js";
 import type { EmailProvider } from "../domain/provider.js";
 import type { ProviderContext, ProviderDefinition } from "./definition.js";

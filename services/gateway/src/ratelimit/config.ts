@@ -1,5 +1,5 @@
-import { ConfigError, envInt, envOptional, type Env } from "@emailsvc/runtime";
-import { budgetSetting, DEFAULT_MAX_KEYS, PREFERENCE_BUDGET_PREFIX, switchSetting, type Policy } from "@emailsvc/ratelimit";
+import { ConfigError, envInt, envOptional, switchSetting, type Env } from "@emailsvc/runtime";
+import { budgetSetting, DEFAULT_MAX_KEYS, PREFERENCE_BUDGET_PREFIX, type Policy } from "@emailsvc/ratelimit";
 
 export { formatPolicy, parsePolicy, PREFERENCE_RATE_CLASSES, type PreferenceRateClass } from "@emailsvc/ratelimit";
 
