@@ -30,6 +30,8 @@ export interface ArrivedMessage {
   user: string | undefined;
   /** The session was under TLS (implicit or STARTTLS) when the message arrived. */
   secure: boolean;
+  /** The SMTP session (connection) it came on: sessionClosedAt() tells when that connection ended. */
+  session: string;
 }
 
 /** A message as the lean server received it (`capture`): its bytes, unparsed. */
@@ -103,7 +105,8 @@ export class SmtpSink {
    * message before (the client wrote them together; counting mode only).
    */
   envelopesAfterData = 0;
-  private readonly closedSessions = new Set<string>();
+  /** When each ended session's connection closed (ms since the epoch), by session id. */
+  private readonly closedSessions = new Map<string, number>();
   /** Every message whose DATA arrived in full, accepted or not (empty with `keep: false`). */
   readonly messages: ArrivedMessage[] = [];
   /** Messages accepted (250 to DATA on a connection still open), in either mode. */
@@ -190,7 +193,7 @@ export class SmtpSink {
         });
       },
       onClose: (session) => {
-        this.closedSessions.add(session.id);
+        this.closedSessions.set(session.id, Date.now());
       },
     });
     await new Promise<void>((resolve, reject) => {
@@ -222,6 +225,7 @@ export class SmtpSink {
         accepted: false,
         user: typeof session.user === "string" ? session.user : undefined,
         secure: session.secure,
+        session: session.id,
       };
       this.messages.push(message);
     }
@@ -254,6 +258,16 @@ export class SmtpSink {
     }
     if (accepted) this.count(session);
     callback(null, "OK: queued");
+  }
+
+  /**
+   * When the connection of `session` (an ArrivedMessage's) closed, if it has.
+   * A client killed mid-session may have written messages the sink reads only
+   * after the kill: they are answered (accepted) before the sink sees the
+   * close, though the client never got the answer.
+   */
+  sessionClosedAt(session: string): number | undefined {
+    return this.closedSessions.get(session);
   }
 
   private count(session: SMTPServerSession): void {
