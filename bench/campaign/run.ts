@@ -73,7 +73,24 @@ export interface CampaignRow {
  * per account by default). The sandbox keeps its default bounds (the newest
  * SANDBOX_MAX_MESSAGES_PER_TENANT, bodies as files), as `npm start` does.
  */
-const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off" };
+const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off", ...settingsToTry(process.env.CAMPAIGN_BENCH_ENV) };
+
+/**
+ * CAMPAIGN_BENCH_ENV, `NAME=value,NAME=value`: settings given to every
+ * platform of ours the benchmark starts (each process of a per-service run
+ * too), to try one against its default (e.g. `DELIVERY_CONCURRENCY=64`,
+ * `DELIVERY_SENDER_THREAD=on`, `EMBEDDED_CACHE_MB=32`).
+ */
+function settingsToTry(raw: string | undefined): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const pair of (raw ?? "").split(",")) {
+    if (pair.trim() === "") continue;
+    const match = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair);
+    if (!match) throw new Error(`CAMPAIGN_BENCH_ENV must be NAME=value pairs separated by commas, got ${JSON.stringify(pair)}`);
+    settings[match[1]!] = match[2]!;
+  }
+  return settings;
+}
 
 /** The platform as `npm start` runs it, with UNLIMITED. */
 function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
@@ -292,8 +309,6 @@ async function main(): Promise<void> {
       const smtpEnv = {
         EMAIL_PROVIDER: "smtp",
         SMTP_URL: `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}`,
-        // DELIVERY_SENDER_THREAD=off from the bench's own environment: the provider on delivery's thread, to compare.
-        ...(process.env.DELIVERY_SENDER_THREAD ? { DELIVERY_SENDER_THREAD: process.env.DELIVERY_SENDER_THREAD } : {}),
       };
       const ours = kafkaSmtpOnly ? undefined : await smtpRun("emailsvc (embedded), SMTP", smtpEnv);
       if (process.env.CAMPAIGN_BENCH_SMTP_DATA !== "off" && !kafkaSmtpOnly) {

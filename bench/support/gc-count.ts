@@ -31,6 +31,8 @@ function startCounting(): void {
   let allocated = 0;
   let scavenges = 0;
   let markCompacts = 0;
+  /** Milliseconds of the thread's pauses, by collection type (GCProfiler's cost; a collection's concurrent part on helper threads is not in it). */
+  const pauseMs: Record<string, number> = {};
   let lastAfter = getHeapStatistics().used_heap_size;
   let profiler = new GCProfiler();
   profiler.start();
@@ -42,10 +44,11 @@ function startCounting(): void {
     for (const gc of statistics) {
       allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - lastAfter);
       lastAfter = gc.afterGC.heapStatistics.usedHeapSize;
+      pauseMs[gc.gcType] = (pauseMs[gc.gcType] ?? 0) + gc.cost / 1000;
       if (gc.gcType === "MarkSweepCompact") markCompacts += 1;
       else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
     }
-    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, cpuSeconds: threadCpuSeconds() }));
+    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, pauseMs, cpuSeconds: threadCpuSeconds() }));
   };
   setInterval(write, 2000).unref();
   process.on("exit", write);
