@@ -28,7 +28,7 @@ export interface DeliveryConfig {
   unsubscribeTtlDays: number;
   /** PREFERENCES_URL, PREFERENCE_TOKEN_TTL_SECONDS: `{{preference_center_url}}` in every mail to a subscriber. */
   preferenceLinks: PreferenceLinkSettings;
-  /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 32). */
+  /** DELIVERY_CONCURRENCY: emails sent at once by this process (default 64). */
   sendConcurrency: number;
   /** SANDBOX_RETENTION_HOURS: how long the sandbox keeps a message (default 72). */
   sandboxRetentionMs: number;

@@ -114,7 +114,7 @@ export interface DeliveryServiceOptions {
   stalledAfterMs?: number;
   /** Consumer group of the consumer of email.send.requested and subscriber.deleted (default `delivery`; tests sharing a Kafka use their own). */
   consumerGroup?: string;
-  /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 32). */
+  /** Emails sent at once from one batch of send requests (DELIVERY_CONCURRENCY; default 64). */
   sendConcurrency?: number;
   /** EMAIL_STATUS_BATCHES: a campaign's outcomes as batch events on email.status (default true); false: one an email. */
   outcomeBatches?: boolean;
