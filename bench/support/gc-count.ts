@@ -8,8 +8,10 @@
 // BENCH_GC_DIR (default `<tmp>/emailsvc-gc-count`): `allocated` bytes (the used
 // heap before each collection less after the one before, as
 // `--trace-gc-nvp`'s `allocated`, from v8.GCProfiler), `scavenges`,
-// `markCompacts`, and `cpuSeconds` of the thread (/proc/thread-self/stat,
-// Linux). Only for measuring.
+// `markCompacts`, `pauseMs` (the thread's pauses by collection type),
+// `promoted` and `survived` (bytes young-generation collections moved to the
+// old generation and kept in the young one, summed), and `cpuSeconds` of the
+// thread (/proc/thread-self/stat, Linux). Only for measuring.
 import { readFileSync, writeFileSync } from "node:fs";
 import { GCProfiler, getHeapStatistics } from "node:v8";
 import { threadOutputFile } from "./thread-output.js";
@@ -33,6 +35,9 @@ function startCounting(): void {
   let markCompacts = 0;
   /** Milliseconds of the thread's pauses, by collection type (GCProfiler's cost; a collection's concurrent part on helper threads is not in it). */
   const pauseMs: Record<string, number> = {};
+  /** Bytes young-generation collections moved to the old generation, and left in the young one (summed over collections). */
+  let promoted = 0;
+  let survived = 0;
   let lastAfter = getHeapStatistics().used_heap_size;
   let profiler = new GCProfiler();
   profiler.start();
@@ -45,10 +50,15 @@ function startCounting(): void {
       allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - lastAfter);
       lastAfter = gc.afterGC.heapStatistics.usedHeapSize;
       pauseMs[gc.gcType] = (pauseMs[gc.gcType] ?? 0) + gc.cost / 1000;
+      if (gc.gcType === "Scavenge") {
+        const space = (stats: typeof gc.beforeGC, name: string) => stats.heapSpaceStatistics.find((s) => s.spaceName === name)?.spaceUsedSize ?? 0;
+        promoted += Math.max(0, space(gc.afterGC, "old_space") - space(gc.beforeGC, "old_space"));
+        survived += space(gc.afterGC, "new_space");
+      }
       if (gc.gcType === "MarkSweepCompact") markCompacts += 1;
       else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
     }
-    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, pauseMs, cpuSeconds: threadCpuSeconds() }));
+    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, pauseMs, promoted, survived, cpuSeconds: threadCpuSeconds() }));
   };
   setInterval(write, 2000).unref();
   process.on("exit", write);
