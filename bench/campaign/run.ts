@@ -73,7 +73,10 @@ export interface CampaignRow {
  * per account by default). The sandbox keeps its default bounds (the newest
  * SANDBOX_MAX_MESSAGES_PER_TENANT, bodies as files), as `npm start` does.
  */
-const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off", ...settingsToTry(process.env.CAMPAIGN_BENCH_ENV) };
+const UNLIMITED = { RATE_LIMIT: "off", TEST_MODE_DAILY_LIMIT: "off" };
+
+/** What every platform of ours the benchmark starts is given on top of a run's own settings: UNLIMITED, then CAMPAIGN_BENCH_ENV's. */
+const PLATFORM_ENV = { ...UNLIMITED, ...settingsToTry(process.env.CAMPAIGN_BENCH_ENV) };
 
 /**
  * CAMPAIGN_BENCH_ENV, `NAME=value,NAME=value`: settings given to every
@@ -92,9 +95,9 @@ function settingsToTry(raw: string | undefined): Record<string, string> {
   return settings;
 }
 
-/** The platform as `npm start` runs it, with UNLIMITED. */
+/** The platform as `npm start` runs it, with PLATFORM_ENV. */
 function startPlatform(dataDir: string, env: Record<string, string>): Promise<PlatformProcess> {
-  return startPlatformWith(dataDir, { ...UNLIMITED, ...env });
+  return startPlatformWith(dataDir, { ...PLATFORM_ENV, ...env });
 }
 
 export interface Audience {
@@ -123,7 +126,7 @@ export async function prepareAudience(
   place: { launch?: (dataDir: string, env: Record<string, string>) => Promise<{ url: string; stop(): Promise<void> }>; store?: OpenServiceStore } = {},
 ): Promise<Audience> {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-campaign-"));
-  const first = place.launch ? await place.launch(dataDir, { ...UNLIMITED, ...env }) : await startPlatform(dataDir, env);
+  const first = place.launch ? await place.launch(dataDir, { ...PLATFORM_ENV, ...env }) : await startPlatform(dataDir, env);
   const account = await api(first.url, "", "POST", "/admin/v1/accounts", { name: "Bench" }, true);
   const key = (await api(first.url, "", "POST", `/admin/v1/accounts/${account.body.id}/api-keys`, { mode }, true)).body.key as string;
   const tag = await api(first.url, key, "POST", "/api/v1/tags", { name: "everyone" });
@@ -174,7 +177,7 @@ export async function runCampaign(
   launch: (dataDir: string, env: Record<string, string>) => Promise<Running> = oneProcess,
   servers: Record<string, () => number> = {},
 ): Promise<CampaignRow> {
-  const platform = await launch(audience.dataDir, { ...UNLIMITED, ...env });
+  const platform = await launch(audience.dataDir, { ...PLATFORM_ENV, ...env });
   try {
     const created = await api(platform.url, audience.key, "POST", "/api/v1/campaigns", {
       name: "Bench",

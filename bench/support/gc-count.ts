@@ -27,6 +27,13 @@ function threadCpuSeconds(): number | undefined {
   }
 }
 
+type HeapAtCollection = ReturnType<GCProfiler["stop"]>["statistics"][number]["beforeGC"];
+
+/** Bytes used in one heap space (old_space, new_space, …) before or after a collection. */
+function spaceUsed(heap: HeapAtCollection, name: string): number {
+  return heap.heapSpaceStatistics.find((space) => space.spaceName === name)?.spaceUsedSize ?? 0;
+}
+
 function startCounting(): void {
   const file = threadOutputFile("BENCH_GC_THREADS", "delivery,campaigns", "BENCH_GC_DIR", "emailsvc-gc-count", ".json");
   if (!file) return;
@@ -51,9 +58,8 @@ function startCounting(): void {
       lastAfter = gc.afterGC.heapStatistics.usedHeapSize;
       pauseMs[gc.gcType] = (pauseMs[gc.gcType] ?? 0) + gc.cost / 1000;
       if (gc.gcType === "Scavenge") {
-        const space = (stats: typeof gc.beforeGC, name: string) => stats.heapSpaceStatistics.find((s) => s.spaceName === name)?.spaceUsedSize ?? 0;
-        promoted += Math.max(0, space(gc.afterGC, "old_space") - space(gc.beforeGC, "old_space"));
-        survived += space(gc.afterGC, "new_space");
+        promoted += Math.max(0, spaceUsed(gc.afterGC, "old_space") - spaceUsed(gc.beforeGC, "old_space"));
+        survived += spaceUsed(gc.afterGC, "new_space");
       }
       if (gc.gcType === "MarkSweepCompact") markCompacts += 1;
       else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
