@@ -331,6 +331,8 @@ describe("the Subscribers pages", () => {
     await page.keyboard.type("user0007");
     await page.keyboard.press("Enter");
     await page.getByRole("region", { name: "Subscribers" }).getByRole("link", { name: "user0007@example.com" }).waitFor();
+    // user0007 is on the unfiltered first page too: wait for the search's answer to replace that page's rows.
+    await page.getByRole("region", { name: "Subscribers" }).getByRole("row").nth(2).waitFor({ state: "detached" });
     expect(await page.getByRole("region", { name: "Subscribers" }).getByRole("row").count()).toBe(2);
   });
 
