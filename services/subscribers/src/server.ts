@@ -45,7 +45,7 @@ export interface SubscribersServiceOptions {
   /** A pending subscriber's signup again resends the confirmation this long after the last (default 1 hour; tests shorten it). */
   confirmationResendAfterMs?: number;
   /** Bulk imports: where uploads are kept (a directory: files, the embedded store; unset: documents), the worker's lease. */
-  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; batchRows?: number; soleWorker?: boolean };
+  imports?: { spoolDir?: string; leaseMs?: number; pollMs?: number; uploadSweepMs?: number; batchRows?: number; soleWorker?: boolean };
 }
 
 export interface RunningSubscribersService {
@@ -101,6 +101,7 @@ export async function startSubscribersService(options: SubscribersServiceOptions
     logger,
     leaseMs: options.imports?.leaseMs,
     pollMs: options.imports?.pollMs,
+    uploadSweepMs: options.imports?.uploadSweepMs,
     soleWorker: options.imports?.soleWorker,
   });
   const { server, health } = await startServiceServer({

@@ -32,7 +32,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("imports with several replicas
           suppressionKeys: SUPPRESSION_KEYS,
           sweepIntervalMs: 50,
           sweepGraceMs: 100,
-          imports: { batchRows: 50, pollMs: 20, leaseMs: 5000 },
+          imports: { batchRows: 50, pollMs: 20, leaseMs: 5000, uploadSweepMs: 50 },
         }),
       );
     }
@@ -150,6 +150,8 @@ describe.each<StoreKind>(["embedded", "mongodb"])("imports with several replicas
     await waitFor(async () => (createdEvents().length >= 120 ? true : undefined), "the events", 30_000);
     const firstEventIds = new Set(createdEvents().map((e) => e.meta!.eventId));
 
+    // The worker drops the upload after it marks the job completed: put it back only once it is gone, or that drop takes the copy too.
+    await waitFor(async () => ((await h.store.collection("import_chunks").find({ tenant: key, job_id: id })).length === 0 ? true : undefined), "the upload dropped", 30_000);
     // As after a crash that lost the checkpoint: every row written, the job back at row 0.
     await h.store.collection("import_chunks").insertMany(chunks);
     await h.store.collection("imports").updateOne(
@@ -164,5 +166,30 @@ describe.each<StoreKind>(["embedded", "mongodb"])("imports with several replicas
     const again = createdEvents();
     expect(new Set(again.map((e) => e.meta!.eventId))).toEqual(firstEventIds);
     expect(new Set(again.map((e) => e.subscriberId)).size).toBe(120);
+  });
+
+  it("drops an upload its job's worker kept by dying between the job's end and the drop: no personal data stays past the job", async () => {
+    const client = createClient(imports.ImportService, createServiceTransport(replicas[0]!.url));
+    const t = tenant();
+    const options = as(t);
+    const key = tenantKey(t.tenant);
+    const id = (await client.createImport({ format: imports.ImportFormat.CSV, mode: imports.ImportMode.CREATE, columns: { email: "email" } }, options)).job!.id;
+    await client.appendImportChunk({ jobId: id, seq: 0n, data: Buffer.from("email\nkept@example.com\n") }, options);
+    const chunks = await h.store.collection("import_chunks").find({ tenant: key, job_id: id });
+    expect(chunks).toHaveLength(1);
+    expect(await h.store.collection("imports").findOne({ _id: id, tenant: key })).toMatchObject({ upload_held: true });
+    await client.startImport({ jobId: id, chunkCount: 1n }, options);
+    const chunksLeft = async () => (await h.store.collection("import_chunks").find({ tenant: key, job_id: id })).length;
+    await waitFor(async () => ((await h.store.collection("imports").findOne({ _id: id, tenant: key }))?.upload_held === false ? true : undefined), "the upload noted dropped", 30_000);
+    expect(await chunksLeft()).toBe(0);
+    expect((await client.getImport({ id }, options)).job!.state).toBe(imports.ImportState.COMPLETED);
+
+    // As after a crash between the two writes: the job completed, its upload still stored.
+    await h.store.collection("import_chunks").insertMany(chunks);
+    await h.store.collection("imports").updateOne({ _id: id, tenant: key }, { $set: { upload_held: true } });
+    await waitFor(async () => ((await chunksLeft()) === 0 ? true : undefined), "the sweep to drop the upload", 30_000);
+    await waitFor(async () => ((await h.store.collection("imports").findOne({ _id: id, tenant: key }))?.upload_held === false ? true : undefined), "the sweep to note it", 30_000);
+    // The job itself is as it was.
+    expect((await client.getImport({ id }, options)).job).toMatchObject({ state: imports.ImportState.COMPLETED, counts: { rowsRead: 1n, created: 1n } });
   });
 });

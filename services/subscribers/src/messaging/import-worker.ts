@@ -6,7 +6,7 @@ import type { SubscriberStorage } from "../storage/repositories.js";
 import type { Scope } from "../usecases/deps.js";
 import type { ImportDeps } from "../usecases/import-deps.js";
 import { runImport } from "../usecases/run-import.js";
-import { failUpload } from "../usecases/start-import.js";
+import { dropUpload, failUpload } from "../usecases/start-import.js";
 
 export interface ImportWorkerOptions {
   storage: SubscriberStorage;
@@ -18,6 +18,8 @@ export interface ImportWorkerOptions {
   leaseMs?: number;
   /** An upload untouched this long is failed `upload_abandoned` (default 15 min). */
   staleUploadMs?: number;
+  /** How often it drops uploads kept past their job's end by a crash (default 1 min; also at its first look). */
+  uploadSweepMs?: number;
   /**
    * No other worker can share the store (the embedded store: its data
    * directory is locked to one process). A running job's lease found at
@@ -32,7 +34,8 @@ export interface ImportWorkerOptions {
  * lease (more than one replica may run: a job is one worker's while its lease
  * lasts, renewed after each batch), and resumes a `running` job whose lease
  * ran out (its worker died) from its checkpoint. It also fails uploads left
- * unfinished (the gateway died mid-upload), so none stays `uploading`.
+ * unfinished (the gateway died mid-upload), so none stays `uploading`, and
+ * drops the uploads of jobs that ended just before a crash.
  */
 export class ImportWorker {
   private readonly owner = `worker_${randomBytes(6).toString("hex")}`;
@@ -41,6 +44,7 @@ export class ImportWorker {
   private running: Promise<void> | undefined;
   private stopped = false;
   private staleLeasesFreed = false;
+  private nextUploadSweep = 0;
 
   constructor(private readonly options: ImportWorkerOptions) {
     this.queue = options.storage.importQueue();
@@ -81,6 +85,13 @@ export class ImportWorker {
       this.staleLeasesFreed = true;
     }
     const now = this.options.deps.now();
+    if (now >= this.nextUploadSweep) {
+      // A job over whose upload is still held: its worker died between the two writes.
+      for (const over of await this.queue.find({ upload_held: true, state: { $in: ["completed", "failed"] } }, { limit: 20 })) {
+        await dropUpload(this.options.deps, this.scopeOf(over), over._id);
+      }
+      this.nextUploadSweep = now + (this.options.uploadSweepMs ?? 60_000);
+    }
     for (const stale of await this.queue.find({ state: "uploading", updated_at: { $lt: now - (this.options.staleUploadMs ?? 15 * 60_000) } }, { limit: 20 })) {
       await failUpload(this.options.deps, this.scopeOf(stale), stale._id, "upload_abandoned");
     }

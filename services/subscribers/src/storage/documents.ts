@@ -262,6 +262,13 @@ export interface ImportJobDoc extends Doc {
   /** Chunks stored (0 .. chunk_count-1) and their bytes. */
   chunk_count: number;
   size_bytes: number;
+  /**
+   * The upload is still stored: true from creation until its chunks are
+   * dropped after the job is over. The job's end and the drop are two writes,
+   * so a crash between them leaves this true for the worker's sweep to finish
+   * (an upload holds personal data: none is kept past its job).
+   */
+  upload_held?: boolean;
   /** The last data row done (checkpoint); 0: none. */
   row: number;
   counts: ImportCounts;
@@ -281,6 +288,8 @@ export const IMPORT_JOB_INDEXES = [
   { name: "by_tenant", fields: { tenant: 1, _id: 1 } },
   // The worker's claim: queued or running jobs whose lease ran out; the reaper's stale uploads.
   { name: "claimable", fields: { state: 1, lease_until: 1 } },
+  // The sweep of uploads kept past their job's end (a crash between the two).
+  { name: "upload_held", fields: { upload_held: 1, state: 1 } },
 ] as const;
 
 /** A chunk of an upload kept in the database (MongoDB); the embedded store keeps them as files. `_id` = `<job>:<seq>`. */

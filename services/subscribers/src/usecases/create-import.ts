@@ -44,6 +44,7 @@ export async function createImport(deps: ImportDeps, scope: Scope, input: Create
     user_agent: scope.origin?.userAgent ?? "",
     chunk_count: 0,
     size_bytes: 0,
+    upload_held: true,
     row: 0,
     counts: { ...NO_COUNTS },
     failure: "",

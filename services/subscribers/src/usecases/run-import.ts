@@ -22,6 +22,7 @@ import { markersOf, outboxEntry, suppressionsOf, type Scope } from "./deps.js";
 import { ensureTags } from "./ensure-tags.js";
 import type { ImportDeps } from "./import-deps.js";
 import { reportId } from "./list-import-errors.js";
+import { dropUpload } from "./start-import.js";
 
 // Runs a claimed import job (issue 18): reads the stored upload from the
 // start, skips the rows the checkpoint says are done, and handles the rest a
@@ -141,7 +142,7 @@ async function finish(deps: ImportDeps, scope: Scope, job: ImportJobDoc, state: 
     { $set: { state, failure, finished_at: now, updated_at: now, lease_owner: "", lease_until: 0 } },
   );
   // The upload is not needed once the job is over (its report stays).
-  if (done) await deps.spool.drop(scope.importChunks, job._id);
+  if (done) await dropUpload(deps, scope, job._id);
 }
 
 /** The job's row marker on the documents it changes. */

@@ -29,5 +29,11 @@ export async function startImport(deps: ImportDeps, scope: Scope, input: { jobId
 export async function failUpload(deps: ImportDeps, scope: Scope, jobId: string, code: string): Promise<void> {
   const now = deps.now();
   const failed = await scope.imports.updateOne({ _id: jobId, state: "uploading" }, { $set: { state: "failed", failure: code, finished_at: now, updated_at: now } });
-  if (failed) await deps.spool.drop(scope.importChunks, jobId);
+  if (failed) await dropUpload(deps, scope, jobId);
+}
+
+/** Drops the upload of a job that is over, then notes it gone (the worker's sweep redoes this after a crash between the two). */
+export async function dropUpload(deps: ImportDeps, scope: Scope, jobId: string): Promise<void> {
+  await deps.spool.drop(scope.importChunks, jobId);
+  await scope.imports.updateOne({ _id: jobId, state: { $in: ["completed", "failed"] } }, { $set: { upload_held: false } });
 }
