@@ -147,14 +147,43 @@ export function sharedCache(): DocCache {
   return threadCache;
 }
 
-/** Positional reads of a datafile's lines, through a descriptor kept open (reopened when a rewrite renames a new file over it). */
+/** Bytes read at once when a read comes near the last one (see LineReader). */
+export const READ_AHEAD_BYTES = 64 * 1024;
+/** How near (in bytes of the file) a read must come to the last one to read ahead. */
+const NEAR_BYTES = 256 * 1024;
+
+/**
+ * Positional reads of a datafile's lines, through a descriptor kept open
+ * (reopened when a rewrite renames a new file over it). A read near the last
+ * one reads READ_AHEAD_BYTES, and the reads that fall within them are served
+ * from memory: documents are mostly read in runs of neighbouring lines (an
+ * audience's pages in id order, a batch's recipients or ledger rows, a
+ * count), one system call for a few hundred lines instead of one each
+ * (bench/README.md, "Embedded store: reads in runs"). Only bytes the
+ * appender has finished writing (`written`) are read ahead: the file only
+ * grows until a rewrite replaces it (reopen), so they never change under the
+ * buffer.
+ */
 export class LineReader {
   private fd: number | undefined;
-  private buffer = Buffer.allocUnsafe(64 * 1024);
+  /** The last bytes read: the file's [bufferAt, bufferAt + held). */
+  private buffer = Buffer.allocUnsafe(READ_AHEAD_BYTES);
+  private bufferAt = 0;
+  private held = 0;
+  /** Where the last read from the file began (-∞ before the first: no read ahead). */
+  private lastAt = Number.NEGATIVE_INFINITY;
   /** Documents read (tests). */
   reads = 0;
+  /** Reads from the file (tests). */
+  fileReads = 0;
 
-  constructor(private readonly filename: string) {}
+  constructor(
+    private readonly filename: string,
+    /** The file's bytes known to be whole (the appender's size): never read ahead past them. */
+    private readonly written: () => number = () => 0,
+    /** Bytes read at once near the last read (0: each line alone). */
+    private readonly readAhead: number = READ_AHEAD_BYTES,
+  ) {}
 
   /** Opens the file as it is now under its name (after load, and after each rewrite's rename). */
   reopen(): void {
@@ -165,18 +194,29 @@ export class LineReader {
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+    this.held = 0;
+    this.lastAt = Number.NEGATIVE_INFINITY;
   }
 
   /** The bytes at [at, at + len): a view of a buffer reused by the next read. */
   bytes(at: number, len: number): Buffer {
+    const from = at - this.bufferAt;
+    if (from >= 0 && from + len <= this.held) return this.buffer.subarray(from, from + len);
     if (this.fd === undefined) this.reopen();
     if (this.buffer.length < len) this.buffer = Buffer.allocUnsafe(Math.max(len, this.buffer.length * 2));
+    const near = Math.abs(at - this.lastAt) < NEAR_BYTES;
+    this.lastAt = at;
+    const upTo = near ? Math.max(len, Math.min(this.readAhead, this.buffer.length, this.written() - at)) : len;
+    this.held = 0;
     let done = 0;
     while (done < len) {
-      const n = readSync(this.fd!, this.buffer, done, len - done, at + done);
+      this.fileReads += 1;
+      const n = readSync(this.fd!, this.buffer, done, upTo - done, at + done);
       if (n === 0) throw new Error(`${this.filename}: a document's line at ${at} is past the end of the file`);
       done += n;
     }
+    this.bufferAt = at;
+    this.held = done;
     return this.buffer.subarray(0, len);
   }
 
