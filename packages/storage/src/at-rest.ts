@@ -180,9 +180,9 @@ export class LineReader {
   constructor(
     private readonly filename: string,
     /** The file's bytes known to be whole (the appender's size): never read ahead past them. */
-    private readonly written: () => number = () => 0,
+    private readonly written: () => number,
     /** Bytes read at once near the last read (0: each line alone). */
-    private readonly readAhead: number = READ_AHEAD_BYTES,
+    private readonly readAhead: number,
   ) {}
 
   /** Opens the file as it is now under its name (after load, and after each rewrite's rename). */

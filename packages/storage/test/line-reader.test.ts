@@ -29,12 +29,19 @@ describe("LineReader", () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("reads a run of neighbouring lines with one read of the file per window, each line as written", () => {
+  /** A datafile holding `text`, and a reader of it that takes the file's first `written` bytes as whole (all of `text` at first). */
+  function readerOf(text: string): { file: string; reader: LineReader; whole: { written: number } } {
     const file = path.join(dir, "data.db");
-    const { text, at, len } = linesOf(0, 2000, 200);
     writeFileSync(file, text);
-    const reader = new LineReader(file, () => Buffer.byteLength(text));
+    const whole = { written: Buffer.byteLength(text) };
+    const reader = new LineReader(file, () => whole.written, READ_AHEAD_BYTES);
     reader.reopen();
+    return { file, reader, whole };
+  }
+
+  it("reads a run of neighbouring lines with one read of the file per window, each line as written", () => {
+    const { text, at, len } = linesOf(0, 2000, 200);
+    const { reader } = readerOf(text);
     for (let i = 0; i < 2000; i++) expect(reader.read(at[i]!, len[i]!)).toMatchObject({ n: i });
     // About 420 KB in 64 KB windows (the first read reads only its line: nothing to be near yet).
     expect(reader.fileReads).toBeLessThanOrEqual(Math.ceil(Buffer.byteLength(text) / READ_AHEAD_BYTES) + 2);
@@ -43,12 +50,8 @@ describe("LineReader", () => {
   });
 
   it("never reads ahead past the bytes the appender finished: lines appended later are read from the file", () => {
-    const file = path.join(dir, "data.db");
     const first = linesOf(0, 50, 100);
-    writeFileSync(file, first.text);
-    let written = Buffer.byteLength(first.text);
-    const reader = new LineReader(file, () => written);
-    reader.reopen();
+    const { file, reader, whole } = readerOf(first.text);
     // Part of an append is in the file and not yet finished: the window stops before it.
     const more = linesOf(50, 50, 100);
     appendFileSync(file, Buffer.alloc(300, "#"));
@@ -56,25 +59,21 @@ describe("LineReader", () => {
     // The append finishes with other bytes there (a failed append's part written over by the next one's lines).
     writeFileSync(file, first.text);
     appendFileSync(file, more.text);
-    written += Buffer.byteLength(more.text);
+    whole.written += Buffer.byteLength(more.text);
     const base = Buffer.byteLength(first.text);
     for (let i = 0; i < 50; i++) expect(reader.read(base + more.at[i]!, more.len[i]!)).toMatchObject({ n: 50 + i });
   });
 
   it("reads the new file after a rewrite renamed it over the old one (reopen drops what was read ahead)", () => {
-    const file = path.join(dir, "data.db");
     const old = linesOf(0, 100, 80);
-    writeFileSync(file, old.text);
-    let written = Buffer.byteLength(old.text);
-    const reader = new LineReader(file, () => written);
-    reader.reopen();
+    const { file, reader, whole } = readerOf(old.text);
     for (let i = 0; i < 10; i++) expect(reader.read(old.at[i]!, old.len[i]!)).toMatchObject({ n: i });
     // The same positions hold other documents in the rewritten file.
     const rewritten = linesOf(500, 100, 80);
     writeFileSync(`${file}~`, rewritten.text);
     renameSync(`${file}~`, file);
     reader.reopen();
-    written = Buffer.byteLength(rewritten.text);
+    whole.written = Buffer.byteLength(rewritten.text);
     for (let i = 0; i < 10; i++) expect(reader.read(rewritten.at[i]!, rewritten.len[i]!)).toMatchObject({ n: 500 + i });
   });
 });
