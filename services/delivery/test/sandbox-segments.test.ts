@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/ids";
 import { CrossTenantCollection, openEmbeddedStore, type EmbeddedDocumentStore } from "@emailsvc/storage";
-import type { SandboxMessageDoc } from "../src/storage/documents.js";
+import { SANDBOX_INDEXES, SANDBOX_SEGMENT_INDEXES, type SandboxMessageDoc } from "../src/storage/documents.js";
 import { SandboxArchive, type SandboxMessage, type SandboxSettings } from "../src/storage/sandbox-messages.js";
 
 // Issue 20: the sandbox's bodies on the embedded store are appended to
@@ -28,6 +28,7 @@ describe("the sandbox's body segments (embedded store)", () => {
   /** The store with its datafile and an archive on it, as delivery opens them at start. */
   async function open(settings: SandboxSettings = {}): Promise<void> {
     store = await openEmbeddedStore({ dataDir: join(dir, "delivery") });
+    await store.collection<SandboxMessageDoc>("sandbox_messages").createIndexes([...SANDBOX_INDEXES, ...SANDBOX_SEGMENT_INDEXES]);
     archive = new SandboxArchive(new CrossTenantCollection(store.collection<SandboxMessageDoc>("sandbox_messages"), "test"), {
       bodiesDir: join(dir, "sandbox"),
       now: () => clock,
@@ -139,6 +140,35 @@ describe("the sandbox's body segments (embedded store)", () => {
     expect(Math.max(...segments().map((name) => Number.parseInt(name, 10)))).toBeGreaterThan(80);
     await expect(archive.forTenant(TENANT).get(ids[399]!)).resolves.toMatchObject({ html: body });
     await expect(archive.forTenant(TENANT).get(ids[0]!)).resolves.toBe(undefined);
+  });
+
+  it("drops the first kept, segment after segment and in part of one, and deletes a segment once the cap took all its messages", async () => {
+    const body = "<p>" + "x".repeat(1_000) + "</p>";
+    // About four bodies a segment; a cap of 10 trims down to 9.
+    await open({ maxPerTenant: 10, segments: { segmentBytes: 4_000 } });
+    const ids = await keepMany(11, () => body, 1);
+    await shut(); // waits for the trim
+    await open({ maxPerTenant: 10, segments: { segmentBytes: 4_000 } });
+    // The two kept first went, though the rest of their segment stays.
+    const first = (await rows()).map((row) => row._id).sort();
+    expect(first).toEqual(ids.slice(2).sort());
+    expect(segments()).toContain("1.bodies");
+    // After a restart (a new segment), two more: the next two kept first go, and with them the last of segment 1.
+    ids.push(...(await keepMany(2, () => body, 1)));
+    await archive.stop();
+    expect((await rows()).map((row) => row._id).sort()).toEqual(ids.slice(4).sort());
+    expect(segments()).not.toContain("1.bodies");
+    for (const id of ids.slice(4)) await expect(archive.forTenant(TENANT).get(id)).resolves.toMatchObject({ html: body });
+  });
+
+  it("drops a row kept before segments (its body in the row) by its time, first", async () => {
+    await open({ maxPerTenant: 4 });
+    const legacy = newId("eml");
+    await store.collection<SandboxMessageDoc>("sandbox_messages").insertOne({ _id: legacy, tenant: TENANT, from: "a@x.example", to: "b@x.example", subject: "s", body: { html: "<p>old</p>", text: "t", headers: {} }, captured_at: clock - HOUR });
+    const ids = await keepMany(4, (i) => `<p>new ${i}</p>`, 1);
+    await archive.stop();
+    // Five past a cap of four: down to four, the row from before segments first.
+    expect((await rows()).map((row) => row._id).sort()).toEqual(ids.sort());
   });
 
   it("deletes the segments of messages past the retention, the current one too, and starts a new one after", async () => {

@@ -306,6 +306,13 @@ export const SANDBOX_INDEXES = [
   { name: "expiry", fields: { captured_at: 1 } },
 ] as const;
 
+/**
+ * Where bodies are in segment files (the embedded store): a tenant's rows per
+ * segment, counted from the index alone. The cap's trim takes the first kept
+ * from the oldest segments, and a segment goes once it counts no row.
+ */
+export const SANDBOX_SEGMENT_INDEXES = [{ name: "by_tenant_segment", fields: { tenant: 1, body_segment: 1 } }] as const;
+
 /** A DKIM key of a sending domain: its selector, its public key (the record's `p=`) and its private key sealed under SEALING_KEYS. */
 export interface DkimKeyDoc {
   selector: string;

@@ -13,8 +13,9 @@ import { BodySegments, names, removeFile, type BodyLocation, type SegmentSetting
 //    (SANDBOX_RETENTION_HOURS, 72 h); a sweep deletes older ones.
 //  - Bounded per tenant: at most `maxPerTenant` (SANDBOX_MAX_MESSAGES_PER_TENANT,
 //    10,000) per account and mode; past it those kept longest ago go first, a
-//    tenth at a time (one count, one sorted read and a delete per batch of
-//    500, not per message).
+//    tenth at a time (a delete per batch of 500, not per message). On the
+//    embedded store they are found by the segment their body is in, which
+//    is the order they were kept in; on MongoDB by the index on time.
 //  - Bodies off the heap: on the embedded store the row holds sender,
 //    recipient, subject, time and where the body is; HTML, text and headers
 //    are appended to a segment file of the tenant,
@@ -199,7 +200,24 @@ export class SandboxArchive {
 
   /** Deletes the tenant's segments none of its rows points into any more. */
   private async reclaim(rows: TenantCollection<SandboxMessageDoc>): Promise<void> {
-    await this.bodies?.reclaim(rows.tenant, async () => new Set((await rows.countBy({}, "body_segment")).keys()));
+    const bodies = this.bodies;
+    if (!bodies) return;
+    await bodies.reclaim(rows.tenant, async () => {
+      const used = new Set<string>();
+      for (const [segment, size] of await this.segmentSizes(bodies, rows)) if (size > 0) used.add(segment);
+      return used;
+    });
+  }
+
+  /**
+   * How many rows point into each of the tenant's segments, oldest segment
+   * first: counted from the index by segment (SANDBOX_SEGMENT_INDEXES), no
+   * row read.
+   */
+  private async segmentSizes(bodies: BodySegments, rows: TenantCollection<SandboxMessageDoc>): Promise<Array<[string, number]>> {
+    const sizes: Array<[string, number]> = [];
+    for (const segment of await bodies.segmentsOf(rows.tenant)) sizes.push([segment, await rows.count({ body_segment: segment })]);
+    return sizes;
   }
 
   /** After a message was kept: past the cap, the tenant's oldest go (one trim at a time per tenant). */
@@ -214,25 +232,60 @@ export class SandboxArchive {
   }
 
   /**
-   * Deletes the tenant's messages kept longest ago (by `captured_at`, not by
-   * email id: a campaign's email ids are minted when its audience is copied,
-   * so a campaign resumed after a long pause sends old ids last, and they
-   * would go first) down to a tenth below the cap, until a count finds it
-   * within the cap (messages kept meanwhile are counted too). One sorted read
-   * per round (the index by tenant and time on MongoDB; the tenant's rows
-   * sorted in memory on the embedded store, at most the cap and what came
-   * meanwhile), then deletes in batches.
+   * Deletes the tenant's messages kept longest ago (not those of the oldest
+   * email ids: a campaign's email ids are minted when its audience is
+   * copied, so a campaign resumed after a long pause sends old ids last, and
+   * they would go first) down to a tenth below the cap, until a count finds
+   * it within the cap (messages kept meanwhile are counted too).
    */
   private async trim(tenant: string): Promise<void> {
     const rows = this.rows.forTenant(tenant);
     const target = this.maxPerTenant - Math.floor(this.maxPerTenant / 10);
     for (let count = await rows.count({}); count > this.maxPerTenant; count = await rows.count({})) {
-      const oldest = await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: count - target });
-      if (oldest.length === 0) break;
-      for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH), "drop");
+      const dropped = (await this.dropFirstKeptBySegment(rows, count, count - target)) ?? (await this.dropFirstKeptByTime(rows, count - target));
+      if (dropped === 0) break;
     }
     this.counted.set(tenant, await rows.count({}));
     await this.reclaim(rows);
+  }
+
+  /**
+   * The `n` kept first, by `captured_at`: one sorted read (the index by
+   * tenant and time on MongoDB; on the embedded store every row of the
+   * tenant, read and sorted in memory), then deletes in batches.
+   */
+  private async dropFirstKeptByTime(rows: TenantCollection<SandboxMessageDoc>, n: number): Promise<number> {
+    const oldest = await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: n });
+    for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH), "drop");
+    return oldest.length;
+  }
+
+  /**
+   * The `n` kept first, when every row's body is in a segment (the embedded
+   * store): bodies are appended in the order they are kept, segment after
+   * segment, so the first kept are the first rows of the oldest segments.
+   * Only those rows are read, found by the index by segment; sorting every
+   * row of the tenant by time at each trim (every 1,000 messages past a cap
+   * of 10,000) made a 100,000-message sandbox campaign 16.8 s instead of
+   * 15.6 (issue 20, means of six pairs). Undefined when some row has no segment (a body kept in its row or
+   * a file of its own, before segments; or a row erased meanwhile): then by
+   * time.
+   */
+  private async dropFirstKeptBySegment(rows: TenantCollection<SandboxMessageDoc>, total: number, n: number): Promise<number | undefined> {
+    const bodies = this.bodies;
+    if (!bodies) return undefined;
+    const sizes = await this.segmentSizes(bodies, rows);
+    // Counted after `total`: rows kept meanwhile only add to it.
+    if (sizes.reduce((sum, [, size]) => sum + size, 0) < total) return undefined;
+    let dropped = 0;
+    for (const [segment, size] of sizes) {
+      if (dropped >= n) break;
+      if (size === 0) continue;
+      const first = await rows.find({ body_segment: segment }, { sort: { body_offset: 1 }, limit: n - dropped });
+      for (let i = 0; i < first.length; i += BATCH) await this.remove(rows, first.slice(i, i + BATCH), "drop");
+      dropped += first.length;
+    }
+    return dropped;
   }
 
   /** Deletes every message older than the retention (each tenant's by itself), and body segments no row points into; answers how many rows went. */

@@ -194,6 +194,11 @@ export class BodySegments {
     return this.of(tenant).reclaim(inUse);
   }
 
+  /** The tenant's segments, oldest first (names are numbers, each past the last): the order its bodies were kept in. */
+  async segmentsOf(tenant: string): Promise<string[]> {
+    return [...(await this.of(tenant).segments())].sort((a, b) => Number(a) - Number(b));
+  }
+
   /** The tenants that have a directory here (the sweep reclaims theirs too, also those this process never wrote for). */
   async tenantsOnDisk(): Promise<string[]> {
     const tenants: string[] = [];
@@ -242,6 +247,11 @@ class TenantSegments {
     const left = (this.pending.get(segment) ?? 1) - 1;
     if (left > 0) this.pending.set(segment, left);
     else this.pending.delete(segment);
+  }
+
+  /** The segment names in the directory, as this process keeps them up to date. */
+  segments(): Promise<ReadonlySet<string>> {
+    return this.load();
   }
 
   private load(): Promise<Set<string>> {
