@@ -113,13 +113,18 @@ describe("the sandbox's body segments (embedded store)", () => {
   it("writes bodies handed over together in one write, not one each", async () => {
     await open();
     await keepMany(1, () => "<p>warm</p>"); // the segment made and opened
-    // The process' write system calls (Linux): the bodies' and the store's rows' appends.
+    // The process' write system calls (Linux): the bodies' and the store's rows' appends. The
+    // counter is the whole process's, and jest writing its own files in it once came into a window
+    // (3,693 writes; never again in reruns): the fewer of two windows of the same work is counted.
     const writes = () => Number(/^syscw: (\d+)$/m.exec(readFileSync("/proc/self/io", "utf8"))![1]);
-    const before = writes();
-    await keepMany(200, (i) => `<p>order ${i}</p>`, 50);
-    const made = writes() - before;
+    const windows: number[] = [];
+    for (let round = 0; round < 2; round += 1) {
+      const before = writes();
+      await keepMany(200, (i) => `<p>order ${i}</p>`, 50);
+      windows.push(writes() - before);
+    }
     // A file per body took one write each (and an open and a close); four groups of fifty take a few.
-    expect(made).toBeLessThan(50);
+    expect(Math.min(...windows)).toBeLessThan(50);
   });
 
   it("deletes the segments whose messages the cap dropped, keeping the disk within the cap's bodies", async () => {
