@@ -267,9 +267,10 @@ export class SandboxArchive {
    * Only those rows are read, found by the index by segment; sorting every
    * row of the tenant by time at each trim (every 1,000 messages past a cap
    * of 10,000) made a 100,000-message sandbox campaign 16.8 s instead of
-   * 15.6 (issue 20, means of six pairs). Undefined when some row has no segment (a body kept in its row or
-   * a file of its own, before segments; or a row erased meanwhile): then by
-   * time.
+   * 15.6 (issue 20, means of six pairs; bench:sandbox-archive measures the
+   * trims alone). Undefined when some row has no segment (a body kept in its
+   * row or a file of its own, before segments; or a row erased meanwhile):
+   * then by time.
    */
   private async dropFirstKeptBySegment(rows: TenantCollection<SandboxMessageDoc>, total: number, n: number): Promise<number | undefined> {
     const bodies = this.bodies;
