@@ -10,5 +10,5 @@ export { defineProvider, type ProviderContext, type ProviderDefinition } from ".
 export { DEFAULT_FROM, parseSender, type Sender } from "./domain/message.js";
 export { PUBLIC_ERRORS, type PublicErrorCode, type RetryPolicy } from "./domain/provider.js";
 export { deliveryService } from "./service.js";
-export { EMAIL_INDEXES, SANDBOX_INDEXES, SANDBOX_SEGMENT_INDEXES, withoutEmailDefaults, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
+export { EMAIL_INDEXES, withoutEmailDefaults, type EmailDoc, type SandboxMessageDoc } from "./storage/documents.js";
 export { SandboxArchive, type SandboxMessage } from "./storage/sandbox-messages.js";

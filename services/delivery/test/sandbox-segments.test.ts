@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@emailsvc/ids";
 import { CrossTenantCollection, openEmbeddedStore, type EmbeddedDocumentStore } from "@emailsvc/storage";
-import { SANDBOX_INDEXES, SANDBOX_SEGMENT_INDEXES, type SandboxMessageDoc } from "../src/storage/documents.js";
+import type { SandboxMessageDoc } from "../src/storage/documents.js";
 import { SandboxArchive, type SandboxMessage, type SandboxSettings } from "../src/storage/sandbox-messages.js";
 
 // Issue 20: the sandbox's bodies on the embedded store are appended to
@@ -28,13 +28,14 @@ describe("the sandbox's body segments (embedded store)", () => {
   /** The store with its datafile and an archive on it, as delivery opens them at start. */
   async function open(settings: SandboxSettings = {}): Promise<void> {
     store = await openEmbeddedStore({ dataDir: join(dir, "delivery") });
-    await store.collection<SandboxMessageDoc>("sandbox_messages").createIndexes([...SANDBOX_INDEXES, ...SANDBOX_SEGMENT_INDEXES]);
-    archive = new SandboxArchive(new CrossTenantCollection(store.collection<SandboxMessageDoc>("sandbox_messages"), "test"), {
+    const rows = store.collection<SandboxMessageDoc>("sandbox_messages");
+    archive = new SandboxArchive(new CrossTenantCollection(rows, "test"), {
       bodiesDir: join(dir, "sandbox"),
       now: () => clock,
       retentionMs: 72 * HOUR,
       ...settings,
     });
+    await rows.createIndexes(archive.indexes);
   }
 
   /** Stops the archive and the store, as a shutdown does. */

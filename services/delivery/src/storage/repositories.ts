@@ -4,8 +4,6 @@ import {
   CANCELLED_CAMPAIGN_INDEXES,
   EMAIL_INDEXES,
   PAUSED_CAMPAIGN_INDEXES,
-  SANDBOX_INDEXES,
-  SANDBOX_SEGMENT_INDEXES,
   SENDER_DOMAIN_INDEXES,
   type CancelledCampaignDoc,
   type EmailDoc,
@@ -42,7 +40,6 @@ export class DeliveryStorage {
   private readonly senderDomains: Collection<SenderDomainDoc>;
   /** The sandbox's kept messages of every tenant, with their retention and cap. */
   private readonly archive: SandboxArchive;
-  private readonly sandboxBodiesInSegments: boolean;
 
   constructor(store: DocumentStore, sandbox: SandboxSettings = {}, onError?: (what: string, err: unknown) => void) {
     // Stored without the fields holding their defaults, read whole (email-records.ts).
@@ -51,7 +48,6 @@ export class DeliveryStorage {
     this.cancelled = store.collection<CancelledCampaignDoc>("cancelled_campaigns");
     this.paused = store.collection<PausedCampaignDoc>("paused_campaigns");
     this.senderDomains = store.collection<SenderDomainDoc>("sender_domains");
-    this.sandboxBodiesInSegments = sandbox.bodiesDir !== undefined;
     this.archive = new SandboxArchive(
       new CrossTenantCollection(this.sandbox, "sandbox: keeps each message in the tenant of its email; the retention sweep deletes expired messages of every tenant"),
       sandbox,
@@ -62,7 +58,7 @@ export class DeliveryStorage {
   async createIndexes(): Promise<void> {
     await Promise.all([
       this.emails.createIndexes(EMAIL_INDEXES),
-      this.sandbox.createIndexes(this.sandboxBodiesInSegments ? [...SANDBOX_INDEXES, ...SANDBOX_SEGMENT_INDEXES] : SANDBOX_INDEXES),
+      this.sandbox.createIndexes(this.archive.indexes),
       this.cancelled.createIndexes(CANCELLED_CAMPAIGN_INDEXES),
       this.paused.createIndexes(PAUSED_CAMPAIGN_INDEXES),
       this.senderDomains.createIndexes(SENDER_DOMAIN_INDEXES),

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import * as path from "node:path";
-import { DuplicateKeyError, readFileIfPresent, tenantFilePath, type CrossTenantCollection, type TenantCollection } from "@emailsvc/storage";
-import type { SandboxBody, SandboxMessageDoc } from "./documents.js";
+import { DuplicateKeyError, readFileIfPresent, tenantFilePath, type CrossTenantCollection, type IndexSpec, type TenantCollection } from "@emailsvc/storage";
+import { SANDBOX_INDEXES, SANDBOX_SEGMENT_INDEXES, type SandboxBody, type SandboxMessageDoc } from "./documents.js";
 import { BodySegments, names, removeFile, type BodyLocation, type SegmentSettings } from "./sandbox-segments.js";
 
 // What the sandbox provider keeps, and for how long (issue 16, defect 2: one
@@ -80,6 +80,8 @@ export interface TenantSandbox {
 export class SandboxArchive {
   readonly retentionMs: number;
   readonly maxPerTenant: number;
+  /** The indexes its rows need (made at start): with bodies in segments, also the one by segment. */
+  readonly indexes: readonly IndexSpec[];
   private readonly bodies: BodySegments | undefined;
   private readonly bodiesDir: string | undefined;
   private readonly now: () => number;
@@ -103,6 +105,7 @@ export class SandboxArchive {
     this.now = settings.now ?? Date.now;
     this.bodiesDir = settings.bodiesDir;
     this.bodies = settings.bodiesDir !== undefined ? new BodySegments(settings.bodiesDir, { ...settings.segments, now: this.now }) : undefined;
+    this.indexes = this.bodies ? [...SANDBOX_INDEXES, ...SANDBOX_SEGMENT_INDEXES] : SANDBOX_INDEXES;
     this.sweepIntervalMs = settings.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
   }
 
@@ -211,7 +214,7 @@ export class SandboxArchive {
 
   /**
    * How many rows point into each of the tenant's segments, oldest segment
-   * first: counted from the index by segment (SANDBOX_SEGMENT_INDEXES), no
+   * first: counted from the index by segment (`indexes`), no
    * row read.
    */
   private async segmentSizes(bodies: BodySegments, rows: TenantCollection<SandboxMessageDoc>): Promise<Array<[string, number]>> {
@@ -255,9 +258,7 @@ export class SandboxArchive {
    * tenant, read and sorted in memory), then deletes in batches.
    */
   private async dropFirstKeptByTime(rows: TenantCollection<SandboxMessageDoc>, n: number): Promise<number> {
-    const oldest = await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: n });
-    for (let i = 0; i < oldest.length; i += BATCH) await this.remove(rows, oldest.slice(i, i + BATCH), "drop");
-    return oldest.length;
+    return this.dropAll(rows, await rows.find({}, { sort: { captured_at: 1, _id: 1 }, limit: n }));
   }
 
   /**
@@ -282,11 +283,15 @@ export class SandboxArchive {
     for (const [segment, size] of sizes) {
       if (dropped >= n) break;
       if (size === 0) continue;
-      const first = await rows.find({ body_segment: segment }, { sort: { body_offset: 1 }, limit: n - dropped });
-      for (let i = 0; i < first.length; i += BATCH) await this.remove(rows, first.slice(i, i + BATCH), "drop");
-      dropped += first.length;
+      dropped += await this.dropAll(rows, await rows.find({ body_segment: segment }, { sort: { body_offset: 1 }, limit: n - dropped }));
     }
     return dropped;
+  }
+
+  /** Drops these rows (the cap's), a batch at a time; answers how many were given. */
+  private async dropAll(rows: TenantCollection<SandboxMessageDoc>, docs: readonly SandboxMessageDoc[]): Promise<number> {
+    for (let i = 0; i < docs.length; i += BATCH) await this.remove(rows, docs.slice(i, i + BATCH), "drop");
+    return docs.length;
   }
 
   /** Deletes every message older than the retention (each tenant's by itself), and body segments no row points into; answers how many rows went. */
