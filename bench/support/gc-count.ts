@@ -10,20 +10,57 @@
 // `--trace-gc-nvp`'s `allocated`, from v8.GCProfiler), `scavenges`,
 // `markCompacts`, `pauseMs` (the thread's pauses by collection type),
 // `promoted` and `survived` (bytes young-generation collections moved to the
-// old generation and kept in the young one, summed), and `cpuSeconds` of the
-// thread (/proc/thread-self/stat, Linux). Only for measuring.
-import { readFileSync, writeFileSync } from "node:fs";
+// old generation and kept in the young one, summed), `cpuSeconds` of the
+// thread (/proc/thread-self/stat, Linux), `waitSeconds` it spent ready to run
+// but waiting for a core (/proc/thread-self/schedstat) and its `tid`; the
+// process's own thread (`main`) also writes every thread of the process
+// (`threads`: tid, cpuSeconds, waitSeconds), V8's and libuv's helper threads
+// among them (those whose tid no JS thread wrote). All counted from the
+// thread's start. Only for measuring.
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
 import { GCProfiler, getHeapStatistics } from "node:v8";
 import { threadOutputFile } from "./thread-output.js";
 
-function threadCpuSeconds(): number | undefined {
+/** CPU seconds of a thread (`/proc/thread-self` or `/proc/self/task/<tid>`), undefined off Linux. */
+function cpuSecondsOf(dir: string): number | undefined {
   try {
-    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const stat = readFileSync(`${dir}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     // utime and stime, in clock ticks (100 a second on Linux).
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return undefined;
+  }
+}
+
+/** Seconds a thread was ready to run and waited for a core (schedstat's second field, ns). */
+function waitSecondsOf(dir: string): number | undefined {
+  try {
+    return Number(readFileSync(`${dir}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+  } catch {
+    return undefined;
+  }
+}
+
+function ownTid(): number | undefined {
+  try {
+    return Number(readlinkSync("/proc/thread-self").split("/").pop());
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every thread of the process, for the process's own thread to write. */
+function processThreads(): Array<{ tid: number; cpuSeconds?: number; waitSeconds?: number }> {
+  try {
+    return readdirSync("/proc/self/task").map((tid) => ({
+      tid: Number(tid),
+      cpuSeconds: cpuSecondsOf(`/proc/self/task/${tid}`),
+      waitSeconds: waitSecondsOf(`/proc/self/task/${tid}`),
+    }));
+  } catch {
+    return [];
   }
 }
 
@@ -46,6 +83,7 @@ function startCounting(): void {
   let promoted = 0;
   let survived = 0;
   let lastAfter = getHeapStatistics().used_heap_size;
+  const tid = ownTid();
   let profiler = new GCProfiler();
   profiler.start();
   // GCProfiler answers only when stopped: stopped and started again at each write.
@@ -64,7 +102,13 @@ function startCounting(): void {
       if (gc.gcType === "MarkSweepCompact") markCompacts += 1;
       else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
     }
-    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, pauseMs, promoted, survived, cpuSeconds: threadCpuSeconds() }));
+    const own = {
+      cpuSeconds: cpuSecondsOf("/proc/thread-self"),
+      waitSeconds: waitSecondsOf("/proc/thread-self"),
+      tid,
+      ...(isMainThread ? { threads: processThreads() } : {}),
+    };
+    writeFileSync(file, JSON.stringify({ allocated, scavenges, markCompacts, pauseMs, promoted, survived, ...own }));
   };
   setInterval(write, 2000).unref();
   process.on("exit", write);
