@@ -17,51 +17,32 @@
 // (`threads`: tid, cpuSeconds, waitSeconds), V8's and libuv's helper threads
 // among them (those whose tid no JS thread wrote). All counted from the
 // thread's start. Only for measuring.
-import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
 import { GCProfiler, getHeapStatistics } from "node:v8";
+import { cpuSecondsOf, waitSecondsOf } from "./process.js";
 import { threadOutputFile } from "./thread-output.js";
 
-/** CPU seconds of a thread (`/proc/thread-self` or `/proc/self/task/<tid>`), undefined off Linux. */
-function cpuSecondsOf(dir: string): number | undefined {
+/** A /proc reading, or undefined where there is none (off Linux). */
+function orUndefined<T>(read: () => T): T | undefined {
   try {
-    const stat = readFileSync(`${dir}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime, in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Seconds a thread was ready to run and waited for a core (schedstat's second field, ns). */
-function waitSecondsOf(dir: string): number | undefined {
-  try {
-    return Number(readFileSync(`${dir}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+    return read();
   } catch {
     return undefined;
   }
 }
 
 function ownTid(): number | undefined {
-  try {
-    return Number(readlinkSync("/proc/thread-self").split("/").pop());
-  } catch {
-    return undefined;
-  }
+  return orUndefined(() => Number(readlinkSync("/proc/thread-self").split("/").pop()));
 }
 
 /** Every thread of the process, for the process's own thread to write. */
 function processThreads(): Array<{ tid: number; cpuSeconds?: number; waitSeconds?: number }> {
-  try {
-    return readdirSync("/proc/self/task").map((tid) => ({
-      tid: Number(tid),
-      cpuSeconds: cpuSecondsOf(`/proc/self/task/${tid}`),
-      waitSeconds: waitSecondsOf(`/proc/self/task/${tid}`),
-    }));
-  } catch {
-    return [];
-  }
+  return (orUndefined(() => readdirSync("/proc/self/task")) ?? []).map((tid) => ({
+    tid: Number(tid),
+    cpuSeconds: orUndefined(() => cpuSecondsOf(`/proc/self/task/${tid}`)),
+    waitSeconds: orUndefined(() => waitSecondsOf(`/proc/self/task/${tid}`)),
+  }));
 }
 
 type HeapAtCollection = ReturnType<GCProfiler["stop"]>["statistics"][number]["beforeGC"];
@@ -103,8 +84,8 @@ function startCounting(): void {
       else if (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkCompact") scavenges += 1;
     }
     const own = {
-      cpuSeconds: cpuSecondsOf("/proc/thread-self"),
-      waitSeconds: waitSecondsOf("/proc/thread-self"),
+      cpuSeconds: orUndefined(() => cpuSecondsOf("/proc/thread-self")),
+      waitSeconds: orUndefined(() => waitSecondsOf("/proc/thread-self")),
       tid,
       ...(isMainThread ? { threads: processThreads() } : {}),
     };

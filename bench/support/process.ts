@@ -9,11 +9,31 @@ export function peakRssMb(pid: number): number {
 
 /** CPU time a running process has used so far (user + system, every thread), in seconds. */
 export function cpuSeconds(pid: number): number {
-  // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks, after the
-  // command name in parentheses (which may itself hold spaces).
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return cpuSecondsOf(`/proc/${pid}`);
+}
+
+/**
+ * CPU time (user + system) of a process or a thread so far, in seconds, by
+ * its /proc directory: `/proc/<pid>`, `/proc/thread-self`,
+ * `/proc/self/task/<tid>`.
+ */
+export function cpuSecondsOf(dir: string): number {
+  const fields = statFields(dir);
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Seconds a process or thread (its /proc directory) was ready to run and waited for a core: schedstat's second field, in ns. */
+export function waitSecondsOf(dir: string): number {
+  return Number(readFileSync(`${dir}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+}
+
+/**
+ * The fields of `<dir>/stat` after the command name in parentheses (which may
+ * itself hold spaces): utime and stime, in clock ticks, are the 12th and 13th.
+ */
+function statFields(dir: string): string[] {
+  const stat = readFileSync(`${dir}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }
 
 /** Linux's USER_HZ, 100 on every architecture Node runs on (`getconf CLK_TCK`). */
@@ -30,9 +50,7 @@ export function treeCpuSeconds(pid: number): number {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry) || Number(entry) === pid) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === pid) total += cpuTicks(Number(entry), true);
+      if (Number(statFields(`/proc/${entry}`)[1]) === pid) total += cpuTicks(Number(entry), true);
     } catch {
       // gone meanwhile
     }
@@ -41,8 +59,7 @@ export function treeCpuSeconds(pid: number): number {
 }
 
 function cpuTicks(pid: number, withChildren: boolean): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(`/proc/${pid}`);
   // utime, stime, then cutime, cstime (children waited for).
   return Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0);
 }
