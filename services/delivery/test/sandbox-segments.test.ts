@@ -70,7 +70,9 @@ describe("the sandbox's body segments (embedded store)", () => {
 
   it("appends bodies one after another to one segment (twenty handed over at once), and reads each back by its place", async () => {
     await open();
-    const ids = await keepMany(40, (i) => `<p>order ${i}</p>`, 20);
+    // Characters of two, three and four bytes in UTF-8: places and lengths count bytes.
+    const html = (i: number) => (i % 2 === 0 ? `<p>order ${i}</p>` : `<p>Grüße, order ${i} → 👋</p>`);
+    const ids = await keepMany(40, html, 20);
     expect(segments()).toEqual(["1.bodies"]);
     const stored = await rows();
     expect(stored).toHaveLength(40);
@@ -83,7 +85,7 @@ describe("the sandbox's body segments (embedded store)", () => {
     }
     expect(statSync(join(segmentsDir(), "1.bodies")).size).toBe(end);
     for (const [i, id] of ids.entries()) {
-      await expect(archive.forTenant(TENANT).get(id)).resolves.toMatchObject({ emailId: id, html: `<p>order ${i}</p>`, text: "thanks", headers: { "X-Order": id } });
+      await expect(archive.forTenant(TENANT).get(id)).resolves.toMatchObject({ emailId: id, html: html(i), text: "thanks", headers: { "X-Order": id } });
     }
   });
 
