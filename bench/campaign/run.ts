@@ -34,6 +34,8 @@ const SMTP_N = Number(process.env.CAMPAIGN_BENCH_SMTP_N ?? N);
 const SMTP_POOL = Number(process.env.CAMPAIGN_BENCH_SMTP_POOL ?? 20);
 /** Recipients of the per-service runs on MongoDB (FerretDB here, whose cost grows with the square of the audience); 0 skips them. */
 const MONGO_N = Number(process.env.CAMPAIGN_BENCH_MONGO_N ?? 2_000);
+/** Pairs of ours and listmonk through SMTP run after the rows (CAMPAIGN_BENCH_PAIRS), for the ratio's spread. */
+const PAIRS = Number(process.env.CAMPAIGN_BENCH_PAIRS ?? 2);
 
 export const NEWSLETTER = `<mjml><mj-body>
   <mj-section><mj-column>
@@ -284,6 +286,9 @@ async function main(): Promise<void> {
   // Side by side through one real SMTP server: ours (a live key,
   // EMAIL_PROVIDER=smtp) and listmonk, the same message to the same addresses.
   const side: CampaignRow[] = [];
+  /** Ours (embedded, CHUNKING) and the first listmonk build, one after the other: the rows' pair first. */
+  const pairs: Array<{ ours_s: number; listmonk_s: number; ratio: number }> = [];
+  let pairedWith = "";
   if (process.env.CAMPAIGN_BENCH_LISTMONK !== "off") {
     console.log(`side by side through SMTP: ${SMTP_N} subscribers`);
     // The tests' SMTP sink in its counting mode: it parses and keeps nothing. It offers CHUNKING, as
@@ -297,16 +302,44 @@ async function main(): Promise<void> {
       for (let i = 0; i < n; i++) if (!sink.recipientCounts.has(address(i))) lost++;
       return { lost, duplicates: [...sink.recipientCounts.values()].filter((c) => c > 1).length };
     };
-    const smtpRun = async (name: string, env: Record<string, string>, launch?: (dataDir: string, env: Record<string, string>) => Promise<Running>, servers?: Record<string, () => number>) => {
+    /** One campaign of ours through the sink: its row, and the audience's addresses (listmonk mails the same). */
+    const smtpCampaign = async (name: string, env: Record<string, string>, launch?: (dataDir: string, env: Record<string, string>) => Promise<Running>, servers?: Record<string, () => number>) => {
       sink.recipientCounts.clear();
       const audience = await prepareAudience(SMTP_N, "live", env);
       try {
-        side.push(await runCampaign(name, audience, env, async () => tally(SMTP_N, audience.addresses), launch, servers));
-        console.log(side.at(-1));
-        return audience;
+        const row = await runCampaign(name, audience, env, async () => tally(SMTP_N, audience.addresses), launch, servers);
+        console.log(row);
+        return { row, audience };
       } finally {
         rmSync(audience.dataDir, { recursive: true, force: true });
       }
+    };
+    const smtpRun = async (...args: Parameters<typeof smtpCampaign>) => {
+      const { row, audience } = await smtpCampaign(...args);
+      side.push(row);
+      return audience;
+    };
+    /** One campaign of listmonk's through the sink, to `addresses`: its row. */
+    const listmonkRun = async (build: ListmonkBuild, message: { subject: string; html: string; text: string }, addresses: (i: number) => string): Promise<CampaignRow> => {
+      sink.recipientCounts.clear();
+      const before = sink.acceptedCount;
+      const lm = await runListmonkCampaign({ build, subscribers: SMTP_N, addresses, smtpPort: sink.port, ...message, delivered: () => sink.acceptedCount - before });
+      const { lost, duplicates } = tally(SMTP_N, addresses);
+      const row: CampaignRow = {
+        run: `listmonk ${lm.version} (PostgreSQL), SMTP`,
+        recipients: SMTP_N,
+        // Its rate from its first message on: the wait for its 5-second scan left out (ours counts from the send request).
+        seconds: round(lm.sendingSeconds),
+        recipients_per_s: Math.round(lm.sent / lm.sendingSeconds),
+        snapshot_s: 0,
+        lost,
+        duplicates,
+        peak_rss_mb: lm.peakRssMb,
+        cpu_s: round(lm.cpuSeconds),
+        per_process: { listmonk: { peak_rss_mb: lm.peakRssMb, cpu_s: round(lm.cpuSeconds) }, postgresql: { peak_rss_mb: 0, cpu_s: round(lm.postgresCpuSeconds) } },
+      };
+      console.log(row);
+      return row;
     };
     try {
       const smtpEnv = {
@@ -345,33 +378,23 @@ async function main(): Promise<void> {
       // CAMPAIGN_BENCH_LISTMONK=ours: our side of the comparison alone (iterating on the SMTP path).
       const message = process.env.CAMPAIGN_BENCH_LISTMONK === "ours" ? undefined : await renderedForListmonk();
       const listmonkRuns = message !== undefined && ours !== undefined ? { message, ours, builds: await listmonkBuilds() } : undefined;
-      for (const build of listmonkRuns?.builds ?? []) {
-        const { message, ours } = listmonkRuns!;
-        sink.recipientCounts.clear();
-        const before = sink.acceptedCount;
-        const lm = await runListmonkCampaign({
-          build,
-          subscribers: SMTP_N,
-          addresses: ours.addresses,
-          smtpPort: sink.port,
-          ...message!,
-          delivered: () => sink.acceptedCount - before,
-        });
-        const { lost, duplicates } = tally(SMTP_N, ours.addresses);
-        side.push({
-          run: `listmonk ${lm.version} (PostgreSQL), SMTP`,
-          recipients: SMTP_N,
-          // Its rate from its first message on: the wait for its 5-second scan left out (ours counts from the send request).
-          seconds: round(lm.sendingSeconds),
-          recipients_per_s: Math.round(lm.sent / lm.sendingSeconds),
-          snapshot_s: 0,
-          lost,
-          duplicates,
-          peak_rss_mb: lm.peakRssMb,
-          cpu_s: round(lm.cpuSeconds),
-          per_process: { listmonk: { peak_rss_mb: lm.peakRssMb, cpu_s: round(lm.cpuSeconds) }, postgresql: { peak_rss_mb: 0, cpu_s: round(lm.postgresCpuSeconds) } },
-        });
-        console.log(side.at(-1));
+      for (const build of listmonkRuns?.builds ?? []) side.push(await listmonkRun(build, listmonkRuns!.message, listmonkRuns!.ours.addresses));
+
+      // One pair's ratio moves by a fifth either way with what else runs on a shared machine:
+      // CAMPAIGN_BENCH_PAIRS more pairs (ours embedded with CHUNKING, then the first listmonk
+      // build, alternating), their ratios written down beside the first pair's, with the median.
+      const anchorBuild = listmonkRuns?.builds[0];
+      if (anchorBuild !== undefined) {
+        pairedWith = `listmonk ${anchorBuild.version}`;
+        const first = side.find((r) => r.run === `listmonk ${anchorBuild.version} (PostgreSQL), SMTP`);
+        const firstOurs = side.find((r) => r.run === "emailsvc (embedded), SMTP");
+        if (first && firstOurs) pairs.push({ ours_s: firstOurs.seconds, listmonk_s: first.seconds, ratio: round(firstOurs.recipients_per_s / first.recipients_per_s) });
+        for (let i = 0; i < PAIRS; i++) {
+          const { row: ours, audience } = await smtpCampaign(`emailsvc (embedded), SMTP, pair ${i + 2}`, smtpEnv);
+          const theirs = await listmonkRun(anchorBuild, listmonkRuns!.message, audience.addresses);
+          if (ours.lost + ours.duplicates + theirs.lost + theirs.duplicates > 0) throw new Error(`pair ${i + 2} lost or duplicated recipients: ${JSON.stringify({ ours, theirs })}`);
+          pairs.push({ ours_s: ours.seconds, listmonk_s: theirs.seconds, ratio: round(ours.recipients_per_s / theirs.recipients_per_s) });
+        }
       }
     } finally {
       await Promise.all([chunkingSink.close(), dataSink.close()]);
@@ -390,7 +413,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, pool: SMTP_POOL, rows: side }, extra: extraResults, at: new Date().toISOString() };
+  const results = { machine, recipients: N, rows, smtp: { recipients: SMTP_N, pool: SMTP_POOL, rows: side, pairs, paired_with: pairedWith }, extra: extraResults, at: new Date().toISOString() };
   const dir = join(repo, "bench", "results");
   mkdirSync(dir, { recursive: true });
   // CAMPAIGN_BENCH_LISTMONK=ours is for iterating: nothing recorded.
@@ -422,12 +445,26 @@ async function main(): Promise<void> {
             (r) =>
               `| ${r.run} | ${r.recipients} | ${r.seconds} | ${r.recipients_per_s} | ${anchor ? (r.recipients_per_s / anchor.recipients_per_s).toFixed(2) : "—"} | ${r.cpu_s ?? "—"} | ${r.lost} | ${r.duplicates} | ${largest(r)} | ${processes(r)} |`,
           ),
+          ...(pairs.length > 1 ? ["", pairsLine(pairs, pairedWith)] : []),
         ]
       : []),
     ...extraTables,
   ].join("\n");
   if (record) writeResultsBlock(join(repo, "bench", "README.md"), "campaign", "Campaign fan-out", table);
   console.log(table);
+}
+
+/** The pairs' ratios in the order run, their median, and each side's range of seconds. */
+function pairsLine(pairs: ReadonlyArray<{ ours_s: number; listmonk_s: number; ratio: number }>, theirs: string): string {
+  const ratios = pairs.map((p) => p.ratio);
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const median = sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  const range = (values: number[]) => `${Math.min(...values)}–${Math.max(...values)} s`;
+  return (
+    `Ours (embedded, with CHUNKING) and ${theirs} one after the other, ${pairs.length} pairs (the rows above first): ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}, ` +
+    `**median ${median.toFixed(2)}**; ours ${range(pairs.map((p) => p.ours_s))}, ${theirs} ${range(pairs.map((p) => p.listmonk_s))}.`
+  );
 }
 
 /** The largest process's peak RSS (one process embedded; per service otherwise). */
