@@ -705,13 +705,15 @@ export class MemoryTable {
     this.chains = chainFields.map((chain) => chain.map((fields) => maps.get(fields.join("\u0000"))!));
   }
 
-  /** Indexes every document; a unique index refuses duplicates. */
-  private fill(map: HashIndex): void {
+  /** Indexes every document in these indexes, reading each once; a unique index refuses duplicates. */
+  private fill(...maps: HashIndex[]): void {
     for (const slot of this.ordered.walk(undefined, undefined, false)) {
       const doc = this.peek(slot);
-      const keys = map.keysOf(doc);
-      if (map.unique && map.holder(doc, keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
-      map.add(slot, keys);
+      for (const map of maps) {
+        const keys = map.keysOf(doc);
+        if (map.unique && map.holder(doc, keys, slot) !== undefined) throw new DuplicateKeyError(map.name);
+        map.add(slot, keys);
+      }
     }
   }
 
@@ -800,11 +802,13 @@ export class MemoryTable {
   // translation (for matching). Planning: `_id` equality or $in takes the
   // documents by id; else, among the indexes whose leading fields all have
   // equality or $in conditions (top-level), the one whose lookup yields the
-  // fewest documents; else a walk in `_id` order within the filter's `_id`
-  // range. Every candidate is then matched against the whole query.
+  // fewest documents (for a count, one whose lookup is exactly the filter
+  // first: then no document is read); else a walk in `_id` order within the
+  // filter's `_id` range. Every candidate is then matched against the whole
+  // query, except by a count from an exact lookup.
   // -------------------------------------------------------------------------
 
-  private candidates(filter: AnyFilter): Candidates | undefined {
+  private candidates(filter: AnyFilter, forCount = false): Candidates | undefined {
     const ids = equalityValues(filter._id);
     if (ids !== undefined) {
       const slots: Slot[] = [];
@@ -837,17 +841,29 @@ export class MemoryTable {
     const chosen = [...usable].filter(
       (map) => ![...usable].some((other) => other.fields.length > map.fields.length && map.fields.every((field, i) => other.fields[i] === field)),
     );
+    // The ones first used now are built together: one read of each document for all of them.
+    const unbuilt = chosen.filter((map) => !this.live.includes(map));
+    if (unbuilt.length > 0) {
+      this.fill(...unbuilt);
+      this.live.push(...unbuilt);
+    }
     for (const map of chosen) {
-      if (!this.live.includes(map)) {
-        this.fill(map);
-        this.live.push(map);
-      }
       let tuples: unknown[][] = [[]];
       for (const field of map.fields) tuples = tuples.flatMap((tuple) => valuesOf(field)!.map((value) => [...tuple, value]));
       const keys = tuples.map((tuple) => map.keyOfValues(tuple));
       let size = 0;
       for (const key of keys) size += map.sizeOf(key);
-      if (best === undefined || size < best.size) best = { size, slots: () => map.slotsOf(keys), exact: !map.hashed && exactLookup(filter, map.fields), oneKey: keys.length === 1 };
+      const exact = !map.hashed && exactLookup(filter, map.fields);
+      // A count takes an exact lookup over any other (it then reads no document: an audience's
+      // holders of some tags, by status and tag, against all active subscribers by status alone,
+      // fewer than the tags' keys add up to); a find the fewest documents (it reads each anyway),
+      // of two as many the exact one.
+      const better =
+        best === undefined ||
+        size === 0 ||
+        (forCount && exact !== (best.exact === true) ? exact : size < best.size || (size === best.size && exact && best.exact !== true));
+      if (better) best = { size, slots: () => map.slotsOf(keys), exact, oneKey: keys.length === 1 };
+      // None: nothing matches, whatever the other indexes say.
       if (size === 0) break;
     }
     return best;
@@ -932,7 +948,7 @@ export class MemoryTable {
 
   count(filter: AnyFilter, query: PlainObject): number {
     if (Object.keys(filter).length === 0) return this.byId.size;
-    const candidates = this.candidates(filter);
+    const candidates = this.candidates(filter, true);
     const [lower, upper] = idRange(filter._id);
     let n = 0;
     if (candidates?.exact === true) {

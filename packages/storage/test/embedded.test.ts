@@ -430,6 +430,29 @@ describe.each(cacheVariants.concat([{ variant: "a cache of a few documents", cac
 });
 
 describe("embedded documents at rest: what reads them", () => {
+  test("a count takes the index that answers it exactly over one giving fewer documents to read", async () => {
+    const store = await openEmbeddedStore({ dataDir: path.join(root, "at-rest-count-plan"), cacheBytes: 0 });
+    const c = store.collection("rows");
+    await c.createIndexes([
+      { name: "by_status", fields: { status: 1 } },
+      { name: "by_status_tag", fields: { tenant: 1, status: 1, tags: 1 }, arrayField: "tags" },
+    ]);
+    // Every row holds both tags: their two keys hold 200 entries, the status's one 100.
+    await c.insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: `r${String(i).padStart(3, "0")}`, tenant: "t", status: "active", tags: ["a", "b"] })));
+    const filter = { tenant: "t", status: "active", tags: { $in: ["a", "b"] } };
+    const read = (): number => (c as unknown as { reads: number }).reads;
+    // Both indexes are built by this first count, together: each document read once.
+    await expect(c.count(filter)).resolves.toBe(100);
+    expect(read()).toBe(100);
+    const before = read();
+    await expect(c.count(filter)).resolves.toBe(100);
+    await expect(c.count({ ...filter, tags: { $in: ["a", "c"] } })).resolves.toBe(100);
+    expect(read() - before).toBe(0);
+    // A find still takes the fewest documents: it reads each it returns anyway.
+    await expect(c.find(filter)).resolves.toHaveLength(100);
+    await store.close();
+  });
+
   test("a count an index answers exactly reads no document; one it cannot, reads each from its line", async () => {
     const dir = path.join(root, "at-rest-count");
     const store = await openEmbeddedStore({ dataDir: dir, cacheBytes: 0 });

@@ -1,2 +1,4 @@
 export { startSubscribersService, type RunningSubscribersService, type SubscribersServiceOptions } from "./server.js";
 export { subscribersService } from "./service.js";
+// The subscribers' indexes, for the benchmarks that read a store of them as the service does.
+export { SUBSCRIBER_INDEXES } from "./storage/documents.js";

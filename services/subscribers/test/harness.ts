@@ -39,13 +39,18 @@ export interface HarnessOptions {
   expirySweepIntervalMs?: number;
   minConfirmationExpirySeconds?: number;
   confirmationResendAfterMs?: number;
+  /** The embedded store's document cache (bytes); 0 keeps every document at rest, so a test can count what is read. */
+  cacheBytes?: number;
 }
 
 export async function startHarness(kind: StoreKind, options: HarnessOptions = {}): Promise<Harness> {
   // The embedded store in a directory of our own, so that tests can read its datafiles.
   const dataDir = kind === "embedded" ? mkdtempSync(join(tmpdir(), "subscribers-test-")) : undefined;
   const { store, cleanup } = dataDir
-    ? { store: await openEmbeddedStore({ dataDir }), cleanup: () => rmSync(dataDir, { recursive: true, force: true }) }
+    ? {
+        store: await openEmbeddedStore({ dataDir, ...(options.cacheBytes !== undefined ? { cacheBytes: options.cacheBytes } : {}) }),
+        cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
+      }
     : await openTestStore(kind, "subscribers");
   const bus = new InProcessEventBus();
   const received: ReceivedEvent[] = [];

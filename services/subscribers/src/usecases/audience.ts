@@ -21,7 +21,19 @@ import { suppressionsOf, type Deps, type Scope } from "./deps.js";
 /** Active, not deleted subscribers matching the filter, now. */
 export async function countAudience(scope: Scope, input: AudienceFilterInput | undefined): Promise<number> {
   const filter = validateAudienceFilter(input);
-  return scope.subscribers.count(await audienceQuery(scope, filter));
+  const query = await audienceQuery(scope, filter);
+  if (filter.include.length > 0 && filter.match === "any" && filter.exclude.length === 0 && filter.metadata.length === 0) {
+    // Active subscribers holding one of the tags, less the deleted ones among
+    // them: the first is what the audience_by_tag index holds, so a store
+    // that counts from an index (the embedded one) reads no subscriber for
+    // it, and the second reads only tombstones (list_by_status). Counted as
+    // one query, every candidate was read to check `deleted`: about a second
+    // for 100,000 subscribers, at each look at a campaign's recipient count.
+    const { deleted: _deleted, ...holders } = query;
+    const [all, tombstones] = await Promise.all([scope.subscribers.count(holders), scope.subscribers.count({ ...holders, deleted: true })]);
+    return Math.max(0, all - tombstones);
+  }
+  return scope.subscribers.count(query);
 }
 
 export interface AudiencePage {
