@@ -8,6 +8,19 @@ import { tenantKey } from "@emailsvc/tenancy";
 import type { EmailDoc } from "../src/storage/documents.js";
 import { announcedOutcomes, announcedStatuses, as, sleep, smtpProviders, startHarness, tenant, waitFor, type Harness, type StoreKind } from "./harness.js";
 
+/** Waits until the email is sent; one not found yet (not taken in yet: a busy machine may leave it for later) is waited for too. */
+async function untilSent(h: Harness, t: ReturnType<typeof tenant>, emailId: string): Promise<void> {
+  const sent = async () => {
+    try {
+      return (await h.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined;
+    } catch (err) {
+      if (ConnectError.from(err).code === Code.NotFound) return undefined;
+      throw err;
+    }
+  };
+  await waitFor(sent, `${emailId} sent`, 20_000);
+}
+
 // A campaign hands its recipients over as one email.send.requested per batch
 // (services/campaigns, dispatcher.ts): delivery's consumer takes a batch in
 // windows (messaging/send-consumer.ts), sends at most its concurrency at once,
@@ -68,18 +81,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
 
     sink.dataDelayMs = 0;
     sink.releaseHeld();
-    for (const { emailId } of recipients) {
-      // Not found yet: the new instance has not taken that recipient in (a busy machine may leave it for later).
-      const sent = async () => {
-        try {
-          return (await h!.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined;
-        } catch (err) {
-          if (ConnectError.from(err).code === Code.NotFound) return undefined;
-          throw err;
-        }
-      };
-      await waitFor(sent, `${emailId} sent`, 20_000);
-    }
+    for (const { emailId } of recipients) await untilSent(h, t, emailId);
     for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
     // Each answered to campaigns once.
     await waitFor(() => (recipients.every(({ emailId }) => announcedStatuses(h!, emailId).length > 0) ? true : undefined), "every outcome announced");
@@ -216,18 +218,7 @@ describe.each<StoreKind>(["embedded", "mongodb"])("a campaign's batch of recipie
     expect(stored.length).toBeLessThan(addresses.length);
     sink.dataDelayMs = 0;
     await h.restart(settings);
-    for (const { emailId } of recipients) {
-      // Not found yet: the new instance has not taken that recipient in (a busy machine may leave it for later).
-      const sent = async () => {
-        try {
-          return (await h!.client.getEmail({ id: emailId }, as(t))).email!.status === delivery.EmailStatus.SENT ? true : undefined;
-        } catch (err) {
-          if (ConnectError.from(err).code === Code.NotFound) return undefined;
-          throw err;
-        }
-      };
-      await waitFor(sent, `${emailId} sent`, 20_000);
-    }
+    for (const { emailId } of recipients) await untilSent(h, t, emailId);
     for (const address of addresses) expect(sink.to(address).filter((m) => m.accepted)).toHaveLength(1);
   });
 });
