@@ -858,10 +858,11 @@ export class MemoryTable {
       // holders of some tags, by status and tag, against all active subscribers by status alone,
       // fewer than the tags' keys add up to); a find the fewest documents (it reads each anyway),
       // of two as many the exact one.
-      const better =
-        best === undefined ||
-        size === 0 ||
-        (forCount && exact !== (best.exact === true) ? exact : size < best.size || (size === best.size && exact && best.exact !== true));
+      const bestExact = best?.exact === true;
+      let better: boolean;
+      if (best === undefined || size === 0) better = true;
+      else if (forCount && exact !== bestExact) better = exact;
+      else better = size < best.size || (size === best.size && exact && !bestExact);
       if (better) best = { size, slots: () => map.slotsOf(keys), exact, oneKey: keys.length === 1 };
       // None: nothing matches, whatever the other indexes say.
       if (size === 0) break;
