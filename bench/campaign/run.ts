@@ -287,7 +287,7 @@ async function main(): Promise<void> {
   // EMAIL_PROVIDER=smtp) and listmonk, the same message to the same addresses.
   const side: CampaignRow[] = [];
   /** Ours (embedded, CHUNKING) and the first listmonk build, one after the other: the rows' pair first. */
-  const pairs: Array<{ ours_s: number; listmonk_s: number; ratio: number }> = [];
+  const pairs: Pair[] = [];
   let pairedWith = "";
   if (process.env.CAMPAIGN_BENCH_LISTMONK !== "off") {
     console.log(`side by side through SMTP: ${SMTP_N} subscribers`);
@@ -315,9 +315,9 @@ async function main(): Promise<void> {
       }
     };
     const smtpRun = async (...args: Parameters<typeof smtpCampaign>) => {
-      const { row, audience } = await smtpCampaign(...args);
-      side.push(row);
-      return audience;
+      const run = await smtpCampaign(...args);
+      side.push(run.row);
+      return run;
     };
     /** One campaign of listmonk's through the sink, to `addresses`: its row. */
     const listmonkRun = async (build: ListmonkBuild, message: { subject: string; html: string; text: string }, addresses: (i: number) => string): Promise<CampaignRow> => {
@@ -378,7 +378,9 @@ async function main(): Promise<void> {
       // CAMPAIGN_BENCH_LISTMONK=ours: our side of the comparison alone (iterating on the SMTP path).
       const message = process.env.CAMPAIGN_BENCH_LISTMONK === "ours" ? undefined : await renderedForListmonk();
       const listmonkRuns = message !== undefined && ours !== undefined ? { message, ours, builds: await listmonkBuilds() } : undefined;
-      for (const build of listmonkRuns?.builds ?? []) side.push(await listmonkRun(build, listmonkRuns!.message, listmonkRuns!.ours.addresses));
+      const listmonkRows: CampaignRow[] = [];
+      for (const build of listmonkRuns?.builds ?? []) listmonkRows.push(await listmonkRun(build, listmonkRuns!.message, listmonkRuns!.ours.audience.addresses));
+      side.push(...listmonkRows);
 
       // One pair's ratio moves by a fifth either way with what else runs on a shared machine:
       // CAMPAIGN_BENCH_PAIRS more pairs (ours embedded with CHUNKING, then the first listmonk
@@ -386,14 +388,12 @@ async function main(): Promise<void> {
       const anchorBuild = listmonkRuns?.builds[0];
       if (anchorBuild !== undefined) {
         pairedWith = `listmonk ${anchorBuild.version}`;
-        const first = side.find((r) => r.run === `listmonk ${anchorBuild.version} (PostgreSQL), SMTP`);
-        const firstOurs = side.find((r) => r.run === "emailsvc (embedded), SMTP");
-        if (first && firstOurs) pairs.push({ ours_s: firstOurs.seconds, listmonk_s: first.seconds, ratio: round(firstOurs.recipients_per_s / first.recipients_per_s) });
+        pairs.push(pairOf(listmonkRuns!.ours.row, listmonkRows[0]!));
         for (let i = 0; i < PAIRS; i++) {
           const { row: ours, audience } = await smtpCampaign(`emailsvc (embedded), SMTP, pair ${i + 2}`, smtpEnv);
           const theirs = await listmonkRun(anchorBuild, listmonkRuns!.message, audience.addresses);
           if (ours.lost + ours.duplicates + theirs.lost + theirs.duplicates > 0) throw new Error(`pair ${i + 2} lost or duplicated recipients: ${JSON.stringify({ ours, theirs })}`);
-          pairs.push({ ours_s: ours.seconds, listmonk_s: theirs.seconds, ratio: round(ours.recipients_per_s / theirs.recipients_per_s) });
+          pairs.push(pairOf(ours, theirs));
         }
       }
     } finally {
@@ -454,8 +454,19 @@ async function main(): Promise<void> {
   console.log(table);
 }
 
+/** One campaign of ours and one of listmonk's, run one after the other. */
+interface Pair {
+  ours_s: number;
+  listmonk_s: number;
+  ratio: number;
+}
+
+function pairOf(ours: CampaignRow, theirs: CampaignRow): Pair {
+  return { ours_s: ours.seconds, listmonk_s: theirs.seconds, ratio: round(ours.recipients_per_s / theirs.recipients_per_s) };
+}
+
 /** The pairs' ratios in the order run, their median, and each side's range of seconds. */
-function pairsLine(pairs: ReadonlyArray<{ ours_s: number; listmonk_s: number; ratio: number }>, theirs: string): string {
+function pairsLine(pairs: readonly Pair[], theirs: string): string {
   const ratios = pairs.map((p) => p.ratio);
   const sorted = [...ratios].sort((a, b) => a - b);
   const middle = sorted.length / 2;
